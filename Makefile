@@ -1,0 +1,115 @@
+# Strata: a Kubernetes operator and erasure-coded S3 engine.
+# `make help` lists the targets.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+.DEFAULT_GOAL := help
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+LDFLAGS := -X github.com/strata-storage/strata/engine/buildinfo.Version=$(VERSION) \
+           -X github.com/strata-storage/strata/engine/buildinfo.Commit=$(COMMIT)
+
+LOCALBIN := $(CURDIR)/bin
+export PATH := $(LOCALBIN):$(PATH)
+
+# Pinned tool versions, installed with `go install` into bin/.
+CONTROLLER_GEN_VERSION ?= v0.23.0
+GOLANGCI_LINT_VERSION  ?= v2.15.0
+CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+GOLANGCI_LINT  := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+# Kubernetes version of the envtest control plane (built from source when it
+# cannot be downloaded; see hack/envtest.sh).
+ENVTEST_K8S_VERSION ?= 1.36.3
+export ENVTEST_K8S_VERSION
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases, chart crds/) and RBAC (config/rbac/role.yaml).
+	$(CONTROLLER_GEN) rbac:roleName=manager crd:allowDangerousTypes=false webhook \
+		paths="./api/..." paths="./controllers/..." paths="./internal/..." \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	hack/sync-chart-crds.sh
+
+.PHONY: fmt
+fmt: ## Format the Go code.
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: lint
+lint: ## gofmt check, go vet, and golangci-lint when it can be installed.
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+	go vet ./...
+	@if $(MAKE) --no-print-directory $(GOLANGCI_LINT) >/dev/null 2>&1; then \
+		echo "$(GOLANGCI_LINT) run ./..."; $(GOLANGCI_LINT) run ./...; \
+	else echo "golangci-lint $(GOLANGCI_LINT_VERSION) could not be installed; gofmt and go vet only"; fi
+
+.PHONY: verify
+verify: ## Fail when generated files (deepcopy, CRDs, RBAC, chart CRDs) or go.mod are stale.
+	hack/verify-generated.sh
+
+##@ Test
+
+.PHONY: test
+test: verify lint unit envtest-suites ## Everything CI runs: verify, lint, unit and envtest suites.
+
+.PHONY: unit
+unit: ## Unit tests (no API server).
+	go test $$(go list ./... | grep -v /test/)
+
+.PHONY: envtest
+envtest: ## Make kube-apiserver and etcd available to envtest (builds them offline if needed).
+	@hack/envtest.sh >/dev/null
+
+.PHONY: control-plane
+control-plane: ## Also build kube-controller-manager and kube-scheduler (local cluster harness).
+	@hack/envtest.sh --control-plane >/dev/null
+
+.PHONY: envtest-suites
+envtest-suites: envtest build ## Integration suites against a real kube-apiserver + etcd.
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" MANAGER_BIN="$(LOCALBIN)/manager" \
+		go test ./test/... -ginkgo.v=false -timeout 20m
+
+##@ Build
+
+.PHONY: build
+build: ## Build bin/manager (operator) and bin/strata (engine).
+	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/manager .
+	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/strata ./cmd/strata
+
+.PHONY: run
+run: ## Run the operator against the cluster of the current kubeconfig (CRDs must be installed: make install).
+	go run -ldflags "$(LDFLAGS)" . --metrics-bind-address=:8443 --health-probe-bind-address=:8081
+
+.PHONY: install
+install: ## Install the CRDs into the cluster of the current kubeconfig.
+	kubectl apply --server-side -f config/crd/bases
+
+.PHONY: uninstall
+uninstall: ## Remove the CRDs (and so every Strata object) from the current cluster.
+	kubectl delete --ignore-not-found -f config/crd/bases
+
+##@ Tools
+
+$(LOCALBIN):
+	mkdir -p $(LOCALBIN)
+
+$(CONTROLLER_GEN): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(LOCALBIN)/controller-gen $@
+
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(LOCALBIN)/golangci-lint $@

@@ -1,0 +1,96 @@
+package v1alpha1
+
+// Condition types used on Tenant, ServerPool and GatewayPool status. All are
+// metav1.Condition entries in status.conditions.
+const (
+	// ConditionReady is True when the object serves S3 traffic as specified.
+	ConditionReady = "Ready"
+
+	// ConditionProgressing is True while the operator is converging the
+	// object: creating workloads, scaling, formatting, rolling an upgrade.
+	ConditionProgressing = "Progressing"
+
+	// ConditionDegraded is True when the object serves traffic but with less
+	// redundancy or capacity than specified (drives offline, pods not ready),
+	// or when a spec cannot be realised and the operator has stopped trying.
+	ConditionDegraded = "Degraded"
+
+	// ConditionCredentialsReady is True when the root credentials and every
+	// user's credentials are present and rendered for the engine.
+	ConditionCredentialsReady = "CredentialsReady"
+
+	// ConditionCertificatesReady is True when the TLS serving certificate
+	// exists and is valid (or TLS is disabled).
+	ConditionCertificatesReady = "CertificatesReady"
+
+	// ConditionStorageReady is True when the pool's storage classes, nodes and
+	// erasure layout can meet its spec (placement preflight passed).
+	ConditionStorageReady = "StorageReady"
+
+	// ConditionTenantFound is True when the pool's spec.tenantRef names an
+	// existing Tenant in the same namespace.
+	ConditionTenantFound = "TenantFound"
+
+	// ConditionUpgrading is True while a new image is being rolled out.
+	ConditionUpgrading = "Upgrading"
+)
+
+// Condition reasons. Each says, in one word, why a condition has its status.
+const (
+	// ReasonReconciled: the operator applied the spec and found it healthy.
+	ReasonReconciled = "Reconciled"
+
+	// ReasonCreating: workloads or dependencies are being created.
+	ReasonCreating = "Creating"
+
+	// ReasonWaitingForTenant: the pool's Tenant does not exist yet; the pool
+	// starts when it appears.
+	ReasonWaitingForTenant = "WaitingForTenant"
+
+	// ReasonWaitingForPods: pods exist but not all are ready.
+	ReasonWaitingForPods = "WaitingForPods"
+
+	// ReasonSecretMissing: a referenced Secret does not exist or lacks keys.
+	// The operator never invents replacement credentials.
+	ReasonSecretMissing = "SecretMissing"
+
+	// ReasonCertManagerMissing: TLS mode CertManager was asked for but the
+	// cert-manager CRDs are not installed.
+	ReasonCertManagerMissing = "CertManagerMissing"
+
+	// ReasonStorageClassMissing: a named StorageClass does not exist.
+	ReasonStorageClassMissing = "StorageClassMissing"
+
+	// ReasonBindingModeImmediate: a local-media StorageClass binds volumes
+	// before scheduling; it must use WaitForFirstConsumer.
+	ReasonBindingModeImmediate = "BindingModeImmediate"
+
+	// ReasonNoMatchingNodes: no nodes carry the labels the pool's topology
+	// needs.
+	ReasonNoMatchingNodes = "NoMatchingNodes"
+
+	// ReasonInsufficientCapacity: the storage class reports less capacity
+	// than the pool asks for.
+	ReasonInsufficientCapacity = "InsufficientCapacity"
+
+	// ReasonToleranceUnreachable: no erasure layout of this pool on these
+	// failure domains survives spec.topology.tolerate.
+	ReasonToleranceUnreachable = "ToleranceUnreachable"
+
+	// ReasonDrivesOffline: some drives do not answer; data is served from
+	// parity.
+	ReasonDrivesOffline = "DrivesOffline"
+
+	// ReasonHealing: drives are being rebuilt from parity.
+	ReasonHealing = "Healing"
+
+	// ReasonRollingUpdate: pods are being replaced one at a time.
+	ReasonRollingUpdate = "RollingUpdate"
+
+	// ReasonHealthGateFailed: an upgrade step did not regain cluster health
+	// within spec.upgrade.healthGateTimeout; the rollout is paused.
+	ReasonHealthGateFailed = "HealthGateFailed"
+
+	// ReasonDeleting: the object is being deleted and its finalizer runs.
+	ReasonDeleting = "Deleting"
+)

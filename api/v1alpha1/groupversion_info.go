@@ -1,0 +1,25 @@
+// Package v1alpha1 holds the Strata API: Tenant, ServerPool and GatewayPool.
+//
+// A Tenant is one S3 identity and trust domain. ServerPools (erasure-coded
+// servers on block storage) and GatewayPools (stateless S3 gateways on a shared
+// POSIX filesystem) point at a Tenant through spec.tenantRef and serve its data.
+//
+// +kubebuilder:object:generate=true
+// +groupName=storage.strata.dev
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of every Strata kind.
+	GroupVersion = schema.GroupVersion{Group: "storage.strata.dev", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the Strata kinds with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the Strata kinds to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

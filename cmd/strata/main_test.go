@@ -1,0 +1,33 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	cases := []struct {
+		args       []string
+		code       int
+		wantStdout string
+		wantStderr string
+	}{
+		{args: []string{"version"}, code: 0, wantStdout: "strata 0.0.0-dev"},
+		{args: nil, code: 2, wantStderr: "usage: strata"},
+		{args: []string{"bogus"}, code: 2, wantStderr: `unknown command "bogus"`},
+		{args: []string{"server"}, code: 1, wantStderr: "not implemented"},
+	}
+	for _, c := range cases {
+		var out, errOut bytes.Buffer
+		if got := run(c.args, &out, &errOut); got != c.code {
+			t.Errorf("run(%q) = %d, want %d", c.args, got, c.code)
+		}
+		if !strings.Contains(out.String(), c.wantStdout) {
+			t.Errorf("run(%q) stdout %q, want it to contain %q", c.args, out.String(), c.wantStdout)
+		}
+		if !strings.Contains(errOut.String(), c.wantStderr) {
+			t.Errorf("run(%q) stderr %q, want it to contain %q", c.args, errOut.String(), c.wantStderr)
+		}
+	}
+}

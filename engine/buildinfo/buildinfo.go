@@ -1,0 +1,38 @@
+// Package buildinfo carries the version stamped into the strata and manager
+// binaries at link time (-X .../buildinfo.Version=...).
+package buildinfo
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
+
+// Version and Commit are set with -ldflags -X at build time.
+var (
+	Version = "0.0.0-dev"
+	Commit  = ""
+)
+
+// ProtocolVersion is the internode protocol this build speaks. Servers of
+// ProtocolVersion and ProtocolVersion-1 interoperate during a rolling upgrade.
+const ProtocolVersion = 1
+
+// String describes the build in one line.
+func String() string {
+	commit := Commit
+	if commit == "" {
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" {
+					commit = s.Value
+				}
+			}
+		}
+	}
+	if commit == "" {
+		commit = "unknown"
+	}
+	return fmt.Sprintf("%s (commit %s, protocol %d, %s, %s/%s)",
+		Version, commit, ProtocolVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}

@@ -1,0 +1,137 @@
+// Command manager is the Strata operator: it reconciles Tenants, ServerPools
+// and GatewayPools into running object stores.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+
+	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	storagev1alpha1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/engine/buildinfo"
+)
+
+// newScheme registers every API the operator reads or writes: Kubernetes
+// built-ins (core, apps, policy, autoscaling, ...), Strata, cert-manager and
+// the prometheus-operator's monitoring types. Registering a type does not
+// require its CRD to be installed; controllers discover that at run time.
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(storagev1alpha1.AddToScheme(s))
+	utilruntime.Must(certmanagerv1.AddToScheme(s))
+	utilruntime.Must(monitoringv1.AddToScheme(s))
+	return s
+}
+
+type options struct {
+	metricsAddr          string
+	secureMetrics        bool
+	probeAddr            string
+	leaderElect          bool
+	leaderElectionNS     string
+	webhookCertDir       string
+	enableHTTP2          bool
+	defaultStrataImage   string
+	maxConcurrentReconcs int
+}
+
+func parseFlags() (options, zap.Options) {
+	var o options
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
+		"Address of the metrics endpoint (HTTPS with authentication by default); 0 disables it.")
+	flag.BoolVar(&o.secureMetrics, "metrics-secure", true,
+		"Serve metrics over HTTPS and require a token allowed to get /metrics (TokenReview + SubjectAccessReview).")
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes.")
+	flag.BoolVar(&o.leaderElect, "leader-elect", false,
+		"Elect a leader so only one operator replica reconciles at a time.")
+	flag.StringVar(&o.leaderElectionNS, "leader-election-namespace", "",
+		"Namespace of the leader election Lease; defaults to the pod's namespace in a cluster.")
+	flag.StringVar(&o.webhookCertDir, "webhook-cert-dir", "",
+		"Directory with tls.crt and tls.key for the webhook server (cert-manager mounts them); empty uses the controller-runtime default.")
+	flag.BoolVar(&o.enableHTTP2, "enable-http2", false,
+		"Serve metrics and webhooks over HTTP/2 (off by default: HTTP/2 rapid-reset CVE-2023-44487).")
+	flag.StringVar(&o.defaultStrataImage, "default-strata-image", "strata:"+buildinfo.Version,
+		"Engine image for Tenants that do not set spec.image.")
+	flag.IntVar(&o.maxConcurrentReconcs, "max-concurrent-reconciles", 2, "Reconciles run in parallel per kind.")
+	zo := zap.Options{Development: false}
+	zo.BindFlags(flag.CommandLine)
+	flag.Parse()
+	return o, zo
+}
+
+func main() {
+	o, zo := parseFlags()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo)))
+	log := ctrl.Log.WithName("setup")
+	if err := run(o); err != nil {
+		log.Error(err, "operator stopped")
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	log := ctrl.Log.WithName("setup")
+	log.Info("starting strata operator", "version", buildinfo.String(), "defaultStrataImage", o.defaultStrataImage)
+
+	var tlsOpts []func(*tls.Config)
+	if !o.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{
+		BindAddress:   o.metricsAddr,
+		SecureServing: o.secureMetrics,
+		TLSOpts:       tlsOpts,
+	}
+	if o.secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  newScheme(),
+		Metrics:                 metricsOpts,
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "strata-operator.storage.strata.dev",
+		LeaderElectionNamespace: o.leaderElectionNS,
+		// Stepping down quickly on shutdown lets a new leader start at once.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			CertDir: o.webhookCertDir,
+			TLSOpts: tlsOpts,
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding ready check: %w", err)
+	}
+
+	log.Info("starting manager")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
