@@ -37,11 +37,12 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases, chart crds/) and RBAC (config/rbac/role.yaml).
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases, chart crds/), RBAC (config/rbac/role.yaml) and the OLM bundle.
 	$(CONTROLLER_GEN) rbac:roleName=manager crd:allowDangerousTypes=false webhook \
 		paths="./api/..." paths="./controllers/..." paths="./internal/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	hack/sync-chart-crds.sh
+	go run ./hack/bundlegen -root . -version $(BUNDLE_VERSION) -image $(OPERATOR_IMAGE)
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -59,6 +60,12 @@ lint: ## gofmt check, go vet, and golangci-lint when it can be installed.
 .PHONY: verify
 verify: ## Fail when generated files (deepcopy, CRDs, RBAC, chart CRDs) or go.mod are stale.
 	hack/verify-generated.sh
+
+BUNDLE_VERSION ?= 0.1.0
+OPERATOR_IMAGE ?= ghcr.io/strata-storage/strata-operator:$(BUNDLE_VERSION)
+
+.PHONY: bundle
+bundle: manifests ## Generate the OLM bundle (bundle/); part of `make manifests`.
 
 ##@ Test
 

@@ -13,6 +13,9 @@ generated=(
   config/rbac/role.yaml
   charts/strata-operator/crds
   charts/strata-operator/templates/manager-rbac.yaml
+  bundle/manifests
+  bundle/metadata
+  bundle/tests
 )
 
 scratch=$(mktemp -d)

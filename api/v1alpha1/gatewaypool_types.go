@@ -174,7 +174,3 @@ type GatewayPoolList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []GatewayPool `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&GatewayPool{}, &GatewayPoolList{})
-}

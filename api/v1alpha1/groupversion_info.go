@@ -9,17 +9,29 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the group and version of every Strata kind.
 	GroupVersion = schema.GroupVersion{Group: "storage.strata.dev", Version: "v1alpha1"}
 
-	// SchemeBuilder registers the Strata kinds with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// SchemeBuilder registers the Strata kinds with a runtime.Scheme. It uses
+	// apimachinery only, so importing this package stays cheap.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the Strata kinds to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&Tenant{}, &TenantList{},
+		&ServerPool{}, &ServerPoolList{},
+		&GatewayPool{}, &GatewayPoolList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -297,7 +297,3 @@ type ServerPoolList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ServerPool `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ServerPool{}, &ServerPoolList{})
-}

@@ -38,6 +38,9 @@ func Start() (*envtest.Environment, client.Client, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// Start may fail after launching etcd and kube-apiserver (a CRD the
+		// API server refuses, say): stop them rather than leak them.
+		_ = env.Stop()
 		return nil, nil, fmt.Errorf("starting envtest: %w", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
