@@ -1,0 +1,564 @@
+package drive
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/strata-storage/strata/engine/vfs"
+)
+
+// Errors of a drive.
+var (
+	ErrBucketNotFound  = errors.New("bucket not found")
+	ErrBucketExists    = errors.New("bucket already exists")
+	ErrBucketNotEmpty  = errors.New("bucket not empty")
+	ErrVersionNotFound = errors.New("version not found")
+)
+
+// BucketInfo is a bucket as one drive stores it.
+type BucketInfo struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+	// Versioning is "", "Enabled" or "Suspended".
+	Versioning string `json:"versioning,omitempty"`
+}
+
+// Options configure a local drive.
+type Options struct {
+	// FS is the filesystem seam; vfs.Default when nil.
+	FS vfs.FS
+	// NoSync turns off fsync of data and metadata (relaxed mode, for
+	// benchmarks that say so). The default is durable.
+	NoSync bool
+}
+
+// Local is a drive that is a directory on this node.
+type Local struct {
+	root   string
+	fs     vfs.FS
+	db     *pebble.DB
+	noSync bool
+
+	// locks serialise read-modify-write of one object's records on this
+	// drive (replacing the null version). They are local to the drive: no
+	// lock is ever held across drives or nodes.
+	locks [64]sync.Mutex
+
+	mu     sync.RWMutex
+	format *Format
+
+	closeOnce sync.Once
+}
+
+// Paths under the drive root.
+const (
+	metaDir        = ".strata"
+	formatFileName = "format.json"
+)
+
+// OpenLocal opens (creating if needed) the drive at root. A drive without a
+// format file opens; Format then reports ErrUnformatted.
+func OpenLocal(root string, opts Options) (*Local, error) {
+	fsys := opts.FS
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	d := &Local{root: root, fs: fsys, noSync: opts.NoSync}
+	for _, dir := range []string{d.path("tmp"), d.path("data")} {
+		if err := fsys.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("drive %s: %w", root, err)
+		}
+	}
+	// Leftovers of writes that never committed (a crash mid-PUT).
+	if err := d.clearTmp(); err != nil {
+		return nil, fmt.Errorf("drive %s: clearing tmp: %w", root, err)
+	}
+	db, err := pebble.Open(d.path("meta"), &pebble.Options{Logger: quietLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("drive %s: opening metadata store: %w", root, err)
+	}
+	d.db = db
+	data, err := vfs.ReadFile(fsys, d.path(formatFileName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		_ = db.Close()
+		return nil, fmt.Errorf("drive %s: reading format: %w", root, err)
+	default:
+		f, err := DecodeFormat(data)
+		if err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("drive %s: %w", root, err)
+		}
+		d.format = &f
+	}
+	return d, nil
+}
+
+func (d *Local) path(parts ...string) string {
+	return filepath.Join(append([]string{d.root, metaDir}, parts...)...)
+}
+
+// Root is the drive's directory.
+func (d *Local) Root() string { return d.root }
+
+// Close closes the metadata store. Closing twice is harmless (pebble
+// itself panics on a second Close).
+func (d *Local) Close() error {
+	var err error
+	d.closeOnce.Do(func() { err = d.db.Close() })
+	return err
+}
+
+// Format returns the drive's identity, or ErrUnformatted.
+func (d *Local) Format() (Format, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.format == nil {
+		return Format{}, ErrUnformatted
+	}
+	return *d.format, nil
+}
+
+// WriteFormat formats the drive (atomically; durable before it returns).
+func (d *Local) WriteFormat(f Format) error {
+	data, err := EncodeFormat(f)
+	if err != nil {
+		return err
+	}
+	if err := vfs.WriteFileAtomic(d.fs, d.path(formatFileName), data); err != nil {
+		return fmt.Errorf("drive %s: writing format: %w", d.root, err)
+	}
+	d.mu.Lock()
+	d.format = &f
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *Local) writeOpts() *pebble.WriteOptions {
+	if d.noSync {
+		return pebble.NoSync
+	}
+	return pebble.Sync
+}
+
+// MakeBucket records a bucket.
+func (d *Local) MakeBucket(b BucketInfo) error {
+	k := bucketKey(b.Name)
+	lock := d.lockFor(b.Name, "")
+	lock.Lock()
+	defer lock.Unlock()
+	if _, closer, err := d.db.Get(k); err == nil {
+		_ = closer.Close()
+		return ErrBucketExists
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return err
+	}
+	return d.putBucket(b)
+}
+
+// SetBucket writes a bucket record whether or not it exists (versioning
+// changes, healing).
+func (d *Local) SetBucket(b BucketInfo) error { return d.putBucket(b) }
+
+func (d *Local) putBucket(b BucketInfo) error {
+	v, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	return d.db.Set(bucketKey(b.Name), v, d.writeOpts())
+}
+
+// StatBucket returns a bucket's record.
+func (d *Local) StatBucket(name string) (BucketInfo, error) {
+	v, closer, err := d.db.Get(bucketKey(name))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return BucketInfo{}, ErrBucketNotFound
+	}
+	if err != nil {
+		return BucketInfo{}, err
+	}
+	defer closer.Close()
+	var b BucketInfo
+	if err := json.Unmarshal(v, &b); err != nil {
+		return BucketInfo{}, fmt.Errorf("drive %s: bucket %s: %w", d.root, name, err)
+	}
+	return b, nil
+}
+
+// ListBuckets returns every bucket in name order.
+func (d *Local) ListBuckets() ([]BucketInfo, error) {
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: bucketPrefix, UpperBound: prefixEnd(bucketPrefix)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []BucketInfo
+	for it.First(); it.Valid(); it.Next() {
+		var b BucketInfo
+		if err := json.Unmarshal(it.Value(), &b); err != nil {
+			return nil, fmt.Errorf("drive %s: bucket record: %w", d.root, err)
+		}
+		out = append(out, b)
+	}
+	return out, it.Error()
+}
+
+// DeleteBucket removes an empty bucket (force removes its records too).
+func (d *Local) DeleteBucket(name string, force bool) error {
+	if _, err := d.StatBucket(name); err != nil {
+		return err
+	}
+	p := bucketVersionsPrefix(name)
+	if !force {
+		it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+		if err != nil {
+			return err
+		}
+		nonEmpty := it.First()
+		_ = it.Close()
+		if nonEmpty {
+			return ErrBucketNotEmpty
+		}
+	}
+	b := d.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
+		return err
+	}
+	if err := b.Delete(bucketKey(name), nil); err != nil {
+		return err
+	}
+	return b.Commit(d.writeOpts())
+}
+
+func (d *Local) lockFor(bucket, object string) *sync.Mutex {
+	h := xxhash.Sum64String(bucket + "/" + object)
+	return &d.locks[h%uint64(len(d.locks))]
+}
+
+// PutResult says what a PutVersion did.
+type PutResult struct {
+	// Superseded: the drive already held a newer null version, so this
+	// (older) write was dropped: last writer wins.
+	Superseded bool
+	// Replaced is the null version this write replaced, if any; its data
+	// directory is removed.
+	Replaced *Record
+}
+
+// PutVersion stores a version record. When its data lives in shard files
+// staged under tmp (rec.DataDir set and staged), they are moved into place
+// first, so a record never points at missing data. A null version replaces
+// the existing null version unless that one is newer.
+func (d *Local) PutVersion(bucket, object string, rec *Record, staged bool) (PutResult, error) {
+	lock := d.lockFor(bucket, object)
+	lock.Lock()
+	defer lock.Unlock()
+
+	var res PutResult
+	var oldKeys [][]byte
+	if rec.VersionID == ([16]byte{}) {
+		err := d.scanVersions(bucket, object, func(key []byte, r *Record) bool {
+			if r.VersionID != ([16]byte{}) {
+				return true
+			}
+			if r.Newer(rec) {
+				res.Superseded = true
+				return false
+			}
+			oldKeys = append(oldKeys, append([]byte(nil), key...))
+			res.Replaced = r
+			return true
+		})
+		if err != nil {
+			return res, err
+		}
+	}
+	if res.Superseded {
+		if staged {
+			_ = d.AbortStaged(rec.DataDir)
+		}
+		return res, nil
+	}
+	if staged {
+		if err := d.commitStaged(rec.DataDir); err != nil {
+			return res, err
+		}
+	}
+	b := d.db.NewBatch()
+	defer b.Close()
+	for _, k := range oldKeys {
+		if err := b.Delete(k, nil); err != nil {
+			return res, err
+		}
+	}
+	if err := b.Set(versionKey(bucket, object, rec), MarshalRecord(nil, rec), nil); err != nil {
+		return res, err
+	}
+	if err := b.Commit(d.writeOpts()); err != nil {
+		return res, fmt.Errorf("drive %s: committing record: %w", d.root, err)
+	}
+	if res.Replaced != nil && res.Replaced.DataDir != rec.DataDir {
+		d.removeData(res.Replaced)
+	}
+	return res, nil
+}
+
+// scanVersions calls fn for each version of an object, newest first, until
+// fn returns false.
+func (d *Local) scanVersions(bucket, object string, fn func(key []byte, r *Record) bool) error {
+	p := objectPrefix(bucket, object)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		r, err := UnmarshalRecord(it.Value())
+		if err != nil {
+			return fmt.Errorf("drive %s: %s/%s: %w", d.root, bucket, object, err)
+		}
+		if !fn(it.Key(), r) {
+			break
+		}
+	}
+	return it.Error()
+}
+
+// findVersion returns the key and record of one version of an object: the
+// newest when versionID is nil, else the one with that ID.
+func (d *Local) findVersion(bucket, object string, versionID *[16]byte) ([]byte, *Record, error) {
+	var key []byte
+	var found *Record
+	err := d.scanVersions(bucket, object, func(k []byte, r *Record) bool {
+		if versionID == nil || r.VersionID == *versionID {
+			key, found = append([]byte(nil), k...), r
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if found == nil {
+		return nil, nil, ErrVersionNotFound
+	}
+	return key, found, nil
+}
+
+// GetVersion returns one version of an object: the newest when versionID is
+// nil, else the one with that ID (all zero = the null version).
+func (d *Local) GetVersion(bucket, object string, versionID *[16]byte) (*Record, error) {
+	_, r, err := d.findVersion(bucket, object, versionID)
+	return r, err
+}
+
+// Versions returns every version of an object, newest first.
+func (d *Local) Versions(bucket, object string) ([]*Record, error) {
+	var out []*Record
+	err := d.scanVersions(bucket, object, func(_ []byte, r *Record) bool {
+		out = append(out, r)
+		return true
+	})
+	return out, err
+}
+
+// DeleteVersion removes one version record and its data.
+func (d *Local) DeleteVersion(bucket, object string, versionID [16]byte) (*Record, error) {
+	lock := d.lockFor(bucket, object)
+	lock.Lock()
+	defer lock.Unlock()
+	key, found, err := d.findVersion(bucket, object, &versionID)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.db.Delete(key, d.writeOpts()); err != nil {
+		return nil, err
+	}
+	d.removeData(found)
+	return found, nil
+}
+
+// removeData removes the shard files of a record that is gone. A failure
+// leaves an orphan directory, which wastes space but is never read.
+func (d *Local) removeData(r *Record) {
+	if !r.IsInline() && r.DataDir != ([16]byte{}) {
+		_ = d.fs.RemoveAll(d.dataDirPath(r.DataDir))
+	}
+}
+
+// RollbackVersion removes rec if this drive still holds exactly it (a write
+// that missed quorum is undone), leaving alone a newer record that replaced
+// it meanwhile. It reports whether it removed anything.
+func (d *Local) RollbackVersion(bucket, object string, rec *Record) (bool, error) {
+	lock := d.lockFor(bucket, object)
+	lock.Lock()
+	defer lock.Unlock()
+	key := versionKey(bucket, object, rec)
+	v, closer, err := d.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	cur, err := UnmarshalRecord(v)
+	_ = closer.Close()
+	if err != nil || cur.ETag != rec.ETag || cur.DataDir != rec.DataDir || cur.Flags != rec.Flags {
+		return false, err
+	}
+	if err := d.db.Delete(key, d.writeOpts()); err != nil {
+		return false, err
+	}
+	d.removeData(cur)
+	return true, nil
+}
+
+// WalkObjects calls fn, in key order, for each object of a bucket whose name
+// starts with prefix and sorts after startAfter, with its versions newest
+// first, until fn returns false.
+func (d *Local) WalkObjects(bucket, prefix, startAfter string, fn func(object string, versions []*Record) bool) error {
+	bp := bucketVersionsPrefix(bucket)
+	lower := append(append([]byte(nil), bp...), prefix...)
+	if startAfter != "" && startAfter >= prefix {
+		// Skip every version of startAfter itself.
+		lower = prefixEnd(objectPrefix(bucket, startAfter))
+	}
+	upper := prefixEnd(append(append([]byte(nil), bp...), prefix...))
+	if bytes.Compare(lower, upper) >= 0 {
+		return nil
+	}
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var cur string
+	var versions []*Record
+	for it.First(); it.Valid(); it.Next() {
+		name, err := splitVersionKey(bp, it.Key())
+		if err != nil {
+			return fmt.Errorf("drive %s: %w", d.root, err)
+		}
+		if name != cur && versions != nil {
+			if !fn(cur, versions) {
+				return nil
+			}
+			versions = nil
+		}
+		cur = name
+		r, err := UnmarshalRecord(it.Value())
+		if err != nil {
+			return fmt.Errorf("drive %s: %s/%s: %w", d.root, bucket, name, err)
+		}
+		versions = append(versions, r)
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	if versions != nil {
+		fn(cur, versions)
+	}
+	return nil
+}
+
+// Shard files. A write stages its shard under tmp/<dataDir>/, then
+// PutVersion moves the directory to data/<xx>/<dataDir>/ and syncs both
+// parents before the record is committed.
+
+func hexID(id [16]byte) string { return hex.EncodeToString(id[:]) }
+
+func (d *Local) stagedPath(dataDir [16]byte) string { return d.path("tmp", hexID(dataDir)) }
+
+func (d *Local) dataDirPath(dataDir [16]byte) string {
+	h := hexID(dataDir)
+	return d.path("data", h[:2], h)
+}
+
+func partName(part int) string { return fmt.Sprintf("part.%d", part) }
+
+// CreateStaged creates the shard file of one part in the staging area.
+func (d *Local) CreateStaged(dataDir [16]byte, part int) (vfs.File, error) {
+	dir := d.stagedPath(dataDir)
+	if err := d.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return d.fs.Create(filepath.Join(dir, partName(part)))
+}
+
+// SyncFile makes a staged shard durable (unless the drive runs relaxed).
+func (d *Local) SyncFile(f vfs.File) error {
+	if d.noSync {
+		return nil
+	}
+	return f.Sync()
+}
+
+// AbortStaged removes a staged data directory.
+func (d *Local) AbortStaged(dataDir [16]byte) error { return d.fs.RemoveAll(d.stagedPath(dataDir)) }
+
+func (d *Local) commitStaged(dataDir [16]byte) error {
+	final := d.dataDirPath(dataDir)
+	parent := filepath.Dir(final)
+	if err := d.fs.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	if !d.noSync {
+		if err := d.fs.SyncDir(d.stagedPath(dataDir)); err != nil {
+			return err
+		}
+	}
+	if err := d.fs.Rename(d.stagedPath(dataDir), final); err != nil {
+		return fmt.Errorf("drive %s: moving shard into place: %w", d.root, err)
+	}
+	if d.noSync {
+		return nil
+	}
+	if err := d.fs.SyncDir(parent); err != nil {
+		return err
+	}
+	return d.fs.SyncDir(d.path("tmp"))
+}
+
+// OpenShard opens the committed shard file of one part.
+func (d *Local) OpenShard(dataDir [16]byte, part int) (vfs.File, error) {
+	return d.fs.Open(filepath.Join(d.dataDirPath(dataDir), partName(part)))
+}
+
+func (d *Local) clearTmp() error {
+	entries, err := d.fs.ReadDir(d.path("tmp"))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := d.fs.RemoveAll(d.path("tmp", e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// quietLogger keeps pebble's informational chatter out of the server log
+// but reports its errors.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+}
+func (quietLogger) Fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+	os.Exit(1)
+}

@@ -1,0 +1,282 @@
+package drive
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-storage/strata/engine/vfs"
+	"github.com/strata-storage/strata/engine/vfs/faultfs"
+)
+
+func openTestDrive(t *testing.T, root string, fsys vfs.FS) *Local {
+	t.Helper()
+	d, err := OpenLocal(root, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func TestFormatLifecycle(t *testing.T) {
+	root := t.TempDir()
+	d := openTestDrive(t, root, nil)
+	if _, err := d.Format(); !errors.Is(err, ErrUnformatted) {
+		t.Fatalf("new drive: Format err = %v, want ErrUnformatted", err)
+	}
+	f := validFormat()
+	if err := d.WriteFormat(f); err != nil {
+		t.Fatal(err)
+	}
+	_ = d.Close()
+	d2, err := OpenLocal(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if got, err := d2.Format(); err != nil || got != f {
+		t.Fatalf("after reopen: %+v, %v", got, err)
+	}
+}
+
+func TestBuckets(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	now := time.Now().UTC().Truncate(time.Second)
+	for _, name := range []string{"zeta", "alpha", "media"} {
+		if err := d.MakeBucket(BucketInfo{Name: name, Created: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.MakeBucket(BucketInfo{Name: "media"}); !errors.Is(err, ErrBucketExists) {
+		t.Fatalf("duplicate bucket: %v", err)
+	}
+	bs, err := d.ListBuckets()
+	if err != nil || len(bs) != 3 || bs[0].Name != "alpha" || bs[2].Name != "zeta" || !bs[0].Created.Equal(now) {
+		t.Fatalf("ListBuckets = %+v, %v", bs, err)
+	}
+	if _, err := d.PutVersion("media", "k", &Record{ModTime: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteBucket("media", false); !errors.Is(err, ErrBucketNotEmpty) {
+		t.Fatalf("delete non-empty bucket: %v", err)
+	}
+	if err := d.DeleteBucket("media", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.StatBucket("media"); !errors.Is(err, ErrBucketNotFound) {
+		t.Fatalf("deleted bucket: %v", err)
+	}
+	if _, err := d.GetVersion("media", "k", nil); !errors.Is(err, ErrVersionNotFound) {
+		t.Fatalf("records of a force-deleted bucket remain: %v", err)
+	}
+}
+
+func TestNullVersionLastWriterWins(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	put := func(modTime int64, etag string) PutResult {
+		t.Helper()
+		res, err := d.PutVersion("b", "obj", &Record{ModTime: modTime, ETag: etag}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	put(10, "first")
+	if res := put(20, "second"); res.Superseded || res.Replaced == nil || res.Replaced.ETag != "first" {
+		t.Fatalf("newer write: %+v", res)
+	}
+	if res := put(15, "late"); !res.Superseded {
+		t.Fatalf("an older write arriving late must lose: %+v", res)
+	}
+	vs, err := d.Versions("b", "obj")
+	if err != nil || len(vs) != 1 || vs[0].ETag != "second" {
+		t.Fatalf("versions = %+v, %v; want only the newest null version", vs, err)
+	}
+}
+
+func TestVersionedRecordsNewestFirst(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	var ids [][16]byte
+	for i := 0; i < 5; i++ {
+		id := [16]byte(uuid.New())
+		ids = append(ids, id)
+		// Written out of time order: the store orders them.
+		if _, err := d.PutVersion("b", "obj", &Record{VersionID: id, ModTime: int64((i * 7) % 5)}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vs, err := d.Versions("b", "obj")
+	if err != nil || len(vs) != 5 {
+		t.Fatalf("versions: %d, %v", len(vs), err)
+	}
+	for i := 1; i < len(vs); i++ {
+		if !vs[i-1].Newer(vs[i]) {
+			t.Fatalf("versions not newest first at %d: %d then %d", i, vs[i-1].ModTime, vs[i].ModTime)
+		}
+	}
+	latest, err := d.GetVersion("b", "obj", nil)
+	if err != nil || latest.ModTime != 4 {
+		t.Fatalf("latest = %+v, %v", latest, err)
+	}
+	got, err := d.GetVersion("b", "obj", &ids[2])
+	if err != nil || got.VersionID != ids[2] {
+		t.Fatalf("version by id: %+v, %v", got, err)
+	}
+	if _, err := d.DeleteVersion("b", "obj", ids[2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.GetVersion("b", "obj", &ids[2]); !errors.Is(err, ErrVersionNotFound) {
+		t.Fatalf("deleted version still there: %v", err)
+	}
+}
+
+func TestWalkObjects(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	keys := []string{"a", "a/b", "a/c", "ab", "b/x", "b/y/z", "c"}
+	for i, k := range keys {
+		if _, err := d.PutVersion("bk", k, &Record{ModTime: int64(i + 1)}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another bucket with a name that is a prefix must not leak in.
+	if _, err := d.PutVersion("b", "zzz", &Record{ModTime: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	walk := func(prefix, after string, limit int) []string {
+		var out []string
+		err := d.WalkObjects("bk", prefix, after, func(o string, vs []*Record) bool {
+			out = append(out, o)
+			return len(out) < limit
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	cases := []struct {
+		prefix, after string
+		limit         int
+		want          string
+	}{
+		{"", "", 100, "[a a/b a/c ab b/x b/y/z c]"},
+		{"a/", "", 100, "[a/b a/c]"},
+		{"", "a/b", 100, "[a/c ab b/x b/y/z c]"},
+		{"b/", "b/x", 100, "[b/y/z]"},
+		{"", "", 3, "[a a/b a/c]"},
+		{"nope", "", 100, "[]"},
+	}
+	for _, c := range cases {
+		if got := fmt.Sprint(walk(c.prefix, c.after, c.limit)); got != c.want {
+			t.Errorf("walk(prefix %q, after %q, limit %d) = %s, want %s", c.prefix, c.after, c.limit, got, c.want)
+		}
+	}
+}
+
+func TestStagedShardCommitAndReplace(t *testing.T) {
+	root := t.TempDir()
+	d := openTestDrive(t, root, nil)
+	write := func(modTime int64, content string) [16]byte {
+		t.Helper()
+		dir := [16]byte(uuid.New())
+		f, err := d.CreateStaged(dir, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(f, content); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.SyncFile(f); err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+		if _, err := d.PutVersion("b", "big", &Record{ModTime: modTime, DataDir: dir}, true); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	first := write(1, "old shard")
+	second := write(2, "new shard")
+	f, err := d.OpenShard(second, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(f)
+	_ = f.Close()
+	if string(got) != "new shard" {
+		t.Fatalf("shard content %q", got)
+	}
+	if _, err := d.OpenShard(first, 1); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the replaced version's data was not removed: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(root, ".strata", "tmp")); len(entries) != 0 {
+		t.Fatalf("tmp not empty after commits: %v", entries)
+	}
+}
+
+func TestFailedRenameLeavesNoRecordAndReopenClearsTmp(t *testing.T) {
+	root := t.TempDir()
+	ffs := faultfs.New(vfs.Default)
+	d := openTestDrive(t, root, ffs)
+	dir := [16]byte(uuid.New())
+	f, err := d.CreateStaged(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(f, "data")
+	_ = f.Close()
+	ffs.Fail(faultfs.OpRename, hexID(dir), nil, 1)
+	if _, err := d.PutVersion("b", "o", &Record{ModTime: 1, DataDir: dir}, true); !errors.Is(err, faultfs.ErrInjected) {
+		t.Fatalf("PutVersion with a failing rename: %v", err)
+	}
+	if _, err := d.GetVersion("b", "o", nil); !errors.Is(err, ErrVersionNotFound) {
+		t.Fatalf("a record was committed without its data: %v", err)
+	}
+	_ = d.Close()
+	d2 := openTestDrive(t, root, nil)
+	if entries, _ := os.ReadDir(filepath.Join(root, ".strata", "tmp")); len(entries) != 0 {
+		t.Fatalf("staged leftovers survive a reopen: %v", entries)
+	}
+	_ = d2
+}
+
+func TestFullDiskFailsTheWrite(t *testing.T) {
+	ffs := faultfs.New(vfs.Default)
+	d := openTestDrive(t, t.TempDir(), ffs)
+	ffs.SetFree(10)
+	f, err := d.CreateStaged([16]byte(uuid.New()), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(make([]byte, 100)); err == nil {
+		t.Fatal("a write past the free space succeeded")
+	}
+}
+
+func TestRollbackLeavesANewerRecordAlone(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	ours := &Record{ModTime: 10, ETag: "ours"}
+	if _, err := d.PutVersion("b", "o", ours, false); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &Record{ModTime: 20, ETag: "theirs"}
+	if _, err := d.PutVersion("b", "o", theirs, false); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := d.RollbackVersion("b", "o", ours); err != nil || removed {
+		t.Fatalf("rollback of a replaced record: removed=%v err=%v", removed, err)
+	}
+	if got, err := d.GetVersion("b", "o", nil); err != nil || got.ETag != "theirs" {
+		t.Fatalf("the newer record was lost: %+v %v", got, err)
+	}
+	if removed, err := d.RollbackVersion("b", "o", theirs); err != nil || !removed {
+		t.Fatalf("rollback of the current record: removed=%v err=%v", removed, err)
+	}
+}

@@ -1,0 +1,245 @@
+package erasure
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/klauspost/reedsolomon"
+)
+
+// BlockWriter receives one shard's blocks in order (drive.BitrotWriter).
+type BlockWriter interface {
+	WriteBlock(block []byte) error
+}
+
+// BlockReader returns a shard's block i, verified (drive.BitrotReader).
+type BlockReader interface {
+	ReadBlock(i int) ([]byte, error)
+}
+
+// Codec stripes objects over the shards of a layout, block by block: each
+// block of BlockSize object bytes becomes Data shards of ShardBlockSize bytes
+// plus Parity shards computed with Reed-Solomon.
+type Codec struct {
+	layout    Layout
+	blockSize int
+	rs        reedsolomon.Encoder
+	// blocks recycles block buffers: a fresh 1 MiB buffer per PUT costs more
+	// than encoding a small object.
+	blocks sync.Pool
+}
+
+// NewCodec returns a codec for layout with blocks of blockSize object bytes.
+func NewCodec(l Layout, blockSize int) (*Codec, error) {
+	if blockSize < l.Data {
+		return nil, fmt.Errorf("erasure: block size %d is smaller than %d data shards", blockSize, l.Data)
+	}
+	rs, err := reedsolomon.New(l.Data, l.Parity)
+	if err != nil {
+		return nil, fmt.Errorf("erasure: %w", err)
+	}
+	c := &Codec{layout: l, blockSize: blockSize, rs: rs}
+	c.blocks.New = func() any { b := make([]byte, blockSize); return &b }
+	return c, nil
+}
+
+// Layout is the codec's shape.
+func (c *Codec) Layout() Layout { return c.layout }
+
+// BlockSize is the object bytes per block.
+func (c *Codec) BlockSize() int { return c.blockSize }
+
+// ShardBlockSize is the bytes each shard holds per full block.
+func (c *Codec) ShardBlockSize() int { return ceilDiv(c.blockSize, c.layout.Data) }
+
+// ShardSize is the bytes of shard data (before bitrot framing) each shard
+// holds for an object of size bytes.
+func (c *Codec) ShardSize(size int64) int64 {
+	full := size / int64(c.blockSize)
+	last := int(size % int64(c.blockSize))
+	return full*int64(c.ShardBlockSize()) + int64(ceilDiv(last, c.layout.Data))
+}
+
+// EncodeBlock splits block (at most BlockSize bytes) into data and parity
+// shards. The returned shards alias an internal buffer reused by Split.
+func (c *Codec) EncodeBlock(block []byte) ([][]byte, error) {
+	if len(block) == 0 || len(block) > c.blockSize {
+		return nil, fmt.Errorf("erasure: block of %d bytes (want 1..%d)", len(block), c.blockSize)
+	}
+	shards, err := c.rs.Split(block)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.rs.Encode(shards); err != nil {
+		return nil, err
+	}
+	return shards, nil
+}
+
+// Encode reads r to EOF and writes shard i of every block to writers[i].
+// A writer that fails is dropped and its error recorded in errs[i]; the
+// encode goes on while at least writeQuorum writers remain, and fails with
+// ErrWriteQuorum otherwise. It returns the object bytes read.
+func (c *Codec) Encode(r io.Reader, writers []BlockWriter, writeQuorum int) (n int64, errs []error, err error) {
+	if len(writers) != c.layout.SetSize() {
+		return 0, nil, fmt.Errorf("erasure: %d writers for a set of %d", len(writers), c.layout.SetSize())
+	}
+	errs = make([]error, len(writers))
+	alive := 0
+	for i, w := range writers {
+		if w == nil {
+			errs[i] = errors.New("erasure: no writer")
+		} else {
+			alive++
+		}
+	}
+	if alive < writeQuorum {
+		return 0, errs, ErrWriteQuorum
+	}
+	bufp := c.blocks.Get().(*[]byte)
+	defer c.blocks.Put(bufp)
+	buf := *bufp
+	for {
+		got, rerr := io.ReadFull(r, buf)
+		if got > 0 {
+			n += int64(got)
+			shards, err := c.EncodeBlock(buf[:got])
+			if err != nil {
+				return n, errs, err
+			}
+			for i, w := range writers {
+				if errs[i] != nil {
+					continue
+				}
+				if werr := w.WriteBlock(shards[i]); werr != nil {
+					errs[i] = werr
+					alive--
+				}
+			}
+			if alive < writeQuorum {
+				return n, errs, ErrWriteQuorum
+			}
+		}
+		switch {
+		case rerr == nil:
+		case errors.Is(rerr, io.EOF), errors.Is(rerr, io.ErrUnexpectedEOF):
+			return n, errs, nil
+		default:
+			return n, errs, rerr
+		}
+	}
+}
+
+// Decode writes bytes [offset, offset+length) of an object of size bytes to
+// w, reading only the blocks that cover the range. readers[i] reads shard i
+// (nil when the shard is missing). Data shards are read first; a shard that
+// is missing or fails its checksum is rebuilt from parity. Decode returns the
+// shards it found bad, for healing, and ErrReadQuorum when fewer than Data
+// shards of a block could be read.
+func (c *Codec) Decode(w io.Writer, readers []BlockReader, offset, length, size int64) (bad []int, err error) {
+	if offset < 0 || length < 0 || offset+length > size {
+		return nil, fmt.Errorf("erasure: range %d+%d outside an object of %d bytes", offset, length, size)
+	}
+	if len(readers) != c.layout.SetSize() {
+		return nil, fmt.Errorf("erasure: %d readers for a set of %d", len(readers), c.layout.SetSize())
+	}
+	if length == 0 {
+		return nil, nil
+	}
+	failed := make([]bool, len(readers))
+	for i, r := range readers {
+		failed[i] = r == nil
+	}
+	shards := make([][]byte, len(readers))
+	first := offset / int64(c.blockSize)
+	last := (offset + length - 1) / int64(c.blockSize)
+	for b := first; b <= last; b++ {
+		blockLen := int(min(int64(c.blockSize), size-b*int64(c.blockSize)))
+		if err := c.readBlock(readers, int(b), shards, failed); err != nil {
+			return failedList(failed), err
+		}
+		// Only data shards are needed to cut the range out of the block.
+		shardLen := ceilDiv(blockLen, c.layout.Data)
+		from := int64(0)
+		if b == first {
+			from = offset - b*int64(c.blockSize)
+		}
+		to := int64(blockLen)
+		if b == last {
+			to = offset + length - b*int64(c.blockSize)
+		}
+		if err := writeRange(w, shards[:c.layout.Data], shardLen, from, to); err != nil {
+			return failedList(failed), err
+		}
+	}
+	return failedList(failed), nil
+}
+
+// readBlock fills shards with block b's data shards, reading parity and
+// reconstructing when a data shard is missing or corrupt.
+func (c *Codec) readBlock(readers []BlockReader, b int, shards [][]byte, failed []bool) error {
+	for i := range shards {
+		shards[i] = nil
+	}
+	have := 0
+	// Data shards first: when they are all intact no decoding is needed.
+	order := make([]int, 0, len(readers))
+	for i := range readers {
+		order = append(order, i)
+	}
+	for _, i := range order {
+		if have == c.layout.Data {
+			break
+		}
+		if failed[i] {
+			continue
+		}
+		blk, err := readers[i].ReadBlock(b)
+		if err != nil {
+			failed[i] = true
+			continue
+		}
+		// The reader reuses its buffer; keep a copy while others are read.
+		shards[i] = append([]byte(nil), blk...)
+		have++
+	}
+	if have < c.layout.Data {
+		return fmt.Errorf("%w: %d of %d shards of block %d readable, %d needed",
+			ErrReadQuorum, have, len(readers), b, c.layout.Data)
+	}
+	for i := 0; i < c.layout.Data; i++ {
+		if shards[i] == nil {
+			return c.rs.ReconstructData(shards)
+		}
+	}
+	return nil
+}
+
+// writeRange writes bytes [from, to) of a block whose data shards are given.
+func writeRange(w io.Writer, data [][]byte, shardLen int, from, to int64) error {
+	for i, s := range data {
+		start, end := int64(i*shardLen), int64((i+1)*shardLen)
+		if end <= from || start >= to {
+			continue
+		}
+		lo, hi := max(from, start)-start, min(to, end)-start
+		if _, err := w.Write(s[lo:hi]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func failedList(failed []bool) []int {
+	var out []int
+	for i, f := range failed {
+		if f {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

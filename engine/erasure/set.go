@@ -1,0 +1,131 @@
+package erasure
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/vfs"
+)
+
+// Drive is what the object layer needs of a drive. *drive.Local implements
+// it on this node; a remote drive (issue 5) implements it over internode RPC.
+type Drive interface {
+	Format() (drive.Format, error)
+	MakeBucket(b drive.BucketInfo) error
+	SetBucket(b drive.BucketInfo) error
+	StatBucket(name string) (drive.BucketInfo, error)
+	ListBuckets() ([]drive.BucketInfo, error)
+	DeleteBucket(name string, force bool) error
+	PutVersion(bucket, object string, rec *drive.Record, staged bool) (drive.PutResult, error)
+	GetVersion(bucket, object string, versionID *[16]byte) (*drive.Record, error)
+	DeleteVersion(bucket, object string, versionID [16]byte) (*drive.Record, error)
+	RollbackVersion(bucket, object string, rec *drive.Record) (bool, error)
+	WalkObjects(bucket, prefix, startAfter string, fn func(object string, versions []*drive.Record) bool) error
+	CreateStaged(dataDir [16]byte, part int) (vfs.File, error)
+	SyncFile(f vfs.File) error
+	AbortStaged(dataDir [16]byte) error
+	OpenShard(dataDir [16]byte, part int) (vfs.File, error)
+}
+
+var _ Drive = (*drive.Local)(nil)
+
+// Set is one erasure set: SetSize drives, each object striped over all of
+// them. drives[i] is the drive at position i; nil when offline.
+type Set struct {
+	drives      []Drive
+	layout      Layout
+	codec       *Codec
+	inlineLimit int64
+}
+
+// DefaultBlockSize is the object bytes per erasure block.
+const DefaultBlockSize = 1 << 20
+
+// DefaultInlineLimit is the largest object kept inside its version records.
+const DefaultInlineLimit = 128 << 10
+
+// NewSet returns a set over drives with the given parity.
+func NewSet(drives []Drive, parity int) (*Set, error) {
+	l, err := NewLayout(len(drives), parity)
+	if err != nil {
+		return nil, err
+	}
+	c, err := NewCodec(l, DefaultBlockSize)
+	if err != nil {
+		return nil, err
+	}
+	return &Set{drives: drives, layout: l, codec: c, inlineLimit: DefaultInlineLimit}, nil
+}
+
+// Layout is the set's erasure shape.
+func (s *Set) Layout() Layout { return s.layout }
+
+// forEach runs fn on every online drive in parallel and returns the errors
+// by position (errDriveOffline for offline drives).
+func (s *Set) forEach(fn func(i int, d Drive) error) []error {
+	errs := make([]error, len(s.drives))
+	var wg sync.WaitGroup
+	for i, d := range s.drives {
+		if d == nil {
+			errs[i] = errDriveOffline
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(i, d)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+var errDriveOffline = errors.New("drive offline")
+
+// countNil counts successes.
+func countNil(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// reduceErrors turns per-drive errors into one: nil when at least quorum
+// drives succeeded; otherwise the error most drives agree on when at least
+// quorum of them agree (NotFound, say), else quorumErr wrapped with detail.
+func reduceErrors(errs []error, quorum int, quorumErr error) error {
+	if countNil(errs) >= quorum {
+		return nil
+	}
+	counts := map[error]int{}
+	for _, err := range errs {
+		for _, known := range []error{drive.ErrBucketNotFound, drive.ErrBucketExists, drive.ErrBucketNotEmpty, drive.ErrVersionNotFound} {
+			if errors.Is(err, known) {
+				counts[known]++
+			}
+		}
+	}
+	for known, n := range counts {
+		if n >= quorum {
+			return known
+		}
+	}
+	return fmt.Errorf("%w: %d of %d drives answered, %d needed (%s)", quorumErr, countNil(errs), len(errs), quorum, detail(errs))
+}
+
+// detail is the first per-drive error as text, for messages. It is never
+// wrapped: a quorum error must not match a drive's sentinel (a NotFound from
+// one drive does not make the object missing).
+func detail(errs []error) string {
+	for _, err := range errs {
+		if err != nil {
+			return err.Error()
+		}
+	}
+	return "no error"
+}
