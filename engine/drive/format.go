@@ -49,6 +49,8 @@ type Format struct {
 	// that disagrees with its peers is refused at start-up.
 	Sets    int `json:"sets"`
 	SetSize int `json:"setSize"`
+	// Parity is the pool's parity per set; objects are encoded with it.
+	Parity int `json:"parity"`
 }
 
 type formatFile struct {
@@ -106,6 +108,8 @@ func (f Format) Validate() error {
 		return fmt.Errorf("format: set %d outside the pool's %d sets", f.Set, f.Sets)
 	case f.Index >= f.SetSize:
 		return fmt.Errorf("format: index %d outside a set of %d", f.Index, f.SetSize)
+	case f.Parity < 1 || f.Parity > f.SetSize/2:
+		return fmt.Errorf("format: parity %d outside 1..%d for a set of %d", f.Parity, f.SetSize/2, f.SetSize)
 	}
 	return nil
 }

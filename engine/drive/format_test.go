@@ -11,7 +11,7 @@ func validFormat() Format {
 	return Format{
 		DeploymentID: uuid.MustParse("5c1f3f0e-9d4b-4e55-8a0c-3e4f6b7a8c9d"),
 		DriveID:      uuid.MustParse("0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"),
-		Pool:         1, Set: 2, Index: 3, Sets: 4, SetSize: 8,
+		Pool:         1, Set: 2, Index: 3, Sets: 4, SetSize: 8, Parity: 4,
 	}
 }
 
@@ -44,6 +44,7 @@ func TestDecodeFormatRefuses(t *testing.T) {
 		"set past sets":   {strings.Replace(string(good), `"set": 2`, `"set": 4`, 1), "set 4 outside the pool's 4 sets"},
 		"empty drive ID":  {strings.Replace(string(good), "0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a", "00000000-0000-0000-0000-000000000000", 1), "empty drive ID"},
 		"set size of one": {strings.Replace(string(good), `"setSize": 8`, `"setSize": 1`, 1), "set size 1 outside"},
+		"parity too high": {strings.Replace(string(good), `"parity": 4`, `"parity": 5`, 1), "parity 5 outside 1..4"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -79,36 +79,51 @@ func (s *Set) StatObject(bucket, object string, versionID *[16]byte) (ObjectInfo
 	return infoFromRecord(bucket, object, rec), nil
 }
 
-// GetObject writes bytes [offset, offset+length) of an object version to w
-// (length < 0: to the end). Blocks are decoded as they are read, so the first
-// byte goes out before the whole object is read; only the blocks of the range
-// are touched. Shards found missing or corrupt are reported in bad (set
-// positions), for healing.
-func (s *Set) GetObject(w io.Writer, bucket, object string, versionID *[16]byte, offset, length int64) (info ObjectInfo, bad []int, err error) {
+// ObjectHandle is an object version resolved once: its info is fixed, and
+// reads return exactly that version's bytes.
+type ObjectHandle struct {
+	set      *Set
+	rec      *drive.Record
+	agreeing []*drive.Record
+	Info     ObjectInfo
+}
+
+// OpenObject resolves an object version (the latest when versionID is nil).
+// A delete marker resolves too (Info.DeleteMarker); reading it fails.
+func (s *Set) OpenObject(bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
 	rec, agreeing, err := s.resolve(s.readRecords(bucket, object, versionID))
 	if err != nil {
-		return ObjectInfo{}, nil, err
+		return nil, err
 	}
-	info = infoFromRecord(bucket, object, rec)
+	return &ObjectHandle{set: s, rec: rec, agreeing: agreeing, Info: infoFromRecord(bucket, object, rec)}, nil
+}
+
+// WriteRange writes bytes [offset, offset+length) of the version to w
+// (length < 0: to the end). Blocks are decoded as they are read, so the first
+// byte goes out before the whole object is read; only the blocks of the range
+// are touched. Shards found missing or corrupt are returned in bad (set
+// positions), for healing.
+func (h *ObjectHandle) WriteRange(w io.Writer, offset, length int64) (bad []int, err error) {
+	rec := h.rec
 	if rec.IsDeleteMarker() {
-		return info, nil, ErrObjectNotFound
+		return nil, ErrObjectNotFound
 	}
 	if length < 0 {
 		length = rec.Size - offset
 	}
 	if offset < 0 || offset > rec.Size || offset+length > rec.Size {
-		return info, nil, fmt.Errorf("erasure: range %d+%d outside an object of %d bytes", offset, length, rec.Size)
+		return nil, fmt.Errorf("erasure: range %d+%d outside an object of %d bytes", offset, length, rec.Size)
 	}
 	if rec.Size == 0 || length == 0 {
-		return info, nil, nil
+		return nil, nil
 	}
-	readers, closers := s.shardReaders(rec, agreeing)
+	readers, files := h.set.shardReaders(rec, h.agreeing)
 	defer func() {
-		for _, c := range closers {
-			_ = c.Close()
+		for _, f := range files {
+			_ = f.Close()
 		}
 	}()
-	badShards, err := s.codec.Decode(w, readers, offset, length, rec.Size)
+	badShards, err := h.set.codec.Decode(w, readers, offset, length, rec.Size)
 	for _, shard := range badShards {
 		for pos, sh := range rec.Erasure.Distribution {
 			if sh == shard {
@@ -116,7 +131,17 @@ func (s *Set) GetObject(w io.Writer, bucket, object string, versionID *[16]byte,
 			}
 		}
 	}
-	return info, bad, err
+	return bad, err
+}
+
+// GetObject writes a range of an object version to w (see WriteRange).
+func (s *Set) GetObject(w io.Writer, bucket, object string, versionID *[16]byte, offset, length int64) (ObjectInfo, []int, error) {
+	h, err := s.OpenObject(bucket, object, versionID)
+	if err != nil {
+		return ObjectInfo{}, nil, err
+	}
+	bad, err := h.WriteRange(w, offset, length)
+	return h.Info, bad, err
 }
 
 // shardReaders opens each agreeing drive's shard as a BlockReader indexed by

@@ -33,6 +33,8 @@ var (
 	ErrBucketNotEmpty = errors.New("bucket not empty")
 	// ErrIncompleteBody: the request body ended before its declared size.
 	ErrIncompleteBody = errors.New("request body shorter than its Content-Length")
+	// ErrBodyTooLong: the request body ran past its declared size.
+	ErrBodyTooLong = errors.New("request body longer than its Content-Length")
 )
 
 // mapDriveErr turns a drive's sentinel into the object layer's.

@@ -168,6 +168,11 @@ func (p *Pool) StatObject(bucket, object string, versionID *[16]byte) (ObjectInf
 	return p.SetFor(bucket, object).StatObject(bucket, object, versionID)
 }
 
+// OpenObject resolves an object version for reading.
+func (p *Pool) OpenObject(bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
+	return p.SetFor(bucket, object).OpenObject(bucket, object, versionID)
+}
+
 // GetObject streams a range of an object version to w.
 func (p *Pool) GetObject(w io.Writer, bucket, object string, versionID *[16]byte, offset, length int64) (ObjectInfo, []int, error) {
 	return p.SetFor(bucket, object).GetObject(w, bucket, object, versionID, offset, length)

@@ -381,3 +381,33 @@ func BenchmarkPut1MiB(b *testing.B) {
 		}
 	}
 }
+
+// digestReader fails at EOF, the way the front end's Content-MD5 and
+// checksum verifiers do.
+type digestReader struct{ r io.Reader }
+
+var errBadDigest = errors.New("bad digest")
+
+func (d digestReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		return n, errBadDigest
+	}
+	return n, err
+}
+
+func TestVerifierErrorAtEOFStoresNothing(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	for _, size := range []int{10, 4096, DefaultInlineLimit, 300_000} {
+		data := randomBytes(size)
+		for _, declared := range []int64{int64(size), -1} {
+			_, err := tp.PutObject("bk", "digest", digestReader{bytes.NewReader(data)}, declared, PutOptions{})
+			if !errors.Is(err, errBadDigest) {
+				t.Fatalf("size %d declared %d: err = %v, want the verifier's error", size, declared, err)
+			}
+			if _, err := tp.StatObject("bk", "digest", nil); !errors.Is(err, ErrObjectNotFound) {
+				t.Fatalf("size %d declared %d: a body failing verification was stored", size, declared)
+			}
+		}
+	}
+}

@@ -49,21 +49,25 @@ func (s *Set) PutObject(bucket, object string, r io.Reader, size int64, opts Put
 		},
 	}
 
-	// Decide inline or not without trusting an unknown size.
+	// Decide inline or not without trusting an unknown size. Reading goes
+	// one byte past the declared size so the body reaches EOF: verifying
+	// readers (Content-MD5, checksums) report a mismatch only there.
 	var head []byte
 	if size < 0 || size <= s.inlineLimit {
 		limit := s.inlineLimit + 1
 		if size >= 0 {
-			limit = size
+			limit = size + 1
 		}
 		buf, err := io.ReadAll(io.LimitReader(r, limit))
 		if err != nil {
 			return ObjectInfo{}, err
 		}
-		if size >= 0 && int64(len(buf)) < size {
+		switch {
+		case size >= 0 && int64(len(buf)) < size:
 			return ObjectInfo{}, ErrIncompleteBody
-		}
-		if int64(len(buf)) <= s.inlineLimit {
+		case size >= 0 && int64(len(buf)) > size:
+			return ObjectInfo{}, ErrBodyTooLong
+		case int64(len(buf)) <= s.inlineLimit:
 			return s.putInline(bucket, object, rec, buf)
 		}
 		head = buf
@@ -131,8 +135,11 @@ func (s *Set) putStreaming(bucket, object string, rec *drive.Record, r io.Reader
 
 	md5sum := md5.New()
 	n, writeErrs, err := s.codec.Encode(io.TeeReader(r, md5sum), writers, s.layout.WriteQuorum())
-	if err == nil && size >= 0 && n != size {
+	switch {
+	case err == nil && size >= 0 && n < size:
 		err = ErrIncompleteBody
+	case err == nil && size >= 0 && n > size:
+		err = ErrBodyTooLong
 	}
 	if err != nil {
 		abort()

@@ -1,0 +1,188 @@
+// Package s3front is the S3 front end of `strata server`: versitygw's S3
+// protocol layer (routing, SigV4, chunked and trailer payloads, checksums,
+// XML) over our erasure-coded object layer, which this package adapts to
+// versitygw's backend.Backend. Operations not implemented here answer
+// NotImplemented (from backend.BackendUnsupported), never a wrong success.
+package s3front
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/google/uuid"
+	"github.com/versity/versitygw/backend"
+	"github.com/versity/versitygw/s3err"
+	"github.com/versity/versitygw/s3response"
+
+	"github.com/strata-storage/strata/engine/erasure"
+)
+
+// Backend adapts an erasure pool to versitygw's backend.Backend.
+type Backend struct {
+	backend.BackendUnsupported
+	pool   *erasure.Pool
+	region string
+	log    *slog.Logger
+}
+
+// New returns the S3 backend over pool.
+func New(pool *erasure.Pool, region string, log *slog.Logger) *Backend {
+	return &Backend{pool: pool, region: region, log: log}
+}
+
+// String names the backend in versitygw's logs.
+func (b *Backend) String() string { return "strata" }
+
+// Shutdown is called by the front end on exit; drives are closed by the
+// server that opened them.
+func (b *Backend) Shutdown() {}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// ListBuckets lists buckets in name order, with prefix and pagination.
+func (b *Backend) ListBuckets(_ context.Context, in s3response.ListBucketsInput) (s3response.ListAllMyBucketsResult, error) {
+	buckets, err := b.pool.ListBuckets()
+	if err != nil {
+		return s3response.ListAllMyBucketsResult{}, b.toS3(err, "")
+	}
+	res := s3response.ListAllMyBucketsResult{
+		Owner:  s3response.CanonicalUser{ID: in.Owner, DisplayName: in.Owner},
+		Prefix: in.Prefix,
+	}
+	for _, bk := range buckets {
+		if !strings.HasPrefix(bk.Name, in.Prefix) || (in.ContinuationToken != "" && bk.Name <= in.ContinuationToken) {
+			continue
+		}
+		if in.MaxBuckets > 0 && len(res.Buckets.Bucket) == int(in.MaxBuckets) {
+			res.ContinuationToken = res.Buckets.Bucket[len(res.Buckets.Bucket)-1].Name
+			break
+		}
+		res.Buckets.Bucket = append(res.Buckets.Bucket, s3response.ListAllMyBucketsEntry{
+			Name: bk.Name, BucketRegion: b.region, CreationDate: bk.Created,
+		})
+	}
+	return res, nil
+}
+
+// HeadBucket reports whether a bucket exists.
+func (b *Backend) HeadBucket(_ context.Context, in *s3.HeadBucketInput) (*s3.HeadBucketOutput, error) {
+	bucket := str(in.Bucket)
+	if _, err := b.pool.StatBucket(bucket); err != nil {
+		return nil, b.toS3(err, bucket)
+	}
+	return &s3.HeadBucketOutput{BucketRegion: &b.region}, nil
+}
+
+// GetBucketAcl is the front end's existence check on every bucket request.
+// Strata keeps no per-bucket ACLs: access is decided by the tenant's IAM
+// users and the root account, so an empty ACL (owner: root) is returned.
+func (b *Backend) GetBucketAcl(_ context.Context, in *s3.GetBucketAclInput) ([]byte, error) {
+	bucket := str(in.Bucket)
+	if _, err := b.pool.StatBucket(bucket); err != nil {
+		return nil, b.toS3(err, bucket)
+	}
+	return nil, nil
+}
+
+// CreateBucket creates a bucket. Object lock is not supported yet, so a
+// bucket asking for it is refused rather than created without it.
+func (b *Backend) CreateBucket(_ context.Context, in *s3.CreateBucketInput, _ []byte) error {
+	bucket := str(in.Bucket)
+	if in.ObjectLockEnabledForBucket != nil && *in.ObjectLockEnabledForBucket {
+		return s3err.GetAPIError(s3err.ErrNotImplemented)
+	}
+	return b.toS3(b.pool.MakeBucket(bucket), bucket)
+}
+
+// DeleteBucket removes an empty bucket.
+func (b *Backend) DeleteBucket(_ context.Context, bucket string) error {
+	return b.toS3(b.pool.DeleteBucket(bucket), bucket)
+}
+
+// PutBucketVersioning enables or suspends versioning.
+func (b *Backend) PutBucketVersioning(_ context.Context, bucket string, status types.BucketVersioningStatus) error {
+	switch status {
+	case types.BucketVersioningStatusEnabled, types.BucketVersioningStatusSuspended:
+	default:
+		return s3err.GetAPIError(s3err.ErrMalformedXML)
+	}
+	return b.toS3(b.pool.SetBucketVersioning(bucket, string(status)), bucket)
+}
+
+// GetBucketVersioning reports the versioning state (none when never set).
+func (b *Backend) GetBucketVersioning(_ context.Context, bucket string) (s3response.GetBucketVersioningOutput, error) {
+	info, err := b.pool.StatBucket(bucket)
+	if err != nil {
+		return s3response.GetBucketVersioningOutput{}, b.toS3(err, bucket)
+	}
+	var out s3response.GetBucketVersioningOutput
+	if info.Versioning != "" {
+		st := types.BucketVersioningStatus(info.Versioning)
+		out.Status = &st
+	}
+	return out, nil
+}
+
+// GetBucketPolicy: bucket policies are not stored; the front end treats
+// this answer as "no policy".
+func (b *Backend) GetBucketPolicy(_ context.Context, bucket string) ([]byte, error) {
+	if _, err := b.pool.StatBucket(bucket); err != nil {
+		return nil, b.toS3(err, bucket)
+	}
+	return nil, s3err.GetAPIError(s3err.ErrNoSuchBucketPolicy)
+}
+
+// GetObjectLockConfiguration: object lock is not supported; the front end
+// checks this on every write and proceeds on "not found".
+func (b *Backend) GetObjectLockConfiguration(_ context.Context, bucket string) ([]byte, error) {
+	return nil, s3err.GetAPIError(s3err.ErrObjectLockConfigurationNotFound)
+}
+
+// GetBucketCors: no CORS configuration is stored.
+func (b *Backend) GetBucketCors(_ context.Context, bucket string) ([]byte, error) {
+	return nil, s3err.GetAPIError(s3err.ErrNoSuchCORSConfiguration)
+}
+
+// versionID parses an S3 version ID: "" is the latest, "null" the null
+// version, otherwise one of our UUIDs.
+func parseVersionID(s string) (*[16]byte, error) {
+	switch s {
+	case "":
+		return nil, nil
+	case "null":
+		return &[16]byte{}, nil
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return nil, s3err.GetInvalidArgumentErr(s3err.InvalidArgVersionId, s)
+	}
+	v := [16]byte(id)
+	return &v, nil
+}
+
+// formatVersionID renders a version ID; the null version is "null".
+func formatVersionID(id [16]byte) string {
+	if id == ([16]byte{}) {
+		return "null"
+	}
+	return uuid.UUID(id).String()
+}
+
+// sortedKeys returns a map's keys in order (stable output for listings).
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
