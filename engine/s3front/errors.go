@@ -40,4 +40,3 @@ func (b *Backend) toS3(err error, bucket string) error {
 	b.log.Error("internal error", "bucket", bucket, "err", err)
 	return s3err.GetAPIError(s3err.ErrInternalError)
 }
-
