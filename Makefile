@@ -70,11 +70,15 @@ bundle: manifests ## Generate the OLM bundle (bundle/); part of `make manifests`
 ##@ Test
 
 .PHONY: test
-test: verify lint unit envtest-suites ## Everything CI runs: verify, lint, unit and envtest suites.
+test: verify lint unit engine-integration envtest-suites ## Everything CI runs: verify, lint, unit, engine integration and envtest suites.
 
 .PHONY: unit
 unit: ## Unit tests (no API server).
 	go test $$(go list ./... | grep -v /test/)
+
+.PHONY: engine-integration
+engine-integration: build ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2 and minio-go.
+	STRATA_BIN="$(LOCALBIN)/strata" go test ./test/engine/... -timeout 20m
 
 .PHONY: envtest
 envtest: ## Make kube-apiserver and etcd available to envtest (builds them offline if needed).
@@ -87,7 +91,7 @@ control-plane: ## Also build kube-controller-manager and kube-scheduler (local c
 .PHONY: envtest-suites
 envtest-suites: envtest build ## Integration suites against a real kube-apiserver + etcd.
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" MANAGER_BIN="$(LOCALBIN)/manager" \
-		go test ./test/... -ginkgo.v=false -timeout 20m
+		go test $$(go list ./test/... | grep -v /test/engine) -ginkgo.v=false -timeout 20m
 
 ##@ Build
 

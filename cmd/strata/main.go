@@ -3,24 +3,39 @@
 package main
 
 import (
+	"context"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/strata-storage/strata/engine/buildinfo"
+	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/iam"
+	"github.com/strata-storage/strata/engine/server"
 )
 
 const usage = `usage: strata <command> [flags]
 
 commands:
+  server    run the erasure-coded S3 server on this node's drives
+  gateway   run the S3 gateway over a POSIX directory
   version   print the build version
+
+Root credentials come from STRATA_ROOT_USER and STRATA_ROOT_PASSWORD, or from
+the files named by STRATA_ROOT_USER_FILE and STRATA_ROOT_PASSWORD_FILE; never
+from flags. Run 'strata <command> -h' for a command's flags.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -29,8 +44,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "strata %s\n", buildinfo.String())
 		return 0
-	case "server", "gateway":
-		fmt.Fprintf(stderr, "strata %s: not implemented in this build yet\n", args[0])
+	case "server":
+		return runServer(args[1:], stderr, getenv)
+	case "gateway":
+		fmt.Fprintf(stderr, "strata gateway: not implemented in this build yet\n")
 		return 1
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -39,4 +56,67 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "strata: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func runServer(args []string, stderr io.Writer, getenv func(string) string) int {
+	fs := flag.NewFlagSet("strata server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: strata server [flags] DRIVE...\n\nDRIVE is a directory; {a...b} ranges expand (/data/d{1...4}).\n\n")
+		fs.PrintDefaults()
+	}
+	address := fs.String("address", ":9000", "host:port to serve S3, health, metrics and admin on")
+	parity := fs.Int("parity", 0, "parity shards per erasure set (0: 1 for 2-3 drives, 2 for 4-5, 3 for 6-7, 4 for 8-16)")
+	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key (reloaded when they change); empty serves plain HTTP")
+	noSync := fs.Bool("no-sync", false, "do not fsync data and metadata (NOT durable; for benchmarks that say so)")
+	scanInterval := fs.Duration("scan-interval", erasure.DefaultHealerOptions.ScanInterval, "pause between two integrity scans of every object")
+	healRate := fs.Float64("heal-bytes-per-second", erasure.DefaultHealerOptions.BytesPerSecond, "bound on the bytes healing and scanning read per second")
+	staleUploads := fs.Duration("stale-uploads-expiry", 24*time.Hour, "abort multipart uploads unfinished after this long")
+	monitor := fs.Duration("drive-monitor-interval", 10*time.Second, "how often drives are checked (offline retried, wiped detected)")
+	shutdownDelay := fs.Duration("shutdown-delay", 5*time.Second, "readiness reports down this long before the listener stops")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "strata server:", err)
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	drives, err := server.ExpandDrives(fs.Args())
+	if err != nil {
+		fmt.Fprintln(stderr, "strata server:", err)
+		return 2
+	}
+	root, err := iam.RootFromEnv(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "strata server:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	healer := erasure.DefaultHealerOptions
+	healer.ScanInterval, healer.BytesPerSecond = *scanInterval, *healRate
+	err = server.Run(ctx, server.Config{
+		Address: *address, Drives: drives, Parity: *parity, NoSync: *noSync, CertsDir: *certsDir,
+		Root: root, UsersFile: getenv(iam.EnvIAMFile), Healer: healer, StaleUploadAge: *staleUploads,
+		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, Log: log,
+	})
+	if err != nil {
+		log.Error("server stopped", "err", err)
+		return 1
+	}
+	return 0
 }

@@ -16,11 +16,15 @@ func TestRun(t *testing.T) {
 		{args: []string{"version"}, code: 0, wantStdout: "strata 0.0.0-dev"},
 		{args: nil, code: 2, wantStderr: "usage: strata"},
 		{args: []string{"bogus"}, code: 2, wantStderr: `unknown command "bogus"`},
-		{args: []string{"server"}, code: 1, wantStderr: "not implemented"},
+		{args: []string{"server"}, code: 2, wantStderr: "usage: strata server"},
+		{args: []string{"server", "/tmp/d{1...4}"}, code: 2, wantStderr: "root credentials missing"},
+		{args: []string{"server", "http://h:9000/d1"}, code: 2, wantStderr: "remote endpoints need"},
+		{args: []string{"server", "--log-level", "loud", "/d"}, code: 2, wantStderr: "--log-level"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer
-		if got := run(c.args, &out, &errOut); got != c.code {
+		noEnv := func(string) string { return "" }
+		if got := run(c.args, &out, &errOut, noEnv); got != c.code {
 			t.Errorf("run(%q) = %d, want %d", c.args, got, c.code)
 		}
 		if !strings.Contains(out.String(), c.wantStdout) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -14,12 +15,27 @@ import (
 // LocalPool is a pool whose drives are all on this node.
 type LocalPool struct {
 	Pool   *erasure.Pool
+	Paths  []string       // drive directories by position
 	Drives []*drive.Local // by position; nil when the drive could not open
 	Format drive.Format   // the agreed format (of position 0's slot)
+	// Fresh lists positions formatted into an existing deployment at this
+	// start (new or wiped drives): their objects must be rebuilt.
+	Fresh []int
+	opts  drive.Options
+	mu    sync.Mutex // guards Drives after start-up
+}
+
+// Drive returns the drive at a position (nil when offline).
+func (lp *LocalPool) Drive(pos int) *drive.Local {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	return lp.Drives[pos]
 }
 
 // Close closes every drive.
 func (lp *LocalPool) Close() error {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
 	var errs []error
 	for _, d := range lp.Drives {
 		if d != nil {
@@ -48,7 +64,7 @@ func OpenLocalPool(paths []string, parity int, opts drive.Options, log *slog.Log
 	}
 	sets := len(paths) / setSize
 
-	lp := &LocalPool{Drives: make([]*drive.Local, len(paths))}
+	lp := &LocalPool{Paths: paths, Drives: make([]*drive.Local, len(paths)), opts: opts}
 	formats := make([]*drive.Format, len(paths))
 	for i, p := range paths {
 		d, err := drive.OpenLocal(p, opts)
@@ -100,6 +116,7 @@ func OpenLocalPool(paths []string, parity int, opts drive.Options, log *slog.Log
 			continue
 		}
 		if agreed != nil {
+			lp.Fresh = append(lp.Fresh, i)
 			log.Warn("formatted an empty drive into its slot; its objects are rebuilt by healing", "drive", paths[i], "set", f.Set, "index", f.Index)
 		}
 	}
@@ -141,4 +158,49 @@ func checkSlot(path string, f, agreed drive.Format, pos, sets, setSize, parity i
 		return fmt.Errorf("drive %s holds slot set %d index %d but was given at position %d (set %d index %d): drives reordered?", path, f.Set, f.Index, pos, pos/setSize, pos%setSize)
 	}
 	return nil
+}
+
+// Reopen opens the drive at a position again (it went offline, or was
+// wiped while the server ran) and puts it back into its set. An empty
+// drive is formatted into its slot; fresh reports that its objects must
+// be rebuilt. A drive holding another deployment's or slot's format is
+// refused.
+func (lp *LocalPool) Reopen(pos int) (fresh bool, err error) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	setSize := lp.Format.SetSize
+	set := lp.Pool.Sets()[pos/setSize]
+	if old := lp.Drives[pos]; old != nil {
+		set.SetDrive(pos%setSize, nil)
+		_ = old.Close()
+		lp.Drives[pos] = nil
+	}
+	d, err := drive.OpenLocal(lp.Paths[pos], lp.opts)
+	if err != nil {
+		return false, err
+	}
+	f, err := d.Format()
+	switch {
+	case errors.Is(err, drive.ErrUnformatted):
+		f = drive.Format{
+			DeploymentID: lp.Format.DeploymentID, Pool: lp.Format.Pool, Set: pos / setSize, Index: pos % setSize,
+			DriveID: uuid.New(), Sets: lp.Format.Sets, SetSize: setSize, Parity: lp.Format.Parity,
+		}
+		if err := d.WriteFormat(f); err != nil {
+			_ = d.Close()
+			return false, err
+		}
+		fresh = true
+	case err != nil:
+		_ = d.Close()
+		return false, err
+	default:
+		if err := checkSlot(lp.Paths[pos], f, lp.Format, pos, lp.Format.Sets, setSize, lp.Format.Parity); err != nil {
+			_ = d.Close()
+			return false, err
+		}
+	}
+	lp.Drives[pos] = d
+	set.SetDrive(pos%setSize, d)
+	return fresh, nil
 }

@@ -32,6 +32,11 @@ type BucketInfo struct {
 	Created time.Time `json:"created"`
 	// Versioning is "", "Enabled" or "Suspended".
 	Versioning string `json:"versioning,omitempty"`
+	// Tags are the bucket's tags.
+	Tags map[string]string `json:"tags,omitempty"`
+	// Updated is the time of the last change to the record; when drives
+	// disagree, the latest change wins.
+	Updated time.Time `json:"updated,omitzero"`
 }
 
 // Options configure a local drive.
@@ -105,6 +110,9 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 	}
 	return d, nil
 }
+
+// FormatPath is where the format file of the drive at root lives.
+func FormatPath(root string) string { return filepath.Join(root, metaDir, formatFileName) }
 
 func (d *Local) path(parts ...string) string {
 	return filepath.Join(append([]string{d.root, metaDir}, parts...)...)
@@ -267,24 +275,9 @@ func (d *Local) PutVersion(bucket, object string, rec *Record, staged bool) (Put
 	lock.Lock()
 	defer lock.Unlock()
 
-	var res PutResult
-	var oldKeys [][]byte
-	if rec.VersionID == ([16]byte{}) {
-		err := d.scanVersions(bucket, object, func(key []byte, r *Record) bool {
-			if r.VersionID != ([16]byte{}) {
-				return true
-			}
-			if r.Newer(rec) {
-				res.Superseded = true
-				return false
-			}
-			oldKeys = append(oldKeys, append([]byte(nil), key...))
-			res.Replaced = r
-			return true
-		})
-		if err != nil {
-			return res, err
-		}
+	res, oldKeys, err := d.nullVersionsToReplace(bucket, object, rec)
+	if err != nil {
+		return res, err
 	}
 	if res.Superseded {
 		if staged {
@@ -314,6 +307,45 @@ func (d *Local) PutVersion(bucket, object string, rec *Record, staged bool) (Put
 		d.removeData(res.Replaced)
 	}
 	return res, nil
+}
+
+// nullVersionsToReplace finds the null versions a new record replaces (only
+// a null record replaces anything), or reports that the drive already holds
+// a newer null version (res.Superseded). Callers hold the object's lock.
+func (d *Local) nullVersionsToReplace(bucket, object string, rec *Record) (res PutResult, oldKeys [][]byte, err error) {
+	if rec.VersionID != ([16]byte{}) {
+		return res, nil, nil
+	}
+	err = d.scanVersions(bucket, object, func(key []byte, r *Record) bool {
+		if r.VersionID != ([16]byte{}) {
+			return true
+		}
+		if r.Newer(rec) {
+			res.Superseded = true
+			return false
+		}
+		oldKeys = append(oldKeys, append([]byte(nil), key...))
+		res.Replaced = r
+		return true
+	})
+	return res, oldKeys, err
+}
+
+// UpdateVersion rewrites one version's record in place (tags, metadata):
+// fn edits a copy and the result is committed. The version's identity and
+// data are unchanged.
+func (d *Local) UpdateVersion(bucket, object string, versionID [16]byte, fn func(r *Record) error) error {
+	lock := d.lockFor(bucket, object)
+	lock.Lock()
+	defer lock.Unlock()
+	key, r, err := d.findVersion(bucket, object, &versionID)
+	if err != nil {
+		return err
+	}
+	if err := fn(r); err != nil {
+		return err
+	}
+	return d.db.Set(key, MarshalRecord(nil, r), d.writeOpts())
 }
 
 // scanVersions calls fn for each version of an object, newest first, until
@@ -515,6 +547,11 @@ func (d *Local) commitStaged(dataDir [16]byte) error {
 	if err := d.fs.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
+	// A data directory is named by a UUID of one write, so anything already
+	// there is a partial copy of the same data (a heal that was cut off).
+	if err := d.fs.RemoveAll(final); err != nil {
+		return err
+	}
 	if !d.noSync {
 		if err := d.fs.SyncDir(d.stagedPath(dataDir)); err != nil {
 			return err
@@ -531,6 +568,9 @@ func (d *Local) commitStaged(dataDir [16]byte) error {
 	}
 	return d.fs.SyncDir(d.path("tmp"))
 }
+
+// DiskInfo reports the drive filesystem's capacity.
+func (d *Local) DiskInfo() (vfs.Usage, error) { return d.fs.Usage(d.root) }
 
 // OpenShard opens the committed shard file of one part.
 func (d *Local) OpenShard(dataDir [16]byte, part int) (vfs.File, error) {

@@ -160,15 +160,6 @@ func TestEncodeKeepsGoingWhileWriteQuorumHolds(t *testing.T) {
 	}
 }
 
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 func BenchmarkEncode(b *testing.B) {
 	for _, shape := range [][2]int{{4, 2}, {6, 2}, {8, 4}, {16, 4}} {
 		for _, size := range []int{4 << 10, 1 << 20} {

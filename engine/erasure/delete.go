@@ -24,39 +24,59 @@ const (
 	DeleteSuspended
 )
 
+// DeleteResult says what a delete did, for the S3 response headers.
+type DeleteResult struct {
+	// VersionID is the version removed, or the delete marker created.
+	VersionID [16]byte
+	// DeleteMarker: a delete marker was created, or the version removed
+	// was one.
+	DeleteMarker bool
+}
+
 // DeleteObject deletes an object. With versionID it removes that version;
 // otherwise mode decides (see DeleteMode). Deleting what does not exist
-// succeeds, as S3 does. It returns the delete marker created, if any.
-func (s *Set) DeleteObject(bucket, object string, versionID *[16]byte, mode DeleteMode) (*ObjectInfo, error) {
+// succeeds, as S3 does.
+func (s *Set) DeleteObject(bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error) {
+	drives := s.Drives()
 	if versionID == nil && mode != DeleteUnversioned {
 		marker := &drive.Record{ModTime: time.Now().UnixNano(), Flags: drive.FlagDeleteMarker}
 		if mode == DeleteVersioned {
 			marker.VersionID = uuid.New()
 		}
-		errs := s.forEach(func(_ int, d Drive) error {
+		errs := forEachDrive(drives, func(_ int, d Drive) error {
 			_, err := d.PutVersion(bucket, object, marker, false)
 			return err
 		})
-		info, err := s.finishPut(bucket, object, marker, errs)
-		if err != nil {
-			return nil, err
+		if _, err := s.finishPut(drives, bucket, object, marker, errs); err != nil {
+			return DeleteResult{}, err
 		}
-		return &info, nil
+		return DeleteResult{VersionID: marker.VersionID, DeleteMarker: true}, nil
 	}
 	var id [16]byte
 	if versionID != nil {
 		id = *versionID
 	}
-	errs := s.forEach(func(_ int, d Drive) error {
-		_, err := d.DeleteVersion(bucket, object, id)
+	removed := make([]*drive.Record, len(drives))
+	errs := forEachDrive(drives, func(pos int, d Drive) error {
+		r, err := d.DeleteVersion(bucket, object, id)
+		removed[pos] = r
 		if errors.Is(err, drive.ErrVersionNotFound) {
 			return nil
 		}
 		return err
 	})
 	if n := countNil(errs); n < s.layout.WriteQuorum() {
-		return nil, fmt.Errorf("%w: %d of %d drives deleted %s/%s, %d needed (%s)",
+		return DeleteResult{}, fmt.Errorf("%w: %d of %d drives deleted %s/%s, %d needed (%s)",
 			ErrWriteQuorum, n, len(errs), bucket, object, s.layout.WriteQuorum(), detail(errs))
 	}
-	return nil, nil
+	if countNil(errs) < len(errs) {
+		s.partialWrite(bucket, object, id)
+	}
+	res := DeleteResult{VersionID: id}
+	for _, r := range removed {
+		if r != nil && r.IsDeleteMarker() {
+			res.DeleteMarker = true
+		}
+	}
+	return res, nil
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/strata-storage/strata/engine/vfs"
 )
 
-// readRecords reads one version's record from every drive.
-func (s *Set) readRecords(bucket, object string, versionID *[16]byte) ([]*drive.Record, []error) {
-	recs := make([]*drive.Record, len(s.drives))
-	errs := s.forEach(func(pos int, d Drive) error {
+// readRecords reads one version's record from every drive of a snapshot.
+func readRecords(drives []Drive, bucket, object string, versionID *[16]byte) ([]*drive.Record, []error) {
+	recs := make([]*drive.Record, len(drives))
+	errs := forEachDrive(drives, func(pos int, d Drive) error {
 		r, err := d.GetVersion(bucket, object, versionID)
 		recs[pos] = r
 		return err
@@ -28,9 +28,9 @@ func sameVersion(a, b *drive.Record) bool {
 
 // resolve picks the version the set agrees on: the newest record held by at
 // least read quorum of drives (last writer wins). Drives holding another
-// record are marked stale in the returned slice (nil) so reads skip them.
-// When too few drives answer to know, it returns ErrReadQuorum; when enough
-// say there is no such version, ErrObjectNotFound.
+// record are left out of the returned agreeing slice (nil) so reads skip
+// them. When too few drives answer to know, it returns ErrReadQuorum; when
+// enough say there is no such version, ErrObjectNotFound.
 func (s *Set) resolve(recs []*drive.Record, errs []error) (*drive.Record, []*drive.Record, error) {
 	quorum := s.layout.ReadQuorum()
 	var best *drive.Record
@@ -72,37 +72,60 @@ func (s *Set) resolve(recs []*drive.Record, errs []error) (*drive.Record, []*dri
 
 // StatObject resolves an object version (the latest when versionID is nil).
 func (s *Set) StatObject(bucket, object string, versionID *[16]byte) (ObjectInfo, error) {
-	rec, _, err := s.resolve(s.readRecords(bucket, object, versionID))
+	h, err := s.OpenObject(bucket, object, versionID)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	return infoFromRecord(bucket, object, rec), nil
+	return h.Info, nil
 }
 
 // ObjectHandle is an object version resolved once: its info is fixed, and
 // reads return exactly that version's bytes.
 type ObjectHandle struct {
 	set      *Set
+	drives   []Drive
 	rec      *drive.Record
 	agreeing []*drive.Record
-	Info     ObjectInfo
+	// Stale lists the set positions whose drive answered with another
+	// record or none (candidates for healing).
+	Stale []int
+	Info  ObjectInfo
 }
 
 // OpenObject resolves an object version (the latest when versionID is nil).
 // A delete marker resolves too (Info.DeleteMarker); reading it fails.
 func (s *Set) OpenObject(bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
-	rec, agreeing, err := s.resolve(s.readRecords(bucket, object, versionID))
+	drives := s.Drives()
+	rec, agreeing, err := s.resolve(readRecords(drives, bucket, object, versionID))
 	if err != nil {
 		return nil, err
 	}
-	return &ObjectHandle{set: s, rec: rec, agreeing: agreeing, Info: infoFromRecord(bucket, object, rec)}, nil
+	h := &ObjectHandle{set: s, drives: drives, rec: rec, agreeing: agreeing, Info: infoFromRecord(bucket, object, rec)}
+	for pos, r := range agreeing {
+		if r == nil && drives[pos] != nil {
+			h.Stale = append(h.Stale, pos)
+		}
+	}
+	return h, nil
+}
+
+// partSizes lists the sizes of a version's parts: one part for a plain PUT.
+func partSizes(rec *drive.Record) []int64 {
+	if len(rec.Parts) == 0 {
+		return []int64{rec.Size}
+	}
+	sizes := make([]int64, len(rec.Parts))
+	for i, p := range rec.Parts {
+		sizes[i] = p.Size
+	}
+	return sizes
 }
 
 // WriteRange writes bytes [offset, offset+length) of the version to w
 // (length < 0: to the end). Blocks are decoded as they are read, so the first
-// byte goes out before the whole object is read; only the blocks of the range
-// are touched. Shards found missing or corrupt are returned in bad (set
-// positions), for healing.
+// byte goes out before the whole object is read; only the blocks (and parts)
+// of the range are touched. Shards found missing or corrupt are returned in
+// bad (set positions), for healing.
 func (h *ObjectHandle) WriteRange(w io.Writer, offset, length int64) (bad []int, err error) {
 	rec := h.rec
 	if rec.IsDeleteMarker() {
@@ -117,21 +140,115 @@ func (h *ObjectHandle) WriteRange(w io.Writer, offset, length int64) (bad []int,
 	if rec.Size == 0 || length == 0 {
 		return nil, nil
 	}
-	readers, files := h.set.shardReaders(rec, h.agreeing)
-	defer func() {
-		for _, f := range files {
-			_ = f.Close()
-		}
-	}()
-	badShards, err := h.set.codec.Decode(w, readers, offset, length, rec.Size)
-	for _, shard := range badShards {
-		for pos, sh := range rec.Erasure.Distribution {
-			if sh == shard {
-				bad = append(bad, pos)
+	badSet := map[int]bool{}
+	start := int64(0)
+	for i, size := range partSizes(rec) {
+		end := start + size
+		if end > offset && start < offset+length {
+			from := max(offset, start) - start
+			to := min(offset+length, end) - start
+			badShards, err := h.decodePart(w, i+1, size, from, to-from)
+			for _, sh := range badShards {
+				badSet[sh] = true
+			}
+			if err != nil {
+				return h.positions(badSet), err
 			}
 		}
+		start = end
 	}
-	return bad, err
+	return h.positions(badSet), nil
+}
+
+// positions maps shard numbers to the set positions holding them.
+func (h *ObjectHandle) positions(shards map[int]bool) []int {
+	var out []int
+	for pos, sh := range h.rec.Erasure.Distribution {
+		if shards[sh] {
+			out = append(out, pos)
+		}
+	}
+	return out
+}
+
+func (h *ObjectHandle) decodePart(w io.Writer, part int, size, offset, length int64) ([]int, error) {
+	readers := h.set.partReaders(h.drives, h.rec, h.agreeing, part, size)
+	defer closeReaders(readers)
+	return h.set.codec.Decode(w, blockReaders(readers), offset, length, size)
+}
+
+// shardReader reads one drive's shard of one part, opening the file on the
+// first block read so shards that are never needed (parity, when every data
+// shard is intact) cost no open.
+type shardReader struct {
+	open   func() (vfs.File, error)
+	file   vfs.File
+	reader *drive.BitrotReader
+	size   int64
+	block  int
+	err    error
+}
+
+func (r *shardReader) ReadBlock(i int) ([]byte, error) {
+	if r.reader == nil && r.err == nil {
+		r.file, r.err = r.open()
+		if r.err == nil {
+			r.reader = drive.NewBitrotReader(r.file, r.size, r.block)
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.reader.ReadBlock(i)
+}
+
+func (r *shardReader) Close() {
+	if r.file != nil {
+		_ = r.file.Close()
+	}
+}
+
+func closeReaders(rs []*shardReader) {
+	for _, r := range rs {
+		if r != nil {
+			r.Close()
+		}
+	}
+}
+
+func blockReaders(rs []*shardReader) []BlockReader {
+	out := make([]BlockReader, len(rs))
+	for i, r := range rs {
+		if r != nil {
+			out[i] = r
+		}
+	}
+	return out
+}
+
+// partReaders returns a reader per shard number of one part (1-based) of a
+// version, from the drives whose record agrees; nil where none.
+func (s *Set) partReaders(drives []Drive, rec *drive.Record, agreeing []*drive.Record, part int, size int64) []*shardReader {
+	readers := make([]*shardReader, len(drives))
+	shardSize := s.codec.ShardSize(size)
+	for pos, r := range agreeing {
+		if r == nil || drives[pos] == nil {
+			continue
+		}
+		shard := r.Erasure.Index
+		if shard < 0 || shard >= len(readers) {
+			continue
+		}
+		sr := &shardReader{size: shardSize, block: s.codec.ShardBlockSize()}
+		if rec.IsInline() {
+			sr.reader = drive.NewBitrotReader(bytes.NewReader(r.Inline), shardSize, s.codec.ShardBlockSize())
+		} else {
+			d, dataDir := drives[pos], rec.DataDir
+			sr.open = func() (vfs.File, error) { return d.OpenShard(dataDir, part) }
+		}
+		readers[shard] = sr
+	}
+	return readers
 }
 
 // GetObject writes a range of an object version to w (see WriteRange).
@@ -142,32 +259,4 @@ func (s *Set) GetObject(w io.Writer, bucket, object string, versionID *[16]byte,
 	}
 	bad, err := h.WriteRange(w, offset, length)
 	return h.Info, bad, err
-}
-
-// shardReaders opens each agreeing drive's shard as a BlockReader indexed by
-// shard number.
-func (s *Set) shardReaders(rec *drive.Record, agreeing []*drive.Record) ([]BlockReader, []vfs.File) {
-	readers := make([]BlockReader, len(s.drives))
-	shardSize := s.codec.ShardSize(rec.Size)
-	var files []vfs.File
-	for pos, r := range agreeing {
-		if r == nil || s.drives[pos] == nil {
-			continue
-		}
-		shard := r.Erasure.Index
-		if shard < 0 || shard >= len(readers) {
-			continue
-		}
-		if rec.IsInline() {
-			readers[shard] = drive.NewBitrotReader(bytes.NewReader(r.Inline), shardSize, s.codec.ShardBlockSize())
-			continue
-		}
-		f, err := s.drives[pos].OpenShard(rec.DataDir, 1)
-		if err != nil {
-			continue // missing shard file: decoded from parity
-		}
-		files = append(files, f)
-		readers[shard] = drive.NewBitrotReader(f, shardSize, s.codec.ShardBlockSize())
-	}
-	return readers, files
 }

@@ -3,6 +3,7 @@ package erasure
 import (
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/strata-storage/strata/engine/drive"
 )
@@ -13,23 +14,46 @@ type listEntry struct {
 	versions []*drive.Record
 }
 
-// walkBatch returns up to limit objects of a set after startAfter, merged
-// from parity+1 drives: a committed write reached write quorum, so at least
-// one of any parity+1 drives holds it. For each object the versions of the
-// drive holding the newest one are used.
-func (s *Set) walkBatch(bucket, prefix, startAfter string, limit int) ([]listEntry, error) {
-	need := s.layout.Parity + 1
-	byName := map[string]listEntry{}
-	answered := 0
+// walker lists a bucket's objects in key order, up to limit entries after
+// startAfter; more reports that entries past the returned ones may exist.
+// A set, a pool and the pools of a deployment are walkers.
+type walker interface {
+	walk(bucket, prefix, startAfter string, limit int) (entries []listEntry, more bool, err error)
+}
+
+// listRotor spreads listings over the drives of a set.
+var listRotor atomic.Uint32
+
+// walk returns up to limit objects of a set after startAfter, merged from
+// parity+1 drives: a committed write reached write quorum, so at least one
+// of any parity+1 drives holds it. An object's versions are the union of
+// what those drives hold, newest first.
+func (s *Set) walk(bucket, prefix, startAfter string, limit int) ([]listEntry, bool, error) {
+	return s.walkDrives(bucket, prefix, startAfter, limit, s.layout.Parity+1)
+}
+
+// walkDrives is walk over need drives (all of them, for healing, so an
+// object missing from every drive read by a listing is still found).
+func (s *Set) walkDrives(bucket, prefix, startAfter string, limit, need int) ([]listEntry, bool, error) {
+	drives := s.Drives()
+	byName := map[string]map[versionKey]*drive.Record{}
+	answered, filled := 0, false
 	var lastErr error
-	for _, d := range s.drives {
+	start := int(listRotor.Add(1))
+	for k := range drives {
+		d := drives[(start+k)%len(drives)]
 		if d == nil || answered == need {
 			continue
 		}
 		seen := 0
 		err := d.WalkObjects(bucket, prefix, startAfter, func(name string, versions []*drive.Record) bool {
-			if cur, ok := byName[name]; !ok || versions[0].Newer(cur.versions[0]) {
-				byName[name] = listEntry{name: name, versions: versions}
+			vs := byName[name]
+			if vs == nil {
+				vs = map[versionKey]*drive.Record{}
+				byName[name] = vs
+			}
+			for _, v := range versions {
+				vs[keyOf(v)] = v
 			}
 			seen++
 			return seen < limit
@@ -38,6 +62,9 @@ func (s *Set) walkBatch(bucket, prefix, startAfter string, limit int) ([]listEnt
 			lastErr = err
 			continue
 		}
+		if seen == limit {
+			filled = true
+		}
 		answered++
 	}
 	// With drives offline fewer than parity+1 may answer; the listing is
@@ -45,47 +72,76 @@ func (s *Set) walkBatch(bucket, prefix, startAfter string, limit int) ([]listEnt
 	// then: fewer than write quorum drives are left).
 	if answered == 0 {
 		if lastErr != nil {
-			return nil, lastErr
+			return nil, false, lastErr
 		}
-		return nil, ErrReadQuorum
+		return nil, false, ErrReadQuorum
 	}
 	out := make([]listEntry, 0, len(byName))
-	for _, e := range byName {
+	for name, vs := range byName {
+		e := listEntry{name: name, versions: make([]*drive.Record, 0, len(vs))}
+		for _, v := range vs {
+			e.versions = append(e.versions, v)
+		}
+		sort.Slice(e.versions, func(i, j int) bool { return e.versions[i].Newer(e.versions[j]) })
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	if len(out) > limit {
 		out = out[:limit]
 	}
-	return out, nil
+	return out, filled, nil
 }
 
-// walkPool merges the sets' batches in key order. Only keys up to the
-// smallest "last key" of a set that filled its batch are complete, so the
-// merge stops there.
-func (p *Pool) walkPool(bucket, prefix, startAfter string, limit int) (entries []listEntry, more bool, err error) {
+// versionKey identifies a version across drives.
+type versionKey struct {
+	id      [16]byte
+	modTime int64
+}
+
+func keyOf(r *drive.Record) versionKey { return versionKey{r.VersionID, r.ModTime} }
+
+// mergeWalks merges the batches of several walkers in key order. Only keys
+// up to the smallest last key of a walker that filled its batch are
+// complete, so the merge stops there. An object found in several walkers
+// (pools during a move) keeps the versions of the one with the newest.
+func mergeWalks[W walker](ws []W, bucket, prefix, startAfter string, limit int) ([]listEntry, bool, error) {
 	var all []listEntry
-	bound := ""
-	for _, s := range p.sets {
-		batch, err := s.walkBatch(bucket, prefix, startAfter, limit)
+	bound, more := "", false
+	for _, w := range ws {
+		batch, filled, err := w.walk(bucket, prefix, startAfter, limit)
 		if err != nil {
 			return nil, false, err
 		}
-		if len(batch) == limit {
+		if filled && len(batch) > 0 {
 			last := batch[len(batch)-1].name
-			if bound == "" || last < bound {
+			if !more || last < bound {
 				bound = last
 			}
 			more = true
 		}
 		all = append(all, batch...)
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
-	if bound != "" {
-		n := sort.Search(len(all), func(i int) bool { return all[i].name > bound })
-		all = all[:n]
+	sort.SliceStable(all, func(i, j int) bool { return all[i].name < all[j].name })
+	out := all[:0]
+	for _, e := range all {
+		if n := len(out); n > 0 && out[n-1].name == e.name {
+			if e.versions[0].Newer(out[n-1].versions[0]) {
+				out[n-1] = e
+			}
+			continue
+		}
+		out = append(out, e)
 	}
-	return all, more, nil
+	if more {
+		n := sort.Search(len(out), func(i int) bool { return out[i].name > bound })
+		out = out[:n]
+	}
+	return out, more, nil
+}
+
+// walk merges the pool's sets.
+func (p *Pool) walk(bucket, prefix, startAfter string, limit int) ([]listEntry, bool, error) {
+	return mergeWalks(p.sets, bucket, prefix, startAfter, limit)
 }
 
 // ListResult is one page of a listing.
@@ -95,34 +151,48 @@ type ListResult struct {
 	IsTruncated    bool
 	// NextMarker is the last key or common prefix returned, to continue from.
 	NextMarker string
+	// NextVersionMarker is the version ID to continue from, for version
+	// listings (empty when the next page starts at a new key).
+	NextVersionMarker string
 }
 
 // maxListKey sorts after every valid UTF-8 key with a given prefix: 0xff
 // never occurs in UTF-8.
 const maxListKey = "\xff"
 
-// ListObjects lists the latest versions of a bucket's objects in key order,
+const listBatch = 1000
+
+// commonPrefix returns the common prefix key rolls up into, if any.
+func commonPrefix(key, prefix, delimiter string) (string, bool) {
+	if delimiter == "" || !strings.HasPrefix(key, prefix) {
+		return "", false
+	}
+	if i := strings.Index(key[len(prefix):], delimiter); i >= 0 {
+		return key[:len(prefix)+i+len(delimiter)], true
+	}
+	return "", false
+}
+
+// listCursor turns a marker that is itself a common prefix (a NextMarker)
+// into a cursor past everything under it.
+func listCursor(marker, prefix, delimiter string) string {
+	if cp, ok := commonPrefix(marker, prefix, delimiter); ok && cp == marker {
+		return marker + maxListKey
+	}
+	return marker
+}
+
+// listObjects lists the latest versions of a bucket's objects in key order,
 // skipping delete markers, grouping keys that contain delimiter after prefix
 // into common prefixes, at most maxKeys entries (objects plus prefixes).
-func (p *Pool) ListObjects(bucket, prefix, startAfter, delimiter string, maxKeys int) (ListResult, error) {
-	if _, err := p.StatBucket(bucket); err != nil {
-		return ListResult{}, err
-	}
+func listObjects(w walker, bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error) {
 	var res ListResult
 	if maxKeys <= 0 {
 		return res, nil
 	}
-	cursor := startAfter
-	// A marker that is itself a common prefix (a NextMarker) continues after
-	// everything under it.
-	if delimiter != "" && strings.HasPrefix(cursor, prefix) {
-		if i := strings.Index(cursor[len(prefix):], delimiter); i >= 0 && len(prefix)+i+len(delimiter) == len(cursor) {
-			cursor += maxListKey
-		}
-	}
-	const batch = 1000
+	cursor := listCursor(marker, prefix, delimiter)
 	for {
-		entries, more, err := p.walkPool(bucket, prefix, cursor, batch)
+		entries, more, err := w.walk(bucket, prefix, cursor, listBatch)
 		if err != nil {
 			return ListResult{}, err
 		}
@@ -130,26 +200,97 @@ func (p *Pool) ListObjects(bucket, prefix, startAfter, delimiter string, maxKeys
 			if e.name <= cursor {
 				continue // inside a common prefix already emitted
 			}
+			latest := e.versions[0]
+			if latest.IsDeleteMarker() {
+				cursor = e.name
+				continue
+			}
+			cp, isPrefix := commonPrefix(e.name, prefix, delimiter)
 			if len(res.Objects)+len(res.CommonPrefixes) == maxKeys {
 				res.IsTruncated = true
 				return res, nil
 			}
-			if delimiter != "" {
-				if i := strings.Index(e.name[len(prefix):], delimiter); i >= 0 {
-					cp := e.name[:len(prefix)+i+len(delimiter)]
-					res.CommonPrefixes = append(res.CommonPrefixes, cp)
-					res.NextMarker = cp
-					cursor = cp + maxListKey
-					continue
-				}
-			}
-			cursor = e.name
-			latest := e.versions[0]
-			if latest.IsDeleteMarker() {
+			if isPrefix {
+				res.CommonPrefixes = append(res.CommonPrefixes, cp)
+				res.NextMarker = cp
+				cursor = cp + maxListKey
 				continue
 			}
+			cursor = e.name
 			res.Objects = append(res.Objects, infoFromRecord(bucket, e.name, latest))
 			res.NextMarker = e.name
+		}
+		if !more {
+			return res, nil
+		}
+	}
+}
+
+// listVersions lists every version and delete marker of a bucket's objects,
+// keys in order and each key's versions newest first, starting after
+// (keyMarker, versionMarker).
+func listVersions(w walker, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (ListResult, error) {
+	var res ListResult
+	if maxKeys <= 0 {
+		return res, nil
+	}
+	// emit adds one entry's versions (those after skipUntil, when given);
+	// it reports false when the page is full.
+	emit := func(e listEntry, skipUntil *[16]byte) bool {
+		for i, v := range e.versions {
+			if skipUntil != nil {
+				if v.VersionID == *skipUntil {
+					skipUntil = nil
+				}
+				continue
+			}
+			if len(res.Objects)+len(res.CommonPrefixes) == maxKeys {
+				res.IsTruncated = true
+				return false
+			}
+			info := infoFromRecord(bucket, e.name, v)
+			info.IsLatest = i == 0
+			res.Objects = append(res.Objects, info)
+			res.NextMarker, res.NextVersionMarker = e.name, formatID(v.VersionID)
+		}
+		return true
+	}
+	cursor := listCursor(keyMarker, prefix, delimiter)
+	if versionMarker != nil && keyMarker != "" && cursor == keyMarker {
+		// Finish the marker key's own versions first.
+		entries, _, err := w.walk(bucket, keyMarker, "", 1)
+		if err != nil {
+			return ListResult{}, err
+		}
+		if len(entries) > 0 && entries[0].name == keyMarker {
+			if !emit(entries[0], versionMarker) {
+				return res, nil
+			}
+		}
+	}
+	for {
+		entries, more, err := w.walk(bucket, prefix, cursor, listBatch)
+		if err != nil {
+			return ListResult{}, err
+		}
+		for _, e := range entries {
+			if e.name <= cursor {
+				continue
+			}
+			if cp, ok := commonPrefix(e.name, prefix, delimiter); ok {
+				if len(res.Objects)+len(res.CommonPrefixes) == maxKeys {
+					res.IsTruncated = true
+					return res, nil
+				}
+				res.CommonPrefixes = append(res.CommonPrefixes, cp)
+				res.NextMarker, res.NextVersionMarker = cp, ""
+				cursor = cp + maxListKey
+				continue
+			}
+			cursor = e.name
+			if !emit(e, nil) {
+				return res, nil
+			}
 		}
 		if !more {
 			return res, nil

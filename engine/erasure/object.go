@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/strata-storage/strata/engine/drive"
 )
 
@@ -19,6 +21,8 @@ type ObjectInfo struct {
 	DeleteMarker bool
 	// IsLatest is set by listings of versions.
 	IsLatest bool
+	// Parts lists the parts of a multipart object (empty otherwise).
+	Parts []drive.Part
 }
 
 // Errors of object operations.
@@ -33,6 +37,8 @@ var (
 	ErrBucketNotEmpty = errors.New("bucket not empty")
 	// ErrIncompleteBody: the request body ended before its declared size.
 	ErrIncompleteBody = errors.New("request body shorter than its Content-Length")
+	// ErrInvalidVersionID: a version ID that this engine never issued.
+	ErrInvalidVersionID = errors.New("invalid version ID")
 	// ErrBodyTooLong: the request body ran past its declared size.
 	ErrBodyTooLong = errors.New("request body longer than its Content-Length")
 )
@@ -62,5 +68,35 @@ func infoFromRecord(bucket, object string, r *drive.Record) ObjectInfo {
 		ETag:         r.ETag,
 		Meta:         r.Meta,
 		DeleteMarker: r.IsDeleteMarker(),
+		Parts:        r.Parts,
 	}
 }
+
+// NullVersion is the version ID of the S3 "null" version.
+var NullVersion [16]byte
+
+// FormatVersionID renders a version ID as S3 shows it: "null" for the null
+// version, a UUID otherwise.
+func FormatVersionID(id [16]byte) string {
+	if id == NullVersion {
+		return "null"
+	}
+	return uuid.UUID(id).String()
+}
+
+// ParseVersionID parses what FormatVersionID renders.
+func ParseVersionID(s string) ([16]byte, error) {
+	if s == "null" {
+		return NullVersion, nil
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return NullVersion, ErrInvalidVersionID
+	}
+	return id, nil
+}
+
+func formatID(id [16]byte) string { return FormatVersionID(id) }
+
+// BucketInfo is a bucket's record.
+type BucketInfo = drive.BucketInfo

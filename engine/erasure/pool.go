@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,6 +18,7 @@ import (
 type Pool struct {
 	deployment uuid.UUID
 	sets       []*Set
+	buckets    bucketCache
 }
 
 // NewPool groups sets into a pool.
@@ -24,11 +26,22 @@ func NewPool(deployment uuid.UUID, sets []*Set) (*Pool, error) {
 	if len(sets) == 0 {
 		return nil, errors.New("erasure: a pool needs at least one set")
 	}
-	return &Pool{deployment: deployment, sets: sets}, nil
+	p := &Pool{deployment: deployment, sets: sets}
+	p.buckets.ttl = DefaultBucketCacheTTL
+	return p, nil
 }
+
+// DefaultBucketCacheTTL bounds how long a bucket's record is served from
+// memory. Every request checks its bucket (and its versioning state), so
+// reading it from the drives each time would double the metadata reads of
+// a small GET.
+const DefaultBucketCacheTTL = 2 * time.Second
 
 // Sets returns the pool's sets.
 func (p *Pool) Sets() []*Set { return p.sets }
+
+// Deployment is the pool's deployment ID.
+func (p *Pool) Deployment() uuid.UUID { return p.deployment }
 
 // SetFor returns the set an object lives in.
 func (p *Pool) SetFor(bucket, object string) *Set {
@@ -46,11 +59,51 @@ func (p *Pool) forEachSet(fn func(s *Set) error) error {
 	return first
 }
 
+// bucketCache keeps recently read bucket records (and their absence).
+type bucketCache struct {
+	ttl time.Duration
+	mu  sync.RWMutex
+	m   map[string]cachedBucket
+}
+
+type cachedBucket struct {
+	info drive.BucketInfo
+	err  error
+	at   time.Time
+}
+
+func (c *bucketCache) get(name string) (cachedBucket, bool) {
+	c.mu.RLock()
+	e, ok := c.m[name]
+	c.mu.RUnlock()
+	return e, ok && time.Since(e.at) < c.ttl
+}
+
+func (c *bucketCache) put(name string, info drive.BucketInfo, err error) {
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]cachedBucket{}
+	}
+	c.m[name] = cachedBucket{info: info, err: err, at: time.Now()}
+	c.mu.Unlock()
+}
+
+// Forget drops a bucket from the cache (it changed here or on a peer).
+func (c *bucketCache) forget(name string) {
+	c.mu.Lock()
+	delete(c.m, name)
+	c.mu.Unlock()
+}
+
+// ForgetBucket drops a bucket's cached record, after a peer changed it.
+func (p *Pool) ForgetBucket(name string) { p.buckets.forget(name) }
+
 // MakeBucket creates a bucket on every drive; each set needs write quorum.
 func (p *Pool) MakeBucket(name string) error {
 	info := drive.BucketInfo{Name: name, Created: time.Now().UTC()}
+	defer p.buckets.forget(name)
 	// Refuse an existing bucket before writing anything.
-	if _, err := p.StatBucket(name); err == nil {
+	if _, err := p.readBucket(name); err == nil {
 		return ErrBucketExists
 	} else if !errors.Is(err, ErrBucketNotFound) {
 		return err
@@ -61,11 +114,26 @@ func (p *Pool) MakeBucket(name string) error {
 	})
 }
 
-// StatBucket reads a bucket's record; read quorum in the first set decides.
+// StatBucket returns a bucket's record.
 func (p *Pool) StatBucket(name string) (drive.BucketInfo, error) {
+	if e, ok := p.buckets.get(name); ok {
+		return e.info, e.err
+	}
+	info, err := p.readBucket(name)
+	if err == nil || errors.Is(err, ErrBucketNotFound) {
+		p.buckets.put(name, info, err)
+	}
+	return info, err
+}
+
+// readBucket reads a bucket's record from the drives; read quorum in the
+// first set decides. Drives that disagree (a versioning change that missed
+// one) are settled by the latest change.
+func (p *Pool) readBucket(name string) (drive.BucketInfo, error) {
 	s := p.sets[0]
-	infos := make([]drive.BucketInfo, len(s.drives))
-	errs := s.forEach(func(pos int, d Drive) error {
+	drives := s.Drives()
+	infos := make([]drive.BucketInfo, len(drives))
+	errs := forEachDrive(drives, func(pos int, d Drive) error {
 		var err error
 		infos[pos], err = d.StatBucket(name)
 		return err
@@ -73,34 +141,42 @@ func (p *Pool) StatBucket(name string) (drive.BucketInfo, error) {
 	if err := reduceErrors(errs, s.layout.ReadQuorum(), ErrReadQuorum); err != nil {
 		return drive.BucketInfo{}, mapDriveErr(err)
 	}
-	// The newest state among answering drives (versioning may have changed).
 	var best drive.BucketInfo
 	for pos, info := range infos {
-		if errs[pos] == nil && (best.Name == "" || info.Versioning != "" && best.Versioning == "") {
+		if errs[pos] == nil && (best.Name == "" || info.Updated.After(best.Updated)) {
 			best = info
 		}
 	}
 	return best, nil
 }
 
-// SetBucketVersioning records a bucket's versioning state on every drive.
-func (p *Pool) SetBucketVersioning(name, state string) error {
-	info, err := p.StatBucket(name)
+// UpdateBucket changes a bucket's record on every drive (versioning,
+// tags): fn edits the current record.
+func (p *Pool) UpdateBucket(name string, fn func(b *drive.BucketInfo)) error {
+	defer p.buckets.forget(name)
+	info, err := p.readBucket(name)
 	if err != nil {
 		return err
 	}
-	info.Versioning = state
+	fn(&info)
+	info.Updated = time.Now().UTC()
 	return p.forEachSet(func(s *Set) error {
 		errs := s.forEach(func(_ int, d Drive) error { return d.SetBucket(info) })
 		return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), ErrWriteQuorum))
 	})
 }
 
+// SetBucketVersioning records a bucket's versioning state on every drive.
+func (p *Pool) SetBucketVersioning(name, state string) error {
+	return p.UpdateBucket(name, func(b *drive.BucketInfo) { b.Versioning = state })
+}
+
 // ListBuckets lists buckets as read quorum of the first set sees them.
 func (p *Pool) ListBuckets() ([]drive.BucketInfo, error) {
 	s := p.sets[0]
-	lists := make([][]drive.BucketInfo, len(s.drives))
-	errs := s.forEach(func(pos int, d Drive) error {
+	drives := s.Drives()
+	lists := make([][]drive.BucketInfo, len(drives))
+	errs := forEachDrive(drives, func(pos int, d Drive) error {
 		var err error
 		lists[pos], err = d.ListBuckets()
 		return err
@@ -113,7 +189,9 @@ func (p *Pool) ListBuckets() ([]drive.BucketInfo, error) {
 	for _, l := range lists {
 		for _, b := range l {
 			seen[b.Name]++
-			byName[b.Name] = b
+			if cur, ok := byName[b.Name]; !ok || b.Updated.After(cur.Updated) {
+				byName[b.Name] = b
+			}
 		}
 	}
 	var out []drive.BucketInfo
@@ -126,29 +204,41 @@ func (p *Pool) ListBuckets() ([]drive.BucketInfo, error) {
 	return out, nil
 }
 
+// BucketEmpty reports whether a bucket holds no object versions and no
+// multipart uploads.
+func (p *Pool) BucketEmpty(name string) (bool, error) {
+	entries, _, err := p.walk(name, "", "", 1)
+	if err != nil || len(entries) > 0 {
+		return false, err
+	}
+	uploads, err := p.ListMultipartUploads(name, "", "", NullVersion, "", 1)
+	return err == nil && len(uploads.Uploads) == 0, err
+}
+
 // DeleteBucket removes an empty bucket from every drive.
 func (p *Pool) DeleteBucket(name string) error {
-	if _, err := p.StatBucket(name); err != nil {
+	defer p.buckets.forget(name)
+	if _, err := p.readBucket(name); err != nil {
 		return err
 	}
 	// Check emptiness everywhere before removing anything.
-	empty := true
-	err := p.forEachSet(func(s *Set) error {
-		entries, err := s.walkBatch(name, "", "", 1)
-		if len(entries) > 0 {
-			empty = false
-		}
-		return err
-	})
+	empty, err := p.BucketEmpty(name)
 	if err != nil {
 		return err
 	}
 	if !empty {
 		return ErrBucketNotEmpty
 	}
+	return p.RemoveBucket(name)
+}
+
+// RemoveBucket removes a bucket's record from every drive without checking
+// that it is empty (the caller did, across pools).
+func (p *Pool) RemoveBucket(name string) error {
+	defer p.buckets.forget(name)
 	return p.forEachSet(func(s *Set) error {
 		errs := s.forEach(func(_ int, d Drive) error {
-			err := d.DeleteBucket(name, false)
+			err := d.DeleteBucket(name, true)
 			if errors.Is(err, drive.ErrBucketNotFound) {
 				return nil
 			}
@@ -179,8 +269,29 @@ func (p *Pool) GetObject(w io.Writer, bucket, object string, versionID *[16]byte
 }
 
 // DeleteObject deletes an object or one of its versions.
-func (p *Pool) DeleteObject(bucket, object string, versionID *[16]byte, mode DeleteMode) (*ObjectInfo, error) {
+func (p *Pool) DeleteObject(bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error) {
 	return p.SetFor(bucket, object).DeleteObject(bucket, object, versionID, mode)
+}
+
+// UpdateObjectMeta rewrites a version's metadata (tags) in place.
+func (p *Pool) UpdateObjectMeta(bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
+	return p.SetFor(bucket, object).UpdateObjectMeta(bucket, object, versionID, fn)
+}
+
+// ListObjects lists the latest versions of a bucket's objects.
+func (p *Pool) ListObjects(bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error) {
+	if _, err := p.StatBucket(bucket); err != nil {
+		return ListResult{}, err
+	}
+	return listObjects(p, bucket, prefix, marker, delimiter, maxKeys)
+}
+
+// ListObjectVersions lists every version of a bucket's objects.
+func (p *Pool) ListObjectVersions(bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (ListResult, error) {
+	if _, err := p.StatBucket(bucket); err != nil {
+		return ListResult{}, err
+	}
+	return listVersions(p, bucket, prefix, keyMarker, versionMarker, delimiter, maxKeys)
 }
 
 // String describes the pool's shape.

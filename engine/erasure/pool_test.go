@@ -147,7 +147,7 @@ func TestOverwriteAndVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	marker, err := tp.DeleteObject("bk", "v", nil, DeleteVersioned)
-	if err != nil || marker == nil || !marker.DeleteMarker {
+	if err != nil || !marker.DeleteMarker {
 		t.Fatalf("versioned delete: %+v %v", marker, err)
 	}
 	if _, _, err := tp.GetObject(io.Discard, "bk", "v", nil, 0, -1); !errors.Is(err, ErrObjectNotFound) {
@@ -208,25 +208,31 @@ func TestReadsSurviveParityDrivesLostWipedOrCorrupt(t *testing.T) {
 	}
 
 	// Take two drives offline: reads still work, writes need 3 of 4.
-	saved := append([]Drive(nil), set.drives...)
-	set.drives[2], set.drives[3] = nil, nil
+	saved := set.Drives()
+	offline := func(positions ...int) {
+		for pos := range saved {
+			set.SetDrive(pos, saved[pos])
+		}
+		for _, pos := range positions {
+			set.SetDrive(pos, nil)
+		}
+	}
+	offline(2, 3)
 	if _, err := tp.PutObject("bk", "lost", bytes.NewReader(small), int64(len(small)), PutOptions{}); !errors.Is(err, ErrWriteQuorum) {
 		t.Fatalf("PUT with 2 of 4 drives: %v, want ErrWriteQuorum", err)
 	}
-	set.drives[0], set.drives[1] = saved[0], saved[1]
-	set.drives[2], set.drives[3] = saved[2], saved[3]
+	offline()
 	if _, err := tp.StatObject("bk", "lost", nil); !errors.Is(err, ErrObjectNotFound) {
 		t.Fatalf("a PUT that failed quorum is visible: %v", err)
 	}
-	set.drives[3] = nil
+	offline(3)
 	if got := tp.get(t, "small"); !bytes.Equal(got, small) {
 		t.Fatal("small object with one drive offline read back wrong")
 	}
 	tp.put(t, "one-down", small) // 3 of 4 is write quorum
-	set.drives[3] = saved[3]
 
 	// Parity+1 drives gone: a clear quorum error, not wrong bytes.
-	set.drives[0], set.drives[1], set.drives[2] = nil, nil, nil
+	offline(0, 1, 2)
 	if _, _, err := tp.GetObject(io.Discard, "bk", "big", nil, 0, -1); !errors.Is(err, ErrReadQuorum) {
 		t.Fatalf("GET with 1 of 4 drives: %v, want ErrReadQuorum", err)
 	}

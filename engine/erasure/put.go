@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,6 +27,10 @@ type PutOptions struct {
 	Meta map[string]string
 	// ModTime overrides the version time (tests, replication); zero = now.
 	ModTime time.Time
+	// AfterBody, when set, may add to Meta once the body has been read to
+	// its end and before any record is written (checksums the client sent
+	// after the body).
+	AfterBody func(meta map[string]string)
 }
 
 // PutObject stores an object of size bytes (-1 when unknown) read from r.
@@ -43,11 +48,9 @@ func (s *Set) PutObject(bucket, object string, r io.Reader, size int64, opts Put
 		VersionID: opts.VersionID,
 		ModTime:   modTime.UnixNano(),
 		Meta:      opts.Meta,
-		Erasure: drive.ErasureInfo{
-			Data: s.layout.Data, Parity: s.layout.Parity, BlockSize: s.codec.BlockSize(),
-			Distribution: Distribution(bucket, object, s.layout.SetSize()),
-		},
+		Erasure:   s.erasureInfo(bucket, object),
 	}
+	drives := s.Drives()
 
 	// Decide inline or not without trusting an unknown size. Reading goes
 	// one byte past the declared size so the body reaches EOF: verifying
@@ -58,7 +61,7 @@ func (s *Set) PutObject(bucket, object string, r io.Reader, size int64, opts Put
 		if size >= 0 {
 			limit = size + 1
 		}
-		buf, err := io.ReadAll(io.LimitReader(r, limit))
+		buf, err := readUpTo(r, limit)
 		if err != nil {
 			return ObjectInfo{}, err
 		}
@@ -68,35 +71,92 @@ func (s *Set) PutObject(bucket, object string, r io.Reader, size int64, opts Put
 		case size >= 0 && int64(len(buf)) > size:
 			return ObjectInfo{}, ErrBodyTooLong
 		case int64(len(buf)) <= s.inlineLimit:
-			return s.putInline(bucket, object, rec, buf)
+			afterBody(rec, opts)
+			return s.putInline(drives, bucket, object, rec, buf)
 		}
 		head = buf
 	}
-	return s.putStreaming(bucket, object, rec, io.MultiReader(bytes.NewReader(head), r), size)
+	return s.putStreaming(drives, bucket, object, rec, io.MultiReader(bytes.NewReader(head), r), size, opts)
 }
 
-func (s *Set) putInline(bucket, object string, rec *drive.Record, data []byte) (ObjectInfo, error) {
+func afterBody(rec *drive.Record, opts PutOptions) {
+	if opts.AfterBody != nil {
+		if rec.Meta == nil {
+			rec.Meta = map[string]string{}
+		}
+		opts.AfterBody(rec.Meta)
+	}
+}
+
+// readUpTo reads at most limit bytes, sizing the buffer from the limit
+// rather than growing it (the common case is a small object of known size).
+func readUpTo(r io.Reader, limit int64) ([]byte, error) {
+	buf := make([]byte, 0, min(limit, 64<<10))
+	for int64(len(buf)) < limit {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, int(min(limit, int64(2*cap(buf))))-len(buf))
+		}
+		n, err := r.Read(buf[len(buf):int(min(int64(cap(buf)), limit))])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
+func (s *Set) erasureInfo(bucket, object string) drive.ErasureInfo {
+	return drive.ErasureInfo{
+		Data: s.layout.Data, Parity: s.layout.Parity, BlockSize: s.codec.BlockSize(),
+		Distribution: Distribution(bucket, object, s.layout.SetSize()),
+	}
+}
+
+// inlineShards erasure-codes a small object and frames each shard for
+// storing in a record (nil for an empty object).
+func (s *Set) inlineShards(data []byte) ([][]byte, error) {
+	if len(data) == 0 {
+		return nil, nil
+	}
+	shards, err := s.codec.EncodeBlock(data)
+	if err != nil {
+		return nil, err
+	}
+	framed := make([][]byte, len(shards))
+	for i, sh := range shards {
+		framed[i] = drive.AppendBitrot(nil, sh, s.codec.ShardBlockSize())
+	}
+	return framed, nil
+}
+
+// ownRecord is rec as the drive at pos stores it: its shard index and, for
+// an inline object, its shard.
+func ownRecord(rec *drive.Record, pos int, inline [][]byte) *drive.Record {
+	own := *rec
+	own.Erasure.Index = rec.Erasure.Distribution[pos]
+	if inline != nil {
+		own.Inline = inline[own.Erasure.Index]
+	}
+	return &own
+}
+
+func (s *Set) putInline(drives []Drive, bucket, object string, rec *drive.Record, data []byte) (ObjectInfo, error) {
 	sum := md5.Sum(data)
 	rec.Flags |= drive.FlagInline
 	rec.Size = int64(len(data))
 	rec.ETag = hex.EncodeToString(sum[:])
-	var shards [][]byte
-	if len(data) > 0 {
-		var err error
-		if shards, err = s.codec.EncodeBlock(data); err != nil {
-			return ObjectInfo{}, err
-		}
+	shards, err := s.inlineShards(data)
+	if err != nil {
+		return ObjectInfo{}, err
 	}
-	errs := s.forEach(func(pos int, d Drive) error {
-		own := *rec
-		own.Erasure.Index = rec.Erasure.Distribution[pos]
-		if shards != nil {
-			own.Inline = drive.AppendBitrot(nil, shards[own.Erasure.Index], s.codec.ShardBlockSize())
-		}
-		_, err := d.PutVersion(bucket, object, &own, false)
+	errs := forEachDrive(drives, func(pos int, d Drive) error {
+		_, err := d.PutVersion(bucket, object, ownRecord(rec, pos, shards), false)
 		return err
 	})
-	return s.finishPut(bucket, object, rec, errs)
+	return s.finishPut(drives, bucket, object, rec, errs)
 }
 
 // shardSink is one drive's staged shard file behind a buffered bitrot writer.
@@ -106,30 +166,46 @@ type shardSink struct {
 	bw   *drive.BitrotWriter
 }
 
-func (s *Set) putStreaming(bucket, object string, rec *drive.Record, r io.Reader, size int64) (ObjectInfo, error) {
-	rec.DataDir = uuid.New()
-	sinks := make([]*shardSink, len(s.drives))
-	writers := make([]BlockWriter, len(s.drives))
-	openErrs := s.forEach(func(pos int, d Drive) error {
-		f, err := d.CreateStaged(rec.DataDir, 1)
+func newShardSink(f vfs.File, shardBlockSize int) *shardSink {
+	buf := bufio.NewWriterSize(f, shardBlockSize+drive.BitrotChecksumSize)
+	return &shardSink{file: f, buf: buf, bw: drive.NewBitrotWriter(buf)}
+}
+
+// staged is the outcome of erasure-coding a stream into staged shard files.
+type staged struct {
+	size int64
+	etag string
+	// errs[pos] is nil when the drive at pos holds its complete, synced shard.
+	errs []error
+}
+
+// stageShards erasure-codes r into shard file part (1-based) under tmp/<id>
+// on every drive of the snapshot, flushed and synced. The encode goes on
+// while write quorum of drives keep up; otherwise everything staged is
+// removed and the error returned. size < 0 means unknown; a body shorter or
+// longer than a known size fails the same way.
+func (s *Set) stageShards(drives []Drive, id [16]byte, part int, dist []int, r io.Reader, size int64) (staged, error) {
+	sinks := make([]*shardSink, len(drives))
+	writers := make([]BlockWriter, len(drives))
+	openErrs := forEachDrive(drives, func(pos int, d Drive) error {
+		f, err := d.CreateStaged(id, part)
 		if err != nil {
 			return err
 		}
-		buf := bufio.NewWriterSize(f, s.codec.ShardBlockSize()+drive.BitrotChecksumSize)
-		sinks[pos] = &shardSink{file: f, buf: buf, bw: drive.NewBitrotWriter(buf)}
+		sinks[pos] = newShardSink(f, s.codec.ShardBlockSize())
 		return nil
 	})
 	for pos, sink := range sinks {
 		if openErrs[pos] == nil {
-			writers[rec.Erasure.Distribution[pos]] = sink.bw
+			writers[dist[pos]] = sink.bw
 		}
 	}
 	abort := func() {
-		s.forEach(func(pos int, d Drive) error {
+		forEachDrive(drives, func(pos int, d Drive) error {
 			if sinks[pos] != nil {
 				_ = sinks[pos].file.Close()
 			}
-			return d.AbortStaged(rec.DataDir)
+			return d.AbortStaged(id)
 		})
 	}
 
@@ -144,55 +220,70 @@ func (s *Set) putStreaming(bucket, object string, rec *drive.Record, r io.Reader
 	if err != nil {
 		abort()
 		if errors.Is(err, ErrWriteQuorum) {
-			return ObjectInfo{}, fmt.Errorf("%w: writing shards: %s", ErrWriteQuorum, detail(writeErrs))
+			return staged{}, fmt.Errorf("%w: writing shards: %s", ErrWriteQuorum, detail(writeErrs))
 		}
-		return ObjectInfo{}, err
+		return staged{}, err
 	}
-	rec.Size = n
-	rec.ETag = hexSum(md5sum)
-
-	errs := s.forEach(func(pos int, d Drive) error {
+	errs := forEachDrive(drives, func(pos int, d Drive) error {
 		if openErrs[pos] != nil {
 			return openErrs[pos]
 		}
 		sink := sinks[pos]
-		if werr := writeErrs[rec.Erasure.Distribution[pos]]; werr != nil {
-			_ = sink.file.Close()
-			_ = d.AbortStaged(rec.DataDir)
-			return werr
+		err := writeErrs[dist[pos]]
+		if err == nil {
+			err = sink.buf.Flush()
 		}
-		if err := sink.buf.Flush(); err != nil {
-			_ = sink.file.Close()
-			_ = d.AbortStaged(rec.DataDir)
-			return err
+		if err == nil {
+			err = d.SyncFile(sink.file)
 		}
-		if err := d.SyncFile(sink.file); err != nil {
-			_ = sink.file.Close()
-			_ = d.AbortStaged(rec.DataDir)
-			return err
+		if cerr := sink.file.Close(); err == nil {
+			err = cerr
 		}
-		if err := sink.file.Close(); err != nil {
-			_ = d.AbortStaged(rec.DataDir)
-			return err
+		if err != nil {
+			_ = d.AbortStaged(id)
 		}
-		own := *rec
-		own.Erasure.Index = rec.Erasure.Distribution[pos]
-		_, err := d.PutVersion(bucket, object, &own, true)
+		return err
+	})
+	if countNil(errs) < s.layout.WriteQuorum() {
+		abort()
+		return staged{}, fmt.Errorf("%w: syncing shards: %s", ErrWriteQuorum, detail(errs))
+	}
+	return staged{size: n, etag: hexSum(md5sum), errs: errs}, nil
+}
+
+func (s *Set) putStreaming(drives []Drive, bucket, object string, rec *drive.Record, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+	rec.DataDir = uuid.New()
+	st, err := s.stageShards(drives, rec.DataDir, 1, rec.Erasure.Distribution, r, size)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	afterBody(rec, opts)
+	rec.Size = st.size
+	rec.ETag = st.etag
+	errs := forEachDrive(drives, func(pos int, d Drive) error {
+		if st.errs[pos] != nil {
+			return st.errs[pos]
+		}
+		_, err := d.PutVersion(bucket, object, ownRecord(rec, pos, nil), true)
 		if err != nil {
 			_ = d.AbortStaged(rec.DataDir)
 		}
 		return err
 	})
-	return s.finishPut(bucket, object, rec, errs)
+	return s.finishPut(drives, bucket, object, rec, errs)
 }
 
 // finishPut checks write quorum and rolls back a write that missed it, so a
-// failed PUT leaves no visible version.
-func (s *Set) finishPut(bucket, object string, rec *drive.Record, errs []error) (ObjectInfo, error) {
+// failed PUT leaves no visible version. A write that reached quorum but not
+// every drive is reported to the heal hook.
+func (s *Set) finishPut(drives []Drive, bucket, object string, rec *drive.Record, errs []error) (ObjectInfo, error) {
 	if countNil(errs) >= s.layout.WriteQuorum() {
+		if countNil(errs) < len(errs) {
+			s.partialWrite(bucket, object, rec.VersionID)
+		}
 		return infoFromRecord(bucket, object, rec), nil
 	}
-	s.forEach(func(pos int, d Drive) error {
+	forEachDrive(drives, func(pos int, d Drive) error {
 		if errs[pos] == nil {
 			_, _ = d.RollbackVersion(bucket, object, rec)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/vfs"
@@ -13,20 +14,35 @@ import (
 // it on this node; a remote drive (issue 5) implements it over internode RPC.
 type Drive interface {
 	Format() (drive.Format, error)
+	DiskInfo() (vfs.Usage, error)
+
 	MakeBucket(b drive.BucketInfo) error
 	SetBucket(b drive.BucketInfo) error
 	StatBucket(name string) (drive.BucketInfo, error)
 	ListBuckets() ([]drive.BucketInfo, error)
 	DeleteBucket(name string, force bool) error
+
 	PutVersion(bucket, object string, rec *drive.Record, staged bool) (drive.PutResult, error)
 	GetVersion(bucket, object string, versionID *[16]byte) (*drive.Record, error)
+	Versions(bucket, object string) ([]*drive.Record, error)
+	UpdateVersion(bucket, object string, versionID [16]byte, fn func(r *drive.Record) error) error
 	DeleteVersion(bucket, object string, versionID [16]byte) (*drive.Record, error)
 	RollbackVersion(bucket, object string, rec *drive.Record) (bool, error)
 	WalkObjects(bucket, prefix, startAfter string, fn func(object string, versions []*drive.Record) bool) error
+
 	CreateStaged(dataDir [16]byte, part int) (vfs.File, error)
 	SyncFile(f vfs.File) error
 	AbortStaged(dataDir [16]byte) error
 	OpenShard(dataDir [16]byte, part int) (vfs.File, error)
+
+	PutUpload(u *drive.Upload) error
+	GetUpload(bucket, object string, id [16]byte) (*drive.Upload, error)
+	WalkUploads(bucket, prefix string, fn func(u *drive.Upload) bool) error
+	CommitPart(u *drive.Upload, p *drive.PartRecord) error
+	ListParts(uploadID [16]byte) ([]drive.PartRecord, error)
+	OpenPart(dataDir [16]byte, number int, partID [16]byte) (vfs.File, error)
+	CompleteUpload(u *drive.Upload, chosen []drive.PartRecord, rec *drive.Record) (drive.PutResult, error)
+	AbortUpload(bucket, object string, id [16]byte) error
 }
 
 var _ Drive = (*drive.Local)(nil)
@@ -34,10 +50,25 @@ var _ Drive = (*drive.Local)(nil)
 // Set is one erasure set: SetSize drives, each object striped over all of
 // them. drives[i] is the drive at position i; nil when offline.
 type Set struct {
-	drives      []Drive
+	// drives is replaced wholesale (copy on write) when a drive goes
+	// offline or comes back, so operations read a consistent snapshot
+	// without locking.
+	drives      atomic.Pointer[[]Drive]
 	layout      Layout
 	codec       *Codec
 	inlineLimit int64
+	// onPartial is told about writes that reached quorum but not every
+	// drive, so they can be healed; nil = nobody listens.
+	onPartial func(bucket, object string, versionID [16]byte)
+}
+
+// OnPartialWrite registers fn to hear of writes that missed a drive.
+func (s *Set) OnPartialWrite(fn func(bucket, object string, versionID [16]byte)) { s.onPartial = fn }
+
+func (s *Set) partialWrite(bucket, object string, versionID [16]byte) {
+	if s.onPartial != nil {
+		s.onPartial(bucket, object, versionID)
+	}
 }
 
 // DefaultBlockSize is the object bytes per erasure block.
@@ -56,7 +87,25 @@ func NewSet(drives []Drive, parity int) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Set{drives: drives, layout: l, codec: c, inlineLimit: DefaultInlineLimit}, nil
+	s := &Set{layout: l, codec: c, inlineLimit: DefaultInlineLimit}
+	ds := append([]Drive(nil), drives...)
+	s.drives.Store(&ds)
+	return s, nil
+}
+
+// Drives returns the set's drives by position (nil = offline).
+func (s *Set) Drives() []Drive { return *s.drives.Load() }
+
+// SetDrive puts d at position pos (nil takes the drive offline).
+func (s *Set) SetDrive(pos int, d Drive) {
+	for {
+		old := s.drives.Load()
+		ds := append([]Drive(nil), (*old)...)
+		ds[pos] = d
+		if s.drives.CompareAndSwap(old, &ds) {
+			return
+		}
+	}
 }
 
 // Layout is the set's erasure shape.
@@ -65,9 +114,14 @@ func (s *Set) Layout() Layout { return s.layout }
 // forEach runs fn on every online drive in parallel and returns the errors
 // by position (errDriveOffline for offline drives).
 func (s *Set) forEach(fn func(i int, d Drive) error) []error {
-	errs := make([]error, len(s.drives))
+	return forEachDrive(s.Drives(), fn)
+}
+
+// forEachDrive runs fn on every non-nil drive of a snapshot in parallel.
+func forEachDrive(drives []Drive, fn func(i int, d Drive) error) []error {
+	errs := make([]error, len(drives))
 	var wg sync.WaitGroup
-	for i, d := range s.drives {
+	for i, d := range drives {
 		if d == nil {
 			errs[i] = errDriveOffline
 			continue

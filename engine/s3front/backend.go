@@ -13,7 +13,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/google/uuid"
 	"github.com/versity/versitygw/backend"
 	"github.com/versity/versitygw/s3err"
 	"github.com/versity/versitygw/s3response"
@@ -21,17 +20,41 @@ import (
 	"github.com/strata-storage/strata/engine/erasure"
 )
 
-// Backend adapts an erasure pool to versitygw's backend.Backend.
+// Backend adapts an object layer to versitygw's backend.Backend.
 type Backend struct {
 	backend.BackendUnsupported
-	pool   *erasure.Pool
+	pool   ObjectLayer
 	region string
+	hooks  Hooks
+	access Access
 	log    *slog.Logger
 }
 
-// New returns the S3 backend over pool.
-func New(pool *erasure.Pool, region string, log *slog.Logger) *Backend {
-	return &Backend{pool: pool, region: region, log: log}
+// Access says what users other than root may do: their grants become
+// bucket policies, which the front end evaluates.
+type Access interface {
+	// BucketPolicy is the policy of a bucket (nil: none).
+	BucketPolicy(bucket string) []byte
+	// CanList reports whether a user sees a bucket in ListBuckets.
+	CanList(access, bucket string) bool
+}
+
+// Options configure a Backend.
+type Options struct {
+	// Region answered in bucket locations; default us-east-1.
+	Region string
+	Hooks  Hooks
+	// Access gives users their grants; nil: only root has access.
+	Access Access
+	Log    *slog.Logger
+}
+
+// New returns the S3 backend over an object layer.
+func New(layer ObjectLayer, opts Options) *Backend {
+	if opts.Region == "" {
+		opts.Region = "us-east-1"
+	}
+	return &Backend{pool: layer, region: opts.Region, hooks: opts.Hooks, access: opts.Access, log: opts.Log}
 }
 
 // String names the backend in versitygw's logs.
@@ -59,6 +82,9 @@ func (b *Backend) ListBuckets(_ context.Context, in s3response.ListBucketsInput)
 		Prefix: in.Prefix,
 	}
 	for _, bk := range buckets {
+		if !in.IsAdmin && (b.access == nil || !b.access.CanList(in.Owner, bk.Name)) {
+			continue
+		}
 		if !strings.HasPrefix(bk.Name, in.Prefix) || (in.ContinuationToken != "" && bk.Name <= in.ContinuationToken) {
 			continue
 		}
@@ -115,7 +141,7 @@ func (b *Backend) PutBucketVersioning(_ context.Context, bucket string, status t
 	default:
 		return s3err.GetAPIError(s3err.ErrMalformedXML)
 	}
-	return b.toS3(b.pool.SetBucketVersioning(bucket, string(status)), bucket)
+	return b.toS3(b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Versioning = string(status) }), bucket)
 }
 
 // GetBucketVersioning reports the versioning state (none when never set).
@@ -132,11 +158,17 @@ func (b *Backend) GetBucketVersioning(_ context.Context, bucket string) (s3respo
 	return out, nil
 }
 
-// GetBucketPolicy: bucket policies are not stored; the front end treats
-// this answer as "no policy".
+// GetBucketPolicy answers the policy synthesised from the users' grants on
+// the bucket; "no policy" when none has any. Policies are not stored:
+// access is managed through the tenant's users.
 func (b *Backend) GetBucketPolicy(_ context.Context, bucket string) ([]byte, error) {
 	if _, err := b.pool.StatBucket(bucket); err != nil {
 		return nil, b.toS3(err, bucket)
+	}
+	if b.access != nil {
+		if p := b.access.BucketPolicy(bucket); p != nil {
+			return p, nil
+		}
 	}
 	return nil, s3err.GetAPIError(s3err.ErrNoSuchBucketPolicy)
 }
@@ -152,29 +184,17 @@ func (b *Backend) GetBucketCors(_ context.Context, bucket string) ([]byte, error
 	return nil, s3err.GetAPIError(s3err.ErrNoSuchCORSConfiguration)
 }
 
-// versionID parses an S3 version ID: "" is the latest, "null" the null
-// version, otherwise one of our UUIDs.
+// parseVersionID parses an S3 version ID: "" is the latest, "null" the
+// null version, otherwise one of our UUIDs.
 func parseVersionID(s string) (*[16]byte, error) {
-	switch s {
-	case "":
+	if s == "" {
 		return nil, nil
-	case "null":
-		return &[16]byte{}, nil
 	}
-	id, err := uuid.Parse(s)
+	id, err := erasure.ParseVersionID(s)
 	if err != nil {
 		return nil, s3err.GetInvalidArgumentErr(s3err.InvalidArgVersionId, s)
 	}
-	v := [16]byte(id)
-	return &v, nil
-}
-
-// formatVersionID renders a version ID; the null version is "null".
-func formatVersionID(id [16]byte) string {
-	if id == ([16]byte{}) {
-		return "null"
-	}
-	return uuid.UUID(id).String()
+	return &id, nil
 }
 
 // sortedKeys returns a map's keys in order (stable output for listings).

@@ -2,6 +2,7 @@ package s3front
 
 import (
 	"errors"
+	"net/http"
 
 	"github.com/versity/versitygw/s3err"
 
@@ -31,12 +32,35 @@ func (b *Backend) toS3(err error, bucket string) error {
 		return s3err.GetAPIError(s3err.ErrNoSuchKey)
 	case errors.Is(err, erasure.ErrIncompleteBody):
 		return s3err.GetAPIError(s3err.ErrIncompleteBody)
+	case errors.Is(err, erasure.ErrBodyTooLong):
+		return s3err.APIError{Code: "BadRequest", Description: "The request body is longer than its Content-Length.", HTTPStatusCode: http.StatusBadRequest}
+	case errors.Is(err, erasure.ErrInvalidVersionID):
+		return s3err.GetInvalidArgumentErr(s3err.InvalidArgVersionId, "")
+	case errors.Is(err, erasure.ErrUploadNotFound):
+		return s3err.GetAPIError(s3err.ErrNoSuchUpload)
+	case errors.Is(err, erasure.ErrInvalidPart):
+		return s3err.GetAPIError(s3err.ErrInvalidPart)
+	case errors.Is(err, erasure.ErrInvalidPartOrder):
+		return s3err.GetAPIError(s3err.ErrInvalidPartOrder)
+	case errors.Is(err, erasure.ErrPartTooSmall):
+		return s3err.GetAPIError(s3err.ErrEntityTooSmall)
 	case errors.Is(err, erasure.ErrReadQuorum), errors.Is(err, erasure.ErrWriteQuorum):
 		// Too many drives are gone for this set: retryable from the
-		// client's view, and nothing half-written is visible.
+		// client's view, and nothing half-written is visible. The message
+		// names what was lost.
 		b.log.Warn("quorum lost", "bucket", bucket, "err", err)
-		return s3err.GetAPIError(s3err.ErrSlowDown)
+		return s3err.APIError{
+			Code:           "SlowDown",
+			Description:    "Please reduce your request rate: " + err.Error(),
+			HTTPStatusCode: http.StatusServiceUnavailable,
+		}
 	}
 	b.log.Error("internal error", "bucket", bucket, "err", err)
 	return s3err.GetAPIError(s3err.ErrInternalError)
+}
+
+// invalidArgument is S3's InvalidArgument for arguments versitygw has no
+// canned error for.
+func invalidArgument(description string) error {
+	return s3err.APIError{Code: "InvalidArgument", Description: description, HTTPStatusCode: http.StatusBadRequest}
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // File is an open file.
@@ -40,6 +41,14 @@ type FS interface {
 	// SyncDir makes the entries of a directory (creations, renames,
 	// removals) durable.
 	SyncDir(path string) error
+	// Usage reports the total and available bytes of the filesystem
+	// holding path.
+	Usage(path string) (Usage, error)
+}
+
+// Usage is a filesystem's capacity in bytes.
+type Usage struct {
+	Total, Free uint64
 }
 
 // Default is the operating system's filesystem.
@@ -57,6 +66,14 @@ func (osFS) RemoveAll(path string) error                  { return os.RemoveAll(
 func (osFS) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
 func (osFS) Stat(name string) (fs.FileInfo, error)        { return os.Stat(name) }
 func (osFS) ReadDir(name string) ([]fs.DirEntry, error)   { return os.ReadDir(name) }
+
+func (osFS) Usage(path string) (Usage, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return Usage{}, &fs.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	return Usage{Total: st.Blocks * uint64(st.Bsize), Free: st.Bavail * uint64(st.Bsize)}, nil
+}
 
 func (osFS) SyncDir(path string) error {
 	d, err := os.Open(path)

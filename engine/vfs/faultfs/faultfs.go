@@ -172,6 +172,21 @@ func (f *FS) Stat(name string) (fs.FileInfo, error) { return f.inner.Stat(name) 
 // ReadDir implements vfs.FS.
 func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) { return f.inner.ReadDir(name) }
 
+// Usage implements vfs.FS: the free space is the injected limit when one
+// is set.
+func (f *FS) Usage(path string) (vfs.Usage, error) {
+	u, err := f.inner.Usage(path)
+	if err != nil {
+		return u, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.free >= 0 && uint64(f.free) < u.Free {
+		u.Free = uint64(f.free)
+	}
+	return u, nil
+}
+
 // SyncDir implements vfs.FS.
 func (f *FS) SyncDir(path string) error {
 	if err := f.check(OpSyncDir, path); err != nil {

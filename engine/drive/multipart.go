@@ -1,0 +1,317 @@
+package drive
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/strata-storage/strata/engine/vfs"
+)
+
+// Multipart uploads on a drive. An upload is a record under the object's
+// name plus one record per uploaded part; each part's shard is a file in the
+// upload's data directory, named by the part upload's own ID so that two
+// uploads of the same part number never overwrite each other's shard:
+//
+//	u\x00<bucket>\x00<object>\x00<uploadID>   Upload (JSON)
+//	p\x00<uploadID><partNumber BE32>           PartRecord (JSON)
+//	data/<xx>/<upload.DataDir>/part.<N>.<partID hex>
+//
+// Completing renames the chosen parts to part.<N> (no data is copied) and
+// commits the object's version record pointing at the directory.
+
+// ErrUploadNotFound means the drive holds no such multipart upload.
+var ErrUploadNotFound = errors.New("upload not found")
+
+// Upload is a multipart upload as one drive stores it.
+type Upload struct {
+	ID        [16]byte          `json:"id"`
+	Bucket    string            `json:"bucket"`
+	Object    string            `json:"object"`
+	Initiated int64             `json:"initiated"`
+	DataDir   [16]byte          `json:"dataDir"`
+	Meta      map[string]string `json:"meta,omitempty"`
+	Erasure   ErasureInfo       `json:"erasure"`
+}
+
+// PartRecord is one uploaded part as one drive stores it.
+type PartRecord struct {
+	Number  int      `json:"number"`
+	ID      [16]byte `json:"id"`
+	ModTime int64    `json:"modTime"`
+	Size    int64    `json:"size"`
+	ETag    string   `json:"etag"`
+	// Checksum is the part's checksum (algorithm:value) when the client sent one.
+	Checksum string `json:"checksum,omitempty"`
+}
+
+var (
+	uploadPrefix = []byte{'u', sep}
+	partPrefix   = []byte{'p', sep}
+)
+
+func uploadsPrefix(bucket string) []byte {
+	k := append(append([]byte(nil), uploadPrefix...), bucket...)
+	return append(k, sep)
+}
+
+func uploadKey(bucket, object string, id [16]byte) []byte {
+	k := append(uploadsPrefix(bucket), object...)
+	k = append(k, sep)
+	return append(k, id[:]...)
+}
+
+func partsPrefix(uploadID [16]byte) []byte {
+	return append(append([]byte(nil), partPrefix...), uploadID[:]...)
+}
+
+func partKey(uploadID [16]byte, number int) []byte {
+	return binary.BigEndian.AppendUint32(partsPrefix(uploadID), uint32(number))
+}
+
+func stagedPartName(number int, id [16]byte) string {
+	return fmt.Sprintf("part.%d.%s", number, hexID(id))
+}
+
+// PutUpload records a new multipart upload.
+func (d *Local) PutUpload(u *Upload) error {
+	v, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	return d.db.Set(uploadKey(u.Bucket, u.Object, u.ID), v, d.writeOpts())
+}
+
+// GetUpload returns an upload's record.
+func (d *Local) GetUpload(bucket, object string, id [16]byte) (*Upload, error) {
+	v, closer, err := d.db.Get(uploadKey(bucket, object, id))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrUploadNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	u := &Upload{}
+	if err := json.Unmarshal(v, u); err != nil {
+		return nil, fmt.Errorf("drive %s: upload record: %w", d.root, err)
+	}
+	return u, nil
+}
+
+// WalkUploads calls fn for each upload of a bucket whose object starts with
+// prefix, in (object, upload ID) order, until fn returns false.
+func (d *Local) WalkUploads(bucket, prefix string, fn func(u *Upload) bool) error {
+	lower := append(uploadsPrefix(bucket), prefix...)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		u := &Upload{}
+		if err := json.Unmarshal(it.Value(), u); err != nil {
+			return fmt.Errorf("drive %s: upload record: %w", d.root, err)
+		}
+		if !fn(u) {
+			break
+		}
+	}
+	return it.Error()
+}
+
+// CommitPart moves a part's staged shard (staged with CreateStaged under the
+// part's own ID) into the upload's data directory and records the part. An
+// earlier upload of the same part number is replaced when this one is newer
+// (last writer wins) and its shard removed.
+func (d *Local) CommitPart(u *Upload, p *PartRecord) error {
+	lock := d.lockFor(u.Bucket, u.Object)
+	lock.Lock()
+	defer lock.Unlock()
+	if _, err := d.GetUpload(u.Bucket, u.Object, u.ID); err != nil {
+		_ = d.AbortStaged(p.ID)
+		return err
+	}
+	old, err := d.getPart(u.ID, p.Number)
+	if err != nil && !errors.Is(err, ErrUploadNotFound) {
+		return err
+	}
+	if old != nil && (old.ModTime > p.ModTime || old.ModTime == p.ModTime && string(old.ID[:]) > string(p.ID[:])) {
+		_ = d.AbortStaged(p.ID)
+		return nil // a newer upload of this part already won
+	}
+	dir := d.dataDirPath(u.DataDir)
+	if err := d.fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	staged := filepath.Join(d.stagedPath(p.ID), partName(1))
+	if !d.noSync {
+		if err := d.fs.SyncDir(d.stagedPath(p.ID)); err != nil {
+			return err
+		}
+	}
+	if err := d.fs.Rename(staged, filepath.Join(dir, stagedPartName(p.Number, p.ID))); err != nil {
+		return fmt.Errorf("drive %s: moving part into place: %w", d.root, err)
+	}
+	_ = d.fs.RemoveAll(d.stagedPath(p.ID))
+	if !d.noSync {
+		if err := d.fs.SyncDir(dir); err != nil {
+			return err
+		}
+	}
+	v, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if err := d.db.Set(partKey(u.ID, p.Number), v, d.writeOpts()); err != nil {
+		return err
+	}
+	if old != nil && old.ID != p.ID {
+		_ = d.fs.Remove(filepath.Join(dir, stagedPartName(old.Number, old.ID)))
+	}
+	return nil
+}
+
+func (d *Local) getPart(uploadID [16]byte, number int) (*PartRecord, error) {
+	v, closer, err := d.db.Get(partKey(uploadID, number))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrUploadNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	p := &PartRecord{}
+	if err := json.Unmarshal(v, p); err != nil {
+		return nil, fmt.Errorf("drive %s: part record: %w", d.root, err)
+	}
+	return p, nil
+}
+
+// ListParts returns an upload's parts in part-number order.
+func (d *Local) ListParts(uploadID [16]byte) ([]PartRecord, error) {
+	p := partsPrefix(uploadID)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []PartRecord
+	for it.First(); it.Valid(); it.Next() {
+		var pr PartRecord
+		if err := json.Unmarshal(it.Value(), &pr); err != nil {
+			return nil, fmt.Errorf("drive %s: part record: %w", d.root, err)
+		}
+		out = append(out, pr)
+	}
+	return out, it.Error()
+}
+
+// OpenPart opens an uncompleted part's shard file.
+func (d *Local) OpenPart(dataDir [16]byte, number int, partID [16]byte) (vfs.File, error) {
+	return d.fs.Open(filepath.Join(d.dataDirPath(dataDir), stagedPartName(number, partID)))
+}
+
+// CompleteUpload turns an upload into an object version: the chosen parts'
+// shards are renamed to the version's part files (parts[i] becomes
+// part.<i+1>), other parts' shards are removed, and the version record is
+// committed together with the removal of the upload's records. Replacing a
+// null version follows PutVersion's rules.
+func (d *Local) CompleteUpload(u *Upload, chosen []PartRecord, rec *Record) (PutResult, error) {
+	lock := d.lockFor(u.Bucket, u.Object)
+	lock.Lock()
+	defer lock.Unlock()
+	if _, err := d.GetUpload(u.Bucket, u.Object, u.ID); err != nil {
+		return PutResult{}, err
+	}
+	dir := d.dataDirPath(u.DataDir)
+	for i, p := range chosen {
+		from := filepath.Join(dir, stagedPartName(p.Number, p.ID))
+		to := filepath.Join(dir, partName(i+1))
+		if err := d.fs.Rename(from, to); err != nil {
+			return PutResult{}, fmt.Errorf("drive %s: completing part %d: %w", d.root, p.Number, err)
+		}
+	}
+	if !d.noSync {
+		if err := d.fs.SyncDir(dir); err != nil {
+			return PutResult{}, err
+		}
+	}
+	res, oldKeys, err := d.nullVersionsToReplace(u.Bucket, u.Object, rec)
+	if err != nil {
+		return res, err
+	}
+	b := d.db.NewBatch()
+	defer b.Close()
+	if !res.Superseded {
+		for _, k := range oldKeys {
+			if err := b.Delete(k, nil); err != nil {
+				return res, err
+			}
+		}
+		if err := b.Set(versionKey(u.Bucket, u.Object, rec), MarshalRecord(nil, rec), nil); err != nil {
+			return res, err
+		}
+	}
+	if err := b.Delete(uploadKey(u.Bucket, u.Object, u.ID), nil); err != nil {
+		return res, err
+	}
+	pp := partsPrefix(u.ID)
+	if err := b.DeleteRange(pp, prefixEnd(pp), nil); err != nil {
+		return res, err
+	}
+	if err := b.Commit(d.writeOpts()); err != nil {
+		return res, fmt.Errorf("drive %s: committing completed upload: %w", d.root, err)
+	}
+	// Shards of parts uploaded but not chosen.
+	if entries, err := d.fs.ReadDir(dir); err == nil {
+		for _, e := range entries {
+			if len(e.Name()) > len("part.") && !isFinalPartName(e.Name(), len(chosen)) {
+				_ = d.fs.Remove(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	if res.Superseded {
+		d.removeData(rec)
+	} else if res.Replaced != nil && res.Replaced.DataDir != rec.DataDir {
+		d.removeData(res.Replaced)
+	}
+	return res, nil
+}
+
+func isFinalPartName(name string, parts int) bool {
+	for i := 1; i <= parts; i++ {
+		if name == partName(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// AbortUpload removes an upload's records and its shards.
+func (d *Local) AbortUpload(bucket, object string, id [16]byte) error {
+	lock := d.lockFor(bucket, object)
+	lock.Lock()
+	defer lock.Unlock()
+	u, err := d.GetUpload(bucket, object, id)
+	if err != nil {
+		return err
+	}
+	b := d.db.NewBatch()
+	defer b.Close()
+	if err := b.Delete(uploadKey(bucket, object, id), nil); err != nil {
+		return err
+	}
+	pp := partsPrefix(id)
+	if err := b.DeleteRange(pp, prefixEnd(pp), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(d.writeOpts()); err != nil {
+		return err
+	}
+	return d.fs.RemoveAll(d.dataDirPath(u.DataDir))
+}

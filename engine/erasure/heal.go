@@ -1,0 +1,334 @@
+package erasure
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-storage/strata/engine/drive"
+)
+
+// DanglingGrace is how old a version held by too few drives to be read
+// must be before healing removes it. Younger ones may be writes still
+// committing on the other drives.
+const DanglingGrace = 5 * time.Minute
+
+// HealResult says what healing did.
+type HealResult struct {
+	// Versions is the number of versions examined.
+	Versions int
+	// Shards is the number of drive copies rewritten.
+	Shards int
+	// Bytes is the object bytes rebuilt.
+	Bytes int64
+	// Purged is the number of dangling versions removed.
+	Purged int
+	// Unrecoverable is the number of versions too few drives could rebuild.
+	Unrecoverable int
+}
+
+func (r *HealResult) add(o HealResult) {
+	r.Versions += o.Versions
+	r.Shards += o.Shards
+	r.Bytes += o.Bytes
+	r.Purged += o.Purged
+	r.Unrecoverable += o.Unrecoverable
+}
+
+// HealObject brings every online drive of the set to the agreed state of an
+// object: each version held intact by read quorum is rewritten on drives
+// that miss it, hold another copy of it, or (deep) hold a shard that fails
+// its checksum; a version held by too few drives to ever be read, and older
+// than DanglingGrace, is removed. Without deep, shard files are checked for
+// presence and size, not read.
+func (s *Set) HealObject(bucket, object string, deep bool) (HealResult, error) {
+	drives := s.Drives()
+	lists := make([][]*drive.Record, len(drives))
+	errs := forEachDrive(drives, func(pos int, d Drive) error {
+		var err error
+		lists[pos], err = d.Versions(bucket, object)
+		return err
+	})
+	if countNil(errs) < s.layout.ReadQuorum() {
+		return HealResult{}, fmt.Errorf("%w: %d of %d drives answered (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
+	}
+	byKey := map[versionKey][]*drive.Record{}
+	var order []versionKey
+	for pos, l := range lists {
+		for _, r := range l {
+			k := keyOf(r)
+			if byKey[k] == nil {
+				byKey[k] = make([]*drive.Record, len(drives))
+				order = append(order, k)
+			}
+			byKey[k][pos] = r
+		}
+	}
+	var res HealResult
+	var firstErr error
+	for _, k := range order {
+		r, err := s.healVersion(drives, errs, bucket, object, byKey[k], deep)
+		res.add(r)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return res, firstErr
+}
+
+// healVersion heals one version given each drive's record of it (nil where
+// the drive has none) and each drive's listing error.
+func (s *Set) healVersion(drives []Drive, listErrs []error, bucket, object string, held []*drive.Record, deep bool) (HealResult, error) {
+	res := HealResult{Versions: 1}
+	// The record most drives agree on.
+	var best *drive.Record
+	bestN := 0
+	for _, r := range held {
+		if r == nil {
+			continue
+		}
+		n := 0
+		for _, o := range held {
+			if o != nil && sameVersion(r, o) {
+				n++
+			}
+		}
+		if n > bestN {
+			best, bestN = r, n
+		}
+	}
+	if bestN < s.layout.ReadQuorum() {
+		lacking := 0
+		for pos, r := range held {
+			if r == nil && listErrs[pos] == nil && drives[pos] != nil {
+				lacking++
+			}
+		}
+		if lacking > len(drives)-s.layout.ReadQuorum() && time.Since(time.Unix(0, best.ModTime)) > DanglingGrace {
+			forEachDrive(drives, func(pos int, d Drive) error {
+				if held[pos] != nil {
+					_, _ = d.RollbackVersion(bucket, object, held[pos])
+				}
+				return nil
+			})
+			res.Purged = 1
+			return res, nil
+		}
+		res.Unrecoverable = 1
+		return res, nil
+	}
+
+	agreeing := make([]*drive.Record, len(held))
+	for pos, r := range held {
+		if r != nil && sameVersion(r, best) {
+			agreeing[pos] = r
+		}
+	}
+	h := &ObjectHandle{set: s, drives: drives, rec: best, agreeing: agreeing, Info: infoFromRecord(bucket, object, best)}
+	var targets []int
+	for pos, d := range drives {
+		switch {
+		case d == nil || listErrs[pos] != nil:
+			// Offline or failing: healed when it answers again.
+		case agreeing[pos] == nil:
+			targets = append(targets, pos)
+		case !s.shardIntact(d, best, agreeing[pos], deep):
+			agreeing[pos] = nil // not a source for the rebuild
+			targets = append(targets, pos)
+		}
+	}
+	if len(targets) == 0 {
+		return res, nil
+	}
+	if n := countNonNil(agreeing); n < s.layout.ReadQuorum() {
+		res.Unrecoverable = 1
+		return res, fmt.Errorf("%w: %s/%s: %d intact copies, %d needed", ErrReadQuorum, bucket, object, n, s.layout.ReadQuorum())
+	}
+	if err := s.rebuild(h, targets); err != nil {
+		return res, fmt.Errorf("healing %s/%s: %w", bucket, object, err)
+	}
+	res.Shards = len(targets)
+	res.Bytes = best.Size
+	return res, nil
+}
+
+func countNonNil(rs []*drive.Record) int {
+	n := 0
+	for _, r := range rs {
+		if r != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// shardIntact checks one drive's copy of a version: inline shards are
+// always verified (they are in memory); shard files are checked for size,
+// and read and verified when deep.
+func (s *Set) shardIntact(d Drive, rec, own *drive.Record, deep bool) bool {
+	if rec.IsDeleteMarker() || rec.Size == 0 {
+		return true
+	}
+	if rec.IsInline() {
+		br := drive.NewBitrotReader(bytes.NewReader(own.Inline), s.codec.ShardSize(rec.Size), s.codec.ShardBlockSize())
+		return verifyAll(br) == nil
+	}
+	for i, size := range partSizes(rec) {
+		f, err := d.OpenShard(rec.DataDir, i+1)
+		if err != nil {
+			return false
+		}
+		shardSize := s.codec.ShardSize(size)
+		fi, err := f.Stat()
+		ok := err == nil && fi.Size() == drive.BitrotSize(shardSize, s.codec.ShardBlockSize())
+		if ok && deep {
+			ok = verifyAll(drive.NewBitrotReader(f, shardSize, s.codec.ShardBlockSize())) == nil
+		}
+		_ = f.Close()
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func verifyAll(br *drive.BitrotReader) error {
+	for i := 0; i < br.Blocks(); i++ {
+		if _, err := br.ReadBlock(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// discardBlocks is the writer of shards nobody needs during a rebuild.
+type discardBlocks struct{}
+
+func (discardBlocks) WriteBlock([]byte) error { return nil }
+
+// rebuild decodes a version from the drives whose copy is intact and writes
+// the shards of the target positions.
+func (s *Set) rebuild(h *ObjectHandle, targets []int) error {
+	rec := h.rec
+	if rec.IsDeleteMarker() || rec.IsInline() || rec.Size == 0 {
+		var shards [][]byte
+		if rec.IsInline() && rec.Size > 0 {
+			var buf bytes.Buffer
+			if _, err := h.WriteRange(&buf, 0, -1); err != nil {
+				return err
+			}
+			var err error
+			if shards, err = s.inlineShards(buf.Bytes()); err != nil {
+				return err
+			}
+		}
+		errs := forEachDrive(h.drives, func(pos int, d Drive) error {
+			if !contains(targets, pos) {
+				return nil
+			}
+			_, err := d.PutVersion(h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, shards), false)
+			return err
+		})
+		return errors.Join(errs...)
+	}
+
+	// Shard files: every part is decoded and re-encoded; only the targets'
+	// shards are written, staged under the version's data directory name
+	// and moved into place with the record.
+	errs := make([]error, len(h.drives))
+	for i, size := range partSizes(rec) {
+		part := i + 1
+		writers := make([]BlockWriter, len(h.drives))
+		sinks := make([]*shardSink, len(h.drives))
+		for shard := range writers {
+			writers[shard] = discardBlocks{}
+		}
+		for _, pos := range targets {
+			if errs[pos] != nil {
+				continue
+			}
+			f, err := h.drives[pos].CreateStaged(rec.DataDir, part)
+			if err != nil {
+				errs[pos] = err
+				continue
+			}
+			sink := newShardSink(f, s.codec.ShardBlockSize())
+			sinks[pos] = sink
+			writers[rec.Erasure.Distribution[pos]] = sink.bw
+		}
+		pr, pw := io.Pipe()
+		go func() {
+			_, err := h.decodePart(pw, part, size, 0, size)
+			pw.CloseWithError(err)
+		}()
+		_, werrs, err := s.codec.Encode(pr, writers, 0)
+		_ = pr.CloseWithError(io.ErrClosedPipe)
+		for _, pos := range targets {
+			sink := sinks[pos]
+			if sink == nil {
+				continue
+			}
+			e := err
+			if e == nil {
+				e = werrs[rec.Erasure.Distribution[pos]]
+			}
+			if e == nil {
+				e = sink.buf.Flush()
+			}
+			if e == nil {
+				e = h.drives[pos].SyncFile(sink.file)
+			}
+			if cerr := sink.file.Close(); e == nil {
+				e = cerr
+			}
+			if e != nil {
+				errs[pos] = e
+			}
+		}
+	}
+	for _, pos := range targets {
+		d := h.drives[pos]
+		if errs[pos] == nil {
+			_, errs[pos] = d.PutVersion(h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, nil), true)
+		}
+		if errs[pos] != nil {
+			_ = d.AbortStaged(rec.DataDir)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func contains(s []int, v int) bool { return slices.Contains(s, v) }
+
+// HealBuckets copies bucket records to drives of the pool that miss them
+// (a replaced drive) and settles disagreements by the latest change.
+func (p *Pool) HealBuckets() (int, error) {
+	buckets, err := p.ListBuckets()
+	if err != nil {
+		return 0, err
+	}
+	var healed atomic.Int64
+	for _, b := range buckets {
+		for _, s := range p.sets {
+			errs := s.forEach(func(_ int, d Drive) error {
+				cur, err := d.StatBucket(b.Name)
+				if err == nil && !cur.Updated.Before(b.Updated) {
+					return nil
+				}
+				if err != nil && !errors.Is(err, drive.ErrBucketNotFound) {
+					return err
+				}
+				healed.Add(1)
+				return d.SetBucket(b)
+			})
+			if err := errors.Join(errs...); err != nil && !errors.Is(err, errDriveOffline) {
+				return int(healed.Load()), err
+			}
+		}
+	}
+	return int(healed.Load()), nil
+}

@@ -1,0 +1,308 @@
+package erasure
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Healer repairs a pool in the background, from three sources:
+//
+//   - a queue of objects that a read found damaged or a write missed a
+//     drive of (heal on read, heal of partial writes);
+//   - whole drives that came back empty or were replaced (every object of
+//     their set is healed onto them);
+//   - a slow scan of every object, reading every shard (bitrot).
+//
+// All of it runs at a bounded rate so healing never starves clients.
+type Healer struct {
+	pool *Pool
+	log  *slog.Logger
+	opts HealerOptions
+
+	queue   chan healItem
+	mu      sync.Mutex
+	pending map[healItem]bool
+	drives  map[drivePos]*DriveHeal
+
+	limiter *rate.Limiter
+	stats   healStats
+}
+
+// HealerOptions tune the healer.
+type HealerOptions struct {
+	// QueueSize bounds the heal queue; objects beyond it are left to the
+	// scanner (and counted as dropped).
+	QueueSize int
+	// BytesPerSecond bounds the shard bytes the scanner and drive heals read.
+	BytesPerSecond float64
+	// ScanInterval is the pause between two integrity scans of everything.
+	ScanInterval time.Duration
+}
+
+// DefaultHealerOptions suit a production server.
+var DefaultHealerOptions = HealerOptions{QueueSize: 10000, BytesPerSecond: 64 << 20, ScanInterval: 24 * time.Hour}
+
+type healItem struct {
+	set            int
+	bucket, object string
+}
+
+type drivePos struct{ set, index int }
+
+type healStats struct {
+	queued, dropped, objects, shards, bytes, purged, failed atomic.Int64
+	scanCycles, scanObjects                                 atomic.Int64
+	scanning                                                atomic.Bool
+	lastScanEnd                                             atomic.Int64
+}
+
+// DriveHeal is the progress of rebuilding one drive.
+type DriveHeal struct {
+	Set, Index int
+	Started    time.Time
+	Objects    atomic.Int64
+	Done       atomic.Bool
+	Err        atomic.Value // string
+}
+
+// HealStatus is a snapshot of the healer's counters.
+type HealStatus struct {
+	QueueLength   int64            `json:"queueLength"`
+	Queued        int64            `json:"queued"`
+	Dropped       int64            `json:"dropped"`
+	ObjectsHealed int64            `json:"objectsHealed"`
+	ShardsHealed  int64            `json:"shardsHealed"`
+	BytesHealed   int64            `json:"bytesHealed"`
+	Purged        int64            `json:"danglingPurged"`
+	Failed        int64            `json:"failed"`
+	ScanCycles    int64            `json:"scanCycles"`
+	ScanObjects   int64            `json:"scanObjects"`
+	Scanning      bool             `json:"scanning"`
+	LastScanEnd   *time.Time       `json:"lastScanEnd,omitempty"`
+	Drives        []DriveHealState `json:"drives,omitempty"`
+}
+
+// DriveHealState reports one drive rebuild.
+type DriveHealState struct {
+	Set     int       `json:"set"`
+	Index   int       `json:"index"`
+	Started time.Time `json:"started"`
+	Objects int64     `json:"objectsHealed"`
+	Done    bool      `json:"done"`
+	Error   string    `json:"error,omitempty"`
+}
+
+// NewHealer returns a healer of pool; Run starts it.
+func NewHealer(pool *Pool, opts HealerOptions, log *slog.Logger) *Healer {
+	h := &Healer{
+		pool: pool, log: log, opts: opts,
+		queue:   make(chan healItem, opts.QueueSize),
+		pending: map[healItem]bool{},
+		drives:  map[drivePos]*DriveHeal{},
+		limiter: rate.NewLimiter(rate.Limit(opts.BytesPerSecond), int(max(opts.BytesPerSecond, 4<<20))),
+	}
+	for i, s := range pool.sets {
+		set := i
+		s.OnPartialWrite(func(bucket, object string, _ [16]byte) { h.enqueue(set, bucket, object) })
+	}
+	return h
+}
+
+// Enqueue asks for an object to be healed soon.
+func (h *Healer) Enqueue(bucket, object string) {
+	h.enqueue(SetIndex(h.pool.deployment, bucket, object, len(h.pool.sets)), bucket, object)
+}
+
+func (h *Healer) enqueue(set int, bucket, object string) {
+	it := healItem{set, bucket, object}
+	h.mu.Lock()
+	if h.pending[it] {
+		h.mu.Unlock()
+		return
+	}
+	h.pending[it] = true
+	h.mu.Unlock()
+	select {
+	case h.queue <- it:
+		h.stats.queued.Add(1)
+	default:
+		h.mu.Lock()
+		delete(h.pending, it)
+		h.mu.Unlock()
+		h.stats.dropped.Add(1)
+	}
+}
+
+// Run works the queue and the periodic scan until ctx ends.
+func (h *Healer) Run(ctx context.Context) {
+	go h.scanLoop(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case it := <-h.queue:
+			h.mu.Lock()
+			delete(h.pending, it)
+			h.mu.Unlock()
+			h.healOne(it, false)
+		}
+	}
+}
+
+func (h *Healer) healOne(it healItem, deep bool) HealResult {
+	res, err := h.pool.sets[it.set].HealObject(it.bucket, it.object, deep)
+	if res.Shards > 0 {
+		h.stats.objects.Add(1)
+		h.stats.shards.Add(int64(res.Shards))
+		h.stats.bytes.Add(res.Bytes)
+	}
+	h.stats.purged.Add(int64(res.Purged))
+	if err != nil {
+		h.stats.failed.Add(1)
+		h.log.Warn("heal failed", "bucket", it.bucket, "object", it.object, "err", err)
+	}
+	return res
+}
+
+// HealDrive rebuilds every object of a drive's set onto it, in the
+// background (a replaced or wiped drive). Progress is in Status.
+func (h *Healer) HealDrive(ctx context.Context, set, index int) {
+	dh := &DriveHeal{Set: set, Index: index, Started: time.Now().UTC()}
+	h.mu.Lock()
+	h.drives[drivePos{set, index}] = dh
+	h.mu.Unlock()
+	go func() {
+		err := h.walkSet(ctx, set, false, func() { dh.Objects.Add(1) })
+		if err != nil {
+			dh.Err.Store(err.Error())
+			h.log.Error("drive heal stopped", "set", set, "index", index, "err", err)
+			return
+		}
+		dh.Done.Store(true)
+		h.log.Info("drive healed", "set", set, "index", index, "objects", dh.Objects.Load())
+	}()
+}
+
+// walkSet heals every object of a set's buckets (deep: reading shards),
+// at the healer's rate.
+func (h *Healer) walkSet(ctx context.Context, set int, deep bool, each func()) error {
+	if _, err := h.pool.HealBuckets(); err != nil {
+		return err
+	}
+	buckets, err := h.pool.ListBuckets()
+	if err != nil {
+		return err
+	}
+	s := h.pool.sets[set]
+	for _, b := range buckets {
+		after := ""
+		for {
+			entries, _, err := s.walkDrives(b.Name, "", after, listBatch, len(s.Drives()))
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				res := h.healOne(healItem{set, b.Name, e.name}, deep)
+				if deep {
+					h.stats.scanObjects.Add(1)
+				}
+				var size int64
+				for _, v := range e.versions {
+					size += v.Size
+				}
+				if res.Bytes > size {
+					size = res.Bytes
+				}
+				if err := h.wait(ctx, size); err != nil {
+					return err
+				}
+				each()
+			}
+			if len(entries) < listBatch {
+				break
+			}
+			after = entries[len(entries)-1].name
+		}
+	}
+	return nil
+}
+
+// wait spends n bytes of the healer's read budget.
+func (h *Healer) wait(ctx context.Context, n int64) error {
+	for n > 0 {
+		chunk := min(n, int64(h.limiter.Burst()))
+		if err := h.limiter.WaitN(ctx, int(chunk)); err != nil {
+			return err
+		}
+		n -= chunk
+	}
+	return nil
+}
+
+// scanLoop runs a deep scan of every set, then pauses ScanInterval.
+func (h *Healer) scanLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(h.opts.ScanInterval):
+		}
+		h.Scan(ctx)
+	}
+}
+
+// Scan reads and verifies every object of the pool once.
+func (h *Healer) Scan(ctx context.Context) {
+	h.stats.scanning.Store(true)
+	defer h.stats.scanning.Store(false)
+	for set := range h.pool.sets {
+		if err := h.walkSet(ctx, set, true, func() {}); err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("integrity scan of a set stopped", "set", set, "err", err)
+			}
+			return
+		}
+	}
+	h.stats.scanCycles.Add(1)
+	h.stats.lastScanEnd.Store(time.Now().UnixNano())
+}
+
+// Status snapshots the healer's counters and drive rebuilds.
+func (h *Healer) Status() HealStatus {
+	st := HealStatus{
+		QueueLength: int64(len(h.queue)), Queued: h.stats.queued.Load(), Dropped: h.stats.dropped.Load(),
+		ObjectsHealed: h.stats.objects.Load(), ShardsHealed: h.stats.shards.Load(), BytesHealed: h.stats.bytes.Load(),
+		Purged: h.stats.purged.Load(), Failed: h.stats.failed.Load(),
+		ScanCycles: h.stats.scanCycles.Load(), ScanObjects: h.stats.scanObjects.Load(), Scanning: h.stats.scanning.Load(),
+	}
+	if ns := h.stats.lastScanEnd.Load(); ns != 0 {
+		t := time.Unix(0, ns).UTC()
+		st.LastScanEnd = &t
+	}
+	h.mu.Lock()
+	for _, d := range h.drives {
+		ds := DriveHealState{Set: d.Set, Index: d.Index, Started: d.Started, Objects: d.Objects.Load(), Done: d.Done.Load()}
+		if e, ok := d.Err.Load().(string); ok {
+			ds.Error = e
+		}
+		st.Drives = append(st.Drives, ds)
+	}
+	h.mu.Unlock()
+	return st
+}
+
+// Healing reports whether a drive is being rebuilt.
+func (h *Healer) Healing(set, index int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d, ok := h.drives[drivePos{set, index}]
+	return ok && !d.Done.Load() && d.Err.Load() == nil
+}

@@ -1,0 +1,45 @@
+package erasure
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/strata-storage/strata/engine/drive"
+)
+
+// UpdateObjectMeta rewrites one version's metadata on every drive holding
+// it (tags are metadata): fn gets a copy of the resolved metadata and
+// returns the new one. The version's data and identity do not change.
+func (s *Set) UpdateObjectMeta(bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
+	h, err := s.OpenObject(bucket, object, versionID)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	if h.rec.IsDeleteMarker() {
+		return h.Info, ErrObjectNotFound
+	}
+	meta := fn(maps.Clone(h.rec.Meta))
+	want := h.rec
+	errs := forEachDrive(h.drives, func(pos int, d Drive) error {
+		if h.agreeing[pos] == nil {
+			return errDriveOffline
+		}
+		return d.UpdateVersion(bucket, object, want.VersionID, func(r *drive.Record) error {
+			if !sameVersion(r, want) {
+				return fmt.Errorf("%w: replaced meanwhile", ErrObjectNotFound)
+			}
+			r.Meta = meta
+			return nil
+		})
+	})
+	if n := countNil(errs); n < s.layout.WriteQuorum() {
+		return ObjectInfo{}, fmt.Errorf("%w: %d of %d drives updated %s/%s, %d needed (%s)",
+			ErrWriteQuorum, n, len(errs), bucket, object, s.layout.WriteQuorum(), detail(errs))
+	}
+	if countNil(errs) < len(errs) {
+		s.partialWrite(bucket, object, want.VersionID)
+	}
+	info := h.Info
+	info.Meta = meta
+	return info, nil
+}

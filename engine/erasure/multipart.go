@@ -1,0 +1,441 @@
+package erasure
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-storage/strata/engine/drive"
+)
+
+// Multipart limits (S3's).
+const (
+	MinPartSize = 5 << 20
+	MaxPartSize = 5 << 30
+	MaxParts    = 10000
+)
+
+// Errors of multipart uploads.
+var (
+	// ErrUploadNotFound: no such upload (never started, completed or aborted).
+	ErrUploadNotFound = errors.New("multipart upload not found")
+	// ErrInvalidPart: a part named in a completion was not uploaded, or its
+	// ETag differs.
+	ErrInvalidPart = errors.New("invalid part")
+	// ErrInvalidPartOrder: completion parts are not in ascending order.
+	ErrInvalidPartOrder = errors.New("parts not in ascending order")
+	// ErrPartTooSmall: a part other than the last is under MinPartSize.
+	ErrPartTooSmall = errors.New("part smaller than the minimum")
+)
+
+// UploadInfo describes a multipart upload.
+type UploadInfo struct {
+	Bucket, Object string
+	ID             [16]byte
+	Initiated      time.Time
+	Meta           map[string]string
+}
+
+// PartInfo describes one uploaded part.
+type PartInfo struct {
+	Number   int
+	ModTime  time.Time
+	Size     int64
+	ETag     string
+	Checksum string
+}
+
+// CompletePart names a part in a completion request.
+type CompletePart struct {
+	Number int
+	ETag   string
+}
+
+// NewMultipartUpload starts an upload; its ID names it from now on.
+func (s *Set) NewMultipartUpload(bucket, object string, meta map[string]string) (UploadInfo, error) {
+	u := &drive.Upload{
+		ID: uuid.New(), Bucket: bucket, Object: object, Initiated: time.Now().UnixNano(),
+		DataDir: uuid.New(), Meta: meta, Erasure: s.erasureInfo(bucket, object),
+	}
+	errs := s.forEach(func(_ int, d Drive) error { return d.PutUpload(u) })
+	if n := countNil(errs); n < s.layout.WriteQuorum() {
+		s.forEach(func(_ int, d Drive) error { return d.AbortUpload(bucket, object, u.ID) })
+		return UploadInfo{}, fmt.Errorf("%w: %d of %d drives recorded the upload, %d needed (%s)",
+			ErrWriteQuorum, n, len(errs), s.layout.WriteQuorum(), detail(errs))
+	}
+	return uploadInfo(u), nil
+}
+
+func uploadInfo(u *drive.Upload) UploadInfo {
+	return UploadInfo{Bucket: u.Bucket, Object: u.Object, ID: u.ID, Initiated: time.Unix(0, u.Initiated).UTC(), Meta: u.Meta}
+}
+
+// getUpload reads an upload's record from every drive; read quorum of
+// drives must hold it.
+func (s *Set) getUpload(drives []Drive, bucket, object string, id [16]byte) (*drive.Upload, []*drive.Upload, error) {
+	ups := make([]*drive.Upload, len(drives))
+	errs := forEachDrive(drives, func(pos int, d Drive) error {
+		u, err := d.GetUpload(bucket, object, id)
+		ups[pos] = u
+		return err
+	})
+	if countNil(errs) >= s.layout.ReadQuorum() {
+		for _, u := range ups {
+			if u != nil {
+				return u, ups, nil
+			}
+		}
+	}
+	notFound := 0
+	for _, err := range errs {
+		if errors.Is(err, drive.ErrUploadNotFound) {
+			notFound++
+		}
+	}
+	if notFound > len(drives)-s.layout.ReadQuorum() {
+		return nil, nil, ErrUploadNotFound
+	}
+	return nil, nil, fmt.Errorf("%w: %d of %d drives answered (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
+}
+
+// PutObjectPart stores one part of an upload. Uploading a part number again
+// replaces it.
+func (s *Set) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, checksum string) (PartInfo, error) {
+	drives := s.Drives()
+	u, ups, err := s.getUpload(drives, bucket, object, uploadID)
+	if err != nil {
+		return PartInfo{}, err
+	}
+	part := &drive.PartRecord{Number: number, ID: uuid.New(), ModTime: time.Now().UnixNano(), Checksum: checksum}
+	st, err := s.stageShards(drives, part.ID, 1, u.Erasure.Distribution, r, size)
+	if err != nil {
+		return PartInfo{}, err
+	}
+	part.Size, part.ETag = st.size, st.etag
+	errs := forEachDrive(drives, func(pos int, d Drive) error {
+		if st.errs[pos] != nil {
+			return st.errs[pos]
+		}
+		if ups[pos] == nil {
+			_ = d.AbortStaged(part.ID)
+			return drive.ErrUploadNotFound
+		}
+		return d.CommitPart(u, part)
+	})
+	if n := countNil(errs); n < s.layout.WriteQuorum() {
+		return PartInfo{}, fmt.Errorf("%w: %d of %d drives stored part %d, %d needed (%s)",
+			ErrWriteQuorum, n, len(errs), number, s.layout.WriteQuorum(), detail(errs))
+	}
+	return partInfo(*part), nil
+}
+
+func partInfo(p drive.PartRecord) PartInfo {
+	return PartInfo{Number: p.Number, ModTime: time.Unix(0, p.ModTime).UTC(), Size: p.Size, ETag: p.ETag, Checksum: p.Checksum}
+}
+
+// resolveParts reads an upload's parts from every drive and keeps, for each
+// part number, the upload held by read quorum (the newest when several are).
+func (s *Set) resolveParts(drives []Drive, uploadID [16]byte) ([]drive.PartRecord, error) {
+	lists := make([][]drive.PartRecord, len(drives))
+	errs := forEachDrive(drives, func(pos int, d Drive) error {
+		var err error
+		lists[pos], err = d.ListParts(uploadID)
+		return err
+	})
+	if countNil(errs) < s.layout.ReadQuorum() {
+		return nil, fmt.Errorf("%w: %d of %d drives listed parts (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
+	}
+	type key struct {
+		number int
+		id     [16]byte
+	}
+	counts := map[key]int{}
+	recs := map[key]drive.PartRecord{}
+	for _, l := range lists {
+		for _, p := range l {
+			k := key{p.Number, p.ID}
+			counts[k]++
+			recs[k] = p
+		}
+	}
+	best := map[int]drive.PartRecord{}
+	for k, n := range counts {
+		if n < s.layout.ReadQuorum() {
+			continue
+		}
+		p := recs[k]
+		if cur, ok := best[k.number]; !ok || p.ModTime > cur.ModTime {
+			best[k.number] = p
+		}
+	}
+	out := make([]drive.PartRecord, 0, len(best))
+	for _, p := range best {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })
+	return out, nil
+}
+
+// ListParts lists an upload's parts after partMarker, at most maxParts.
+func (s *Set) ListParts(bucket, object string, uploadID [16]byte, partMarker, maxParts int) (UploadInfo, []PartInfo, bool, error) {
+	drives := s.Drives()
+	u, _, err := s.getUpload(drives, bucket, object, uploadID)
+	if err != nil {
+		return UploadInfo{}, nil, false, err
+	}
+	parts, err := s.resolveParts(drives, uploadID)
+	if err != nil {
+		return UploadInfo{}, nil, false, err
+	}
+	var out []PartInfo
+	for _, p := range parts {
+		if p.Number <= partMarker {
+			continue
+		}
+		if len(out) == maxParts {
+			return uploadInfo(u), out, true, nil
+		}
+		out = append(out, partInfo(p))
+	}
+	return uploadInfo(u), out, false, nil
+}
+
+// CompleteMultipartUpload turns an upload into an object version made of
+// the named parts, without copying their data. opts gives the version ID
+// and may override metadata. Each part but the last must be at least
+// MinPartSize.
+func (s *Set) CompleteMultipartUpload(bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error) {
+	drives := s.Drives()
+	u, ups, err := s.getUpload(drives, bucket, object, uploadID)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	uploaded, err := s.resolveParts(drives, uploadID)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	byNumber := map[int]drive.PartRecord{}
+	for _, p := range uploaded {
+		byNumber[p.Number] = p
+	}
+	if len(parts) == 0 {
+		return ObjectInfo{}, ErrInvalidPart
+	}
+	chosen := make([]drive.PartRecord, 0, len(parts))
+	etags := md5.New()
+	var size int64
+	for i, cp := range parts {
+		if i > 0 && cp.Number <= parts[i-1].Number {
+			return ObjectInfo{}, ErrInvalidPartOrder
+		}
+		p, ok := byNumber[cp.Number]
+		if !ok || strings.Trim(cp.ETag, `"`) != p.ETag {
+			return ObjectInfo{}, fmt.Errorf("%w: part %d", ErrInvalidPart, cp.Number)
+		}
+		if i < len(parts)-1 && p.Size < MinPartSize {
+			return ObjectInfo{}, fmt.Errorf("%w: part %d is %d bytes", ErrPartTooSmall, cp.Number, p.Size)
+		}
+		raw, err := hex.DecodeString(p.ETag)
+		if err != nil {
+			return ObjectInfo{}, fmt.Errorf("%w: part %d", ErrInvalidPart, cp.Number)
+		}
+		etags.Write(raw)
+		size += p.Size
+		chosen = append(chosen, p)
+	}
+	modTime := opts.ModTime
+	if modTime.IsZero() {
+		modTime = time.Now()
+	}
+	meta := u.Meta
+	if opts.Meta != nil {
+		meta = opts.Meta
+	}
+	rec := &drive.Record{
+		VersionID: opts.VersionID,
+		ModTime:   modTime.UnixNano(),
+		Size:      size,
+		ETag:      fmt.Sprintf("%s-%d", hexSum(etags), len(chosen)),
+		Meta:      meta,
+		DataDir:   u.DataDir,
+		Erasure:   u.Erasure,
+	}
+	for _, p := range chosen {
+		rec.Parts = append(rec.Parts, drive.Part{Number: p.Number, Size: p.Size, ETag: p.ETag})
+	}
+	errs := forEachDrive(drives, func(pos int, d Drive) error {
+		if ups[pos] == nil {
+			return drive.ErrUploadNotFound
+		}
+		_, err := d.CompleteUpload(u, chosen, ownRecord(rec, pos, nil))
+		return err
+	})
+	return s.finishPut(drives, bucket, object, rec, errs)
+}
+
+// AbortMultipartUpload removes an upload and its parts.
+func (s *Set) AbortMultipartUpload(bucket, object string, uploadID [16]byte) error {
+	drives := s.Drives()
+	if _, _, err := s.getUpload(drives, bucket, object, uploadID); err != nil {
+		return err
+	}
+	errs := forEachDrive(drives, func(_ int, d Drive) error {
+		err := d.AbortUpload(bucket, object, uploadID)
+		if errors.Is(err, drive.ErrUploadNotFound) {
+			return nil
+		}
+		return err
+	})
+	if n := countNil(errs); n < s.layout.WriteQuorum() {
+		return fmt.Errorf("%w: %d of %d drives aborted the upload, %d needed (%s)",
+			ErrWriteQuorum, n, len(errs), s.layout.WriteQuorum(), detail(errs))
+	}
+	return nil
+}
+
+// uploads lists a set's uploads of a bucket under prefix, as read quorum
+// of its drives hold them, ordered by (object, initiated, ID).
+func (s *Set) uploads(bucket, prefix string) ([]UploadInfo, error) {
+	drives := s.Drives()
+	lists := make([][]*drive.Upload, len(drives))
+	errs := forEachDrive(drives, func(pos int, d Drive) error {
+		return d.WalkUploads(bucket, prefix, func(u *drive.Upload) bool {
+			lists[pos] = append(lists[pos], u)
+			return true
+		})
+	})
+	if countNil(errs) < s.layout.ReadQuorum() {
+		return nil, fmt.Errorf("%w: %d of %d drives listed uploads (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
+	}
+	counts := map[[16]byte]int{}
+	byID := map[[16]byte]*drive.Upload{}
+	for _, l := range lists {
+		for _, u := range l {
+			counts[u.ID]++
+			byID[u.ID] = u
+		}
+	}
+	var out []UploadInfo
+	for id, n := range counts {
+		if n >= s.layout.ReadQuorum() {
+			out = append(out, uploadInfo(byID[id]))
+		}
+	}
+	sortUploads(out)
+	return out, nil
+}
+
+func sortUploads(us []UploadInfo) {
+	sort.Slice(us, func(i, j int) bool {
+		a, b := us[i], us[j]
+		if a.Object != b.Object {
+			return a.Object < b.Object
+		}
+		if !a.Initiated.Equal(b.Initiated) {
+			return a.Initiated.Before(b.Initiated)
+		}
+		return string(a.ID[:]) < string(b.ID[:])
+	})
+}
+
+// UploadList is one page of a multipart upload listing.
+type UploadList struct {
+	Uploads        []UploadInfo
+	CommonPrefixes []string
+	IsTruncated    bool
+	NextKeyMarker  string
+	NextUploadID   [16]byte
+}
+
+// listUploads pages through uploads (already merged and sorted) after
+// (keyMarker, uploadIDMarker), grouping by delimiter.
+func listUploads(all []UploadInfo, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) UploadList {
+	var res UploadList
+	lastPrefix := ""
+	for _, u := range all {
+		if keyMarker != "" {
+			if u.Object < keyMarker {
+				continue
+			}
+			if u.Object == keyMarker && (uploadIDMarker == NullVersion || string(u.ID[:]) <= string(uploadIDMarker[:])) {
+				// Without an upload-id marker every upload of the marker key is skipped.
+				continue
+			}
+		}
+		if cp, ok := commonPrefix(u.Object, prefix, delimiter); ok {
+			if cp == lastPrefix || (keyMarker != "" && cp <= keyMarker && strings.HasPrefix(keyMarker, cp)) {
+				continue
+			}
+			if len(res.Uploads)+len(res.CommonPrefixes) == maxUploads {
+				res.IsTruncated = true
+				return res
+			}
+			res.CommonPrefixes = append(res.CommonPrefixes, cp)
+			lastPrefix = cp
+			res.NextKeyMarker, res.NextUploadID = cp, NullVersion
+			continue
+		}
+		if len(res.Uploads)+len(res.CommonPrefixes) == maxUploads {
+			res.IsTruncated = true
+			return res
+		}
+		res.Uploads = append(res.Uploads, u)
+		res.NextKeyMarker, res.NextUploadID = u.Object, u.ID
+	}
+	return res
+}
+
+// NewMultipartUpload starts an upload in the object's set.
+func (p *Pool) NewMultipartUpload(bucket, object string, meta map[string]string) (UploadInfo, error) {
+	return p.SetFor(bucket, object).NewMultipartUpload(bucket, object, meta)
+}
+
+// PutObjectPart stores a part of an upload.
+func (p *Pool) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, checksum string) (PartInfo, error) {
+	return p.SetFor(bucket, object).PutObjectPart(bucket, object, uploadID, number, r, size, checksum)
+}
+
+// ListParts lists an upload's parts.
+func (p *Pool) ListParts(bucket, object string, uploadID [16]byte, partMarker, maxParts int) (UploadInfo, []PartInfo, bool, error) {
+	return p.SetFor(bucket, object).ListParts(bucket, object, uploadID, partMarker, maxParts)
+}
+
+// CompleteMultipartUpload completes an upload.
+func (p *Pool) CompleteMultipartUpload(bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error) {
+	return p.SetFor(bucket, object).CompleteMultipartUpload(bucket, object, uploadID, parts, opts)
+}
+
+// AbortMultipartUpload aborts an upload.
+func (p *Pool) AbortMultipartUpload(bucket, object string, uploadID [16]byte) error {
+	return p.SetFor(bucket, object).AbortMultipartUpload(bucket, object, uploadID)
+}
+
+// Uploads lists the pool's uploads of a bucket under prefix, sorted.
+func (p *Pool) Uploads(bucket, prefix string) ([]UploadInfo, error) {
+	var all []UploadInfo
+	for _, s := range p.sets {
+		us, err := s.uploads(bucket, prefix)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, us...)
+	}
+	sortUploads(all)
+	return all, nil
+}
+
+// ListMultipartUploads pages through a bucket's uploads.
+func (p *Pool) ListMultipartUploads(bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error) {
+	all, err := p.Uploads(bucket, prefix)
+	if err != nil {
+		return UploadList{}, err
+	}
+	return listUploads(all, prefix, keyMarker, uploadIDMarker, delimiter, maxUploads), nil
+}

@@ -1,0 +1,327 @@
+// Package iam holds the identities of a strata process: the root
+// credentials (from the environment or mounted Secret files, never flags)
+// and the tenant's users, read from a mounted file the operator renders and
+// reloaded when it changes. Users get access through bucket policies
+// synthesised from their grants, which versitygw's front end evaluates.
+package iam
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/versity/versitygw/auth"
+)
+
+// Credentials are an access key and its secret.
+type Credentials struct {
+	AccessKey string
+	SecretKey string
+}
+
+// Environment variables holding the root credentials, or files that do.
+const (
+	EnvRootUser         = "STRATA_ROOT_USER"
+	EnvRootPassword     = "STRATA_ROOT_PASSWORD"
+	EnvRootUserFile     = "STRATA_ROOT_USER_FILE"
+	EnvRootPasswordFile = "STRATA_ROOT_PASSWORD_FILE"
+	// EnvIAMFile names the users file.
+	EnvIAMFile = "STRATA_IAM_FILE"
+)
+
+// Length bounds S3 clients and versitygw accept.
+const (
+	minAccessKey = 3
+	minSecretKey = 8
+)
+
+// RootFromEnv reads the root credentials from STRATA_ROOT_USER and
+// STRATA_ROOT_PASSWORD, or from the files their _FILE variants name (a
+// mounted Secret). Setting both forms of one is refused as ambiguous.
+func RootFromEnv(getenv func(string) string) (Credentials, error) {
+	user, err := fromEnvOrFile(getenv, EnvRootUser, EnvRootUserFile)
+	if err != nil {
+		return Credentials{}, err
+	}
+	pass, err := fromEnvOrFile(getenv, EnvRootPassword, EnvRootPasswordFile)
+	if err != nil {
+		return Credentials{}, err
+	}
+	switch {
+	case user == "" || pass == "":
+		return Credentials{}, fmt.Errorf("root credentials missing: set %s and %s (or %s and %s pointing at files)",
+			EnvRootUser, EnvRootPassword, EnvRootUserFile, EnvRootPasswordFile)
+	case len(user) < minAccessKey:
+		return Credentials{}, fmt.Errorf("root user must be at least %d characters", minAccessKey)
+	case len(pass) < minSecretKey:
+		return Credentials{}, fmt.Errorf("root password must be at least %d characters", minSecretKey)
+	}
+	return Credentials{AccessKey: user, SecretKey: pass}, nil
+}
+
+func fromEnvOrFile(getenv func(string) string, name, fileName string) (string, error) {
+	v, file := getenv(name), getenv(fileName)
+	if v != "" && file != "" {
+		return "", fmt.Errorf("both %s and %s are set; set one", name, fileName)
+	}
+	if file == "" {
+		return v, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", fileName, err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// Policy names what a user may do in its buckets.
+type Policy string
+
+// Policies.
+const (
+	PolicyReadWrite Policy = "readwrite"
+	PolicyReadOnly  Policy = "readonly"
+	PolicyWriteOnly Policy = "writeonly"
+)
+
+// User is one entry of the users file.
+type User struct {
+	AccessKey string `json:"accessKey"`
+	SecretKey string `json:"secretKey"`
+	Policy    Policy `json:"policy"`
+	// Buckets the policy applies to; empty means every bucket.
+	Buckets []string `json:"buckets,omitempty"`
+}
+
+type usersFile struct {
+	Users []User `json:"users"`
+}
+
+// ParseUsers decodes and checks a users file.
+func ParseUsers(data []byte, root string) ([]User, error) {
+	var f usersFile
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("users file: %w", err)
+	}
+	seen := map[string]bool{}
+	for i, u := range f.Users {
+		switch {
+		case len(u.AccessKey) < minAccessKey:
+			return nil, fmt.Errorf("users file: user %d: access key shorter than %d characters", i, minAccessKey)
+		case len(u.SecretKey) < minSecretKey:
+			return nil, fmt.Errorf("users file: user %s: secret key shorter than %d characters", u.AccessKey, minSecretKey)
+		case u.AccessKey == root:
+			return nil, fmt.Errorf("users file: user %s: reuses the root access key", u.AccessKey)
+		case seen[u.AccessKey]:
+			return nil, fmt.Errorf("users file: access key %s listed twice", u.AccessKey)
+		}
+		switch u.Policy {
+		case PolicyReadWrite, PolicyReadOnly, PolicyWriteOnly:
+		default:
+			return nil, fmt.Errorf("users file: user %s: policy %q is not readwrite, readonly or writeonly", u.AccessKey, u.Policy)
+		}
+		seen[u.AccessKey] = true
+	}
+	return f.Users, nil
+}
+
+// Users is the tenant's user list, implementing versitygw's IAMService
+// read-only: users are managed by the operator through the users file, so
+// the S3 admin calls that would change them are refused.
+type Users struct {
+	root string
+	path string
+	log  *slog.Logger
+
+	mu    sync.RWMutex
+	users map[string]User
+	sum   [32]byte
+}
+
+var _ auth.IAMService = (*Users)(nil)
+
+// ErrReadOnly refuses IAM changes through the S3 admin API.
+var ErrReadOnly = errors.New("users are managed by the strata operator (the tenant's users file); they cannot be changed through this API")
+
+// NewUsers loads the users file at path (empty: no users besides root).
+func NewUsers(path, rootAccess string, log *slog.Logger) (*Users, error) {
+	u := &Users{root: rootAccess, path: path, log: log, users: map[string]User{}}
+	if path != "" {
+		if err := u.reload(); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
+}
+
+// reload reads the file and swaps the user list when its content changed.
+// A broken file is reported and the previous list kept.
+func (u *Users) reload() error {
+	data, err := os.ReadFile(u.path)
+	if err != nil {
+		return fmt.Errorf("users file: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	u.mu.RLock()
+	same := sum == u.sum
+	u.mu.RUnlock()
+	if same {
+		return nil
+	}
+	list, err := ParseUsers(data, u.root)
+	if err != nil {
+		return err
+	}
+	m := make(map[string]User, len(list))
+	for _, usr := range list {
+		m[usr.AccessKey] = usr
+	}
+	u.mu.Lock()
+	u.users, u.sum = m, sum
+	u.mu.Unlock()
+	u.log.Info("users loaded", "file", u.path, "users", len(m))
+	return nil
+}
+
+// Watch re-reads the users file every interval until stop closes. Kubelet
+// replaces a mounted Secret's files atomically, so a read sees the old or
+// the new content.
+func (u *Users) Watch(interval time.Duration, stop <-chan struct{}) {
+	if u.path == "" {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if err := u.reload(); err != nil {
+				u.log.Error("users file not reloaded; keeping the previous users", "err", err)
+			}
+		}
+	}
+}
+
+// Grants returns, for a bucket, the users with access to it by policy.
+func (u *Users) Grants(bucket string) map[Policy][]string {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	out := map[Policy][]string{}
+	for _, usr := range u.users {
+		if len(usr.Buckets) == 0 || slices.Contains(usr.Buckets, bucket) {
+			out[usr.Policy] = append(out[usr.Policy], usr.AccessKey)
+		}
+	}
+	for _, keys := range out {
+		slices.Sort(keys)
+	}
+	return out
+}
+
+// CanList reports whether a user sees a bucket in ListBuckets.
+func (u *Users) CanList(access, bucket string) bool {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	usr, ok := u.users[access]
+	return ok && (len(usr.Buckets) == 0 || slices.Contains(usr.Buckets, bucket))
+}
+
+// Actions of each policy, as S3 policy actions.
+var policyActions = map[Policy][]string{
+	PolicyReadWrite: {"s3:*"},
+	PolicyReadOnly:  {"s3:Get*", "s3:List*"},
+	PolicyWriteOnly: {"s3:PutObject", "s3:PutObjectTagging", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts", "s3:ListBucketMultipartUploads"},
+}
+
+// BucketPolicy renders the users' grants on a bucket as an S3 bucket
+// policy, or nil when no user has any.
+func (u *Users) BucketPolicy(bucket string) []byte {
+	grants := u.Grants(bucket)
+	if len(grants) == 0 {
+		return nil
+	}
+	type statement struct {
+		Effect    string              `json:"Effect"`
+		Principal map[string][]string `json:"Principal"`
+		Action    []string            `json:"Action"`
+		Resource  []string            `json:"Resource"`
+	}
+	doc := struct {
+		Version   string      `json:"Version"`
+		Statement []statement `json:"Statement"`
+	}{Version: "2012-10-17"}
+	for _, p := range []Policy{PolicyReadWrite, PolicyReadOnly, PolicyWriteOnly} {
+		if keys := grants[p]; len(keys) > 0 {
+			doc.Statement = append(doc.Statement, statement{
+				Effect: "Allow", Principal: map[string][]string{"AWS": keys}, Action: policyActions[p],
+				Resource: []string{"arn:aws:s3:::" + bucket, "arn:aws:s3:::" + bucket + "/*"},
+			})
+		}
+	}
+	b, _ := json.Marshal(doc)
+	return b
+}
+
+// GetUserAccount implements auth.IAMService. A user granted every bucket
+// read-write may also create buckets.
+func (u *Users) GetUserAccount(access string) (auth.Account, error) {
+	u.mu.RLock()
+	usr, ok := u.users[access]
+	u.mu.RUnlock()
+	if !ok {
+		return auth.Account{}, auth.ErrNoSuchUser
+	}
+	role := auth.RoleUser
+	if usr.Policy == PolicyReadWrite && len(usr.Buckets) == 0 {
+		role = auth.RoleUserPlus
+	}
+	return auth.Account{Access: usr.AccessKey, Secret: usr.SecretKey, Role: role}, nil
+}
+
+// ResolveAccounts implements auth.IAMService: the keys that do not exist.
+func (u *Users) ResolveAccounts(keys []string) ([]string, error) {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	var missing []string
+	for _, k := range keys {
+		if _, ok := u.users[k]; !ok && k != u.root {
+			missing = append(missing, k)
+		}
+	}
+	return missing, nil
+}
+
+// ListUserAccounts implements auth.IAMService.
+func (u *Users) ListUserAccounts() ([]auth.Account, error) {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	out := make([]auth.Account, 0, len(u.users))
+	for _, usr := range u.users {
+		out = append(out, auth.Account{Access: usr.AccessKey, Role: auth.RoleUser})
+	}
+	slices.SortFunc(out, func(a, b auth.Account) int { return strings.Compare(a.Access, b.Access) })
+	return out, nil
+}
+
+// CreateAccount implements auth.IAMService (refused).
+func (u *Users) CreateAccount(auth.Account) error { return ErrReadOnly }
+
+// UpdateUserAccount implements auth.IAMService (refused).
+func (u *Users) UpdateUserAccount(string, auth.MutableProps) error { return ErrReadOnly }
+
+// DeleteUserAccount implements auth.IAMService (refused).
+func (u *Users) DeleteUserAccount(string) error { return ErrReadOnly }
+
+// Shutdown implements auth.IAMService.
+func (u *Users) Shutdown() error { return nil }

@@ -1,0 +1,67 @@
+package s3front
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/strata-storage/strata/engine/erasure"
+)
+
+// ObjectLayer is what the front end needs of the storage below it: one
+// erasure pool today (*erasure.Pool), the pools of a cluster tomorrow.
+type ObjectLayer interface {
+	MakeBucket(name string) error
+	StatBucket(name string) (erasure.BucketInfo, error)
+	UpdateBucket(name string, fn func(b *erasure.BucketInfo)) error
+	ListBuckets() ([]erasure.BucketInfo, error)
+	DeleteBucket(name string) error
+
+	PutObject(bucket, object string, r io.Reader, size int64, opts erasure.PutOptions) (erasure.ObjectInfo, error)
+	OpenObject(bucket, object string, versionID *[16]byte) (*erasure.ObjectHandle, error)
+	DeleteObject(bucket, object string, versionID *[16]byte, mode erasure.DeleteMode) (erasure.DeleteResult, error)
+	UpdateObjectMeta(bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (erasure.ObjectInfo, error)
+	ListObjects(bucket, prefix, marker, delimiter string, maxKeys int) (erasure.ListResult, error)
+	ListObjectVersions(bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (erasure.ListResult, error)
+
+	NewMultipartUpload(bucket, object string, meta map[string]string) (erasure.UploadInfo, error)
+	PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, checksum string) (erasure.PartInfo, error)
+	ListParts(bucket, object string, uploadID [16]byte, partMarker, maxParts int) (erasure.UploadInfo, []erasure.PartInfo, bool, error)
+	CompleteMultipartUpload(bucket, object string, uploadID [16]byte, parts []erasure.CompletePart, opts erasure.PutOptions) (erasure.ObjectInfo, error)
+	AbortMultipartUpload(bucket, object string, uploadID [16]byte) error
+	ListMultipartUploads(bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (erasure.UploadList, error)
+}
+
+var _ ObjectLayer = (*erasure.Pool)(nil)
+
+// Hooks let the server observe what the front end does; nil fields are
+// skipped.
+type Hooks struct {
+	// Heal is told about an object read with a missing, stale or corrupt
+	// shard.
+	Heal func(bucket, object string)
+	// FirstByte is told how long after the request started a GET's body
+	// produced its first byte.
+	FirstByte func(d time.Duration)
+}
+
+// requestStart is when the request began, when ctx is the front end's
+// request context.
+func requestStart(ctx context.Context) time.Time {
+	if rc, ok := ctx.(*fasthttp.RequestCtx); ok {
+		return rc.Time()
+	}
+	return time.Now()
+}
+
+// queryArg returns a query argument of the request, when ctx is the front
+// end's request context (arguments the front end does not pass on, such as
+// encoding-type).
+func queryArg(ctx context.Context, name string) string {
+	if rc, ok := ctx.(*fasthttp.RequestCtx); ok {
+		return string(rc.QueryArgs().Peek(name))
+	}
+	return ""
+}

@@ -1,0 +1,338 @@
+package s3front
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/google/uuid"
+	"github.com/versity/versitygw/backend"
+	"github.com/versity/versitygw/s3err"
+	"github.com/versity/versitygw/s3response"
+
+	"github.com/strata-storage/strata/engine/erasure"
+)
+
+func parseUploadID(s string) ([16]byte, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return [16]byte{}, s3err.GetNoSuchUploadErr(s)
+	}
+	return id, nil
+}
+
+func uploadIDString(id [16]byte) string { return uuid.UUID(id).String() }
+
+// CreateMultipartUpload starts an upload.
+func (b *Backend) CreateMultipartUpload(_ context.Context, in s3response.CreateMultipartUploadInput) (s3response.InitiateMultipartUploadResult, error) {
+	bucket, key := str(in.Bucket), str(in.Key)
+	if err := checkKey(key); err != nil {
+		return s3response.InitiateMultipartUploadResult{}, err
+	}
+	if objectLockAsked(in.ObjectLockMode, in.ObjectLockLegalHoldStatus, in.ObjectLockRetainUntilDate) {
+		return s3response.InitiateMultipartUploadResult{}, s3err.GetAPIError(s3err.ErrNotImplemented)
+	}
+	if in.Tagging != nil && *in.Tagging != "" {
+		if _, err := backend.ParseObjectTags(*in.Tagging); err != nil {
+			return s3response.InitiateMultipartUploadResult{}, err
+		}
+	}
+	if _, err := b.pool.StatBucket(bucket); err != nil {
+		return s3response.InitiateMultipartUploadResult{}, b.toS3(err, bucket)
+	}
+	meta := buildMeta(systemHeaders{
+		ContentType: in.ContentType, ContentEncoding: in.ContentEncoding, ContentDisposition: in.ContentDisposition,
+		ContentLanguage: in.ContentLanguage, CacheControl: in.CacheControl, Expires: in.Expires,
+		WebsiteRedirectLocation: in.WebsiteRedirectLocation,
+	}, in.Metadata, in.Tagging)
+	u, err := b.pool.NewMultipartUpload(bucket, key, meta)
+	if err != nil {
+		return s3response.InitiateMultipartUploadResult{}, b.toS3(err, bucket)
+	}
+	return s3response.InitiateMultipartUploadResult{Bucket: bucket, Key: key, UploadId: uploadIDString(u.ID)}, nil
+}
+
+// UploadPart stores one part.
+func (b *Backend) UploadPart(_ context.Context, in *s3.UploadPartInput) (*s3.UploadPartOutput, error) {
+	bucket, key := str(in.Bucket), str(in.Key)
+	id, err := parseUploadID(str(in.UploadId))
+	if err != nil {
+		return nil, err
+	}
+	number := 0
+	if in.PartNumber != nil {
+		number = int(*in.PartNumber)
+	}
+	if number < 1 || number > erasure.MaxParts {
+		return nil, s3err.GetInvalidArgumentErr(s3err.InvalidArgPartNumber, strconv.Itoa(number))
+	}
+	size := int64(-1)
+	if in.ContentLength != nil {
+		size = *in.ContentLength
+	}
+	if size > erasure.MaxPartSize {
+		return nil, s3err.GetEntityTooLargeErr(size, erasure.MaxPartSize)
+	}
+	meta := map[string]string{}
+	body, after, err := putBody(in.Body, meta, in.ChecksumAlgorithm, map[types.ChecksumAlgorithm]*string{
+		types.ChecksumAlgorithmCrc32: in.ChecksumCRC32, types.ChecksumAlgorithmCrc32c: in.ChecksumCRC32C,
+		types.ChecksumAlgorithmSha1: in.ChecksumSHA1, types.ChecksumAlgorithmSha256: in.ChecksumSHA256,
+		types.ChecksumAlgorithmCrc64nvme: in.ChecksumCRC64NVME,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The part's checksum is known only once its body was read; it is
+	// stored as "ALGORITHM:value".
+	checksum := &lazyChecksum{meta: meta, after: after}
+	part, err := b.pool.PutObjectPart(bucket, key, id, number, checksum.reader(body), size, "")
+	if err != nil {
+		return nil, b.toS3(err, bucket)
+	}
+	out := &s3.UploadPartOutput{ETag: quote(part.ETag)}
+	if alg, val := checksum.value(); alg != "" {
+		switch alg {
+		case types.ChecksumAlgorithmCrc32:
+			out.ChecksumCRC32 = &val
+		case types.ChecksumAlgorithmCrc32c:
+			out.ChecksumCRC32C = &val
+		case types.ChecksumAlgorithmSha1:
+			out.ChecksumSHA1 = &val
+		case types.ChecksumAlgorithmSha256:
+			out.ChecksumSHA256 = &val
+		case types.ChecksumAlgorithmCrc64nvme:
+			out.ChecksumCRC64NVME = &val
+		}
+	}
+	return out, nil
+}
+
+// lazyChecksum records a body's checksum once the body reached its end.
+type lazyChecksum struct {
+	meta  map[string]string
+	after func(map[string]string)
+	done  bool
+}
+
+func (l *lazyChecksum) reader(r io.Reader) io.Reader { return &eofHook{r: r, fn: l.finish} }
+
+func (l *lazyChecksum) finish() {
+	if !l.done && l.after != nil {
+		l.after(l.meta)
+	}
+	l.done = true
+}
+
+func (l *lazyChecksum) value() (types.ChecksumAlgorithm, string) {
+	for k, v := range l.meta {
+		if strings.HasPrefix(k, checksumPrefix) && k != metaChecksumType {
+			return types.ChecksumAlgorithm(k[len(checksumPrefix):]), v
+		}
+	}
+	return "", ""
+}
+
+// eofHook calls fn when the reader reports EOF.
+type eofHook struct {
+	r  io.Reader
+	fn func()
+}
+
+func (e *eofHook) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		e.fn()
+	}
+	return n, err
+}
+
+// UploadPartCopy stores a part copied from (a range of) an object.
+func (b *Backend) UploadPartCopy(_ context.Context, in *s3.UploadPartCopyInput) (s3response.CopyPartResult, error) {
+	bucket, key := str(in.Bucket), str(in.Key)
+	id, err := parseUploadID(str(in.UploadId))
+	if err != nil {
+		return s3response.CopyPartResult{}, err
+	}
+	number := 0
+	if in.PartNumber != nil {
+		number = int(*in.PartNumber)
+	}
+	if number < 1 || number > erasure.MaxParts {
+		return s3response.CopyPartResult{}, s3err.GetInvalidArgumentErr(s3err.InvalidArgPartNumber, strconv.Itoa(number))
+	}
+	srcBucket, srcKey, srcVersion, err := backend.ParseCopySource(str(in.CopySource))
+	if err != nil {
+		return s3response.CopyPartResult{}, err
+	}
+	h, markerTime, err := b.openVersion(srcBucket, srcKey, srcVersion)
+	if markerTime != nil {
+		return s3response.CopyPartResult{}, s3err.GetAPIError(s3err.ErrNoSuchKey)
+	}
+	if err != nil {
+		return s3response.CopyPartResult{}, err
+	}
+	if err := preconditions(h.Info, in.CopySourceIfMatch, in.CopySourceIfNoneMatch, in.CopySourceIfModifiedSince, in.CopySourceIfUnmodifiedSince); err != nil {
+		return s3response.CopyPartResult{}, err
+	}
+	offset, length, err := backend.ParseCopySourceRange(h.Info.Size, str(in.CopySourceRange))
+	if err != nil {
+		return s3response.CopyPartResult{}, err
+	}
+	if length > erasure.MaxPartSize {
+		return s3response.CopyPartResult{}, s3err.GetEntityTooLargeErr(length, erasure.MaxPartSize)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := h.WriteRange(pw, offset, length)
+		pw.CloseWithError(err)
+	}()
+	part, err := b.pool.PutObjectPart(bucket, key, id, number, pr, length, "")
+	_ = pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		return s3response.CopyPartResult{}, b.toS3(err, bucket)
+	}
+	return s3response.CopyPartResult{LastModified: part.ModTime, ETag: quote(part.ETag), CopySourceVersionId: srcVersion}, nil
+}
+
+// ListParts lists an upload's parts.
+func (b *Backend) ListParts(_ context.Context, in *s3.ListPartsInput) (s3response.ListPartsResult, error) {
+	bucket, key := str(in.Bucket), str(in.Key)
+	id, err := parseUploadID(str(in.UploadId))
+	if err != nil {
+		return s3response.ListPartsResult{}, err
+	}
+	marker := 0
+	if m := str(in.PartNumberMarker); m != "" {
+		var err error
+		if marker, err = strconv.Atoi(m); err != nil || marker < 0 {
+			return s3response.ListPartsResult{}, invalidArgument("Argument part-number-marker must be an integer.")
+		}
+	}
+	maxParts := 1000
+	if in.MaxParts != nil && *in.MaxParts >= 0 {
+		maxParts = min(int(*in.MaxParts), 1000)
+	}
+	_, parts, truncated, err := b.pool.ListParts(bucket, key, id, marker, maxParts)
+	if err != nil {
+		return s3response.ListPartsResult{}, b.toS3(err, bucket)
+	}
+	out := s3response.ListPartsResult{
+		Bucket: bucket, Key: key, UploadID: str(in.UploadId), StorageClass: types.StorageClassStandard,
+		Initiator: s3response.Initiator{ID: "strata", DisplayName: "strata"}, Owner: s3response.Owner{ID: "strata", DisplayName: "strata"},
+		PartNumberMarker: marker, MaxParts: maxParts, IsTruncated: truncated,
+	}
+	for _, p := range parts {
+		out.Parts = append(out.Parts, s3response.Part{PartNumber: p.Number, LastModified: p.ModTime, ETag: *quote(p.ETag), Size: p.Size})
+		out.NextPartNumberMarker = p.Number
+	}
+	return out, nil
+}
+
+// ListMultipartUploads lists a bucket's uploads in progress.
+func (b *Backend) ListMultipartUploads(ctx context.Context, in *s3.ListMultipartUploadsInput) (s3response.ListMultipartUploadsResult, error) {
+	bucket, prefix, delim, keyMarker := str(in.Bucket), str(in.Prefix), str(in.Delimiter), str(in.KeyMarker)
+	e, et, err := encoderFor(ctx)
+	if err != nil {
+		return s3response.ListMultipartUploadsResult{}, err
+	}
+	var idMarker [16]byte
+	if m := str(in.UploadIdMarker); m != "" {
+		if idMarker, err = parseUploadID(m); err != nil {
+			return s3response.ListMultipartUploadsResult{}, s3err.GetInvalidArgumentErr(s3err.InvalidArgUploadIdMarker, m)
+		}
+	}
+	maxUploads := 1000
+	if in.MaxUploads != nil && *in.MaxUploads >= 0 {
+		maxUploads = min(int(*in.MaxUploads), 1000)
+	}
+	if _, err := b.pool.StatBucket(bucket); err != nil {
+		return s3response.ListMultipartUploadsResult{}, b.toS3(err, bucket)
+	}
+	res, err := b.pool.ListMultipartUploads(bucket, prefix, keyMarker, idMarker, delim, maxUploads)
+	if err != nil {
+		return s3response.ListMultipartUploadsResult{}, b.toS3(err, bucket)
+	}
+	out := s3response.ListMultipartUploadsResult{
+		Bucket: bucket, KeyMarker: e.enc(keyMarker), UploadIDMarker: str(in.UploadIdMarker), Delimiter: e.enc(delim),
+		Prefix: e.enc(prefix), EncodingType: string(et), MaxUploads: maxUploads, IsTruncated: res.IsTruncated,
+	}
+	if res.IsTruncated {
+		out.NextKeyMarker = e.enc(res.NextKeyMarker)
+		if res.NextUploadID != erasure.NullVersion {
+			out.NextUploadIDMarker = uploadIDString(res.NextUploadID)
+		}
+	}
+	for _, u := range res.Uploads {
+		out.Uploads = append(out.Uploads, s3response.Upload{
+			Key: e.enc(u.Object), UploadID: uploadIDString(u.ID), Initiated: u.Initiated, StorageClass: types.StorageClassStandard,
+			Initiator: s3response.Initiator{ID: "strata", DisplayName: "strata"}, Owner: s3response.Owner{ID: "strata", DisplayName: "strata"},
+		})
+	}
+	for _, cp := range res.CommonPrefixes {
+		out.CommonPrefixes = append(out.CommonPrefixes, s3response.CommonPrefix{Prefix: e.enc(cp)})
+	}
+	return out, nil
+}
+
+// CompleteMultipartUpload assembles an object from uploaded parts.
+func (b *Backend) CompleteMultipartUpload(_ context.Context, in *s3.CompleteMultipartUploadInput) (s3response.CompleteMultipartUploadResult, string, error) {
+	bucket, key := str(in.Bucket), str(in.Key)
+	id, err := parseUploadID(str(in.UploadId))
+	if err != nil {
+		return s3response.CompleteMultipartUploadResult{}, "", err
+	}
+	bk, err := b.pool.StatBucket(bucket)
+	if err != nil {
+		return s3response.CompleteMultipartUploadResult{}, "", b.toS3(err, bucket)
+	}
+	if in.IfMatch != nil || in.IfNoneMatch != nil {
+		if err := b.putPreconditions(bucket, key, in.IfMatch, in.IfNoneMatch); err != nil {
+			return s3response.CompleteMultipartUploadResult{}, "", err
+		}
+	}
+	if in.MultipartUpload == nil || len(in.MultipartUpload.Parts) == 0 {
+		return s3response.CompleteMultipartUploadResult{}, "", s3err.GetAPIError(s3err.ErrMalformedXML)
+	}
+	var parts []erasure.CompletePart
+	for _, p := range in.MultipartUpload.Parts {
+		if p.PartNumber == nil {
+			return s3response.CompleteMultipartUploadResult{}, "", s3err.GetAPIError(s3err.ErrMalformedXML)
+		}
+		parts = append(parts, erasure.CompletePart{Number: int(*p.PartNumber), ETag: str(p.ETag)})
+	}
+	opts := erasure.PutOptions{}
+	if bk.Versioning == string(types.BucketVersioningStatusEnabled) {
+		opts.VersionID = uuid.New()
+	}
+	info, err := b.pool.CompleteMultipartUpload(bucket, key, id, parts, opts)
+	if err != nil {
+		return s3response.CompleteMultipartUploadResult{}, "", b.toS3(err, bucket)
+	}
+	if in.MpuObjectSize != nil && *in.MpuObjectSize != info.Size {
+		b.log.Warn("completed upload size differs from x-amz-mp-object-size", "bucket", bucket, "key", key, "size", info.Size, "declared", *in.MpuObjectSize)
+	}
+	location := "/" + bucket + "/" + key
+	out := s3response.CompleteMultipartUploadResult{Location: &location, Bucket: &bucket, Key: &key, ETag: quote(info.ETag)}
+	vid := ""
+	if v := versionIDOut(info.VersionID, bk.Versioning); v != nil {
+		vid = *v
+	}
+	return out, vid, nil
+}
+
+// AbortMultipartUpload discards an upload and its parts.
+func (b *Backend) AbortMultipartUpload(_ context.Context, in *s3.AbortMultipartUploadInput) error {
+	bucket, key := str(in.Bucket), str(in.Key)
+	id, err := parseUploadID(str(in.UploadId))
+	if err != nil {
+		return err
+	}
+	if _, err := b.pool.StatBucket(bucket); err != nil {
+		return b.toS3(err, bucket)
+	}
+	return b.toS3(b.pool.AbortMultipartUpload(bucket, key, id), bucket)
+}

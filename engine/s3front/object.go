@@ -1,0 +1,622 @@
+package s3front
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/google/uuid"
+	"github.com/versity/versitygw/backend"
+	"github.com/versity/versitygw/s3api/middlewares"
+	"github.com/versity/versitygw/s3api/utils"
+	"github.com/versity/versitygw/s3err"
+	"github.com/versity/versitygw/s3response"
+
+	"github.com/strata-storage/strata/engine/erasure"
+)
+
+// MaxKeyLength is the longest object key S3 accepts, in bytes.
+const MaxKeyLength = 1024
+
+// checkKey refuses keys S3 refuses (too long) and keys this engine cannot
+// store faithfully (NUL, which separates parts of metadata keys, and bytes
+// that are not UTF-8, which listings could not order or render).
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return s3err.GetAPIError(s3err.ErrInvalidRequest)
+	case len(key) > MaxKeyLength:
+		return s3err.GetKeyTooLongErr(int64(len(key)), MaxKeyLength)
+	case strings.IndexByte(key, 0) >= 0 || !utf8.ValidString(key):
+		return s3err.APIError{Code: "InvalidArgument", Description: "Object keys must be UTF-8 without NUL characters.", HTTPStatusCode: 400}
+	}
+	return nil
+}
+
+// objectLockAsked reports whether a write asks for object lock, which is
+// not supported (refused rather than ignored).
+func objectLockAsked(mode types.ObjectLockMode, hold types.ObjectLockLegalHoldStatus, until *time.Time) bool {
+	return mode != "" || hold == types.ObjectLockLegalHoldStatusOn || until != nil && !until.IsZero()
+}
+
+func quote(etag string) *string {
+	q := `"` + etag + `"`
+	return &q
+}
+
+// versionIDOut is the x-amz-version-id of a version: absent for the null
+// version of a bucket that never had versioning.
+func versionIDOut(id [16]byte, versioning string) *string {
+	if id == erasure.NullVersion && versioning == "" {
+		return nil
+	}
+	s := erasure.FormatVersionID(id)
+	return &s
+}
+
+// putBody prepares a PUT body: it verifies a checksum the client sent in a
+// header (trailing checksums are verified by the front end's reader) and
+// records the checksum in meta once the body has been read.
+func putBody(body io.Reader, meta map[string]string, alg types.ChecksumAlgorithm, headerSums map[types.ChecksumAlgorithm]*string) (io.Reader, func(map[string]string), error) {
+	if cr, ok := body.(middlewares.ChecksumReader); ok && cr.Algorithm() != "" {
+		return body, func(m map[string]string) {
+			m[checksumKey(types.ChecksumAlgorithm(strings.ToUpper(cr.Algorithm())))] = cr.Checksum()
+			m[metaChecksumType] = string(types.ChecksumTypeFullObject)
+		}, nil
+	}
+	for a, v := range headerSums {
+		if v == nil || *v == "" {
+			continue
+		}
+		hr, err := utils.NewHashReader(body, *v, utils.HashType(strings.ToLower(string(a))))
+		if err != nil {
+			return nil, nil, err
+		}
+		return hr, func(m map[string]string) {
+			m[checksumKey(a)] = hr.Sum()
+			m[metaChecksumType] = string(types.ChecksumTypeFullObject)
+		}, nil
+	}
+	_ = alg // an algorithm without a value: nothing to verify or store
+	return body, nil, nil
+}
+
+// PutObject stores an object.
+func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (s3response.PutObjectOutput, error) {
+	bucket, key := str(in.Bucket), str(in.Key)
+	if err := checkKey(key); err != nil {
+		return s3response.PutObjectOutput{}, err
+	}
+	if objectLockAsked(in.ObjectLockMode, in.ObjectLockLegalHoldStatus, in.ObjectLockRetainUntilDate) {
+		return s3response.PutObjectOutput{}, s3err.GetAPIError(s3err.ErrNotImplemented)
+	}
+	if in.Tagging != nil && *in.Tagging != "" {
+		if _, err := backend.ParseObjectTags(*in.Tagging); err != nil {
+			return s3response.PutObjectOutput{}, err
+		}
+	}
+	bk, err := b.pool.StatBucket(bucket)
+	if err != nil {
+		return s3response.PutObjectOutput{}, b.toS3(err, bucket)
+	}
+	if in.IfMatch != nil || in.IfNoneMatch != nil {
+		if err := b.putPreconditions(bucket, key, in.IfMatch, in.IfNoneMatch); err != nil {
+			return s3response.PutObjectOutput{}, err
+		}
+	}
+	meta := buildMeta(systemHeaders{
+		ContentType: in.ContentType, ContentEncoding: in.ContentEncoding, ContentDisposition: in.ContentDisposition,
+		ContentLanguage: in.ContentLanguage, CacheControl: in.CacheControl, Expires: in.Expires,
+		WebsiteRedirectLocation: in.WebsiteRedirectLocation,
+	}, in.Metadata, in.Tagging)
+	body, after, err := putBody(in.Body, meta, in.ChecksumAlgorithm, map[types.ChecksumAlgorithm]*string{
+		types.ChecksumAlgorithmCrc32: in.ChecksumCRC32, types.ChecksumAlgorithmCrc32c: in.ChecksumCRC32C,
+		types.ChecksumAlgorithmSha1: in.ChecksumSHA1, types.ChecksumAlgorithmSha256: in.ChecksumSHA256,
+		types.ChecksumAlgorithmCrc64nvme: in.ChecksumCRC64NVME, types.ChecksumAlgorithmSha512: in.ChecksumSHA512,
+		types.ChecksumAlgorithmMd5: in.ChecksumMD5, types.ChecksumAlgorithmXxhash64: in.ChecksumXXHASH64,
+		types.ChecksumAlgorithmXxhash3: in.ChecksumXXHASH3, types.ChecksumAlgorithmXxhash128: in.ChecksumXXHASH128,
+	})
+	if err != nil {
+		return s3response.PutObjectOutput{}, err
+	}
+	size := int64(-1)
+	if in.ContentLength != nil {
+		size = *in.ContentLength
+	}
+	opts := erasure.PutOptions{Meta: meta, AfterBody: after}
+	if bk.Versioning == string(types.BucketVersioningStatusEnabled) {
+		opts.VersionID = uuid.New()
+	}
+	info, err := b.pool.PutObject(bucket, key, body, size, opts)
+	if err != nil {
+		return s3response.PutObjectOutput{}, b.toS3(err, bucket)
+	}
+	out := s3response.PutObjectOutput{ETag: *quote(info.ETag), Size: &info.Size}
+	if v := versionIDOut(info.VersionID, bk.Versioning); v != nil {
+		out.VersionID = *v
+	}
+	cs := checksums(info.Meta)
+	out.ChecksumCRC32, out.ChecksumCRC32C, out.ChecksumSHA1, out.ChecksumSHA256 = cs.CRC32, cs.CRC32C, cs.SHA1, cs.SHA256
+	out.ChecksumCRC64NVME, out.ChecksumSHA512, out.ChecksumMD5 = cs.CRC64NVME, cs.SHA512, cs.MD5
+	out.ChecksumXXHASH64, out.ChecksumXXHASH3, out.ChecksumXXHASH128 = cs.XXHASH64, cs.XXHASH3, cs.XXHASH128
+	out.ChecksumType = cs.Type
+	return out, nil
+}
+
+// putPreconditions evaluates If-Match / If-None-Match of a write against
+// the current object. Without locks this is a check, then a write: two
+// conditional writers racing may both pass (documented in docs/engine.md).
+func (b *Backend) putPreconditions(bucket, key string, ifMatch, ifNoneMatch *string) error {
+	h, err := b.pool.OpenObject(bucket, key, nil)
+	exists := err == nil && !h.Info.DeleteMarker
+	if err != nil && !errors.Is(err, erasure.ErrObjectNotFound) {
+		return b.toS3(err, bucket)
+	}
+	etag := ""
+	if exists {
+		etag = h.Info.ETag
+	}
+	return backend.EvaluateObjectPutPreconditions(etag, ifMatch, ifNoneMatch, exists)
+}
+
+// openVersion resolves the version a GET/HEAD names, answering delete
+// markers the way S3 does.
+func (b *Backend) openVersion(bucket, key, versionID string) (*erasure.ObjectHandle, *time.Time, error) {
+	vid, err := parseVersionID(versionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := b.pool.StatBucket(bucket); err != nil {
+		return nil, nil, b.toS3(err, bucket)
+	}
+	h, err := b.pool.OpenObject(bucket, key, vid)
+	if errors.Is(err, erasure.ErrObjectNotFound) && vid != nil {
+		return nil, nil, s3err.GetNoSuchVersionErr(key, versionID)
+	}
+	if err != nil {
+		return nil, nil, b.toS3(err, bucket)
+	}
+	if h.Info.DeleteMarker {
+		t := h.Info.ModTime
+		if vid != nil {
+			return nil, &t, s3err.GetAPIError(s3err.ErrMethodNotAllowed)
+		}
+		return nil, &t, s3err.GetAPIError(s3err.ErrNoSuchKey)
+	}
+	if len(h.Stale) > 0 {
+		b.heal(bucket, key)
+	}
+	return h, nil, nil
+}
+
+func (b *Backend) heal(bucket, key string) {
+	if b.hooks.Heal != nil {
+		b.hooks.Heal(bucket, key)
+	}
+}
+
+// span is the byte range a GET or HEAD serves.
+type span struct {
+	offset, length int64
+	contentRange   *string
+	partsCount     *int32
+}
+
+// requestedSpan resolves Range or partNumber against a version.
+func requestedSpan(info erasure.ObjectInfo, rangeHdr string, partNumber *int32) (span, error) {
+	size := info.Size
+	if partNumber != nil {
+		n := int(*partNumber)
+		parts := info.Parts
+		if len(parts) == 0 {
+			if n > 1 {
+				return span{}, s3err.GetInvalidPartNumberRangeErr(1, *partNumber)
+			}
+			sp := span{offset: 0, length: size}
+			if size > 0 {
+				cr := fmt.Sprintf("bytes 0-%d/%d", size-1, size)
+				sp.contentRange = &cr
+			}
+			return sp, nil
+		}
+		count := int32(len(parts))
+		if n > len(parts) {
+			return span{}, s3err.GetInvalidPartNumberRangeErr(count, *partNumber)
+		}
+		var off int64
+		for _, p := range parts[:n-1] {
+			off += p.Size
+		}
+		length := parts[n-1].Size
+		cr := fmt.Sprintf("bytes %d-%d/%d", off, off+length-1, size)
+		return span{offset: off, length: length, contentRange: &cr, partsCount: &count}, nil
+	}
+	start, length, valid, err := backend.ParseObjectRange(size, rangeHdr)
+	if err != nil {
+		return span{}, err
+	}
+	sp := span{offset: start, length: length}
+	if valid {
+		cr := fmt.Sprintf("bytes %d-%d/%d", start, start+length-1, size)
+		sp.contentRange = &cr
+	}
+	if len(info.Parts) > 0 {
+		count := int32(len(info.Parts))
+		sp.partsCount = &count
+	}
+	return sp, nil
+}
+
+func preconditions(info erasure.ObjectInfo, ifMatch, ifNoneMatch *string, ifModSince, ifUnmodSince *time.Time) error {
+	return backend.EvaluatePreconditions(info.ETag, info.ModTime.Truncate(time.Second), backend.PreConditions{
+		IfMatch: ifMatch, IfNoneMatch: ifNoneMatch, IfModSince: ifModSince, IfUnmodeSince: ifUnmodSince,
+	})
+}
+
+// GetObject streams an object (or a range, or a part). Small objects are
+// decoded before answering; large ones stream, block by block, after the
+// headers went out.
+func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.GetObjectOutput, error) {
+	bucket, key := str(in.Bucket), str(in.Key)
+	h, markerTime, err := b.openVersion(bucket, key, str(in.VersionId))
+	if markerTime != nil {
+		return &s3.GetObjectOutput{DeleteMarker: &[]bool{true}[0], LastModified: markerTime}, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	info := h.Info
+	if err := preconditions(info, in.IfMatch, in.IfNoneMatch, in.IfModifiedSince, in.IfUnmodifiedSince); err != nil {
+		return nil, err
+	}
+	sp, err := requestedSpan(info, str(in.Range), in.PartNumber)
+	if err != nil {
+		return nil, err
+	}
+	out := &s3.GetObjectOutput{
+		ContentLength: &sp.length, ContentRange: sp.contentRange, PartsCount: sp.partsCount,
+		AcceptRanges: &[]string{"bytes"}[0], ETag: quote(info.ETag), LastModified: &info.ModTime,
+		Metadata: userMeta(info.Meta), ContentType: metaPtr(info.Meta, metaContentType),
+		ContentEncoding: metaPtr(info.Meta, metaContentEncoding), ContentDisposition: metaPtr(info.Meta, metaContentDisposition),
+		ContentLanguage: metaPtr(info.Meta, metaContentLanguage), CacheControl: metaPtr(info.Meta, metaCacheControl),
+		ExpiresString: metaPtr(info.Meta, metaExpires), WebsiteRedirectLocation: metaPtr(info.Meta, metaRedirect),
+		TagCount: tagCount(info.Meta), StorageClass: types.StorageClassStandard,
+		VersionId: versionIDOut(info.VersionID, b.versioning(bucket)),
+	}
+	if in.ChecksumMode == types.ChecksumModeEnabled && sp.length == info.Size {
+		setChecksums(checksums(info.Meta), &out.ChecksumCRC32, &out.ChecksumCRC32C, &out.ChecksumSHA1, &out.ChecksumSHA256,
+			&out.ChecksumCRC64NVME, &out.ChecksumSHA512, &out.ChecksumMD5, &out.ChecksumXXHASH64, &out.ChecksumXXHASH3,
+			&out.ChecksumXXHASH128, &out.ChecksumType)
+	}
+	start := requestStart(ctx)
+	if sp.length <= erasure.DefaultInlineLimit {
+		var buf bytes.Buffer
+		buf.Grow(int(sp.length))
+		bad, err := h.WriteRange(&buf, sp.offset, sp.length)
+		if len(bad) > 0 {
+			b.heal(bucket, key)
+		}
+		if err != nil {
+			return nil, b.toS3(err, bucket)
+		}
+		b.firstByte(start)
+		out.Body = io.NopCloser(&buf)
+		return out, nil
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		bad, err := h.WriteRange(&firstByteWriter{w: pw, start: start, report: b.firstByte}, sp.offset, sp.length)
+		if len(bad) > 0 {
+			b.heal(bucket, key)
+		}
+		if err != nil && !errors.Is(err, io.ErrClosedPipe) {
+			b.log.Warn("GET ended early", "bucket", bucket, "key", key, "err", err)
+		}
+		pw.CloseWithError(err)
+	}()
+	out.Body = pr
+	return out, nil
+}
+
+func (b *Backend) firstByte(start time.Time) {
+	if b.hooks.FirstByte != nil {
+		b.hooks.FirstByte(time.Since(start))
+	}
+}
+
+// firstByteWriter reports when the first byte of a body is written.
+type firstByteWriter struct {
+	w      io.Writer
+	start  time.Time
+	report func(time.Time)
+	once   sync.Once
+}
+
+func (f *firstByteWriter) Write(p []byte) (int, error) {
+	f.once.Do(func() { f.report(f.start) })
+	return f.w.Write(p)
+}
+
+func setChecksums(c s3response.Checksum, crc32, crc32c, sha1, sha256, crc64, sha512, md5, xx64, xx3, xx128 **string, typ *types.ChecksumType) {
+	*crc32, *crc32c, *sha1, *sha256, *crc64, *sha512 = c.CRC32, c.CRC32C, c.SHA1, c.SHA256, c.CRC64NVME, c.SHA512
+	*md5, *xx64, *xx3, *xx128 = c.MD5, c.XXHASH64, c.XXHASH3, c.XXHASH128
+	*typ = c.Type
+}
+
+// versioning is a bucket's versioning state ("" when unknown).
+func (b *Backend) versioning(bucket string) string {
+	bk, err := b.pool.StatBucket(bucket)
+	if err != nil {
+		return ""
+	}
+	return bk.Versioning
+}
+
+// HeadObject answers an object's headers.
+func (b *Backend) HeadObject(_ context.Context, in *s3.HeadObjectInput) (*s3.HeadObjectOutput, error) {
+	bucket, key := str(in.Bucket), str(in.Key)
+	h, markerTime, err := b.openVersion(bucket, key, str(in.VersionId))
+	if markerTime != nil {
+		return &s3.HeadObjectOutput{DeleteMarker: &[]bool{true}[0], LastModified: markerTime}, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	info := h.Info
+	if err := preconditions(info, in.IfMatch, in.IfNoneMatch, in.IfModifiedSince, in.IfUnmodifiedSince); err != nil {
+		return nil, err
+	}
+	sp, err := requestedSpan(info, str(in.Range), in.PartNumber)
+	if err != nil {
+		return nil, err
+	}
+	out := &s3.HeadObjectOutput{
+		ContentLength: &sp.length, ContentRange: sp.contentRange, PartsCount: sp.partsCount,
+		AcceptRanges: &[]string{"bytes"}[0], ETag: quote(info.ETag), LastModified: &info.ModTime,
+		Metadata: userMeta(info.Meta), ContentType: metaPtr(info.Meta, metaContentType),
+		ContentEncoding: metaPtr(info.Meta, metaContentEncoding), ContentDisposition: metaPtr(info.Meta, metaContentDisposition),
+		ContentLanguage: metaPtr(info.Meta, metaContentLanguage), CacheControl: metaPtr(info.Meta, metaCacheControl),
+		ExpiresString: metaPtr(info.Meta, metaExpires), WebsiteRedirectLocation: metaPtr(info.Meta, metaRedirect),
+		TagCount: tagCount(info.Meta), StorageClass: types.StorageClassStandard,
+		VersionId: versionIDOut(info.VersionID, b.versioning(bucket)),
+	}
+	if in.ChecksumMode == types.ChecksumModeEnabled {
+		setChecksums(checksums(info.Meta), &out.ChecksumCRC32, &out.ChecksumCRC32C, &out.ChecksumSHA1, &out.ChecksumSHA256,
+			&out.ChecksumCRC64NVME, &out.ChecksumSHA512, &out.ChecksumMD5, &out.ChecksumXXHASH64, &out.ChecksumXXHASH3,
+			&out.ChecksumXXHASH128, &out.ChecksumType)
+	}
+	return out, nil
+}
+
+// GetObjectAttributes answers the attributes S3 defines for an object.
+func (b *Backend) GetObjectAttributes(_ context.Context, in *s3.GetObjectAttributesInput) (s3response.GetObjectAttributesResponse, error) {
+	bucket, key := str(in.Bucket), str(in.Key)
+	h, markerTime, err := b.openVersion(bucket, key, str(in.VersionId))
+	if markerTime != nil {
+		return s3response.GetObjectAttributesResponse{DeleteMarker: &[]bool{true}[0], LastModified: markerTime}, err
+	}
+	if err != nil {
+		return s3response.GetObjectAttributesResponse{}, err
+	}
+	info := h.Info
+	out := s3response.GetObjectAttributesResponse{
+		ETag: &info.ETag, ObjectSize: &info.Size, StorageClass: types.StorageClassStandard,
+		LastModified: &info.ModTime, VersionId: versionIDOut(info.VersionID, b.versioning(bucket)),
+	}
+	if len(info.Parts) > 0 {
+		maxParts := 1000
+		if in.MaxParts != nil && *in.MaxParts > 0 {
+			maxParts = int(*in.MaxParts)
+		}
+		marker := 0
+		if in.PartNumberMarker != nil {
+			marker, _ = strconv.Atoi(*in.PartNumberMarker)
+		}
+		parts := &s3response.ObjectParts{PartNumberMarker: marker, MaxParts: maxParts}
+		for i, p := range info.Parts {
+			if i+1 <= marker {
+				continue
+			}
+			if len(parts.Parts) == maxParts {
+				parts.IsTruncated = true
+				break
+			}
+			parts.Parts = append(parts.Parts, types.ObjectPart{PartNumber: int32ptr(i + 1), Size: &p.Size})
+			parts.NextPartNumberMarker = i + 1
+		}
+		out.ObjectParts = parts
+	}
+	if cs := checksums(info.Meta); cs.Algorithm != "" {
+		out.Checksum = &types.Checksum{
+			ChecksumCRC32: cs.CRC32, ChecksumCRC32C: cs.CRC32C, ChecksumSHA1: cs.SHA1, ChecksumSHA256: cs.SHA256,
+			ChecksumCRC64NVME: cs.CRC64NVME, ChecksumType: cs.Type,
+		}
+	}
+	return out, nil
+}
+
+func int32ptr(v int) *int32 { n := int32(v); return &n }
+
+// deleteMode is how a DELETE without version ID behaves in a bucket.
+func deleteMode(versioning string) erasure.DeleteMode {
+	switch versioning {
+	case string(types.BucketVersioningStatusEnabled):
+		return erasure.DeleteVersioned
+	case string(types.BucketVersioningStatusSuspended):
+		return erasure.DeleteSuspended
+	}
+	return erasure.DeleteUnversioned
+}
+
+// DeleteObject deletes an object or one version.
+func (b *Backend) DeleteObject(_ context.Context, in *s3.DeleteObjectInput) (*s3.DeleteObjectOutput, error) {
+	bucket, key := str(in.Bucket), str(in.Key)
+	out, err := b.deleteOne(bucket, key, str(in.VersionId), backend.ObjectDeletePreconditions{
+		IfMatch: in.IfMatch, IfMatchLastModTime: in.IfMatchLastModifiedTime, IfMatchSize: in.IfMatchSize,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (b *Backend) deleteOne(bucket, key, versionID string, pre backend.ObjectDeletePreconditions) (*s3.DeleteObjectOutput, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	vid, err := parseVersionID(versionID)
+	if err != nil {
+		return nil, err
+	}
+	bk, err := b.pool.StatBucket(bucket)
+	if err != nil {
+		return nil, b.toS3(err, bucket)
+	}
+	if pre.IfMatch != nil || pre.IfMatchLastModTime != nil || pre.IfMatchSize != nil {
+		h, err := b.pool.OpenObject(bucket, key, vid)
+		if errors.Is(err, erasure.ErrObjectNotFound) {
+			return nil, s3err.GetAPIError(s3err.ErrNoSuchKey)
+		}
+		if err != nil {
+			return nil, b.toS3(err, bucket)
+		}
+		if err := backend.EvaluateObjectDeletePreconditions(h.Info.ETag, h.Info.ModTime, h.Info.Size, pre); err != nil {
+			return nil, err
+		}
+	}
+	res, err := b.pool.DeleteObject(bucket, key, vid, deleteMode(bk.Versioning))
+	if err != nil {
+		return nil, b.toS3(err, bucket)
+	}
+	out := &s3.DeleteObjectOutput{}
+	if res.DeleteMarker {
+		out.DeleteMarker = &res.DeleteMarker
+	}
+	if vid != nil || res.DeleteMarker && bk.Versioning != "" {
+		out.VersionId = versionIDOut(res.VersionID, bk.Versioning)
+	}
+	return out, nil
+}
+
+// DeleteObjects deletes several objects, reporting each key's outcome.
+func (b *Backend) DeleteObjects(_ context.Context, in *s3.DeleteObjectsInput) (s3response.DeleteResult, error) {
+	bucket := str(in.Bucket)
+	if _, err := b.pool.StatBucket(bucket); err != nil {
+		return s3response.DeleteResult{}, b.toS3(err, bucket)
+	}
+	var res s3response.DeleteResult
+	if in.Delete == nil {
+		return res, s3err.GetAPIError(s3err.ErrMalformedXML)
+	}
+	quiet := in.Delete.Quiet != nil && *in.Delete.Quiet
+	for _, obj := range in.Delete.Objects {
+		key := str(obj.Key)
+		out, err := b.deleteOne(bucket, key, str(obj.VersionId), backend.ObjectDeletePreconditions{
+			IfMatch: obj.ETag, IfMatchLastModTime: obj.LastModifiedTime, IfMatchSize: obj.Size,
+		})
+		if err != nil {
+			res.Error = append(res.Error, s3err.ObjectDeleteError(obj.Key, obj.VersionId, err))
+			continue
+		}
+		if quiet {
+			continue
+		}
+		d := types.DeletedObject{Key: obj.Key, VersionId: obj.VersionId}
+		if out.DeleteMarker != nil && *out.DeleteMarker {
+			d.DeleteMarker = out.DeleteMarker
+			if obj.VersionId == nil || *obj.VersionId == "" {
+				d.DeleteMarkerVersionId = out.VersionId
+			} else {
+				d.DeleteMarkerVersionId = obj.VersionId
+			}
+		}
+		res.Deleted = append(res.Deleted, d)
+	}
+	return res, nil
+}
+
+// CopyObject copies an object (or one version) to another key, or onto
+// itself to change its metadata, reading and re-encoding its data.
+func (b *Backend) CopyObject(_ context.Context, in s3response.CopyObjectInput) (s3response.CopyObjectOutput, error) {
+	srcBucket, srcKey, srcVersion, err := backend.ParseCopySource(str(in.CopySource))
+	if err != nil {
+		return s3response.CopyObjectOutput{}, err
+	}
+	dstBucket, dstKey := str(in.Bucket), str(in.Key)
+	if err := checkKey(dstKey); err != nil {
+		return s3response.CopyObjectOutput{}, err
+	}
+	if objectLockAsked(in.ObjectLockMode, in.ObjectLockLegalHoldStatus, in.ObjectLockRetainUntilDate) {
+		return s3response.CopyObjectOutput{}, s3err.GetAPIError(s3err.ErrNotImplemented)
+	}
+	h, markerTime, err := b.openVersion(srcBucket, srcKey, srcVersion)
+	if markerTime != nil {
+		if srcVersion != "" {
+			return s3response.CopyObjectOutput{}, s3err.GetAPIError(s3err.ErrInvalidRequest)
+		}
+		return s3response.CopyObjectOutput{}, s3err.GetAPIError(s3err.ErrNoSuchKey)
+	}
+	if err != nil {
+		return s3response.CopyObjectOutput{}, err
+	}
+	src := h.Info
+	if err := preconditions(src, in.CopySourceIfMatch, in.CopySourceIfNoneMatch, in.CopySourceIfModifiedSince, in.CopySourceIfUnmodifiedSince); err != nil {
+		return s3response.CopyObjectOutput{}, err
+	}
+	if srcBucket == dstBucket && srcKey == dstKey && srcVersion == "" &&
+		in.MetadataDirective != types.MetadataDirectiveReplace && in.TaggingDirective != types.TaggingDirectiveReplace {
+		return s3response.CopyObjectOutput{}, s3err.GetAPIError(s3err.ErrInvalidCopyDest)
+	}
+	if in.TaggingDirective == types.TaggingDirectiveReplace && in.Tagging != nil && *in.Tagging != "" {
+		if _, err := backend.ParseObjectTags(*in.Tagging); err != nil {
+			return s3response.CopyObjectOutput{}, err
+		}
+	}
+	dst, err := b.pool.StatBucket(dstBucket)
+	if err != nil {
+		return s3response.CopyObjectOutput{}, b.toS3(err, dstBucket)
+	}
+	opts := erasure.PutOptions{Meta: copyMeta(src.Meta, in)}
+	if dst.Versioning == string(types.BucketVersioningStatusEnabled) {
+		opts.VersionID = uuid.New()
+	}
+	info, err := b.copyData(h, dstBucket, dstKey, opts)
+	if err != nil {
+		return s3response.CopyObjectOutput{}, err
+	}
+	out := s3response.CopyObjectOutput{
+		CopyObjectResult: &s3response.CopyObjectResult{ETag: quote(info.ETag), LastModified: &info.ModTime},
+		VersionId:        versionIDOut(info.VersionID, dst.Versioning),
+	}
+	if srcVersion != "" {
+		out.CopySourceVersionId = &srcVersion
+	}
+	return out, nil
+}
+
+// copyData streams a resolved source version into a new object.
+func (b *Backend) copyData(h *erasure.ObjectHandle, bucket, key string, opts erasure.PutOptions) (erasure.ObjectInfo, error) {
+	pr, pw := io.Pipe()
+	go func() {
+		bad, err := h.WriteRange(pw, 0, -1)
+		if len(bad) > 0 {
+			b.heal(h.Info.Bucket, h.Info.Name)
+		}
+		pw.CloseWithError(err)
+	}()
+	info, err := b.pool.PutObject(bucket, key, pr, h.Info.Size, opts)
+	_ = pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		return erasure.ObjectInfo{}, b.toS3(err, bucket)
+	}
+	return info, nil
+}

@@ -1,0 +1,133 @@
+package s3front
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/gofiber/fiber/v3/middleware/adaptor"
+	"github.com/versity/versitygw/auth"
+	"github.com/versity/versitygw/backend"
+	"github.com/versity/versitygw/embedgw"
+	"github.com/versity/versitygw/s3api"
+)
+
+// Route is an extra HTTP endpoint on the S3 listener (health, metrics,
+// admin), registered ahead of the S3 routes. It is not SigV4-authenticated:
+// the handler authenticates if it must.
+type Route struct {
+	Method, Path string
+	Handler      http.Handler
+}
+
+// ServeConfig configures the S3 listener shared by `strata server` and
+// `strata gateway`.
+type ServeConfig struct {
+	// Address is host:port to listen on.
+	Address string
+	// RootAccess and RootSecret are the root credentials.
+	RootAccess, RootSecret string
+	// IAM resolves users other than root.
+	IAM auth.IAMService
+	// CertsDir holds tls.crt and tls.key (a mounted kubernetes.io/tls
+	// Secret); empty serves plain HTTP. The files are re-read when they
+	// change, without a restart.
+	CertsDir string
+	// Region answered to clients; default us-east-1.
+	Region string
+	// Routes are extra endpoints; Middleware wraps every S3 request
+	// (metrics).
+	Routes     []Route
+	Middleware fiber.Handler
+	// MaxConnections and MaxRequests bound concurrency; requests beyond
+	// MaxRequests are refused with SlowDown.
+	MaxConnections, MaxRequests int
+	// OnListen is called once the listener accepts connections.
+	OnListen func()
+	Log      *slog.Logger
+}
+
+// TLS file names inside CertsDir (those of a kubernetes.io/tls Secret).
+const (
+	CertFile = "tls.crt"
+	KeyFile  = "tls.key"
+)
+
+// Serve runs the S3 front end over be until ctx ends, then finishes the
+// requests in flight (up to 10 s) and returns.
+func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = 250000
+	}
+	if cfg.MaxRequests == 0 {
+		cfg.MaxRequests = 100000
+	}
+	opts := []s3api.Option{}
+	for _, r := range cfg.Routes {
+		opts = append(opts, s3api.WithRoute(r.Method, r.Path, adaptor.HTTPHandler(r.Handler)))
+	}
+	if cfg.Middleware != nil {
+		opts = append(opts, s3api.WithMiddleware("/", cfg.Middleware))
+	}
+	if cfg.OnListen != nil {
+		opts = append(opts, s3api.WithOnListen(cfg.OnListen))
+	}
+	gw := &embedgw.Config{
+		RootUserAccess: cfg.RootAccess, RootUserSecret: cfg.RootSecret, Region: cfg.Region,
+		Ports: []string{cfg.Address}, MaxConnections: cfg.MaxConnections, MaxRequests: cfg.MaxRequests,
+		MultipartMaxParts: 10000, Quiet: true, KeepAlive: true, IAMService: cfg.IAM, S3Options: opts,
+	}
+	if cfg.CertsDir != "" {
+		gw.CertFile, gw.KeyFile = filepath.Join(cfg.CertsDir, CertFile), filepath.Join(cfg.CertsDir, KeyFile)
+		reload := make(chan struct{}, 1)
+		gw.SigHup = reload
+		go watchFiles(ctx, []string{gw.CertFile, gw.KeyFile}, 10*time.Second, reload, cfg.Log)
+	}
+	err := embedgw.RunVersityGW(ctx, be, gw)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("S3 front end on %s: %w", cfg.Address, err)
+	}
+	return nil
+}
+
+// watchFiles signals on changed whenever the content of the files changes
+// (kubelet swaps a mounted Secret's files when cert-manager renews it).
+func watchFiles(ctx context.Context, paths []string, every time.Duration, changed chan<- struct{}, log *slog.Logger) {
+	sum := func() []byte {
+		h := sha256.New()
+		for _, p := range paths {
+			b, _ := os.ReadFile(p)
+			h.Write(b)
+		}
+		return h.Sum(nil)
+	}
+	last := sum()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if cur := sum(); !bytes.Equal(cur, last) {
+				last = cur
+				log.Info("TLS certificate changed on disk; reloading", "files", paths)
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,290 @@
+// Package engine holds the integration tests of the strata binary: real
+// `strata server` processes on 127.0.0.1, driven by real S3 clients
+// (aws-sdk-go-v2 and minio-go), with drives wiped, corrupted and killed
+// under them.
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	"github.com/minio/minio-go/v7"
+	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+const (
+	rootUser     = "strata-root"
+	rootPassword = "strata-root-secret"
+)
+
+// strataBin is the binary under test: $STRATA_BIN, or built once here.
+var strataBin string
+
+func TestMain(m *testing.M) {
+	code, err := runTests(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func runTests(m *testing.M) (int, error) {
+	strataBin = os.Getenv("STRATA_BIN")
+	if strataBin == "" {
+		dir, err := os.MkdirTemp("", "strata-bin")
+		if err != nil {
+			return 0, err
+		}
+		defer os.RemoveAll(dir)
+		strataBin = filepath.Join(dir, "strata")
+		build := exec.Command("go", "build", "-o", strataBin, "github.com/strata-storage/strata/cmd/strata")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return 0, fmt.Errorf("building strata: %w", err)
+		}
+	}
+	return m.Run(), nil
+}
+
+// server is one strata server process.
+type server struct {
+	t      testing.TB
+	addr   string
+	drives []string
+	args   []string
+	env    []string
+	cmd    *exec.Cmd
+	log    *bytes.Buffer
+	logMu  *sync.Mutex
+	done   chan struct{}
+}
+
+type serverOpts struct {
+	drives int
+	extra  []string // extra flags
+	env    []string
+}
+
+// freeAddr returns a 127.0.0.1 address nothing listens on.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startServer starts a server on fresh drive directories and waits until
+// it is ready.
+func startServer(t testing.TB, o serverOpts) *server {
+	t.Helper()
+	root := t.TempDir()
+	s := &server{t: t, addr: freeAddr(t), env: o.env}
+	for i := 1; i <= o.drives; i++ {
+		s.drives = append(s.drives, filepath.Join(root, fmt.Sprintf("d%d", i)))
+	}
+	s.args = append([]string{"server", "--address", s.addr, "--drive-monitor-interval", "500ms", "--shutdown-delay", "0s"}, o.extra...)
+	s.args = append(s.args, s.drives...)
+	s.start()
+	t.Cleanup(s.kill)
+	return s
+}
+
+func (s *server) start() {
+	s.t.Helper()
+	s.cmd = exec.Command(strataBin, s.args...)
+	s.cmd.Env = append(os.Environ(), "STRATA_ROOT_USER="+rootUser, "STRATA_ROOT_PASSWORD="+rootPassword)
+	s.cmd.Env = append(s.cmd.Env, s.env...)
+	s.log, s.logMu = &bytes.Buffer{}, &sync.Mutex{}
+	w := &lockedWriter{w: s.log, mu: s.logMu}
+	s.cmd.Stdout, s.cmd.Stderr = w, w
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.done = make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(s.done) }()
+	s.waitReady()
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// logs returns what the server printed.
+func (s *server) logs() string {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	return s.log.String()
+}
+
+func (s *server) waitReady() {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			s.t.Fatalf("strata server exited during start-up:\n%s", s.logs())
+		default:
+		}
+		resp, err := http.Get("http://" + s.addr + "/strata/health/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.t.Fatalf("strata server not ready after 30s:\n%s", s.logs())
+}
+
+// kill stops the process with SIGKILL (as a crash would).
+func (s *server) kill() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGKILL)
+		<-s.done
+	}
+}
+
+// stop stops the process gracefully.
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		s.t.Fatalf("strata server did not stop on SIGTERM:\n%s", s.logs())
+	}
+}
+
+// restart starts the process again on the same drives and address.
+func (s *server) restart() { s.start() }
+
+func (s *server) url() string { return "http://" + s.addr }
+
+// s3Client returns an aws-sdk-go-v2 client for the server.
+func (s *server) s3Client(access, secret string) *s3.Client {
+	return s3.New(s3.Options{
+		BaseEndpoint: aws.String(s.url()),
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider(access, secret, ""),
+		UsePathStyle: true,
+		// Retries would hide the errors the tests look for.
+		RetryMaxAttempts: 1,
+	})
+}
+
+func (s *server) aws() *s3.Client { return s.s3Client(rootUser, rootPassword) }
+
+// minio returns a minio-go client for the server.
+func (s *server) minio() *minio.Client {
+	s.t.Helper()
+	c, err := minio.New(s.addr, &minio.Options{Creds: miniocreds.NewStaticV4(rootUser, rootPassword, ""), Secure: false, Region: "us-east-1"})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return c
+}
+
+// adminGet fetches an admin API path with the root credentials.
+func (s *server) adminGet(path string) (int, []byte) {
+	s.t.Helper()
+	req, _ := http.NewRequest("GET", s.url()+"/strata/admin/v1/"+path, nil)
+	req.SetBasicAuth(rootUser, rootPassword)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+var ctx = context.Background()
+
+// errCode is the S3 error code of err ("" when none).
+func errCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func mustCreateBucket(t testing.TB, c *s3.Client, name string) {
+	t.Helper()
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &name}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+}
+
+func put(t testing.TB, c *s3.Client, bucket, key string, data []byte) *s3.PutObjectOutput {
+	t.Helper()
+	out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(data)})
+	if err != nil {
+		t.Fatalf("put %s/%s: %v", bucket, key, err)
+	}
+	return out
+}
+
+func get(t testing.TB, c *s3.Client, bucket, key string) []byte {
+	t.Helper()
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		t.Fatalf("get %s/%s: %v", bucket, key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatalf("get %s/%s body: %v", bucket, key, err)
+	}
+	return b
+}
+
+// waitFor polls cond until it holds or the deadline passes (an eventual
+// outcome, not a timing assertion).
+func waitFor(t testing.TB, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after %s", what, within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
