@@ -73,6 +73,9 @@ func OpenLocalPool(paths []string, parity int, opts drive.Options, log *slog.Log
 			continue
 		}
 		lp.Drives[i] = d
+		if d.StoreRecreated {
+			lp.Fresh = append(lp.Fresh, i)
+		}
 		f, err := d.Format()
 		if errors.Is(err, drive.ErrUnformatted) {
 			continue
@@ -195,6 +198,7 @@ func (lp *LocalPool) Reopen(pos int) (fresh bool, err error) {
 		_ = d.Close()
 		return false, err
 	default:
+		fresh = d.StoreRecreated
 		if err := checkSlot(lp.Paths[pos], f, lp.Format, pos, lp.Format.Sets, setSize, lp.Format.Parity); err != nil {
 			_ = d.Close()
 			return false, err

@@ -64,6 +64,10 @@ type Local struct {
 	format *Format
 
 	closeOnce sync.Once
+
+	// StoreRecreated is set when the metadata store was found corrupt at
+	// open and replaced by an empty one: the drive must be rebuilt.
+	StoreRecreated bool
 }
 
 // Paths under the drive root.
@@ -90,6 +94,18 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 		return nil, fmt.Errorf("drive %s: clearing tmp: %w", root, err)
 	}
 	db, err := pebble.Open(d.path("meta"), &pebble.Options{Logger: quietLogger{}})
+	if pebble.IsCorruptionError(err) {
+		// The store cannot be trusted: set it aside (for post-mortems) and
+		// start an empty one. The drive keeps its slot and is rebuilt by
+		// healing, like a replaced drive.
+		aside := d.path(fmt.Sprintf("meta.corrupt-%d", time.Now().Unix()))
+		if rerr := fsys.Rename(d.path("meta"), aside); rerr != nil {
+			return nil, fmt.Errorf("drive %s: metadata store corrupt (%v) and cannot be set aside: %w", root, err, rerr)
+		}
+		fmt.Fprintf(os.Stderr, "drive %s: metadata store corrupt (%v); moved to %s, starting empty\n", root, err, aside)
+		d.StoreRecreated = true
+		db, err = pebble.Open(d.path("meta"), &pebble.Options{Logger: quietLogger{}})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("drive %s: opening metadata store: %w", root, err)
 	}
@@ -266,27 +282,34 @@ type PutResult struct {
 	Replaced *Record
 }
 
+// NotStaged is the stage ID of a record without staged shard files.
+var NotStaged [16]byte
+
 // PutVersion stores a version record. When its data lives in shard files
-// staged under tmp (rec.DataDir set and staged), they are moved into place
-// first, so a record never points at missing data. A null version replaces
-// the existing null version unless that one is newer.
-func (d *Local) PutVersion(bucket, object string, rec *Record, staged bool) (PutResult, error) {
+// staged under tmp/<stageID> (stageID not NotStaged), they are moved into
+// place as the record's data directory first, so a record never points at
+// missing data. (A PUT stages under the data directory's own name; a heal
+// under a name of its own, so two heals of one object never mix files.)
+// A null version replaces the existing null version unless that one is
+// newer.
+func (d *Local) PutVersion(bucket, object string, rec *Record, stageID [16]byte) (PutResult, error) {
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
 	defer lock.Unlock()
 
+	staged := stageID != NotStaged
 	res, oldKeys, err := d.nullVersionsToReplace(bucket, object, rec)
 	if err != nil {
 		return res, err
 	}
 	if res.Superseded {
 		if staged {
-			_ = d.AbortStaged(rec.DataDir)
+			_ = d.AbortStaged(stageID)
 		}
 		return res, nil
 	}
 	if staged {
-		if err := d.commitStaged(rec.DataDir); err != nil {
+		if err := d.commitStaged(stageID, rec.DataDir); err != nil {
 			return res, err
 		}
 	}
@@ -541,7 +564,7 @@ func (d *Local) SyncFile(f vfs.File) error {
 // AbortStaged removes a staged data directory.
 func (d *Local) AbortStaged(dataDir [16]byte) error { return d.fs.RemoveAll(d.stagedPath(dataDir)) }
 
-func (d *Local) commitStaged(dataDir [16]byte) error {
+func (d *Local) commitStaged(stageID, dataDir [16]byte) error {
 	final := d.dataDirPath(dataDir)
 	parent := filepath.Dir(final)
 	if err := d.fs.MkdirAll(parent, 0o755); err != nil {
@@ -553,11 +576,11 @@ func (d *Local) commitStaged(dataDir [16]byte) error {
 		return err
 	}
 	if !d.noSync {
-		if err := d.fs.SyncDir(d.stagedPath(dataDir)); err != nil {
+		if err := d.fs.SyncDir(d.stagedPath(stageID)); err != nil {
 			return err
 		}
 	}
-	if err := d.fs.Rename(d.stagedPath(dataDir), final); err != nil {
+	if err := d.fs.Rename(d.stagedPath(stageID), final); err != nil {
 		return fmt.Errorf("drive %s: moving shard into place: %w", d.root, err)
 	}
 	if d.noSync {

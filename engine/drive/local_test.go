@@ -61,7 +61,7 @@ func TestBuckets(t *testing.T) {
 	if err != nil || len(bs) != 3 || bs[0].Name != "alpha" || bs[2].Name != "zeta" || !bs[0].Created.Equal(now) {
 		t.Fatalf("ListBuckets = %+v, %v", bs, err)
 	}
-	if _, err := d.PutVersion("media", "k", &Record{ModTime: 1}, false); err != nil {
+	if _, err := d.PutVersion("media", "k", &Record{ModTime: 1}, NotStaged); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.DeleteBucket("media", false); !errors.Is(err, ErrBucketNotEmpty) {
@@ -82,7 +82,7 @@ func TestNullVersionLastWriterWins(t *testing.T) {
 	d := openTestDrive(t, t.TempDir(), nil)
 	put := func(modTime int64, etag string) PutResult {
 		t.Helper()
-		res, err := d.PutVersion("b", "obj", &Record{ModTime: modTime, ETag: etag}, false)
+		res, err := d.PutVersion("b", "obj", &Record{ModTime: modTime, ETag: etag}, NotStaged)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestVersionedRecordsNewestFirst(t *testing.T) {
 		id := [16]byte(uuid.New())
 		ids = append(ids, id)
 		// Written out of time order: the store orders them.
-		if _, err := d.PutVersion("b", "obj", &Record{VersionID: id, ModTime: int64((i * 7) % 5)}, false); err != nil {
+		if _, err := d.PutVersion("b", "obj", &Record{VersionID: id, ModTime: int64((i * 7) % 5)}, NotStaged); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,12 +141,12 @@ func TestWalkObjects(t *testing.T) {
 	d := openTestDrive(t, t.TempDir(), nil)
 	keys := []string{"a", "a/b", "a/c", "ab", "b/x", "b/y/z", "c"}
 	for i, k := range keys {
-		if _, err := d.PutVersion("bk", k, &Record{ModTime: int64(i + 1)}, false); err != nil {
+		if _, err := d.PutVersion("bk", k, &Record{ModTime: int64(i + 1)}, NotStaged); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Another bucket with a name that is a prefix must not leak in.
-	if _, err := d.PutVersion("b", "zzz", &Record{ModTime: 1}, false); err != nil {
+	if _, err := d.PutVersion("b", "zzz", &Record{ModTime: 1}, NotStaged); err != nil {
 		t.Fatal(err)
 	}
 	walk := func(prefix, after string, limit int) []string {
@@ -196,7 +196,7 @@ func TestStagedShardCommitAndReplace(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = f.Close()
-		if _, err := d.PutVersion("b", "big", &Record{ModTime: modTime, DataDir: dir}, true); err != nil {
+		if _, err := d.PutVersion("b", "big", &Record{ModTime: modTime, DataDir: dir}, dir); err != nil {
 			t.Fatal(err)
 		}
 		return dir
@@ -232,7 +232,7 @@ func TestFailedRenameLeavesNoRecordAndReopenClearsTmp(t *testing.T) {
 	_, _ = io.WriteString(f, "data")
 	_ = f.Close()
 	ffs.Fail(faultfs.OpRename, hexID(dir), nil, 1)
-	if _, err := d.PutVersion("b", "o", &Record{ModTime: 1, DataDir: dir}, true); !errors.Is(err, faultfs.ErrInjected) {
+	if _, err := d.PutVersion("b", "o", &Record{ModTime: 1, DataDir: dir}, dir); !errors.Is(err, faultfs.ErrInjected) {
 		t.Fatalf("PutVersion with a failing rename: %v", err)
 	}
 	if _, err := d.GetVersion("b", "o", nil); !errors.Is(err, ErrVersionNotFound) {
@@ -263,11 +263,11 @@ func TestFullDiskFailsTheWrite(t *testing.T) {
 func TestRollbackLeavesANewerRecordAlone(t *testing.T) {
 	d := openTestDrive(t, t.TempDir(), nil)
 	ours := &Record{ModTime: 10, ETag: "ours"}
-	if _, err := d.PutVersion("b", "o", ours, false); err != nil {
+	if _, err := d.PutVersion("b", "o", ours, NotStaged); err != nil {
 		t.Fatal(err)
 	}
 	theirs := &Record{ModTime: 20, ETag: "theirs"}
-	if _, err := d.PutVersion("b", "o", theirs, false); err != nil {
+	if _, err := d.PutVersion("b", "o", theirs, NotStaged); err != nil {
 		t.Fatal(err)
 	}
 	if removed, err := d.RollbackVersion("b", "o", ours); err != nil || removed {

@@ -44,7 +44,7 @@ func (s *Set) DeleteObject(bucket, object string, versionID *[16]byte, mode Dele
 			marker.VersionID = uuid.New()
 		}
 		errs := forEachDrive(drives, func(_ int, d Drive) error {
-			_, err := d.PutVersion(bucket, object, marker, false)
+			_, err := d.PutVersion(bucket, object, marker, drive.NotStaged)
 			return err
 		})
 		if _, err := s.finishPut(drives, bucket, object, marker, errs); err != nil {

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/strata-storage/strata/engine/drive"
 )
 
@@ -230,15 +232,16 @@ func (s *Set) rebuild(h *ObjectHandle, targets []int) error {
 			if !contains(targets, pos) {
 				return nil
 			}
-			_, err := d.PutVersion(h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, shards), false)
+			_, err := d.PutVersion(h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, shards), drive.NotStaged)
 			return err
 		})
 		return errors.Join(errs...)
 	}
 
 	// Shard files: every part is decoded and re-encoded; only the targets'
-	// shards are written, staged under the version's data directory name
-	// and moved into place with the record.
+	// shards are written, staged under a name of this heal's own and moved
+	// into place as the version's data directory with the record.
+	stage := uuid.New()
 	errs := make([]error, len(h.drives))
 	for i, size := range partSizes(rec) {
 		part := i + 1
@@ -251,7 +254,7 @@ func (s *Set) rebuild(h *ObjectHandle, targets []int) error {
 			if errs[pos] != nil {
 				continue
 			}
-			f, err := h.drives[pos].CreateStaged(rec.DataDir, part)
+			f, err := h.drives[pos].CreateStaged(stage, part)
 			if err != nil {
 				errs[pos] = err
 				continue
@@ -293,10 +296,10 @@ func (s *Set) rebuild(h *ObjectHandle, targets []int) error {
 	for _, pos := range targets {
 		d := h.drives[pos]
 		if errs[pos] == nil {
-			_, errs[pos] = d.PutVersion(h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, nil), true)
+			_, errs[pos] = d.PutVersion(h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, nil), stage)
 		}
 		if errs[pos] != nil {
-			_ = d.AbortStaged(rec.DataDir)
+			_ = d.AbortStaged(stage)
 		}
 	}
 	return errors.Join(errs...)

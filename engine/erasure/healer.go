@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"golang.org/x/time/rate"
 )
 
@@ -31,6 +32,9 @@ type Healer struct {
 
 	limiter *rate.Limiter
 	stats   healStats
+	// objectLocks keep two heals of one object (a queued one and a drive
+	// rebuild) from running at once.
+	objectLocks [64]sync.Mutex
 }
 
 // HealerOptions tune the healer.
@@ -149,13 +153,18 @@ func (h *Healer) Run(ctx context.Context) {
 			h.mu.Lock()
 			delete(h.pending, it)
 			h.mu.Unlock()
-			h.healOne(it, false)
+			// Queued objects were found damaged or missed a write: their
+			// shards are read and verified, not just counted.
+			h.healOne(it, true)
 		}
 	}
 }
 
 func (h *Healer) healOne(it healItem, deep bool) HealResult {
+	lock := &h.objectLocks[xxhash.Sum64String(it.bucket+"/"+it.object)%uint64(len(h.objectLocks))]
+	lock.Lock()
 	res, err := h.pool.sets[it.set].HealObject(it.bucket, it.object, deep)
+	lock.Unlock()
 	if res.Shards > 0 {
 		h.stats.objects.Add(1)
 		h.stats.shards.Add(int64(res.Shards))
@@ -261,7 +270,9 @@ func (h *Healer) scanLoop(ctx context.Context) {
 
 // Scan reads and verifies every object of the pool once.
 func (h *Healer) Scan(ctx context.Context) {
-	h.stats.scanning.Store(true)
+	if !h.stats.scanning.CompareAndSwap(false, true) {
+		return // one scan at a time
+	}
 	defer h.stats.scanning.Store(false)
 	for set := range h.pool.sets {
 		if err := h.walkSet(ctx, set, true, func() {}); err != nil {

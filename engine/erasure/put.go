@@ -153,7 +153,7 @@ func (s *Set) putInline(drives []Drive, bucket, object string, rec *drive.Record
 		return ObjectInfo{}, err
 	}
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
-		_, err := d.PutVersion(bucket, object, ownRecord(rec, pos, shards), false)
+		_, err := d.PutVersion(bucket, object, ownRecord(rec, pos, shards), drive.NotStaged)
 		return err
 	})
 	return s.finishPut(drives, bucket, object, rec, errs)
@@ -264,7 +264,7 @@ func (s *Set) putStreaming(drives []Drive, bucket, object string, rec *drive.Rec
 		if st.errs[pos] != nil {
 			return st.errs[pos]
 		}
-		_, err := d.PutVersion(bucket, object, ownRecord(rec, pos, nil), true)
+		_, err := d.PutVersion(bucket, object, ownRecord(rec, pos, nil), rec.DataDir)
 		if err != nil {
 			_ = d.AbortStaged(rec.DataDir)
 		}

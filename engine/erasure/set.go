@@ -22,7 +22,7 @@ type Drive interface {
 	ListBuckets() ([]drive.BucketInfo, error)
 	DeleteBucket(name string, force bool) error
 
-	PutVersion(bucket, object string, rec *drive.Record, staged bool) (drive.PutResult, error)
+	PutVersion(bucket, object string, rec *drive.Record, stageID [16]byte) (drive.PutResult, error)
 	GetVersion(bucket, object string, versionID *[16]byte) (*drive.Record, error)
 	Versions(bucket, object string) ([]*drive.Record, error)
 	UpdateVersion(bucket, object string, versionID [16]byte, fn func(r *drive.Record) error) error

@@ -312,19 +312,55 @@ func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.Get
 		out.Body = io.NopCloser(&buf)
 		return out, nil
 	}
+	// Stream the body after the headers, but hold the headers until the
+	// first bytes are decoded: an object that cannot be read at all then
+	// answers a proper S3 error instead of a cut-off 200.
 	pr, pw := io.Pipe()
+	gate := &firstWriteGate{w: pw, opened: make(chan struct{})}
+	failed := make(chan error, 1)
 	go func() {
-		bad, err := h.WriteRange(&firstByteWriter{w: pw, start: start, report: b.firstByte}, sp.offset, sp.length)
+		bad, err := h.WriteRange(&firstByteWriter{w: gate, start: start, report: b.firstByte}, sp.offset, sp.length)
 		if len(bad) > 0 {
 			b.heal(bucket, key)
+		}
+		if err != nil && !gate.wrote() {
+			failed <- err
+			pw.CloseWithError(err)
+			return
 		}
 		if err != nil && !errors.Is(err, io.ErrClosedPipe) {
 			b.log.Warn("GET ended early", "bucket", bucket, "key", key, "err", err)
 		}
 		pw.CloseWithError(err)
 	}()
+	select {
+	case err := <-failed:
+		return nil, b.toS3(err, bucket)
+	case <-gate.opened:
+	}
 	out.Body = pr
 	return out, nil
+}
+
+// firstWriteGate passes writes through and signals the first one.
+type firstWriteGate struct {
+	w      io.Writer
+	opened chan struct{}
+	once   sync.Once
+}
+
+func (g *firstWriteGate) Write(p []byte) (int, error) {
+	g.once.Do(func() { close(g.opened) })
+	return g.w.Write(p)
+}
+
+func (g *firstWriteGate) wrote() bool {
+	select {
+	case <-g.opened:
+		return true
+	default:
+		return false
+	}
 }
 
 func (b *Backend) firstByte(start time.Time) {

@@ -107,11 +107,34 @@ func startServer(t testing.TB, o serverOpts) *server {
 	s.args = append([]string{"server", "--address", s.addr, "--drive-monitor-interval", "500ms", "--shutdown-delay", "0s"}, o.extra...)
 	s.args = append(s.args, s.drives...)
 	s.start()
-	t.Cleanup(s.kill)
+	running.Store(t, s)
+	t.Cleanup(func() {
+		s.kill()
+		if t.Failed() {
+			l := s.logs()
+			t.Logf("server log (last 8 KiB):\n%s", l[max(0, len(l)-8<<10):])
+		}
+	})
 	return s
 }
 
 func (s *server) start() {
+	s.t.Helper()
+	s.startProcess()
+	s.waitFor("/strata/health/ready")
+}
+
+// start0 starts the process and waits only until it answers HTTP (it may
+// not be ready: drives missing).
+func (s *server) start0() {
+	s.t.Helper()
+	s.startProcess()
+	s.waitFor("/strata/health/live")
+}
+
+func (s *server) waitReady() { s.t.Helper(); s.waitFor("/strata/health/ready") }
+
+func (s *server) startProcess() {
 	s.t.Helper()
 	s.cmd = exec.Command(strataBin, s.args...)
 	s.cmd.Env = append(os.Environ(), "STRATA_ROOT_USER="+rootUser, "STRATA_ROOT_PASSWORD="+rootPassword)
@@ -124,7 +147,6 @@ func (s *server) start() {
 	}
 	s.done = make(chan struct{})
 	go func() { _ = s.cmd.Wait(); close(s.done) }()
-	s.waitReady()
 }
 
 type lockedWriter struct {
@@ -145,7 +167,7 @@ func (s *server) logs() string {
 	return s.log.String()
 }
 
-func (s *server) waitReady() {
+func (s *server) waitFor(path string) {
 	s.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -154,7 +176,7 @@ func (s *server) waitReady() {
 			s.t.Fatalf("strata server exited during start-up:\n%s", s.logs())
 		default:
 		}
-		resp, err := http.Get("http://" + s.addr + "/strata/health/ready")
+		resp, err := http.Get("http://" + s.addr + path)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -163,7 +185,7 @@ func (s *server) waitReady() {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	s.t.Fatalf("strata server not ready after 30s:\n%s", s.logs())
+	s.t.Fatalf("strata server: %s not 200 after 30s:\n%s", path, s.logs())
 }
 
 // kill stops the process with SIGKILL (as a crash would).
@@ -269,7 +291,7 @@ func get(t testing.TB, c *s3.Client, bucket, key string) []byte {
 	defer out.Body.Close()
 	b, err := io.ReadAll(out.Body)
 	if err != nil {
-		t.Fatalf("get %s/%s body: %v", bucket, key, err)
+		t.Fatalf("get %s/%s body: %v\n%s", bucket, key, err, serverLogs(t))
 	}
 	return b
 }
@@ -288,3 +310,13 @@ func waitFor(t testing.TB, what string, within time.Duration, cond func() bool) 
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// running maps tests to their servers, so helpers can print server logs.
+var running sync.Map
+
+func serverLogs(t testing.TB) string {
+	if s, ok := running.Load(t); ok {
+		return s.(*server).logs()
+	}
+	return ""
+}
