@@ -76,6 +76,7 @@ func runServer(args []string, stderr io.Writer, getenv func(string) string) int 
 	address := fs.String("address", ":9000", "host:port to serve S3, health, metrics and admin on")
 	parity := fs.Int("parity", 0, "parity shards per erasure set (0: 1 for 2-3 drives, 2 for 4-5, 3 for 6-7, 4 for 8-16)")
 	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key (reloaded when they change); empty serves plain HTTP")
+	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
 	noSync := fs.Bool("no-sync", false, "do not fsync data and metadata (NOT durable; for benchmarks that say so)")
 	scanInterval := fs.Duration("scan-interval", erasure.DefaultHealerOptions.ScanInterval, "pause between two integrity scans of every object")
 	healRate := fs.Float64("heal-bytes-per-second", erasure.DefaultHealerOptions.BytesPerSecond, "bound on the bytes healing and scanning read per second")
@@ -111,7 +112,7 @@ func runServer(args []string, stderr io.Writer, getenv func(string) string) int 
 	healer.ScanInterval, healer.BytesPerSecond = *scanInterval, *healRate
 	err = server.Run(ctx, server.Config{
 		Address: *address, Drives: drives, Parity: *parity, NoSync: *noSync, CertsDir: *certsDir,
-		Root: root, UsersFile: getenv(iam.EnvIAMFile), Healer: healer, StaleUploadAge: *staleUploads,
+		CertsReloadInterval: *certsReload, Root: root, UsersFile: getenv(iam.EnvIAMFile), Healer: healer, StaleUploadAge: *staleUploads,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, Log: log,
 	})
 	if err != nil {

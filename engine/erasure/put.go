@@ -101,6 +101,10 @@ func readUpTo(r io.Reader, limit int64) ([]byte, error) {
 		if errors.Is(err, io.EOF) {
 			return buf, nil
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// The connection ended inside the body: a short body.
+			return buf, ErrIncompleteBody
+		}
 		if err != nil {
 			return buf, err
 		}

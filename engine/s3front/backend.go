@@ -123,6 +123,9 @@ func (b *Backend) GetBucketAcl(_ context.Context, in *s3.GetBucketAclInput) ([]b
 // bucket asking for it is refused rather than created without it.
 func (b *Backend) CreateBucket(_ context.Context, in *s3.CreateBucketInput, _ []byte) error {
 	bucket := str(in.Bucket)
+	if !validBucketName(bucket) {
+		return s3err.GetAPIError(s3err.ErrInvalidBucketName)
+	}
 	if in.ObjectLockEnabledForBucket != nil && *in.ObjectLockEnabledForBucket {
 		return s3err.GetAPIError(s3err.ErrNotImplemented)
 	}
@@ -205,4 +208,27 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// validBucketName applies the S3 naming rules the front end's check leaves
+// out (it checks length, characters and IP addresses): no adjacent
+// periods, no period next to a hyphen, and none of the reserved prefixes
+// and suffixes.
+func validBucketName(name string) bool {
+	for _, bad := range []string{"..", ".-", "-."} {
+		if strings.Contains(name, bad) {
+			return false
+		}
+	}
+	for _, p := range []string{"xn--", "sthree-", "amzn-s3-demo-"} {
+		if strings.HasPrefix(name, p) {
+			return false
+		}
+	}
+	for _, sfx := range []string{"-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"} {
+		if strings.HasSuffix(name, sfx) {
+			return false
+		}
+	}
+	return true
 }

@@ -41,6 +41,9 @@ type ServeConfig struct {
 	// Secret); empty serves plain HTTP. The files are re-read when they
 	// change, without a restart.
 	CertsDir string
+	// CertsReloadInterval is how often the certificate files are checked
+	// for changes; default 10 s.
+	CertsReloadInterval time.Duration
 	// Region answered to clients; default us-east-1.
 	Region string
 	// Routes are extra endpoints; Middleware wraps every S3 request
@@ -89,7 +92,11 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 		gw.CertFile, gw.KeyFile = filepath.Join(cfg.CertsDir, CertFile), filepath.Join(cfg.CertsDir, KeyFile)
 		reload := make(chan struct{}, 1)
 		gw.SigHup = reload
-		go watchFiles(ctx, []string{gw.CertFile, gw.KeyFile}, 10*time.Second, reload, cfg.Log)
+		every := cfg.CertsReloadInterval
+		if every <= 0 {
+			every = 10 * time.Second
+		}
+		go watchFiles(ctx, []string{gw.CertFile, gw.KeyFile}, every, reload, cfg.Log)
 	}
 	err := embedgw.RunVersityGW(ctx, be, gw)
 	if errors.Is(err, context.Canceled) {

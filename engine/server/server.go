@@ -40,7 +40,9 @@ type Config struct {
 	NoSync bool
 	// CertsDir holds tls.crt and tls.key; empty = plain HTTP.
 	CertsDir string
-	Root     iam.Credentials
+	// CertsReloadInterval is how often they are checked for changes.
+	CertsReloadInterval time.Duration
+	Root                iam.Credentials
 	// UsersFile is the users file (empty: root only).
 	UsersFile string
 	Healer    erasure.HealerOptions
@@ -117,7 +119,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	err = s3front.Serve(serveCtx, be, s3front.ServeConfig{
 		Address: cfg.Address, RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey,
-		IAM: users, CertsDir: cfg.CertsDir, Middleware: s3m.Middleware(), Log: log,
+		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
 		Routes: Routes(n, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), cfg.Root),
 		OnListen: func() {
 			n.ready.Store(true)
