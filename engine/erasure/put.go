@@ -140,6 +140,9 @@ func (s *Set) inlineShards(data []byte) ([][]byte, error) {
 // an inline object, its shard.
 func ownRecord(rec *drive.Record, pos int, inline [][]byte) *drive.Record {
 	own := *rec
+	if len(rec.Erasure.Distribution) == 0 {
+		return &own // a delete marker has no shards
+	}
 	own.Erasure.Index = rec.Erasure.Distribution[pos]
 	if inline != nil {
 		own.Inline = inline[own.Erasure.Index]

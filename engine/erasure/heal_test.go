@@ -1,0 +1,262 @@
+package erasure
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/vfs"
+	"github.com/strata-storage/strata/engine/vfs/faultfs"
+)
+
+// replaceDrive wipes the drive at pos of set 0 and puts a fresh, formatted
+// one in its place (a replaced disk).
+func (tp *testPool) replaceDrive(t *testing.T, pos int) {
+	t.Helper()
+	old := tp.drives[pos]
+	_ = old.Close()
+	if err := os.RemoveAll(tp.roots[pos]); err != nil {
+		t.Fatal(err)
+	}
+	d, err := drive.OpenLocal(tp.roots[pos], drive.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	tp.drives[pos] = d
+	tp.Sets()[0].SetDrive(pos, d)
+}
+
+func (tp *testPool) offline(t *testing.T, positions ...int) func() {
+	set := tp.Sets()[0]
+	saved := set.Drives()
+	for _, p := range positions {
+		set.SetDrive(p, nil)
+	}
+	return func() {
+		for p := range saved {
+			set.SetDrive(p, saved[p])
+		}
+	}
+}
+
+func TestHealRebuildsAReplacedDrive(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	objs := map[string][]byte{}
+	for _, size := range []int{0, 10, 4096, DefaultInlineLimit + 1, 3<<20 + 5} {
+		key := fmt.Sprintf("o%d", size)
+		objs[key] = randomBytes(size)
+		tp.put(t, key, objs[key])
+	}
+	if _, err := tp.DeleteObject("bk", "o10", nil, DeleteVersioned); err != nil { // a delete marker heals too
+		t.Fatal(err)
+	}
+	tp.replaceDrive(t, 1)
+	if n, err := tp.HealBuckets(); err != nil || n == 0 {
+		t.Fatalf("bucket records not healed onto the new drive: %d %v", n, err)
+	}
+	set := tp.Sets()[0]
+	for key := range objs {
+		res, err := set.HealObject("bk", key, false)
+		if err != nil {
+			t.Fatalf("heal %s: %v", key, err)
+		}
+		if res.Shards == 0 {
+			t.Fatalf("heal %s wrote nothing onto the new drive", key)
+		}
+		// A second heal finds nothing to do.
+		if res, _ := set.HealObject("bk", key, true); res.Shards != 0 {
+			t.Fatalf("heal %s is not idempotent: %+v", key, res)
+		}
+	}
+	// Only the new drive and one other remain: every object reads back.
+	restore := tp.offline(t, 2, 3)
+	defer restore()
+	for key, want := range objs {
+		if key == "o10" {
+			if info, err := tp.StatObject("bk", key, nil); err != nil || !info.DeleteMarker {
+				t.Fatalf("delete marker not healed: %+v %v", info, err)
+			}
+			continue
+		}
+		if got := tp.get(t, key); !bytes.Equal(got, want) {
+			t.Fatalf("%s after heal: wrong bytes", key)
+		}
+	}
+}
+
+func TestDeepHealRepairsCorruptShards(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	data := randomBytes(2<<20 + 9)
+	tp.put(t, "big", data)
+	corrupted := 0
+	_ = filepath.Walk(filepath.Join(tp.roots[3], ".strata", "data"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			b, _ := os.ReadFile(p)
+			b[10] ^= 1
+			corrupted++
+			return os.WriteFile(p, b, 0o644)
+		}
+		return nil
+	})
+	if corrupted == 0 {
+		t.Fatal("nothing to corrupt")
+	}
+	set := tp.Sets()[0]
+	if res, _ := set.HealObject("bk", "big", false); res.Shards != 0 {
+		t.Fatal("a shallow heal cannot see bitrot, yet it rewrote shards")
+	}
+	res, err := set.HealObject("bk", "big", true)
+	if err != nil || res.Shards != 1 {
+		t.Fatalf("deep heal: %+v %v", res, err)
+	}
+	restore := tp.offline(t, 0, 1)
+	defer restore()
+	if got := tp.get(t, "big"); !bytes.Equal(got, data) {
+		t.Fatal("bytes wrong after repairing the corrupt drive")
+	}
+}
+
+func TestHealPurgesDanglingVersionsOnlyWhenOld(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	// A version on one drive only: what a crashed, never-acknowledged
+	// write leaves.
+	rec := &drive.Record{ModTime: time.Now().UnixNano(), VersionID: uuid.New(), Flags: drive.FlagDeleteMarker}
+	if _, err := tp.drives[0].PutVersion("bk", "ghost", rec, drive.NotStaged); err != nil {
+		t.Fatal(err)
+	}
+	set := tp.Sets()[0]
+	res, _ := set.HealObject("bk", "ghost", false)
+	if res.Purged != 0 || res.Unrecoverable != 1 {
+		t.Fatalf("a young dangling version must be left alone (it may still be committing): %+v", res)
+	}
+	old := *rec
+	old.VersionID = uuid.New()
+	old.ModTime = time.Now().Add(-2 * DanglingGrace).UnixNano()
+	if _, err := tp.drives[0].PutVersion("bk", "ghost", &old, drive.NotStaged); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = set.HealObject("bk", "ghost", false)
+	if res.Purged != 1 {
+		t.Fatalf("an old dangling version was not purged: %+v", res)
+	}
+	if _, err := tp.drives[0].GetVersion("bk", "ghost", &old.VersionID); !errors.Is(err, drive.ErrVersionNotFound) {
+		t.Fatalf("purged version still on the drive: %v", err)
+	}
+}
+
+func TestHealerQueueAndDriveRebuild(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	h := NewHealer(tp.Pool, HealerOptions{QueueSize: 10, BytesPerSecond: 1 << 30, ScanInterval: time.Hour}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(ctx)
+	// A write that misses a drive is queued and healed.
+	restore := tp.offline(t, 2)
+	data := randomBytes(500 << 10)
+	tp.put(t, "partial", data)
+	restore()
+	waitUntil(t, func() bool { return h.Status().ShardsHealed >= 1 })
+	if _, err := tp.drives[2].GetVersion("bk", "partial", nil); err != nil {
+		t.Fatalf("partial write not healed onto the drive that missed it: %v", err)
+	}
+	// A replaced drive is rebuilt in the background.
+	for i := 0; i < 20; i++ {
+		tp.put(t, fmt.Sprintf("k%02d", i), randomBytes(1000*i))
+	}
+	tp.replaceDrive(t, 0)
+	h.HealDrive(ctx, 0, 0)
+	if !h.Healing(0, 0) && !h.Status().Drives[0].Done {
+		t.Fatal("drive rebuild not reported")
+	}
+	waitUntil(t, func() bool { st := h.Status(); return len(st.Drives) == 1 && st.Drives[0].Done })
+	if n := h.Status().Drives[0].Objects; n < 21 {
+		t.Fatalf("rebuild visited %d objects, want 21", n)
+	}
+	// A full queue drops (the scanner catches up) instead of blocking.
+	h2 := NewHealer(tp.Pool, HealerOptions{QueueSize: 1, BytesPerSecond: 1 << 30, ScanInterval: time.Hour}, slog.New(slog.DiscardHandler))
+	h2.Enqueue("bk", "a")
+	h2.Enqueue("bk", "b")
+	h2.Enqueue("bk", "a")
+	if st := h2.Status(); st.Queued != 1 || st.Dropped != 1 {
+		t.Fatalf("queue accounting: %+v", st)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestFullDrive fills drives through the filesystem seam: one full drive
+// does not stop writes (quorum) and is healed once it has room; a full
+// set refuses the write and shows nothing.
+func TestFullDrive(t *testing.T) {
+	fss := make([]*faultfs.FS, 4)
+	var ds []Drive
+	var locals []*drive.Local
+	for i := range fss {
+		fss[i] = faultfs.New(vfs.Default)
+		d, err := drive.OpenLocal(filepath.Join(t.TempDir(), "d"), drive.Options{FS: fss[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		ds = append(ds, d)
+		locals = append(locals, d)
+	}
+	set, err := NewSet(ds, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, _ := NewPool(uuid.New(), []*Set{set})
+	if err := pool.MakeBucket("bk"); err != nil {
+		t.Fatal(err)
+	}
+	data := randomBytes(600 << 10)
+	fss[1].SetFree(1000)
+	if _, err := pool.PutObject("bk", "one-full", bytes.NewReader(data), int64(len(data)), PutOptions{}); err != nil {
+		t.Fatalf("one full drive of four must not stop a write: %v", err)
+	}
+	if u, _ := locals[1].DiskInfo(); u.Free > 1000 {
+		t.Fatalf("the seam's free space is not reported: %d", u.Free)
+	}
+	fss[1].SetFree(-1)
+	if res, err := set.HealObject("bk", "one-full", false); err != nil || res.Shards != 1 {
+		t.Fatalf("heal after space came back: %+v %v", res, err)
+	}
+	for _, f := range fss {
+		f.SetFree(1000)
+	}
+	_, err = pool.PutObject("bk", "all-full", bytes.NewReader(data), int64(len(data)), PutOptions{})
+	if !errors.Is(err, ErrWriteQuorum) {
+		t.Fatalf("write to a full set: %v, want ErrWriteQuorum", err)
+	}
+	for _, f := range fss {
+		f.SetFree(-1)
+	}
+	if _, err := pool.StatObject("bk", "all-full", nil); !errors.Is(err, ErrObjectNotFound) {
+		t.Fatalf("a write refused for space is visible: %v", err)
+	}
+	var buf bytes.Buffer
+	if _, _, err := pool.GetObject(&buf, "bk", "one-full", nil, 0, -1); err != nil || !bytes.Equal(buf.Bytes(), data) {
+		t.Fatalf("object written while a drive was full: %v", err)
+	}
+	_ = io.Discard
+}
