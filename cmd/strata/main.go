@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -66,6 +68,19 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
+// servePprof serves Go's profiler on addr (a loopback address, for
+// profiling a benchmark run); empty: not at all.
+func servePprof(addr string, log *slog.Logger) {
+	if addr == "" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	go func() { log.Warn("profiler stopped", "err", http.ListenAndServe(addr, mux)) }()
+}
+
 func runServer(args []string, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("strata server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -108,6 +123,7 @@ func runServer(args []string, stderr io.Writer, getenv func(string) string) int 
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	servePprof(getenv("STRATA_PPROF_ADDR"), log)
 	healer := erasure.DefaultHealerOptions
 	healer.ScanInterval, healer.BytesPerSecond = *scanInterval, *healRate
 	err = server.Run(ctx, server.Config{

@@ -22,10 +22,11 @@ import (
 // message naming both versions, rather than misread.
 const (
 	FormatMagic = "strata-drive"
-	// FormatVersion is the version this build writes.
-	FormatVersion = 1
+	// FormatVersion is the version this build writes. Version 2 keeps all
+	// versions of an object under one metadata key.
+	FormatVersion = 2
 	// FormatMinReadVersion is the oldest version this build reads.
-	FormatMinReadVersion = 1
+	FormatMinReadVersion = 2
 )
 
 // ErrUnformatted means the drive has no format file: it is new, or was wiped

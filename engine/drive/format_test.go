@@ -38,8 +38,8 @@ func TestDecodeFormatRefuses(t *testing.T) {
 	}{
 		"not json":        {"\x00\x01", "not valid JSON"},
 		"other magic":     {strings.Replace(string(good), FormatMagic, "minio", 1), "not a strata drive format file"},
-		"newer format":    {strings.Replace(string(good), `"minReadVersion": 1`, `"minReadVersion": 7`, 1), "formatted by a newer strata"},
-		"ancient format":  {strings.Replace(string(good), `"version": 1`, `"version": 0`, 1), "older than this build reads"},
+		"newer format":    {strings.Replace(string(good), `"minReadVersion": 2`, `"minReadVersion": 7`, 1), "formatted by a newer strata"},
+		"ancient format":  {strings.Replace(string(good), `"version": 2`, `"version": 1`, 1), "older than this build reads"},
 		"index past set":  {strings.Replace(string(good), `"index": 3`, `"index": 9`, 1), "index 9 outside a set of 8"},
 		"set past sets":   {strings.Replace(string(good), `"set": 2`, `"set": 4`, 1), "set 4 outside the pool's 4 sets"},
 		"empty drive ID":  {strings.Replace(string(good), "0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a", "00000000-0000-0000-0000-000000000000", 1), "empty drive ID"},

@@ -1,7 +1,6 @@
 package drive
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
 
 	"github.com/strata-storage/strata/engine/vfs"
 )
@@ -46,6 +47,8 @@ type Options struct {
 	// NoSync turns off fsync of data and metadata (relaxed mode, for
 	// benchmarks that say so). The default is durable.
 	NoSync bool
+	// CacheSize is the metadata store's block cache; 0 = DefaultCacheSize.
+	CacheSize int64
 }
 
 // Local is a drive that is a directory on this node.
@@ -93,7 +96,7 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 	if err := d.clearTmp(); err != nil {
 		return nil, fmt.Errorf("drive %s: clearing tmp: %w", root, err)
 	}
-	db, err := pebble.Open(d.path("meta"), &pebble.Options{Logger: quietLogger{}})
+	db, err := openStore(d.path("meta"), opts)
 	if pebble.IsCorruptionError(err) {
 		// The store cannot be trusted: set it aside (for post-mortems) and
 		// start an empty one. The drive keeps its slot and is rebuilt by
@@ -104,7 +107,7 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 		}
 		fmt.Fprintf(os.Stderr, "drive %s: metadata store corrupt (%v); moved to %s, starting empty\n", root, err, aside)
 		d.StoreRecreated = true
-		db, err = pebble.Open(d.path("meta"), &pebble.Options{Logger: quietLogger{}})
+		db, err = openStore(d.path("meta"), opts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("drive %s: opening metadata store: %w", root, err)
@@ -125,6 +128,36 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 		d.format = &f
 	}
 	return d, nil
+}
+
+// Metadata store sizing. The store holds version records (and the shards of
+// small objects): a block cache keeps hot records in memory, bloom filters
+// let a lookup of an absent key (every new object's PUT) skip tables, and
+// blocks are not compressed since object data rarely compresses and the CPU
+// is better spent serving requests.
+const (
+	DefaultCacheSize    = 32 << 20
+	defaultMemTableSize = 16 << 20
+)
+
+// openStore opens the metadata store at dir.
+func openStore(dir string, o Options) (*pebble.DB, error) {
+	size := o.CacheSize
+	if size <= 0 {
+		size = DefaultCacheSize
+	}
+	c := pebble.NewCache(size)
+	defer c.Unref() // the open store holds its own reference
+	return pebble.Open(dir, storeOptions(c))
+}
+
+func storeOptions(c *pebble.Cache) *pebble.Options {
+	opts := &pebble.Options{Logger: quietLogger{}, Cache: c, MemTableSize: defaultMemTableSize}
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
+	return opts
 }
 
 // FormatPath is where the format file of the drive at root lives.
@@ -244,7 +277,7 @@ func (d *Local) DeleteBucket(name string, force bool) error {
 	if _, err := d.StatBucket(name); err != nil {
 		return err
 	}
-	p := bucketVersionsPrefix(name)
+	p := bucketObjectsPrefix(name)
 	if !force {
 		it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 		if err != nil {
@@ -270,263 +303,6 @@ func (d *Local) DeleteBucket(name string, force bool) error {
 func (d *Local) lockFor(bucket, object string) *sync.Mutex {
 	h := xxhash.Sum64String(bucket + "/" + object)
 	return &d.locks[h%uint64(len(d.locks))]
-}
-
-// PutResult says what a PutVersion did.
-type PutResult struct {
-	// Superseded: the drive already held a newer null version, so this
-	// (older) write was dropped: last writer wins.
-	Superseded bool
-	// Replaced is the null version this write replaced, if any; its data
-	// directory is removed.
-	Replaced *Record
-}
-
-// NotStaged is the stage ID of a record without staged shard files.
-var NotStaged [16]byte
-
-// PutVersion stores a version record. When its data lives in shard files
-// staged under tmp/<stageID> (stageID not NotStaged), they are moved into
-// place as the record's data directory first, so a record never points at
-// missing data. (A PUT stages under the data directory's own name; a heal
-// under a name of its own, so two heals of one object never mix files.)
-// A null version replaces the existing null version unless that one is
-// newer.
-func (d *Local) PutVersion(bucket, object string, rec *Record, stageID [16]byte) (PutResult, error) {
-	lock := d.lockFor(bucket, object)
-	lock.Lock()
-	defer lock.Unlock()
-
-	staged := stageID != NotStaged
-	res, oldKeys, err := d.nullVersionsToReplace(bucket, object, rec)
-	if err != nil {
-		return res, err
-	}
-	if res.Superseded {
-		if staged {
-			_ = d.AbortStaged(stageID)
-		}
-		return res, nil
-	}
-	if staged {
-		if err := d.commitStaged(stageID, rec.DataDir); err != nil {
-			return res, err
-		}
-	}
-	b := d.db.NewBatch()
-	defer b.Close()
-	for _, k := range oldKeys {
-		if err := b.Delete(k, nil); err != nil {
-			return res, err
-		}
-	}
-	if err := b.Set(versionKey(bucket, object, rec), MarshalRecord(nil, rec), nil); err != nil {
-		return res, err
-	}
-	if err := b.Commit(d.writeOpts()); err != nil {
-		return res, fmt.Errorf("drive %s: committing record: %w", d.root, err)
-	}
-	if res.Replaced != nil && res.Replaced.DataDir != rec.DataDir {
-		d.removeData(res.Replaced)
-	}
-	return res, nil
-}
-
-// nullVersionsToReplace finds the null versions a new record replaces (only
-// a null record replaces anything), or reports that the drive already holds
-// a newer null version (res.Superseded). Callers hold the object's lock.
-func (d *Local) nullVersionsToReplace(bucket, object string, rec *Record) (res PutResult, oldKeys [][]byte, err error) {
-	if rec.VersionID != ([16]byte{}) {
-		return res, nil, nil
-	}
-	err = d.scanVersions(bucket, object, func(key []byte, r *Record) bool {
-		if r.VersionID != ([16]byte{}) {
-			return true
-		}
-		if r.Newer(rec) {
-			res.Superseded = true
-			return false
-		}
-		oldKeys = append(oldKeys, append([]byte(nil), key...))
-		res.Replaced = r
-		return true
-	})
-	return res, oldKeys, err
-}
-
-// UpdateVersion rewrites one version's record in place (tags, metadata):
-// fn edits a copy and the result is committed. The version's identity and
-// data are unchanged.
-func (d *Local) UpdateVersion(bucket, object string, versionID [16]byte, fn func(r *Record) error) error {
-	lock := d.lockFor(bucket, object)
-	lock.Lock()
-	defer lock.Unlock()
-	key, r, err := d.findVersion(bucket, object, &versionID)
-	if err != nil {
-		return err
-	}
-	if err := fn(r); err != nil {
-		return err
-	}
-	return d.db.Set(key, MarshalRecord(nil, r), d.writeOpts())
-}
-
-// scanVersions calls fn for each version of an object, newest first, until
-// fn returns false.
-func (d *Local) scanVersions(bucket, object string, fn func(key []byte, r *Record) bool) error {
-	p := objectPrefix(bucket, object)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		r, err := UnmarshalRecord(it.Value())
-		if err != nil {
-			return fmt.Errorf("drive %s: %s/%s: %w", d.root, bucket, object, err)
-		}
-		if !fn(it.Key(), r) {
-			break
-		}
-	}
-	return it.Error()
-}
-
-// findVersion returns the key and record of one version of an object: the
-// newest when versionID is nil, else the one with that ID.
-func (d *Local) findVersion(bucket, object string, versionID *[16]byte) ([]byte, *Record, error) {
-	var key []byte
-	var found *Record
-	err := d.scanVersions(bucket, object, func(k []byte, r *Record) bool {
-		if versionID == nil || r.VersionID == *versionID {
-			key, found = append([]byte(nil), k...), r
-			return false
-		}
-		return true
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	if found == nil {
-		return nil, nil, ErrVersionNotFound
-	}
-	return key, found, nil
-}
-
-// GetVersion returns one version of an object: the newest when versionID is
-// nil, else the one with that ID (all zero = the null version).
-func (d *Local) GetVersion(bucket, object string, versionID *[16]byte) (*Record, error) {
-	_, r, err := d.findVersion(bucket, object, versionID)
-	return r, err
-}
-
-// Versions returns every version of an object, newest first.
-func (d *Local) Versions(bucket, object string) ([]*Record, error) {
-	var out []*Record
-	err := d.scanVersions(bucket, object, func(_ []byte, r *Record) bool {
-		out = append(out, r)
-		return true
-	})
-	return out, err
-}
-
-// DeleteVersion removes one version record and its data.
-func (d *Local) DeleteVersion(bucket, object string, versionID [16]byte) (*Record, error) {
-	lock := d.lockFor(bucket, object)
-	lock.Lock()
-	defer lock.Unlock()
-	key, found, err := d.findVersion(bucket, object, &versionID)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.db.Delete(key, d.writeOpts()); err != nil {
-		return nil, err
-	}
-	d.removeData(found)
-	return found, nil
-}
-
-// removeData removes the shard files of a record that is gone. A failure
-// leaves an orphan directory, which wastes space but is never read.
-func (d *Local) removeData(r *Record) {
-	if !r.IsInline() && r.DataDir != ([16]byte{}) {
-		_ = d.fs.RemoveAll(d.dataDirPath(r.DataDir))
-	}
-}
-
-// RollbackVersion removes rec if this drive still holds exactly it (a write
-// that missed quorum is undone), leaving alone a newer record that replaced
-// it meanwhile. It reports whether it removed anything.
-func (d *Local) RollbackVersion(bucket, object string, rec *Record) (bool, error) {
-	lock := d.lockFor(bucket, object)
-	lock.Lock()
-	defer lock.Unlock()
-	key := versionKey(bucket, object, rec)
-	v, closer, err := d.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	cur, err := UnmarshalRecord(v)
-	_ = closer.Close()
-	if err != nil || cur.ETag != rec.ETag || cur.DataDir != rec.DataDir || cur.Flags != rec.Flags {
-		return false, err
-	}
-	if err := d.db.Delete(key, d.writeOpts()); err != nil {
-		return false, err
-	}
-	d.removeData(cur)
-	return true, nil
-}
-
-// WalkObjects calls fn, in key order, for each object of a bucket whose name
-// starts with prefix and sorts after startAfter, with its versions newest
-// first, until fn returns false.
-func (d *Local) WalkObjects(bucket, prefix, startAfter string, fn func(object string, versions []*Record) bool) error {
-	bp := bucketVersionsPrefix(bucket)
-	lower := append(append([]byte(nil), bp...), prefix...)
-	if startAfter != "" && startAfter >= prefix {
-		// Skip every version of startAfter itself.
-		lower = prefixEnd(objectPrefix(bucket, startAfter))
-	}
-	upper := prefixEnd(append(append([]byte(nil), bp...), prefix...))
-	if bytes.Compare(lower, upper) >= 0 {
-		return nil
-	}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	var cur string
-	var versions []*Record
-	for it.First(); it.Valid(); it.Next() {
-		name, err := splitVersionKey(bp, it.Key())
-		if err != nil {
-			return fmt.Errorf("drive %s: %w", d.root, err)
-		}
-		if name != cur && versions != nil {
-			if !fn(cur, versions) {
-				return nil
-			}
-			versions = nil
-		}
-		cur = name
-		r, err := UnmarshalRecord(it.Value())
-		if err != nil {
-			return fmt.Errorf("drive %s: %s/%s: %w", d.root, bucket, name, err)
-		}
-		versions = append(versions, r)
-	}
-	if err := it.Error(); err != nil {
-		return err
-	}
-	if versions != nil {
-		fn(cur, versions)
-	}
-	return nil
 }
 
 // Shard files. A write stages its shard under tmp/<dataDir>/, then

@@ -151,7 +151,7 @@ func TestWalkObjects(t *testing.T) {
 	}
 	walk := func(prefix, after string, limit int) []string {
 		var out []string
-		err := d.WalkObjects("bk", prefix, after, func(o string, vs []*Record) bool {
+		err := d.WalkObjects("bk", prefix, after, false, func(o string, vs []*Record) bool {
 			out = append(out, o)
 			return len(out) < limit
 		})

@@ -241,19 +241,15 @@ func (d *Local) CompleteUpload(u *Upload, chosen []PartRecord, rec *Record) (Put
 			return PutResult{}, err
 		}
 	}
-	res, oldKeys, err := d.nullVersionsToReplace(u.Bucket, u.Object, rec)
+	recs, err := d.loadVersions(u.Bucket, u.Object, -1)
 	if err != nil {
-		return res, err
+		return PutResult{}, err
 	}
+	recs, res := insertVersion(recs, rec)
 	b := d.db.NewBatch()
 	defer b.Close()
 	if !res.Superseded {
-		for _, k := range oldKeys {
-			if err := b.Delete(k, nil); err != nil {
-				return res, err
-			}
-		}
-		if err := b.Set(versionKey(u.Bucket, u.Object, rec), MarshalRecord(nil, rec), nil); err != nil {
+		if err := b.Set(objectKey(u.Bucket, u.Object), encodeVersions(recs), nil); err != nil {
 			return res, err
 		}
 	}

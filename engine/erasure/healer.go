@@ -211,7 +211,7 @@ func (h *Healer) walkSet(ctx context.Context, set int, deep bool, each func()) e
 	for _, b := range buckets {
 		after := ""
 		for {
-			entries, _, err := s.walkDrives(b.Name, "", after, listBatch, len(s.Drives()))
+			entries, _, err := s.walkDrives(b.Name, "", after, listBatch, len(s.Drives()), true)
 			if err != nil {
 				return err
 			}

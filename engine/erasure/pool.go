@@ -207,7 +207,7 @@ func (p *Pool) ListBuckets() ([]drive.BucketInfo, error) {
 // BucketEmpty reports whether a bucket holds no object versions and no
 // multipart uploads.
 func (p *Pool) BucketEmpty(name string) (bool, error) {
-	entries, _, err := p.walk(name, "", "", 1)
+	entries, _, err := p.walk(name, "", "", 1, true)
 	if err != nil || len(entries) > 0 {
 		return false, err
 	}

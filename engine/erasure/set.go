@@ -28,7 +28,7 @@ type Drive interface {
 	UpdateVersion(bucket, object string, versionID [16]byte, fn func(r *drive.Record) error) error
 	DeleteVersion(bucket, object string, versionID [16]byte) (*drive.Record, error)
 	RollbackVersion(bucket, object string, rec *drive.Record) (bool, error)
-	WalkObjects(bucket, prefix, startAfter string, fn func(object string, versions []*drive.Record) bool) error
+	WalkObjects(bucket, prefix, startAfter string, latestOnly bool, fn func(object string, versions []*drive.Record) bool) error
 
 	CreateStaged(dataDir [16]byte, part int) (vfs.File, error)
 	SyncFile(f vfs.File) error
