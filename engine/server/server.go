@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -22,7 +21,6 @@ import (
 	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/erasure"
-	"github.com/strata-storage/strata/engine/health"
 	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/metrics"
 	"github.com/strata-storage/strata/engine/s3front"
@@ -120,7 +118,7 @@ func Run(ctx context.Context, cfg Config) error {
 	err = s3front.Serve(serveCtx, be, s3front.ServeConfig{
 		Address: cfg.Address, RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey,
 		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
-		Routes: Routes(n, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), cfg.Root),
+		Routes: s3front.Routes(n, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), cfg.Root.AccessKey, cfg.Root.SecretKey),
 		OnListen: func() {
 			n.ready.Store(true)
 			log.Info("serving S3", "address", cfg.Address, "tls", cfg.CertsDir != "")
@@ -128,23 +126,6 @@ func Run(ctx context.Context, cfg Config) error {
 	})
 	stopBg()
 	return err
-}
-
-// Routes are the non-S3 endpoints of a strata process.
-func Routes(c health.Checker, metricsHandler http.Handler, root iam.Credentials) []s3front.Route {
-	routes := []s3front.Route{
-		{Method: "GET", Path: health.PathLive, Handler: health.Live()},
-		{Method: "GET", Path: health.PathReady, Handler: health.Ready(c)},
-		{Method: "GET", Path: health.PathCluster, Handler: health.Cluster(c)},
-		{Method: "GET", Path: "/strata/metrics", Handler: metricsHandler},
-	}
-	if a, ok := c.(admin.Node); ok {
-		h := admin.Handler(a, root.AccessKey, root.SecretKey)
-		routes = append(routes,
-			s3front.Route{Method: "GET", Path: admin.Prefix + "*", Handler: h},
-			s3front.Route{Method: "POST", Path: admin.Prefix + "*", Handler: h})
-	}
-	return routes
 }
 
 // Ready implements health.Checker: serving, not shutting down, and every

@@ -1,0 +1,26 @@
+package s3front
+
+import (
+	"net/http"
+
+	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/health"
+)
+
+// Routes are the non-S3 endpoints of a strata process (server or gateway):
+// health, metrics, and the admin API when c also implements admin.Node.
+func Routes(c health.Checker, metricsHandler http.Handler, rootAccess, rootSecret string) []Route {
+	routes := []Route{
+		{Method: "GET", Path: health.PathLive, Handler: health.Live()},
+		{Method: "GET", Path: health.PathReady, Handler: health.Ready(c)},
+		{Method: "GET", Path: health.PathCluster, Handler: health.Cluster(c)},
+		{Method: "GET", Path: "/strata/metrics", Handler: metricsHandler},
+	}
+	if a, ok := c.(admin.Node); ok {
+		h := admin.Handler(a, rootAccess, rootSecret)
+		routes = append(routes,
+			Route{Method: "GET", Path: admin.Prefix + "*", Handler: h},
+			Route{Method: "POST", Path: admin.Prefix + "*", Handler: h})
+	}
+	return routes
+}
