@@ -78,7 +78,7 @@ unit: ## Unit tests (no API server).
 
 .PHONY: engine-integration
 engine-integration: build ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2 and minio-go.
-	STRATA_BIN="$(LOCALBIN)/strata" go test ./test/engine/... -timeout 20m
+	STRATA_BIN="$(LOCALBIN)/strata" go test -count=1 ./test/engine/... -timeout 20m
 
 .PHONY: envtest
 envtest: ## Make kube-apiserver and etcd available to envtest (builds them offline if needed).

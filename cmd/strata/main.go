@@ -4,20 +4,25 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/strata-storage/strata/engine/buildinfo"
+	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/erasure"
 	"github.com/strata-storage/strata/engine/iam"
+	"github.com/strata-storage/strata/engine/internode"
 	"github.com/strata-storage/strata/engine/server"
 )
 
@@ -68,6 +73,14 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
+// noResolve lets the start-up check of the endpoints run without DNS: a
+// cluster's names may not resolve until its pods run.
+func noResolve(host string) ([]net.IP, error) { return nil, errResolveSkipped }
+
+var errResolveSkipped = errors.New("name resolution skipped")
+
+func isResolveError(err error) bool { return errors.Is(err, errResolveSkipped) }
+
 // servePprof serves Go's profiler on addr (a loopback address, for
 // profiling a benchmark run); empty: not at all.
 func servePprof(addr string, log *slog.Logger) {
@@ -85,10 +98,21 @@ func runServer(args []string, stderr io.Writer, getenv func(string) string) int 
 	fs := flag.NewFlagSet("strata server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: strata server [flags] DRIVE...\n\nDRIVE is a directory; {a...b} ranges expand (/data/d{1...4}).\n\n")
+		fmt.Fprintf(stderr, `usage: strata server [flags] ENDPOINT...
+       strata server [flags] --topology FILE
+
+ENDPOINT is a drive: a directory (/data/d1) or scheme://host:port/path on a
+node of the cluster. {a...b} ranges expand (/data/d{1...4},
+http://10.0.0.{1...4}:9000/data{1...2}); with ranges each argument is one
+server pool, without them all arguments are one pool. --topology reads the
+pool list from a file (docs/topology.md) and follows its changes.
+
+`)
 		fs.PrintDefaults()
 	}
-	address := fs.String("address", ":9000", "host:port to serve S3, health, metrics and admin on")
+	address := fs.String("address", ":9000", "host:port to serve S3, health, metrics and admin on (this node's identity in endpoints)")
+	topologyFile := fs.String("topology", "", "topology file listing the pools (docs/topology.md); re-read when it changes")
+	internodePort := fs.Int("internode-port", internode.DefaultPort, "port of the internode service, the same on every node")
 	parity := fs.Int("parity", 0, "parity shards per erasure set (0: 1 for 2-3 drives, 2 for 4-5, 3 for 6-7, 4 for 8-16)")
 	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key (reloaded when they change); empty serves plain HTTP")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
@@ -107,14 +131,38 @@ func runServer(args []string, stderr io.Writer, getenv func(string) string) int 
 		fmt.Fprintln(stderr, "strata server:", err)
 		return 2
 	}
-	if fs.NArg() == 0 {
+	var topo cluster.Topology
+	switch {
+	case *topologyFile != "" && fs.NArg() > 0:
+		fmt.Fprintln(stderr, "strata server: give endpoints or --topology, not both")
+		return 2
+	case *topologyFile != "":
+		data, err := os.ReadFile(*topologyFile)
+		if err == nil {
+			topo, err = cluster.ParseTopology(data)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "strata server:", err)
+			return 2
+		}
+	case fs.NArg() == 0:
 		fs.Usage()
 		return 2
+	default:
+		topo = cluster.TopologyFromArgs(fs.Args(), *parity)
 	}
-	drives, err := server.ExpandDrives(fs.Args())
-	if err != nil {
-		fmt.Fprintln(stderr, "strata server:", err)
-		return 2
+	for _, p := range topo.Pools {
+		if _, err := p.Layout(cluster.Locality{Address: *address, Resolve: noResolve}); err != nil && !isResolveError(err) {
+			fmt.Fprintln(stderr, "strata server:", err)
+			return 2
+		}
+	}
+	protocol := internode.Protocol
+	if v := getenv("STRATA_INTERNODE_PROTOCOL"); v != "" {
+		// Only for testing a rolling upgrade: speak an older protocol.
+		if p, err := strconv.Atoi(v); err == nil && p >= internode.MinProtocol && p <= internode.Protocol {
+			protocol = p
+		}
 	}
 	root, err := iam.RootFromEnv(getenv)
 	if err != nil {
@@ -127,7 +175,8 @@ func runServer(args []string, stderr io.Writer, getenv func(string) string) int 
 	healer := erasure.DefaultHealerOptions
 	healer.ScanInterval, healer.BytesPerSecond = *scanInterval, *healRate
 	err = server.Run(ctx, server.Config{
-		Address: *address, Drives: drives, Parity: *parity, NoSync: *noSync, CertsDir: *certsDir,
+		Address: *address, Topology: topo, TopologyFile: *topologyFile, InternodePort: *internodePort,
+		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir,
 		CertsReloadInterval: *certsReload, Root: root, UsersFile: getenv(iam.EnvIAMFile), Healer: healer, StaleUploadAge: *staleUploads,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, Log: log,
 	})

@@ -18,7 +18,7 @@ func TestRun(t *testing.T) {
 		{args: []string{"bogus"}, code: 2, wantStderr: `unknown command "bogus"`},
 		{args: []string{"server"}, code: 2, wantStderr: "usage: strata server"},
 		{args: []string{"server", "/tmp/d{1...4}"}, code: 2, wantStderr: "root credentials missing"},
-		{args: []string{"server", "http://h:9000/d1"}, code: 2, wantStderr: "remote endpoints need"},
+		{args: []string{"server", "relative/d{1...4}"}, code: 2, wantStderr: "must be absolute"},
 		{args: []string{"server", "--log-level", "loud", "/d"}, code: 2, wantStderr: "--log-level"},
 	}
 	for _, c := range cases {

@@ -2,14 +2,18 @@
 // authenticated with the root credentials (HTTP Basic: the root access key
 // and secret; serve it over TLS). The operator reads it for status.
 //
-//	GET /strata/admin/v1/info   version, deployment, pools, sets, drives, capacity
-//	GET /strata/admin/v1/heal   healing progress
-//	POST /strata/admin/v1/heal  start an integrity scan now
+//	GET    /strata/admin/v1/info                        version, deployment, pools, sets, drives, capacity
+//	GET    /strata/admin/v1/heal                        healing progress
+//	POST   /strata/admin/v1/heal                        start an integrity scan now
+//	GET    /strata/admin/v1/pools/{pool}/decommission   a pool's decommission progress
+//	POST   /strata/admin/v1/pools/{pool}/decommission   start decommissioning a pool
+//	DELETE /strata/admin/v1/pools/{pool}/decommission   cancel it
 package admin
 
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -59,11 +63,37 @@ type Capacity struct {
 	UsableBytes uint64 `json:"usableBytes"`
 }
 
+// DecommissionStatus is a pool's decommission progress.
+type DecommissionStatus struct {
+	Pool         string     `json:"pool"`
+	State        string     `json:"state"`
+	Done         bool       `json:"done"`
+	ObjectsMoved int64      `json:"objectsMoved"`
+	BytesMoved   int64      `json:"bytesMoved"`
+	Sets         []SetDrain `json:"sets"`
+}
+
+// SetDrain is one set's drain.
+type SetDrain struct {
+	Set     int    `json:"set"`
+	Node    string `json:"node"`
+	Objects int64  `json:"objectsMoved"`
+	Bytes   int64  `json:"bytesMoved"`
+	Done    bool   `json:"done"`
+	Error   string `json:"error,omitempty"`
+}
+
+// ErrNoSuchPool answers 404.
+var ErrNoSuchPool = errors.New("no such pool")
+
 // Node is what the admin API reads and asks of the server.
 type Node interface {
 	Info() Info
 	HealStatus() erasure.HealStatus
 	StartScan()
+	DecommissionStatus(pool string) (DecommissionStatus, error)
+	StartDecommission(pool string) error
+	CancelDecommission(pool string) error
 }
 
 // Handler serves the admin API for node, checking the root credentials.
@@ -75,6 +105,28 @@ func Handler(node Node, access, secret string) http.Handler {
 		node.StartScan()
 		writeJSONStatus(w, http.StatusAccepted, map[string]string{"status": "scan started", "at": time.Now().UTC().Format(time.RFC3339)})
 	})
+	mux.HandleFunc("GET "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
+		st, err := node.DecommissionStatus(r.PathValue("pool"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, st)
+	})
+	mux.HandleFunc("POST "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
+		if err := node.StartDecommission(r.PathValue("pool")); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSONStatus(w, http.StatusAccepted, map[string]string{"status": "decommission started"})
+	})
+	mux.HandleFunc("DELETE "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
+		if err := node.CancelDecommission(r.PathValue("pool")); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, map[string]string{"status": "decommission cancelled"})
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass, ok := r.BasicAuth()
 		if !ok || subtle.ConstantTimeCompare([]byte(user), []byte(access)) != 1 ||
@@ -85,6 +137,14 @@ func Handler(node Node, access, secret string) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code := http.StatusConflict
+	if errors.Is(err, ErrNoSuchPool) {
+		code = http.StatusNotFound
+	}
+	writeJSONStatus(w, code, map[string]string{"error": err.Error()})
 }
 
 func writeJSON(w http.ResponseWriter, v any) { writeJSONStatus(w, http.StatusOK, v) }

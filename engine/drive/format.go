@@ -38,8 +38,10 @@ var ErrUnformatted = errors.New("drive is not formatted")
 type Format struct {
 	// DeploymentID is shared by every drive of a tenant.
 	DeploymentID uuid.UUID `json:"deploymentID"`
-	// Pool is the index of the drive's server pool, in topology order.
-	Pool int `json:"pool"`
+	// Pool is the index of the drive's server pool, in topology order at
+	// formatting time; PoolName is its name (the identity that counts).
+	Pool     int    `json:"pool"`
+	PoolName string `json:"poolName,omitempty"`
 	// Set is the index of the drive's erasure set within the pool.
 	Set int `json:"set"`
 	// Index is the drive's position within its set.

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
-
-	"github.com/strata-storage/strata/engine/vfs"
 )
 
 // Multipart uploads on a drive. An upload is a record under the object's
@@ -209,11 +207,6 @@ func (d *Local) ListParts(uploadID [16]byte) ([]PartRecord, error) {
 		out = append(out, pr)
 	}
 	return out, it.Error()
-}
-
-// OpenPart opens an uncompleted part's shard file.
-func (d *Local) OpenPart(dataDir [16]byte, number int, partID [16]byte) (vfs.File, error) {
-	return d.fs.Open(filepath.Join(d.dataDirPath(dataDir), stagedPartName(number, partID)))
 }
 
 // CompleteUpload turns an upload into an object version: the chosen parts'

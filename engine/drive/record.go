@@ -102,6 +102,14 @@ func (r *Record) Newer(o *Record) bool {
 	return false
 }
 
+// SameVersion reports whether r and o are the same version of an object
+// (the same write): they may differ in metadata and in each drive's own
+// shard.
+func (r *Record) SameVersion(o *Record) bool {
+	return r.ModTime == o.ModTime && r.VersionID == o.VersionID && r.ETag == o.ETag &&
+		r.Size == o.Size && r.Flags == o.Flags && r.DataDir == o.DataDir
+}
+
 // MarshalRecord encodes r, appending to dst.
 func MarshalRecord(dst []byte, r *Record) []byte {
 	start := len(dst)

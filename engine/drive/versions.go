@@ -25,6 +25,13 @@ const (
 	versionsVersion = 1
 )
 
+// EncodeVersions renders an object's versions (newest first), for the
+// internode protocol.
+func EncodeVersions(recs []*Record) []byte { return encodeVersions(recs) }
+
+// DecodeVersions decodes up to limit versions (limit < 0: all).
+func DecodeVersions(data []byte, limit int) ([]*Record, error) { return decodeVersions(data, limit) }
+
 // encodeVersions renders an object's versions (newest first).
 func encodeVersions(recs []*Record) []byte {
 	out := []byte{versionsMagic, versionsVersion}
@@ -173,10 +180,11 @@ func (d *Local) PutVersion(bucket, object string, rec *Record, stageID [16]byte)
 	return res, nil
 }
 
-// UpdateVersion rewrites one version's record in place (tags, metadata):
-// fn edits a copy and the result is committed. The version's identity and
-// data are unchanged.
-func (d *Local) UpdateVersion(bucket, object string, versionID [16]byte, fn func(r *Record) error) error {
+// SetVersionMeta replaces the metadata (tags, headers) of the version
+// matching rec (same ID, time, ETag and data); its data is unchanged.
+// ErrVersionNotFound when the drive holds no such version (it was replaced
+// meanwhile).
+func (d *Local) SetVersionMeta(bucket, object string, rec *Record, meta map[string]string) error {
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
 	defer lock.Unlock()
@@ -184,13 +192,11 @@ func (d *Local) UpdateVersion(bucket, object string, versionID [16]byte, fn func
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(recs, func(r *Record) bool { return r.VersionID == versionID })
+	i := slices.IndexFunc(recs, func(r *Record) bool { return r.SameVersion(rec) })
 	if i < 0 {
 		return ErrVersionNotFound
 	}
-	if err := fn(recs[i]); err != nil {
-		return err
-	}
+	recs[i].Meta = meta
 	return d.storeVersions(bucket, object, recs)
 }
 
@@ -258,10 +264,7 @@ func (d *Local) RollbackVersion(bucket, object string, rec *Record) (bool, error
 	if err != nil {
 		return false, err
 	}
-	i := slices.IndexFunc(recs, func(r *Record) bool {
-		return r.VersionID == rec.VersionID && r.ModTime == rec.ModTime && r.ETag == rec.ETag &&
-			r.DataDir == rec.DataDir && r.Flags == rec.Flags
-	})
+	i := slices.IndexFunc(recs, func(r *Record) bool { return r.SameVersion(rec) })
 	if i < 0 {
 		return false, nil
 	}

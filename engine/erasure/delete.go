@@ -43,9 +43,8 @@ func (s *Set) DeleteObject(bucket, object string, versionID *[16]byte, mode Dele
 		if mode == DeleteVersioned {
 			marker.VersionID = uuid.New()
 		}
-		errs := forEachDrive(drives, func(_ int, d Drive) error {
-			_, err := d.PutVersion(bucket, object, marker, drive.NotStaged)
-			return err
+		errs := putVersions(drives, bucket, object, func(int) (*drive.Record, [16]byte, error) {
+			return marker, drive.NotStaged, nil
 		})
 		if _, err := s.finishPut(drives, bucket, object, marker, errs); err != nil {
 			return DeleteResult{}, err

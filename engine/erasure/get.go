@@ -12,19 +12,10 @@ import (
 
 // readRecords reads one version's record from every drive of a snapshot.
 func readRecords(drives []Drive, bucket, object string, versionID *[16]byte) ([]*drive.Record, []error) {
-	recs := make([]*drive.Record, len(drives))
-	errs := forEachDrive(drives, func(pos int, d Drive) error {
-		r, err := d.GetVersion(bucket, object, versionID)
-		recs[pos] = r
-		return err
-	})
-	return recs, errs
+	return getVersions(drives, bucket, object, versionID)
 }
 
-func sameVersion(a, b *drive.Record) bool {
-	return a.ModTime == b.ModTime && a.VersionID == b.VersionID && a.ETag == b.ETag &&
-		a.Size == b.Size && a.Flags == b.Flags && a.DataDir == b.DataDir
-}
+func sameVersion(a, b *drive.Record) bool { return a.SameVersion(b) }
 
 // resolve picks the version the set agrees on: the newest record held by at
 // least read quorum of drives (last writer wins). Drives holding another

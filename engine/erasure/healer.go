@@ -46,6 +46,9 @@ type HealerOptions struct {
 	BytesPerSecond float64
 	// ScanInterval is the pause between two integrity scans of everything.
 	ScanInterval time.Duration
+	// ScanSet, when set, picks the sets this node scans (in a cluster each
+	// set is scanned by one node); nil scans every set.
+	ScanSet func(set int) bool
 }
 
 // DefaultHealerOptions suit a production server.
@@ -275,6 +278,9 @@ func (h *Healer) Scan(ctx context.Context) {
 	}
 	defer h.stats.scanning.Store(false)
 	for set := range h.pool.sets {
+		if h.opts.ScanSet != nil && !h.opts.ScanSet(set) {
+			continue
+		}
 		if err := h.walkSet(ctx, set, true, func() {}); err != nil {
 			if ctx.Err() == nil {
 				h.log.Warn("integrity scan of a set stopped", "set", set, "err", err)

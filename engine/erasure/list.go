@@ -92,6 +92,21 @@ func (s *Set) walkDrives(bucket, prefix, startAfter string, limit, need int, lat
 	return out, filled, nil
 }
 
+// unionVersions merges two version lists (newest first) without
+// duplicates.
+func unionVersions(a, b []*drive.Record) []*drive.Record {
+	seen := map[versionKey]bool{}
+	out := make([]*drive.Record, 0, len(a)+len(b))
+	for _, v := range append(append([]*drive.Record(nil), a...), b...) {
+		if !seen[keyOf(v)] {
+			seen[keyOf(v)] = true
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Newer(out[j]) })
+	return out
+}
+
 // versionKey identifies a version across drives.
 type versionKey struct {
 	id      [16]byte
@@ -125,9 +140,7 @@ func mergeWalks[W walker](ws []W, bucket, prefix, startAfter string, limit int, 
 	out := all[:0]
 	for _, e := range all {
 		if n := len(out); n > 0 && out[n-1].name == e.name {
-			if e.versions[0].Newer(out[n-1].versions[0]) {
-				out[n-1] = e
-			}
+			out[n-1].versions = unionVersions(out[n-1].versions, e.versions)
 			continue
 		}
 		out = append(out, e)

@@ -3,8 +3,6 @@ package erasure
 import (
 	"fmt"
 	"maps"
-
-	"github.com/strata-storage/strata/engine/drive"
 )
 
 // UpdateObjectMeta rewrites one version's metadata on every drive holding
@@ -24,13 +22,7 @@ func (s *Set) UpdateObjectMeta(bucket, object string, versionID *[16]byte, fn fu
 		if h.agreeing[pos] == nil {
 			return errDriveOffline
 		}
-		return d.UpdateVersion(bucket, object, want.VersionID, func(r *drive.Record) error {
-			if !sameVersion(r, want) {
-				return fmt.Errorf("%w: replaced meanwhile", ErrObjectNotFound)
-			}
-			r.Meta = meta
-			return nil
-		})
+		return d.SetVersionMeta(bucket, object, want, meta)
 	})
 	if n := countNil(errs); n < s.layout.WriteQuorum() {
 		return ObjectInfo{}, fmt.Errorf("%w: %d of %d drives updated %s/%s, %d needed (%s)",

@@ -31,6 +31,9 @@ type PutOptions struct {
 	// its end and before any record is written (checksums the client sent
 	// after the body).
 	AfterBody func(meta map[string]string)
+	// ETag, when set, is kept instead of the body's MD5 (a version moved
+	// between pools keeps its ETag, a multipart "-N" one included).
+	ETag string
 }
 
 // PutObject stores an object of size bytes (-1 when unknown) read from r.
@@ -72,7 +75,7 @@ func (s *Set) PutObject(bucket, object string, r io.Reader, size int64, opts Put
 			return ObjectInfo{}, ErrBodyTooLong
 		case int64(len(buf)) <= s.inlineLimit:
 			afterBody(rec, opts)
-			return s.putInline(drives, bucket, object, rec, buf)
+			return s.putInline(drives, bucket, object, rec, buf, opts.ETag)
 		}
 		head = buf
 	}
@@ -150,18 +153,20 @@ func ownRecord(rec *drive.Record, pos int, inline [][]byte) *drive.Record {
 	return &own
 }
 
-func (s *Set) putInline(drives []Drive, bucket, object string, rec *drive.Record, data []byte) (ObjectInfo, error) {
+func (s *Set) putInline(drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string) (ObjectInfo, error) {
 	sum := md5.Sum(data)
 	rec.Flags |= drive.FlagInline
 	rec.Size = int64(len(data))
 	rec.ETag = hex.EncodeToString(sum[:])
+	if etag != "" {
+		rec.ETag = etag
+	}
 	shards, err := s.inlineShards(data)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	errs := forEachDrive(drives, func(pos int, d Drive) error {
-		_, err := d.PutVersion(bucket, object, ownRecord(rec, pos, shards), drive.NotStaged)
-		return err
+	errs := putVersions(drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
+		return ownRecord(rec, pos, shards), drive.NotStaged, nil
 	})
 	return s.finishPut(drives, bucket, object, rec, errs)
 }
@@ -267,16 +272,20 @@ func (s *Set) putStreaming(drives []Drive, bucket, object string, rec *drive.Rec
 	afterBody(rec, opts)
 	rec.Size = st.size
 	rec.ETag = st.etag
-	errs := forEachDrive(drives, func(pos int, d Drive) error {
+	if opts.ETag != "" {
+		rec.ETag = opts.ETag
+	}
+	errs := putVersions(drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
 		if st.errs[pos] != nil {
-			return st.errs[pos]
+			return nil, drive.NotStaged, st.errs[pos]
 		}
-		_, err := d.PutVersion(bucket, object, ownRecord(rec, pos, nil), rec.DataDir)
-		if err != nil {
-			_ = d.AbortStaged(rec.DataDir)
-		}
-		return err
+		return ownRecord(rec, pos, nil), rec.DataDir, nil
 	})
+	for pos, err := range errs {
+		if err != nil && st.errs[pos] == nil && drives[pos] != nil {
+			_ = drives[pos].AbortStaged(rec.DataDir)
+		}
+	}
 	return s.finishPut(drives, bucket, object, rec, errs)
 }
 

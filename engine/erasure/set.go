@@ -25,7 +25,7 @@ type Drive interface {
 	PutVersion(bucket, object string, rec *drive.Record, stageID [16]byte) (drive.PutResult, error)
 	GetVersion(bucket, object string, versionID *[16]byte) (*drive.Record, error)
 	Versions(bucket, object string) ([]*drive.Record, error)
-	UpdateVersion(bucket, object string, versionID [16]byte, fn func(r *drive.Record) error) error
+	SetVersionMeta(bucket, object string, rec *drive.Record, meta map[string]string) error
 	DeleteVersion(bucket, object string, versionID [16]byte) (*drive.Record, error)
 	RollbackVersion(bucket, object string, rec *drive.Record) (bool, error)
 	WalkObjects(bucket, prefix, startAfter string, latestOnly bool, fn func(object string, versions []*drive.Record) bool) error
@@ -40,7 +40,6 @@ type Drive interface {
 	WalkUploads(bucket, prefix string, fn func(u *drive.Upload) bool) error
 	CommitPart(u *drive.Upload, p *drive.PartRecord) error
 	ListParts(uploadID [16]byte) ([]drive.PartRecord, error)
-	OpenPart(dataDir [16]byte, number int, partID [16]byte) (vfs.File, error)
 	CompleteUpload(u *drive.Upload, chosen []drive.PartRecord, rec *drive.Record) (drive.PutResult, error)
 	AbortUpload(bucket, object string, id [16]byte) error
 }

@@ -34,7 +34,10 @@ type ObjectLayer interface {
 	ListMultipartUploads(bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (erasure.UploadList, error)
 }
 
-var _ ObjectLayer = (*erasure.Pool)(nil)
+var (
+	_ ObjectLayer = (*erasure.Pool)(nil)
+	_ ObjectLayer = (*erasure.Pools)(nil)
+)
 
 // Hooks let the server observe what the front end does; nil fields are
 // skipped.

@@ -20,7 +20,8 @@ func Routes(c health.Checker, metricsHandler http.Handler, rootAccess, rootSecre
 		h := admin.Handler(a, rootAccess, rootSecret)
 		routes = append(routes,
 			Route{Method: "GET", Path: admin.Prefix + "*", Handler: h},
-			Route{Method: "POST", Path: admin.Prefix + "*", Handler: h})
+			Route{Method: "POST", Path: admin.Prefix + "*", Handler: h},
+			Route{Method: "DELETE", Path: admin.Prefix + "*", Handler: h})
 	}
 	return routes
 }

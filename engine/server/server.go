@@ -1,42 +1,53 @@
-// Package server assembles `strata server`: it opens the node's drives,
-// agrees on their format, builds the erasure pool, starts healing, the
-// drive monitor and the stale-upload cleaner, and serves S3, health,
-// metrics and the admin API on one listener.
+// Package server assembles `strata server`: it brings up the deployment's
+// pools (this node's drives opened locally, the others reached through
+// their nodes' internode service), starts healing, the drive monitor, the
+// stale-upload cleaner, decommission and the topology watcher, and serves
+// S3, health, metrics and the admin API on one listener and the internode
+// service on another.
 package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
-	"strings"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/strata-storage/strata/engine/admin"
-	"github.com/strata-storage/strata/engine/buildinfo"
 	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/erasure"
 	"github.com/strata-storage/strata/engine/iam"
+	"github.com/strata-storage/strata/engine/internode"
 	"github.com/strata-storage/strata/engine/metrics"
 	"github.com/strata-storage/strata/engine/s3front"
 )
 
 // Config configures a server.
 type Config struct {
-	// Address is host:port to serve on.
+	// Address is host:port to serve S3 on; the node's identity in the
+	// topology.
 	Address string
-	// Drives are this node's drive directories, in slot order.
-	Drives []string
-	// Parity per set; 0 = the default for the set size.
-	Parity int
+	// Topology is the deployment's pool list; TopologyFile, when set, is
+	// where it came from, re-read when it changes.
+	Topology     cluster.Topology
+	TopologyFile string
+	// InternodePort is where every node serves its drives to the others.
+	InternodePort int
+	// InternodeProtocol is the protocol version this node speaks
+	// (internode.Protocol; lower only to test rolling upgrades).
+	InternodeProtocol int
 	// NoSync turns off fsync (relaxed durability, for benchmarks that say so).
 	NoSync bool
-	// CertsDir holds tls.crt and tls.key; empty = plain HTTP.
+	// CertsDir holds tls.crt and tls.key (and ca.crt); empty = plain HTTP.
 	CertsDir string
 	// CertsReloadInterval is how often they are checked for changes.
 	CertsReloadInterval time.Duration
@@ -59,27 +70,72 @@ type Config struct {
 // Node is a running server.
 type Node struct {
 	cfg      Config
-	pool     *cluster.LocalPool
-	healer   *erasure.Healer
+	dep      *cluster.Deployment
 	started  time.Time
 	ready    atomic.Bool
 	stopping atomic.Bool
-	ctx      context.Context
+	bg       context.Context
+
+	mu      sync.Mutex
+	healers map[string]*erasure.Healer // by pool
+	drains  map[drainKey]*drainState
 }
 
 // Run serves until ctx ends, then drains: readiness drops, in-flight
 // requests finish, drives close.
 func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Log
-	lp, err := cluster.OpenLocalPool(cfg.Drives, cfg.Parity, drive.Options{NoSync: cfg.NoSync}, log)
-	if err != nil {
+	if cfg.InternodeProtocol == 0 {
+		cfg.InternodeProtocol = internode.Protocol
+	}
+	if cfg.InternodePort == 0 {
+		cfg.InternodePort = internode.DefaultPort
+	}
+	secret := internode.Secret(cfg.Root.SecretKey)
+	peerOpts := internode.PeerOptions{Secret: secret, Version: cfg.InternodeProtocol, Log: log}
+	var serverTLS *tls.Config
+	if cfg.CertsDir != "" && clustered(cfg.Topology) {
+		var err error
+		if serverTLS, peerOpts.TLS, err = internode.TLSConfigs(cfg.CertsDir); err != nil {
+			return err
+		}
+	}
+	dep := cluster.NewDeployment(cluster.Options{
+		Locality: cluster.Locality{Address: cfg.Address}, InternodePort: cfg.InternodePort,
+		Drive: drive.Options{NoSync: cfg.NoSync}, Peer: peerOpts, Log: log,
+	})
+	defer dep.Close()
+	bg, stopBg := context.WithCancel(context.Background())
+	defer stopBg()
+	n := &Node{cfg: cfg, dep: dep, started: time.Now(), bg: bg, healers: map[string]*erasure.Healer{}, drains: map[drainKey]*drainState{}}
+
+	// Peers ask for this node's drives while the deployment agrees on its
+	// format, so the internode service starts first.
+	if clustered(cfg.Topology) {
+		srv := &internode.Server{Drive: dep.LocalDrive, Secret: secret, Version: cfg.InternodeProtocol, Log: log, NoSync: cfg.NoSync,
+			OnBucketChanged: func(b string) {
+				if dep.Pools != nil {
+					dep.Pools.ForgetBucket(b)
+				}
+			},
+			Node: n}
+		stop, err := serveInternode(cfg.Address, cfg.InternodePort, srv, serverTLS, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if err := dep.Bootstrap(ctx, cfg.Topology); err != nil {
 		return err
 	}
-	defer lp.Close()
-	n := &Node{cfg: cfg, pool: lp, started: time.Now(), ctx: ctx}
-	n.healer = erasure.NewHealer(lp.Pool, cfg.Healer, log)
-	log.Info("drives ready", "drives", len(cfg.Drives), "layout", lp.Pool.String(), "deployment", lp.Format.DeploymentID,
-		"durable", !cfg.NoSync)
+	dep.Pools.OnBucketChange = func(b string) {
+		for _, p := range dep.Peers() {
+			go func() { _ = p.NotifyBucketChanged(b) }()
+		}
+	}
+	for _, pr := range dep.PoolRuntimes() {
+		n.startPool(pr)
+	}
 
 	users, err := iam.NewUsers(cfg.UsersFile, cfg.Root.AccessKey, log)
 	if err != nil {
@@ -88,22 +144,18 @@ func Run(ctx context.Context, cfg Config) error {
 	reg := metrics.NewRegistry()
 	s3m := metrics.NewS3(reg)
 	metrics.RegisterNode(reg, n.snapshot)
-
-	be := s3front.New(lp.Pool, s3front.Options{
-		Hooks:  s3front.Hooks{Heal: n.healer.Enqueue, FirstByte: s3m.ObserveFirstByte},
+	be := s3front.New(dep.Pools, s3front.Options{
+		Hooks:  s3front.Hooks{Heal: n.heal, FirstByte: s3m.ObserveFirstByte},
 		Access: users,
 		Log:    log,
 	})
-
-	bg, stopBg := context.WithCancel(context.Background())
-	defer stopBg()
-	go n.healer.Run(bg)
-	for _, pos := range lp.Fresh {
-		n.healer.HealDrive(bg, pos/lp.Format.SetSize, pos%lp.Format.SetSize)
-	}
 	go n.monitorDrives(bg)
 	go n.cleanStaleUploads(bg)
+	go n.runDecommissions(bg)
 	go users.Watch(5*time.Second, bg.Done())
+	if cfg.TopologyFile != "" {
+		go n.watchTopology(bg)
+	}
 
 	// The listener outlives ctx by ShutdownDelay: readiness drops first.
 	serveCtx, stopServing := context.WithCancel(context.Background())
@@ -128,117 +180,87 @@ func Run(ctx context.Context, cfg Config) error {
 	return err
 }
 
-// Ready implements health.Checker: serving, not shutting down, and every
-// set readable.
-func (n *Node) Ready() (bool, string) {
-	switch {
-	case n.stopping.Load():
-		return false, "shutting down"
-	case !n.ready.Load():
-		return false, "starting"
-	}
-	for i, s := range n.pool.Pool.Sets() {
-		if online(s) < s.Layout().ReadQuorum() {
-			return false, fmt.Sprintf("set %d has %d drives online, %d needed to read", i, online(s), s.Layout().ReadQuorum())
-		}
-	}
-	return true, ""
-}
-
-func online(s *erasure.Set) int {
-	n := 0
-	for _, d := range s.Drives() {
-		if d != nil {
-			n++
-		}
-	}
-	return n
-}
-
-// ClusterHealthy implements health.Checker. All drives of a single-node
-// server are on this node, so it can never go down for maintenance
-// without losing quorum.
-func (n *Node) ClusterHealthy(maintenance bool) (bool, string) {
-	for i, s := range n.pool.Pool.Sets() {
-		if online(s) < s.Layout().WriteQuorum() {
-			return false, fmt.Sprintf("set %d has %d drives online, %d needed to write", i, online(s), s.Layout().WriteQuorum())
-		}
-	}
-	if maintenance {
-		return false, "every drive of every set is on this node: taking it down stops the deployment"
-	}
-	return true, ""
-}
-
-// driveState names a slot's state.
-func (n *Node) driveState(pos int) string {
-	setSize := n.pool.Format.SetSize
-	switch {
-	case n.pool.Drive(pos) == nil:
-		return "offline"
-	case n.healer.Healing(pos/setSize, pos%setSize):
-		return "healing"
-	}
-	return "online"
-}
-
-// Info implements admin.Node.
-func (n *Node) Info() admin.Info {
-	f := n.pool.Format
-	info := admin.Info{
-		Version: buildinfo.String(), ProtocolVersion: 1, DeploymentID: f.DeploymentID.String(), Mode: "server",
-		Uptime: time.Since(n.started).Round(time.Second).String(),
-	}
-	p := admin.PoolInfo{Name: "pool-0", State: "Active", Sets: f.Sets, SetSize: f.SetSize, Parity: f.Parity}
-	for pos, path := range n.pool.Paths {
-		di := admin.DriveInfo{Endpoint: path, Set: pos / f.SetSize, Index: pos % f.SetSize, State: n.driveState(pos)}
-		if d := n.pool.Drive(pos); d != nil {
-			if u, err := d.DiskInfo(); err == nil {
-				di.TotalBytes, di.FreeBytes, di.UsedBytes = u.Total, u.Free, u.Total-u.Free
+// clustered reports whether the topology names nodes (not bare paths).
+func clustered(t cluster.Topology) bool {
+	for _, p := range t.Pools {
+		for _, e := range p.Endpoints {
+			if ep, err := cluster.ParseEndpoint(e); err == nil && ep.Host != "" {
+				return true
 			}
 		}
-		info.Capacity.TotalBytes += di.TotalBytes
-		info.Capacity.FreeBytes += di.FreeBytes
-		info.Capacity.UsedBytes += di.UsedBytes
-		p.Drives = append(p.Drives, di)
 	}
-	// Usable: the data share of the free space.
-	info.Capacity.UsableBytes = info.Capacity.FreeBytes / uint64(f.SetSize) * uint64(f.SetSize-f.Parity)
-	info.Pools = []admin.PoolInfo{p}
-	return info
+	return false
 }
 
-// HealStatus implements admin.Node.
-func (n *Node) HealStatus() erasure.HealStatus { return n.healer.Status() }
-
-// StartScan implements admin.Node.
-func (n *Node) StartScan() { go n.healer.Scan(n.ctx) }
-
-func (n *Node) snapshot() metrics.Snapshot {
-	info := n.Info()
-	hs := n.healer.Status()
-	s := metrics.Snapshot{Heal: metrics.Heal{
-		QueueLength: hs.QueueLength, Queued: hs.Queued, Dropped: hs.Dropped, ObjectsHealed: hs.ObjectsHealed,
-		ShardsHealed: hs.ShardsHealed, BytesHealed: hs.BytesHealed, Purged: hs.Purged, Failed: hs.Failed,
-		ScanCycles: hs.ScanCycles, ScanObjects: hs.ScanObjects,
-	}}
-	for _, d := range hs.Drives {
-		if !d.Done && d.Error == "" {
-			s.Heal.DrivesHealing++
-		}
+// serveInternode starts the internode HTTP/2 service on the S3 address's
+// host and the internode port.
+func serveInternode(address string, port int, srv http.Handler, tlsCfg *tls.Config, log *slog.Logger) (func(), error) {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range info.Pools {
-		for _, d := range p.Drives {
-			s.Drives = append(s.Drives, metrics.Drive{Pool: p.Name, Set: d.Set, Index: d.Index, Endpoint: d.Endpoint,
-				State: d.State, TotalBytes: d.TotalBytes, FreeBytes: d.FreeBytes})
-		}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("internode service on %s: %w", addr, err)
 	}
-	return s
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols),
+		HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: 2 << 20, MaxReceiveBufferPerConnection: 3 << 20, SendPingTimeout: 10 * time.Second}}
+	if tlsCfg != nil {
+		hs.TLSConfig = tlsCfg
+		hs.Protocols.SetHTTP2(true)
+		l = tls.NewListener(l, tlsCfg)
+	} else {
+		hs.Protocols.SetUnencryptedHTTP2(true)
+	}
+	go func() {
+		if err := hs.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("internode service stopped", "err", err)
+		}
+	}()
+	log.Info("serving internode", "address", addr, "tls", tlsCfg != nil)
+	return func() { _ = hs.Close() }, nil
 }
 
-// monitorDrives retries offline drives and notices drives wiped or
-// replaced under a running server: such a drive is reopened, formatted
-// into its slot and rebuilt.
+// startPool starts the healer of a pool and rebuilds its fresh drives.
+func (n *Node) startPool(pr *cluster.PoolRuntime) {
+	applyOverride(pr)
+	opts := n.cfg.Healer
+	opts.ScanSet = func(set int) bool { return n.leads(pr, set) }
+	h := erasure.NewHealer(pr.Entry.Pool, opts, n.cfg.Log)
+	n.mu.Lock()
+	n.healers[pr.Layout.Name] = h
+	n.mu.Unlock()
+	go h.Run(n.bg)
+	for _, slot := range pr.Fresh {
+		h.HealDrive(n.bg, slot/pr.Layout.SetSize, slot%pr.Layout.SetSize)
+	}
+}
+
+// leads reports whether this node scans and drains a set: the node of the
+// set's first drive.
+func (n *Node) leads(pr *cluster.PoolRuntime, set int) bool {
+	return pr.Layout.Drives[set*pr.Layout.SetSize].Local
+}
+
+func (n *Node) healer(pool string) *erasure.Healer {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.healers[pool]
+}
+
+// heal queues an object found damaged, in every pool that may hold it.
+func (n *Node) heal(bucket, object string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, h := range n.healers {
+		h.Enqueue(bucket, object)
+	}
+}
+
+// monitorDrives retries this node's offline drives and notices drives
+// wiped or replaced under a running server: such a drive is reopened,
+// formatted into its slot and rebuilt.
 func (n *Node) monitorDrives(ctx context.Context) {
 	t := time.NewTicker(n.cfg.MonitorInterval)
 	defer t.Stop()
@@ -248,25 +270,29 @@ func (n *Node) monitorDrives(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		setSize := n.pool.Format.SetSize
-		for pos, path := range n.pool.Paths {
-			d := n.pool.Drive(pos)
-			if d != nil {
-				if _, err := os.Stat(drive.FormatPath(path)); err == nil || !errors.Is(err, os.ErrNotExist) {
+		for _, pr := range n.dep.PoolRuntimes() {
+			for _, slot := range pr.LocalSlots() {
+				path := pr.Layout.Drives[slot].Path
+				d := pr.Local(slot)
+				if d != nil {
+					if _, err := os.Stat(drive.FormatPath(path)); err == nil || !errors.Is(err, os.ErrNotExist) {
+						continue
+					}
+					n.cfg.Log.Warn("drive lost its format while running (wiped or replaced); reopening", "drive", path)
+				}
+				fresh, err := pr.Reopen(slot)
+				if err != nil {
+					if d != nil {
+						n.cfg.Log.Error("drive offline", "drive", path, "err", err)
+					}
 					continue
 				}
-				n.cfg.Log.Warn("drive lost its format while running (wiped or replaced); reopening", "drive", path)
-			}
-			fresh, err := n.pool.Reopen(pos)
-			if err != nil {
-				if d != nil {
-					n.cfg.Log.Error("drive offline", "drive", path, "err", err)
+				n.cfg.Log.Info("drive back online", "drive", path, "fresh", fresh)
+				// A drive that was away missed writes; an empty one missed all.
+				if h := n.healer(pr.Layout.Name); h != nil {
+					h.HealDrive(ctx, slot/pr.Layout.SetSize, slot%pr.Layout.SetSize)
 				}
-				continue
 			}
-			n.cfg.Log.Info("drive back online", "drive", path, "fresh", fresh)
-			// A drive that was away missed writes; an empty one missed all.
-			n.healer.HealDrive(ctx, pos/setSize, pos%setSize)
 		}
 	}
 }
@@ -282,7 +308,7 @@ func (n *Node) cleanStaleUploads(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		aborted, err := AbortStaleUploads(n.pool.Pool, n.cfg.StaleUploadAge)
+		aborted, err := AbortStaleUploads(n.dep.Pools, n.cfg.StaleUploadAge)
 		if err != nil {
 			n.cfg.Log.Warn("stale upload cleanup stopped", "err", err)
 		}
@@ -292,9 +318,8 @@ func (n *Node) cleanStaleUploads(ctx context.Context) {
 	}
 }
 
-// AbortStaleUploads aborts every upload of the pool started more than age
-// ago.
-func AbortStaleUploads(p *erasure.Pool, age time.Duration) (int, error) {
+// AbortStaleUploads aborts every upload started more than age ago.
+func AbortStaleUploads(p *erasure.Pools, age time.Duration) (int, error) {
 	buckets, err := p.ListBuckets()
 	if err != nil {
 		return 0, err
@@ -316,19 +341,4 @@ func AbortStaleUploads(p *erasure.Pool, age time.Duration) (int, error) {
 		}
 	}
 	return aborted, nil
-}
-
-// ExpandDrives expands drive arguments with {a...b} ranges, refusing
-// remote endpoints, which need the cluster mode.
-func ExpandDrives(args []string) ([]string, error) {
-	paths, err := cluster.ExpandAll(args)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range paths {
-		if strings.Contains(p, "://") {
-			return nil, fmt.Errorf("endpoint %s: remote endpoints need every node of the cluster (--topology); give local drive directories", p)
-		}
-	}
-	return paths, nil
 }

@@ -1,0 +1,152 @@
+package erasure
+
+import (
+	"sync"
+
+	"github.com/strata-storage/strata/engine/drive"
+)
+
+// The hot metadata operations of a set (the records of a small PUT, the
+// record reads of a GET or HEAD) are sent to each node once, for all of its
+// drives in the set, instead of once per drive: a small PUT costs one round
+// trip per node.
+
+// NodeBatcher takes several of one node's drives' operations in one round
+// trip.
+type NodeBatcher interface {
+	PutVersions(items []PutItem) []error
+	GetVersions(items []GetItem) ([]*drive.Record, []error)
+}
+
+// Batched is implemented by drives on another node. Batcher returns nil
+// when that node cannot batch (an older protocol): operations then go
+// drive by drive.
+type Batched interface {
+	Batcher() NodeBatcher
+}
+
+// PutItem is one drive's PutVersion in a batch.
+type PutItem struct {
+	Drive          Drive
+	Bucket, Object string
+	Rec            *drive.Record
+	Stage          [16]byte
+}
+
+// GetItem is one drive's GetVersion in a batch.
+type GetItem struct {
+	Drive          Drive
+	Bucket, Object string
+	VersionID      *[16]byte
+}
+
+// groupByNode splits a snapshot's online drives into batches per node
+// (positions) and drives to call one by one.
+func groupByNode(drives []Drive) (map[NodeBatcher][]int, []int) {
+	var groups map[NodeBatcher][]int
+	var single []int
+	for pos, d := range drives {
+		if d == nil {
+			continue
+		}
+		if b, ok := d.(Batched); ok {
+			if nb := b.Batcher(); nb != nil {
+				if groups == nil {
+					groups = map[NodeBatcher][]int{}
+				}
+				groups[nb] = append(groups[nb], pos)
+				continue
+			}
+		}
+		single = append(single, pos)
+	}
+	return groups, single
+}
+
+// putVersions commits rec(pos) on every online drive (errDriveOffline for
+// the others), one round trip per node. A position whose rec is nil is
+// skipped with the error rec returned.
+func putVersions(drives []Drive, bucket, object string, rec func(pos int) (*drive.Record, [16]byte, error)) []error {
+	errs := make([]error, len(drives))
+	for pos, d := range drives {
+		if d == nil {
+			errs[pos] = errDriveOffline
+		}
+	}
+	groups, single := groupByNode(drives)
+	var wg sync.WaitGroup
+	for _, pos := range single {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, stage, err := rec(pos)
+			if r == nil {
+				errs[pos] = err
+				return
+			}
+			_, errs[pos] = drives[pos].PutVersion(bucket, object, r, stage)
+		}()
+	}
+	for nb, positions := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			items := make([]PutItem, 0, len(positions))
+			sent := make([]int, 0, len(positions))
+			for _, pos := range positions {
+				r, stage, err := rec(pos)
+				if r == nil {
+					errs[pos] = err
+					continue
+				}
+				items = append(items, PutItem{Drive: drives[pos], Bucket: bucket, Object: object, Rec: r, Stage: stage})
+				sent = append(sent, pos)
+			}
+			if len(items) == 0 {
+				return
+			}
+			for i, err := range nb.PutVersions(items) {
+				errs[sent[i]] = err
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// getVersions reads one version's record from every online drive, one
+// round trip per node.
+func getVersions(drives []Drive, bucket, object string, versionID *[16]byte) ([]*drive.Record, []error) {
+	recs := make([]*drive.Record, len(drives))
+	errs := make([]error, len(drives))
+	for pos, d := range drives {
+		if d == nil {
+			errs[pos] = errDriveOffline
+		}
+	}
+	groups, single := groupByNode(drives)
+	var wg sync.WaitGroup
+	for _, pos := range single {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recs[pos], errs[pos] = drives[pos].GetVersion(bucket, object, versionID)
+		}()
+	}
+	for nb, positions := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			items := make([]GetItem, len(positions))
+			for i, pos := range positions {
+				items[i] = GetItem{Drive: drives[pos], Bucket: bucket, Object: object, VersionID: versionID}
+			}
+			rs, es := nb.GetVersions(items)
+			for i, pos := range positions {
+				recs[pos], errs[pos] = rs[i], es[i]
+			}
+		}()
+	}
+	wg.Wait()
+	return recs, errs
+}

@@ -1,0 +1,166 @@
+package erasure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/strata-storage/strata/engine/drive"
+)
+
+// Decommission: a draining pool takes no new objects, and its objects move,
+// every version with its metadata, to the active pools. Each set is drained
+// by one node; its progress (the last object moved) is saved after every
+// object, so a drain resumes where it stopped after a restart. The set is
+// done when it holds no object and no multipart upload.
+
+// DrainMarker is where a set's drain stands.
+type DrainMarker struct {
+	Bucket string `json:"bucket,omitempty"`
+	Object string `json:"object,omitempty"`
+	// Objects and Bytes moved so far.
+	Objects int64 `json:"objects"`
+	Bytes   int64 `json:"bytes"`
+	Done    bool  `json:"done"`
+}
+
+// DrainSet moves every object of a set of a draining pool to the active
+// pools, starting after marker; save is called after each object.
+func (ps *Pools) DrainSet(ctx context.Context, from *PoolEntry, set int, marker DrainMarker, save func(DrainMarker) error) (DrainMarker, error) {
+	s := from.Pool.sets[set]
+	for {
+		buckets, err := from.Pool.ListBuckets()
+		if err != nil {
+			return marker, err
+		}
+		sort.Slice(buckets, func(i, j int) bool { return buckets[i].Name < buckets[j].Name })
+		for _, b := range buckets {
+			if b.Name < marker.Bucket {
+				continue
+			}
+			after := ""
+			if b.Name == marker.Bucket {
+				after = marker.Object
+			}
+			for {
+				entries, _, err := s.walkDrives(b.Name, "", after, listBatch, len(s.Drives()), false)
+				if err != nil {
+					return marker, err
+				}
+				for _, e := range entries {
+					if err := ctx.Err(); err != nil {
+						return marker, err
+					}
+					n, err := ps.moveObject(from, b.Name, e.name, e.versions)
+					if err != nil {
+						return marker, fmt.Errorf("moving %s/%s: %w", b.Name, e.name, err)
+					}
+					marker.Bucket, marker.Object = b.Name, e.name
+					marker.Objects++
+					marker.Bytes += n
+					if err := save(marker); err != nil {
+						return marker, err
+					}
+				}
+				if len(entries) < listBatch {
+					break
+				}
+				after = entries[len(entries)-1].name
+			}
+		}
+		// Another pass finds objects that arrived behind the marker (a
+		// multipart upload completed in the draining pool meanwhile).
+		empty, err := setEmpty(s, buckets)
+		if err != nil {
+			return marker, err
+		}
+		if empty {
+			marker.Done = true
+			return marker, save(marker)
+		}
+		marker.Bucket, marker.Object = "", ""
+		select {
+		case <-ctx.Done():
+			return marker, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// setEmpty reports whether a set holds no object and no upload.
+func setEmpty(s *Set, buckets []BucketInfo) (bool, error) {
+	for _, b := range buckets {
+		entries, _, err := s.walkDrives(b.Name, "", "", 1, len(s.Drives()), true)
+		if err != nil || len(entries) > 0 {
+			return false, err
+		}
+		us, err := s.uploads(b.Name, "")
+		if err != nil || len(us) > 0 {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// moveObject copies every version of an object (oldest first, same IDs,
+// times, ETags and metadata) into the active pools, then removes them from
+// the draining pool. It returns the bytes moved.
+func (ps *Pools) moveObject(from *PoolEntry, bucket, object string, versions []*drive.Record) (int64, error) {
+	to, err := ps.placement()
+	if err != nil {
+		return 0, err
+	}
+	var moved int64
+	for i := len(versions) - 1; i >= 0; i-- {
+		v := versions[i]
+		vid := v.VersionID
+		h, err := from.Pool.OpenObject(bucket, object, &vid)
+		if errors.Is(err, ErrObjectNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return moved, err
+		}
+		rec := h.rec
+		if rec.IsDeleteMarker() {
+			if err := to.Pool.SetFor(bucket, object).putMarker(bucket, object, rec); err != nil {
+				return moved, err
+			}
+			continue
+		}
+		pr, pw := io.Pipe()
+		go func() {
+			_, err := h.WriteRange(pw, 0, -1)
+			pw.CloseWithError(err)
+		}()
+		_, err = to.Pool.PutObject(bucket, object, pr, rec.Size, PutOptions{
+			VersionID: rec.VersionID, ModTime: time.Unix(0, rec.ModTime), Meta: rec.Meta, ETag: rec.ETag,
+		})
+		_ = pr.CloseWithError(io.ErrClosedPipe)
+		if err != nil {
+			return moved, err
+		}
+		moved += rec.Size
+	}
+	for _, v := range versions {
+		vid := v.VersionID
+		if _, err := from.Pool.DeleteObject(bucket, object, &vid, DeleteUnversioned); err != nil {
+			return moved, err
+		}
+	}
+	return moved, nil
+}
+
+// putMarker writes a delete marker record as it is (a moved version).
+func (s *Set) putMarker(bucket, object string, rec *drive.Record) error {
+	drives := s.Drives()
+	marker := *rec
+	errs := putVersions(drives, bucket, object, func(int) (*drive.Record, [16]byte, error) {
+		return &marker, drive.NotStaged, nil
+	})
+	_, err := s.finishPut(drives, bucket, object, &marker, errs)
+	return err
+}

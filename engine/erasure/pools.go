@@ -1,0 +1,521 @@
+package erasure
+
+import (
+	"errors"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Pools are the server pools of a deployment: one namespace. A new object
+// goes to an active pool chosen by free space; an existing object stays in
+// its pool; reads and listings look at every pool. A draining pool takes
+// no new objects while its objects move out (decommission).
+type Pools struct {
+	mu    sync.RWMutex
+	pools []*PoolEntry
+	// OnBucketChange is told when a bucket is created, changed or
+	// removed here, so peers drop their cached record; nil: nobody.
+	OnBucketChange func(bucket string)
+}
+
+// PoolEntry is one pool of the deployment.
+type PoolEntry struct {
+	Name string
+	Pool *Pool
+	mu   sync.Mutex
+	// state is Active, Draining or Decommissioned (cluster.Pool* values).
+	state string
+	// free is the pool's free bytes (all drives), refreshed now and then.
+	free     uint64
+	full     bool
+	freeTime time.Time
+}
+
+// Pool states.
+const (
+	StateActive         = "Active"
+	StateDraining       = "Draining"
+	StateDecommissioned = "Decommissioned"
+)
+
+// NewPools groups pools into one namespace.
+func NewPools(entries ...*PoolEntry) *Pools { return &Pools{pools: entries} }
+
+// NewPoolEntry names a pool and gives its state.
+func NewPoolEntry(name string, p *Pool, state string) *PoolEntry {
+	return &PoolEntry{Name: name, Pool: p, state: state}
+}
+
+// State is the pool's state.
+func (e *PoolEntry) State() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.state
+}
+
+// SetState changes the pool's state.
+func (e *PoolEntry) SetState(s string) {
+	e.mu.Lock()
+	e.state = s
+	e.mu.Unlock()
+}
+
+// Entries returns the pools in order.
+func (ps *Pools) Entries() []*PoolEntry {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	return append([]*PoolEntry(nil), ps.pools...)
+}
+
+// Add appends a pool (expansion).
+func (ps *Pools) Add(e *PoolEntry) {
+	ps.mu.Lock()
+	ps.pools = append(ps.pools, e)
+	ps.mu.Unlock()
+}
+
+// Remove drops a pool (after decommission).
+func (ps *Pools) Remove(name string) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for i, e := range ps.pools {
+		if e.Name == name {
+			ps.pools = append(ps.pools[:i:i], ps.pools[i+1:]...)
+			return
+		}
+	}
+}
+
+// Entry returns a pool by name (nil when unknown).
+func (ps *Pools) Entry(name string) *PoolEntry {
+	for _, e := range ps.Entries() {
+		if e.Name == name {
+			return e
+		}
+	}
+	return nil
+}
+
+// live are the pools that may hold objects (not decommissioned).
+func (ps *Pools) live() []*PoolEntry {
+	var out []*PoolEntry
+	for _, e := range ps.Entries() {
+		if e.State() != StateDecommissioned {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (ps *Pools) first() *Pool { return ps.Entries()[0].Pool }
+
+func (ps *Pools) bucketChanged(name string) {
+	for _, e := range ps.Entries() {
+		e.Pool.ForgetBucket(name)
+	}
+	if ps.OnBucketChange != nil {
+		ps.OnBucketChange(name)
+	}
+}
+
+// ForgetBucket drops a bucket's cached record in every pool.
+func (ps *Pools) ForgetBucket(name string) {
+	for _, e := range ps.Entries() {
+		e.Pool.ForgetBucket(name)
+	}
+}
+
+// MakeBucket creates a bucket in every pool.
+func (ps *Pools) MakeBucket(name string) error {
+	defer ps.bucketChanged(name)
+	if _, err := ps.first().readBucket(name); err == nil {
+		return ErrBucketExists
+	}
+	for _, e := range ps.Entries() {
+		if err := e.Pool.MakeBucket(name); err != nil && !errors.Is(err, ErrBucketExists) {
+			return err
+		}
+	}
+	return nil
+}
+
+// StatBucket returns a bucket's record (the first pool's).
+func (ps *Pools) StatBucket(name string) (BucketInfo, error) { return ps.first().StatBucket(name) }
+
+// UpdateBucket changes a bucket's record in every pool.
+func (ps *Pools) UpdateBucket(name string, fn func(b *BucketInfo)) error {
+	defer ps.bucketChanged(name)
+	for _, e := range ps.Entries() {
+		if err := e.Pool.UpdateBucket(name, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ListBuckets lists buckets (the first pool's).
+func (ps *Pools) ListBuckets() ([]BucketInfo, error) { return ps.first().ListBuckets() }
+
+// DeleteBucket removes a bucket empty in every pool.
+func (ps *Pools) DeleteBucket(name string) error {
+	defer ps.bucketChanged(name)
+	if _, err := ps.first().readBucket(name); err != nil {
+		return err
+	}
+	for _, e := range ps.live() {
+		empty, err := e.Pool.BucketEmpty(name)
+		if err != nil {
+			return err
+		}
+		if !empty {
+			return ErrBucketNotEmpty
+		}
+	}
+	for _, e := range ps.Entries() {
+		if err := e.Pool.RemoveBucket(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// HealBuckets copies the first pool's buckets to pools that miss them (a
+// pool added later).
+func (ps *Pools) HealBuckets() error {
+	buckets, err := ps.first().ListBuckets()
+	if err != nil {
+		return err
+	}
+	for _, e := range ps.Entries()[1:] {
+		for _, b := range buckets {
+			if _, err := e.Pool.readBucket(b.Name); errors.Is(err, ErrBucketNotFound) {
+				err = e.Pool.forEachSet(func(s *Set) error {
+					errs := s.forEach(func(_ int, d Drive) error { return d.SetBucket(b) })
+					return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), ErrWriteQuorum))
+				})
+				if err != nil {
+					return err
+				}
+				e.Pool.ForgetBucket(b.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// fullFraction is how full a drive may be before its pool takes no new
+// objects.
+const fullFraction = 0.85
+
+// freeSpace refreshes (at most every few seconds) and returns a pool's free
+// bytes, and whether one of its drives is over fullFraction.
+func (e *PoolEntry) freeSpace() (uint64, bool) {
+	e.mu.Lock()
+	if time.Since(e.freeTime) < 5*time.Second {
+		defer e.mu.Unlock()
+		return e.free, e.full
+	}
+	e.mu.Unlock()
+	var free uint64
+	full := false
+	var mu sync.Mutex
+	for _, s := range e.Pool.sets {
+		s.forEach(func(_ int, d Drive) error {
+			u, err := d.DiskInfo()
+			if err != nil || u.Total == 0 {
+				return err
+			}
+			mu.Lock()
+			free += u.Free
+			if float64(u.Total-u.Free) > fullFraction*float64(u.Total) {
+				full = true
+			}
+			mu.Unlock()
+			return nil
+		})
+	}
+	e.mu.Lock()
+	e.free, e.full, e.freeTime = free, full, time.Now()
+	e.mu.Unlock()
+	return free, full
+}
+
+// ErrNoPoolSpace: every active pool has a drive over 85% full.
+var ErrNoPoolSpace = errors.New("no pool has room for new objects (every active pool has a drive over 85% full)")
+
+// placement picks the pool of a new object: weighted by free space among
+// active pools that are not full.
+func (ps *Pools) placement() (*PoolEntry, error) {
+	var candidates []*PoolEntry
+	var weights []uint64
+	var total uint64
+	for _, e := range ps.Entries() {
+		if e.State() != StateActive {
+			continue
+		}
+		free, full := e.freeSpace()
+		if full {
+			continue
+		}
+		candidates = append(candidates, e)
+		weights = append(weights, free)
+		total += free
+	}
+	switch {
+	case len(candidates) == 0:
+		return nil, ErrNoPoolSpace
+	case len(candidates) == 1 || total == 0:
+		return candidates[0], nil
+	}
+	r := rand.Uint64N(total)
+	for i, w := range weights {
+		if r < w {
+			return candidates[i], nil
+		}
+		r -= w
+	}
+	return candidates[len(candidates)-1], nil
+}
+
+// poolResult is one pool's answer to a lookup.
+type poolResult struct {
+	entry *PoolEntry
+	h     *ObjectHandle
+	err   error
+}
+
+// lookup resolves an object version in every live pool in parallel.
+func (ps *Pools) lookup(bucket, object string, versionID *[16]byte) []poolResult {
+	live := ps.live()
+	res := make([]poolResult, len(live))
+	var wg sync.WaitGroup
+	for i, e := range live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h, err := e.Pool.OpenObject(bucket, object, versionID)
+			res[i] = poolResult{entry: e, h: h, err: err}
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+// newest picks the newest version found; ErrObjectNotFound when no pool
+// has it; another error when a pool that could hold it did not answer.
+func newest(res []poolResult) (poolResult, error) {
+	var best poolResult
+	var failure error
+	for _, r := range res {
+		switch {
+		case r.err == nil:
+			if best.h == nil || r.h.rec.Newer(best.h.rec) {
+				best = r
+			}
+		case !errors.Is(r.err, ErrObjectNotFound) && failure == nil:
+			failure = r.err
+		}
+	}
+	if best.h != nil {
+		return best, nil
+	}
+	if failure != nil {
+		return best, failure
+	}
+	return best, ErrObjectNotFound
+}
+
+// OpenObject resolves an object version across pools (the newest wins: an
+// object being moved out of a draining pool may briefly be in two).
+func (ps *Pools) OpenObject(bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
+	live := ps.live()
+	if len(live) == 1 {
+		return live[0].Pool.OpenObject(bucket, object, versionID)
+	}
+	r, err := newest(ps.lookup(bucket, object, versionID))
+	return r.h, err
+}
+
+// poolFor is where a write of an object goes: the active pool already
+// holding it, else a new placement.
+func (ps *Pools) poolFor(bucket, object string) (*PoolEntry, error) {
+	live := ps.live()
+	if len(live) == 1 && live[0].State() == StateActive {
+		return live[0], nil
+	}
+	if r, err := newest(ps.lookup(bucket, object, nil)); err == nil && r.entry.State() == StateActive {
+		return r.entry, nil
+	}
+	return ps.placement()
+}
+
+// PutObject stores an object in its pool.
+func (ps *Pools) PutObject(bucket, object string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+	e, err := ps.poolFor(bucket, object)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	return e.Pool.PutObject(bucket, object, r, size, opts)
+}
+
+// DeleteObject deletes an object or a version wherever it is.
+func (ps *Pools) DeleteObject(bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error) {
+	live := ps.live()
+	if len(live) == 1 {
+		return live[0].Pool.DeleteObject(bucket, object, versionID, mode)
+	}
+	if versionID == nil && mode != DeleteUnversioned {
+		// A delete marker goes where the object's next version would.
+		e, err := ps.poolFor(bucket, object)
+		if err != nil {
+			return DeleteResult{}, err
+		}
+		return e.Pool.DeleteObject(bucket, object, nil, mode)
+	}
+	var res DeleteResult
+	for _, e := range live {
+		r, err := e.Pool.DeleteObject(bucket, object, versionID, mode)
+		if err != nil {
+			return DeleteResult{}, err
+		}
+		if r.DeleteMarker {
+			res = r
+		} else if res.VersionID == NullVersion {
+			res.VersionID = r.VersionID
+		}
+	}
+	return res, nil
+}
+
+// UpdateObjectMeta rewrites a version's metadata in the pool holding it.
+func (ps *Pools) UpdateObjectMeta(bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
+	live := ps.live()
+	if len(live) == 1 {
+		return live[0].Pool.UpdateObjectMeta(bucket, object, versionID, fn)
+	}
+	r, err := newest(ps.lookup(bucket, object, versionID))
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	return r.entry.Pool.UpdateObjectMeta(bucket, object, versionID, fn)
+}
+
+// walk merges the live pools' listings; an object in several pools (during
+// a move) shows the union of its versions.
+func (ps *Pools) walk(bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
+	return mergeWalks(ps.live(), bucket, prefix, startAfter, limit, latestOnly)
+}
+
+func (e *PoolEntry) walk(bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
+	return e.Pool.walk(bucket, prefix, startAfter, limit, latestOnly)
+}
+
+// ListObjects lists the latest versions across pools.
+func (ps *Pools) ListObjects(bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error) {
+	if _, err := ps.StatBucket(bucket); err != nil {
+		return ListResult{}, err
+	}
+	return listObjects(ps, bucket, prefix, marker, delimiter, maxKeys)
+}
+
+// ListObjectVersions lists every version across pools.
+func (ps *Pools) ListObjectVersions(bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (ListResult, error) {
+	if _, err := ps.StatBucket(bucket); err != nil {
+		return ListResult{}, err
+	}
+	return listVersions(ps, bucket, prefix, keyMarker, versionMarker, delimiter, maxKeys)
+}
+
+// NewMultipartUpload starts an upload in the pool the object goes to.
+func (ps *Pools) NewMultipartUpload(bucket, object string, meta map[string]string) (UploadInfo, error) {
+	e, err := ps.poolFor(bucket, object)
+	if err != nil {
+		return UploadInfo{}, err
+	}
+	return e.Pool.NewMultipartUpload(bucket, object, meta)
+}
+
+// uploadPool finds the pool holding an upload.
+func (ps *Pools) uploadPool(bucket, object string, uploadID [16]byte) (*Pool, error) {
+	live := ps.live()
+	if len(live) == 1 {
+		return live[0].Pool, nil
+	}
+	var failure error
+	for _, e := range live {
+		s := e.Pool.SetFor(bucket, object)
+		_, _, err := s.getUpload(s.Drives(), bucket, object, uploadID)
+		if err == nil {
+			return e.Pool, nil
+		}
+		if !errors.Is(err, ErrUploadNotFound) && failure == nil {
+			failure = err
+		}
+	}
+	if failure != nil {
+		return nil, failure
+	}
+	return nil, ErrUploadNotFound
+}
+
+// PutObjectPart stores a part in its upload's pool.
+func (ps *Pools) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, checksum string) (PartInfo, error) {
+	p, err := ps.uploadPool(bucket, object, uploadID)
+	if err != nil {
+		return PartInfo{}, err
+	}
+	return p.PutObjectPart(bucket, object, uploadID, number, r, size, checksum)
+}
+
+// ListParts lists an upload's parts.
+func (ps *Pools) ListParts(bucket, object string, uploadID [16]byte, partMarker, maxParts int) (UploadInfo, []PartInfo, bool, error) {
+	p, err := ps.uploadPool(bucket, object, uploadID)
+	if err != nil {
+		return UploadInfo{}, nil, false, err
+	}
+	return p.ListParts(bucket, object, uploadID, partMarker, maxParts)
+}
+
+// CompleteMultipartUpload completes an upload in its pool.
+func (ps *Pools) CompleteMultipartUpload(bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error) {
+	p, err := ps.uploadPool(bucket, object, uploadID)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	return p.CompleteMultipartUpload(bucket, object, uploadID, parts, opts)
+}
+
+// AbortMultipartUpload aborts an upload in its pool.
+func (ps *Pools) AbortMultipartUpload(bucket, object string, uploadID [16]byte) error {
+	p, err := ps.uploadPool(bucket, object, uploadID)
+	if err != nil {
+		return err
+	}
+	return p.AbortMultipartUpload(bucket, object, uploadID)
+}
+
+// Uploads lists every pool's uploads of a bucket.
+func (ps *Pools) Uploads(bucket, prefix string) ([]UploadInfo, error) {
+	var all []UploadInfo
+	for _, e := range ps.live() {
+		us, err := e.Pool.Uploads(bucket, prefix)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, us...)
+	}
+	sortUploads(all)
+	return all, nil
+}
+
+// ListMultipartUploads pages through the uploads of every pool.
+func (ps *Pools) ListMultipartUploads(bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error) {
+	all, err := ps.Uploads(bucket, prefix)
+	if err != nil {
+		return UploadList{}, err
+	}
+	return listUploads(all, prefix, keyMarker, uploadIDMarker, delimiter, maxUploads), nil
+}
+

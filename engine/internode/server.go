@@ -1,0 +1,505 @@
+package internode
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/strata-storage/strata/engine/drive"
+)
+
+// Server serves this node's drives to its peers.
+type Server struct {
+	// Drive returns the local drive at a path (nil when it is offline or
+	// not this node's).
+	Drive func(path string) *drive.Local
+	// Secret signs requests (Secret(rootSecret)).
+	Secret []byte
+	// Version is the protocol this node speaks (Protocol; lower in tests of
+	// a rolling upgrade).
+	Version int
+	// Hooks for node-level notices; nil: ignored.
+	OnBucketChanged func(bucket string)
+	Log             *slog.Logger
+	// NoSync skips the fsync of shards written by peers (relaxed mode).
+	NoSync bool
+	// Node answers node-level requests (status, pool state); nil: none.
+	Node NodeHooks
+}
+
+// NodeHooks are the node-level operations peers ask of a node.
+type NodeHooks interface {
+	// NodeStatus is this node's own view (its drives, its drains), as JSON.
+	NodeStatus() any
+	// SetPoolState overrides a pool's state on this node (an admin
+	// starting or cancelling a decommission).
+	SetPoolState(pool, state string) error
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, Prefix) {
+		http.NotFound(w, r)
+		return
+	}
+	if err := verify(r, s.Secret); err != nil {
+		s.Log.Warn("internode request refused", "from", r.RemoteAddr, "err", err)
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	v, _ := strconv.Atoi(r.Header.Get(hdrProtocol))
+	if v < MinProtocol || v > s.Version {
+		http.Error(w, fmt.Sprintf("internode protocol %d not served (this node speaks %d..%d)", v, MinProtocol, s.Version), http.StatusUpgradeRequired)
+		return
+	}
+	op := strings.TrimPrefix(r.URL.Path, Prefix)
+	w.Header().Set(hdrProtocol, strconv.Itoa(s.Version))
+	if err := s.handle(op, w, r); err != nil {
+		w.Header().Set(hdrError, errorCode(err))
+		status := http.StatusInternalServerError
+		if errorCode(err) != "Internal" {
+			status = http.StatusConflict // an expected answer, not a failure of the node
+		}
+		http.Error(w, err.Error(), status)
+	}
+}
+
+// drive returns the drive a request names.
+func (s *Server) drive(r *http.Request) (*drive.Local, error) {
+	path := r.URL.Query().Get("drive")
+	d := s.Drive(path)
+	if d == nil {
+		return nil, fmt.Errorf("%w: %s", ErrDriveNotServed, path)
+	}
+	return d, nil
+}
+
+func writeJSON(w http.ResponseWriter, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(v)
+}
+
+func readJSON(r *http.Request, v any) error {
+	return json.NewDecoder(io.LimitReader(r.Body, 64<<20)).Decode(v)
+}
+
+// jsonArgs are the arguments of the operations sent as JSON.
+type jsonArgs struct {
+	Bucket, Object, Prefix, After string
+	Force, LatestOnly            bool
+	Limit                        int
+	VersionID                    [16]byte
+	Record                       []byte
+	Meta                         map[string]string
+	BucketInfo                   drive.BucketInfo
+	Upload                       *drive.Upload
+	Part                         *drive.PartRecord
+	Chosen                       []drive.PartRecord
+}
+
+func (s *Server) handle(op string, w http.ResponseWriter, r *http.Request) error {
+	switch op {
+	case "ping":
+		return writeJSON(w, map[string]int{"protocol": s.Version})
+	case "bucketchanged":
+		if s.OnBucketChanged != nil {
+			s.OnBucketChanged(r.URL.Query().Get("bucket"))
+		}
+		return nil
+	case "nodestatus":
+		if s.Node == nil {
+			return errors.New("internode: no node status")
+		}
+		return writeJSON(w, s.Node.NodeStatus())
+	case "poolstate":
+		if s.Node == nil {
+			return errors.New("internode: no node")
+		}
+		return s.Node.SetPoolState(r.URL.Query().Get("pool"), r.URL.Query().Get("state"))
+	case "batch/put":
+		if s.Version < 2 {
+			return errors.New("batches need protocol 2")
+		}
+		return s.batchPut(w, r)
+	case "batch/get":
+		if s.Version < 2 {
+			return errors.New("batches need protocol 2")
+		}
+		return s.batchGet(w, r)
+	}
+	d, err := s.drive(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	switch op {
+	case "putversion":
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err
+		}
+		rec, err := drive.UnmarshalRecord(body)
+		if err != nil {
+			return err
+		}
+		stage, err := optionalID(q.Get("stage"))
+		if err != nil {
+			return err
+		}
+		res, err := d.PutVersion(q.Get("bucket"), q.Get("object"), rec, stage)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, map[string]bool{"superseded": res.Superseded})
+	case "getversion":
+		var vid *[16]byte
+		if v := q.Get("version"); v != "" {
+			id, err := parseHexID(v)
+			if err != nil {
+				return err
+			}
+			vid = &id
+		}
+		rec, err := d.GetVersion(q.Get("bucket"), q.Get("object"), vid)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(drive.MarshalRecord(nil, rec))
+		return err
+	case "shard/write":
+		return s.shardWrite(d, w, r)
+	case "shard/read":
+		return s.shardRead(d, w, r)
+	case "shard/stat":
+		id, err := parseHexID(q.Get("datadir"))
+		if err != nil {
+			return err
+		}
+		part, _ := strconv.Atoi(q.Get("part"))
+		f, err := d.OpenShard(id, part)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, map[string]int64{"size": fi.Size()})
+	}
+	var a jsonArgs
+	if err := readJSON(r, &a); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return s.handleJSON(op, d, a, w)
+}
+
+func optionalID(s string) ([16]byte, error) {
+	if s == "" {
+		return drive.NotStaged, nil
+	}
+	return parseHexID(s)
+}
+
+// handleJSON runs the operations whose arguments come as JSON.
+func (s *Server) handleJSON(op string, d *drive.Local, a jsonArgs, w http.ResponseWriter) error {
+	record := func() (*drive.Record, error) { return drive.UnmarshalRecord(a.Record) }
+	switch op {
+	case "format":
+		f, err := d.Format()
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, f)
+	case "diskinfo":
+		u, err := d.DiskInfo()
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, u)
+	case "makebucket":
+		return d.MakeBucket(a.BucketInfo)
+	case "setbucket":
+		return d.SetBucket(a.BucketInfo)
+	case "statbucket":
+		b, err := d.StatBucket(a.Bucket)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, b)
+	case "listbuckets":
+		bs, err := d.ListBuckets()
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, bs)
+	case "deletebucket":
+		return d.DeleteBucket(a.Bucket, a.Force)
+	case "versions":
+		recs, err := d.Versions(a.Bucket, a.Object)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(drive.EncodeVersions(recs))
+		return err
+	case "setversionmeta":
+		rec, err := record()
+		if err != nil {
+			return err
+		}
+		return d.SetVersionMeta(a.Bucket, a.Object, rec, a.Meta)
+	case "deleteversion":
+		rec, err := d.DeleteVersion(a.Bucket, a.Object, a.VersionID)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(drive.MarshalRecord(nil, rec))
+		return err
+	case "rollbackversion":
+		rec, err := record()
+		if err != nil {
+			return err
+		}
+		removed, err := d.RollbackVersion(a.Bucket, a.Object, rec)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, map[string]bool{"removed": removed})
+	case "walkobjects":
+		var out []byte
+		n := 0
+		err := d.WalkObjects(a.Bucket, a.Prefix, a.After, a.LatestOnly, func(name string, versions []*drive.Record) bool {
+			out = appendString(out, name)
+			out = appendBytes(out, drive.EncodeVersions(versions))
+			n++
+			return a.Limit <= 0 || n < a.Limit
+		})
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(out)
+		return err
+	case "abortstaged":
+		return d.AbortStaged(a.VersionID)
+	case "putupload":
+		return d.PutUpload(a.Upload)
+	case "getupload":
+		u, err := d.GetUpload(a.Bucket, a.Object, a.VersionID)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, u)
+	case "walkuploads":
+		var us []*drive.Upload
+		err := d.WalkUploads(a.Bucket, a.Prefix, func(u *drive.Upload) bool {
+			us = append(us, u)
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, us)
+	case "commitpart":
+		return d.CommitPart(a.Upload, a.Part)
+	case "listparts":
+		ps, err := d.ListParts(a.VersionID)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, ps)
+	case "completeupload":
+		rec, err := record()
+		if err != nil {
+			return err
+		}
+		res, err := d.CompleteUpload(a.Upload, a.Chosen, rec)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, map[string]bool{"superseded": res.Superseded})
+	case "abortupload":
+		return d.AbortUpload(a.Bucket, a.Object, a.VersionID)
+	}
+	return fmt.Errorf("internode: unknown operation %q", op)
+}
+
+// shardWrite stages a shard streamed by a peer and makes it durable before
+// answering.
+func (s *Server) shardWrite(d *drive.Local, w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	id, err := parseHexID(q.Get("id"))
+	if err != nil {
+		return err
+	}
+	part, _ := strconv.Atoi(q.Get("part"))
+	f, err := d.CreateStaged(id, part)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 256<<10)
+	_, err = io.CopyBuffer(f, r.Body, buf)
+	if err == nil {
+		err = d.SyncFile(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = d.AbortStaged(id)
+	}
+	return err
+}
+
+// shardRead answers a byte range of a committed shard file.
+func (s *Server) shardRead(d *drive.Local, w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	id, err := parseHexID(q.Get("datadir"))
+	if err != nil {
+		return err
+	}
+	part, _ := strconv.Atoi(q.Get("part"))
+	off, _ := strconv.ParseInt(q.Get("off"), 10, 64)
+	n, _ := strconv.Atoi(q.Get("len"))
+	if n < 0 || n > 64<<20 {
+		return fmt.Errorf("internode: read of %d bytes refused", n)
+	}
+	f, err := d.OpenShard(id, part)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	got, err := f.ReadAt(buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(got))
+	_, err = w.Write(buf[:got])
+	return err
+}
+
+// batchPut runs several drives' PutVersion (protocol 2).
+func (s *Server) batchPut(w http.ResponseWriter, r *http.Request) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+	if err != nil {
+		return err
+	}
+	in := reader{buf: body}
+	n := int(in.uvarint())
+	type item struct {
+		d              *drive.Local
+		bucket, object string
+		stage          [16]byte
+		rec            *drive.Record
+		err            error
+	}
+	items := make([]item, n)
+	for i := range items {
+		it := &items[i]
+		path := in.string()
+		it.bucket, it.object = in.string(), in.string()
+		it.stage = in.id()
+		recBytes := in.bytes()
+		if in.err != nil {
+			return in.err
+		}
+		if it.d = s.Drive(path); it.d == nil {
+			it.err = fmt.Errorf("%w: %s", ErrDriveNotServed, path)
+			continue
+		}
+		it.rec, it.err = drive.UnmarshalRecord(recBytes)
+	}
+	done := make(chan struct{}, n)
+	for i := range items {
+		go func(it *item) {
+			if it.err == nil {
+				_, it.err = it.d.PutVersion(it.bucket, it.object, it.rec, it.stage)
+			}
+			done <- struct{}{}
+		}(&items[i])
+	}
+	for range items {
+		<-done
+	}
+	out := []byte{}
+	for _, it := range items {
+		out = appendError(out, it.err)
+	}
+	_, err = w.Write(out)
+	return err
+}
+
+// batchGet runs several drives' GetVersion (protocol 2).
+func (s *Server) batchGet(w http.ResponseWriter, r *http.Request) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	in := reader{buf: body}
+	n := int(in.uvarint())
+	type item struct {
+		d              *drive.Local
+		bucket, object string
+		vid            *[16]byte
+		rec            *drive.Record
+		err            error
+	}
+	items := make([]item, n)
+	for i := range items {
+		it := &items[i]
+		path := in.string()
+		it.bucket, it.object = in.string(), in.string()
+		if has := in.uvarint(); has == 1 {
+			id := in.id()
+			it.vid = &id
+		}
+		if in.err != nil {
+			return in.err
+		}
+		if it.d = s.Drive(path); it.d == nil {
+			it.err = fmt.Errorf("%w: %s", ErrDriveNotServed, path)
+		}
+	}
+	done := make(chan struct{}, n)
+	for i := range items {
+		go func(it *item) {
+			if it.err == nil {
+				it.rec, it.err = it.d.GetVersion(it.bucket, it.object, it.vid)
+			}
+			done <- struct{}{}
+		}(&items[i])
+	}
+	for range items {
+		<-done
+	}
+	out := []byte{}
+	for _, it := range items {
+		out = appendError(out, it.err)
+		if it.err == nil {
+			out = appendBytes(out, drive.MarshalRecord(nil, it.rec))
+		}
+	}
+	_, err = w.Write(out)
+	return err
+}
+
+// appendError writes an error as (code, message); nil as two empty strings.
+func appendError(dst []byte, err error) []byte {
+	if err == nil {
+		return appendString(appendString(dst, ""), "")
+	}
+	return appendString(appendString(dst, errorCode(err)), err.Error())
+}
+
+func (r *reader) error() error {
+	code, msg := r.string(), r.string()
+	if code == "" {
+		return nil
+	}
+	return decodeError(code, msg)
+}

@@ -1,0 +1,385 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/cluster"
+	"github.com/strata-storage/strata/engine/erasure"
+)
+
+// Decommission runs on the nodes that lead the draining pool's sets (the
+// node of each set's first drive). A pool drains when the topology file
+// says Draining or when an admin started it (an override every node keeps
+// on its drives of that pool, so it survives restarts); it is
+// Decommissioned once every set is empty.
+
+type drainKey struct {
+	pool string
+	set  int
+}
+
+type drainState struct {
+	cancel context.CancelFunc
+	marker erasure.DrainMarker
+	err    string
+}
+
+// drainEntry reports one set's drain.
+type drainEntry struct {
+	Set    int                 `json:"set"`
+	Marker erasure.DrainMarker `json:"marker"`
+	Error  string              `json:"error,omitempty"`
+}
+
+// overrideFile and drainFile live in the .strata directory of this node's
+// drives of the pool.
+const overrideFile = "pool-state.json"
+
+func drainFile(set int) string { return fmt.Sprintf("drain-set%d.json", set) }
+
+func stateDir(pr *cluster.PoolRuntime, slot int) string {
+	return filepath.Join(pr.Layout.Drives[slot].Path, ".strata")
+}
+
+// readJSONFile reads the first of this node's drives of a pool holding name.
+func readJSONFile(pr *cluster.PoolRuntime, slots []int, name string, v any) bool {
+	for _, slot := range slots {
+		if b, err := os.ReadFile(filepath.Join(stateDir(pr, slot), name)); err == nil && json.Unmarshal(b, v) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// writeJSONFile writes name on each of slots' drives (atomically).
+func writeJSONFile(pr *cluster.PoolRuntime, slots []int, name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, slot := range slots {
+		dir := stateDir(pr, slot)
+		tmp := filepath.Join(dir, "."+name+".tmp")
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, os.Rename(tmp, filepath.Join(dir, name)))
+	}
+	return errors.Join(errs...)
+}
+
+// applyOverride sets a pool's state from this node's persisted override,
+// if any.
+func applyOverride(pr *cluster.PoolRuntime) {
+	var o struct{ State string }
+	if readJSONFile(pr, pr.LocalSlots(), overrideFile, &o) && o.State != "" {
+		pr.Entry.SetState(o.State)
+	}
+}
+
+// SetPoolState implements internode.NodeHooks: it persists and applies an
+// override of a pool's state on this node.
+func (n *Node) SetPoolState(pool, state string) error {
+	switch state {
+	case erasure.StateActive, erasure.StateDraining, erasure.StateDecommissioned:
+	default:
+		return fmt.Errorf("pool state %q is not Active, Draining or Decommissioned", state)
+	}
+	pr := n.poolRuntime(pool)
+	if pr == nil {
+		return fmt.Errorf("no pool %q", pool)
+	}
+	if err := writeJSONFile(pr, pr.LocalSlots(), overrideFile, map[string]string{"State": state}); err != nil {
+		return err
+	}
+	pr.Entry.SetState(state)
+	n.cfg.Log.Info("pool state changed", "pool", pool, "state", state)
+	return nil
+}
+
+func (n *Node) poolRuntime(name string) *cluster.PoolRuntime {
+	for _, pr := range n.dep.PoolRuntimes() {
+		if pr.Layout.Name == name {
+			return pr
+		}
+	}
+	return nil
+}
+
+// setPoolStateEverywhere applies a pool state on every node (this one
+// included); nodes that are down learn it from the topology or from their
+// peers when they return.
+func (n *Node) setPoolStateEverywhere(pool, state string) error {
+	if err := n.SetPoolState(pool, state); err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range n.dep.Peers() {
+		if err := p.SetPoolState(pool, state); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", p.Host, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runDecommissions starts and stops the drains of the sets this node
+// leads, following the pools' states.
+func (n *Node) runDecommissions(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, pr := range n.dep.PoolRuntimes() {
+			draining := pr.Entry.State() == erasure.StateDraining
+			for set := 0; set < pr.Layout.Sets; set++ {
+				if !n.leads(pr, set) {
+					continue
+				}
+				k := drainKey{pr.Layout.Name, set}
+				n.mu.Lock()
+				st := n.drains[k]
+				n.mu.Unlock()
+				switch {
+				case draining && (st == nil || st.cancel == nil && !st.marker.Done):
+					n.startDrain(ctx, pr, set)
+				case !draining && st != nil && st.cancel != nil:
+					st.cancel()
+				}
+			}
+			if draining && n.leads(pr, 0) {
+				n.completeIfDrained(pr)
+			}
+		}
+	}
+}
+
+// startDrain drains one set in the background from its saved marker.
+func (n *Node) startDrain(ctx context.Context, pr *cluster.PoolRuntime, set int) {
+	slot := set * pr.Layout.SetSize
+	var marker erasure.DrainMarker
+	readJSONFile(pr, []int{slot}, drainFile(set), &marker)
+	if marker.Done {
+		n.mu.Lock()
+		n.drains[drainKey{pr.Layout.Name, set}] = &drainState{marker: marker}
+		n.mu.Unlock()
+		return
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	st := &drainState{cancel: cancel, marker: marker}
+	k := drainKey{pr.Layout.Name, set}
+	n.mu.Lock()
+	n.drains[k] = st
+	n.mu.Unlock()
+	n.cfg.Log.Info("draining set", "pool", pr.Layout.Name, "set", set, "resumeAfter", marker.Bucket+"/"+marker.Object)
+	go func() {
+		final, err := n.dep.Pools.DrainSet(dctx, pr.Entry, set, marker, func(m erasure.DrainMarker) error {
+			n.mu.Lock()
+			st.marker = m
+			n.mu.Unlock()
+			return writeJSONFile(pr, []int{slot}, drainFile(set), m)
+		})
+		n.mu.Lock()
+		st.cancel, st.marker = nil, final
+		if err != nil && !errors.Is(err, context.Canceled) {
+			st.err = err.Error()
+			n.cfg.Log.Error("drain of a set stopped; retried shortly", "pool", pr.Layout.Name, "set", set, "err", err)
+		}
+		if err != nil {
+			// Forget it so the next tick resumes from the saved marker.
+			delete(n.drains, k)
+		}
+		n.mu.Unlock()
+		if err == nil {
+			n.cfg.Log.Info("set drained", "pool", pr.Layout.Name, "set", set, "objects", final.Objects, "bytes", final.Bytes)
+		}
+	}()
+}
+
+// localDrains reports the drains this node runs or ran.
+func (n *Node) localDrains() map[string][]drainEntry {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := map[string][]drainEntry{}
+	for k, st := range n.drains {
+		out[k.pool] = append(out[k.pool], drainEntry{Set: k.set, Marker: st.marker, Error: st.err})
+	}
+	return out
+}
+
+// DecommissionStatus implements admin.Node: every set's drain, gathered
+// from the nodes that run them.
+func (n *Node) DecommissionStatus(pool string) (admin.DecommissionStatus, error) {
+	pr := n.poolRuntime(pool)
+	if pr == nil {
+		return admin.DecommissionStatus{}, fmt.Errorf("%w: %q", admin.ErrNoSuchPool, pool)
+	}
+	st := admin.DecommissionStatus{Pool: pool, State: pr.Entry.State()}
+	bySet := map[int]drainEntry{}
+	for _, e := range n.localDrains()[pool] {
+		bySet[e.Set] = e
+	}
+	for _, rs := range n.remoteStatus() {
+		for _, e := range rs.Drains[pool] {
+			bySet[e.Set] = e
+		}
+	}
+	st.Done = pr.Entry.State() == erasure.StateDecommissioned
+	all := true
+	for set := 0; set < pr.Layout.Sets; set++ {
+		e, ok := bySet[set]
+		ss := admin.SetDrain{Set: set, Node: pr.Layout.Drives[set*pr.Layout.SetSize].Host}
+		if ok {
+			ss.Objects, ss.Bytes, ss.Done, ss.Error = e.Marker.Objects, e.Marker.Bytes, e.Marker.Done, e.Error
+		}
+		all = all && ss.Done
+		st.ObjectsMoved += ss.Objects
+		st.BytesMoved += ss.Bytes
+		st.Sets = append(st.Sets, ss)
+	}
+	sort.Slice(st.Sets, func(i, j int) bool { return st.Sets[i].Set < st.Sets[j].Set })
+	st.Done = st.Done || all && pr.Entry.State() != erasure.StateActive
+	return st, nil
+}
+
+// completeIfDrained marks a pool Decommissioned everywhere once every set
+// is drained (run by the leader of its first set).
+func (n *Node) completeIfDrained(pr *cluster.PoolRuntime) {
+	st, err := n.DecommissionStatus(pr.Layout.Name)
+	if err != nil || !st.Done {
+		return
+	}
+	for _, s := range st.Sets {
+		if !s.Done {
+			return
+		}
+	}
+	if err := n.setPoolStateEverywhere(pr.Layout.Name, erasure.StateDecommissioned); err != nil {
+		n.cfg.Log.Warn("pool decommissioned, but not every node was told", "pool", pr.Layout.Name, "err", err)
+	}
+	n.cfg.Log.Info("pool decommissioned: empty, can be removed from the topology", "pool", pr.Layout.Name)
+}
+
+// StartDecommission implements admin.Node.
+func (n *Node) StartDecommission(pool string) error {
+	pr := n.poolRuntime(pool)
+	if pr == nil {
+		return fmt.Errorf("%w: %q", admin.ErrNoSuchPool, pool)
+	}
+	active := 0
+	for _, p := range n.dep.PoolRuntimes() {
+		if p.Entry.State() == erasure.StateActive && p != pr {
+			active++
+		}
+	}
+	if active == 0 {
+		return fmt.Errorf("pool %s is the only active pool: add a pool before decommissioning it", pool)
+	}
+	return n.setPoolStateEverywhere(pool, erasure.StateDraining)
+}
+
+// CancelDecommission implements admin.Node: the pool takes new objects
+// again; what moved stays moved.
+func (n *Node) CancelDecommission(pool string) error {
+	pr := n.poolRuntime(pool)
+	if pr == nil {
+		return fmt.Errorf("%w: %q", admin.ErrNoSuchPool, pool)
+	}
+	if pr.Entry.State() == erasure.StateDecommissioned {
+		return fmt.Errorf("pool %s is already decommissioned", pool)
+	}
+	return n.setPoolStateEverywhere(pool, erasure.StateActive)
+}
+
+// watchTopology re-reads the topology file and applies what changed:
+// appended pools are brought up, states follow the file, layout changes
+// are refused (the running configuration is kept).
+func (n *Node) watchTopology(ctx context.Context) {
+	last, _ := os.ReadFile(n.cfg.TopologyFile)
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		data, err := os.ReadFile(n.cfg.TopologyFile)
+		if err != nil || string(data) == string(last) {
+			continue
+		}
+		last = data
+		topo, err := cluster.ParseTopology(data)
+		if err != nil {
+			n.cfg.Log.Error("topology file not applied; keeping the running configuration", "err", err)
+			continue
+		}
+		if err := n.applyTopology(ctx, topo); err != nil {
+			n.cfg.Log.Error("topology file not fully applied", "err", err)
+		}
+	}
+}
+
+func (n *Node) applyTopology(ctx context.Context, topo cluster.Topology) error {
+	running := n.dep.PoolRuntimes()
+	byName := map[string]*cluster.PoolRuntime{}
+	for _, pr := range running {
+		byName[pr.Layout.Name] = pr
+	}
+	var errs []error
+	listed := map[string]bool{}
+	for i, spec := range topo.Pools {
+		listed[spec.Name] = true
+		pr, ok := byName[spec.Name]
+		if !ok {
+			n.cfg.Log.Info("pool added to the topology; bringing it up", "pool", spec.Name)
+			added, err := n.dep.AddPool(ctx, spec, i)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("adding pool %s: %w", spec.Name, err))
+				continue
+			}
+			n.startPool(added)
+			continue
+		}
+		layout, err := spec.Layout(cluster.Locality{Address: n.cfg.Address})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := pr.Layout.SameLayout(layout); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var o struct{ State string }
+		overridden := readJSONFile(pr, pr.LocalSlots(), overrideFile, &o) && o.State != ""
+		if !overridden && pr.Entry.State() != layout.State {
+			n.cfg.Log.Info("pool state from the topology", "pool", spec.Name, "state", layout.State)
+			pr.Entry.SetState(layout.State)
+		}
+	}
+	for _, pr := range running {
+		if listed[pr.Layout.Name] {
+			continue
+		}
+		if pr.Entry.State() != erasure.StateDecommissioned {
+			errs = append(errs, fmt.Errorf("pool %s was removed from the topology but is not decommissioned; it keeps serving its objects", pr.Layout.Name))
+			continue
+		}
+		n.dep.Pools.Remove(pr.Layout.Name)
+		n.cfg.Log.Info("decommissioned pool removed", "pool", pr.Layout.Name)
+	}
+	return errors.Join(errs...)
+}

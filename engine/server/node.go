@@ -1,0 +1,232 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/buildinfo"
+	"github.com/strata-storage/strata/engine/cluster"
+	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/internode"
+	"github.com/strata-storage/strata/engine/metrics"
+)
+
+// Ready implements health.Checker: serving, not shutting down, and every
+// set of every pool readable.
+func (n *Node) Ready() (bool, string) {
+	switch {
+	case n.stopping.Load():
+		return false, "shutting down"
+	case !n.ready.Load():
+		return false, "starting"
+	}
+	return n.quorum(false, func(l cluster.PoolLayout) int { return l.SetSize - l.Parity })
+}
+
+// quorum checks that every set keeps need(layout) drives online, leaving
+// out this node's drives when without is set.
+func (n *Node) quorum(without bool, need func(cluster.PoolLayout) int) (bool, string) {
+	for _, pr := range n.dep.PoolRuntimes() {
+		if pr.Entry.State() == erasure.StateDecommissioned {
+			continue
+		}
+		l := pr.Layout
+		for s := 0; s < l.Sets; s++ {
+			up := 0
+			for i := 0; i < l.SetSize; i++ {
+				slot := s*l.SetSize + i
+				if without && l.Drives[slot].Local {
+					continue
+				}
+				if pr.Online(slot) {
+					up++
+				}
+			}
+			if up < need(l) {
+				what := "online"
+				if without {
+					what = "online without this node"
+				}
+				return false, fmt.Sprintf("pool %s set %d has %d drives %s, %d needed", l.Name, s, up, what, need(l))
+			}
+		}
+	}
+	return true, ""
+}
+
+func writeQuorum(l cluster.PoolLayout) int {
+	lay, _ := erasure.NewLayout(l.SetSize, l.Parity)
+	return lay.WriteQuorum()
+}
+
+// ClusterHealthy implements health.Checker: every set has write quorum;
+// with maintenance, it would keep it with this node down (the operator's
+// upgrade gate).
+func (n *Node) ClusterHealthy(maintenance bool) (bool, string) {
+	if ok, why := n.quorum(false, writeQuorum); !ok {
+		return false, why
+	}
+	if maintenance {
+		return n.quorum(true, writeQuorum)
+	}
+	return true, ""
+}
+
+// driveState names a slot's state as this node sees it.
+func (n *Node) driveState(pr *cluster.PoolRuntime, slot int) string {
+	l := pr.Layout
+	switch {
+	case !pr.Online(slot):
+		return "offline"
+	case l.Drives[slot].Local:
+		if h := n.healer(l.Name); h != nil && h.Healing(slot/l.SetSize, slot%l.SetSize) {
+			return "healing"
+		}
+	}
+	return "online"
+}
+
+// Info implements admin.Node: every pool and drive as this node sees them;
+// a remote drive's capacity and healing come from its node.
+func (n *Node) Info() admin.Info {
+	info := admin.Info{
+		Version: buildinfo.String(), ProtocolVersion: n.cfg.InternodeProtocol, DeploymentID: n.dep.ID.String(), Mode: "server",
+		Uptime: time.Since(n.started).Round(time.Second).String(),
+	}
+	remote := n.remoteStatus()
+	for _, pr := range n.dep.PoolRuntimes() {
+		l := pr.Layout
+		p := admin.PoolInfo{Name: l.Name, State: pr.Entry.State(), Sets: l.Sets, SetSize: l.SetSize, Parity: l.Parity}
+		var free uint64
+		for slot, ep := range l.Drives {
+			di := admin.DriveInfo{Endpoint: ep.Raw, Set: slot / l.SetSize, Index: slot % l.SetSize, State: n.driveState(pr, slot)}
+			if ep.Local {
+				if d := pr.Local(slot); d != nil {
+					if u, err := d.DiskInfo(); err == nil {
+						di.TotalBytes, di.FreeBytes, di.UsedBytes = u.Total, u.Free, u.Total-u.Free
+					}
+				}
+			} else if r, ok := remote[ep.Host]; ok {
+				if rd, ok := r.Drives[ep.Path]; ok {
+					di.TotalBytes, di.FreeBytes, di.UsedBytes = rd.TotalBytes, rd.FreeBytes, rd.TotalBytes-rd.FreeBytes
+					if di.State == "online" && rd.State != "" {
+						di.State = rd.State
+					}
+				}
+			}
+			info.Capacity.TotalBytes += di.TotalBytes
+			info.Capacity.FreeBytes += di.FreeBytes
+			info.Capacity.UsedBytes += di.UsedBytes
+			free += di.FreeBytes
+			p.Drives = append(p.Drives, di)
+		}
+		info.Capacity.UsableBytes += free / uint64(l.SetSize) * uint64(l.SetSize-l.Parity)
+		info.Pools = append(info.Pools, p)
+	}
+	return info
+}
+
+// nodeStatus is what a node says of itself to its peers.
+type nodeStatus struct {
+	Drives map[string]driveStatus  `json:"drives"`
+	Drains map[string][]drainEntry `json:"drains"`
+}
+
+type driveStatus struct {
+	State      string `json:"state"`
+	TotalBytes uint64 `json:"totalBytes"`
+	FreeBytes  uint64 `json:"freeBytes"`
+}
+
+// NodeStatus implements internode.NodeHooks.
+func (n *Node) NodeStatus() any {
+	st := nodeStatus{Drives: map[string]driveStatus{}, Drains: n.localDrains()}
+	for _, pr := range n.dep.PoolRuntimes() {
+		for _, slot := range pr.LocalSlots() {
+			ds := driveStatus{State: n.driveState(pr, slot)}
+			if d := pr.Local(slot); d != nil {
+				if u, err := d.DiskInfo(); err == nil {
+					ds.TotalBytes, ds.FreeBytes = u.Total, u.Free
+				}
+			}
+			st.Drives[pr.Layout.Drives[slot].Path] = ds
+		}
+	}
+	return st
+}
+
+// remoteStatus asks every online peer for its status (by host).
+func (n *Node) remoteStatus() map[string]nodeStatus {
+	out := map[string]nodeStatus{}
+	for _, p := range n.dep.Peers() {
+		if !p.Online() {
+			continue
+		}
+		var st nodeStatus
+		if err := p.NodeStatus(&st); err == nil {
+			out[p.Host] = st
+		}
+	}
+	return out
+}
+
+var _ internode.NodeHooks = (*Node)(nil)
+
+// HealStatus implements admin.Node: the healers of this node's pools.
+func (n *Node) HealStatus() erasure.HealStatus {
+	var total erasure.HealStatus
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, h := range n.healers {
+		st := h.Status()
+		total.QueueLength += st.QueueLength
+		total.Queued += st.Queued
+		total.Dropped += st.Dropped
+		total.ObjectsHealed += st.ObjectsHealed
+		total.ShardsHealed += st.ShardsHealed
+		total.BytesHealed += st.BytesHealed
+		total.Purged += st.Purged
+		total.Failed += st.Failed
+		total.ScanCycles += st.ScanCycles
+		total.ScanObjects += st.ScanObjects
+		total.Scanning = total.Scanning || st.Scanning
+		if st.LastScanEnd != nil && (total.LastScanEnd == nil || st.LastScanEnd.After(*total.LastScanEnd)) {
+			total.LastScanEnd = st.LastScanEnd
+		}
+		total.Drives = append(total.Drives, st.Drives...)
+	}
+	return total
+}
+
+// StartScan implements admin.Node: an integrity scan of the sets this node
+// leads, in every pool.
+func (n *Node) StartScan() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, h := range n.healers {
+		go h.Scan(n.bg)
+	}
+}
+
+func (n *Node) snapshot() metrics.Snapshot {
+	info := n.Info()
+	hs := n.HealStatus()
+	s := metrics.Snapshot{Heal: metrics.Heal{
+		QueueLength: hs.QueueLength, Queued: hs.Queued, Dropped: hs.Dropped, ObjectsHealed: hs.ObjectsHealed,
+		ShardsHealed: hs.ShardsHealed, BytesHealed: hs.BytesHealed, Purged: hs.Purged, Failed: hs.Failed,
+		ScanCycles: hs.ScanCycles, ScanObjects: hs.ScanObjects,
+	}}
+	for _, d := range hs.Drives {
+		if !d.Done && d.Error == "" {
+			s.Heal.DrivesHealing++
+		}
+	}
+	for _, p := range info.Pools {
+		for _, d := range p.Drives {
+			s.Drives = append(s.Drives, metrics.Drive{Pool: p.Name, Set: d.Set, Index: d.Index, Endpoint: d.Endpoint,
+				State: d.State, TotalBytes: d.TotalBytes, FreeBytes: d.FreeBytes})
+		}
+	}
+	return s
+}
