@@ -518,4 +518,3 @@ func (ps *Pools) ListMultipartUploads(bucket, prefix, keyMarker string, uploadID
 	}
 	return listUploads(all, prefix, keyMarker, uploadIDMarker, delimiter, maxUploads), nil
 }
-

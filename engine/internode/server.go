@@ -91,15 +91,15 @@ func readJSON(r *http.Request, v any) error {
 // jsonArgs are the arguments of the operations sent as JSON.
 type jsonArgs struct {
 	Bucket, Object, Prefix, After string
-	Force, LatestOnly            bool
-	Limit                        int
-	VersionID                    [16]byte
-	Record                       []byte
-	Meta                         map[string]string
-	BucketInfo                   drive.BucketInfo
-	Upload                       *drive.Upload
-	Part                         *drive.PartRecord
-	Chosen                       []drive.PartRecord
+	Force, LatestOnly             bool
+	Limit                         int
+	VersionID                     [16]byte
+	Record                        []byte
+	Meta                          map[string]string
+	BucketInfo                    drive.BucketInfo
+	Upload                        *drive.Upload
+	Part                          *drive.PartRecord
+	Chosen                        []drive.PartRecord
 }
 
 func (s *Server) handle(op string, w http.ResponseWriter, r *http.Request) error {
