@@ -343,20 +343,35 @@ func (d *Local) AbortStaged(dataDir [16]byte) error { return d.fs.RemoveAll(d.st
 func (d *Local) commitStaged(stageID, dataDir [16]byte) error {
 	final := d.dataDirPath(dataDir)
 	parent := filepath.Dir(final)
+	staged := d.stagedPath(stageID)
 	if err := d.fs.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	// A data directory is named by a UUID of one write, so anything already
-	// there is a partial copy of the same data (a heal that was cut off).
-	if err := d.fs.RemoveAll(final); err != nil {
-		return err
-	}
 	if !d.noSync {
-		if err := d.fs.SyncDir(d.stagedPath(stageID)); err != nil {
+		if err := d.fs.SyncDir(staged); err != nil {
 			return err
 		}
 	}
-	if err := d.fs.Rename(d.stagedPath(stageID), final); err != nil {
+	if _, err := d.fs.Stat(final); err == nil {
+		// The data directory is there already (a heal meeting the write it
+		// repairs, or a heal cut off before): its files are replaced one
+		// by one, each rename atomic, so a reader never finds it missing.
+		entries, err := d.fs.ReadDir(staged)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := d.fs.Rename(filepath.Join(staged, e.Name()), filepath.Join(final, e.Name())); err != nil {
+				return fmt.Errorf("drive %s: moving shard into place: %w", d.root, err)
+			}
+		}
+		_ = d.fs.RemoveAll(staged)
+		if d.noSync {
+			return nil
+		}
+		return d.fs.SyncDir(final)
+	}
+	if err := d.fs.Rename(staged, final); err != nil {
 		return fmt.Errorf("drive %s: moving shard into place: %w", d.root, err)
 	}
 	if d.noSync {

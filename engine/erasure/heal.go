@@ -31,6 +31,11 @@ type HealResult struct {
 	Purged int
 	// Unrecoverable is the number of versions too few drives could rebuild.
 	Unrecoverable int
+	// Skipped is the number of drives that could not be examined (offline
+	// or failing): the object must be healed again when they return.
+	Skipped int
+	// SkipReason is the first such drive's error.
+	SkipReason string
 }
 
 func (r *HealResult) add(o HealResult) {
@@ -39,6 +44,7 @@ func (r *HealResult) add(o HealResult) {
 	r.Bytes += o.Bytes
 	r.Purged += o.Purged
 	r.Unrecoverable += o.Unrecoverable
+	r.Skipped = max(r.Skipped, o.Skipped)
 }
 
 // HealObject brings every online drive of the set to the agreed state of an
@@ -48,6 +54,13 @@ func (r *HealResult) add(o HealResult) {
 // than DanglingGrace, is removed. Without deep, shard files are checked for
 // presence and size, not read.
 func (s *Set) HealObject(bucket, object string, deep bool) (HealResult, error) {
+	return s.healObject(bucket, object, deep, 0)
+}
+
+// healObject is HealObject leaving alone versions younger than settle: a
+// walk over everything (a drive rebuild, the scan) meets writes still
+// committing, which their own partial-write heal covers once they end.
+func (s *Set) healObject(bucket, object string, deep bool, settle time.Duration) (HealResult, error) {
 	drives := s.Drives()
 	lists := make([][]*drive.Record, len(drives))
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
@@ -55,8 +68,13 @@ func (s *Set) HealObject(bucket, object string, deep bool) (HealResult, error) {
 		lists[pos], err = d.Versions(bucket, object)
 		return err
 	})
+	skipped := len(errs) - countNil(errs)
+	reason := ""
+	if skipped > 0 {
+		reason = detail(errs)
+	}
 	if countNil(errs) < s.layout.ReadQuorum() {
-		return HealResult{}, fmt.Errorf("%w: %d of %d drives answered (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
+		return HealResult{Skipped: skipped, SkipReason: reason}, fmt.Errorf("%w: %d of %d drives answered (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
 	}
 	byKey := map[versionKey][]*drive.Record{}
 	var order []versionKey
@@ -70,9 +88,12 @@ func (s *Set) HealObject(bucket, object string, deep bool) (HealResult, error) {
 			byKey[k][pos] = r
 		}
 	}
-	var res HealResult
+	res := HealResult{Skipped: skipped, SkipReason: reason}
 	var firstErr error
 	for _, k := range order {
+		if settle > 0 && time.Since(time.Unix(0, k.modTime)) < settle {
+			continue
+		}
 		r, err := s.healVersion(drives, errs, bucket, object, byKey[k], deep)
 		res.add(r)
 		if err != nil && firstErr == nil {

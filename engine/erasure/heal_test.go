@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -259,4 +260,46 @@ func TestFullDrive(t *testing.T) {
 		t.Fatalf("object written while a drive was full: %v", err)
 	}
 	_ = io.Discard
+}
+
+// flaky is a drive that can be unreachable while present (a remote one).
+type flaky struct {
+	Drive
+	up *atomic.Bool
+}
+
+func (f flaky) Online() bool { return f.up.Load() }
+
+func (f flaky) Versions(bucket, object string) ([]*drive.Record, error) {
+	if !f.up.Load() {
+		return nil, errors.New("node offline")
+	}
+	return f.Drive.Versions(bucket, object)
+}
+
+func (f flaky) PutVersion(bucket, object string, rec *drive.Record, stage [16]byte) (drive.PutResult, error) {
+	if !f.up.Load() {
+		return drive.PutResult{}, errors.New("node offline")
+	}
+	return f.Drive.PutVersion(bucket, object, rec, stage)
+}
+
+func TestHealerRetriesWhenADriveReturns(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	up := &atomic.Bool{}
+	up.Store(true)
+	set := tp.Sets()[0]
+	set.SetDrive(3, flaky{Drive: tp.drives[3], up: up})
+	h := NewHealer(tp.Pool, HealerOptions{QueueSize: 10, BytesPerSecond: 1 << 30, ScanInterval: time.Hour}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(ctx)
+	up.Store(false)
+	tp.put(t, "missed", randomBytes(1000)) // 3 of 4: partial write, queued
+	waitUntil(t, func() bool { return h.Status().Deferred == 1 })
+	up.Store(true)
+	waitUntil(t, func() bool { return h.Status().Deferred == 0 && h.Status().ShardsHealed == 1 })
+	if _, err := tp.drives[3].GetVersion("bk", "missed", nil); err != nil {
+		t.Fatalf("the returned drive was not healed: %v", err)
+	}
 }

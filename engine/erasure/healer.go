@@ -2,6 +2,7 @@ package erasure
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,9 @@ type Healer struct {
 	mu      sync.Mutex
 	pending map[healItem]bool
 	drives  map[drivePos]*DriveHeal
+	// deferred are objects healed while some of their drives could not be
+	// reached; they are healed again when those drives return.
+	deferred map[healItem]bool
 
 	limiter *rate.Limiter
 	stats   healStats
@@ -79,19 +83,21 @@ type DriveHeal struct {
 
 // HealStatus is a snapshot of the healer's counters.
 type HealStatus struct {
-	QueueLength   int64            `json:"queueLength"`
-	Queued        int64            `json:"queued"`
-	Dropped       int64            `json:"dropped"`
-	ObjectsHealed int64            `json:"objectsHealed"`
-	ShardsHealed  int64            `json:"shardsHealed"`
-	BytesHealed   int64            `json:"bytesHealed"`
-	Purged        int64            `json:"danglingPurged"`
-	Failed        int64            `json:"failed"`
-	ScanCycles    int64            `json:"scanCycles"`
-	ScanObjects   int64            `json:"scanObjects"`
-	Scanning      bool             `json:"scanning"`
-	LastScanEnd   *time.Time       `json:"lastScanEnd,omitempty"`
-	Drives        []DriveHealState `json:"drives,omitempty"`
+	QueueLength    int64            `json:"queueLength"`
+	Deferred       int64            `json:"deferred"`
+	DeferredSample []string         `json:"deferredSample,omitempty"`
+	Queued         int64            `json:"queued"`
+	Dropped        int64            `json:"dropped"`
+	ObjectsHealed  int64            `json:"objectsHealed"`
+	ShardsHealed   int64            `json:"shardsHealed"`
+	BytesHealed    int64            `json:"bytesHealed"`
+	Purged         int64            `json:"danglingPurged"`
+	Failed         int64            `json:"failed"`
+	ScanCycles     int64            `json:"scanCycles"`
+	ScanObjects    int64            `json:"scanObjects"`
+	Scanning       bool             `json:"scanning"`
+	LastScanEnd    *time.Time       `json:"lastScanEnd,omitempty"`
+	Drives         []DriveHealState `json:"drives,omitempty"`
 }
 
 // DriveHealState reports one drive rebuild.
@@ -108,10 +114,11 @@ type DriveHealState struct {
 func NewHealer(pool *Pool, opts HealerOptions, log *slog.Logger) *Healer {
 	h := &Healer{
 		pool: pool, log: log, opts: opts,
-		queue:   make(chan healItem, opts.QueueSize),
-		pending: map[healItem]bool{},
-		drives:  map[drivePos]*DriveHeal{},
-		limiter: rate.NewLimiter(rate.Limit(opts.BytesPerSecond), int(max(opts.BytesPerSecond, 4<<20))),
+		queue:    make(chan healItem, opts.QueueSize),
+		pending:  map[healItem]bool{},
+		drives:   map[drivePos]*DriveHeal{},
+		deferred: map[healItem]bool{},
+		limiter:  rate.NewLimiter(rate.Limit(opts.BytesPerSecond), int(max(opts.BytesPerSecond, 4<<20))),
 	}
 	for i, s := range pool.sets {
 		set := i
@@ -145,9 +152,68 @@ func (h *Healer) enqueue(set int, bucket, object string) {
 	}
 }
 
+// maxDeferred bounds the objects remembered for drives that are away; past
+// it, the integrity scan heals the rest.
+const maxDeferred = 100000
+
+// defer remembers an object to heal again when its missing drives return.
+func (h *Healer) deferHeal(it healItem) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.deferred) >= maxDeferred {
+		h.stats.dropped.Add(1)
+		return
+	}
+	h.deferred[it] = true
+}
+
+// watchReturns re-queues deferred objects of a set when one of its drives
+// comes back (a restarted node, a drive reopened).
+func (h *Healer) watchReturns(ctx context.Context) {
+	masks := make([]uint32, len(h.pool.sets))
+	for i, s := range h.pool.sets {
+		masks[i] = s.onlineMask()
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for tick := 1; ; tick++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for i, s := range h.pool.sets {
+			m := s.onlineMask()
+			returned := m &^ masks[i]
+			masks[i] = m
+			// Also retry now and then: a drive may have come and gone
+			// between two looks.
+			if returned == 0 && tick%30 != 0 {
+				continue
+			}
+			h.mu.Lock()
+			var items []healItem
+			for it := range h.deferred {
+				if it.set == i {
+					items = append(items, it)
+					delete(h.deferred, it)
+				}
+			}
+			h.mu.Unlock()
+			if len(items) > 0 {
+				h.log.Info("healing again what drives missed while away", "set", i, "objects", len(items), "first", items[0].bucket+"/"+items[0].object)
+			}
+			for _, it := range items {
+				h.enqueue(it.set, it.bucket, it.object)
+			}
+		}
+	}
+}
+
 // Run works the queue and the periodic scan until ctx ends.
 func (h *Healer) Run(ctx context.Context) {
 	go h.scanLoop(ctx)
+	go h.watchReturns(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -158,15 +224,15 @@ func (h *Healer) Run(ctx context.Context) {
 			h.mu.Unlock()
 			// Queued objects were found damaged or missed a write: their
 			// shards are read and verified, not just counted.
-			h.healOne(it, true)
+			h.healOne(it, true, 0)
 		}
 	}
 }
 
-func (h *Healer) healOne(it healItem, deep bool) HealResult {
+func (h *Healer) healOne(it healItem, deep bool, settle time.Duration) HealResult {
 	lock := &h.objectLocks[xxhash.Sum64String(it.bucket+"/"+it.object)%uint64(len(h.objectLocks))]
 	lock.Lock()
-	res, err := h.pool.sets[it.set].HealObject(it.bucket, it.object, deep)
+	res, err := h.pool.sets[it.set].healObject(it.bucket, it.object, deep, settle)
 	lock.Unlock()
 	if res.Shards > 0 {
 		h.stats.objects.Add(1)
@@ -174,6 +240,10 @@ func (h *Healer) healOne(it healItem, deep bool) HealResult {
 		h.stats.bytes.Add(res.Bytes)
 	}
 	h.stats.purged.Add(int64(res.Purged))
+	if res.Skipped > 0 {
+		h.log.Debug("heal deferred until drives return", "bucket", it.bucket, "object", it.object, "drives", res.Skipped, "reason", res.SkipReason)
+		h.deferHeal(it)
+	}
 	if err != nil {
 		h.stats.failed.Add(1)
 		h.log.Warn("heal failed", "bucket", it.bucket, "object", it.object, "err", err)
@@ -222,7 +292,7 @@ func (h *Healer) walkSet(ctx context.Context, set int, deep bool, each func()) e
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				res := h.healOne(healItem{set, b.Name, e.name}, deep)
+				res := h.healOne(healItem{set, b.Name, e.name}, deep, 0)
 				if deep {
 					h.stats.scanObjects.Add(1)
 				}
@@ -300,6 +370,15 @@ func (h *Healer) Status() HealStatus {
 		Purged: h.stats.purged.Load(), Failed: h.stats.failed.Load(),
 		ScanCycles: h.stats.scanCycles.Load(), ScanObjects: h.stats.scanObjects.Load(), Scanning: h.stats.scanning.Load(),
 	}
+	h.mu.Lock()
+	st.Deferred = int64(len(h.deferred))
+	for it := range h.deferred {
+		if len(st.DeferredSample) == 3 {
+			break
+		}
+		st.DeferredSample = append(st.DeferredSample, fmt.Sprintf("set %d: %q/%q", it.set, it.bucket, it.object))
+	}
+	h.mu.Unlock()
 	if ns := h.stats.lastScanEnd.Load(); ns != 0 {
 		t := time.Unix(0, ns).UTC()
 		st.LastScanEnd = &t

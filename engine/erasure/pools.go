@@ -109,7 +109,17 @@ func (ps *Pools) live() []*PoolEntry {
 	return out
 }
 
-func (ps *Pools) first() *Pool { return ps.Entries()[0].Pool }
+// first is the pool whose bucket records answer for all: the first one
+// not decommissioned (bucket records are kept in every pool).
+func (ps *Pools) first() *Pool {
+	es := ps.Entries()
+	for _, e := range es {
+		if e.State() != StateDecommissioned {
+			return e.Pool
+		}
+	}
+	return es[0].Pool
+}
 
 func (ps *Pools) bucketChanged(name string) {
 	for _, e := range ps.Entries() {
@@ -188,7 +198,11 @@ func (ps *Pools) HealBuckets() error {
 	if err != nil {
 		return err
 	}
-	for _, e := range ps.Entries()[1:] {
+	src := ps.first()
+	for _, e := range ps.Entries() {
+		if e.Pool == src {
+			continue
+		}
 		for _, b := range buckets {
 			if _, err := e.Pool.readBucket(b.Name); errors.Is(err, ErrBucketNotFound) {
 				err = e.Pool.forEachSet(func(s *Set) error {

@@ -269,6 +269,11 @@ func (s *Set) putStreaming(drives []Drive, bucket, object string, rec *drive.Rec
 	if err != nil {
 		return ObjectInfo{}, err
 	}
+	if opts.ModTime.IsZero() {
+		// The version's time is when it commits, not when its upload
+		// began: last writer wins by completion, as S3 reports it.
+		rec.ModTime = time.Now().UnixNano()
+	}
 	afterBody(rec, opts)
 	rec.Size = st.size
 	rec.ETag = st.etag

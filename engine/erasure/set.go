@@ -92,6 +92,27 @@ func NewSet(drives []Drive, parity int) (*Set, error) {
 	return s, nil
 }
 
+// Liveness is implemented by drives that can be unreachable while present
+// (a drive on another node).
+type Liveness interface {
+	Online() bool
+}
+
+// onlineMask has bit i set when the drive at position i can be used.
+func (s *Set) onlineMask() uint32 {
+	var m uint32
+	for i, d := range s.Drives() {
+		if d == nil {
+			continue
+		}
+		if l, ok := d.(Liveness); ok && !l.Online() {
+			continue
+		}
+		m |= 1 << i
+	}
+	return m
+}
+
 // Drives returns the set's drives by position (nil = offline).
 func (s *Set) Drives() []Drive { return *s.drives.Load() }
 

@@ -89,6 +89,9 @@ const (
 	PolicyReadWrite Policy = "readwrite"
 	PolicyReadOnly  Policy = "readonly"
 	PolicyWriteOnly Policy = "writeonly"
+	// PolicyAdmin is root's rights under another key (every bucket, every
+	// operation, the admin calls of the S3 front end).
+	PolicyAdmin Policy = "admin"
 )
 
 // User is one entry of the users file.
@@ -125,9 +128,9 @@ func ParseUsers(data []byte, root string) ([]User, error) {
 			return nil, fmt.Errorf("users file: access key %s listed twice", u.AccessKey)
 		}
 		switch u.Policy {
-		case PolicyReadWrite, PolicyReadOnly, PolicyWriteOnly:
+		case PolicyReadWrite, PolicyReadOnly, PolicyWriteOnly, PolicyAdmin:
 		default:
-			return nil, fmt.Errorf("users file: user %s: policy %q is not readwrite, readonly or writeonly", u.AccessKey, u.Policy)
+			return nil, fmt.Errorf("users file: user %s: policy %q is not readwrite, readonly, writeonly or admin", u.AccessKey, u.Policy)
 		}
 		seen[u.AccessKey] = true
 	}
@@ -219,6 +222,9 @@ func (u *Users) Grants(bucket string) map[Policy][]string {
 	defer u.mu.RUnlock()
 	out := map[Policy][]string{}
 	for _, usr := range u.users {
+		if usr.Policy == PolicyAdmin {
+			continue // admins need no grant
+		}
 		if len(usr.Buckets) == 0 || slices.Contains(usr.Buckets, bucket) {
 			out[usr.Policy] = append(out[usr.Policy], usr.AccessKey)
 		}
@@ -283,7 +289,10 @@ func (u *Users) GetUserAccount(access string) (auth.Account, error) {
 		return auth.Account{}, auth.ErrNoSuchUser
 	}
 	role := auth.RoleUser
-	if usr.Policy == PolicyReadWrite && len(usr.Buckets) == 0 {
+	switch {
+	case usr.Policy == PolicyAdmin:
+		role = auth.RoleAdmin
+	case usr.Policy == PolicyReadWrite && len(usr.Buckets) == 0:
 		role = auth.RoleUserPlus
 	}
 	return auth.Account{Access: usr.AccessKey, Secret: usr.SecretKey, Role: role}, nil

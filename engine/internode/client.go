@@ -82,7 +82,34 @@ func NewPeer(host string, internodePort int, opts PeerOptions) (*Peer, error) {
 	}
 	p.version.Store(int32(MinProtocol))
 	p.online.Store(true)
+	go p.heartbeat()
 	return p, nil
+}
+
+// heartbeatInterval is how often an online peer is pinged, so a node that
+// died is noticed (and its calls fail at once) even when nothing else
+// talks to it.
+const heartbeatInterval = time.Second
+
+func (p *Peer) heartbeat() {
+	t := time.NewTicker(heartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.closed:
+			return
+		case <-t.C:
+		}
+		if !p.online.Load() {
+			continue // the reconnect pinger runs
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := p.ping(ctx)
+		cancel()
+		if err != nil {
+			p.markOffline(err)
+		}
+	}
 }
 
 // Close stops the peer's background pings.
@@ -327,6 +354,9 @@ var (
 	_ erasure.Drive   = (*RemoteDrive)(nil)
 	_ erasure.Batched = (*RemoteDrive)(nil)
 )
+
+// Online implements erasure.Liveness.
+func (d *RemoteDrive) Online() bool { return d.peer.Online() }
 
 // Batcher implements erasure.Batched.
 func (d *RemoteDrive) Batcher() erasure.NodeBatcher { return d.peer.batcher() }

@@ -90,10 +90,9 @@ func (e *remoteError) Error() string { return e.msg }
 func (e *remoteError) Unwrap() error { return e.sentinel }
 
 func decodeError(code, msg string) error {
-	if e, ok := wireErrors[code]; ok {
-		return &remoteError{sentinel: e, msg: msg}
-	}
-	return errors.New(msg)
+	// Unknown codes (Internal) keep a nil sentinel: still an answer from
+	// the peer, never mistaken for the peer being unreachable.
+	return &remoteError{sentinel: wireErrors[code], msg: msg}
 }
 
 // Secret derives the internode signing key from the root secret, which

@@ -64,11 +64,23 @@ func (b *Backend) String() string { return "strata" }
 // server that opened them.
 func (b *Backend) Shutdown() {}
 
+// str reads a request string. The front end's strings may point into the
+// request's buffer, which the HTTP server reuses for the next request once
+// this one is answered: anything kept past the call (caches, heal queues,
+// a streaming body's goroutine) would change under us. So every request
+// string is copied on the way in (see also own).
 func str(p *string) string {
 	if p == nil {
 		return ""
 	}
-	return *p
+	return strings.Clone(*p)
+}
+
+// own copies request strings passed by value (see str).
+func own(ss ...*string) {
+	for _, s := range ss {
+		*s = strings.Clone(*s)
+	}
 }
 
 // ListBuckets lists buckets in name order, with prefix and pagination.
@@ -134,11 +146,13 @@ func (b *Backend) CreateBucket(_ context.Context, in *s3.CreateBucketInput, _ []
 
 // DeleteBucket removes an empty bucket.
 func (b *Backend) DeleteBucket(_ context.Context, bucket string) error {
+	own(&bucket)
 	return b.toS3(b.pool.DeleteBucket(bucket), bucket)
 }
 
 // PutBucketVersioning enables or suspends versioning.
 func (b *Backend) PutBucketVersioning(_ context.Context, bucket string, status types.BucketVersioningStatus) error {
+	own(&bucket)
 	switch status {
 	case types.BucketVersioningStatusEnabled, types.BucketVersioningStatusSuspended:
 	default:
@@ -149,6 +163,7 @@ func (b *Backend) PutBucketVersioning(_ context.Context, bucket string, status t
 
 // GetBucketVersioning reports the versioning state (none when never set).
 func (b *Backend) GetBucketVersioning(_ context.Context, bucket string) (s3response.GetBucketVersioningOutput, error) {
+	own(&bucket)
 	info, err := b.pool.StatBucket(bucket)
 	if err != nil {
 		return s3response.GetBucketVersioningOutput{}, b.toS3(err, bucket)
@@ -165,6 +180,7 @@ func (b *Backend) GetBucketVersioning(_ context.Context, bucket string) (s3respo
 // the bucket; "no policy" when none has any. Policies are not stored:
 // access is managed through the tenant's users.
 func (b *Backend) GetBucketPolicy(_ context.Context, bucket string) ([]byte, error) {
+	own(&bucket)
 	if _, err := b.pool.StatBucket(bucket); err != nil {
 		return nil, b.toS3(err, bucket)
 	}
@@ -179,11 +195,13 @@ func (b *Backend) GetBucketPolicy(_ context.Context, bucket string) ([]byte, err
 // GetObjectLockConfiguration: object lock is not supported; the front end
 // checks this on every write and proceeds on "not found".
 func (b *Backend) GetObjectLockConfiguration(_ context.Context, bucket string) ([]byte, error) {
+	own(&bucket)
 	return nil, s3err.GetAPIError(s3err.ErrObjectLockConfigurationNotFound)
 }
 
 // GetBucketCors: no CORS configuration is stored.
 func (b *Backend) GetBucketCors(_ context.Context, bucket string) ([]byte, error) {
+	own(&bucket)
 	return nil, s3err.GetAPIError(s3err.ErrNoSuchCORSConfiguration)
 }
 

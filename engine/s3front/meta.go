@@ -39,7 +39,7 @@ func buildMeta(h systemHeaders, user map[string]string, tagging *string) map[str
 	m := make(map[string]string, len(user)+4)
 	set := func(k string, v *string) {
 		if v != nil && *v != "" {
-			m[k] = *v
+			m[k] = strings.Clone(*v) // request strings are reused (see str)
 		}
 	}
 	set(metaContentType, h.ContentType)
@@ -51,7 +51,7 @@ func buildMeta(h systemHeaders, user map[string]string, tagging *string) map[str
 	set(metaRedirect, h.WebsiteRedirectLocation)
 	set(metaTagging, tagging)
 	for k, v := range user {
-		m[userMetaPrefix+strings.ToLower(k)] = v
+		m[userMetaPrefix+strings.ToLower(k)] = strings.Clone(v)
 	}
 	return m
 }

@@ -13,6 +13,7 @@ import (
 
 // GetObjectTagging returns a version's tags.
 func (b *Backend) GetObjectTagging(_ context.Context, bucket, object, versionID string) (map[string]string, error) {
+	own(&bucket, &object, &versionID)
 	h, markerTime, err := b.openVersion(bucket, object, versionID)
 	if markerTime != nil {
 		return nil, err
@@ -29,11 +30,13 @@ func (b *Backend) GetObjectTagging(_ context.Context, bucket, object, versionID 
 
 // PutObjectTagging replaces a version's tags.
 func (b *Backend) PutObjectTagging(_ context.Context, bucket, object, versionID string, t map[string]string) error {
+	own(&bucket, &object, &versionID)
 	return b.setObjectTags(bucket, object, versionID, t)
 }
 
 // DeleteObjectTagging removes a version's tags.
 func (b *Backend) DeleteObjectTagging(_ context.Context, bucket, object, versionID string) error {
+	own(&bucket, &object, &versionID)
 	return b.setObjectTags(bucket, object, versionID, nil)
 }
 
@@ -64,6 +67,7 @@ func (b *Backend) setObjectTags(bucket, object, versionID string, t map[string]s
 
 // GetBucketTagging returns a bucket's tags.
 func (b *Backend) GetBucketTagging(_ context.Context, bucket string) (map[string]string, error) {
+	own(&bucket)
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
 		return nil, b.toS3(err, bucket)
@@ -76,10 +80,12 @@ func (b *Backend) GetBucketTagging(_ context.Context, bucket string) (map[string
 
 // PutBucketTagging replaces a bucket's tags.
 func (b *Backend) PutBucketTagging(_ context.Context, bucket string, t map[string]string) error {
+	own(&bucket)
 	return b.toS3(b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Tags = t }), bucket)
 }
 
 // DeleteBucketTagging removes a bucket's tags.
 func (b *Backend) DeleteBucketTagging(_ context.Context, bucket string) error {
+	own(&bucket)
 	return b.toS3(b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Tags = nil }), bucket)
 }

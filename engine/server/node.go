@@ -181,6 +181,8 @@ func (n *Node) HealStatus() erasure.HealStatus {
 	for _, h := range n.healers {
 		st := h.Status()
 		total.QueueLength += st.QueueLength
+		total.Deferred += st.Deferred
+		total.DeferredSample = append(total.DeferredSample, st.DeferredSample...)
 		total.Queued += st.Queued
 		total.Dropped += st.Dropped
 		total.ObjectsHealed += st.ObjectsHealed

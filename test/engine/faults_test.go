@@ -92,9 +92,11 @@ func corruptShards(t *testing.T, dir string) int {
 }
 
 type healStatus struct {
-	QueueLength int64 `json:"queueLength"`
-	ScanCycles  int64 `json:"scanCycles"`
-	Scanning    bool  `json:"scanning"`
+	QueueLength int64    `json:"queueLength"`
+	Deferred    int64    `json:"deferred"`
+	Sample      []string `json:"deferredSample"`
+	ScanCycles  int64    `json:"scanCycles"`
+	Scanning    bool     `json:"scanning"`
 	Drives      []struct {
 		Set, Index int
 		Done       bool
@@ -135,8 +137,14 @@ func (s *server) scan(t *testing.T) {
 // waitHealed waits until every drive rebuild is done and the queue empty.
 func (s *server) waitHealed(t *testing.T) {
 	t.Helper()
+	var st healStatus
+	defer func() {
+		if t.Failed() {
+			t.Logf("last heal status of %s: %+v", s.addr, st)
+		}
+	}()
 	waitFor(t, "healing finished", 60*time.Second, func() bool {
-		st := s.healStatus()
+		st = s.healStatus()
 		for _, d := range st.Drives {
 			if d.Error != "" {
 				t.Fatalf("drive heal failed: %+v", d)
@@ -145,7 +153,7 @@ func (s *server) waitHealed(t *testing.T) {
 				return false
 			}
 		}
-		return st.QueueLength == 0
+		return st.QueueLength == 0 && st.Deferred == 0
 	})
 }
 

@@ -110,6 +110,9 @@ func startServer(t testing.TB, o serverOpts) *server {
 	running.Store(t, s)
 	t.Cleanup(func() {
 		s.kill()
+		if strings.Contains(s.logs(), "WARNING: DATA RACE") {
+			t.Error("data race in the server (see its log)")
+		}
 		if t.Failed() {
 			l := s.logs()
 			t.Logf("server log (last 8 KiB):\n%s", l[max(0, len(l)-8<<10):])

@@ -1,0 +1,397 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// cluster is several strata server processes on 127.0.0.x loopback
+// addresses, sharing a topology file.
+type cluster struct {
+	t        *testing.T
+	port     int // S3 port, the same on every node (each has its own IP)
+	rpcPort  int
+	root     string
+	topoFile string
+	nodes    map[int]*server // by last octet
+	// env adds environment variables for some nodes.
+	env map[int][]string
+}
+
+// freePort finds a port free on the wildcard address (so free on every
+// loopback IP).
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func newCluster(t *testing.T) *cluster {
+	c := &cluster{t: t, port: freePort(t), rpcPort: freePort(t), root: t.TempDir(), nodes: map[int]*server{}}
+	c.topoFile = filepath.Join(c.root, "topology.json")
+	return c
+}
+
+func (c *cluster) ip(node int) string { return fmt.Sprintf("127.0.0.%d", node) }
+
+// poolSpec is a pool of drives per node on the given nodes.
+func (c *cluster) poolSpec(name string, nodes []int, drives int) map[string]any {
+	var eps []string
+	for _, n := range nodes {
+		eps = append(eps, fmt.Sprintf("http://%s:%d%s/n%d/%s-d{1...%d}", c.ip(n), c.port, c.root, n, name, drives))
+	}
+	return map[string]any{"name": name, "endpoints": eps}
+}
+
+func (c *cluster) writeTopology(pools ...map[string]any) {
+	c.t.Helper()
+	b, _ := json.MarshalIndent(map[string]any{"version": 1, "pools": pools}, "", "  ")
+	tmp := c.topoFile + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, c.topoFile); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// start starts the given nodes (processes), and waits until all of them
+// are ready.
+func (c *cluster) start(nodes []int) {
+	c.t.Helper()
+	for _, n := range nodes {
+		s := &server{t: c.t, addr: net.JoinHostPort(c.ip(n), strconv.Itoa(c.port)), env: c.env[n]}
+		s.args = []string{"server", "--address", s.addr, "--internode-port", strconv.Itoa(c.rpcPort), "--topology", c.topoFile,
+			"--drive-monitor-interval", "500ms", "--shutdown-delay", "0s", "--log-level", "debug"}
+		s.startProcess()
+		c.nodes[n] = s
+		c.t.Cleanup(func() {
+			s.kill()
+			if strings.Contains(s.logs(), "WARNING: DATA RACE") {
+				c.t.Errorf("node %s: data race (see its log)", s.addr)
+			}
+			if c.t.Failed() {
+				dir := filepath.Join(os.TempDir(), "strata-test-logs", c.t.Name())
+				_ = os.MkdirAll(dir, 0o755)
+				f := filepath.Join(dir, s.addr+".log")
+				_ = os.WriteFile(f, []byte(s.logs()), 0o644)
+				c.t.Logf("node %s log: %s", s.addr, f)
+			}
+		})
+	}
+	for _, n := range nodes {
+		c.nodes[n].waitReady()
+	}
+}
+
+// TestClusterServesFromEveryNode: four nodes with two drives each form one
+// pool; an object written through one node reads back through every other,
+// with both clients.
+func TestClusterServesFromEveryNode(t *testing.T) {
+	c := newCluster(t)
+	nodes := []int{11, 12, 13, 14}
+	c.writeTopology(c.poolSpec("pool-a", nodes, 2))
+	c.start(nodes)
+	objs := writeCorpus(t, c.nodes[11], "shared")
+	for _, n := range nodes {
+		checkCorpus(t, c.nodes[n], "shared", objs)
+	}
+	code, body := c.nodes[12].adminGet("info")
+	if code != 200 || strings.Count(string(body), `"state": "online"`) != 8 {
+		t.Fatalf("admin info from a node: %d %s", code, body)
+	}
+	// Every node's health gate: one node may go down for maintenance.
+	for _, n := range nodes {
+		if got := httpStatus(t, c.nodes[n].url()+"/strata/health/cluster?maintenance=true"); got != 200 {
+			t.Fatalf("node %d: maintenance gate %d with every node up", n, got)
+		}
+	}
+}
+
+func httpStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestClusterNodeKilledUnderLoad: one node of four is killed with -9 while
+// clients write and read through the others; writes succeed (write quorum
+// holds: 6 of 8 drives), reads return correct bytes, no request hangs; the
+// node restarts, rejoins and heals what it missed.
+func TestClusterNodeKilledUnderLoad(t *testing.T) {
+	c := newCluster(t)
+	nodes := []int{11, 12, 13, 14}
+	c.writeTopology(c.poolSpec("pool-a", nodes, 2))
+	c.start(nodes)
+	mustCreateBucket(t, c.nodes[11].aws(), "load")
+
+	var mu sync.Mutex
+	written := map[string][]byte{}
+	var failures atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			via := c.nodes[nodes[w%3]] // nodes 11..13 stay up
+			cl := via.aws()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := fmt.Sprintf("w%d/k%04d", w, i)
+				data := randomBytes([]int{100, 5000, 200 << 10, 1 << 20}[i%4])
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("load"), Key: &key, Body: bytes.NewReader(data)})
+				cancel()
+				if err != nil {
+					if failures.Add(1) < 5 {
+						t.Errorf("write %s through %s during the node loss: %v", key, via.addr, err)
+					}
+					continue
+				}
+				mu.Lock()
+				written[key] = data
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	c.nodes[14].kill()
+	time.Sleep(3 * time.Second)
+	close(stop)
+	wg.Wait()
+	if failures.Load() > 0 {
+		t.Fatalf("%d writes failed while write quorum held", failures.Load())
+	}
+	if len(written) < 20 {
+		t.Fatalf("only %d objects written under load", len(written))
+	}
+	for key, want := range written {
+		if got := get(t, c.nodes[12].aws(), "load", key); !bytes.Equal(got, want) {
+			t.Fatalf("%s wrong with a node down", key)
+		}
+	}
+	// The node rejoins, and the nodes that wrote while it was away heal
+	// what it missed.
+	c.nodes[14].restart()
+	waitFor(t, "node 14's peers see it online", 30*time.Second, func() bool {
+		return httpStatus(t, c.nodes[11].url()+"/strata/health/cluster?maintenance=true") == 200
+	})
+	for _, n := range nodes {
+		c.nodes[n].waitHealed(t)
+	}
+	// Proof: with two other nodes gone, node 14's drives must hold their
+	// shards (4 of 8 drives left = the data shards).
+	c.nodes[12].kill()
+	c.nodes[13].kill()
+	waitFor(t, "node 11 notices the lost nodes", 30*time.Second, func() bool {
+		return httpStatus(t, c.nodes[11].url()+"/strata/health/cluster") != 200
+	})
+	for key, want := range written {
+		if got := get(t, c.nodes[11].aws(), "load", key); !bytes.Equal(got, want) {
+			t.Fatalf("%s wrong after the rejoined node healed", key)
+		}
+	}
+}
+
+// TestClusterConcurrentOverwrites: writers on one key through every node
+// end with one winner that every node agrees on.
+func TestClusterConcurrentOverwrites(t *testing.T) {
+	c := newCluster(t)
+	nodes := []int{11, 12, 13, 14}
+	c.writeTopology(c.poolSpec("pool-a", nodes, 2))
+	c.start(nodes)
+	mustCreateBucket(t, c.nodes[11].aws(), "race")
+	for round := 0; round < 5; round++ {
+		var wg sync.WaitGroup
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				data := randomBytes([]int{300, 300 << 10}[round%2])
+				_, err := c.nodes[nodes[w%4]].aws().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("race"), Key: aws.String("hot"), Body: bytes.NewReader(data)})
+				if err != nil {
+					t.Errorf("writer %d: %v", w, err)
+				}
+			}()
+		}
+		wg.Wait()
+		var etags []string
+		for _, n := range nodes {
+			h, err := c.nodes[n].aws().HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("race"), Key: aws.String("hot")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			etags = append(etags, *h.ETag)
+		}
+		for _, e := range etags[1:] {
+			if e != etags[0] {
+				t.Fatalf("round %d: nodes disagree on the winner: %v", round, etags)
+			}
+		}
+		vs, _ := c.nodes[13].aws().ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String("race")})
+		if len(vs.Versions) != 1 || *vs.Versions[0].ETag != etags[0] {
+			t.Fatalf("round %d: versions left behind: %+v", round, vs.Versions)
+		}
+	}
+}
+
+// TestClusterVersionSkew: a node speaking the previous internode protocol
+// (no per-node batches) works with nodes speaking the current one.
+func TestClusterVersionSkew(t *testing.T) {
+	c := newCluster(t)
+	nodes := []int{11, 12, 13, 14}
+	c.writeTopology(c.poolSpec("pool-a", nodes, 2))
+	c.env = map[int][]string{14: {"STRATA_INTERNODE_PROTOCOL=1"}}
+	c.start(nodes)
+	objs := writeCorpus(t, c.nodes[14], "skew")
+	for _, n := range nodes {
+		checkCorpus(t, c.nodes[n], "skew", objs)
+	}
+	more := writeCorpus(t, c.nodes[11], "skew2")
+	checkCorpus(t, c.nodes[14], "skew2", more)
+}
+
+type decomStatus struct {
+	State        string `json:"state"`
+	Done         bool   `json:"done"`
+	ObjectsMoved int64  `json:"objectsMoved"`
+}
+
+func (s *server) admin(method, path string) (int, []byte) {
+	s.t.Helper()
+	req, _ := http.NewRequest(method, s.url()+"/strata/admin/v1/"+path, nil)
+	req.SetBasicAuth(rootUser, rootPassword)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestClusterAddPoolLiveThenDecommission: a pool appended to the topology
+// file is formatted by its own nodes and used by the running ones without a
+// restart; then the first pool is decommissioned under load: its objects
+// (every version) move to the new pool, and once empty it is removed.
+func TestClusterAddPoolLiveThenDecommission(t *testing.T) {
+	c := newCluster(t)
+	poolA := c.poolSpec("pool-a", []int{11, 12}, 2)
+	c.writeTopology(poolA)
+	c.start([]int{11, 12})
+	cl := c.nodes[11].aws()
+	mustCreateBucket(t, cl, "grow")
+	if _, err := cl.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("grow"),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	objs := corpus{}
+	for i := 0; i < 30; i++ {
+		key := fmt.Sprintf("before/%02d", i)
+		put(t, cl, "grow", key, randomBytes(10))
+		objs[key] = randomBytes([]int{3000, 300 << 10}[i%2]) // a second version
+		put(t, cl, "grow", key, objs[key])
+	}
+
+	// Expand: pool B on two new nodes.
+	poolB := c.poolSpec("pool-b", []int{13, 14}, 2)
+	c.writeTopology(poolA, poolB)
+	c.start([]int{13, 14})
+	waitFor(t, "pool-b in use by the old nodes", 30*time.Second, func() bool {
+		for _, n := range []int{11, 12} {
+			if _, body := c.nodes[n].adminGet("info"); !strings.Contains(string(body), `"name": "pool-b"`) {
+				return false
+			}
+		}
+		return true
+	})
+	for i := 0; i < 30; i++ {
+		key := fmt.Sprintf("after/%02d", i)
+		objs[key] = randomBytes(2000)
+		put(t, c.nodes[12].aws(), "grow", key, objs[key])
+	}
+	checkCorpus(t, c.nodes[14], "grow", objs)
+
+	// Decommission pool A while a writer keeps writing.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			key := fmt.Sprintf("during/%03d", i)
+			data := randomBytes(1500)
+			if _, err := c.nodes[13].aws().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("grow"), Key: &key, Body: bytes.NewReader(data)}); err != nil {
+				t.Errorf("write during decommission: %v", err)
+				return
+			}
+			mu.Lock()
+			objs[key] = data
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	if code, body := c.nodes[12].admin("POST", "pools/pool-a/decommission"); code != http.StatusAccepted {
+		t.Fatalf("starting the decommission: %d %s", code, body)
+	}
+	var st decomStatus
+	waitFor(t, "pool-a drained", 120*time.Second, func() bool {
+		_, body := c.nodes[11].admin("GET", "pools/pool-a/decommission")
+		_ = json.Unmarshal(body, &st)
+		return st.State == "Decommissioned"
+	})
+	close(stop)
+	wg.Wait()
+	if st.ObjectsMoved < 30 {
+		t.Fatalf("only %d objects moved", st.ObjectsMoved)
+	}
+	// Every version moved: each "before" key still has its two versions.
+	vs, err := c.nodes[14].aws().ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String("grow"), Prefix: aws.String("before/")})
+	if err != nil || len(vs.Versions) != 60 {
+		t.Fatalf("versions after the move: %d (%v)", len(vs.Versions), err)
+	}
+	// Pool A's nodes can go: everything is served from pool B.
+	c.writeTopology(poolB)
+	time.Sleep(3 * time.Second)
+	c.nodes[11].kill()
+	c.nodes[12].kill()
+	mu.Lock()
+	defer mu.Unlock()
+	checkCorpus(t, c.nodes[13], "grow", objs)
+}
