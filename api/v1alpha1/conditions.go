@@ -77,6 +77,10 @@ const (
 	// failure domains survives spec.topology.tolerate.
 	ReasonToleranceUnreachable = "ToleranceUnreachable"
 
+	// ReasonExpansionNotAllowed: storage.size grew but a storage class does
+	// not allow volume expansion; the drives keep their size.
+	ReasonExpansionNotAllowed = "ExpansionNotAllowed"
+
 	// ReasonDrivesOffline: some drives do not answer; data is served from
 	// parity.
 	ReasonDrivesOffline = "DrivesOffline"
