@@ -127,13 +127,13 @@ func run(o options) error {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  newScheme(),
-		Cache:                   cacheOptions(),
+		Scheme: newScheme(),
+		Cache:  cacheOptions(),
 		// Secrets are read straight from the API server when needed and
 		// watched as metadata only: caching every Secret of the cluster
 		// would cost memory and widen what a heap dump could leak.
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
-		Controller: ctrlconfig.Controller{MaxConcurrentReconciles: o.maxConcurrentReconcs},
+		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: o.maxConcurrentReconcs},
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,

@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -145,6 +145,54 @@ func union(a, b map[string]string) map[string]string {
 	return out
 }
 
-// derivative: every field set in desired equals the live one (fields the
-// API server defaulted in live are ignored).
-func derivative(desired, live any) bool { return equality.Semantic.DeepDerivative(desired, live) }
+// derivative reports whether live carries every field desired sets, with
+// the same value. It compares the JSON forms: fields desired leaves out
+// (zero values, which the API server may default to something else) are
+// ignored, lists must have the same length (so a removed item counts), and
+// quantities compare in canonical form.
+func derivative(desired, live any) bool {
+	d, err1 := toJSONValue(desired)
+	l, err2 := toJSONValue(live)
+	if err1 != nil || err2 != nil {
+		return equality.Semantic.DeepEqual(desired, live)
+	}
+	return jsonSubset(d, l)
+}
+
+func toJSONValue(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(data, &out)
+}
+
+func jsonSubset(desired, live any) bool {
+	switch d := desired.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return len(d) == 0 && live == nil
+		}
+		for k, dv := range d {
+			if !jsonSubset(dv, l[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := live.([]any)
+		if !ok || len(l) != len(d) {
+			return len(d) == 0 && live == nil
+		}
+		for i := range d {
+			if !jsonSubset(d[i], l[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return desired == live
+	}
+}

@@ -115,7 +115,6 @@ func conditionChanged(before, after []metav1.Condition, typ string) bool {
 	return a.Status != b.Status || a.Reason != b.Reason || a.Message != b.Message
 }
 
-
 // recordConditionEvents records an Event for each listed condition whose
 // status, reason or message changed in this pass.
 func recordConditionEvents(rec recorder.EventRecorder, obj runtime.Object, before, after []metav1.Condition, types ...string) {

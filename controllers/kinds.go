@@ -13,7 +13,9 @@ import (
 // labels and annotations) is left alone.
 
 var secretOps = kindOps[*corev1.Secret]{
-	same:  func(l, d *corev1.Secret) bool { return derivative(d.Data, l.Data) && len(d.Data) == len(l.Data) && l.Type == d.Type },
+	same: func(l, d *corev1.Secret) bool {
+		return derivative(d.Data, l.Data) && len(d.Data) == len(l.Data) && l.Type == d.Type
+	},
 	merge: func(l, d *corev1.Secret) { l.Data = d.Data },
 }
 
