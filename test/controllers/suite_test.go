@@ -105,9 +105,9 @@ var _ = BeforeSuite(func() {
 	for i := range 4 {
 		name := "storage-" + string(rune('a'+i))
 		Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			corev1.LabelHostname:             name,
-			"node-role.strata.dev/storage":   "true",
-			"topology.kubernetes.io/zone":    "zone-" + string(rune('a'+i%2)),
+			corev1.LabelHostname:           name,
+			"node-role.strata.dev/storage": "true",
+			"topology.kubernetes.io/zone":  "zone-" + string(rune('a'+i%2)),
 		}}})).To(Succeed())
 	}
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer

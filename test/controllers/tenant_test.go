@@ -233,7 +233,9 @@ var _ = Describe("a Tenant with a ServerPool and a GatewayPool", func() {
 		before := sts.Spec.Template.Annotations[builders.AnnotationCredentialsHash]
 		root := &corev1.Secret{}
 		root.Namespace, root.Name = ns, "media-root-credentials"
-		update(root, func(s *corev1.Secret) { s.Data[builders.SecretKeyKey] = []byte("rotated-secret-key-rotated-secret-key-00") })
+		update(root, func(s *corev1.Secret) {
+			s.Data[builders.SecretKeyKey] = []byte("rotated-secret-key-rotated-secret-key-00")
+		})
 		Eventually(func() (string, error) {
 			err := k8s.Get(ctx, key(ns, "media-nvme"), sts)
 			return sts.Spec.Template.Annotations[builders.AnnotationCredentialsHash], err
