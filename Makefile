@@ -98,7 +98,7 @@ build: ## Build bin/manager (operator) and bin/strata (engine).
 
 .PHONY: run
 run: ## Run the operator against the cluster of the current kubeconfig (CRDs must be installed: make install).
-	go run -ldflags "$(LDFLAGS)" . --metrics-bind-address=:8443 --health-probe-bind-address=:8081
+	go run -ldflags "$(LDFLAGS)" . --metrics-bind-address=:8443 --health-probe-bind-address=:8081 --enable-webhooks=false
 
 .PHONY: install
 install: ## Install the CRDs into the cluster of the current kubeconfig.

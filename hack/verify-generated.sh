@@ -14,6 +14,7 @@ generated=(
   config/webhook/manifests.yaml
   charts/strata-operator/crds
   charts/strata-operator/templates/manager-rbac.yaml
+  charts/strata-operator/templates/webhook-configurations.yaml
   bundle/manifests
   bundle/metadata
   bundle/tests
