@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -87,7 +88,7 @@ func (r *GatewayPoolReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	}
 	recordConditionEvents(r.Recorder, g, before.Conditions, g.Status.Conditions,
 		v1.ConditionTenantFound, v1.ConditionReady, v1.ConditionDegraded)
-	if stepErr != nil && stepErr != errWaiting {
+	if stepErr != nil && !errors.Is(stepErr, errWaiting) {
 		return reconcile.Result{}, stepErr
 	}
 	return reconcile.Result{}, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -100,7 +101,7 @@ func (r *ServerPoolReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		}
 	}
 	r.recordPoolTransitions(p, before.Conditions, p.Status.Conditions)
-	if stepErr != nil && stepErr != errWaiting {
+	if stepErr != nil && !errors.Is(stepErr, errWaiting) {
 		return reconcile.Result{}, stepErr
 	}
 	return s.requeue, nil

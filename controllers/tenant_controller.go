@@ -38,15 +38,14 @@ type TenantReconciler struct{ Reconcilers }
 
 // tenantScope is the state of one reconcile.
 type tenantScope struct {
-	tenant     *v1.Tenant
-	log        logr.Logger
-	rootKeys   [2]string
-	ca         []byte // PEM CA of the serving certificate, when known
-	servers    []v1.ServerPool
-	gateways   []v1.GatewayPool
-	requeue    time.Duration
-	bucketsErr error
-	capacity   *engine.Capacity
+	tenant   *v1.Tenant
+	log      logr.Logger
+	rootKeys [2]string
+	ca       []byte // PEM CA of the serving certificate, when known
+	servers  []v1.ServerPool
+	gateways []v1.GatewayPool
+	requeue  time.Duration
+	capacity *engine.Capacity
 }
 
 func (s *tenantScope) requeueWithin(d time.Duration) {

@@ -59,9 +59,9 @@ func CredentialsIn(s *corev1.Secret) (access, secret string, err error) {
 	a, s2 := s.Data[AccessKeyKey], s.Data[SecretKeyKey]
 	switch {
 	case len(a) == 0:
-		return "", "", fmt.Errorf("Secret %q has no %s", s.Name, AccessKeyKey)
+		return "", "", fmt.Errorf("the Secret %q has no %s", s.Name, AccessKeyKey)
 	case len(s2) == 0:
-		return "", "", fmt.Errorf("Secret %q has no %s", s.Name, SecretKeyKey)
+		return "", "", fmt.Errorf("the Secret %q has no %s", s.Name, SecretKeyKey)
 	}
 	return string(a), string(s2), nil
 }

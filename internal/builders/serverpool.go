@@ -46,7 +46,9 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 	vols = append(vols, corev1.Volume{Name: "topology", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: TopologyConfigMapName(t.Name)},
 	}}})
-	mounts := append(dataMounts, corev1.VolumeMount{Name: "topology", MountPath: TopologyMountPath, ReadOnly: true})
+	mounts := make([]corev1.VolumeMount, 0, len(dataMounts)+1)
+	mounts = append(mounts, dataMounts...)
+	mounts = append(mounts, corev1.VolumeMount{Name: "topology", MountPath: TopologyMountPath, ReadOnly: true})
 	args := []string{"server", "--address", fmt.Sprintf(":%d", S3Port), "--topology", TopologyFile}
 	c := e.container(args, mounts, p.Spec.PodPlacement)
 

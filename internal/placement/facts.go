@@ -278,7 +278,7 @@ func groups(spec *v1.ServerPoolSpec, sh *shape, podLabels map[string]string) []G
 		if anti != nil {
 			g.Affinity = &corev1.Affinity{PodAntiAffinity: anti}
 		}
-		if !(local && key == hostnameKey) {
+		if !local || key != hostnameKey {
 			g.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 				MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel,
 			}}
