@@ -151,3 +151,7 @@ func update[T client.Object](obj T, change func(T)) {
 		return k8s.Update(ctx, obj)
 	}).Should(Succeed())
 }
+
+func metav1ObjectMeta(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -140,15 +141,46 @@ type recordingEngine struct {
 	mu      sync.Mutex
 	info    engine.Info
 	buckets map[string][]engine.Bucket // by endpoint URL
+	// routes send a tenant's calls to a real engine: the real HTTP client
+	// with the in-cluster URL replaced by a local address.
+	routes map[string]string
 }
 
-func (e *recordingEngine) Info(context.Context, engine.Endpoint) (engine.Info, error) {
+// route sends calls for tenant URLs of namespace ns to a local engine.
+func (e *recordingEngine) route(ns, localURL string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.routes == nil {
+		e.routes = map[string]string{}
+	}
+	e.routes["."+ns+".svc."] = localURL
+}
+
+func (e *recordingEngine) real(ep engine.Endpoint) (engine.Endpoint, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for part, url := range e.routes {
+		if strings.Contains(ep.URL, part) {
+			ep.URL = url
+			return ep, true
+		}
+	}
+	return ep, false
+}
+
+func (e *recordingEngine) Info(ctx context.Context, ep engine.Endpoint) (engine.Info, error) {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.Info(ctx, local)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.info, nil
 }
 
-func (e *recordingEngine) EnsureBuckets(_ context.Context, ep engine.Endpoint, b []engine.Bucket) error {
+func (e *recordingEngine) EnsureBuckets(ctx context.Context, ep engine.Endpoint, b []engine.Bucket) error {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.EnsureBuckets(ctx, local, b)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.buckets == nil {
