@@ -7,12 +7,14 @@ import (
 
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
@@ -133,4 +135,13 @@ func recordConditionEvents(rec recorder.EventRecorder, obj runtime.Object, befor
 		}
 		rec.Eventf(obj, nil, kind, c.Reason, typ, "%s: %s", typ, c.Message)
 	}
+}
+
+// requeueOnConflict turns a write conflict (the cache was a write behind
+// the API server) into a quiet retry: it is expected, not an error to log.
+func requeueOnConflict(err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	return reconcile.Result{}, err
 }

@@ -83,7 +83,7 @@ func (r *GatewayPoolReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	computeGatewayPoolStatus(g, s, r.Config.ClusterDomain)
 	if !equality.Semantic.DeepEqual(before, &g.Status) {
 		if err := r.Client.Status().Update(ctx, g); err != nil {
-			return reconcile.Result{}, fmt.Errorf("writing status: %w", err)
+			return requeueOnConflict(fmt.Errorf("writing status: %w", err))
 		}
 	}
 	recordConditionEvents(r.Recorder, g, before.Conditions, g.Status.Conditions,

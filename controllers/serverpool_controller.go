@@ -97,7 +97,7 @@ func (r *ServerPoolReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	computeServerPoolStatus(p, s)
 	if !equality.Semantic.DeepEqual(before, &p.Status) {
 		if err := r.Client.Status().Update(ctx, p); err != nil {
-			return reconcile.Result{}, fmt.Errorf("writing status: %w", err)
+			return requeueOnConflict(fmt.Errorf("writing status: %w", err))
 		}
 	}
 	r.recordPoolTransitions(p, before.Conditions, p.Status.Conditions)

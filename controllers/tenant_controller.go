@@ -92,7 +92,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	computeTenantStatus(t, s, r.Config.ClusterDomain)
 	if err := r.writeStatus(ctx, t, before); err != nil {
-		return ctrl.Result{}, err
+		return requeueOnConflict(err)
 	}
 	r.recordTransitions(t, before)
 	if stepErr != nil && !errors.Is(stepErr, errWaiting) {

@@ -41,6 +41,11 @@ import (
 // the claims a StatefulSet controller would) where a story needs them.
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// The machine is shared and small: give convergence room. These are
+	// limits on waiting, not assertions about speed.
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	SetDefaultConsistentlyDuration(2 * time.Second)
 	RunSpecs(t, "Controllers suite")
 }
 
