@@ -2,6 +2,7 @@ package controllers
 
 import (
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -93,4 +94,14 @@ var hpaOps = kindOps[*autoscalingv2.HorizontalPodAutoscaler]{
 var certificateOps = kindOps[*cmv1.Certificate]{
 	same:  func(l, d *cmv1.Certificate) bool { return derivative(d.Spec, l.Spec) },
 	merge: func(l, d *cmv1.Certificate) { l.Spec = d.Spec },
+}
+
+var serviceMonitorOps = kindOps[*monitoringv1.ServiceMonitor]{
+	same:  func(l, d *monitoringv1.ServiceMonitor) bool { return derivative(d.Spec, l.Spec) },
+	merge: func(l, d *monitoringv1.ServiceMonitor) { l.Spec = d.Spec },
+}
+
+var prometheusRuleOps = kindOps[*monitoringv1.PrometheusRule]{
+	same:  func(l, d *monitoringv1.PrometheusRule) bool { return derivative(d.Spec, l.Spec) },
+	merge: func(l, d *monitoringv1.PrometheusRule) { l.Spec = d.Spec },
 }

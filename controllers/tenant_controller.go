@@ -8,6 +8,7 @@ import (
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -30,6 +31,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors;prometheusrules,verbs=get;list;watch;create;update;patch;delete
 
 // TenantReconciler turns a Tenant into its credentials, certificates,
 // Services and topology file, deletes its pools when it goes, and aggregates
@@ -83,6 +85,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.reconcileServices,
 		r.reconcilePools,
 		r.reconcileTopology,
+		r.reconcileMonitoring,
 		r.reconcileEngine,
 		r.reconcileBuckets,
 	} {
@@ -360,6 +363,47 @@ func (r *TenantReconciler) reconcileTopology(ctx context.Context, s *tenantScope
 	return nil
 }
 
+// reconcileMonitoring creates the ServiceMonitor and PrometheusRule when the
+// prometheus-operator CRDs exist (discovered, never required), and removes
+// its own when monitoring is switched off.
+func (r *TenantReconciler) reconcileMonitoring(ctx context.Context, s *tenantScope) error {
+	t := s.tenant
+	if hasKind(r.Mapper, monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.ServiceMonitorsKind)) {
+		sm := builders.ServiceMonitor(t)
+		if enabled(t.Spec.Monitoring.ServiceMonitor.Enabled) {
+			if _, err := apply(ctx, r.Client, r.Scheme, t, sm, serviceMonitorOps); err != nil {
+				return err
+			}
+		} else if err := deleteOwned(ctx, r.Client, t, sm); err != nil {
+			return err
+		}
+	}
+	if hasKind(r.Mapper, monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusRuleKind)) {
+		pr := builders.PrometheusRule(t)
+		if enabled(t.Spec.Monitoring.PrometheusRule.Enabled) {
+			if _, err := apply(ctx, r.Client, r.Scheme, t, pr, prometheusRuleOps); err != nil {
+				return err
+			}
+		} else if err := deleteOwned(ctx, r.Client, t, pr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func enabled(b *bool) bool { return b == nil || *b }
+
+// deleteOwned deletes obj if it exists and the owner controls it.
+func deleteOwned(ctx context.Context, c client.Client, owner, obj client.Object) error {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(obj, owner) {
+		return nil
+	}
+	return client.IgnoreNotFound(c.Delete(ctx, obj))
+}
+
 func (r *TenantReconciler) endpoint(s *tenantScope) engine.Endpoint {
 	t := s.tenant
 	return engine.Endpoint{
@@ -476,6 +520,15 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToTenants))
 	if hasKind(r.Mapper, cmv1.SchemeGroupVersion.WithKind("Certificate")) {
 		b = b.Owns(&cmv1.Certificate{})
+	}
+	// Optional CRDs installed after the operator started are still used
+	// (kinds are discovered on each reconcile); only their watches need a
+	// restart of the operator.
+	if hasKind(r.Mapper, monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.ServiceMonitorsKind)) {
+		b = b.Owns(&monitoringv1.ServiceMonitor{})
+	}
+	if hasKind(r.Mapper, monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusRuleKind)) {
+		b = b.Owns(&monitoringv1.PrometheusRule{})
 	}
 	return b.Named("tenant").Complete(r)
 }

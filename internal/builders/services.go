@@ -18,7 +18,7 @@ func S3Service(t *v1.Tenant) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: S3ServiceName(t.Name), Namespace: t.Namespace,
-			Labels:      merge(TenantLabels(t.Name), map[string]string{LabelComponent: ComponentServer}),
+			Labels:      merge(TenantLabels(t.Name), map[string]string{LabelComponent: ComponentServer, LabelMetrics: "true"}),
 			Annotations: t.Spec.Expose.Annotations,
 		},
 		Spec: corev1.ServiceSpec{
@@ -70,7 +70,7 @@ func GatewayService(t *v1.Tenant, g *v1.GatewayPool) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: GatewayName(t.Name, g.Name), Namespace: g.Namespace,
-			Labels:      merge(TenantLabels(t.Name), map[string]string{LabelComponent: ComponentGateway, LabelPool: g.Name}),
+			Labels:      merge(TenantLabels(t.Name), map[string]string{LabelComponent: ComponentGateway, LabelPool: g.Name, LabelMetrics: "true"}),
 			Annotations: t.Spec.Expose.Annotations,
 		},
 		Spec: corev1.ServiceSpec{

@@ -46,7 +46,9 @@ var _ = Describe("config/samples", func() {
 			Eventually(func() error { return k8s.Get(ctx, key(ns, name), &policyv1.PodDisruptionBudget{}) }).Should(Succeed(), name)
 		}
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-media-nas"), &appsv1.Deployment{}) }).Should(Succeed())
-		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-media-nas"), &autoscalingv2.HorizontalPodAutoscaler{}) }).Should(Succeed())
+		Eventually(func() error {
+			return k8s.Get(ctx, key(ns, "media-media-nas"), &autoscalingv2.HorizontalPodAutoscaler{})
+		}).Should(Succeed())
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-media-nas"), &policyv1.PodDisruptionBudget{}) }).Should(Succeed())
 		for _, svc := range []string{"media", "media-hl", "media-media-nas"} {
 			Eventually(func() error { return k8s.Get(ctx, key(ns, svc), &corev1.Service{}) }).Should(Succeed(), svc)
