@@ -302,7 +302,8 @@ func (r *ServerPoolReconciler) reconcileClaims(ctx context.Context, s *poolScope
 	for i := range pvcs.Items {
 		pvc := &pvcs.Items[i]
 		cur := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-		if cur.Cmp(want) >= 0 {
+		// Only bound claims can grow; an unbound one is grown once bound.
+		if cur.Cmp(want) >= 0 || pvc.Status.Phase != corev1.ClaimBound {
 			continue
 		}
 		pvc.Spec.Resources.Requests[corev1.ResourceStorage] = want

@@ -10,6 +10,7 @@ import (
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/go-logr/logr"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,8 +47,11 @@ type tenantScope struct {
 	ca       []byte // PEM CA of the serving certificate, when known
 	servers  []v1.ServerPool
 	gateways []v1.GatewayPool
-	requeue  time.Duration
-	capacity *engine.Capacity
+	// the pools' workloads, for roll-out progress
+	statefulSets []appsv1.StatefulSet
+	deployments  []appsv1.Deployment
+	requeue      time.Duration
+	capacity     *engine.Capacity
 }
 
 func (s *tenantScope) requeueWithin(d time.Duration) {
@@ -93,7 +97,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			break
 		}
 	}
-	computeTenantStatus(t, s, r.Config.ClusterDomain)
+	computeTenantStatus(t, s, r.Config.ClusterDomain, builders.Image(t, r.Config.DefaultImage))
 	if err := r.writeStatus(ctx, t, before); err != nil {
 		return requeueOnConflict(err)
 	}
@@ -342,6 +346,15 @@ func (r *TenantReconciler) reconcilePools(ctx context.Context, s *tenantScope) e
 		return fmt.Errorf("listing GatewayPools: %w", err)
 	}
 	s.servers, s.gateways = servers.Items, gateways.Items
+	sets := &appsv1.StatefulSetList{}
+	if err := r.Client.List(ctx, sets, client.InNamespace(t.Namespace), client.MatchingLabels{builders.LabelTenant: t.Name}); err != nil {
+		return fmt.Errorf("listing StatefulSets: %w", err)
+	}
+	deps := &appsv1.DeploymentList{}
+	if err := r.Client.List(ctx, deps, client.InNamespace(t.Namespace), client.MatchingLabels{builders.LabelTenant: t.Name}); err != nil {
+		return fmt.Errorf("listing Deployments: %w", err)
+	}
+	s.statefulSets, s.deployments = sets.Items, deps.Items
 	return nil
 }
 
@@ -517,6 +530,8 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Watches(&v1.ServerPool{}, handler.EnqueueRequestsFromMapFunc(poolToTenant)).
 		Watches(&v1.GatewayPool{}, handler.EnqueueRequestsFromMapFunc(poolToTenant)).
+		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(labelToTenant)).
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(labelToTenant)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToTenants))
 	if hasKind(r.Mapper, cmv1.SchemeGroupVersion.WithKind("Certificate")) {
 		b = b.Owns(&cmv1.Certificate{})
@@ -531,6 +546,15 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Owns(&monitoringv1.PrometheusRule{})
 	}
 	return b.Named("tenant").Complete(r)
+}
+
+// labelToTenant maps a pool's workload to its tenant (roll-out progress).
+func labelToTenant(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := o.GetLabels()[builders.LabelTenant]
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 func poolToTenant(_ context.Context, o client.Object) []reconcile.Request {

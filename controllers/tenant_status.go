@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,9 +15,10 @@ import (
 
 // computeTenantStatus derives the tenant's status from what the steps found
 // and its pools' status. Pure: it only reads the scope.
-func computeTenantStatus(t *v1.Tenant, s *tenantScope, clusterDomain string) {
+func computeTenantStatus(t *v1.Tenant, s *tenantScope, clusterDomain, image string) {
 	st := &t.Status
 	st.ObservedGeneration = t.Generation
+	computeImages(t, s, image)
 
 	servers := builders.TopologyPools(s.servers)
 	// Pools not yet in the topology file follow, by name.
@@ -153,4 +155,63 @@ func weakest(a, b *v1.FaultTolerance) *v1.FaultTolerance {
 		out.Backends = &m
 	}
 	return out
+}
+
+// computeImages: the target image is current once every strata pod of the
+// tenant runs it: each StatefulSet and Deployment has the image in its
+// template, has been observed by its controller since (observedGeneration)
+// and counts all its pods as updated. Until then the tenant is Upgrading,
+// with its progress.
+func computeImages(t *v1.Tenant, s *tenantScope, image string) {
+	st := &t.Status
+	var updated, total int32
+	for _, sts := range s.statefulSets {
+		n := ptrValue(sts.Spec.Replicas)
+		total += n
+		if templateImage(sts.Spec.Template.Spec) == image && sts.Status.ObservedGeneration >= sts.Generation {
+			updated += min(sts.Status.UpdatedReplicas, n)
+		}
+	}
+	for _, d := range s.deployments {
+		n := ptrValue(d.Spec.Replicas)
+		total += n
+		if templateImage(d.Spec.Template.Spec) == image && d.Status.ObservedGeneration >= d.Generation {
+			updated += min(d.Status.UpdatedReplicas, n)
+		}
+	}
+	switch {
+	case updated == total || st.CurrentImage == "":
+		// Done, or the first roll-out: nothing runs another image.
+		st.CurrentImage = image
+		if updated == total {
+			st.TargetImage, st.Upgrade = "", nil
+		} else {
+			st.TargetImage, st.Upgrade = image, &v1.UpgradeProgress{Updated: updated, Total: total}
+		}
+	case st.CurrentImage == image && st.TargetImage == "":
+		// A pod restarting is not a roll-out.
+	default:
+		st.TargetImage = image
+		st.Upgrade = &v1.UpgradeProgress{Updated: updated, Total: total}
+	}
+	if st.TargetImage != "" && st.TargetImage != st.CurrentImage {
+		setCondition(&st.Conditions, t.Generation, v1.ConditionUpgrading, true, v1.ReasonRollingUpdate,
+			fmt.Sprintf("rolling %s -> %s: %d of %d pods updated", st.CurrentImage, st.TargetImage, updated, total))
+	} else {
+		setCondition(&st.Conditions, t.Generation, v1.ConditionUpgrading, false, v1.ReasonReconciled, "every pod runs "+st.CurrentImage)
+	}
+}
+
+func templateImage(spec corev1.PodSpec) string {
+	if len(spec.Containers) == 0 {
+		return ""
+	}
+	return spec.Containers[0].Image
+}
+
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
 }

@@ -59,10 +59,7 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 			ServiceName:         HeadlessServiceName(t.Name),
 			PodManagementPolicy: appsv1.ParallelPodManagement,
 			Selector:            &metav1.LabelSelector{MatchLabels: selector},
-			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
-				Type:          appsv1.RollingUpdateStatefulSetStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](0)},
-			},
+			UpdateStrategy:      serverUpdateStrategy(t),
 			// Claims outlive the StatefulSet; the pool's finalizer deletes
 			// them only under deletionPolicy Delete.
 			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
@@ -103,5 +100,18 @@ func ServerPDB(t *v1.Tenant, p *v1.ServerPool, writeServers int) *policyv1.PodDi
 			MaxUnavailable: ptr.To(intstr.FromInt32(int32(max(writeServers, 0)))),
 			Selector:       &metav1.LabelSelector{MatchLabels: PoolSelector(t.Name, p.Name, ComponentServer)},
 		},
+	}
+}
+
+// serverUpdateStrategy: Rolling replaces one server at a time (highest
+// ordinal first); OnDelete changes the template only, and pods take it when
+// someone deletes them.
+func serverUpdateStrategy(t *v1.Tenant) appsv1.StatefulSetUpdateStrategy {
+	if t.Spec.Upgrade.Strategy == v1.UpgradeOnDelete {
+		return appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	}
+	return appsv1.StatefulSetUpdateStrategy{
+		Type:          appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](0)},
 	}
 }
