@@ -348,3 +348,21 @@ func TestToStatus(t *testing.T) {
 		t.Fatal("backends reported for LocalNVMe")
 	}
 }
+
+func TestAllowedTopologiesLimitEligibleNodes(t *testing.T) {
+	// An array reachable only from zone z0's nodes: 4 servers over 2 zones
+	// x 2 nodes can only use the 2 nodes of z0.
+	sc := class("array", storagev1.VolumeBindingWaitForFirstConsumer)
+	sc.AllowedTopologies = []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
+		{Key: zoneKey, Values: []string{"z0"}},
+	}}}
+	facts := Facts{Nodes: cluster(2, 1, 2), StorageClasses: []storagev1.StorageClass{sc}}
+	p := place(pool(v1.MediaLocalNVMe, 4, 1, []string{"array"}, tolerate(0, 0, 0)), facts)
+	if p.OK() || p.Problems[0].Reason != v1.ReasonNoMatchingNodes || !strings.Contains(p.Problems[0].Message, "only 2") {
+		t.Fatalf("problems = %+v", p.Problems)
+	}
+	p = place(pool(v1.MediaNVMeoF, 4, 2, []string{"array"}, tolerate(0, 1, 0)), facts)
+	if !p.OK() || p.Domains != 2 {
+		t.Fatalf("NVMeoF over the 2 reachable nodes: %+v, domains %d", p.Problems, p.Domains)
+	}
+}
