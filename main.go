@@ -159,6 +159,7 @@ func run(o options) error {
 		Random:        rand.Reader,
 		Now:           time.Now,
 		EngineRefresh: o.engineRefresh,
+		RolloutPoll:   5 * time.Second,
 	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}

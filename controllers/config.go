@@ -46,6 +46,9 @@ type Config struct {
 	// EngineRefresh is how often a running tenant's admin API is polled
 	// for drive states and capacity.
 	EngineRefresh time.Duration
+	// RolloutPoll is how often a roll-out in progress checks its health
+	// gate (the engine's health is not watched).
+	RolloutPoll time.Duration
 }
 
 // Reconcilers holds what every reconciler needs from the manager.

@@ -7,6 +7,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/utils/ptr"
 )
 
 // What the operator owns of each kind it writes. Everything else (status,
@@ -50,18 +51,43 @@ var serviceOps = kindOps[*corev1.Service]{
 
 var statefulSetOps = kindOps[*appsv1.StatefulSet]{
 	same: func(l, d *appsv1.StatefulSet) bool {
-		return derivative(d.Spec.Replicas, l.Spec.Replicas) && derivative(d.Spec.Template, l.Spec.Template) &&
-			len(d.Spec.Template.Spec.Containers) == len(l.Spec.Template.Spec.Containers) &&
-			derivative(d.Spec.UpdateStrategy, l.Spec.UpdateStrategy)
+		return derivative(d.Spec.Replicas, l.Spec.Replicas) && sameTemplate(l, d) &&
+			l.Spec.UpdateStrategy.Type == d.Spec.UpdateStrategy.Type
 	},
 	// Selector, service name, pod management and claim templates are
 	// immutable; a changed drive size is applied to the claims themselves.
+	// The roll-out partition belongs to the roll-out step (rollout.go): a
+	// changed template of running servers starts with every server held
+	// back, and the step lets them go one at a time through the health gate.
 	merge: func(l, d *appsv1.StatefulSet) {
+		partition := rolloutPartition(l)
+		changed := !sameTemplate(l, d)
 		l.Spec.Replicas = d.Spec.Replicas
 		l.Spec.Template = d.Spec.Template
 		l.Spec.UpdateStrategy = d.Spec.UpdateStrategy
 		l.Spec.PersistentVolumeClaimRetentionPolicy = d.Spec.PersistentVolumeClaimRetentionPolicy
+		if ru := l.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+			switch {
+			case changed && l.Status.Replicas > 0:
+				ru.Partition = ptr.To(*d.Spec.Replicas)
+			default:
+				ru.Partition = ptr.To(min(partition, *d.Spec.Replicas))
+			}
+		}
 	},
+}
+
+func sameTemplate(l, d *appsv1.StatefulSet) bool {
+	return derivative(d.Spec.Template, l.Spec.Template) &&
+		len(d.Spec.Template.Spec.Containers) == len(l.Spec.Template.Spec.Containers)
+}
+
+// rolloutPartition is the live partition (0 when none).
+func rolloutPartition(s *appsv1.StatefulSet) int32 {
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		return *ru.Partition
+	}
+	return 0
 }
 
 var deploymentOps = kindOps[*appsv1.Deployment]{

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -54,8 +55,15 @@ type poolScope struct {
 	drives  *v1.DriveCounts
 	created bool // a StatefulSet of the pool exists
 	requeue reconcile.Result
+	rollout rolloutState
 	// waitReason/waitMessage say what a stopped pass waits for.
 	waitReason, waitMessage string
+}
+
+func (s *poolScope) requeueWithin(d time.Duration) {
+	if d > 0 && (s.requeue.RequeueAfter == 0 || d < s.requeue.RequeueAfter) {
+		s.requeue.RequeueAfter = d
+	}
 }
 
 func (s *poolScope) wait(reason, message string) error {
@@ -86,6 +94,7 @@ func (r *ServerPoolReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		r.reconcileTopologyMembership,
 		r.reconcileCredentials,
 		r.reconcileStatefulSets,
+		r.reconcileRollout,
 		r.reconcileDisruptionBudget,
 		r.reconcileClaims,
 		r.reconcileDrives,
@@ -101,6 +110,10 @@ func (r *ServerPoolReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		}
 	}
 	r.recordPoolTransitions(p, before.Conditions, p.Status.Conditions)
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1.ConditionUpgrading); c != nil && c.Reason == v1.ReasonHealthGateFailed &&
+		conditionChanged(before.Conditions, p.Status.Conditions, v1.ConditionUpgrading) {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, v1.ReasonHealthGateFailed, "Upgrade", "%s", c.Message)
+	}
 	if stepErr != nil && !errors.Is(stepErr, errWaiting) {
 		return reconcile.Result{}, stepErr
 	}
@@ -324,7 +337,7 @@ func (r *ServerPoolReconciler) reconcileDrives(ctx context.Context, s *poolScope
 	if ready == 0 || r.Config.Engine == nil {
 		return nil
 	}
-	s.requeue = reconcile.Result{RequeueAfter: r.Config.EngineRefresh}
+	s.requeueWithin(r.Config.EngineRefresh)
 	t := s.tenant
 	info, err := r.Config.Engine.Info(ctx, engine.Endpoint{
 		URL:       builders.ServiceURL(t, builders.S3ServiceName(t.Name), r.Config.ClusterDomain),

@@ -45,6 +45,19 @@ func computeServerPoolStatus(p *v1.ServerPool, s *poolScope) {
 	}
 
 	switch {
+	case s.rollout.failed != "":
+		setCondition(&st.Conditions, gen, v1.ConditionUpgrading, false, v1.ReasonHealthGateFailed, s.rollout.failed)
+	case s.rollout.rolling:
+		msg := s.rollout.message
+		if msg == "" {
+			msg = fmt.Sprintf("%d of %d servers run the new spec", st.UpdatedServers, p.Spec.Servers)
+		}
+		setCondition(&st.Conditions, gen, v1.ConditionUpgrading, true, v1.ReasonRollingUpdate, msg)
+	default:
+		setCondition(&st.Conditions, gen, v1.ConditionUpgrading, false, v1.ReasonReconciled, "every server runs the pool's spec")
+	}
+
+	switch {
 	case refused:
 		setCondition(&st.Conditions, gen, v1.ConditionDegraded, true, storage.Reason, storage.Message)
 	case st.Drives.Offline > 0:

@@ -194,6 +194,13 @@ func computeImages(t *v1.Tenant, s *tenantScope, image string) {
 		st.TargetImage = image
 		st.Upgrade = &v1.UpgradeProgress{Updated: updated, Total: total}
 	}
+	for _, p := range s.servers {
+		if c := meta.FindStatusCondition(p.Status.Conditions, v1.ConditionUpgrading); c != nil && c.Reason == v1.ReasonHealthGateFailed {
+			setCondition(&st.Conditions, t.Generation, v1.ConditionUpgrading, false, v1.ReasonHealthGateFailed,
+				fmt.Sprintf("ServerPool %s: %s", p.Name, c.Message))
+			return
+		}
+	}
 	if st.TargetImage != "" && st.TargetImage != st.CurrentImage {
 		setCondition(&st.Conditions, t.Generation, v1.ConditionUpgrading, true, v1.ReasonRollingUpdate,
 			fmt.Sprintf("rolling %s -> %s: %d of %d pods updated", st.CurrentImage, st.TargetImage, updated, total))

@@ -119,3 +119,9 @@ func Image(t *v1.Tenant, defaultImage string) string {
 	}
 	return defaultImage
 }
+
+// PodURL is the address of one server pod through the headless Service
+// (the upgrade gate asks each pod before it restarts).
+func PodURL(t *v1.Tenant, statefulSet string, ordinal int32, clusterDomain string) string {
+	return fmt.Sprintf("%s://%s-%d.%s.%s.svc.%s:%d", Scheme(t), statefulSet, ordinal, HeadlessServiceName(t.Name), t.Namespace, clusterDomain, S3Port)
+}

@@ -92,6 +92,11 @@ type Client interface {
 	// EnsureBuckets creates missing buckets and sets versioning; buckets
 	// that exist are left as they are apart from versioning.
 	EnsureBuckets(ctx context.Context, ep Endpoint, buckets []Bucket) error
+	// ClusterHealth asks one server (ep.URL is that pod's address) whether
+	// every erasure set has write quorum; with maintenance, whether it still
+	// would without this server (the upgrade gate). nil means yes; the
+	// error carries the engine's reason.
+	ClusterHealth(ctx context.Context, ep Endpoint, maintenance bool) error
 }
 
 // HTTPClient is the production Client.
@@ -147,6 +152,35 @@ func (c HTTPClient) Info(ctx context.Context, ep Endpoint) (Info, error) {
 		return Info{}, fmt.Errorf("admin API: decoding info: %w", err)
 	}
 	return info, nil
+}
+
+// ClusterHealth implements Client: GET /strata/health/cluster, with
+// ?maintenance=true for the upgrade gate (412 when this server going down
+// would break write quorum).
+func (c HTTPClient) ClusterHealth(ctx context.Context, ep Endpoint, maintenance bool) error {
+	hc, err := c.httpClient(ep)
+	if err != nil {
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	url := strings.TrimSuffix(ep.URL, "/") + "/strata/health/cluster"
+	if maintenance {
+		url += "?maintenance=true"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("cluster health: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("cluster health: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
 }
 
 // EnsureBuckets implements Client with the S3 API (aws-sdk-go-v2,

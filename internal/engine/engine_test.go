@@ -83,3 +83,24 @@ func TestEnsureBucketsCreatesMissingAndSetsVersioning(t *testing.T) {
 func pemOf(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
+
+func TestClusterHealthGate(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/strata/health/cluster" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		if r.URL.Query().Get("maintenance") == "true" {
+			w.WriteHeader(http.StatusPreconditionFailed)
+			_, _ = w.Write([]byte("set 0 would lose write quorum"))
+		}
+	}))
+	defer srv.Close()
+	if err := (HTTPClient{}).ClusterHealth(context.Background(), Endpoint{URL: srv.URL}, false); err != nil {
+		t.Fatal(err)
+	}
+	err := HTTPClient{}.ClusterHealth(context.Background(), Endpoint{URL: srv.URL}, true)
+	if err == nil || !strings.Contains(err.Error(), "412") || !strings.Contains(err.Error(), "set 0 would lose write quorum") {
+		t.Fatalf("err = %v", err)
+	}
+}

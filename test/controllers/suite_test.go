@@ -101,6 +101,7 @@ var _ = BeforeSuite(func() {
 		Random:        rand.Reader,
 		Now:           time.Now,
 		EngineRefresh: time.Hour,
+		RolloutPoll:   200 * time.Millisecond,
 	})).To(Succeed())
 	Expect(webhooks.Setup(mgr, mgr.GetAPIReader())).To(Succeed())
 	go func() {
@@ -151,6 +152,45 @@ type recordingEngine struct {
 	// routes send a tenant's calls to a real engine: the real HTTP client
 	// with the in-cluster URL replaced by a local address.
 	routes map[string]string
+	// closed gates: pod URL prefix -> the engine's refusal
+	closed map[string]error
+	gated  []string // pod URLs asked, in order
+}
+
+func (e *recordingEngine) ClusterHealth(ctx context.Context, ep engine.Endpoint, maintenance bool) error {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.ClusterHealth(ctx, local, maintenance)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.gated = append(e.gated, ep.URL)
+	for prefix, err := range e.closed {
+		if strings.HasPrefix(ep.URL, prefix) {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeGate makes the engine refuse maintenance of pods whose URL starts
+// with prefix; a nil err opens it again.
+func (e *recordingEngine) closeGate(prefix string, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed == nil {
+		e.closed = map[string]error{}
+	}
+	if err == nil {
+		delete(e.closed, prefix)
+		return
+	}
+	e.closed[prefix] = err
+}
+
+func (e *recordingEngine) gatedURLs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.gated...)
 }
 
 // route sends calls for tenant URLs of namespace ns to a local engine.
