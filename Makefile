@@ -87,7 +87,7 @@ control-plane: ## Also build kube-controller-manager and kube-scheduler (local c
 .PHONY: envtest-suites
 envtest-suites: envtest build ## Integration suites against a real kube-apiserver + etcd.
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" MANAGER_BIN="$(LOCALBIN)/manager" \
-		go test ./test/... -ginkgo.v=false -timeout 20m
+		go test $$(go list ./test/... | grep -v /test/scale) -ginkgo.v=false -timeout 20m
 
 ##@ Build
 
