@@ -136,7 +136,7 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, s *tenantSc
 	case apierrors.IsNotFound(err) && t.Spec.Credentials.SecretRef != nil:
 		return r.credentialsMissing(s, fmt.Sprintf("Secret %q named by spec.credentials.secretRef does not exist: create it with keys %s and %s",
 			name, builders.AccessKeyKey, builders.SecretKeyKey))
-	case apierrors.IsNotFound(err) && t.Status.CredentialsSecret != "":
+	case apierrors.IsNotFound(err) && t.Status.CredentialsSecret == name:
 		// We generated it before and it is gone: new keys would not open
 		// the tenant's data, so say so instead of minting them.
 		return r.credentialsMissing(s, fmt.Sprintf("the generated root credentials Secret %q was deleted; restore it from a backup (keys %s and %s), or delete and re-create the Tenant to start over",

@@ -373,6 +373,37 @@ var _ = Describe("missing and invalid references", func() {
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, "my-root"), &corev1.Secret{}))).To(BeTrue())
 	})
 
+	It("generated root keys that disappear are reported, never re-minted", func() {
+		ns := newNamespace()
+		t := tenant(ns)
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		root := &corev1.Secret{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-root-credentials"), root) }).Should(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("True/Reconciled"))
+		Expect(k8s.Delete(ctx, root)).To(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("False/SecretMissing"))
+		Expect(t.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("was deleted; restore it from a backup"))))
+		Consistently(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, key(ns, "media-root-credentials"), &corev1.Secret{}))
+		}).Should(BeTrue())
+	})
+
+	It("a tenant moving from referenced to generated root keys gets generated ones", func() {
+		ns := newNamespace()
+		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "my-root"},
+			StringData: map[string]string{"accessKey": "MYROOTKEY", "secretKey": "my-root-secret"}})).To(Succeed())
+		t := tenant(ns)
+		t.Spec.Credentials.SecretRef = &v1.SecretReference{Name: "my-root"}
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("True/Reconciled"))
+		update(t, func(t *v1.Tenant) { t.Spec.Credentials.SecretRef = nil })
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-root-credentials"), &corev1.Secret{}) }).Should(Succeed())
+		Eventually(func() (string, error) {
+			err := k8s.Get(ctx, key(ns, "media"), t)
+			return t.Status.CredentialsSecret, err
+		}).Should(Equal("media-root-credentials"))
+	})
+
 	It("a gateway claim that does not exist is reported", func() {
 		ns := newNamespace()
 		Expect(k8s.Create(ctx, tenant(ns))).To(Succeed())
