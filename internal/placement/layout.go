@@ -40,19 +40,20 @@ func newShape(spec *v1.ServerPoolSpec) *shape {
 	if sh.media != v1.MediaLocalNVMe {
 		// Each distinct class is one enclosure or array; drive index v uses
 		// class v mod n.
+		// Classes no drive index reaches (more classes than drives per
+		// server) hold nothing and are not counted.
 		names := spec.Storage.StorageClassNames
-		ids := map[string]int{}
-		for _, name := range names {
-			if _, ok := ids[name]; !ok {
-				ids[name] = len(ids)
-			}
-		}
-		sh.backends = len(ids)
 		if len(names) > 0 {
+			ids := map[string]int{}
 			sh.backendOf = make([]int, sh.volumes)
 			for v := range sh.backendOf {
-				sh.backendOf[v] = ids[names[v%len(names)]]
+				name := names[v%len(names)]
+				if _, ok := ids[name]; !ok {
+					ids[name] = len(ids)
+				}
+				sh.backendOf[v] = ids[name]
 			}
+			sh.backends = len(ids)
 		}
 	}
 	return sh
@@ -74,13 +75,14 @@ func (sh *shape) serverAt(p int) int {
 // server per round (servers in domain-round-robin order), so every window of
 // `servers` consecutive slots holds each server once: a set of n drives gets
 // n/servers or one more from each server and, for explicit domains, n/domains
-// or one more from each domain: the most even spread there is. Within a
-// server it takes the drive whose backend the current set has least of, so
-// sets also spread over enclosures and arrays.
+// or one more from each domain: the most even spread there is. Which drive
+// of a server a slot takes only matters for backends (enclosures, arrays):
+// two candidate rules are tried and the one that spreads sets over backends
+// better is kept (see backendOrder).
 func (sh *shape) order(setSize int) []int {
 	S, V := sh.servers, sh.volumes
-	out := make([]int, 0, S*V)
 	if sh.backendOf == nil || sh.backends <= 1 {
+		out := make([]int, 0, S*V)
 		for r := range V {
 			for p := range S {
 				out = append(out, sh.serverAt(p)*V+r)
@@ -88,7 +90,18 @@ func (sh *shape) order(setSize int) []int {
 		}
 		return out
 	}
-	B := sh.backends
+	greedy, diagonal := sh.greedyOrder(setSize), sh.diagonalOrder()
+	if sh.backendLoad(diagonal, setSize).less(sh.backendLoad(greedy, setSize)) {
+		return diagonal
+	}
+	return greedy
+}
+
+// greedyOrder: within a server, take the drive whose backend the current set
+// holds least of.
+func (sh *shape) greedyOrder(setSize int) []int {
+	S, V, B := sh.servers, sh.volumes, sh.backends
+	out := make([]int, 0, S*V)
 	// free[s][b] lists server s's unused drive indices on backend b.
 	free := make([][][]int, S)
 	for s := range free {
@@ -120,6 +133,55 @@ func (sh *shape) order(setSize int) []int {
 			free[s][best] = free[s][best][1:]
 			inSet[best]++
 			out = append(out, s*V+v)
+		}
+	}
+	return out
+}
+
+// diagonalOrder: in round r the server at position p takes drive
+// (r+p) mod V, so a round sees consecutive drive indices across servers, and
+// backends in proportion to their size (a circulant layout).
+func (sh *shape) diagonalOrder() []int {
+	S, V := sh.servers, sh.volumes
+	out := make([]int, 0, S*V)
+	for r := range V {
+		for p := range S {
+			out = append(out, sh.serverAt(p)*V+(r+p)%V)
+		}
+	}
+	return out
+}
+
+// load is, for t = 1..backends, the most drives any set keeps on its t
+// fullest backends: what losing t backends costs the worst set.
+type load []int
+
+func (a load) less(b load) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+func (sh *shape) backendLoad(order []int, setSize int) load {
+	out := make(load, sh.backends)
+	if setSize <= 0 {
+		return out
+	}
+	counts := make([]int, sh.backends)
+	for start := 0; start+setSize <= len(order); start += setSize {
+		clear(counts)
+		for _, e := range order[start : start+setSize] {
+			counts[sh.backendOf[e%sh.volumes]]++
+		}
+		slices.Sort(counts)
+		slices.Reverse(counts)
+		sum := 0
+		for t, c := range counts {
+			sum += c
+			out[t] = max(out[t], sum)
 		}
 	}
 	return out
@@ -227,6 +289,9 @@ func (sh *shape) refusal(spec *v1.ServerPoolSpec, req Tolerance, got evaluated) 
 	}
 	what := fmt.Sprintf("%s with writes working, but erasure sets of %d drives with parity %d over %s survive only %d domain(s), %d server(s), %d drive(s)",
 		ask, got.setSize, got.parity, sh.describeDomains(), got.write.Domains, got.write.Servers, got.write.Drives)
+	if got.write.HasBackends {
+		what += fmt.Sprintf(", %d of %d backend(s)", got.write.Backends, sh.backends)
+	}
 
 	// Would another layout do? Search every set size and parity, most
 	// space-efficient first.

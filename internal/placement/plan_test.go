@@ -70,6 +70,16 @@ func TestComputeLayouts(t *testing.T) {
 		write: Tolerance{Drives: 4, Servers: 1, Domains: 0, HasBackends: true},
 		read:  Tolerance{Drives: 4, Servers: 1, Domains: 0, HasBackends: true},
 	}, {
+		// Backends of unequal size (drives 0,3 -> a; 1,4 -> b; 2 -> c): only
+		// the circulant order gives every set 2+2+1 and so survives losing
+		// any one backend.
+		name:    "NVMeoF with three enclosures of unequal size: the circulant order survives one",
+		spec:    pool(v1.MediaNVMeoF, 5, 5, []string{"enc-a", "enc-b", "enc-c"}, erasure(5, 2)),
+		facts:   Facts{Nodes: nodes(5), StorageClasses: wffc("enc-a", "enc-b", "enc-c")},
+		setSize: 5, parity: 2, domains: 5,
+		write: Tolerance{Drives: 2, Servers: 2, Domains: 2, Backends: 1, HasBackends: true},
+		read:  Tolerance{Drives: 2, Servers: 2, Domains: 2, Backends: 1, HasBackends: true},
+	}, {
 		name:    "data equal to parity: writes need one more drive than reads",
 		spec:    pool(v1.MediaLocalNVMe, 4, 1, []string{"nvme"}),
 		facts:   Facts{Nodes: nodes(4), StorageClasses: wffc("nvme")},

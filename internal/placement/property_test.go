@@ -206,7 +206,7 @@ func unitsOf(c propCase) units {
 			ids[n] = len(ids)
 		}
 	}
-	u.backends = len(ids)
+	u.backends = len(ids) // unused classes are units that hold nothing: harmless
 	for e := range S * V {
 		srv, v := e/V, e%V
 		u.server = append(u.server, srv)
