@@ -3,17 +3,24 @@
 package main
 
 import (
+	"crypto/rand"
 	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -21,7 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	storagev1alpha1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/controllers"
 	"github.com/strata-storage/strata/engine/buildinfo"
+	"github.com/strata-storage/strata/internal/engine"
+	"github.com/strata-storage/strata/internal/webhooks"
 )
 
 // newScheme registers every API the operator reads or writes: Kubernetes
@@ -47,6 +57,11 @@ type options struct {
 	enableHTTP2          bool
 	defaultStrataImage   string
 	maxConcurrentReconcs int
+	clusterDomain        string
+	defaultIssuer        string
+	defaultIssuerKind    string
+	enableWebhooks       bool
+	engineRefresh        time.Duration
 }
 
 func parseFlags() (options, zap.Options) {
@@ -67,6 +82,13 @@ func parseFlags() (options, zap.Options) {
 	flag.StringVar(&o.defaultStrataImage, "default-strata-image", "strata:"+buildinfo.Version,
 		"Engine image for Tenants that do not set spec.image.")
 	flag.IntVar(&o.maxConcurrentReconcs, "max-concurrent-reconciles", 2, "Reconciles run in parallel per kind.")
+	flag.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS domain of the cluster, for Service and pod names.")
+	flag.StringVar(&o.defaultIssuer, "default-issuer", "strata-selfsigned-ca",
+		"cert-manager issuer for Tenants with tls.mode CertManager and no tls.issuerRef (the chart installs it).")
+	flag.StringVar(&o.defaultIssuerKind, "default-issuer-kind", "ClusterIssuer", "Kind of --default-issuer: Issuer or ClusterIssuer.")
+	flag.BoolVar(&o.enableWebhooks, "enable-webhooks", true,
+		"Serve the defaulting and validating webhooks (needs tls.crt and tls.key in --webhook-cert-dir).")
+	flag.DurationVar(&o.engineRefresh, "engine-refresh", time.Minute, "How often running tenants' admin API is read for drive states and capacity.")
 	zo := zap.Options{Development: false}
 	zo.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -105,7 +127,13 @@ func run(o options) error {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  newScheme(),
+		Scheme: newScheme(),
+		Cache:  cacheOptions(),
+		// Secrets are read straight from the API server when needed and
+		// watched as metadata only: caching every Secret of the cluster
+		// would cost memory and widen what a heap dump could leak.
+		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: o.maxConcurrentReconcs},
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
@@ -122,6 +150,25 @@ func run(o options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
+	ctx := ctrl.SetupSignalHandler()
+	if err := controllers.Setup(ctx, mgr, controllers.Config{
+		DefaultImage:  o.defaultStrataImage,
+		ClusterDomain: o.clusterDomain,
+		DefaultIssuer: cmmeta.IssuerReference{Name: o.defaultIssuer, Kind: o.defaultIssuerKind, Group: "cert-manager.io"},
+		Engine:        engine.HTTPClient{Timeout: 5 * time.Second},
+		Random:        rand.Reader,
+		Now:           time.Now,
+		EngineRefresh: o.engineRefresh,
+		RolloutPoll:   5 * time.Second,
+	}); err != nil {
+		return fmt.Errorf("setting up controllers: %w", err)
+	}
+	if o.enableWebhooks {
+		if err := webhooks.Setup(mgr, mgr.GetAPIReader()); err != nil {
+			return fmt.Errorf("setting up webhooks: %w", err)
+		}
+	}
+
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
 	}
@@ -130,8 +177,27 @@ func run(o options) error {
 	}
 
 	log.Info("starting manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
+}
+
+// cacheOptions keep the informer caches small: no managedFields on any
+// object, and Nodes without their status (images, conditions, addresses),
+// since placement reads only labels and schedulability.
+func cacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Node{}: {Transform: func(obj any) (any, error) {
+				if n, ok := obj.(*corev1.Node); ok {
+					n.Status = corev1.NodeStatus{}
+					n.ManagedFields = nil
+					n.Annotations = nil
+				}
+				return obj, nil
+			}},
+		},
+	}
 }

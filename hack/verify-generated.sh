@@ -11,8 +11,10 @@ generated=(
   api/v1alpha1/zz_generated.deepcopy.go
   config/crd/bases
   config/rbac/role.yaml
+  config/webhook/manifests.yaml
   charts/strata-operator/crds
   charts/strata-operator/templates/manager-rbac.yaml
+  charts/strata-operator/templates/webhook-configurations.yaml
   bundle/manifests
   bundle/metadata
   bundle/tests

@@ -62,4 +62,10 @@ type FaultTolerance struct {
 	// lost at once.
 	// +optional
 	Domains int32 `json:"domains"`
+
+	// backends (storage enclosures or arrays: one per storage class of an
+	// NVMeoF or ArrayLUN pool) that may be lost at once. Absent for
+	// LocalNVMe, whose drives fail with their node.
+	// +optional
+	Backends *int32 `json:"backends,omitempty"`
 }

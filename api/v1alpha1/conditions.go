@@ -31,6 +31,10 @@ const (
 	// existing Tenant in the same namespace.
 	ConditionTenantFound = "TenantFound"
 
+	// ConditionBucketsReady is True when every bucket in spec.buckets exists
+	// (created through the S3 API once the tenant is ready).
+	ConditionBucketsReady = "BucketsReady"
+
 	// ConditionUpgrading is True while a new image is being rolled out.
 	ConditionUpgrading = "Upgrading"
 )
@@ -77,6 +81,10 @@ const (
 	// failure domains survives spec.topology.tolerate.
 	ReasonToleranceUnreachable = "ToleranceUnreachable"
 
+	// ReasonExpansionNotAllowed: storage.size grew but a storage class does
+	// not allow volume expansion; the drives keep their size.
+	ReasonExpansionNotAllowed = "ExpansionNotAllowed"
+
 	// ReasonDrivesOffline: some drives do not answer; data is served from
 	// parity.
 	ReasonDrivesOffline = "DrivesOffline"
@@ -90,6 +98,20 @@ const (
 	// ReasonHealthGateFailed: an upgrade step did not regain cluster health
 	// within spec.upgrade.healthGateTimeout; the rollout is paused.
 	ReasonHealthGateFailed = "HealthGateFailed"
+
+	// ReasonBucketCreateFailed: the S3 API refused or did not answer a
+	// bucket creation; the operator retries.
+	ReasonBucketCreateFailed = "BucketCreateFailed"
+
+	// ReasonWaitingForTopology: the pool's layout is decided and the tenant's
+	// topology file does not list it yet; servers start once it does.
+	ReasonWaitingForTopology = "WaitingForTopology"
+
+	// ReasonClaimMissing: a GatewayPool's volume.claimName does not exist.
+	ReasonClaimMissing = "ClaimMissing"
+
+	// ReasonPlacementRefused: placement preflight failed; see StorageReady.
+	ReasonPlacementRefused = "PlacementRefused"
 
 	// ReasonDeleting: the object is being deleted and its finalizer runs.
 	ReasonDeleting = "Deleting"

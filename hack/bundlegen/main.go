@@ -91,6 +91,10 @@ func run(root, version, image string) error {
 	if err != nil {
 		return err
 	}
+	webhooks, err := webhookDefinitions(filepath.Join(root, "config/webhook/manifests.yaml"))
+	if err != nil {
+		return err
+	}
 
 	csv := object{
 		"apiVersion": "operators.coreos.com/v1alpha1",
@@ -125,6 +129,7 @@ func run(root, version, image string) error {
 				object{"type": "AllNamespaces", "supported": true},
 			},
 			"customresourcedefinitions": object{"owned": owned},
+			"webhookdefinitions":        webhooks,
 			"install": object{
 				"strategy": "deployment",
 				"spec": object{
@@ -254,6 +259,47 @@ func managerDeployment(path, image string) (object, error) {
 		return spec, nil
 	}
 	return nil, fmt.Errorf("%s has no Deployment", path)
+}
+
+// webhookDefinitions turns the generated webhook configurations into CSV
+// webhook definitions: OLM then creates the configurations, the Service and
+// the certificate, mounted where the manager looks by default
+// (/tmp/k8s-webhook-server/serving-certs).
+func webhookDefinitions(path string) ([]any, error) {
+	docs, err := readDocuments(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []any
+	for _, d := range docs {
+		typ := map[any]string{
+			"MutatingWebhookConfiguration":   "MutatingAdmissionWebhook",
+			"ValidatingWebhookConfiguration": "ValidatingAdmissionWebhook",
+		}[d["kind"]]
+		if typ == "" {
+			continue
+		}
+		for _, w := range d["webhooks"].([]any) {
+			w := w.(object)
+			svc := w["clientConfig"].(object)["service"].(object)
+			out = append(out, object{
+				"type":                    typ,
+				"generateName":            w["name"],
+				"admissionReviewVersions": w["admissionReviewVersions"],
+				"failurePolicy":           w["failurePolicy"],
+				"sideEffects":             w["sideEffects"],
+				"rules":                   w["rules"],
+				"webhookPath":             svc["path"],
+				"deploymentName":          packageName,
+				"containerPort":           443,
+				"targetPort":              9443,
+			})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s has no webhooks", path)
+	}
+	return out, nil
 }
 
 // samples renders the sample objects as the alm-examples JSON array.

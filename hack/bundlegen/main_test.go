@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,7 +17,7 @@ func TestBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	for _, dir := range []string{"config/crd/bases", "config/rbac", "config/manager", "config/samples"} {
+	for _, dir := range []string{"config/crd/bases", "config/rbac", "config/manager", "config/samples", "config/webhook"} {
 		copyDir(t, filepath.Join(repo, dir), filepath.Join(root, dir))
 	}
 	const image = "example.com/strata-operator:9.9.9"
@@ -58,6 +59,18 @@ func TestBundle(t *testing.T) {
 		}
 		if o["version"] != "v1alpha1" || o["description"] == "" {
 			t.Errorf("owned CRD %s: version %v, description %q", name, o["version"], o["description"])
+		}
+	}
+
+	// Every generated webhook is a webhook definition OLM serves.
+	defs, _ := spec["webhookdefinitions"].([]any)
+	if len(defs) != 6 {
+		t.Fatalf("CSV has %d webhook definitions, want 6 (defaulting and validation of three kinds)", len(defs))
+	}
+	for _, d := range defs {
+		d := d.(object)
+		if d["deploymentName"] != "strata-operator" || d["webhookPath"] == "" || fmt.Sprint(d["targetPort"]) != "9443" {
+			t.Errorf("webhook definition %v", d)
 		}
 	}
 

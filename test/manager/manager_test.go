@@ -81,6 +81,9 @@ var _ = Describe("the operator binary", func() {
 			"--leader-elect", "--leader-election-namespace=default",
 			"--health-probe-bind-address="+probeAddr,
 			"--metrics-bind-address="+metricsAddr,
+			// No webhook certificate here; the controllers suite serves
+			// the webhooks with envtest's.
+			"--enable-webhooks=false",
 		)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 		session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)

@@ -32,9 +32,9 @@ func Start() (*envtest.Environment, client.Client, error) {
 	if err := storagev1alpha1.AddToScheme(scheme.Scheme); err != nil {
 		return nil, nil, err
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
+	env, err := NewEnvironment()
+	if err != nil {
+		return nil, nil, err
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -49,6 +49,19 @@ func Start() (*envtest.Environment, client.Client, error) {
 		return nil, nil, err
 	}
 	return env, c, nil
+}
+
+// NewEnvironment is an envtest environment with the generated CRDs, not
+// started: suites add webhooks or flags before calling Start (and Stop
+// after a failed Start, which may leave etcd running).
+func NewEnvironment() (*envtest.Environment, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run the suites with `make envtest-suites`, or export KUBEBUILDER_ASSETS=$(hack/envtest.sh)")
+	}
+	return &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}, nil
 }
 
 // GVK returns the group/version/kind of a Strata kind.

@@ -1,0 +1,150 @@
+package controllers
+
+import (
+	"context"
+	"io"
+	"time"
+
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/internal/engine"
+)
+
+// Finalizer runs deletionPolicy before a Tenant or pool goes.
+const Finalizer = "storage.strata.dev/cleanup"
+
+// indexTenantRef indexes pools by spec.tenantRef.name.
+const indexTenantRef = "spec.tenantRef.name"
+
+// Config is the operator-wide configuration every reconciler shares. It is
+// read-only after start; per-reconcile state lives in scope structs.
+type Config struct {
+	// DefaultImage runs tenants without spec.image.
+	DefaultImage string
+	// ClusterDomain of Service DNS names (cluster.local).
+	ClusterDomain string
+	// DefaultIssuer signs certificates of TLS mode CertManager without
+	// spec.tls.issuerRef.
+	DefaultIssuer cmmeta.IssuerReference
+	// Engine talks to running tenants (admin API, buckets).
+	Engine engine.Client
+	// Random is crypto/rand.Reader in production.
+	Random io.Reader
+	// Now is time.Now in production.
+	Now func() time.Time
+	// EngineRefresh is how often a running tenant's admin API is polled
+	// for drive states and capacity.
+	EngineRefresh time.Duration
+	// RolloutPoll is how often a roll-out in progress checks its health
+	// gate (the engine's health is not watched).
+	RolloutPoll time.Duration
+}
+
+// Reconcilers holds what every reconciler needs from the manager.
+type Reconcilers struct {
+	Client    client.Client
+	APIReader client.Reader // uncached reads: Secrets are not cached
+	Scheme    *runtime.Scheme
+	Mapper    meta.RESTMapper
+	Recorder  recorder.EventRecorder
+	Config    Config
+}
+
+// Setup registers the field indexes and the three reconcilers.
+func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
+	r := Reconcilers{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Mapper:    mgr.GetRESTMapper(),
+		Recorder:  mgr.GetEventRecorder("strata-operator"),
+		Config:    cfg,
+	}
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &v1.ServerPool{}, indexTenantRef, func(o client.Object) []string {
+		return []string{o.(*v1.ServerPool).Spec.TenantRef.Name}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1.GatewayPool{}, indexTenantRef, func(o client.Object) []string {
+		return []string{o.(*v1.GatewayPool).Spec.TenantRef.Name}
+	}); err != nil {
+		return err
+	}
+	if err := (&TenantReconciler{r}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&ServerPoolReconciler{r}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&GatewayPoolReconciler{r}).SetupWithManager(mgr)
+}
+
+// hasKind reports whether the API server serves a kind (an optional CRD
+// such as cert-manager's Certificate).
+func hasKind(mapper meta.RESTMapper, gvk schema.GroupVersionKind) bool {
+	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil
+}
+
+// setCondition records a condition for the object's current generation.
+func setCondition(conds *[]metav1.Condition, generation int64, typ string, status bool, reason, message string) {
+	s := metav1.ConditionFalse
+	if status {
+		s = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: generation,
+	})
+}
+
+// conditionChanged reports whether a condition's status or reason differs
+// between two lists: Events are recorded on changes only, so a stuck object
+// does not write an Event per reconcile.
+func conditionChanged(before, after []metav1.Condition, typ string) bool {
+	a, b := meta.FindStatusCondition(before, typ), meta.FindStatusCondition(after, typ)
+	if a == nil || b == nil {
+		return a != b
+	}
+	return a.Status != b.Status || a.Reason != b.Reason || a.Message != b.Message
+}
+
+// recordConditionEvents records an Event for each listed condition whose
+// status, reason or message changed in this pass.
+func recordConditionEvents(rec recorder.EventRecorder, obj runtime.Object, before, after []metav1.Condition, types ...string) {
+	for _, typ := range types {
+		if !conditionChanged(before, after, typ) {
+			continue
+		}
+		c := meta.FindStatusCondition(after, typ)
+		if c == nil {
+			continue
+		}
+		kind := corev1.EventTypeNormal
+		bad := (c.Status == metav1.ConditionFalse) != (typ == v1.ConditionDegraded)
+		if bad && c.Reason != v1.ReasonCreating && c.Reason != v1.ReasonWaitingForPods && c.Reason != v1.ReasonWaitingForTopology {
+			kind = corev1.EventTypeWarning
+		}
+		rec.Eventf(obj, nil, kind, c.Reason, typ, "%s: %s", typ, c.Message)
+	}
+}
+
+// requeueOnConflict turns a write conflict (the cache was a write behind
+// the API server) into a quiet retry: it is expected, not an error to log.
+func requeueOnConflict(err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	return reconcile.Result{}, err
+}

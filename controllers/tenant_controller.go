@@ -1,0 +1,605 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"github.com/go-logr/logr"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/internal/builders"
+	"github.com/strata-storage/strata/internal/certs"
+	"github.com/strata-storage/strata/internal/engine"
+)
+
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors;prometheusrules,verbs=get;list;watch;create;update;patch;delete
+
+// TenantReconciler turns a Tenant into its credentials, certificates,
+// Services and topology file, deletes its pools when it goes, and aggregates
+// their status.
+type TenantReconciler struct{ Reconcilers }
+
+// tenantScope is the state of one reconcile.
+type tenantScope struct {
+	tenant   *v1.Tenant
+	log      logr.Logger
+	rootKeys [2]string
+	ca       []byte // PEM CA of the serving certificate, when known
+	servers  []v1.ServerPool
+	gateways []v1.GatewayPool
+	// the pools' workloads, for roll-out progress
+	statefulSets []appsv1.StatefulSet
+	deployments  []appsv1.Deployment
+	requeue      time.Duration
+	capacity     *engine.Capacity
+}
+
+func (s *tenantScope) requeueWithin(d time.Duration) {
+	if d > 0 && (s.requeue == 0 || d < s.requeue) {
+		s.requeue = d
+	}
+}
+
+// errWaiting stops the steps of a pass without an error: a condition says
+// what the tenant waits for, and a watch (or requeue) brings it back.
+var errWaiting = errors.New("waiting")
+
+// Reconcile runs the tenant's steps in order and writes status once.
+func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	t := &v1.Tenant{}
+	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &tenantScope{tenant: t, log: log.FromContext(ctx)}
+	before := t.Status.DeepCopy()
+
+	if !t.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s, before)
+	}
+	if controllerutil.AddFinalizer(t, Finalizer) {
+		if err := r.Client.Update(ctx, t); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+
+	var stepErr error
+	for _, step := range []func(context.Context, *tenantScope) error{
+		r.reconcileCredentials,
+		r.reconcileCertificates,
+		r.reconcileServices,
+		r.reconcilePools,
+		r.reconcileTopology,
+		r.reconcileMonitoring,
+		r.reconcileEngine,
+		r.reconcileBuckets,
+	} {
+		if stepErr = step(ctx, s); stepErr != nil {
+			break
+		}
+	}
+	computeTenantStatus(t, s, r.Config.ClusterDomain, builders.Image(t, r.Config.DefaultImage))
+	if err := r.writeStatus(ctx, t, before); err != nil {
+		return requeueOnConflict(err)
+	}
+	r.recordTransitions(t, before)
+	if stepErr != nil && !errors.Is(stepErr, errWaiting) {
+		return ctrl.Result{}, stepErr
+	}
+	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+func (r *TenantReconciler) writeStatus(ctx context.Context, t *v1.Tenant, before *v1.TenantStatus) error {
+	if equality.Semantic.DeepEqual(before, &t.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Update(ctx, t); err != nil {
+		return fmt.Errorf("writing status: %w", err)
+	}
+	return nil
+}
+
+// recordTransitions records an Event when a condition the user cares about
+// changes, never on a pass that changed nothing.
+func (r *TenantReconciler) recordTransitions(t *v1.Tenant, before *v1.TenantStatus) {
+	recordConditionEvents(r.Recorder, t, before.Conditions, t.Status.Conditions,
+		v1.ConditionCredentialsReady, v1.ConditionCertificatesReady, v1.ConditionBucketsReady, v1.ConditionReady, v1.ConditionDegraded)
+}
+
+// reconcileCredentials makes sure root keys exist (generating them once),
+// reads every user's keys and renders the IAM file.
+func (r *TenantReconciler) reconcileCredentials(ctx context.Context, s *tenantScope) error {
+	t := s.tenant
+	name := builders.RootSecretName(t)
+	root := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, root)
+	switch {
+	case apierrors.IsNotFound(err) && t.Spec.Credentials.SecretRef != nil:
+		return r.credentialsMissing(s, fmt.Sprintf("Secret %q named by spec.credentials.secretRef does not exist: create it with keys %s and %s",
+			name, builders.AccessKeyKey, builders.SecretKeyKey))
+	case apierrors.IsNotFound(err) && t.Status.CredentialsSecret == name:
+		// We generated it before and it is gone: new keys would not open
+		// the tenant's data, so say so instead of minting them.
+		return r.credentialsMissing(s, fmt.Sprintf("the generated root credentials Secret %q was deleted; restore it from a backup (keys %s and %s), or delete and re-create the Tenant to start over",
+			name, builders.AccessKeyKey, builders.SecretKeyKey))
+	case apierrors.IsNotFound(err):
+		gen, err := builders.NewRootCredentials(t, r.Config.Random)
+		if err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, gen); err != nil {
+			return fmt.Errorf("creating root credentials: %w", err)
+		}
+		r.Recorder.Eventf(t, gen, corev1.EventTypeNormal, "CredentialsGenerated", "CreateSecret", "generated root credentials in Secret %s", gen.Name)
+		root = gen
+	case err != nil:
+		return fmt.Errorf("reading root credentials: %w", err)
+	}
+	access, secret, err := builders.CredentialsIn(root)
+	if err != nil {
+		return r.credentialsMissing(s, err.Error()+": the root credentials Secret needs both keys")
+	}
+	s.rootKeys = [2]string{access, secret}
+	t.Status.CredentialsSecret = name
+
+	keys := map[string][2]string{}
+	for _, u := range t.Spec.Users {
+		us := &corev1.Secret{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: u.SecretRef.Name}, us)
+		if apierrors.IsNotFound(err) {
+			return r.credentialsMissing(s, fmt.Sprintf("user %q: Secret %q does not exist: create it with keys %s and %s",
+				u.Name, u.SecretRef.Name, builders.AccessKeyKey, builders.SecretKeyKey))
+		}
+		if err != nil {
+			return fmt.Errorf("reading Secret of user %s: %w", u.Name, err)
+		}
+		a, sk, err := builders.CredentialsIn(us)
+		if err != nil {
+			return r.credentialsMissing(s, fmt.Sprintf("user %q: %s", u.Name, err))
+		}
+		keys[u.Name] = [2]string{a, sk}
+	}
+	iam, err := builders.IAMSecret(t, keys)
+	if err != nil {
+		return err
+	}
+	if _, err := apply(ctx, r.Client, r.Scheme, t, iam, secretOps); err != nil {
+		return err
+	}
+	setCondition(&t.Status.Conditions, t.Generation, v1.ConditionCredentialsReady, true, v1.ReasonReconciled,
+		fmt.Sprintf("root keys in Secret %s; %d user(s) rendered into Secret %s", name, len(t.Spec.Users), iam.Name))
+	return nil
+}
+
+func (r *TenantReconciler) credentialsMissing(s *tenantScope, msg string) error {
+	setCondition(&s.tenant.Status.Conditions, s.tenant.Generation, v1.ConditionCredentialsReady, false, v1.ReasonSecretMissing, msg)
+	return errWaiting
+}
+
+// reconcileCertificates provides the serving certificate for the TLS mode.
+func (r *TenantReconciler) reconcileCertificates(ctx context.Context, s *tenantScope) error {
+	t := s.tenant
+	gen := t.Generation
+	switch t.Spec.TLS.Mode {
+	case v1.TLSDisabled:
+		setCondition(&t.Status.Conditions, gen, v1.ConditionCertificatesReady, true, v1.ReasonReconciled, "TLS is disabled: S3 is served over plain HTTP")
+		return nil
+	case v1.TLSExternal:
+		sec := &corev1.Secret{}
+		name := builders.TLSSecretName(t)
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, sec)
+		if apierrors.IsNotFound(err) || (err == nil && (len(sec.Data[corev1.TLSCertKey]) == 0 || len(sec.Data[corev1.TLSPrivateKeyKey]) == 0)) {
+			setCondition(&t.Status.Conditions, gen, v1.ConditionCertificatesReady, false, v1.ReasonSecretMissing,
+				fmt.Sprintf("Secret %q named by spec.tls.secretRef does not exist or lacks tls.crt/tls.key", name))
+			return errWaiting
+		}
+		if err != nil {
+			return fmt.Errorf("reading TLS Secret: %w", err)
+		}
+		s.ca = sec.Data["ca.crt"]
+		setCondition(&t.Status.Conditions, gen, v1.ConditionCertificatesReady, true, v1.ReasonReconciled, "using Secret "+name)
+		return nil
+	case v1.TLSCertManager:
+		return r.reconcileCertManager(ctx, s)
+	default:
+		return r.reconcileOperatorCA(ctx, s)
+	}
+}
+
+func (r *TenantReconciler) gatewayNames(ctx context.Context, t *v1.Tenant) ([]string, error) {
+	list := &v1.GatewayPoolList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingFields{indexTenantRef: t.Name}); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, g := range list.Items {
+		out = append(out, g.Name)
+	}
+	return out, nil
+}
+
+func (r *TenantReconciler) reconcileCertManager(ctx context.Context, s *tenantScope) error {
+	t := s.tenant
+	if !hasKind(r.Mapper, cmv1.SchemeGroupVersion.WithKind("Certificate")) {
+		setCondition(&t.Status.Conditions, t.Generation, v1.ConditionCertificatesReady, false, v1.ReasonCertManagerMissing,
+			"spec.tls.mode is CertManager but the cert-manager CRDs are not installed: install cert-manager, or use mode Operator")
+		s.requeueWithin(5 * time.Minute)
+		return errWaiting
+	}
+	gws, err := r.gatewayNames(ctx, t)
+	if err != nil {
+		return err
+	}
+	cert := builders.Certificate(t, builders.DNSNames(t, gws, r.Config.ClusterDomain), r.Config.DefaultIssuer)
+	if _, err := apply(ctx, r.Client, r.Scheme, t, cert, certificateOps); err != nil {
+		return err
+	}
+	live := &cmv1.Certificate{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(cert), live); err != nil {
+		return fmt.Errorf("reading Certificate: %w", err)
+	}
+	for _, c := range live.Status.Conditions {
+		if c.Type == cmv1.CertificateConditionReady && c.Status == "True" {
+			sec := &corev1.Secret{}
+			if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: cert.Spec.SecretName}, sec); err == nil {
+				s.ca = sec.Data["ca.crt"]
+			}
+			setCondition(&t.Status.Conditions, t.Generation, v1.ConditionCertificatesReady, true, v1.ReasonReconciled,
+				"cert-manager issued Certificate "+cert.Name)
+			return nil
+		}
+	}
+	setCondition(&t.Status.Conditions, t.Generation, v1.ConditionCertificatesReady, false, v1.ReasonCreating,
+		"waiting for cert-manager to issue Certificate "+cert.Name)
+	return errWaiting
+}
+
+// reconcileOperatorCA keeps a CA per tenant and a serving certificate it
+// issued, renewed a third of its life before expiry.
+func (r *TenantReconciler) reconcileOperatorCA(ctx context.Context, s *tenantScope) error {
+	t := s.tenant
+	now := r.Config.Now()
+	caSecret := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: builders.CASecretName(t.Name)}, caSecret)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading CA: %w", err)
+	}
+	ca := certs.Pair{Cert: caSecret.Data[corev1.TLSCertKey], Key: caSecret.Data[corev1.TLSPrivateKeyKey]}
+	if !certs.ValidCA(ca, now) {
+		if ca, err = certs.NewCA(t.Name+"."+t.Namespace+" strata CA", now, r.Config.Random); err != nil {
+			return fmt.Errorf("creating CA: %w", err)
+		}
+		if _, err := apply(ctx, r.Client, r.Scheme, t, builders.CASecret(t, ca), secretOps); err != nil {
+			return err
+		}
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "CAIssued", "CreateCA", "created the tenant CA in Secret %s", builders.CASecretName(t.Name))
+	}
+	gws, err := r.gatewayNames(ctx, t)
+	if err != nil {
+		return err
+	}
+	names := builders.DNSNames(t, gws, r.Config.ClusterDomain)
+	tlsSecret := &corev1.Secret{}
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: builders.TLSSecretName(t)}, tlsSecret)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading serving certificate: %w", err)
+	}
+	serving := certs.Pair{Cert: tlsSecret.Data[corev1.TLSCertKey], Key: tlsSecret.Data[corev1.TLSPrivateKeyKey]}
+	if !certs.Valid(serving, ca, names, now) || string(tlsSecret.Data["ca.crt"]) != string(ca.Cert) {
+		if serving, err = certs.Issue(ca, names, now, r.Config.Random); err != nil {
+			return fmt.Errorf("issuing serving certificate: %w", err)
+		}
+		if _, err := apply(ctx, r.Client, r.Scheme, t, builders.ServingSecret(t, serving, ca.Cert), secretOps); err != nil {
+			return err
+		}
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "CertificateIssued", "IssueCertificate",
+			"issued the serving certificate in Secret %s for %d names", builders.TLSSecretName(t), len(names))
+	}
+	if renew, err := certs.RenewAt(serving.Cert); err == nil {
+		s.requeueWithin(renew.Sub(now) + time.Minute)
+	}
+	s.ca = ca.Cert
+	setCondition(&t.Status.Conditions, t.Generation, v1.ConditionCertificatesReady, true, v1.ReasonReconciled,
+		"serving certificate in Secret "+builders.TLSSecretName(t)+" from the operator-managed CA")
+	return nil
+}
+
+// reconcileServices: the client Service and the headless Service for pod
+// DNS names.
+func (r *TenantReconciler) reconcileServices(ctx context.Context, s *tenantScope) error {
+	for _, svc := range []*corev1.Service{builders.S3Service(s.tenant), builders.HeadlessService(s.tenant)} {
+		if _, err := apply(ctx, r.Client, r.Scheme, s.tenant, svc, serviceOps); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reconcilePools lists the tenant's pools for the topology file and status.
+func (r *TenantReconciler) reconcilePools(ctx context.Context, s *tenantScope) error {
+	t := s.tenant
+	servers := &v1.ServerPoolList{}
+	if err := r.Client.List(ctx, servers, client.InNamespace(t.Namespace), client.MatchingFields{indexTenantRef: t.Name}); err != nil {
+		return fmt.Errorf("listing ServerPools: %w", err)
+	}
+	gateways := &v1.GatewayPoolList{}
+	if err := r.Client.List(ctx, gateways, client.InNamespace(t.Namespace), client.MatchingFields{indexTenantRef: t.Name}); err != nil {
+		return fmt.Errorf("listing GatewayPools: %w", err)
+	}
+	s.servers, s.gateways = servers.Items, gateways.Items
+	sets := &appsv1.StatefulSetList{}
+	if err := r.Client.List(ctx, sets, client.InNamespace(t.Namespace), client.MatchingLabels{builders.LabelTenant: t.Name}); err != nil {
+		return fmt.Errorf("listing StatefulSets: %w", err)
+	}
+	deps := &appsv1.DeploymentList{}
+	if err := r.Client.List(ctx, deps, client.InNamespace(t.Namespace), client.MatchingLabels{builders.LabelTenant: t.Name}); err != nil {
+		return fmt.Errorf("listing Deployments: %w", err)
+	}
+	s.statefulSets, s.deployments = sets.Items, deps.Items
+	return nil
+}
+
+// reconcileTopology renders topology.json from the pools whose layout is
+// decided, in creation order.
+func (r *TenantReconciler) reconcileTopology(ctx context.Context, s *tenantScope) error {
+	cm, err := builders.TopologyConfigMap(s.tenant, builders.TopologyPools(s.servers), r.Config.ClusterDomain)
+	if err != nil {
+		return err
+	}
+	op, err := apply(ctx, r.Client, r.Scheme, s.tenant, cm, configMapOps)
+	if err != nil {
+		return err
+	}
+	if op == opUpdated {
+		r.Recorder.Eventf(s.tenant, cm, corev1.EventTypeNormal, "TopologyUpdated", "UpdateConfigMap",
+			"topology file %s now lists %d pool(s)", cm.Name, len(builders.TopologyPools(s.servers)))
+	}
+	return nil
+}
+
+// reconcileMonitoring creates the ServiceMonitor and PrometheusRule when the
+// prometheus-operator CRDs exist (discovered, never required), and removes
+// its own when monitoring is switched off.
+func (r *TenantReconciler) reconcileMonitoring(ctx context.Context, s *tenantScope) error {
+	t := s.tenant
+	if hasKind(r.Mapper, monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.ServiceMonitorsKind)) {
+		sm := builders.ServiceMonitor(t)
+		if enabled(t.Spec.Monitoring.ServiceMonitor.Enabled) {
+			if _, err := apply(ctx, r.Client, r.Scheme, t, sm, serviceMonitorOps); err != nil {
+				return err
+			}
+		} else if err := deleteOwned(ctx, r.Client, t, sm); err != nil {
+			return err
+		}
+	}
+	if hasKind(r.Mapper, monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusRuleKind)) {
+		pr := builders.PrometheusRule(t)
+		if enabled(t.Spec.Monitoring.PrometheusRule.Enabled) {
+			if _, err := apply(ctx, r.Client, r.Scheme, t, pr, prometheusRuleOps); err != nil {
+				return err
+			}
+		} else if err := deleteOwned(ctx, r.Client, t, pr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func enabled(b *bool) bool { return b == nil || *b }
+
+// deleteOwned deletes obj if it exists and the owner controls it.
+func deleteOwned(ctx context.Context, c client.Client, owner, obj client.Object) error {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(obj, owner) {
+		return nil
+	}
+	return client.IgnoreNotFound(c.Delete(ctx, obj))
+}
+
+func (r *TenantReconciler) endpoint(s *tenantScope) engine.Endpoint {
+	t := s.tenant
+	return engine.Endpoint{
+		URL:       builders.ServiceURL(t, builders.S3ServiceName(t.Name), r.Config.ClusterDomain),
+		AccessKey: s.rootKeys[0], SecretKey: s.rootKeys[1], CA: s.ca,
+	}
+}
+
+// reconcileEngine reads capacity from the admin API once a server pool
+// runs; an unreachable engine leaves capacity unknown.
+func (r *TenantReconciler) reconcileEngine(ctx context.Context, s *tenantScope) error {
+	running := false
+	for _, p := range s.servers {
+		running = running || p.Status.ReadyServers > 0
+	}
+	if !running || r.Config.Engine == nil {
+		return nil
+	}
+	s.requeueWithin(r.Config.EngineRefresh)
+	info, err := r.Config.Engine.Info(ctx, r.endpoint(s))
+	if err != nil {
+		s.log.V(1).Info("admin API not reachable", "error", err.Error())
+		return nil
+	}
+	s.capacity = &info.Capacity
+	return nil
+}
+
+// reconcileBuckets creates spec.buckets through S3 once the tenant is ready,
+// once per generation.
+func (r *TenantReconciler) reconcileBuckets(ctx context.Context, s *tenantScope) error {
+	t := s.tenant
+	if len(t.Spec.Buckets) == 0 || r.Config.Engine == nil {
+		meta.RemoveStatusCondition(&t.Status.Conditions, v1.ConditionBucketsReady)
+		return nil
+	}
+	if !tenantPoolsReady(s) {
+		setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, false, v1.ReasonWaitingForPods,
+			"buckets are created once the tenant's server pools are ready")
+		return nil
+	}
+	if c := meta.FindStatusCondition(t.Status.Conditions, v1.ConditionBucketsReady); c != nil &&
+		c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation {
+		return nil
+	}
+	var buckets []engine.Bucket
+	var names []string
+	for _, b := range t.Spec.Buckets {
+		buckets = append(buckets, engine.Bucket{Name: b.Name, Versioning: b.Versioning})
+		names = append(names, b.Name)
+	}
+	if err := r.Config.Engine.EnsureBuckets(ctx, r.endpoint(s), buckets); err != nil {
+		setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, false, v1.ReasonBucketCreateFailed, err.Error())
+		s.requeueWithin(30 * time.Second)
+		return nil
+	}
+	setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, true, v1.ReasonReconciled,
+		"buckets exist: "+strings.Join(names, ", "))
+	return nil
+}
+
+// reconcileDelete deletes the tenant's pools (each applies deletionPolicy to
+// its own claims), then the generated root keys under policy Delete.
+func (r *TenantReconciler) reconcileDelete(ctx context.Context, s *tenantScope, before *v1.TenantStatus) (ctrl.Result, error) {
+	t := s.tenant
+	if !controllerutil.ContainsFinalizer(t, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.reconcilePools(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	remaining := len(s.servers) + len(s.gateways)
+	for i := range s.servers {
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, &s.servers[i])); err != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting ServerPool %s: %w", s.servers[i].Name, err)
+		}
+	}
+	for i := range s.gateways {
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, &s.gateways[i])); err != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting GatewayPool %s: %w", s.gateways[i].Name, err)
+		}
+	}
+	if remaining > 0 {
+		t.Status.Phase = v1.TenantDeleting
+		setCondition(&t.Status.Conditions, t.Generation, v1.ConditionReady, false, v1.ReasonDeleting,
+			fmt.Sprintf("deleting: waiting for %d pool(s) to go", remaining))
+		if err := r.writeStatus(ctx, t, before); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, nil // pool deletions bring us back
+	}
+	if t.Spec.DeletionPolicy == v1.DeletionPolicyDelete && t.Spec.Credentials.SecretRef == nil {
+		gen := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: builders.GeneratedRootSecretName(t.Name)}}
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, gen)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting root credentials: %w", err)
+		}
+	}
+	controllerutil.RemoveFinalizer(t, Finalizer)
+	if err := r.Client.Update(ctx, t); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager watches the Tenant, what it owns, its pools and the
+// Secrets it reads.
+func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&v1.Tenant{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&v1.ServerPool{}, handler.EnqueueRequestsFromMapFunc(poolToTenant)).
+		Watches(&v1.GatewayPool{}, handler.EnqueueRequestsFromMapFunc(poolToTenant)).
+		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(labelToTenant)).
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(labelToTenant)).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToTenants))
+	if hasKind(r.Mapper, cmv1.SchemeGroupVersion.WithKind("Certificate")) {
+		b = b.Owns(&cmv1.Certificate{})
+	}
+	// Optional CRDs installed after the operator started are still used
+	// (kinds are discovered on each reconcile); only their watches need a
+	// restart of the operator.
+	if hasKind(r.Mapper, monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.ServiceMonitorsKind)) {
+		b = b.Owns(&monitoringv1.ServiceMonitor{})
+	}
+	if hasKind(r.Mapper, monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusRuleKind)) {
+		b = b.Owns(&monitoringv1.PrometheusRule{})
+	}
+	return b.Named("tenant").Complete(r)
+}
+
+// labelToTenant maps a pool's workload to its tenant (roll-out progress).
+func labelToTenant(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := o.GetLabels()[builders.LabelTenant]
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+func poolToTenant(_ context.Context, o client.Object) []reconcile.Request {
+	var name string
+	switch p := o.(type) {
+	case *v1.ServerPool:
+		name = p.Spec.TenantRef.Name
+	case *v1.GatewayPool:
+		name = p.Spec.TenantRef.Name
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// secretToTenants maps a Secret to the tenants that own it (label) or refer
+// to it (root or user keys, external TLS), so a rotated or re-created
+// Secret is picked up.
+func (r *TenantReconciler) secretToTenants(ctx context.Context, o client.Object) []reconcile.Request {
+	return tenantsUsingSecret(ctx, r.Client, o)
+}
+
+func tenantsUsingSecret(ctx context.Context, c client.Client, o client.Object) []reconcile.Request {
+	if name, ok := o.GetLabels()[builders.LabelTenant]; ok {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+	}
+	list := &v1.TenantList{}
+	if err := c.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if tenantUsesSecret(&list.Items[i], o.GetName()) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
+func tenantUsesSecret(t *v1.Tenant, name string) bool {
+	if builders.RootSecretName(t) == name || builders.TLSSecretName(t) == name {
+		return true
+	}
+	for _, u := range t.Spec.Users {
+		if u.SecretRef.Name == name {
+			return true
+		}
+	}
+	return false
+}

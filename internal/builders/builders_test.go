@@ -1,0 +1,337 @@
+package builders
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/internal/placement"
+)
+
+func testTenant(mut ...func(*v1.Tenant)) *v1.Tenant {
+	t := &v1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "media", Namespace: "store", UID: "6f1c2a9e"}}
+	t.Spec.TLS.Mode = v1.TLSOperator
+	for _, m := range mut {
+		m(t)
+	}
+	return t
+}
+
+func testPool(name string, servers, volumes int32, mut ...func(*v1.ServerPool)) *v1.ServerPool {
+	p := &v1.ServerPool{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "store"},
+		Spec: v1.ServerPoolSpec{
+			TenantRef: v1.TenantReference{Name: "media"}, Servers: servers, VolumesPerServer: volumes,
+			Storage: v1.StorageSpec{Media: v1.MediaLocalNVMe, StorageClassNames: []string{"nvme"}, Size: resource.MustParse("1Ti")},
+		},
+	}
+	for _, m := range mut {
+		m(p)
+	}
+	return p
+}
+
+func TestServerStatefulSet(t *testing.T) {
+	cases := []struct {
+		name      string
+		tenant    *v1.Tenant
+		pool      *v1.ServerPool
+		group     placement.Group
+		wantName  string
+		wantArgs  []string
+		wantProbe corev1.URIScheme
+		wantVols  []string
+	}{{
+		name:      "TLS: certificates mounted, HTTPS probes",
+		tenant:    testTenant(),
+		pool:      testPool("pool-a", 4, 2),
+		group:     placement.Group{Replicas: 4},
+		wantName:  "media-pool-a",
+		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--certs-dir", "/etc/strata/certs"},
+		wantProbe: corev1.URISchemeHTTPS,
+		wantVols:  []string{"root-credentials", "iam", "tmp", "certs", "topology"},
+	}, {
+		name:      "TLS disabled: no certificates, HTTP probes",
+		tenant:    testTenant(func(t *v1.Tenant) { t.Spec.TLS.Mode = v1.TLSDisabled }),
+		pool:      testPool("pool-a", 4, 2),
+		group:     placement.Group{Replicas: 4},
+		wantName:  "media-pool-a",
+		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json"},
+		wantProbe: corev1.URISchemeHTTP,
+		wantVols:  []string{"root-credentials", "iam", "tmp", "topology"},
+	}, {
+		name:      "explicit domain: one StatefulSet per domain",
+		tenant:    testTenant(),
+		pool:      testPool("pool-a", 4, 2),
+		group:     placement.Group{Suffix: "rack1", Domain: "rack1", Replicas: 2, FirstServer: 2},
+		wantName:  "media-pool-a-rack1",
+		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--certs-dir", "/etc/strata/certs"},
+		wantProbe: corev1.URISchemeHTTPS,
+		wantVols:  []string{"root-credentials", "iam", "tmp", "certs", "topology"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := EngineFor(tc.tenant, "strata:default", "abc")
+			claims := []placement.Claim{{Name: "data0", StorageClassName: "a"}, {Name: "data1", StorageClassName: "b"}}
+			sts := ServerStatefulSet(tc.tenant, tc.pool, tc.group, claims, e)
+			if sts.Name != tc.wantName || *sts.Spec.Replicas != int32(tc.group.Replicas) {
+				t.Fatalf("name/replicas = %s/%d", sts.Name, *sts.Spec.Replicas)
+			}
+			c := sts.Spec.Template.Spec.Containers[0]
+			if !slices.Equal(c.Args, tc.wantArgs) {
+				t.Errorf("args = %v, want %v", c.Args, tc.wantArgs)
+			}
+			if c.Image != "strata:default" {
+				t.Errorf("image = %s", c.Image)
+			}
+			if c.ReadinessProbe.HTTPGet.Scheme != tc.wantProbe || c.LivenessProbe.HTTPGet.Path != HealthLive {
+				t.Errorf("probes = %+v", c.ReadinessProbe.HTTPGet)
+			}
+			var vols []string
+			for _, v := range sts.Spec.Template.Spec.Volumes {
+				vols = append(vols, v.Name)
+			}
+			if !slices.Equal(vols, tc.wantVols) {
+				t.Errorf("volumes = %v, want %v", vols, tc.wantVols)
+			}
+			for _, env := range c.Env {
+				if env.ValueFrom != nil || strings.Contains(env.Value, "secret") && !strings.HasPrefix(env.Value, "/") {
+					t.Errorf("credential not passed as a file: %+v", env)
+				}
+			}
+			if len(sts.Spec.VolumeClaimTemplates) != 2 || *sts.Spec.VolumeClaimTemplates[1].Spec.StorageClassName != "b" {
+				t.Errorf("claim templates = %+v", sts.Spec.VolumeClaimTemplates)
+			}
+			sel := sts.Spec.Selector.MatchLabels
+			for k, v := range sel {
+				if sts.Spec.Template.Labels[k] != v {
+					t.Errorf("pod labels %v do not match selector %v", sts.Spec.Template.Labels, sel)
+				}
+			}
+			if sts.Spec.Template.Annotations[AnnotationCredentialsHash] != "abc" {
+				t.Error("no credentials hash on the pod template")
+			}
+			if *sts.Spec.Template.Spec.SecurityContext.RunAsNonRoot != true || !*c.SecurityContext.ReadOnlyRootFilesystem {
+				t.Error("not restricted")
+			}
+		})
+	}
+}
+
+func TestServerPDB(t *testing.T) {
+	for _, tc := range []struct{ servers, want int }{{0, 0}, {1, 1}, {2, 2}, {-1, 0}} {
+		pdb := ServerPDB(testTenant(), testPool("p", 4, 4), tc.servers)
+		if got := pdb.Spec.MaxUnavailable.IntValue(); got != tc.want {
+			t.Errorf("writeServers %d: maxUnavailable = %d, want %d", tc.servers, got, tc.want)
+		}
+	}
+}
+
+func TestServices(t *testing.T) {
+	cases := []struct {
+		name     string
+		tenant   *v1.Tenant
+		port     int32
+		portName string
+		typ      corev1.ServiceType
+	}{
+		{"TLS default port", testTenant(), 443, "https", corev1.ServiceTypeClusterIP},
+		{"plain default port", testTenant(func(t *v1.Tenant) { t.Spec.TLS.Mode = v1.TLSDisabled }), 80, "http", corev1.ServiceTypeClusterIP},
+		{"explicit port and type", testTenant(func(t *v1.Tenant) {
+			t.Spec.Expose = v1.ExposeSpec{Type: "LoadBalancer", Port: 9443, Annotations: map[string]string{"lb": "internal"}}
+		}), 9443, "https", corev1.ServiceTypeLoadBalancer},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := S3Service(tc.tenant)
+			p := s.Spec.Ports[0]
+			if p.Port != tc.port || p.Name != tc.portName || p.TargetPort.IntValue() != S3Port || s.Spec.Type != tc.typ {
+				t.Errorf("service = %+v %s", p, s.Spec.Type)
+			}
+			if s.Spec.Selector[LabelComponent] != ComponentServer {
+				t.Errorf("selector = %v", s.Spec.Selector)
+			}
+			if tc.tenant.Spec.Expose.Annotations != nil && s.Annotations["lb"] != "internal" {
+				t.Error("annotations not copied")
+			}
+			g := GatewayService(tc.tenant, &v1.GatewayPool{ObjectMeta: metav1.ObjectMeta{Name: "nas", Namespace: "store"}})
+			if g.Name != "media-nas" || g.Spec.Ports[0].Port != tc.port || g.Spec.Selector[LabelPool] != "nas" {
+				t.Errorf("gateway service = %+v", g)
+			}
+		})
+	}
+	hl := HeadlessService(testTenant())
+	if hl.Name != "media-hl" || hl.Spec.ClusterIP != corev1.ClusterIPNone || !hl.Spec.PublishNotReadyAddresses {
+		t.Errorf("headless = %+v", hl.Spec)
+	}
+}
+
+func TestTopologyConfigMap(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	layout := func(size, parity int32) func(*v1.ServerPool) {
+		return func(p *v1.ServerPool) { p.Status.Layout = &v1.ErasureLayout{SetSize: size, Parity: parity, Sets: 1} }
+	}
+	created := func(tm metav1.Time) func(*v1.ServerPool) {
+		return func(p *v1.ServerPool) { p.CreationTimestamp = tm }
+	}
+	pools := []v1.ServerPool{
+		*testPool("pool-b", 2, 2, created(metav1.NewTime(t0.Add(time.Hour))), layout(4, 2),
+			func(p *v1.ServerPool) { p.Spec.Topology.Domains = []v1.FailureDomain{{Name: "r1"}, {Name: "r2"}} }),
+		*testPool("pool-a", 4, 4, created(t0), layout(16, 4)),
+		*testPool("pool-c", 4, 1, created(t0)), // layout not decided: not listed yet
+		*testPool("pool-0", 4, 1, created(metav1.NewTime(t0.Add(time.Hour))), layout(4, 2)),
+	}
+	ordered := TopologyPools(pools)
+	var names []string
+	for _, p := range ordered {
+		names = append(names, p.Name)
+	}
+	if !slices.Equal(names, []string{"pool-a", "pool-0", "pool-b"}) {
+		t.Fatalf("order = %v, want creation order then name, decided layouts only", names)
+	}
+	cm, err := TopologyConfigMap(testTenant(), ordered, "cluster.local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc Topology
+	if err := json.Unmarshal([]byte(cm.Data[TopologyFileKey]), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Version != 1 || doc.DeploymentID != "6f1c2a9e" || cm.Name != "media-topology" {
+		t.Fatalf("header = %+v %s", doc, cm.Name)
+	}
+	want := []TopologyPool{{
+		Name:      "pool-a",
+		Endpoints: []string{"https://media-pool-a-{0...3}.media-hl.store.svc.cluster.local:9000/data{0...3}"},
+		SetSize:   16, Parity: 4,
+		DriveOrder: []int{0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15},
+		State:      "Active",
+	}, {
+		Name:      "pool-0",
+		Endpoints: []string{"https://media-pool-0-{0...3}.media-hl.store.svc.cluster.local:9000/data0"},
+		SetSize:   4, Parity: 2, DriveOrder: []int{0, 1, 2, 3}, State: "Active",
+	}, {
+		Name: "pool-b",
+		Endpoints: []string{
+			"https://media-pool-b-r1-0.media-hl.store.svc.cluster.local:9000/data{0...1}",
+			"https://media-pool-b-r2-0.media-hl.store.svc.cluster.local:9000/data{0...1}",
+		},
+		SetSize: 4, Parity: 2, DriveOrder: []int{0, 2, 1, 3}, State: "Active",
+	}}
+	got, _ := json.Marshal(doc.Pools)
+	exp, _ := json.Marshal(want)
+	if !bytes.Equal(got, exp) {
+		t.Fatalf("pools =\n%s\nwant\n%s", got, exp)
+	}
+	if !PoolInTopology(cm, "pool-b") || PoolInTopology(cm, "pool-c") {
+		t.Fatal("PoolInTopology disagrees with the file")
+	}
+}
+
+func TestGatewayHPAAndReplicas(t *testing.T) {
+	tn := testTenant()
+	g := &v1.GatewayPool{ObjectMeta: metav1.ObjectMeta{Name: "nas", Namespace: "store"}}
+	if GatewayHPA(tn, g) != nil {
+		t.Fatal("HPA without autoscaling")
+	}
+	if *GatewayReplicas(g) != 2 {
+		t.Fatal("default replicas")
+	}
+	g.Spec.Autoscaling = &v1.AutoscalingSpec{MinReplicas: 3, MaxReplicas: 9}
+	h := GatewayHPA(tn, g)
+	if *h.Spec.MinReplicas != 3 || h.Spec.MaxReplicas != 9 || *h.Spec.Metrics[0].Resource.Target.AverageUtilization != 70 ||
+		h.Spec.ScaleTargetRef.Name != "media-nas" || h.Spec.ScaleTargetRef.Kind != "Deployment" {
+		t.Fatalf("hpa = %+v", h.Spec)
+	}
+	if *GatewayReplicas(g) != 3 {
+		t.Fatal("replicas should start at minReplicas")
+	}
+	g.Spec.Replicas = ptr.To[int32](4)
+	if *GatewayReplicas(g) != 4 {
+		t.Fatal("spec.replicas should win")
+	}
+}
+
+func TestGatewayDeploymentAndClaim(t *testing.T) {
+	tn := testTenant()
+	g := &v1.GatewayPool{ObjectMeta: metav1.ObjectMeta{Name: "nas", Namespace: "store"}}
+	g.Spec.Volume = v1.GatewayVolume{ClaimName: "shared-fs"}
+	g.Spec.Posix.Metadata = v1.PosixSidecar
+	if GatewayPVC(tn, g) != nil {
+		t.Fatal("a named claim is the user's; the operator must not create one")
+	}
+	d := GatewayDeployment(tn, g, EngineFor(tn, "strata:x", ""))
+	c := d.Spec.Template.Spec.Containers[0]
+	want := []string{"gateway", "--address", ":9000", "--root", "/data", "--posix-metadata", "sidecar", "--certs-dir", "/etc/strata/certs"}
+	if !slices.Equal(c.Args, want) {
+		t.Fatalf("args = %v", c.Args)
+	}
+	if d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 {
+		t.Fatal("gateways must roll with maxUnavailable 0")
+	}
+	found := false
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		found = found || (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "shared-fs")
+	}
+	if !found {
+		t.Fatal("claim not mounted")
+	}
+	g.Spec.Volume = v1.GatewayVolume{StorageClassName: "cephfs", Size: ptr.To(resource.MustParse("10Ti"))}
+	pvc := GatewayPVC(tn, g)
+	if pvc.Name != "media-nas-data" || pvc.Spec.AccessModes[0] != corev1.ReadWriteMany || len(pvc.OwnerReferences) != 0 {
+		t.Fatalf("pvc = %+v", pvc)
+	}
+}
+
+func TestCredentials(t *testing.T) {
+	tn := testTenant(func(t *v1.Tenant) {
+		t.Spec.Users = []v1.UserSpec{
+			{Name: "app", Policy: "readonly", Buckets: []string{"photos"}},
+			{Name: "ops", Buckets: []string{"photos", "*"}},
+		}
+	})
+	root, err := NewRootCredentials(tn, bytes.NewReader(bytes.Repeat([]byte{7}, 64)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(root.Data[AccessKeyKey]) != 20 || len(root.Data[SecretKeyKey]) != 40 || len(root.OwnerReferences) != 0 {
+		t.Fatalf("root = %+v", root)
+	}
+	if _, err := NewRootCredentials(tn, bytes.NewReader(nil)); err == nil {
+		t.Fatal("no error from an empty random source")
+	}
+	iam, err := IAMSecret(tn, map[string][2]string{"app": {"A1", "S1"}, "ops": {"A2", "S2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"users":[{"accessKey":"A1","secretKey":"S1","policy":"readonly","buckets":["photos"]},{"accessKey":"A2","secretKey":"S2","policy":"readwrite","buckets":[]}]}`
+	if string(iam.Data[IAMFileKey]) != want {
+		t.Fatalf("iam = %s", iam.Data[IAMFileKey])
+	}
+	if _, err := IAMSecret(tn, map[string][2]string{"app": {"A1", "S1"}}); err == nil {
+		t.Fatal("missing user keys not reported")
+	}
+	_, _, err = CredentialsIn(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "k"}, Data: map[string][]byte{AccessKeyKey: []byte("a")}})
+	if err == nil || !strings.Contains(err.Error(), "secretKey") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestDNSNames(t *testing.T) {
+	tn := testTenant(func(t *v1.Tenant) { t.Spec.TLS.DNSNames = []string{"s3.example.com"} })
+	got := DNSNames(tn, []string{"nas"}, "cluster.local")
+	for _, want := range []string{"media", "media.store.svc.cluster.local", "*.media-hl.store.svc.cluster.local", "media-nas.store.svc", "s3.example.com"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%s missing from %v", want, got)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package builders
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
+)
+
+// Keys of credential Secrets (root and users).
+const (
+	AccessKeyKey = "accessKey"
+	SecretKeyKey = "secretKey"
+	// IAMFileKey is the key of the IAM Secret the engine reads
+	// (STRATA_IAM_FILE).
+	IAMFileKey = "iam.json"
+)
+
+// NewRootCredentials generates root keys from random (crypto/rand in the
+// operator): a 20-character access key and a 40-character secret key, the
+// shapes S3 tools expect. The Secret carries no owner reference: with
+// deletionPolicy Retain it outlives the Tenant.
+func NewRootCredentials(t *v1.Tenant, random io.Reader) (*corev1.Secret, error) {
+	access, err := randomKey(random, 15, 20)
+	if err != nil {
+		return nil, fmt.Errorf("generating access key: %w", err)
+	}
+	secret, err := randomKey(random, 30, 40)
+	if err != nil {
+		return nil, fmt.Errorf("generating secret key: %w", err)
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: GeneratedRootSecretName(t.Name), Namespace: t.Namespace,
+			Labels: TenantLabels(t.Name),
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{AccessKeyKey: []byte(access), SecretKeyKey: []byte(secret)},
+	}, nil
+}
+
+func randomKey(random io.Reader, n, length int) (string, error) {
+	b := make([]byte, n)
+	if _, err := io.ReadFull(random, b); err != nil {
+		return "", err
+	}
+	s := base64.RawURLEncoding.EncodeToString(b)
+	return s[:length], nil
+}
+
+// CredentialsIn reads access and secret key from a Secret's data; the error
+// names the missing key (never a value).
+func CredentialsIn(s *corev1.Secret) (access, secret string, err error) {
+	a, s2 := s.Data[AccessKeyKey], s.Data[SecretKeyKey]
+	switch {
+	case len(a) == 0:
+		return "", "", fmt.Errorf("the Secret %q has no %s", s.Name, AccessKeyKey)
+	case len(s2) == 0:
+		return "", "", fmt.Errorf("the Secret %q has no %s", s.Name, SecretKeyKey)
+	}
+	return string(a), string(s2), nil
+}
+
+// IAMUser is one entry of the engine's IAM file.
+type IAMUser struct {
+	AccessKey string   `json:"accessKey"`
+	SecretKey string   `json:"secretKey"`
+	Policy    string   `json:"policy"`
+	Buckets   []string `json:"buckets"`
+}
+
+// IAMFile is the document the engine reads from STRATA_IAM_FILE.
+type IAMFile struct {
+	Users []IAMUser `json:"users"`
+}
+
+// IAMSecret renders the IAM file for the tenant's users. keys maps a user
+// name to its (access, secret) pair, read from the user's Secret. Empty
+// buckets and ["*"] both mean every bucket (an empty list in the file).
+func IAMSecret(t *v1.Tenant, keys map[string][2]string) (*corev1.Secret, error) {
+	doc := IAMFile{Users: []IAMUser{}}
+	for _, u := range t.Spec.Users {
+		k, ok := keys[u.Name]
+		if !ok {
+			return nil, fmt.Errorf("no keys for user %q", u.Name)
+		}
+		buckets := []string{}
+		for _, b := range u.Buckets {
+			if b == "*" {
+				buckets = []string{}
+				break
+			}
+			buckets = append(buckets, b)
+		}
+		policy := string(u.Policy)
+		if policy == "" {
+			policy = "readwrite"
+		}
+		doc.Users = append(doc.Users, IAMUser{AccessKey: k[0], SecretKey: k[1], Policy: policy, Buckets: buckets})
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: IAMSecretName(t.Name), Namespace: t.Namespace, Labels: TenantLabels(t.Name)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{IAMFileKey: data},
+	}, nil
+}

@@ -1,0 +1,171 @@
+package builders
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
+)
+
+// Paths inside strata containers. Credentials reach the engine as files
+// (the *_FILE variables), never as arguments or plain environment values.
+const (
+	RootMountPath     = "/etc/strata/root"
+	IAMMountPath      = "/etc/strata/iam"
+	CertsMountPath    = "/etc/strata/certs"
+	TopologyMountPath = "/etc/strata/topology"
+	TopologyFile      = TopologyMountPath + "/" + TopologyFileKey
+
+	EnvRootUserFile     = "STRATA_ROOT_USER_FILE"
+	EnvRootPasswordFile = "STRATA_ROOT_PASSWORD_FILE"
+	EnvIAMFile          = "STRATA_IAM_FILE"
+
+	// AnnotationCredentialsHash on pod templates changes when the root keys
+	// change, so pods restart with them (the engine reloads IAM users and
+	// certificates by itself, but reads root keys at start).
+	AnnotationCredentialsHash = "storage.strata.dev/credentials-hash"
+
+	// RunAsUser is the uid of the distroless "nonroot" user.
+	RunAsUser = 65532
+
+	// HealthLive, HealthReady are the engine's probe paths.
+	HealthLive  = "/strata/health/live"
+	HealthReady = "/strata/health/ready"
+)
+
+// Engine is what every strata pod of a tenant shares: image, credentials,
+// certificates.
+type Engine struct {
+	Image           string
+	PullPolicy      corev1.PullPolicy
+	PullSecrets     []corev1.LocalObjectReference
+	RootSecret      string
+	IAMSecret       string
+	TLSSecret       string // "" serves plain HTTP
+	CredentialsHash string
+}
+
+// EngineFor derives the engine settings of a tenant.
+func EngineFor(t *v1.Tenant, defaultImage, credentialsHash string) Engine {
+	e := Engine{
+		Image:           Image(t, defaultImage),
+		PullPolicy:      corev1.PullPolicy(t.Spec.ImagePullPolicy),
+		RootSecret:      RootSecretName(t),
+		IAMSecret:       IAMSecretName(t.Name),
+		TLSSecret:       TLSSecretName(t),
+		CredentialsHash: credentialsHash,
+	}
+	if e.PullPolicy == "" {
+		e.PullPolicy = corev1.PullIfNotPresent
+	}
+	for _, s := range t.Spec.ImagePullSecrets {
+		e.PullSecrets = append(e.PullSecrets, corev1.LocalObjectReference{Name: s.Name})
+	}
+	return e
+}
+
+// args common to server and gateway after the subcommand's own.
+func (e Engine) tlsArgs() []string {
+	if e.TLSSecret == "" {
+		return nil
+	}
+	return []string{"--certs-dir", CertsMountPath}
+}
+
+func (e Engine) env() []corev1.EnvVar {
+	return []corev1.EnvVar{
+		{Name: EnvRootUserFile, Value: RootMountPath + "/" + AccessKeyKey},
+		{Name: EnvRootPasswordFile, Value: RootMountPath + "/" + SecretKeyKey},
+		{Name: EnvIAMFile, Value: IAMMountPath + "/" + IAMFileKey},
+	}
+}
+
+// volumes and mounts for credentials, IAM, certificates and a writable tmp
+// (the root filesystem is read-only).
+func (e Engine) volumes() ([]corev1.Volume, []corev1.VolumeMount) {
+	secret := func(name, secretName string, items ...string) corev1.Volume {
+		src := &corev1.SecretVolumeSource{SecretName: secretName, DefaultMode: ptr.To[int32](0o440)}
+		for _, k := range items {
+			src.Items = append(src.Items, corev1.KeyToPath{Key: k, Path: k})
+		}
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: src}}
+	}
+	vols := []corev1.Volume{
+		secret("root-credentials", e.RootSecret, AccessKeyKey, SecretKeyKey),
+		secret("iam", e.IAMSecret),
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: "root-credentials", MountPath: RootMountPath, ReadOnly: true},
+		{Name: "iam", MountPath: IAMMountPath, ReadOnly: true},
+		{Name: "tmp", MountPath: "/tmp"},
+	}
+	if e.TLSSecret != "" {
+		vols = append(vols, secret("certs", e.TLSSecret))
+		mounts = append(mounts, corev1.VolumeMount{Name: "certs", MountPath: CertsMountPath, ReadOnly: true})
+	}
+	return vols, mounts
+}
+
+func (e Engine) probe(path string, period int32) *corev1.Probe {
+	scheme := corev1.URISchemeHTTP
+	if e.TLSSecret != "" {
+		scheme = corev1.URISchemeHTTPS
+	}
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromString("s3"), Scheme: scheme,
+		}},
+		PeriodSeconds: period, TimeoutSeconds: 5, FailureThreshold: 3,
+	}
+}
+
+// restricted satisfies the restricted Pod Security Standard.
+func podSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:        ptr.To(true),
+		RunAsUser:           ptr.To[int64](RunAsUser),
+		RunAsGroup:          ptr.To[int64](RunAsUser),
+		FSGroup:             ptr.To[int64](RunAsUser),
+		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// container is the strata container with the arguments of one mode.
+func (e Engine) container(args []string, extraMounts []corev1.VolumeMount, placement v1.PodPlacement) corev1.Container {
+	_, mounts := e.volumes()
+	return corev1.Container{
+		Name:            "strata",
+		Image:           e.Image,
+		ImagePullPolicy: e.PullPolicy,
+		Args:            append(args, e.tlsArgs()...),
+		Env:             e.env(),
+		Ports:           []corev1.ContainerPort{{Name: "s3", ContainerPort: S3Port, Protocol: corev1.ProtocolTCP}},
+		VolumeMounts:    append(mounts, extraMounts...),
+		Resources:       placement.Resources,
+		LivenessProbe:   e.probe(HealthLive, 10),
+		ReadinessProbe:  e.probe(HealthReady, 5),
+		// Leave time for endpoints to drop the pod before it stops serving.
+		Lifecycle:       &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}},
+		SecurityContext: containerSecurity(),
+	}
+}
+
+func (e Engine) podAnnotations() map[string]string {
+	if e.CredentialsHash == "" {
+		return nil
+	}
+	return map[string]string{AnnotationCredentialsHash: e.CredentialsHash}
+}

@@ -1,0 +1,82 @@
+package builders
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
+)
+
+// S3Service is the tenant's client-facing Service over its server pods, as
+// spec.expose asks.
+func S3Service(t *v1.Tenant) *corev1.Service {
+	typ := corev1.ServiceType(t.Spec.Expose.Type)
+	if typ == "" {
+		typ = corev1.ServiceTypeClusterIP
+	}
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: S3ServiceName(t.Name), Namespace: t.Namespace,
+			Labels:      merge(TenantLabels(t.Name), map[string]string{LabelComponent: ComponentServer, LabelMetrics: "true"}),
+			Annotations: t.Spec.Expose.Annotations,
+		},
+		Spec: corev1.ServiceSpec{
+			Type:     typ,
+			Selector: ServerSelector(t.Name),
+			Ports:    []corev1.ServicePort{s3ServicePort(t)},
+		},
+	}
+}
+
+func s3ServicePort(t *v1.Tenant) corev1.ServicePort {
+	name := "http"
+	if TLSEnabled(t) {
+		name = "https"
+	}
+	return corev1.ServicePort{
+		Name: name, Protocol: corev1.ProtocolTCP, Port: ServicePort(t), TargetPort: intstr.FromInt32(S3Port),
+	}
+}
+
+// HeadlessService gives every server pod the DNS name the topology file's
+// endpoints use. It publishes pods before they are ready: servers must
+// reach each other to form write quorum and become ready.
+func HeadlessService(t *v1.Tenant) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: HeadlessServiceName(t.Name), Namespace: t.Namespace,
+			Labels: merge(TenantLabels(t.Name), map[string]string{LabelComponent: ComponentServer}),
+		},
+		Spec: corev1.ServiceSpec{
+			Type:                     corev1.ServiceTypeClusterIP,
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: true,
+			Selector:                 ServerSelector(t.Name),
+			Ports: []corev1.ServicePort{{
+				Name: "s3", Protocol: corev1.ProtocolTCP, Port: S3Port, TargetPort: intstr.FromInt32(S3Port),
+			}},
+		},
+	}
+}
+
+// GatewayService is a GatewayPool's own Service, typed and annotated like the
+// tenant's.
+func GatewayService(t *v1.Tenant, g *v1.GatewayPool) *corev1.Service {
+	typ := corev1.ServiceType(t.Spec.Expose.Type)
+	if typ == "" {
+		typ = corev1.ServiceTypeClusterIP
+	}
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: GatewayName(t.Name, g.Name), Namespace: g.Namespace,
+			Labels:      merge(TenantLabels(t.Name), map[string]string{LabelComponent: ComponentGateway, LabelPool: g.Name, LabelMetrics: "true"}),
+			Annotations: t.Spec.Expose.Annotations,
+		},
+		Spec: corev1.ServiceSpec{
+			Type:     typ,
+			Selector: PoolSelector(t.Name, g.Name, ComponentGateway),
+			Ports:    []corev1.ServicePort{s3ServicePort(t)},
+		},
+	}
+}

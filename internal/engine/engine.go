@@ -1,0 +1,226 @@
+// Package engine is the operator's seam to a running strata tenant: the
+// admin API (status, drives, capacity) and the S3 API (declared buckets).
+//
+// Reconcilers depend on the Client interface only. HTTPClient is a minimal
+// implementation of the admin API written against its documented shape;
+// when engine/adminclient lands it replaces adminInfo with a one-line change.
+package engine
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// Endpoint is how to reach one tenant.
+type Endpoint struct {
+	// URL is scheme://host:port of the S3 port (admin and health share it).
+	URL string
+	// AccessKey and SecretKey are the root credentials.
+	AccessKey, SecretKey string
+	// CA verifies the tenant's certificate (PEM); empty uses system roots.
+	CA []byte
+}
+
+// Info is GET /strata/admin/v1/info.
+type Info struct {
+	Version      string   `json:"version"`
+	DeploymentID string   `json:"deploymentID"`
+	Pools        []Pool   `json:"pools"`
+	Capacity     Capacity `json:"capacity"`
+}
+
+// Pool is one pool of Info.
+type Pool struct {
+	Name    string  `json:"name"`
+	State   string  `json:"state"`
+	Sets    int     `json:"sets"`
+	SetSize int     `json:"setSize"`
+	Parity  int     `json:"parity"`
+	Drives  []Drive `json:"drives"`
+}
+
+// Drive states reported by the admin API.
+const (
+	DriveOnline      = "online"
+	DriveOffline     = "offline"
+	DriveHealing     = "healing"
+	DriveUnformatted = "unformatted"
+)
+
+// Drive is one drive of a Pool.
+type Drive struct {
+	Endpoint   string `json:"endpoint"`
+	Set        int    `json:"set"`
+	Index      int    `json:"index"`
+	State      string `json:"state"`
+	TotalBytes int64  `json:"totalBytes"`
+	UsedBytes  int64  `json:"usedBytes"`
+	FreeBytes  int64  `json:"freeBytes"`
+}
+
+// Capacity of the tenant.
+type Capacity struct {
+	TotalBytes  int64 `json:"totalBytes"`
+	UsedBytes   int64 `json:"usedBytes"`
+	FreeBytes   int64 `json:"freeBytes"`
+	UsableBytes int64 `json:"usableBytes"`
+}
+
+// Bucket is a bucket to create, with its versioning state ("" leaves it).
+type Bucket struct {
+	Name       string
+	Versioning string
+}
+
+// Client talks to a running tenant.
+type Client interface {
+	// Info reads the admin API.
+	Info(ctx context.Context, ep Endpoint) (Info, error)
+	// EnsureBuckets creates missing buckets and sets versioning; buckets
+	// that exist are left as they are apart from versioning.
+	EnsureBuckets(ctx context.Context, ep Endpoint, buckets []Bucket) error
+	// ClusterHealth asks one server (ep.URL is that pod's address) whether
+	// every erasure set has write quorum; with maintenance, whether it still
+	// would without this server (the upgrade gate). nil means yes; the
+	// error carries the engine's reason.
+	ClusterHealth(ctx context.Context, ep Endpoint, maintenance bool) error
+}
+
+// HTTPClient is the production Client.
+type HTTPClient struct {
+	// Timeout bounds each call; reconciles must not hang on a dead tenant.
+	Timeout time.Duration
+}
+
+var _ Client = HTTPClient{}
+
+func (c HTTPClient) httpClient(ep Endpoint) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if len(ep.CA) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(ep.CA) {
+			return nil, errors.New("tenant CA is not PEM")
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	return &http.Client{Transport: tr, Timeout: timeout}, nil
+}
+
+// Info implements Client.
+func (c HTTPClient) Info(ctx context.Context, ep Endpoint) (Info, error) {
+	hc, err := c.httpClient(ep)
+	if err != nil {
+		return Info{}, err
+	}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(ep.URL, "/")+"/strata/admin/v1/info", nil)
+	if err != nil {
+		return Info{}, err
+	}
+	req.SetBasicAuth(ep.AccessKey, ep.SecretKey)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return Info{}, fmt.Errorf("admin API: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return Info{}, fmt.Errorf("admin API: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return Info{}, fmt.Errorf("admin API: %s: %s", resp.Status, strings.TrimSpace(string(body[:min(len(body), 200)])))
+	}
+	var info Info
+	if err := json.Unmarshal(body, &info); err != nil {
+		return Info{}, fmt.Errorf("admin API: decoding info: %w", err)
+	}
+	return info, nil
+}
+
+// ClusterHealth implements Client: GET /strata/health/cluster, with
+// ?maintenance=true for the upgrade gate (412 when this server going down
+// would break write quorum).
+func (c HTTPClient) ClusterHealth(ctx context.Context, ep Endpoint, maintenance bool) error {
+	hc, err := c.httpClient(ep)
+	if err != nil {
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	url := strings.TrimSuffix(ep.URL, "/") + "/strata/health/cluster"
+	if maintenance {
+		url += "?maintenance=true"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("cluster health: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("cluster health: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// EnsureBuckets implements Client with the S3 API (aws-sdk-go-v2,
+// path-style addressing: tenant Services have no wildcard DNS).
+func (c HTTPClient) EnsureBuckets(ctx context.Context, ep Endpoint, buckets []Bucket) error {
+	hc, err := c.httpClient(ep)
+	if err != nil {
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	cl := s3.New(s3.Options{
+		Region:           "us-east-1",
+		BaseEndpoint:     aws.String(ep.URL),
+		UsePathStyle:     true,
+		Credentials:      credentials.NewStaticCredentialsProvider(ep.AccessKey, ep.SecretKey, ""),
+		HTTPClient:       hc,
+		RetryMaxAttempts: 2,
+	})
+	for _, b := range buckets {
+		if _, err := cl.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b.Name)}); err != nil {
+			var notFound *s3types.NotFound
+			if !errors.As(err, &notFound) && !strings.Contains(err.Error(), "StatusCode: 404") {
+				return fmt.Errorf("bucket %s: %w", b.Name, err)
+			}
+			if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b.Name)}); err != nil {
+				var owned *s3types.BucketAlreadyOwnedByYou
+				if !errors.As(err, &owned) {
+					return fmt.Errorf("creating bucket %s: %w", b.Name, err)
+				}
+			}
+		}
+		if b.Versioning != "" {
+			_, err := cl.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{
+				Bucket:                  aws.String(b.Name),
+				VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatus(b.Versioning)},
+			})
+			if err != nil {
+				return fmt.Errorf("setting versioning of bucket %s: %w", b.Name, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"context"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestInfoUsesBasicAuthAndDecodes(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if !ok || u != "root" || p != "secret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path != "/strata/admin/v1/info" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		_, _ = w.Write([]byte(`{"version":"0.1.0","deploymentID":"d","pools":[{"name":"pool-a","state":"Active","sets":1,"setSize":4,"parity":2,
+			"drives":[{"endpoint":"e0","state":"online"},{"endpoint":"e1","state":"healing"}]}],"capacity":{"totalBytes":100,"usableBytes":50}}`))
+	}))
+	defer srv.Close()
+	ca := pemOf(srv.Certificate().Raw)
+	info, err := HTTPClient{}.Info(context.Background(), Endpoint{URL: srv.URL, AccessKey: "root", SecretKey: "secret", CA: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Pools[0].Drives[1].State != DriveHealing || info.Capacity.UsableBytes != 50 {
+		t.Fatalf("info = %+v", info)
+	}
+	_, err = HTTPClient{}.Info(context.Background(), Endpoint{URL: srv.URL, AccessKey: "root", SecretKey: "wrong", CA: ca})
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := (HTTPClient{}).Info(context.Background(), Endpoint{URL: srv.URL}); err == nil {
+		t.Fatal("an unknown CA was trusted")
+	}
+}
+
+// A minimal S3 surface: HEAD/PUT bucket and PUT ?versioning.
+func TestEnsureBucketsCreatesMissingAndSetsVersioning(t *testing.T) {
+	var mu sync.Mutex
+	buckets := map[string]bool{"existing": true}
+	var calls []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=root/") {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		name := strings.Trim(r.URL.Path, "/")
+		_, versioning := r.URL.Query()["versioning"]
+		calls = append(calls, r.Method+" "+name+map[bool]string{true: "?versioning"}[versioning])
+		switch {
+		case r.Method == http.MethodHead && buckets[name]:
+		case r.Method == http.MethodHead:
+			w.WriteHeader(http.StatusNotFound)
+		case r.Method == http.MethodPut && versioning:
+		case r.Method == http.MethodPut:
+			buckets[name] = true
+		default:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		}
+	}))
+	defer srv.Close()
+	err := HTTPClient{}.EnsureBuckets(context.Background(), Endpoint{URL: srv.URL, AccessKey: "root", SecretKey: "s"},
+		[]Bucket{{Name: "existing"}, {Name: "photos", Versioning: "Enabled"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "HEAD existing,HEAD photos,PUT photos,PUT photos?versioning"
+	if got := strings.Join(calls, ","); got != want {
+		t.Fatalf("calls = %s, want %s", got, want)
+	}
+}
+
+func pemOf(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func TestClusterHealthGate(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/strata/health/cluster" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		if r.URL.Query().Get("maintenance") == "true" {
+			w.WriteHeader(http.StatusPreconditionFailed)
+			_, _ = w.Write([]byte("set 0 would lose write quorum"))
+		}
+	}))
+	defer srv.Close()
+	if err := (HTTPClient{}).ClusterHealth(context.Background(), Endpoint{URL: srv.URL}, false); err != nil {
+		t.Fatal(err)
+	}
+	err := HTTPClient{}.ClusterHealth(context.Background(), Endpoint{URL: srv.URL}, true)
+	if err == nil || !strings.Contains(err.Error(), "412") || !strings.Contains(err.Error(), "set 0 would lose write quorum") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,67 @@
+package controllers_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
+)
+
+// The prometheus-operator CRDs are discovered, never required: installed
+// after the operator started, they are used on the next reconcile.
+var _ = Describe("monitoring", Ordered, func() {
+	BeforeAll(func() {
+		var crds []*apiextensionsv1.CustomResourceDefinition
+		for _, k := range []struct{ kind, plural string }{{"ServiceMonitor", "servicemonitors"}, {"PrometheusRule", "prometheusrules"}} {
+			crds = append(crds, &apiextensionsv1.CustomResourceDefinition{
+				ObjectMeta: metav1.ObjectMeta{Name: k.plural + ".monitoring.coreos.com"},
+				Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+					Group: "monitoring.coreos.com", Scope: apiextensionsv1.NamespaceScoped,
+					Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: k.kind, ListKind: k.kind + "List", Plural: k.plural, Singular: ""},
+					Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+						Name: "v1", Served: true, Storage: true,
+						Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+							Type: "object", XPreserveUnknownFields: ptr.To(true),
+						}},
+					}},
+				},
+			})
+		}
+		_, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: crds})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("scrapes every pod over TLS with the tenant CA and installs alerts; off removes them", func() {
+		ns := newNamespace()
+		t := tenant(ns)
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		sm := &monitoringv1.ServiceMonitor{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media"), sm) }).Should(Succeed())
+		Expect(sm.Spec.Selector.MatchLabels).To(HaveKeyWithValue("storage.strata.dev/metrics", "true"))
+		ep := sm.Spec.Endpoints[0]
+		Expect(ep.Path).To(Equal("/strata/metrics"))
+		Expect(ep.Port).To(Equal("https"))
+		Expect(string(ep.Interval)).To(Equal("30s"))
+		Expect(ep.TLSConfig.CA.Secret.Name).To(Equal("media-tls"))
+		Expect(*ep.TLSConfig.ServerName).To(Equal("media." + ns + ".svc"))
+		pr := &monitoringv1.PrometheusRule{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media"), pr) }).Should(Succeed())
+		var alerts []string
+		for _, r := range pr.Spec.Groups[0].Rules {
+			alerts = append(alerts, r.Alert)
+		}
+		Expect(alerts).To(ConsistOf("StrataDriveOffline", "StrataPodDown", "StrataCapacityLow", "StrataHealingStuck"))
+
+		update(t, func(t *v1.Tenant) { t.Spec.Monitoring.ServiceMonitor.Enabled = ptr.To(false) })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, key(ns, "media"), &monitoringv1.ServiceMonitor{}))
+		}).Should(BeTrue())
+		Expect(k8s.Get(ctx, key(ns, "media"), &monitoringv1.PrometheusRule{})).To(Succeed())
+	})
+})

@@ -1,0 +1,78 @@
+package controllers_test
+
+import (
+	"errors"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
+)
+
+// simulateStatefulSet does what the StatefulSet controller and kubelet
+// would: pods at or above the partition run the new revision and are ready.
+func simulateStatefulSet(ns, name string) func() (int32, error) {
+	return func() (int32, error) {
+		sts := &appsv1.StatefulSet{}
+		if err := k8s.Get(ctx, key(ns, name), sts); err != nil {
+			return -1, err
+		}
+		n, p := *sts.Spec.Replicas, int32(0)
+		if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+			p = *ru.Partition
+		}
+		sts.Status = appsv1.StatefulSetStatus{
+			ObservedGeneration: sts.Generation, Replicas: n, ReadyReplicas: n, AvailableReplicas: n,
+			UpdatedReplicas: n - p, CurrentReplicas: p, CurrentRevision: "old", UpdateRevision: "new",
+		}
+		if p == 0 {
+			sts.Status.CurrentRevision, sts.Status.CurrentReplicas = "new", n
+		}
+		return p, k8s.Status().Update(ctx, sts)
+	}
+}
+
+var _ = Describe("a health-gated roll-out", func() {
+	It("restarts one server at a time, only when the tenant keeps write quorum without it", func() {
+		ns := newNamespace()
+		t := tenant(ns)
+		t.Spec.Upgrade = v1.UpgradeSpec{Strategy: v1.UpgradeRolling, HealthGateTimeout: &metav1.Duration{Duration: 3 * time.Second}}
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		sp := nvmePool(ns)
+		Expect(k8s.Create(ctx, sp)).To(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), &appsv1.StatefulSet{}) }).Should(Succeed())
+		Eventually(simulateStatefulSet(ns, "media-nvme")).Should(Equal(int32(0)))
+		Eventually(poolCondition(sp, v1.ConditionReady)).Should(Equal("True/Reconciled"))
+
+		By("holding every server back when the image changes")
+		pod1 := "https://media-nvme-1.media-hl." + ns + ".svc.cluster.local:9000"
+		fakeEn.closeGate(pod1, errors.New("412 Precondition Failed: set 0 would lose write quorum"))
+		DeferCleanup(func() { fakeEn.closeGate(pod1, nil) })
+		update(t, func(t *v1.Tenant) { t.Spec.Image = "registry.example/strata:next" })
+		sts := &appsv1.StatefulSet{}
+		Eventually(func() (string, error) {
+			err := k8s.Get(ctx, key(ns, "media-nvme"), sts)
+			return sts.Spec.Template.Spec.Containers[0].Image, err
+		}).Should(Equal("registry.example/strata:next"))
+
+		By("letting servers 3 and 2 go through the gate, and stopping at 1, whose engine refuses")
+		Eventually(simulateStatefulSet(ns, "media-nvme")).Should(Equal(int32(2)))
+		Consistently(simulateStatefulSet(ns, "media-nvme")).WithTimeout(time.Second).Should(Equal(int32(2)))
+		Eventually(poolCondition(sp, v1.ConditionUpgrading)).Should(Equal("False/HealthGateFailed"))
+		Expect(sp.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("set 0 would lose write quorum"))))
+		Eventually(tenantCondition(t, v1.ConditionUpgrading)).Should(Equal("False/HealthGateFailed"))
+		Eventually(eventsFor(ns, "nvme")).Should(ContainElements("RolloutStep", "HealthGateFailed"))
+		Expect(fakeEn.gatedURLs()).To(ContainElement("https://media-nvme-3.media-hl." + ns + ".svc.cluster.local:9000"))
+
+		By("resuming when the engine allows it")
+		fakeEn.closeGate(pod1, nil)
+		Eventually(simulateStatefulSet(ns, "media-nvme")).Should(Equal(int32(0)))
+		Eventually(simulateStatefulSet(ns, "media-nvme")).Should(Equal(int32(0))) // status after the last step
+		Eventually(tenantCondition(t, v1.ConditionUpgrading)).Should(Equal("False/Reconciled"))
+		Expect(t.Status.CurrentImage).To(Equal("registry.example/strata:next"))
+		Eventually(poolCondition(sp, v1.ConditionUpgrading)).Should(Equal("False/Reconciled"))
+	})
+})

@@ -1,0 +1,273 @@
+package controllers_test
+
+import (
+	"context"
+	"crypto/rand"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/controllers"
+	"github.com/strata-storage/strata/internal/engine"
+	"github.com/strata-storage/strata/internal/webhooks"
+	"github.com/strata-storage/strata/test/testenv"
+)
+
+// The reconcilers and webhooks run in-process against a real kube-apiserver
+// and etcd. Nothing else runs: no kube-controller-manager, no kubelet. So
+// StatefulSets never get pods, and the specs set workload status (and create
+// the claims a StatefulSet controller would) where a story needs them.
+func TestControllers(t *testing.T) {
+	RegisterFailHandler(Fail)
+	// The machine is shared and small: give convergence room. These are
+	// limits on waiting, not assertions about speed.
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	SetDefaultConsistentlyDuration(2 * time.Second)
+	RunSpecs(t, "Controllers suite")
+}
+
+const image = "registry.example/strata:test"
+
+var (
+	env    *envtest.Environment
+	k8s    client.Client
+	ctx    context.Context
+	cancel context.CancelFunc
+	fakeEn = &recordingEngine{}
+)
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1.AddToScheme(scheme))
+	utilruntime.Must(certmanagerv1.AddToScheme(scheme))
+	utilruntime.Must(monitoringv1.AddToScheme(scheme))
+
+	var err error
+	env, err = testenv.NewEnvironment()
+	Expect(err).NotTo(HaveOccurred())
+	env.WebhookInstallOptions = envtest.WebhookInstallOptions{
+		Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "webhook", "manifests.yaml")},
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+	}
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	wh := env.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+		}),
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(controllers.Setup(ctx, mgr, controllers.Config{
+		DefaultImage:  image,
+		ClusterDomain: "cluster.local",
+		Engine:        fakeEn,
+		Random:        rand.Reader,
+		Now:           time.Now,
+		EngineRefresh: time.Hour,
+		RolloutPoll:   200 * time.Millisecond,
+	})).To(Succeed())
+	Expect(webhooks.Setup(mgr, mgr.GetAPIReader())).To(Succeed())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+
+	// Cluster facts shared by every spec: four storage nodes and the
+	// storage classes of the samples.
+	for i := range 4 {
+		name := "storage-" + string(rune('a'+i))
+		Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			corev1.LabelHostname:           name,
+			"node-role.strata.dev/storage": "true",
+			"topology.kubernetes.io/zone":  "zone-" + string(rune('a'+i%2)),
+		}}})).To(Succeed())
+	}
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	immediate := storagev1.VolumeBindingImmediate
+	yes := true
+	for _, sc := range []storagev1.StorageClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "nvme-local"}, Provisioner: "local.csi.example", VolumeBindingMode: &wffc},
+		{ObjectMeta: metav1.ObjectMeta{Name: "array-a-luns"}, Provisioner: "array.csi.example", VolumeBindingMode: &wffc, AllowVolumeExpansion: &yes},
+		{ObjectMeta: metav1.ObjectMeta{Name: "array-b-luns"}, Provisioner: "array.csi.example", VolumeBindingMode: &wffc, AllowVolumeExpansion: &yes},
+		{ObjectMeta: metav1.ObjectMeta{Name: "immediate-local"}, Provisioner: "local.csi.example", VolumeBindingMode: &immediate},
+		{ObjectMeta: metav1.ObjectMeta{Name: "cephfs"}, Provisioner: "cephfs.csi.example", VolumeBindingMode: &immediate},
+	} {
+		Expect(k8s.Create(ctx, &sc)).To(Succeed())
+	}
+})
+
+var _ = AfterSuite(func() {
+	if cancel != nil {
+		cancel()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// recordingEngine stands in for a running tenant: it records bucket
+// creations and answers Info with drive states set by a spec. The real HTTP
+// client is exercised against a real `strata server` in engine_test.go.
+type recordingEngine struct {
+	mu      sync.Mutex
+	info    engine.Info
+	buckets map[string][]engine.Bucket // by endpoint URL
+	// routes send a tenant's calls to a real engine: the real HTTP client
+	// with the in-cluster URL replaced by a local address.
+	routes map[string]string
+	// closed gates: pod URL prefix -> the engine's refusal
+	closed map[string]error
+	gated  []string // pod URLs asked, in order
+}
+
+func (e *recordingEngine) ClusterHealth(ctx context.Context, ep engine.Endpoint, maintenance bool) error {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.ClusterHealth(ctx, local, maintenance)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.gated = append(e.gated, ep.URL)
+	for prefix, err := range e.closed {
+		if strings.HasPrefix(ep.URL, prefix) {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeGate makes the engine refuse maintenance of pods whose URL starts
+// with prefix; a nil err opens it again.
+func (e *recordingEngine) closeGate(prefix string, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed == nil {
+		e.closed = map[string]error{}
+	}
+	if err == nil {
+		delete(e.closed, prefix)
+		return
+	}
+	e.closed[prefix] = err
+}
+
+func (e *recordingEngine) gatedURLs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.gated...)
+}
+
+// route sends calls for tenant URLs of namespace ns to a local engine.
+func (e *recordingEngine) route(ns, localURL string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.routes == nil {
+		e.routes = map[string]string{}
+	}
+	e.routes["."+ns+".svc."] = localURL
+}
+
+func (e *recordingEngine) real(ep engine.Endpoint) (engine.Endpoint, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for part, url := range e.routes {
+		if strings.Contains(ep.URL, part) {
+			ep.URL = url
+			return ep, true
+		}
+	}
+	return ep, false
+}
+
+func (e *recordingEngine) Info(ctx context.Context, ep engine.Endpoint) (engine.Info, error) {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.Info(ctx, local)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.info, nil
+}
+
+func (e *recordingEngine) EnsureBuckets(ctx context.Context, ep engine.Endpoint, b []engine.Bucket) error {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.EnsureBuckets(ctx, local, b)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.buckets == nil {
+		e.buckets = map[string][]engine.Bucket{}
+	}
+	e.buckets[ep.URL] = append(e.buckets[ep.URL], b...)
+	return nil
+}
+
+func (e *recordingEngine) setInfo(info engine.Info) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.info = info
+}
+
+func (e *recordingEngine) bucketsAt(url string) []engine.Bucket {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]engine.Bucket(nil), e.buckets[url]...)
+}
+
+func newNamespace() string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ctrl-"}}
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+// eventsFor lists the reasons of the Events recorded about an object.
+func eventsFor(ns, name string) func() []string {
+	return func() []string {
+		list := &eventsv1.EventList{}
+		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return nil
+		}
+		var out []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == name {
+				out = append(out, e.Reason)
+			}
+		}
+		return out
+	}
+}

@@ -1,0 +1,416 @@
+package controllers_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/internal/builders"
+	"github.com/strata-storage/strata/internal/engine"
+)
+
+var _ = Describe("a Tenant with a ServerPool and a GatewayPool", func() {
+	var ns string
+	var t *v1.Tenant
+	var sp *v1.ServerPool
+	var gp *v1.GatewayPool
+
+	BeforeEach(func() {
+		ns = newNamespace()
+		t, sp, gp = tenant(ns), nvmePool(ns), gatewayPool(ns)
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		Expect(k8s.Create(ctx, sp)).To(Succeed())
+		Expect(k8s.Create(ctx, gp)).To(Succeed())
+	})
+
+	It("creates credentials, certificates, Services, the topology file and the workloads", func() {
+		By("generating root keys once, never logged, in a Secret without owner")
+		root := &corev1.Secret{}
+		Eventually(get(root, ns, "media-root-credentials")).Should(Not(BeNil()))
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-root-credentials"), root) }).Should(Succeed())
+		Expect(root.Data[builders.AccessKeyKey]).To(HaveLen(20))
+		Expect(root.Data[builders.SecretKeyKey]).To(HaveLen(40))
+		Expect(root.OwnerReferences).To(BeEmpty())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("True/Reconciled"))
+		Expect(t.Status.CredentialsSecret).To(Equal("media-root-credentials"))
+
+		By("rendering the IAM file and the operator CA's serving certificate")
+		iam := &corev1.Secret{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-iam"), iam) }).Should(Succeed())
+		Expect(string(iam.Data["iam.json"])).To(Equal(`{"users":[]}`))
+		tls := &corev1.Secret{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-tls"), tls) }).Should(Succeed())
+		Expect(tls.Type).To(Equal(corev1.SecretTypeTLS))
+		Expect(tls.Data).To(HaveKey("ca.crt"))
+		Eventually(tenantCondition(t, v1.ConditionCertificatesReady)).Should(Equal("True/Reconciled"))
+
+		By("exposing S3 and giving server pods DNS names")
+		svc := &corev1.Service{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media"), svc) }).Should(Succeed())
+		Expect(svc.Spec.Ports[0].Port).To(Equal(int32(443)), "expose.port defaults to 443 with TLS")
+		hl := &corev1.Service{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-hl"), hl) }).Should(Succeed())
+		Expect(hl.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+		Expect(hl.Spec.PublishNotReadyAddresses).To(BeTrue())
+
+		By("placing the pool and listing it in the topology file")
+		Eventually(poolCondition(sp, v1.ConditionStorageReady)).Should(Equal("True/Reconciled"))
+		Expect(sp.Status.Layout).To(Equal(&v1.ErasureLayout{Sets: 1, SetSize: 16, Parity: 4}))
+		Expect(sp.Status.Tolerates).To(Equal(&v1.FaultTolerance{Drives: 4, Servers: 1, Domains: 1}))
+		cm := &corev1.ConfigMap{}
+		var topo builders.Topology
+		Eventually(func() (int, error) {
+			if err := k8s.Get(ctx, key(ns, "media-topology"), cm); err != nil {
+				return 0, err
+			}
+			return len(topo.Pools), json.Unmarshal([]byte(cm.Data["topology.json"]), &topo)
+		}).Should(Equal(1))
+		Expect(k8s.Get(ctx, key(ns, "media"), t)).To(Succeed())
+		Expect(topo.DeploymentID).To(Equal(string(t.UID)))
+		Expect(topo.Pools[0]).To(Equal(builders.TopologyPool{
+			Name:       "nvme",
+			Endpoints:  []string{"https://media-nvme-{0...3}.media-hl." + ns + ".svc.cluster.local:9000/data{0...3}"},
+			SetSize:    16,
+			Parity:     4,
+			DriveOrder: []int{0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15},
+			State:      "Active",
+		}))
+
+		By("running the servers as a StatefulSet with a claim per drive")
+		sts := &appsv1.StatefulSet{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), sts) }).Should(Succeed())
+		Expect(*sts.Spec.Replicas).To(Equal(int32(4)))
+		Expect(sts.Spec.PodManagementPolicy).To(Equal(appsv1.ParallelPodManagement))
+		Expect(sts.Spec.ServiceName).To(Equal("media-hl"))
+		Expect(sts.Spec.VolumeClaimTemplates).To(HaveLen(4))
+		for i, vct := range sts.Spec.VolumeClaimTemplates {
+			Expect(vct.Name).To(Equal("data" + string(rune('0'+i))))
+			Expect(*vct.Spec.StorageClassName).To(Equal("nvme-local"))
+			Expect(vct.Spec.Resources.Requests[corev1.ResourceStorage]).To(Equal(resource.MustParse("100Gi")))
+		}
+		Expect(metav1.IsControlledBy(sts, sp)).To(BeTrue())
+		pod := sts.Spec.Template.Spec
+		c := container(pod)
+		Expect(c.Image).To(Equal(image))
+		Expect(c.Args).To(Equal([]string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--certs-dir", "/etc/strata/certs"}))
+		Expect(c.Env).To(ContainElements(
+			corev1.EnvVar{Name: "STRATA_ROOT_USER_FILE", Value: "/etc/strata/root/accessKey"},
+			corev1.EnvVar{Name: "STRATA_ROOT_PASSWORD_FILE", Value: "/etc/strata/root/secretKey"},
+			corev1.EnvVar{Name: "STRATA_IAM_FILE", Value: "/etc/strata/iam/iam.json"},
+		))
+		for _, e := range c.Env {
+			Expect(e.ValueFrom).To(BeNil(), "credentials reach the engine as files only")
+		}
+		Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/strata/health/live"))
+		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/strata/health/ready"))
+		Expect(c.ReadinessProbe.HTTPGet.Scheme).To(Equal(corev1.URISchemeHTTPS))
+		Expect(c.Resources.Requests[corev1.ResourceCPU]).To(Equal(resource.MustParse("1")))
+		Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+		Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+		Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+		Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
+		Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+		Expect(*pod.TerminationGracePeriodSeconds).To(BeNumerically(">=", 60))
+		Expect(c.Lifecycle.PreStop.Sleep).NotTo(BeNil())
+		Expect(pod.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey).To(Equal(corev1.LabelHostname))
+		Expect(pod.NodeSelector).To(Equal(map[string]string{"node-role.strata.dev/storage": "true"}))
+		Expect(sts.Spec.Template.Annotations).To(HaveKey(builders.AnnotationCredentialsHash))
+
+		By("allowing as many servers down as the layout survives")
+		pdb := &policyv1.PodDisruptionBudget{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), pdb) }).Should(Succeed())
+		Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
+
+		By("running the gateways on a claim the operator created, with an HPA, a Service and a PDB")
+		pvc := &corev1.PersistentVolumeClaim{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nas-data"), pvc) }).Should(Succeed())
+		Expect(pvc.Spec.AccessModes).To(ConsistOf(corev1.ReadWriteMany))
+		Expect(pvc.OwnerReferences).To(BeEmpty())
+		d := &appsv1.Deployment{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nas"), d) }).Should(Succeed())
+		Expect(*d.Spec.Replicas).To(Equal(int32(2)))
+		Expect(d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue()).To(Equal(0))
+		gc := container(d.Spec.Template.Spec)
+		Expect(gc.Args).To(Equal([]string{"gateway", "--address", ":9000", "--root", "/data", "--certs-dir", "/etc/strata/certs"}))
+		Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", "media-nas-data")))
+		hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nas"), hpa) }).Should(Succeed())
+		Expect(*hpa.Spec.MinReplicas).To(Equal(int32(2)))
+		Expect(hpa.Spec.MaxReplicas).To(Equal(int32(8)))
+		Expect(k8s.Get(ctx, key(ns, "media-nas"), &corev1.Service{})).To(Succeed())
+		Expect(k8s.Get(ctx, key(ns, "media-nas"), &policyv1.PodDisruptionBudget{})).To(Succeed())
+
+		By("recording Events for what it did")
+		Eventually(eventsFor(ns, "media")).Should(ContainElements("CredentialsGenerated", "CertificateIssued"))
+		Eventually(eventsFor(ns, "nvme")).Should(ContainElement("createdStatefulSet"))
+	})
+
+	It("aggregates status from the workloads and creates the buckets once ready", func() {
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), &appsv1.StatefulSet{}) }).Should(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nas"), &appsv1.Deployment{}) }).Should(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionReady)).Should(Equal("False/WaitingForPods"))
+		Expect(t.Status.Phase).To(Equal(v1.TenantProvisioning))
+
+		fakeEn.setInfo(engine.Info{Pools: []engine.Pool{{Name: "nvme", Drives: []engine.Drive{
+			{State: "online"}, {State: "online"}, {State: "offline"},
+		}}}, Capacity: engine.Capacity{TotalBytes: 1 << 40, UsableBytes: 3 << 38, UsedBytes: 1 << 30}})
+		DeferCleanup(func() { fakeEn.setInfo(engine.Info{}) })
+		markStatefulSetReady(ns, "media-nvme")
+		markDeploymentReady(ns, "media-nas")
+
+		Eventually(poolCondition(sp, v1.ConditionReady)).Should(Equal("True/Reconciled"))
+		Expect(sp.Status.ReadyServers).To(Equal(int32(4)))
+		Expect(sp.Status.Drives).To(Equal(v1.DriveCounts{Online: 2, Offline: 1}))
+		Eventually(poolCondition(sp, v1.ConditionDegraded)).Should(Equal("True/DrivesOffline"))
+		Eventually(gatewayCondition(gp, v1.ConditionReady)).Should(Equal("True/Reconciled"))
+		Expect(gp.Status.ReadyReplicas).To(Equal(int32(2)))
+		Expect(gp.Status.Selector).To(ContainSubstring("storage.strata.dev/pool=nas"))
+
+		Eventually(func() (v1.TenantPhase, error) {
+			err := k8s.Get(ctx, key(ns, "media"), t)
+			return t.Status.Phase, err
+		}).Should(Equal(v1.TenantDegraded))
+		Expect(t.Status.Endpoints.S3).To(Equal("https://media." + ns + ".svc.cluster.local:443"))
+		Expect(t.Status.Endpoints.Gateways).To(ConsistOf("https://media-nas." + ns + ".svc.cluster.local:443"))
+		Expect(t.Status.FaultTolerance).To(Equal(&v1.FaultTolerance{Drives: 4, Servers: 1, Domains: 1}))
+		Expect(t.Status.Pools).To(HaveLen(2))
+		Expect(t.Status.ObservedGeneration).To(Equal(t.Generation))
+		Eventually(tenantCondition(t, v1.ConditionReady)).Should(Equal("True/Reconciled"))
+		Expect(t.Status.Capacity.Raw.Value()).To(Equal(int64(1 << 40)))
+
+		By("creating the declared buckets through S3")
+		Eventually(tenantCondition(t, v1.ConditionBucketsReady)).Should(Equal("True/Reconciled"))
+		Expect(fakeEn.bucketsAt(t.Status.Endpoints.S3)).To(ConsistOf(engine.Bucket{Name: "photos", Versioning: "Enabled"}))
+	})
+
+	It("applies spec changes and reverts hand edits, without fighting the HPA", func() {
+		sts := &appsv1.StatefulSet{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), sts) }).Should(Succeed())
+		d := &appsv1.Deployment{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nas"), d) }).Should(Succeed())
+
+		By("updating the StatefulSet when the pool's resources change")
+		update(sp, func(p *v1.ServerPool) { p.Spec.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("3") })
+		Eventually(func() (string, error) {
+			err := k8s.Get(ctx, key(ns, "media-nvme"), sts)
+			q := sts.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+			return q.String(), err
+		}).Should(Equal("3"))
+
+		By("reverting an image edited by hand on the StatefulSet")
+		update(sts, func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "someone/else:latest" })
+		Eventually(func() (string, error) {
+			err := k8s.Get(ctx, key(ns, "media-nvme"), sts)
+			return sts.Spec.Template.Spec.Containers[0].Image, err
+		}).Should(Equal(image))
+
+		By("leaving the replica count to the HPA")
+		update(d, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](6) }) // what the HPA would do
+		update(gp, func(g *v1.GatewayPool) {
+			g.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}
+		})
+		Eventually(func() (string, error) {
+			err := k8s.Get(ctx, key(ns, "media-nas"), d)
+			q := d.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+			return q.String(), err
+		}).Should(Equal("500m"))
+		Expect(*d.Spec.Replicas).To(Equal(int32(6)))
+
+		By("rolling the pods when the root keys change")
+		before := sts.Spec.Template.Annotations[builders.AnnotationCredentialsHash]
+		root := &corev1.Secret{}
+		root.Namespace, root.Name = ns, "media-root-credentials"
+		update(root, func(s *corev1.Secret) {
+			s.Data[builders.SecretKeyKey] = []byte("rotated-secret-key-rotated-secret-key-00")
+		})
+		Eventually(func() (string, error) {
+			err := k8s.Get(ctx, key(ns, "media-nvme"), sts)
+			return sts.Spec.Template.Annotations[builders.AnnotationCredentialsHash], err
+		}).ShouldNot(Equal(before))
+	})
+
+	It("writes nothing once converged", func() {
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), &appsv1.StatefulSet{}) }).Should(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nas"), &policyv1.PodDisruptionBudget{}) }).Should(Succeed())
+		versions := func() map[string]string {
+			out := map[string]string{}
+			for name, obj := range map[string]client.Object{
+				"tenant": &v1.Tenant{}, "spool": &v1.ServerPool{}, "gwpool": &v1.GatewayPool{},
+				"sts": &appsv1.StatefulSet{}, "deploy": &appsv1.Deployment{}, "cm": &corev1.ConfigMap{},
+				"svc": &corev1.Service{}, "iam": &corev1.Secret{}, "tls": &corev1.Secret{},
+			} {
+				n := map[string]string{"tenant": "media", "spool": "nvme", "gwpool": "nas", "sts": "media-nvme",
+					"deploy": "media-nas", "cm": "media-topology", "svc": "media", "iam": "media-iam", "tls": "media-tls"}[name]
+				if err := k8s.Get(ctx, key(ns, n), obj); err != nil {
+					out[name] = err.Error()
+					continue
+				}
+				out[name] = obj.GetResourceVersion()
+			}
+			return out
+		}
+		// Converged: two samples two seconds apart agree; from then on
+		// nothing is written.
+		last := versions()
+		Eventually(func() bool {
+			cur := versions()
+			same := fmt.Sprint(cur) == fmt.Sprint(last)
+			last = cur
+			return same
+		}).WithTimeout(30 * time.Second).WithPolling(2 * time.Second).Should(BeTrue())
+		Consistently(versions).WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Equal(last))
+	})
+})
+
+var _ = Describe("deletion", func() {
+	for _, policy := range []v1.DeletionPolicy{v1.DeletionPolicyRetain, v1.DeletionPolicyDelete} {
+		It("with deletionPolicy "+string(policy)+" handles claims and keys accordingly", func() {
+			ns := newNamespace()
+			t := tenant(ns)
+			t.Spec.DeletionPolicy = policy
+			sp, gp := nvmePool(ns), gatewayPool(ns)
+			Expect(k8s.Create(ctx, t)).To(Succeed())
+			Expect(k8s.Create(ctx, sp)).To(Succeed())
+			Expect(k8s.Create(ctx, gp)).To(Succeed())
+			Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), &appsv1.StatefulSet{}) }).Should(Succeed())
+			Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nas-data"), &corev1.PersistentVolumeClaim{}) }).Should(Succeed())
+			// The claims the StatefulSet controller would create.
+			for i := range 4 {
+				pvc := &corev1.PersistentVolumeClaim{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data0-media-nvme-" + string(rune('0'+i)),
+						Labels: builders.PoolSelector("media", "nvme", builders.ComponentServer)},
+					Spec: corev1.PersistentVolumeClaimSpec{
+						AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+						Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("100Gi")}},
+					},
+				}
+				Expect(k8s.Create(ctx, pvc)).To(Succeed())
+			}
+
+			Expect(k8s.Delete(ctx, t)).To(Succeed())
+			Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, key(ns, "media"), &v1.Tenant{})) }).Should(BeTrue())
+			Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, "nvme"), &v1.ServerPool{}))).To(BeTrue())
+			Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, "nas"), &v1.GatewayPool{}))).To(BeTrue())
+			Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, "media-nvme"), &appsv1.StatefulSet{}))).To(BeTrue())
+
+			claims := &corev1.PersistentVolumeClaimList{}
+			Expect(k8s.List(ctx, claims, client.InNamespace(ns))).To(Succeed())
+			live := 0
+			for _, c := range claims.Items {
+				if c.DeletionTimestamp.IsZero() {
+					live++
+				}
+			}
+			rootErr := k8s.Get(ctx, key(ns, "media-root-credentials"), &corev1.Secret{})
+			if policy == v1.DeletionPolicyRetain {
+				Expect(live).To(Equal(5), "4 drives and the gateway claim are kept")
+				Expect(rootErr).NotTo(HaveOccurred())
+			} else {
+				Expect(live).To(Equal(0))
+				Expect(apierrors.IsNotFound(rootErr)).To(BeTrue())
+			}
+		})
+	}
+})
+
+var _ = Describe("missing and invalid references", func() {
+	It("a pool waits for its Tenant without a hot loop and starts when it appears", func() {
+		ns := newNamespace()
+		sp := nvmePool(ns)
+		Expect(k8s.Create(ctx, sp)).To(Succeed())
+		Eventually(poolCondition(sp, v1.ConditionTenantFound)).Should(Equal("False/WaitingForTenant"))
+		Expect(poolCondition(sp, v1.ConditionReady)()).To(Equal("False/WaitingForTenant"))
+		rv := sp.ResourceVersion
+		Consistently(func() string {
+			_ = k8s.Get(ctx, key(ns, "nvme"), sp)
+			return sp.ResourceVersion
+		}).WithTimeout(3 * time.Second).Should(Equal(rv))
+		Eventually(eventsFor(ns, "nvme")).Should(ContainElement("WaitingForTenant"))
+
+		Expect(k8s.Create(ctx, tenant(ns))).To(Succeed())
+		Eventually(poolCondition(sp, v1.ConditionTenantFound)).Should(Equal("True/Reconciled"))
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), &appsv1.StatefulSet{}) }).Should(Succeed())
+	})
+
+	It("a user Secret that does not exist is reported, and picked up once created", func() {
+		ns := newNamespace()
+		t := tenant(ns)
+		t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "app-keys"}, Policy: "readonly", Buckets: []string{"photos"}}}
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("False/SecretMissing"))
+		Expect(t.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring(`Secret "app-keys" does not exist`))))
+		Eventually(eventsFor(ns, "media")).Should(ContainElement("SecretMissing"))
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, "media-iam"), &corev1.Secret{}))).To(BeTrue())
+
+		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-keys"},
+			StringData: map[string]string{"accessKey": "APPACCESSKEY", "secretKey": "app-secret"}})).To(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("True/Reconciled"))
+		iam := &corev1.Secret{}
+		Expect(k8s.Get(ctx, key(ns, "media-iam"), iam)).To(Succeed())
+		Expect(string(iam.Data["iam.json"])).To(Equal(`{"users":[{"accessKey":"APPACCESSKEY","secretKey":"app-secret","policy":"readonly","buckets":["photos"]}]}`))
+	})
+
+	It("a referenced root Secret that does not exist is reported, not replaced", func() {
+		ns := newNamespace()
+		t := tenant(ns)
+		t.Spec.Credentials.SecretRef = &v1.SecretReference{Name: "my-root"}
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("False/SecretMissing"))
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, "media-root-credentials"), &corev1.Secret{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, "my-root"), &corev1.Secret{}))).To(BeTrue())
+	})
+
+	It("generated root keys that disappear are reported, never re-minted", func() {
+		ns := newNamespace()
+		t := tenant(ns)
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		root := &corev1.Secret{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-root-credentials"), root) }).Should(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("True/Reconciled"))
+		Expect(k8s.Delete(ctx, root)).To(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("False/SecretMissing"))
+		Expect(t.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("was deleted; restore it from a backup"))))
+		Consistently(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, key(ns, "media-root-credentials"), &corev1.Secret{}))
+		}).Should(BeTrue())
+	})
+
+	It("a tenant moving from referenced to generated root keys gets generated ones", func() {
+		ns := newNamespace()
+		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "my-root"},
+			StringData: map[string]string{"accessKey": "MYROOTKEY", "secretKey": "my-root-secret"}})).To(Succeed())
+		t := tenant(ns)
+		t.Spec.Credentials.SecretRef = &v1.SecretReference{Name: "my-root"}
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("True/Reconciled"))
+		update(t, func(t *v1.Tenant) { t.Spec.Credentials.SecretRef = nil })
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-root-credentials"), &corev1.Secret{}) }).Should(Succeed())
+		Eventually(func() (string, error) {
+			err := k8s.Get(ctx, key(ns, "media"), t)
+			return t.Status.CredentialsSecret, err
+		}).Should(Equal("media-root-credentials"))
+	})
+
+	It("a gateway claim that does not exist is reported", func() {
+		ns := newNamespace()
+		Expect(k8s.Create(ctx, tenant(ns))).To(Succeed())
+		gp := gatewayPool(ns)
+		gp.Spec.Volume = v1.GatewayVolume{ClaimName: "shared-fs"}
+		Expect(k8s.Create(ctx, gp)).To(Succeed())
+		Eventually(gatewayCondition(gp, v1.ConditionReady)).Should(Equal("False/ClaimMissing"))
+		Eventually(eventsFor(ns, "nas")).Should(ContainElement("ClaimMissing"))
+	})
+})
