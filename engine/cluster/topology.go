@@ -293,8 +293,7 @@ func (p PoolSpec) Layout(loc Locality) (PoolLayout, error) {
 // the same slots with the same erasure shape (a pool cannot change shape
 // once formatted).
 func (l PoolLayout) SameLayout(o PoolLayout) error {
-	switch {
-	case l.SetSize != o.SetSize || l.Parity != o.Parity || len(l.Drives) != len(o.Drives):
+	if l.SetSize != o.SetSize || l.Parity != o.Parity || len(l.Drives) != len(o.Drives) {
 		return fmt.Errorf("pool %s: layout changed from %d drives in sets of %d+%d to %d drives in sets of %d+%d; a pool's layout cannot change, add a pool instead",
 			l.Name, len(l.Drives), l.SetSize-l.Parity, l.Parity, len(o.Drives), o.SetSize-o.Parity, o.Parity)
 	}

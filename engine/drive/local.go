@@ -103,7 +103,7 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 		// healing, like a replaced drive.
 		aside := d.path(fmt.Sprintf("meta.corrupt-%d", time.Now().Unix()))
 		if rerr := fsys.Rename(d.path("meta"), aside); rerr != nil {
-			return nil, fmt.Errorf("drive %s: metadata store corrupt (%v) and cannot be set aside: %w", root, err, rerr)
+			return nil, fmt.Errorf("drive %s: metadata store corrupt and cannot be set aside: %w", root, errors.Join(err, rerr))
 		}
 		fmt.Fprintf(os.Stderr, "drive %s: metadata store corrupt (%v); moved to %s, starting empty\n", root, err, aside)
 		d.StoreRecreated = true

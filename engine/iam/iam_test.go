@@ -2,6 +2,7 @@ package iam
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -81,10 +82,10 @@ func TestGrantsBecomePoliciesAndRoles(t *testing.T) {
 			t.Errorf("%s: role %s (%v), want %s", access, a.Role, err, role)
 		}
 	}
-	if _, err := u.GetUserAccount("nobody"); err != auth.ErrNoSuchUser {
+	if _, err := u.GetUserAccount("nobody"); !errors.Is(err, auth.ErrNoSuchUser) {
 		t.Fatalf("unknown key: %v", err)
 	}
-	if err := u.CreateAccount(auth.Account{Access: "x"}); err != ErrReadOnly {
+	if err := u.CreateAccount(auth.Account{Access: "x"}); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("creating a user through S3: %v", err)
 	}
 	if !u.CanList("reader", "photos") || u.CanList("reader", "other") {

@@ -218,7 +218,7 @@ func (p *Peer) call(ctx context.Context, op string, q url.Values, body []byte, i
 		}
 	}
 	p.markOffline(err)
-	return fmt.Errorf("%w: %s: %v", ErrNodeOffline, p.Host, err)
+	return fmt.Errorf("%w: %s: %w", ErrNodeOffline, p.Host, err)
 }
 
 func (p *Peer) do(ctx context.Context, op string, q url.Values, body io.Reader, out func(io.Reader) error) error {

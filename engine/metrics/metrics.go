@@ -5,6 +5,7 @@
 package metrics
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
@@ -81,10 +82,9 @@ func (m *S3) Middleware() fiber.Handler {
 		err := c.Next()
 		m.inflight.Dec()
 		status := rc.Response.StatusCode()
-		if err != nil {
-			if fe, ok := err.(*fiber.Error); ok {
-				status = fe.Code
-			}
+		var fe *fiber.Error
+		if errors.As(err, &fe) {
+			status = fe.Code
 		}
 		m.requests.WithLabelValues(api, strconv.Itoa(status)).Inc()
 		m.duration.WithLabelValues(api).Observe(time.Since(start).Seconds())

@@ -8,7 +8,6 @@ package s3front
 import (
 	"context"
 	"log/slog"
-	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -216,16 +215,6 @@ func parseVersionID(s string) (*[16]byte, error) {
 		return nil, s3err.GetInvalidArgumentErr(s3err.InvalidArgVersionId, s)
 	}
 	return &id, nil
-}
-
-// sortedKeys returns a map's keys in order (stable output for listings).
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // validBucketName applies the S3 naming rules the front end's check leaves

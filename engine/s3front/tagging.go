@@ -2,6 +2,7 @@ package s3front
 
 import (
 	"context"
+	"errors"
 
 	"github.com/versity/versitygw/s3err"
 
@@ -59,7 +60,7 @@ func (b *Backend) setObjectTags(bucket, object, versionID string, t map[string]s
 		}
 		return m
 	})
-	if err == erasure.ErrObjectNotFound && vid != nil {
+	if errors.Is(err, erasure.ErrObjectNotFound) && vid != nil {
 		return s3err.GetNoSuchVersionErr(object, versionID)
 	}
 	return b.toS3(err, bucket)

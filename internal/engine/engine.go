@@ -1,19 +1,16 @@
 // Package engine is the operator's seam to a running strata tenant: the
-// admin API (status, drives, capacity) and the S3 API (declared buckets).
+// admin API (status, drives, capacity) and health, through the engine's own
+// client (engine/adminclient), and the S3 API (declared buckets).
 //
-// Reconcilers depend on the Client interface only. HTTPClient is a minimal
-// implementation of the admin API written against its documented shape;
-// when engine/adminclient lands it replaces adminInfo with a one-line change.
+// Reconcilers depend on the Client interface only.
 package engine
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -22,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/strata-storage/strata/engine/adminclient"
 )
 
 // Endpoint is how to reach one tenant.
@@ -123,62 +122,52 @@ func (c HTTPClient) httpClient(ep Endpoint) (*http.Client, error) {
 	return &http.Client{Transport: tr, Timeout: timeout}, nil
 }
 
-// Info implements Client.
+// admin returns the engine's admin client for an endpoint.
+func (c HTTPClient) admin(ep Endpoint) (*adminclient.Client, error) {
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	return adminclient.New(ep.URL, adminclient.Options{AccessKey: ep.AccessKey, SecretKey: ep.SecretKey, CA: ep.CA, Timeout: timeout})
+}
+
+// Info implements Client through the engine's admin client.
 func (c HTTPClient) Info(ctx context.Context, ep Endpoint) (Info, error) {
-	hc, err := c.httpClient(ep)
+	ac, err := c.admin(ep)
 	if err != nil {
 		return Info{}, err
 	}
-	defer hc.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(ep.URL, "/")+"/strata/admin/v1/info", nil)
-	if err != nil {
-		return Info{}, err
-	}
-	req.SetBasicAuth(ep.AccessKey, ep.SecretKey)
-	resp, err := hc.Do(req)
+	defer ac.Close()
+	ai, err := ac.Info(ctx)
 	if err != nil {
 		return Info{}, fmt.Errorf("admin API: %w", err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return Info{}, fmt.Errorf("admin API: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return Info{}, fmt.Errorf("admin API: %s: %s", resp.Status, strings.TrimSpace(string(body[:min(len(body), 200)])))
-	}
-	var info Info
-	if err := json.Unmarshal(body, &info); err != nil {
-		return Info{}, fmt.Errorf("admin API: decoding info: %w", err)
+	info := Info{Version: ai.Version, DeploymentID: ai.DeploymentID, Capacity: Capacity{
+		TotalBytes: int64(ai.Capacity.TotalBytes), UsedBytes: int64(ai.Capacity.UsedBytes),
+		FreeBytes: int64(ai.Capacity.FreeBytes), UsableBytes: int64(ai.Capacity.UsableBytes),
+	}}
+	for _, p := range ai.Pools {
+		pool := Pool{Name: p.Name, State: p.State, Sets: p.Sets, SetSize: p.SetSize, Parity: p.Parity}
+		for _, d := range p.Drives {
+			pool.Drives = append(pool.Drives, Drive{Endpoint: d.Endpoint, Set: d.Set, Index: d.Index, State: d.State,
+				TotalBytes: int64(d.TotalBytes), UsedBytes: int64(d.UsedBytes), FreeBytes: int64(d.FreeBytes)})
+		}
+		info.Pools = append(info.Pools, pool)
 	}
 	return info, nil
 }
 
-// ClusterHealth implements Client: GET /strata/health/cluster, with
+// ClusterHealth implements Client: /strata/health/cluster, with
 // ?maintenance=true for the upgrade gate (412 when this server going down
 // would break write quorum).
 func (c HTTPClient) ClusterHealth(ctx context.Context, ep Endpoint, maintenance bool) error {
-	hc, err := c.httpClient(ep)
+	ac, err := c.admin(ep)
 	if err != nil {
 		return err
 	}
-	defer hc.CloseIdleConnections()
-	url := strings.TrimSuffix(ep.URL, "/") + "/strata/health/cluster"
-	if maintenance {
-		url += "?maintenance=true"
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
+	defer ac.Close()
+	if err := ac.ClusterHealth(ctx, maintenance); err != nil {
 		return fmt.Errorf("cluster health: %w", err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("cluster health: %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	return nil
 }

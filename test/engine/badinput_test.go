@@ -3,8 +3,6 @@ package engine
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -171,10 +169,4 @@ func (s *server) truncatedPut(t *testing.T, bucket, key string, size, sent int) 
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-// sha256Hex is the payload hash S3 signs.
-func sha256Hex(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
 }

@@ -89,7 +89,9 @@ func TestMinioClient(t *testing.T) {
 	if err := mc.EnableVersioning(ctx, "photos"); err != nil {
 		t.Fatal(err)
 	}
-	mc.PutObject(ctx, "photos", "a/small.jpg", bytes.NewReader([]byte("v2")), 2, minio.PutObjectOptions{})
+	if _, err := mc.PutObject(ctx, "photos", "a/small.jpg", bytes.NewReader([]byte("v2")), 2, minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	versions := 0
 	for o := range mc.ListObjects(ctx, "photos", minio.ListObjectsOptions{WithVersions: true, Prefix: "a/"}) {
 		if o.Err != nil {

@@ -548,7 +548,9 @@ func TestMultipart(t *testing.T) {
 		t.Fatal("object from a copied part differs")
 	}
 	up3, _ := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("gone")})
-	c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("gone"), UploadId: up3.UploadId, PartNumber: aws.Int32(1), Body: strings.NewReader("x")})
+	if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("gone"), UploadId: up3.UploadId, PartNumber: aws.Int32(1), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("gone"), UploadId: up3.UploadId}); err != nil {
 		t.Fatal(err)
 	}
@@ -568,7 +570,9 @@ func TestStaleUploadsAreAborted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("abandoned"), UploadId: up.UploadId, PartNumber: aws.Int32(1), Body: strings.NewReader("x")})
+	if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("abandoned"), UploadId: up.UploadId, PartNumber: aws.Int32(1), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "stale upload aborted", 30*time.Second, func() bool {
 		lu, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("bkt")})
 		return err == nil && len(lu.Uploads) == 0

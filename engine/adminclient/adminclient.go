@@ -1,0 +1,160 @@
+// Package adminclient is the Go client of a strata process's non-S3 HTTP
+// endpoints: the admin API (with the root credentials) and the health
+// endpoints. The operator uses it; it is the one place that knows the
+// paths, and the response types are the engine's own (package admin), so
+// both sides agree on the shapes by construction.
+package adminclient
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/health"
+)
+
+// Client talks to one strata process (or a Service in front of several).
+type Client struct {
+	base                 string
+	accessKey, secretKey string
+	hc                   *http.Client
+}
+
+// Options configure a Client.
+type Options struct {
+	// AccessKey and SecretKey are the root credentials (admin API).
+	AccessKey, SecretKey string
+	// CA verifies the server's certificate (PEM); empty: system roots.
+	CA []byte
+	// Timeout bounds each call; default 5 s.
+	Timeout time.Duration
+}
+
+// New returns a client of the process at baseURL (scheme://host:port).
+func New(baseURL string, opts Options) (*Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if len(opts.CA) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(opts.CA) {
+			return nil, errors.New("adminclient: CA is not PEM")
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	return &Client{
+		base: strings.TrimSuffix(baseURL, "/"), accessKey: opts.AccessKey, secretKey: opts.SecretKey,
+		hc: &http.Client{Transport: tr, Timeout: opts.Timeout},
+	}, nil
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// StatusError is an answer other than success, with the server's reason.
+type StatusError struct {
+	Code   int
+	Reason string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Code, http.StatusText(e.Code), e.Reason)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, auth bool, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	if auth {
+		req.SetBasicAuth(c.accessKey, c.secretKey)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		reason := strings.TrimSpace(string(body[:min(len(body), 300)]))
+		var j struct{ Error, Reason string }
+		if json.Unmarshal(body, &j) == nil && j.Error+j.Reason != "" {
+			reason = j.Error + j.Reason
+		}
+		return &StatusError{Code: resp.StatusCode, Reason: reason}
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(body, out)
+}
+
+// Info reads the deployment as the process sees it.
+func (c *Client) Info(ctx context.Context) (admin.Info, error) {
+	var info admin.Info
+	err := c.do(ctx, http.MethodGet, admin.Prefix+"info", true, &info)
+	return info, err
+}
+
+// Heal reads the healing progress.
+func (c *Client) Heal(ctx context.Context) (erasure.HealStatus, error) {
+	var st erasure.HealStatus
+	err := c.do(ctx, http.MethodGet, admin.Prefix+"heal", true, &st)
+	return st, err
+}
+
+// StartScan starts an integrity scan.
+func (c *Client) StartScan(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, admin.Prefix+"heal", true, nil)
+}
+
+func decommissionPath(pool string) string {
+	return admin.Prefix + "pools/" + url.PathEscape(pool) + "/decommission"
+}
+
+// Decommission reads a pool's decommission progress.
+func (c *Client) Decommission(ctx context.Context, pool string) (admin.DecommissionStatus, error) {
+	var st admin.DecommissionStatus
+	err := c.do(ctx, http.MethodGet, decommissionPath(pool), true, &st)
+	return st, err
+}
+
+// StartDecommission starts draining a pool.
+func (c *Client) StartDecommission(ctx context.Context, pool string) error {
+	return c.do(ctx, http.MethodPost, decommissionPath(pool), true, nil)
+}
+
+// CancelDecommission stops draining a pool.
+func (c *Client) CancelDecommission(ctx context.Context, pool string) error {
+	return c.do(ctx, http.MethodDelete, decommissionPath(pool), true, nil)
+}
+
+// Ready reports whether the process serves S3 (nil) or why not.
+func (c *Client) Ready(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, health.PathReady, false, nil)
+}
+
+// ClusterHealth reports whether every erasure set has write quorum (nil);
+// with maintenance, whether it still would without this process (the
+// upgrade gate: a 412 StatusError when not).
+func (c *Client) ClusterHealth(ctx context.Context, maintenance bool) error {
+	p := health.PathCluster
+	if maintenance {
+		p += "?maintenance=true"
+	}
+	return c.do(ctx, http.MethodGet, p, false, nil)
+}
