@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	smithyendpoints "github.com/aws/smithy-go/endpoints"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // Target is an S3 service under test: one or more endpoints (replicas of one
@@ -32,6 +35,9 @@ type ClientOptions struct {
 	Concurrency int
 	SignPayload bool // SigV4 over the SHA-256 of the body, as a plain-HTTP SDK default does
 	Checksums   bool // the SDK's default CRC32 on uploads and validation on downloads
+	// FullSDK keeps every middleware of the SDK's stack and its endpoint
+	// rules engine; by default the purely informational ones are dropped.
+	FullSDK bool
 }
 
 // newTransport returns an HTTP/1.1 transport that keeps a connection per
@@ -85,9 +91,46 @@ func newS3Clients(t Target, o ClientOptions, transport *http.Transport) []*s3.Cl
 		if !o.SignPayload {
 			opts.APIOptions = append(opts.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 		}
+		if !o.FullSDK {
+			if u, err := url.Parse(ep); err == nil {
+				opts.EndpointResolverV2 = pathStyleResolver{base: *u}
+			}
+			opts.APIOptions = append(opts.APIOptions, removeInformationalMiddleware)
+		}
 		clients = append(clients, s3.New(opts))
 	}
 	return clients
+}
+
+// pathStyleResolver resolves every request to ENDPOINT/BUCKET. The SDK's
+// rules engine reaches the same URL for a custom path-style endpoint, but
+// evaluates a decision graph and parses the URL again on every request.
+type pathStyleResolver struct{ base url.URL }
+
+func (r pathStyleResolver) ResolveEndpoint(_ context.Context, p s3.EndpointParameters) (smithyendpoints.Endpoint, error) {
+	u := r.base
+	if p.Bucket != nil {
+		u.Path = "/" + *p.Bucket // bucket names never need escaping
+	}
+	return smithyendpoints.Endpoint{URI: u}, nil
+}
+
+// removeInformationalMiddleware drops the steps of the SDK's stack that
+// only add telemetry headers (invocation ID, attempt count, user agent),
+// record timings, log or trace: nothing a server needs, and each costs
+// allocations on every request. A step this SDK version lacks is skipped.
+func removeInformationalMiddleware(s *middleware.Stack) error {
+	for _, id := range []string{"ClientRequestID", "UserAgent", "RecursionDetection"} {
+		_, _ = s.Build.Remove(id)
+	}
+	_, _ = s.Serialize.Remove("isExpressUserAgent")
+	for _, id := range []string{"RetryMetricsHeader", "spanRetryLoop"} {
+		_, _ = s.Finalize.Remove(id)
+	}
+	for _, id := range []string{"RecordResponseTiming", "RequestResponseLogger"} {
+		_, _ = s.Deserialize.Remove(id)
+	}
+	return nil
 }
 
 // ensureBucket creates bucket unless it exists already.

@@ -228,17 +228,20 @@ type Comparison struct {
 // RunMeta records how and where a suite ran, so figures in the docs can be
 // traced to a command and a machine.
 type RunMeta struct {
-	Suite       string    `json:"suite"`
-	Started     time.Time `json:"started"`
-	Command     string    `json:"command"`
-	Commit      string    `json:"commit,omitempty"`
-	CPU         string    `json:"cpu,omitempty"`
-	Cores       int       `json:"cores"`
-	GoVersion   string    `json:"go_version"`
-	Concurrency int       `json:"concurrency"`
-	Duration    string    `json:"duration_per_workload"`
-	SignPayload bool      `json:"sign_payload"`
-	Checksums   bool      `json:"checksums"`
+	Suite   string    `json:"suite"`
+	Started time.Time `json:"started"`
+	Command string    `json:"command"`
+	Commit  string    `json:"commit,omitempty"`
+	CPU     string    `json:"cpu,omitempty"`
+	Cores   int       `json:"cores"`
+	// LoadAvg is the 1-minute load average when the suite started: other
+	// work on a shared 2-core machine skews every figure.
+	LoadAvg     string `json:"load_avg_at_start,omitempty"`
+	GoVersion   string `json:"go_version"`
+	Concurrency int    `json:"concurrency"`
+	Duration    string `json:"duration_per_workload"`
+	SignPayload bool   `json:"sign_payload"`
+	Checksums   bool   `json:"checksums"`
 }
 
 // TargetReport is one server's part of a suite run.

@@ -101,6 +101,25 @@ func (r *Runner) Measure(ctx context.Context, p Plan, prefix string) (Result, er
 	reqCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 
+	if p.Warmup > 0 {
+		// Same requests, thrown away: fills the server's caches (and the
+		// page cache, which MinIO's O_DIRECT writes bypass) so a short
+		// measured phase does not mostly measure the disk.
+		var unbounded atomic.Int64
+		warm := p
+		warm.Count = 0
+		var wg sync.WaitGroup
+		for _, w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.loop(reqCtx, warm, time.Now().Add(p.Warmup), &unbounded)
+				w.stats = map[Op]*opStats{}
+			}()
+		}
+		wg.Wait()
+	}
+
 	samplers := make([]*procSampler, 0, len(r.Procs))
 	for _, pid := range r.Procs {
 		s, err := startProcSampler(pid)
@@ -160,6 +179,9 @@ func (w *worker) loop(ctx context.Context, p Plan, deadline time.Time, issued *a
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			return
 		}
+		if p.Op == OpDelete && len(w.pool) == 0 {
+			return // this worker's share is gone
+		}
 		if p.Count > 0 && issued.Add(1) > p.Count {
 			return
 		}
@@ -169,9 +191,6 @@ func (w *worker) loop(ctx context.Context, p Plan, deadline time.Time, issued *a
 			if op != OpPut && len(w.pool) == 0 {
 				op = OpPut // nothing left to read or delete: write one
 			}
-		}
-		if op == OpDelete && len(w.pool) == 0 {
-			return // DELETE: this worker's share is gone
 		}
 		w.do(ctx, op, p)
 	}

@@ -75,6 +75,11 @@ func minioKind(bin string) serverKind {
 			"MINIO_STORAGE_CLASS_STANDARD=EC:2",
 			"MINIO_BROWSER=off",
 			"MINIO_UPDATE=off",
+			// The drive directories share the root filesystem, which MinIO
+			// refuses outside CI mode; CI mode (MINIO_CI_CD) would also
+			// shrink its buffer pool, so lower the root-drive threshold
+			// instead and keep the production memory sizing.
+			"MINIO_ROOTDRIVE_THRESHOLD_SIZE=1B",
 		},
 		healthPath: "/minio/health/ready",
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -31,6 +32,7 @@ type SuiteConfig struct {
 	Profile     string
 	Concurrency int
 	Duration    time.Duration
+	Warmup      time.Duration
 	Count       int64 // request bound per workload (0: none)
 	MaxBytes    int64 // PUT stops after writing this much per workload
 	Client      ClientOptions
@@ -108,6 +110,7 @@ func (c SuiteConfig) planStep(s Step) (Plan, error) {
 		Concurrency: c.Concurrency,
 		Duration:    c.Duration,
 		Count:       c.Count,
+		Warmup:      c.Warmup,
 		Objects:     s.Objects,
 		Mix:         defaultMix,
 	}
@@ -203,7 +206,8 @@ func (c SuiteConfig) runStep(ctx context.Context, r *Runner, kind serverKind, ro
 		if err := r.Prepare(ctx, prefix, p.Size, p.Prepared, p.Concurrency); err != nil {
 			return Result{}, err
 		}
-		fmt.Fprintf(progress, "   prepared %d x %s in %.1fs\n", p.Prepared, formatSize(p.Size), time.Since(t0).Seconds())
+		flushed := syncDisks()
+		fmt.Fprintf(progress, "   prepared %d x %s in %.1fs (+%.1fs sync)\n", p.Prepared, formatSize(p.Size), time.Since(t0).Seconds()-flushed.Seconds(), flushed.Seconds())
 		if s.Dataset != "" {
 			prepared[s.Dataset] = p.Prepared
 		}
@@ -232,6 +236,9 @@ func (c SuiteConfig) runStep(ctx context.Context, r *Runner, kind serverKind, ro
 	if err == nil && res.Ops == 0 {
 		err = fmt.Errorf("no request succeeded (%d errors, first: %s)", res.Errors, res.FirstError)
 	}
+	if p.Op == OpPut || p.Op == OpMixed || p.Op == OpDelete {
+		syncDisks() // the next step should not pay for this one's writeback
+	}
 	v, unit := res.Headline()
 	fmt.Fprintf(progress, "   %-24s %9s %-8s p50 %6s ms  p99 %6s ms  errors %d  cpu client %.2f server %.2f\n",
 		stepLabel(s), fmtRate(v), unit, fmtMs(res.Latency.P50), fmtMs(res.Latency.P99), res.Errors, res.ClientCPU, res.ServerCPU)
@@ -258,6 +265,14 @@ func startReplicas(ctx context.Context, kind serverKind, root string, n int, c S
 	return procs, stop, nil
 }
 
+// syncDisks flushes dirty pages to disk, so that the writeback of one
+// phase does not slow the next, and returns how long that took.
+func syncDisks() time.Duration {
+	t0 := time.Now()
+	syscall.Sync()
+	return time.Since(t0)
+}
+
 // versionOf names the build of a server binary: the module version Go
 // recorded in it, else the first line of its version command.
 func versionOf(kind serverKind) string {
@@ -279,4 +294,17 @@ func cpuModel() string {
 		}
 	}
 	return ""
+}
+
+// loadAvg returns the 1-, 5- and 15-minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -38,6 +38,12 @@ func (op Op) needsPreparedObjects() bool {
 	return op != OpPut
 }
 
+// readOnly says whether the workload leaves its objects as they were, so a
+// warm-up pass can run before the measured one.
+func (op Op) readOnly() bool {
+	return op == OpGet || op == OpHead || op == OpList
+}
+
 // Workload is what one measured run does.
 type Workload struct {
 	Op          Op
@@ -45,6 +51,7 @@ type Workload struct {
 	Concurrency int           // parallel clients
 	Duration    time.Duration // stop issuing requests after this long
 	Count       int64         // and after this many requests (0: no count bound)
+	Warmup      time.Duration // unmeasured run first (GET, HEAD and LIST only)
 	Objects     int           // prepared objects (0: a default by op and size)
 	Mix         Mix           // weights for OpMixed
 }
@@ -83,13 +90,16 @@ func plan(w Workload) (Plan, error) {
 		return Plan{}, fmt.Errorf("concurrency must be positive, got %d", w.Concurrency)
 	case w.Duration <= 0 && w.Count <= 0:
 		return Plan{}, errors.New("a workload needs a duration or a count bound")
-	case w.Count < 0 || w.Objects < 0:
-		return Plan{}, errors.New("count and objects cannot be negative")
+	case w.Count < 0 || w.Objects < 0 || w.Warmup < 0:
+		return Plan{}, errors.New("count, objects and warm-up cannot be negative")
 	}
 	if _, err := parseOp(string(w.Op)); err != nil {
 		return Plan{}, err
 	}
 	p := Plan{Workload: w, Count: w.Count}
+	if !w.Op.readOnly() {
+		p.Warmup = 0
+	}
 	if w.Op == OpMixed {
 		if err := w.Mix.validate(); err != nil {
 			return Plan{}, err
