@@ -246,7 +246,11 @@ func (p *serverProcess) waitReady(ctx context.Context) error {
 		if strings.Contains(strings.ToLower(tail), "not implemented") {
 			return fmt.Errorf("%s: %w: %s", p.kind.name, errNotImplemented, strings.TrimSpace(tail))
 		}
-		return fmt.Errorf("%s exited during start-up (%v); log %s ends:\n%s", p.kind.name, p.waitErr, p.logPath, tail)
+		status := "exit status 0"
+		if p.waitErr != nil {
+			status = p.waitErr.Error()
+		}
+		return fmt.Errorf("%s exited during start-up (%s); log %s ends:\n%s", p.kind.name, status, p.logPath, tail)
 	}
 	if p.kind.healthPath != "" {
 		client := &http.Client{Timeout: 2 * time.Second}

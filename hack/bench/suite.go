@@ -62,7 +62,7 @@ func steps(suite, profile string) ([]Step, error) {
 	var out []Step
 	switch profile {
 	case "quick":
-		out = append(small, large...)
+		out = append(append(out, small...), large...)
 	case "default", "full":
 		out = append(out, small...)
 		out = append(out,
