@@ -191,6 +191,7 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	clientFlags(fs, &c.Client, &c.Duration, &c.Warmup, &c.Count)
 	fs.StringVar(&c.Profile, "profile", "default", "workload set: quick (4 KiB PUT/GET/HEAD, 1 MiB PUT/GET), default, or full")
 	fs.StringVar(&c.TmpDir, "tmp", "", "where the servers' temporary data directories go (default $TMPDIR)")
+	fs.DurationVar(&c.WaitIdle, "wait-idle", 0, "before each target, wait up to this long for the machine to be nearly idle")
 	for name, value := range map[string]string{"duration": "8s", "warmup": "2s"} {
 		if err := fs.Set(name, value); err != nil {
 			return err
@@ -236,6 +237,7 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		CPU:         cpuModel(),
 		Cores:       runtime.NumCPU(),
 		LoadAvg:     loadAvg(),
+		WaitIdle:    c.WaitIdle.String(),
 		GoVersion:   runtime.Version(),
 		Concurrency: c.Concurrency,
 		Duration:    c.Duration.String(),

@@ -159,3 +159,62 @@ func parseProcStatCPU(b []byte) (time.Duration, error) {
 	}
 	return time.Duration(ticks) * time.Second / userHZ, nil
 }
+
+// machineCPU reads the busy and total CPU time of the whole machine from
+// the first line of /proc/stat.
+func machineCPU() (busy, total time.Duration, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseMachineCPU(b)
+}
+
+// parseMachineCPU sums the "cpu" line: user nice system idle iowait irq
+// softirq steal (guest time is already part of user). Idle and iowait are
+// not busy.
+func parseMachineCPU(b []byte) (busy, total time.Duration, err error) {
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("unexpected /proc/stat line %q", line)
+	}
+	var ticks [8]int64
+	for i := range ticks {
+		n, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("unexpected /proc/stat line %q", line)
+		}
+		ticks[i] = n
+	}
+	var sum int64
+	for _, t := range ticks {
+		sum += t
+	}
+	idle := ticks[3] + ticks[4]
+	tick := time.Second / userHZ
+	return time.Duration(sum-idle) * tick, time.Duration(sum) * tick, nil
+}
+
+// waitIdle waits until the machine as a whole keeps fewer than maxBusy
+// cores busy over a two-second window, or until limit passes. It returns
+// the busy cores of the last window.
+func waitIdle(limit time.Duration, maxBusy float64) float64 {
+	deadline := time.Now().Add(limit)
+	for {
+		b0, _, err := machineCPU()
+		if err != nil {
+			return 0
+		}
+		t0 := time.Now()
+		time.Sleep(2 * time.Second)
+		b1, _, err := machineCPU()
+		if err != nil {
+			return 0
+		}
+		busy := (b1 - b0).Seconds() / time.Since(t0).Seconds()
+		if busy < maxBusy || time.Now().After(deadline) {
+			return busy
+		}
+	}
+}

@@ -51,3 +51,18 @@ func TestProcSamplerOnSelf(t *testing.T) {
 		t.Error("sampling a missing process succeeded")
 	}
 }
+
+func TestParseMachineCPU(t *testing.T) {
+	stat := []byte("cpu  100 10 50 800 40 0 0 0 7 0\ncpu0 50 5 25 400 20 0 0 0 0 0\n")
+	busy, total, err := parseMachineCPU(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// busy = user+nice+system (irq, softirq, steal are 0); idle+iowait are not.
+	if busy != 1600*time.Millisecond || total != 10*time.Second {
+		t.Errorf("busy %s total %s, want 1.6s of 10s", busy, total)
+	}
+	if _, _, err := parseMachineCPU([]byte("intr 1 2 3\n")); err == nil {
+		t.Error("a file without the cpu line parsed")
+	}
+}

@@ -36,8 +36,12 @@ type Result struct {
 	// ClientCPU and ServerCPU are the average number of cores the load
 	// generator and the server processes kept busy; on a 2-core box their
 	// sum near 2 means the run was CPU-bound.
-	ClientCPU     float64 `json:"client_cpu_cores"`
-	ServerCPU     float64 `json:"server_cpu_cores,omitempty"`
+	ClientCPU float64 `json:"client_cpu_cores"`
+	ServerCPU float64 `json:"server_cpu_cores,omitempty"`
+	// OtherCPU is everything else the machine did meanwhile: kernel
+	// threads and softirqs (loopback networking, writeback), and other
+	// people's processes. Large values mean the figures are skewed.
+	OtherCPU      float64 `json:"other_cpu_cores,omitempty"`
 	ServerPeakRSS int64   `json:"server_peak_rss_bytes,omitempty"`
 }
 
@@ -140,16 +144,16 @@ func (r Result) Headline() (value float64, unit string) {
 // result) with throughput, latency percentiles and, for GET, TTFB.
 func writeResultTable(out io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tworkload\tconc\tops\terr\tobj/s\tMiB/s\tp50 ms\tp90 ms\tp99 ms\tTTFB p50\tTTFB p99\tcli CPU\tsrv CPU\tsrv RSS\t")
+	fmt.Fprintln(tw, "target\tworkload\tconc\tops\terr\tobj/s\tMiB/s\tp50 ms\tp90 ms\tp99 ms\tTTFB p50\tTTFB p99\tcli CPU\tsrv CPU\toth CPU\tsrv RSS\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t\n",
 			r.Target, r.Workload, r.Concurrency, r.Ops, r.Errors,
 			fmtRate(r.ObjPerSec), fmtRate(r.MiBPerSec),
 			fmtMs(r.Latency.P50), fmtMs(r.Latency.P90), fmtMs(r.Latency.P99),
 			ttfbCell(r.TTFB, 50), ttfbCell(r.TTFB, 99),
-			r.ClientCPU, fmtCores(r.ServerCPU), fmtBytes(r.ServerPeakRSS))
+			r.ClientCPU, fmtCores(r.ServerCPU), fmtCores(r.OtherCPU), fmtBytes(r.ServerPeakRSS))
 		for _, b := range r.Breakdown {
-			fmt.Fprintf(tw, "\t  %s\t\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\t\t\t\n",
+			fmt.Fprintf(tw, "\t  %s\t\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\t\t\t\t\n",
 				b.Op, b.Ops, b.Errors, fmtRate(b.ObjPerSec), fmtRate(b.MiBPerSec),
 				fmtMs(b.Latency.P50), fmtMs(b.Latency.P90), fmtMs(b.Latency.P99),
 				ttfbCell(b.TTFB, 50), ttfbCell(b.TTFB, 99))
@@ -234,9 +238,10 @@ type RunMeta struct {
 	Commit  string    `json:"commit,omitempty"`
 	CPU     string    `json:"cpu,omitempty"`
 	Cores   int       `json:"cores"`
-	// LoadAvg is the 1-minute load average when the suite started: other
+	// LoadAvg is the 1, 5 and 15-minute load average when the suite started: other
 	// work on a shared 2-core machine skews every figure.
 	LoadAvg     string `json:"load_avg_at_start,omitempty"`
+	WaitIdle    string `json:"wait_idle,omitempty"`
 	GoVersion   string `json:"go_version"`
 	Concurrency int    `json:"concurrency"`
 	Duration    string `json:"duration_per_workload"`
@@ -246,12 +251,15 @@ type RunMeta struct {
 
 // TargetReport is one server's part of a suite run.
 type TargetReport struct {
-	Name        string   `json:"name"`
-	Description string   `json:"description"`
-	Version     string   `json:"version,omitempty"`
-	Status      string   `json:"status"` // "ok", "skipped: ...", "failed: ..."
-	PeakRSS     int64    `json:"peak_rss_bytes,omitempty"`
-	Results     []Result `json:"results,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Version     string `json:"version,omitempty"`
+	Status      string `json:"status"` // "ok", "skipped: ...", "failed: ..."
+	// BusyBefore is how many cores the machine kept busy just before this
+	// target started (measured when the suite waits for an idle machine).
+	BusyBefore float64  `json:"busy_cores_before,omitempty"`
+	PeakRSS    int64    `json:"peak_rss_bytes,omitempty"`
+	Results    []Result `json:"results,omitempty"`
 }
 
 func (t TargetReport) result(workload string, endpoints int) (Result, bool) {

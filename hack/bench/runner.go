@@ -129,6 +129,7 @@ func (r *Runner) Measure(ctx context.Context, p Plan, prefix string) (Result, er
 		samplers = append(samplers, s)
 	}
 	cpu0 := selfCPU()
+	machine0, _, machineErr := machineCPU()
 	start := time.Now()
 	var deadline time.Time
 	if p.Duration > 0 {
@@ -147,12 +148,18 @@ func (r *Runner) Measure(ctx context.Context, p Plan, prefix string) (Result, er
 	elapsed := time.Since(start)
 	clientCPU := selfCPU() - cpu0
 
+	machine1, _, machineErr1 := machineCPU()
+
 	res := newResult(r.Target.Name, p, len(r.Clients), elapsed)
 	res.ClientCPU = clientCPU.Seconds() / elapsed.Seconds()
 	for _, s := range samplers {
 		st := s.stop()
 		res.ServerCPU += st.cpu.Seconds() / elapsed.Seconds()
 		res.ServerPeakRSS = max(res.ServerPeakRSS, st.peakRSS)
+	}
+	if machineErr == nil && machineErr1 == nil && len(samplers) > 0 {
+		machine := (machine1 - machine0).Seconds() / elapsed.Seconds()
+		res.OtherCPU = max(machine-res.ClientCPU-res.ServerCPU, 0)
 	}
 	merged := map[Op]*opStats{}
 	for _, w := range workers {
