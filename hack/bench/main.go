@@ -191,7 +191,9 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	clientFlags(fs, &c.Client, &c.Duration, &c.Warmup, &c.Count)
 	fs.StringVar(&c.Profile, "profile", "default", "workload set: quick (4 KiB PUT/GET/HEAD, 1 MiB PUT/GET), default, or full")
 	fs.StringVar(&c.TmpDir, "tmp", "", "where the servers' temporary data directories go (default $TMPDIR)")
-	fs.DurationVar(&c.WaitIdle, "wait-idle", 0, "before each target, wait up to this long for the machine to be nearly idle")
+	fs.DurationVar(&c.WaitIdle, "wait-idle", 0, "before each target (and each retry), wait up to this long for the machine to be nearly idle")
+	fs.Float64Var(&c.MaxOther, "max-other", 0, "measure a workload again when other work kept more than this many cores busy (0: never)")
+	fs.IntVar(&c.Retries, "retries", 2, "how many times -max-other may measure a workload again")
 	for name, value := range map[string]string{"duration": "8s", "warmup": "2s"} {
 		if err := fs.Set(name, value); err != nil {
 			return err
@@ -238,6 +240,7 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Cores:       runtime.NumCPU(),
 		LoadAvg:     loadAvg(),
 		WaitIdle:    c.WaitIdle.String(),
+		MaxOther:    c.MaxOther,
 		GoVersion:   runtime.Version(),
 		Concurrency: c.Concurrency,
 		Duration:    c.Duration.String(),

@@ -12,6 +12,11 @@ import (
 
 const mib = 1 << 20
 
+// noisyOtherCPU is the CPU use of everything but client and server above
+// which a comparison marks a figure as skewed. Our own loopback softirqs and
+// writeback stay below it for small objects.
+const noisyOtherCPU = 0.3
+
 // Result is one measured run of one workload against one target.
 type Result struct {
 	Target      string  `json:"target"`
@@ -240,13 +245,14 @@ type RunMeta struct {
 	Cores   int       `json:"cores"`
 	// LoadAvg is the 1, 5 and 15-minute load average when the suite started: other
 	// work on a shared 2-core machine skews every figure.
-	LoadAvg     string `json:"load_avg_at_start,omitempty"`
-	WaitIdle    string `json:"wait_idle,omitempty"`
-	GoVersion   string `json:"go_version"`
-	Concurrency int    `json:"concurrency"`
-	Duration    string `json:"duration_per_workload"`
-	SignPayload bool   `json:"sign_payload"`
-	Checksums   bool   `json:"checksums"`
+	LoadAvg     string  `json:"load_avg_at_start,omitempty"`
+	WaitIdle    string  `json:"wait_idle,omitempty"`
+	MaxOther    float64 `json:"max_other_cpu_cores,omitempty"`
+	GoVersion   string  `json:"go_version"`
+	Concurrency int     `json:"concurrency"`
+	Duration    string  `json:"duration_per_workload"`
+	SignPayload bool    `json:"sign_payload"`
+	Checksums   bool    `json:"checksums"`
 }
 
 // TargetReport is one server's part of a suite run.
@@ -300,6 +306,7 @@ func writeComparisonTable(out io.Writer, c Comparison) error {
 			}
 		}
 	}
+	noisy := false
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := []string{"workload", "unit"}
 	for _, t := range c.Targets {
@@ -326,6 +333,10 @@ func writeComparisonTable(out io.Writer, c Comparison) error {
 			values[i] = v
 			cells[1] = unit
 			cell := fmtRate(v)
+			if r.OtherCPU > noisyOtherCPU {
+				cell += "*"
+				noisy = true
+			}
 			if r.Errors > 0 {
 				cell += fmt.Sprintf(" (%d err)", r.Errors)
 			}
@@ -346,6 +357,9 @@ func writeComparisonTable(out io.Writer, c Comparison) error {
 	fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if noisy {
+		fmt.Fprintf(out, "* other work kept more than %.2f cores busy during that run: the figure is skewed\n", noisyOtherCPU)
 	}
 	for _, t := range c.Targets {
 		if t.Status != "ok" {

@@ -97,6 +97,7 @@ func TestComparisonTable(t *testing.T) {
 		}},
 		{Name: "minio", Status: "ok", PeakRSS: 1000 * mib, Results: []Result{
 			res("minio", "put-4KiB", OpPut, 4096, 500, 1),
+			func() Result { r := res("minio", "get-4KiB", OpGet, 4096, 3000, 1); r.OtherCPU = 0.8; return r }(),
 		}},
 		{Name: "versitygw", Status: "skipped: not selected"},
 	}}
@@ -111,6 +112,8 @@ func TestComparisonTable(t *testing.T) {
 		"head-4KiB x2 replicas", // replica rows are told apart
 		"0.20x",                 // RSS 200 / 1000
 		"versitygw: skipped",    // status of targets that did not run
+		"3000*",                 // a run shared with other work is marked
+		"* other work",          // and explained
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("comparison table lacks %q:\n%s", want, text)

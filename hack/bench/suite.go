@@ -40,6 +40,10 @@ type SuiteConfig struct {
 	// WaitIdle, when positive, waits up to that long before each target
 	// for the machine to be nearly idle (other users' builds skew figures).
 	WaitIdle time.Duration
+	// MaxOther, when positive, measures a step again (up to Retries times)
+	// when everything but client and server kept more cores busy than this.
+	MaxOther float64
+	Retries  int
 	LogDir   string
 	Command  string
 }
@@ -178,6 +182,20 @@ func runTarget(ctx context.Context, c SuiteConfig, kind serverKind, stps []Step,
 			break
 		}
 		res, err := c.runStep(ctx, runner, kind, root, s, prepared, progress)
+		for retry := 0; err == nil && c.MaxOther > 0 && res.OtherCPU > c.MaxOther && retry < c.Retries; retry++ {
+			// Other work shared the machine: measure again once it is quiet
+			// and keep the cleaner of the two.
+			busy := waitIdle(c.WaitIdle, idleBusyCores)
+			fmt.Fprintf(progress, "   %s: other CPU %.2f > %.2f cores, again (machine now %.2f busy)\n", stepLabel(s), res.OtherCPU, c.MaxOther, busy)
+			again, againErr := c.runStep(ctx, runner, kind, root, s, prepared, progress)
+			if againErr != nil {
+				err = againErr
+				break
+			}
+			if again.OtherCPU < res.OtherCPU {
+				res = again
+			}
+		}
 		if err != nil {
 			fmt.Fprintf(progress, "   %s: %v\n", stepLabel(s), err)
 			rep.Status = "failed: " + stepLabel(s) + ": " + err.Error()
