@@ -180,13 +180,14 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	c := SuiteConfig{Name: name}
 	var (
-		strataBin = fs.String("strata", "bin/strata", "strata binary")
-		peersDir  = fs.String("peers", "hack/peers/bin", "directory holding the minio and versitygw binaries (hack/peers.sh)")
-		only      = fs.String("targets", "", "comma-separated subset of targets to run (strata, minio, versitygw)")
-		outDir    = fs.String("out", "bench-results", "directory for the JSON report and server logs")
-		keepAlive = fs.Bool("versitygw-keepalive", true, "start VersityGW with --keep-alive (it closes every connection otherwise)")
-		timeout   = fs.Duration("timeout", 20*time.Minute, "hard bound on the whole suite")
-		maxBytes  = fs.String("max-bytes", "4GiB", "stop a PUT workload after writing this much")
+		strataBin  = fs.String("strata", "bin/strata", "strata binary")
+		strataArgs = fs.String("strata-args", "", "extra flags for strata server/gateway, space-separated (e.g. --no-sync; reported with the figures)")
+		peersDir   = fs.String("peers", "hack/peers/bin", "directory holding the minio and versitygw binaries (hack/peers.sh)")
+		only       = fs.String("targets", "", "comma-separated subset of targets to run (strata, minio, versitygw)")
+		outDir     = fs.String("out", "bench-results", "directory for the JSON report and server logs")
+		keepAlive  = fs.Bool("versitygw-keepalive", true, "start VersityGW with --keep-alive (it closes every connection otherwise)")
+		timeout    = fs.Duration("timeout", 20*time.Minute, "hard bound on the whole suite")
+		maxBytes   = fs.String("max-bytes", "4GiB", "stop a PUT workload after writing this much")
 	)
 	clientFlags(fs, &c.Client, &c.Duration, &c.Warmup, &c.Count)
 	fs.StringVar(&c.Profile, "profile", "default", "workload set: quick (4 KiB PUT/GET/HEAD, 1 MiB PUT/GET), default, or full")
@@ -223,9 +224,10 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	c.Command = "bench suite " + name + " " + strings.Join(args[1:], " ")
 
 	// Strata first: the comparison shows its ratios to each peer.
-	kinds := []serverKind{strataServerKind(*strataBin)}
+	extra := strings.Fields(*strataArgs)
+	kinds := []serverKind{strataServerKind(*strataBin, extra)}
 	if name == "gateway" {
-		kinds[0] = strataGatewayKind(*strataBin)
+		kinds[0] = strataGatewayKind(*strataBin, extra)
 	} else {
 		kinds = append(kinds, minioKind(filepath.Join(*peersDir, "minio")))
 	}

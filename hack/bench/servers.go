@@ -115,17 +115,22 @@ func versitygwKind(bin string, keepAlive bool) serverKind {
 	}
 }
 
-func strataServerKind(bin string) serverKind {
+func strataServerKind(bin string, extra []string) serverKind {
+	desc := "strata server, 4 drive directories (2+2)"
+	if len(extra) > 0 {
+		desc += ", " + strings.Join(extra, " ")
+	}
 	return serverKind{
 		name:        "strata",
-		description: "strata server, 4 drive directories (2+2)",
+		description: desc,
 		binary:      bin,
 		versionArgs: []string{"version"},
 		args: func(addr, root string, _ func() (int, error)) ([]string, error) {
 			if err := driveDirs(root, 4); err != nil {
 				return nil, err
 			}
-			return []string{"server", "--address", addr, filepath.Join(root, "d{1...4}")}, nil
+			args := append([]string{"server", "--address", addr}, extra...)
+			return append(args, filepath.Join(root, "d{1...4}")), nil
 		},
 		env: []string{
 			"STRATA_ROOT_USER=" + benchUser,
@@ -135,17 +140,22 @@ func strataServerKind(bin string) serverKind {
 	}
 }
 
-func strataGatewayKind(bin string) serverKind {
+func strataGatewayKind(bin string, extra []string) serverKind {
+	desc := "strata gateway (posix)"
+	if len(extra) > 0 {
+		desc += ", " + strings.Join(extra, " ")
+	}
 	return serverKind{
 		name:        "strata",
-		description: "strata gateway (posix)",
+		description: desc,
 		binary:      bin,
 		versionArgs: []string{"version"},
 		args: func(addr, root string, _ func() (int, error)) ([]string, error) {
 			if err := os.MkdirAll(root, 0o755); err != nil {
 				return nil, err
 			}
-			return []string{"gateway", "--address", addr, "--root", root}, nil
+			args := append([]string{"gateway", "--address", addr}, extra...)
+			return append(args, "--root", root), nil
 		},
 		env: []string{
 			"STRATA_ROOT_USER=" + benchUser,
@@ -222,12 +232,16 @@ func startServer(ctx context.Context, kind serverKind, root, logPath string) (*s
 }
 
 // serverEnv is our environment without proxy settings or credentials a
-// server might pick up on its own.
+// server might pick up on its own; STRATA_PPROF_ADDR passes through.
 func serverEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		upper := strings.ToUpper(name)
+		if upper == "STRATA_PPROF_ADDR" {
+			env = append(env, kv) // profiling a benchmark run is the point of it
+			continue
+		}
 		if strings.HasSuffix(upper, "_PROXY") || strings.HasPrefix(upper, "MINIO_") ||
 			strings.HasPrefix(upper, "STRATA_") || strings.HasPrefix(upper, "VGW_") ||
 			strings.HasPrefix(upper, "AWS_") || strings.HasPrefix(upper, "ROOT_") {

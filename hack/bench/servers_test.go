@@ -22,7 +22,7 @@ func fakeBinary(t *testing.T, script string) string {
 func TestStartServerNotImplemented(t *testing.T) {
 	bin := fakeBinary(t, `echo "strata $1: not implemented in this build yet" >&2; exit 1`)
 	dir := t.TempDir()
-	_, err := startServer(context.Background(), strataServerKind(bin), filepath.Join(dir, "data"), filepath.Join(dir, "log"))
+	_, err := startServer(context.Background(), strataServerKind(bin, nil), filepath.Join(dir, "data"), filepath.Join(dir, "log"))
 	if !errors.Is(err, errNotImplemented) {
 		t.Fatalf("startServer = %v, want errNotImplemented", err)
 	}
@@ -36,7 +36,7 @@ func TestStartServerNotImplemented(t *testing.T) {
 func TestStartServerCrash(t *testing.T) {
 	bin := fakeBinary(t, `echo "listen: address already in use"; exit 3`)
 	dir := t.TempDir()
-	_, err := startServer(context.Background(), strataGatewayKind(bin), filepath.Join(dir, "root"), filepath.Join(dir, "log"))
+	_, err := startServer(context.Background(), strataGatewayKind(bin, nil), filepath.Join(dir, "root"), filepath.Join(dir, "log"))
 	if err == nil || errors.Is(err, errNotImplemented) || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("startServer = %v, want a start-up failure quoting the log", err)
 	}
@@ -59,8 +59,9 @@ func TestServerArgs(t *testing.T) {
 		{minioKind("minio"), "server --quiet --address 127.0.0.1:9000 --console-address 127.0.0.1:9001 " + root + "/d{1...4}"},
 		{versitygwKind("versitygw", true), "--port 127.0.0.1:9000 --quiet --keep-alive posix " + root},
 		{versitygwKind("versitygw", false), "--port 127.0.0.1:9000 --quiet posix " + root},
-		{strataServerKind("strata"), "server --address 127.0.0.1:9000 " + root + "/d{1...4}"},
-		{strataGatewayKind("strata"), "gateway --address 127.0.0.1:9000 --root " + root},
+		{strataServerKind("strata", nil), "server --address 127.0.0.1:9000 " + root + "/d{1...4}"},
+		{strataServerKind("strata", []string{"--no-sync"}), "server --address 127.0.0.1:9000 --no-sync " + root + "/d{1...4}"},
+		{strataGatewayKind("strata", nil), "gateway --address 127.0.0.1:9000 --root " + root},
 	} {
 		args, err := c.kind.args("127.0.0.1:9000", root, port)
 		if err != nil {
@@ -77,13 +78,14 @@ func TestServerEnvDropsInheritedSettings(t *testing.T) {
 	t.Setenv("MINIO_ROOT_USER", "someone")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	t.Setenv("BENCH_KEEP", "1")
+	t.Setenv("STRATA_PPROF_ADDR", "127.0.0.1:6060")
 	env := strings.Join(serverEnv(), "\n")
 	for _, gone := range []string{"HTTP_PROXY", "MINIO_ROOT_USER", "AWS_SECRET_ACCESS_KEY"} {
 		if strings.Contains(env, gone+"=") {
 			t.Errorf("%s leaked into the server environment", gone)
 		}
 	}
-	if !strings.Contains(env, "BENCH_KEEP=1") {
+	if !strings.Contains(env, "BENCH_KEEP=1") || !strings.Contains(env, "STRATA_PPROF_ADDR=") {
 		t.Error("ordinary variables were dropped")
 	}
 }
