@@ -182,7 +182,7 @@ func runTarget(ctx context.Context, c SuiteConfig, kind serverKind, stps []Step,
 			break
 		}
 		res, err := c.runStep(ctx, runner, kind, root, s, prepared, progress)
-		for retry := 0; err == nil && c.MaxOther > 0 && res.OtherCPU > c.MaxOther && retry < c.Retries; retry++ {
+		for retry := 0; err == nil && c.MaxOther > 0 && res.OtherCPU > c.MaxOther && retry < c.Retries && c.timeForRetry(ctx); retry++ {
 			// Other work shared the machine: measure again once it is quiet
 			// and keep the cleaner of the two.
 			busy := waitIdle(c.WaitIdle, idleBusyCores)
@@ -208,6 +208,17 @@ func runTarget(ctx context.Context, c SuiteConfig, kind serverKind, stps []Step,
 	}
 	rep.PeakRSS = max(rep.PeakRSS, life.stop().peakRSS)
 	return rep
+}
+
+// timeForRetry says whether the suite's deadline leaves room to wait for an
+// idle machine and measure a step again, with margin for the steps after it.
+func (c SuiteConfig) timeForRetry(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return true
+	}
+	step := c.WaitIdle + c.Warmup + c.Duration + 30*time.Second
+	return time.Until(deadline) > 4*step
 }
 
 func stepLabel(s Step) string {
