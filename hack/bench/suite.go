@@ -51,7 +51,10 @@ type SuiteConfig struct {
 const (
 	// idleBusyCores is what -wait-idle waits for.
 	idleBusyCores = 0.25
-	kib           = 1 << 10
+	// prepareTimeout bounds writing a prepared set, so a very slow server
+	// fails the step instead of eating the suite's time.
+	prepareTimeout = 3 * time.Minute
+	kib            = 1 << 10
 	// The shared 4 KiB set is read by GET, HEAD and LIST and consumed by
 	// DELETE, which therefore runs last among its users.
 	smallSet = "4KiB"
@@ -241,7 +244,10 @@ func (c SuiteConfig) runStep(ctx context.Context, r *Runner, kind serverKind, ro
 	}
 	if p.Prepared > 0 && prepared[s.Dataset] != p.Prepared {
 		t0 := time.Now()
-		if err := r.Prepare(ctx, prefix, p.Size, p.Prepared, p.Concurrency); err != nil {
+		prepCtx, cancel := context.WithTimeout(ctx, prepareTimeout)
+		err := r.Prepare(prepCtx, prefix, p.Size, p.Prepared, p.Concurrency)
+		cancel()
+		if err != nil {
 			return Result{}, err
 		}
 		flushed := syncDisks()
