@@ -112,6 +112,34 @@ install: ## Install the CRDs into the cluster of the current kubeconfig.
 uninstall: ## Remove the CRDs (and so every Strata object) from the current cluster.
 	kubectl delete --ignore-not-found -f config/crd/bases
 
+##@ Benchmarks
+
+# Extra flags for hack/bench, e.g. BENCH_FLAGS="-profile quick -duration 5s".
+BENCH_FLAGS ?=
+
+.PHONY: peers
+peers: ## Install the benchmark peers, MinIO and VersityGW, into hack/peers/bin (git-ignored; built once).
+	hack/peers.sh
+
+.PHONY: bench
+bench: peers bench-build ## Run bench-engine then bench-gateway.
+	$(LOCALBIN)/bench suite engine -strata $(LOCALBIN)/strata -timeout 12m $(BENCH_FLAGS)
+	$(LOCALBIN)/bench suite gateway -strata $(LOCALBIN)/strata -timeout 10m $(BENCH_FLAGS)
+
+.PHONY: bench-engine
+bench-engine: peers bench-build ## Benchmark strata server against MinIO (4 drives, EC 2+2) and VersityGW; JSON in bench-results/.
+	$(LOCALBIN)/bench suite engine -strata $(LOCALBIN)/strata -timeout 12m $(BENCH_FLAGS)
+
+.PHONY: bench-gateway
+bench-gateway: peers bench-build ## Benchmark strata gateway against VersityGW, with HEAD/s of one and two replicas.
+	$(LOCALBIN)/bench suite gateway -strata $(LOCALBIN)/strata -timeout 10m $(BENCH_FLAGS)
+
+# bin/strata and the load generator, without the operator.
+.PHONY: bench-build
+bench-build:
+	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/strata ./cmd/strata
+	go build -o $(LOCALBIN)/bench ./hack/bench
+
 ##@ Tools
 
 $(LOCALBIN):

@@ -1,0 +1,332 @@
+// Command bench is Strata's S3 load generator and benchmark runner.
+//
+//	bench run   -endpoint URL [flags]   one workload against a running S3 service
+//	bench suite engine|gateway [flags]  start strata and its peers one after
+//	                                    another and compare them
+//
+// Workloads follow warp's shapes (PUT, GET, HEAD, DELETE, LIST, MIXED) on
+// aws-sdk-go-v2 with path-style addressing and SigV4; latencies go to
+// HdrHistograms. See docs/benchmarks.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const usage = `usage:
+  bench run -endpoint URL [-op put] [-size 4KiB] [flags]
+  bench suite engine|gateway [flags]
+Run "bench run -h" or "bench suite -h" for the flags.
+`
+
+func main() {
+	if os.Getenv("GOGC") == "" {
+		// The SDK allocates ~30 KiB per request; collecting less often
+		// leaves more of the 2 cores to the server under test.
+		debug.SetGCPercent(400)
+	}
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch args[0] {
+	case "run":
+		err = cmdRun(ctx, args[1:], stdout, stderr)
+	case "suite":
+		err = cmdSuite(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "bench: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// clientFlags registers the flags shared by run and suite.
+func clientFlags(fs *flag.FlagSet, o *ClientOptions, duration, warmup *time.Duration, count *int64) {
+	fs.IntVar(&o.Concurrency, "concurrency", 16, "parallel clients")
+	fs.DurationVar(duration, "duration", 10*time.Second, "measured time per workload (0: count bound only)")
+	fs.Int64Var(count, "count", 0, "at most this many requests per workload (0: duration bound only)")
+	fs.DurationVar(warmup, "warmup", 0, "unmeasured run before each GET, HEAD or LIST workload")
+	fs.BoolVar(&o.SignPayload, "sign-payload", false, "sign the SHA-256 of each body instead of sending UNSIGNED-PAYLOAD")
+	fs.BoolVar(&o.Checksums, "checksums", false, "let the SDK add CRC32 checksums to uploads and validate downloads")
+	fs.BoolVar(&o.FullSDK, "full-sdk", false, "keep the SDK's whole middleware stack and endpoint rules (costs the client ~15% more CPU)")
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		o          ClientOptions
+		w          Workload
+		duration   time.Duration
+		warmup     time.Duration
+		count      int64
+		endpoints  = fs.String("endpoint", "", "S3 endpoint URL; several comma-separated spread the clients over replicas")
+		access     = fs.String("access-key", os.Getenv("AWS_ACCESS_KEY_ID"), "access key (default $AWS_ACCESS_KEY_ID)")
+		secret     = fs.String("secret-key", "", "secret key (default $AWS_SECRET_ACCESS_KEY; never put secrets on command lines you share)")
+		region     = fs.String("region", "us-east-1", "SigV4 region")
+		bucket     = fs.String("bucket", "strata-bench", "bucket (created when missing)")
+		prefix     = fs.String("prefix", "", "key prefix (default: bench-<op>-<size>)")
+		op         = fs.String("op", "put", "workload: put, get, head (stat), delete, list or mixed")
+		sizes      = fs.String("size", "4KiB", "object size(s), comma-separated: 4KiB,64KiB,1MiB,16MiB")
+		objects    = fs.Int("objects", 0, "objects prepared for get/head/delete/list/mixed (0: a default by size)")
+		mix        = fs.String("mix", defaultMix.String(), "weights of mixed")
+		noPrepare  = fs.Bool("no-prepare", false, "assume the prepared objects exist (a previous run with the same prefix wrote them)")
+		pid        = fs.Int("pid", 0, "server process to sample for peak RSS and CPU (0: none)")
+		jsonPath   = fs.String("json", "", "also write the results as JSON to this file (- for stdout)")
+		cpuProfile = fs.String("cpuprofile", "", "write the load generator's CPU profile here")
+	)
+	clientFlags(fs, &o, &duration, &warmup, &count)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *endpoints == "" {
+		return fmt.Errorf("-endpoint is required")
+	}
+	if *secret == "" {
+		*secret = os.Getenv("AWS_SECRET_ACCESS_KEY")
+	}
+	parsedOp, err := parseOp(*op)
+	if err != nil {
+		return err
+	}
+	sizeList, err := parseSizes(*sizes)
+	if err != nil {
+		return err
+	}
+	m, err := parseMix(*mix)
+	if err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
+	t := Target{Name: hostOf(*endpoints), Endpoints: strings.Split(*endpoints, ","), AccessKey: *access, SecretKey: *secret, Region: *region}
+	runner := newRunner(t, o, *bucket, sizeList[len(sizeList)-1])
+	if *pid > 0 {
+		runner.Procs = []int{*pid}
+	}
+	var results []Result
+	for _, size := range sizeList {
+		w = Workload{Op: parsedOp, Size: size, Concurrency: o.Concurrency, Duration: duration, Count: count, Warmup: warmup, Objects: *objects, Mix: m}
+		p, err := plan(w)
+		if err != nil {
+			return err
+		}
+		pfx := *prefix
+		if pfx == "" {
+			pfx = "bench-" + p.Name()
+		}
+		if p.Prepared > 0 && !*noPrepare {
+			t0 := time.Now()
+			if err := runner.Prepare(ctx, pfx, size, p.Prepared, o.Concurrency); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "prepared %d x %s in %.1fs\n", p.Prepared, formatSize(size), time.Since(t0).Seconds())
+		}
+		res, err := runner.Measure(ctx, p, pfx)
+		if err != nil {
+			return err
+		}
+		results = append(results, res)
+	}
+	if err := writeResultTable(stdout, results); err != nil {
+		return err
+	}
+	return writeJSONFile(*jsonPath, results, stdout)
+}
+
+func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "engine" && args[0] != "gateway") {
+		return fmt.Errorf("suite needs engine or gateway as its first argument")
+	}
+	name := args[0]
+	fs := flag.NewFlagSet("bench suite "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := SuiteConfig{Name: name}
+	var (
+		strataBin  = fs.String("strata", "bin/strata", "strata binary")
+		strataArgs = fs.String("strata-args", "", "extra flags for strata server/gateway, space-separated (e.g. --no-sync; reported with the figures)")
+		peersDir   = fs.String("peers", "hack/peers/bin", "directory holding the minio and versitygw binaries (hack/peers.sh)")
+		only       = fs.String("targets", "", "comma-separated subset of targets to run (strata, minio, versitygw)")
+		outDir     = fs.String("out", "bench-results", "directory for the JSON report and server logs")
+		keepAlive  = fs.Bool("versitygw-keepalive", true, "start VersityGW with --keep-alive (it closes every connection otherwise)")
+		timeout    = fs.Duration("timeout", 20*time.Minute, "hard bound on the whole suite")
+		maxBytes   = fs.String("max-bytes", "4GiB", "stop a PUT workload after writing this much")
+	)
+	clientFlags(fs, &c.Client, &c.Duration, &c.Warmup, &c.Count)
+	fs.StringVar(&c.Profile, "profile", "default", "workload set: quick (4 KiB PUT/GET/HEAD, 1 MiB PUT/GET), default, or full")
+	fs.StringVar(&c.TmpDir, "tmp", "", "where the servers' temporary data directories go (default $TMPDIR)")
+	fs.DurationVar(&c.WaitIdle, "wait-idle", 0, "before each target (and each retry), wait up to this long for the machine to be nearly idle")
+	fs.Float64Var(&c.MaxOther, "max-other", 0, "measure a workload again when other work kept more than this many cores busy (0: never)")
+	fs.IntVar(&c.Retries, "retries", 2, "how many times -max-other may measure a workload again")
+	for name, value := range map[string]string{"duration": "8s", "warmup": "2s"} {
+		if err := fs.Set(name, value); err != nil {
+			return err
+		}
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	c.Concurrency = c.Client.Concurrency
+	mb, err := parseSize(*maxBytes)
+	if err != nil {
+		return err
+	}
+	c.MaxBytes = mb
+	stps, err := steps(name, c.Profile)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	stamp := time.Now().UTC().Format("20060102-150405")
+	c.LogDir = filepath.Join(*outDir, "logs", name+"-"+stamp)
+	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
+		return err
+	}
+	c.Command = "bench suite " + name + " " + strings.Join(args[1:], " ")
+
+	// Strata first: the comparison shows its ratios to each peer.
+	extra := strings.Fields(*strataArgs)
+	kinds := []serverKind{strataServerKind(*strataBin, extra)}
+	if name == "gateway" {
+		kinds[0] = strataGatewayKind(*strataBin, extra)
+	} else {
+		kinds = append(kinds, minioKind(filepath.Join(*peersDir, "minio")))
+	}
+	kinds = append(kinds, versitygwKind(filepath.Join(*peersDir, "versitygw"), *keepAlive))
+
+	cmp := Comparison{Meta: RunMeta{
+		Suite:       name + "/" + c.Profile,
+		Started:     time.Now().UTC(),
+		Command:     strings.TrimSpace(c.Command),
+		Commit:      gitCommit(),
+		CPU:         cpuModel(),
+		Cores:       runtime.NumCPU(),
+		LoadAvg:     loadAvg(),
+		WaitIdle:    c.WaitIdle.String(),
+		MaxOther:    c.MaxOther,
+		GoVersion:   runtime.Version(),
+		Concurrency: c.Concurrency,
+		Duration:    c.Duration.String(),
+		SignPayload: c.Client.SignPayload,
+		Checksums:   c.Client.Checksums,
+	}}
+	selected := map[string]bool{}
+	for _, n := range strings.Split(*only, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			selected[n] = true
+		}
+	}
+	for _, k := range kinds {
+		if len(selected) > 0 && !selected[k.name] {
+			cmp.Targets = append(cmp.Targets, TargetReport{Name: k.name, Description: k.description, Status: "skipped: not selected"})
+			continue
+		}
+		cmp.Targets = append(cmp.Targets, runTarget(ctx, c, k, stps, stderr))
+	}
+
+	fmt.Fprintln(stdout)
+	var all []Result
+	for _, t := range cmp.Targets {
+		all = append(all, t.Results...)
+	}
+	if err := writeResultTable(stdout, all); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	if err := writeComparisonTable(stdout, cmp); err != nil {
+		return err
+	}
+	jsonPath := filepath.Join(*outDir, fmt.Sprintf("%s-%s.json", name, stamp))
+	if err := writeJSONFile(jsonPath, cmp, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nwrote %s (server logs in %s)\n", jsonPath, c.LogDir)
+	for _, t := range cmp.Targets {
+		if strings.HasPrefix(t.Status, "failed") {
+			return fmt.Errorf("%s %s", t.Name, t.Status)
+		}
+	}
+	return nil
+}
+
+func writeJSONFile(path string, v any, stdout io.Writer) error {
+	switch path {
+	case "":
+		return nil
+	case "-":
+		return writeJSON(stdout, v)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := writeJSON(f, v); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+func hostOf(endpoints string) string {
+	first, _, _ := strings.Cut(endpoints, ",")
+	return strings.TrimPrefix(strings.TrimPrefix(first, "http://"), "https://")
+}
+
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Credentials every server under test is started with. They only ever
+// guard throwaway servers on 127.0.0.1.
+const (
+	benchUser     = "benchadmin"
+	benchPassword = "benchadmin-secret"
+)
+
+const (
+	startTimeout = 90 * time.Second
+	stopTimeout  = 15 * time.Second
+)
+
+// serverKind says how to start one kind of server on a fresh directory.
+type serverKind struct {
+	name        string
+	description string
+	binary      string
+	versionArgs []string
+	// layout creates what the server needs under root and returns its
+	// command-line arguments for listening on addr.
+	args func(addr, root string, freePort func() (int, error)) ([]string, error)
+	env  []string
+	// healthPath, when set, must answer 200 before the server counts as up
+	// (an S3 ListBuckets must succeed too).
+	healthPath string
+}
+
+func driveDirs(root string, n int) error {
+	for i := 1; i <= n; i++ {
+		if err := os.MkdirAll(filepath.Join(root, fmt.Sprintf("d%d", i)), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func minioKind(bin string) serverKind {
+	return serverKind{
+		name:        "minio",
+		description: "MinIO, 4 drive directories, EC 2+2",
+		binary:      bin,
+		versionArgs: []string{"--version"},
+		args: func(addr, root string, freePort func() (int, error)) ([]string, error) {
+			if err := driveDirs(root, 4); err != nil {
+				return nil, err
+			}
+			console, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			return []string{"server", "--quiet", "--address", addr,
+				"--console-address", fmt.Sprintf("127.0.0.1:%d", console),
+				filepath.Join(root, "d{1...4}")}, nil
+		},
+		env: []string{
+			"MINIO_ROOT_USER=" + benchUser,
+			"MINIO_ROOT_PASSWORD=" + benchPassword,
+			"MINIO_STORAGE_CLASS_STANDARD=EC:2",
+			"MINIO_BROWSER=off",
+			"MINIO_UPDATE=off",
+			// The drive directories share the root filesystem, which MinIO
+			// refuses outside CI mode; CI mode (MINIO_CI_CD) would also
+			// shrink its buffer pool, so lower the root-drive threshold
+			// instead and keep the production memory sizing.
+			"MINIO_ROOTDRIVE_THRESHOLD_SIZE=1B",
+		},
+		healthPath: "/minio/health/ready",
+	}
+}
+
+// versitygwKind runs VersityGW's posix backend. keepAlive matters: without
+// --keep-alive VersityGW closes the connection after every response, and a
+// TCP handshake per request is not what we want to compare against.
+func versitygwKind(bin string, keepAlive bool) serverKind {
+	desc := "VersityGW posix (no fsync)"
+	if !keepAlive {
+		desc += ", keep-alive off"
+	}
+	return serverKind{
+		name:        "versitygw",
+		description: desc,
+		binary:      bin,
+		versionArgs: []string{"--version"},
+		args: func(addr, root string, _ func() (int, error)) ([]string, error) {
+			if err := os.MkdirAll(root, 0o755); err != nil {
+				return nil, err
+			}
+			args := []string{"--port", addr, "--quiet"}
+			if keepAlive {
+				args = append(args, "--keep-alive")
+			}
+			return append(args, "posix", root), nil
+		},
+		env: []string{
+			"ROOT_ACCESS_KEY=" + benchUser,
+			"ROOT_SECRET_KEY=" + benchPassword,
+		},
+	}
+}
+
+func strataServerKind(bin string, extra []string) serverKind {
+	desc := "strata server, 4 drive directories (2+2)"
+	if len(extra) > 0 {
+		desc += ", " + strings.Join(extra, " ")
+	}
+	return serverKind{
+		name:        "strata",
+		description: desc,
+		binary:      bin,
+		versionArgs: []string{"version"},
+		args: func(addr, root string, _ func() (int, error)) ([]string, error) {
+			if err := driveDirs(root, 4); err != nil {
+				return nil, err
+			}
+			args := append([]string{"server", "--address", addr}, extra...)
+			return append(args, filepath.Join(root, "d{1...4}")), nil
+		},
+		env: []string{
+			"STRATA_ROOT_USER=" + benchUser,
+			"STRATA_ROOT_PASSWORD=" + benchPassword,
+		},
+		healthPath: "/strata/health/ready",
+	}
+}
+
+func strataGatewayKind(bin string, extra []string) serverKind {
+	desc := "strata gateway (posix)"
+	if len(extra) > 0 {
+		desc += ", " + strings.Join(extra, " ")
+	}
+	return serverKind{
+		name:        "strata",
+		description: desc,
+		binary:      bin,
+		versionArgs: []string{"version"},
+		args: func(addr, root string, _ func() (int, error)) ([]string, error) {
+			if err := os.MkdirAll(root, 0o755); err != nil {
+				return nil, err
+			}
+			args := append([]string{"gateway", "--address", addr}, extra...)
+			return append(args, "--root", root), nil
+		},
+		env: []string{
+			"STRATA_ROOT_USER=" + benchUser,
+			"STRATA_ROOT_PASSWORD=" + benchPassword,
+		},
+		healthPath: "/strata/health/ready",
+	}
+}
+
+// errNotImplemented marks a server binary that exists but says its mode is
+// not implemented yet (strata before the engine lands).
+var errNotImplemented = errors.New("not implemented in this build")
+
+// serverProcess is one running server.
+type serverProcess struct {
+	kind     serverKind
+	cmd      *exec.Cmd
+	endpoint string
+	logPath  string
+	exited   chan struct{}
+	waitErr  error
+}
+
+// freePort asks the kernel for an unused loopback port. Another process may
+// take it before the server binds it; start then fails loudly, not silently.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startServer starts kind on a fresh port with its data under root, logging
+// to logPath, and waits until it serves S3.
+func startServer(ctx context.Context, kind serverKind, root, logPath string) (*serverProcess, error) {
+	if _, err := os.Stat(kind.binary); err != nil {
+		return nil, fmt.Errorf("%s: %w", kind.name, err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	args, err := kind.args(addr, root, freePort)
+	if err != nil {
+		return nil, fmt.Errorf("%s: preparing %s: %w", kind.name, root, err)
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(kind.binary, args...)
+	cmd.Env = append(serverEnv(), kind.env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Own process group, and killed with us if the harness dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("%s: %w", kind.name, err)
+	}
+	p := &serverProcess{kind: kind, cmd: cmd, endpoint: "http://" + addr, logPath: logPath, exited: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		logFile.Close()
+		close(p.exited)
+	}()
+	if err := p.waitReady(ctx); err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// serverEnv is our environment without proxy settings or credentials a
+// server might pick up on its own; STRATA_PPROF_ADDR passes through.
+func serverEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		upper := strings.ToUpper(name)
+		if upper == "STRATA_PPROF_ADDR" {
+			env = append(env, kv) // profiling a benchmark run is the point of it
+			continue
+		}
+		if strings.HasSuffix(upper, "_PROXY") || strings.HasPrefix(upper, "MINIO_") ||
+			strings.HasPrefix(upper, "STRATA_") || strings.HasPrefix(upper, "VGW_") ||
+			strings.HasPrefix(upper, "AWS_") || strings.HasPrefix(upper, "ROOT_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func (p *serverProcess) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	exitedEarly := func() error {
+		tail := logTail(p.logPath, 2048)
+		if strings.Contains(strings.ToLower(tail), "not implemented") {
+			return fmt.Errorf("%s: %w: %s", p.kind.name, errNotImplemented, strings.TrimSpace(tail))
+		}
+		status := "exit status 0"
+		if p.waitErr != nil {
+			status = p.waitErr.Error()
+		}
+		return fmt.Errorf("%s exited during start-up (%s); log %s ends:\n%s", p.kind.name, status, p.logPath, tail)
+	}
+	if p.kind.healthPath != "" {
+		client := &http.Client{Timeout: 2 * time.Second}
+		for {
+			resp, err := client.Get(p.endpoint + p.kind.healthPath)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			select {
+			case <-p.exited:
+				return exitedEarly()
+			case <-ctx.Done():
+				return fmt.Errorf("%s not ready after %s; log %s", p.kind.name, startTimeout, p.logPath)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	t := Target{Name: p.kind.name, Endpoints: []string{p.endpoint}, AccessKey: benchUser, SecretKey: benchPassword}
+	c := newS3Clients(t, ClientOptions{Concurrency: 1}, newTransport(1))[0]
+	s3Ready := make(chan error, 1)
+	go func() { s3Ready <- waitS3(ctx, c) }()
+	select {
+	case <-p.exited:
+		return exitedEarly()
+	case err := <-s3Ready:
+		if err != nil {
+			return fmt.Errorf("%s does not answer S3 ListBuckets: %s; log %s", p.kind.name, errorCode(err), p.logPath)
+		}
+		return nil
+	}
+}
+
+// stop asks the server to exit, then kills its process group.
+func (p *serverProcess) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(stopTimeout):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
+func (p *serverProcess) pid() int { return p.cmd.Process.Pid }
+
+// binaryVersion runs the binary's version command and returns its first
+// line, or "" when that fails.
+func binaryVersion(kind serverKind) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, kind.binary, kind.versionArgs...).CombinedOutput()
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(line)
+}
+
+// logTail returns up to n bytes from the end of the file at path.
+func logTail(path string, n int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if int64(len(b)) > n {
+		b = b[int64(len(b))-n:]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return string(b)
+}
