@@ -84,6 +84,16 @@ func NewBitrotReader(r io.ReaderAt, shardSize int64, blockSize int) *BitrotReade
 	return &BitrotReader{r: r, shardSize: shardSize, blockSize: blockSize}
 }
 
+// NewBitrotReaderBuf is NewBitrotReader reading into buf (at least
+// blockSize+BitrotChecksumSize bytes, or it grows), so a caller can reuse
+// buffers across reads.
+func NewBitrotReaderBuf(r io.ReaderAt, shardSize int64, blockSize int, buf []byte) *BitrotReader {
+	return &BitrotReader{r: r, shardSize: shardSize, blockSize: blockSize, buf: buf}
+}
+
+// Buffer returns the reader's buffer (to give back to a pool).
+func (b *BitrotReader) Buffer() []byte { return b.buf }
+
 // Blocks is the number of blocks in the shard.
 func (b *BitrotReader) Blocks() int {
 	return int((b.shardSize + int64(b.blockSize) - 1) / int64(b.blockSize))

@@ -347,11 +347,6 @@ func (d *Local) commitStaged(stageID, dataDir [16]byte) error {
 	if err := d.fs.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	if !d.noSync {
-		if err := d.fs.SyncDir(staged); err != nil {
-			return err
-		}
-	}
 	if _, err := d.fs.Stat(final); err == nil {
 		// The data directory is there already (a heal meeting the write it
 		// repairs, or a heal cut off before): its files are replaced one
@@ -377,10 +372,19 @@ func (d *Local) commitStaged(stageID, dataDir [16]byte) error {
 	if d.noSync {
 		return nil
 	}
-	if err := d.fs.SyncDir(parent); err != nil {
-		return err
+	// Before the record commits, the directory's entries (its shard files)
+	// and its own entry in the parent must be durable: the two syncs run
+	// together, so a PUT waits for one sync latency, not two. The old
+	// name's removal from tmp needs no sync of its own: a rename is one
+	// journal transaction, and a leftover in tmp is cleared at the next
+	// open.
+	errc := make(chan error, 1)
+	go func() { errc <- d.fs.SyncDir(final) }()
+	err := d.fs.SyncDir(parent)
+	if ferr := <-errc; err == nil {
+		err = ferr
 	}
-	return d.fs.SyncDir(d.path("tmp"))
+	return err
 }
 
 // DiskInfo reports the drive filesystem's capacity.

@@ -29,6 +29,9 @@ type Codec struct {
 	// blocks recycles block buffers: a fresh 1 MiB buffer per PUT costs more
 	// than encoding a small object.
 	blocks sync.Pool
+	// shardBufs recycles the read buffers of shard readers (a shard block
+	// plus its checksum).
+	shardBufs sync.Pool
 }
 
 // NewCodec returns a codec for layout with blocks of blockSize object bytes.
@@ -42,6 +45,7 @@ func NewCodec(l Layout, blockSize int) (*Codec, error) {
 	}
 	c := &Codec{layout: l, blockSize: blockSize, rs: rs}
 	c.blocks.New = func() any { b := make([]byte, blockSize); return &b }
+	c.shardBufs.New = func() any { return make([]byte, 0, c.ShardBlockSize()+4) }
 	return c, nil
 }
 
@@ -201,8 +205,9 @@ func (c *Codec) readBlock(readers []BlockReader, b int, shards [][]byte, failed 
 			failed[i] = true
 			continue
 		}
-		// The reader reuses its buffer; keep a copy while others are read.
-		shards[i] = append([]byte(nil), blk...)
+		// Each reader has a buffer of its own that stays valid until its
+		// next block: no copy is needed while the others are read.
+		shards[i] = blk
 		have++
 	}
 	if have < c.layout.Data {

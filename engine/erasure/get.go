@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/vfs"
@@ -177,6 +178,7 @@ type shardReader struct {
 	reader *drive.BitrotReader
 	size   int64
 	block  int
+	pool   *sync.Pool
 	err    error
 }
 
@@ -184,7 +186,7 @@ func (r *shardReader) ReadBlock(i int) ([]byte, error) {
 	if r.reader == nil && r.err == nil {
 		r.file, r.err = r.open()
 		if r.err == nil {
-			r.reader = drive.NewBitrotReader(r.file, r.size, r.block)
+			r.reader = drive.NewBitrotReaderBuf(r.file, r.size, r.block, r.pool.Get().([]byte))
 		}
 	}
 	if r.err != nil {
@@ -196,6 +198,9 @@ func (r *shardReader) ReadBlock(i int) ([]byte, error) {
 func (r *shardReader) Close() {
 	if r.file != nil {
 		_ = r.file.Close()
+	}
+	if r.reader != nil && r.open != nil {
+		r.pool.Put(r.reader.Buffer()[:0]) //nolint:staticcheck // a slice header is cheap beside a shard block
 	}
 }
 
@@ -230,7 +235,7 @@ func (s *Set) partReaders(drives []Drive, rec *drive.Record, agreeing []*drive.R
 		if shard < 0 || shard >= len(readers) {
 			continue
 		}
-		sr := &shardReader{size: shardSize, block: s.codec.ShardBlockSize()}
+		sr := &shardReader{size: shardSize, block: s.codec.ShardBlockSize(), pool: &s.codec.shardBufs}
 		if rec.IsInline() {
 			sr.reader = drive.NewBitrotReader(bytes.NewReader(r.Inline), shardSize, s.codec.ShardBlockSize())
 		} else {

@@ -1,14 +1,12 @@
 package s3front
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -297,89 +295,18 @@ func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.Get
 			&out.ChecksumCRC64NVME, &out.ChecksumSHA512, &out.ChecksumMD5, &out.ChecksumXXHASH64, &out.ChecksumXXHASH3,
 			&out.ChecksumXXHASH128, &out.ChecksumType)
 	}
-	start := requestStart(ctx)
-	if sp.length <= erasure.DefaultInlineLimit {
-		var buf bytes.Buffer
-		buf.Grow(int(sp.length))
-		bad, err := h.WriteRange(&buf, sp.offset, sp.length)
-		if len(bad) > 0 {
-			b.heal(bucket, key)
-		}
-		if err != nil {
-			return nil, b.toS3(err, bucket)
-		}
-		b.firstByte(start)
-		out.Body = io.NopCloser(&buf)
-		return out, nil
-	}
-	// Stream the body after the headers, but hold the headers until the
-	// first bytes are decoded: an object that cannot be read at all then
-	// answers a proper S3 error instead of a cut-off 200.
-	pr, pw := io.Pipe()
-	gate := &firstWriteGate{w: pw, opened: make(chan struct{})}
-	failed := make(chan error, 1)
-	go func() {
-		bad, err := h.WriteRange(&firstByteWriter{w: gate, start: start, report: b.firstByte}, sp.offset, sp.length)
-		if len(bad) > 0 {
-			b.heal(bucket, key)
-		}
-		if err != nil && !gate.wrote() {
-			failed <- err
-			pw.CloseWithError(err)
-			return
-		}
-		if err != nil && !errors.Is(err, io.ErrClosedPipe) {
-			b.log.Warn("GET ended early", "bucket", bucket, "key", key, "err", err)
-		}
-		pw.CloseWithError(err)
-	}()
-	select {
-	case err := <-failed:
+	body, err := b.newObjectBody(h, sp.offset, sp.length, requestStart(ctx))
+	if err != nil {
 		return nil, b.toS3(err, bucket)
-	case <-gate.opened:
 	}
-	out.Body = pr
+	out.Body = body
 	return out, nil
-}
-
-// firstWriteGate passes writes through and signals the first one.
-type firstWriteGate struct {
-	w      io.Writer
-	opened chan struct{}
-	once   sync.Once
-}
-
-func (g *firstWriteGate) Write(p []byte) (int, error) {
-	g.once.Do(func() { close(g.opened) })
-	return g.w.Write(p)
-}
-
-func (g *firstWriteGate) wrote() bool {
-	select {
-	case <-g.opened:
-		return true
-	default:
-		return false
-	}
 }
 
 func (b *Backend) firstByte(start time.Time) {
 	if b.hooks.FirstByte != nil {
 		b.hooks.FirstByte(time.Since(start))
 	}
-}
-
-// firstByteWriter reports when the first byte of a body is written.
-type firstByteWriter struct {
-	w      io.Writer
-	start  time.Time
-	report func(time.Time)
-	once   sync.Once
-}
-
-func (f *firstByteWriter) Write(p []byte) (int, error) {
-	f.once.Do(func() { f.report(f.start) })
-	return f.w.Write(p)
 }
 
 func setChecksums(c s3response.Checksum, crc32, crc32c, sha1, sha256, crc64, sha512, md5, xx64, xx3, xx128 **string, typ *types.ChecksumType) {
