@@ -3,8 +3,10 @@
 // and secret; serve it over TLS). The operator reads it for status.
 //
 //	GET /strata/admin/v1/info   version, deployment, pools, sets, drives, capacity
-//	GET /strata/admin/v1/heal   healing progress
-//	POST /strata/admin/v1/heal  start an integrity scan now
+//	GET /strata/admin/v1/heal   healing progress (server only)
+//	POST /strata/admin/v1/heal  start an integrity scan now (server only)
+//
+// A gateway serves only info (Mode "gateway", its volume as Capacity).
 package admin
 
 import (
@@ -59,22 +61,31 @@ type Capacity struct {
 	UsableBytes uint64 `json:"usableBytes"`
 }
 
+// Informer is what every strata process answers: its info. A gateway is
+// only an Informer; a server is a Node.
+type Informer interface {
+	Info() Info
+}
+
 // Node is what the admin API reads and asks of the server.
 type Node interface {
-	Info() Info
+	Informer
 	HealStatus() erasure.HealStatus
 	StartScan()
 }
 
 // Handler serves the admin API for node, checking the root credentials.
-func Handler(node Node, access, secret string) http.Handler {
+// The heal endpoints exist only when node is a Node.
+func Handler(node Informer, access, secret string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Prefix+"info", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, node.Info()) })
-	mux.HandleFunc("GET "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, node.HealStatus()) })
-	mux.HandleFunc("POST "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) {
-		node.StartScan()
-		writeJSONStatus(w, http.StatusAccepted, map[string]string{"status": "scan started", "at": time.Now().UTC().Format(time.RFC3339)})
-	})
+	if n, ok := node.(Node); ok {
+		mux.HandleFunc("GET "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, n.HealStatus()) })
+		mux.HandleFunc("POST "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) {
+			n.StartScan()
+			writeJSONStatus(w, http.StatusAccepted, map[string]string{"status": "scan started", "at": time.Now().UTC().Format(time.RFC3339)})
+		})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass, ok := r.BasicAuth()
 		if !ok || subtle.ConstantTimeCompare([]byte(user), []byte(access)) != 1 ||

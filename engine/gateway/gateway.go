@@ -1,0 +1,292 @@
+// Package gateway assembles `strata gateway`: S3 over a directory tree
+// (buckets are its top-level directories, objects plain files) with
+// versitygw's posix backend, behind the same front end, health, metrics,
+// TLS and IAM as `strata server`. A gateway keeps nothing locally:
+// multipart staging, versions, locks and (without user xattrs) metadata
+// live on the served volume, so replicas on one shared filesystem serve
+// any request, including parts of one upload arriving at different
+// replicas.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/versity/versitygw/backend/meta"
+	"github.com/versity/versitygw/backend/posix"
+	"golang.org/x/sys/unix"
+
+	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/buildinfo"
+	"github.com/strata-storage/strata/engine/iam"
+	"github.com/strata-storage/strata/engine/metrics"
+	"github.com/strata-storage/strata/engine/s3front"
+)
+
+// Config configures a gateway.
+type Config struct {
+	// Address is host:port to serve on.
+	Address string
+	// Root is the served directory: its top-level directories are buckets.
+	Root string
+	// VersionsDir keeps older versions of objects; empty: <Root>/.strata/versions.
+	VersionsDir string
+	// Metadata is where object metadata lives (auto: xattrs when the
+	// filesystem stores them, sidecar files otherwise).
+	Metadata MetadataMode
+	// CertsDir holds tls.crt and tls.key; empty = plain HTTP.
+	CertsDir string
+	// CertsReloadInterval is how often they are checked for changes.
+	CertsReloadInterval time.Duration
+	RootUser            iam.Credentials
+	// UsersFile is the users file (empty: root only).
+	UsersFile string
+	// LargeDirThreshold is the entry count from which a directory is
+	// reported as large; 0 turns the watch off.
+	LargeDirThreshold int
+	// LargeDirScanInterval is the pause between two scans of the volume
+	// for large directories; 0: only directories written through S3 are
+	// counted.
+	LargeDirScanInterval time.Duration
+	// ETagSyncLimit is the largest file created on the filesystem whose
+	// ETag is computed before answering its first HEAD or GET (larger ones
+	// are hashed in the background).
+	ETagSyncLimit int64
+	// ShutdownDelay is how long readiness is reported down before the
+	// listener stops, so load balancers stop sending new requests first.
+	ShutdownDelay time.Duration
+	Log           *slog.Logger
+}
+
+// Gateway is a running gateway.
+type Gateway struct {
+	cfg      Config
+	layout   *layout
+	started  time.Time
+	ready    atomic.Bool
+	stopping atomic.Bool
+	// volumeErr is why the volume did not answer the last probe ("" when
+	// it did).
+	volumeErr atomic.Pointer[string]
+}
+
+// Run serves until ctx ends, then drains: readiness drops, in-flight
+// requests finish.
+func Run(ctx context.Context, cfg Config) error {
+	log := cfg.Log
+	l, err := prepareLayout(cfg.Root, cfg.Metadata, probeXattrs)
+	if err != nil {
+		return err
+	}
+	g := &Gateway{cfg: cfg, layout: l, started: time.Now()}
+	g.volumeErr.Store(new(string))
+
+	versions := cfg.VersionsDir
+	if versions == "" {
+		versions = filepath.Join(l.root, hiddenDir, versionsDir)
+	} else if versions, err = filepath.Abs(versions); err != nil {
+		return err
+	}
+	opts := posix.PosixOpts{VersioningDir: l.backendPath(versions)}
+	var ms meta.MetadataStorer = meta.XattrMeta{}
+	sidecar := filepath.Join(l.root, hiddenDir, sidecarDir)
+	switch {
+	case l.metadata == MetadataSidecar && l.detected:
+		log.Warn("the filesystem does not store user xattrs: object metadata goes to sidecar files", "dir", sidecar, "reason", l.why)
+	case l.metadata == MetadataSidecar:
+		log.Info("object metadata in sidecar files", "dir", sidecar)
+	default:
+		log.Info("object metadata in user xattrs")
+	}
+	if l.metadata == MetadataSidecar {
+		sc, err := meta.NewSideCar(sidecar)
+		if err != nil {
+			return fmt.Errorf("sidecar directory %s: %w", sidecar, err)
+		}
+		ms, opts.SideCarDir = sc, l.backendPath(sidecar)
+	}
+	// posix.New changes the working directory to the root; nothing in this
+	// process may change it again (procCwd names the hidden directory).
+	px, err := posix.New(l.root, ms, opts)
+	if err != nil {
+		return fmt.Errorf("posix backend on %s: %w", l.root, err)
+	}
+	vol, err := openVolume(l.root)
+	if err != nil {
+		px.Shutdown()
+		return err
+	}
+	defer vol.close()
+	log.Info("volume ready", "root", l.root, "versions", versions, "deployment", l.id)
+
+	users, err := iam.NewUsers(cfg.UsersFile, cfg.RootUser.AccessKey, log)
+	if err != nil {
+		px.Shutdown()
+		return err
+	}
+	reg := metrics.NewRegistry()
+	s3m := metrics.NewS3(reg)
+	dirs := newDirWatch(l.root, cfg.LargeDirThreshold, time.Minute, log)
+	reg.MustRegister(dirs, g.volumeCollector())
+
+	be := &Backend{
+		Posix: px, vol: vol, access: users, dirs: dirs, log: log,
+		etags:     newETagFiller(l.root, ms, cfg.ETagSyncLimit, log),
+		firstByte: func(s float64) { s3m.ObserveFirstByte(time.Duration(s * float64(time.Second))) },
+	}
+
+	bg, stopBg := context.WithCancel(context.Background())
+	defer stopBg()
+	go users.Watch(5*time.Second, bg.Done())
+	go dirs.run(bg, cfg.LargeDirScanInterval)
+	go g.probeVolume(bg, 5*time.Second)
+
+	// The listener outlives ctx by ShutdownDelay: readiness drops first.
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	go func() {
+		<-ctx.Done()
+		g.stopping.Store(true)
+		log.Info("shutting down: readiness down, draining", "delay", cfg.ShutdownDelay)
+		time.Sleep(cfg.ShutdownDelay)
+		stopServing()
+	}()
+	err = s3front.Serve(serveCtx, be, s3front.ServeConfig{
+		Address: cfg.Address, RootAccess: cfg.RootUser.AccessKey, RootSecret: cfg.RootUser.SecretKey,
+		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
+		Routes: s3front.Routes(g, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), cfg.RootUser.AccessKey, cfg.RootUser.SecretKey),
+		OnListen: func() {
+			g.ready.Store(true)
+			log.Info("serving S3", "address", cfg.Address, "tls", cfg.CertsDir != "")
+		},
+	})
+	stopBg()
+	return err
+}
+
+// Ready implements health.Checker: serving, not shutting down, and the
+// volume answering.
+func (g *Gateway) Ready() (bool, string) {
+	switch {
+	case g.stopping.Load():
+		return false, "shutting down"
+	case !g.ready.Load():
+		return false, "starting"
+	}
+	if why := *g.volumeErr.Load(); why != "" {
+		return false, why
+	}
+	return true, ""
+}
+
+// ClusterHealthy implements health.Checker. Gateways hold no state, so any
+// one of them may go down for maintenance; the volume must answer.
+func (g *Gateway) ClusterHealthy(bool) (bool, string) {
+	if why := *g.volumeErr.Load(); why != "" {
+		return false, why
+	}
+	return true, ""
+}
+
+// probeVolume checks every interval that the volume answers a stat within
+// the interval (a hung NFS server blocks forever; the probe must not).
+func (g *Gateway) probeVolume(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		done := make(chan error, 1)
+		go func() {
+			_, err := os.Stat(filepath.Join(g.layout.root, hiddenDir, markerFile))
+			done <- err
+		}()
+		why := ""
+		select {
+		case err := <-done:
+			if err != nil {
+				why = "volume: " + err.Error()
+			}
+		case <-time.After(interval):
+			why = fmt.Sprintf("volume %s did not answer a stat within %s", g.layout.root, interval)
+		}
+		if prev := *g.volumeErr.Load(); prev != why {
+			if why != "" {
+				g.cfg.Log.Error("volume unavailable", "reason", why)
+			} else {
+				g.cfg.Log.Info("volume available again")
+			}
+		}
+		g.volumeErr.Store(&why)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Info implements admin.Informer.
+func (g *Gateway) Info() admin.Info {
+	info := admin.Info{
+		Version: buildinfo.String(), ProtocolVersion: 1, DeploymentID: g.layout.id, Mode: "gateway",
+		Uptime: time.Since(g.started).Round(time.Second).String(),
+	}
+	if total, free, err := statfs(g.layout.root); err == nil {
+		info.Capacity = admin.Capacity{TotalBytes: total, FreeBytes: free, UsedBytes: total - free, UsableBytes: free}
+	}
+	return info
+}
+
+func statfs(dir string) (total, free uint64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	return st.Blocks * uint64(st.Bsize), st.Bavail * uint64(st.Bsize), nil
+}
+
+// volumeCollector exports the volume's capacity and the metadata mode.
+func (g *Gateway) volumeCollector() prometheus.Collector {
+	return &volumeCollector{g: g,
+		total: prometheus.NewDesc("strata_gateway_volume_total_bytes", "Capacity of the served filesystem.", nil, nil),
+		free:  prometheus.NewDesc("strata_gateway_volume_free_bytes", "Bytes of the served filesystem available to the gateway.", nil, nil),
+		info: prometheus.NewDesc("strata_gateway_info", "Always 1: the volume's metadata mode (xattr or sidecar) and deployment ID.",
+			[]string{"metadata", "deployment"}, nil),
+	}
+}
+
+type volumeCollector struct {
+	g                 *Gateway
+	total, free, info *prometheus.Desc
+}
+
+func (c *volumeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.total; ch <- c.free; ch <- c.info }
+
+func (c *volumeCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, string(c.g.layout.metadata), c.g.layout.id)
+	if total, free, err := statfs(c.g.layout.root); err == nil {
+		ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(total))
+		ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(free))
+	}
+}
+
+// errNoRoot is returned for an empty --root.
+var errNoRoot = errors.New("--root is required: the directory whose subdirectories are the buckets")
+
+// Check validates a configuration before anything is touched.
+func (c Config) Check() error {
+	if c.Root == "" {
+		return errNoRoot
+	}
+	if c.LargeDirThreshold < 0 {
+		return fmt.Errorf("--large-dir-threshold %d: want 0 (off) or more", c.LargeDirThreshold)
+	}
+	return nil
+}
