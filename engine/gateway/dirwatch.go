@@ -35,7 +35,7 @@ type dirWatch struct {
 
 	mu      sync.Mutex
 	counted map[string]time.Time // directory -> last counted (write path)
-	large   map[string]int      // directory -> entries, for those past the threshold
+	large   map[string]int       // directory -> entries, for those past the threshold
 	queue   chan string
 }
 

@@ -267,7 +267,11 @@ type volumeCollector struct {
 	total, free, info *prometheus.Desc
 }
 
-func (c *volumeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.total; ch <- c.free; ch <- c.info }
+func (c *volumeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.total
+	ch <- c.free
+	ch <- c.info
+}
 
 func (c *volumeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, string(c.g.layout.metadata), c.g.layout.id)
