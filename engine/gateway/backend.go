@@ -39,6 +39,7 @@ func (b *Backend) String() string { return "strata gateway (posix)" }
 // ones its grants name for others (the posix backend would list those it
 // owns by ACL, which strata does not keep).
 func (b *Backend) ListBuckets(ctx context.Context, in s3response.ListBucketsInput) (s3response.ListAllMyBucketsResult, error) {
+	ctx = detach(ctx)
 	if in.IsAdmin {
 		return b.Posix.ListBuckets(ctx, in)
 	}
@@ -68,6 +69,7 @@ func (b *Backend) ListBuckets(ctx context.Context, in s3response.ListBucketsInpu
 // `strata server`, no ACL is kept: the owner is root and users get access
 // through their grants.
 func (b *Backend) GetBucketAcl(ctx context.Context, in *s3.GetBucketAclInput) ([]byte, error) {
+	ctx = detach(ctx)
 	if err := b.vol.Contain(str(in.Bucket), ""); err != nil {
 		return nil, err
 	}
@@ -79,6 +81,7 @@ func (b *Backend) GetBucketAcl(ctx context.Context, in *s3.GetBucketAclInput) ([
 
 // HeadBucket refuses a linked bucket, then asks the backend.
 func (b *Backend) HeadBucket(ctx context.Context, in *s3.HeadBucketInput) (*s3.HeadBucketOutput, error) {
+	ctx = detach(ctx)
 	if err := b.vol.Contain(str(in.Bucket), ""); err != nil {
 		return nil, err
 	}
@@ -98,6 +101,7 @@ func (b *Backend) PutObjectAcl(context.Context, *s3.PutObjectAclInput) error {
 // GetBucketPolicy answers the policy synthesised from the users' grants on
 // the bucket, as `strata server` does; "no policy" when none has any.
 func (b *Backend) GetBucketPolicy(ctx context.Context, bucket string) ([]byte, error) {
+	ctx = detach(ctx)
 	if _, err := b.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: &bucket}); err != nil {
 		return nil, err
 	}
@@ -121,6 +125,7 @@ func (b *Backend) DeleteBucketPolicy(context.Context, string) error {
 
 // ListObjects lists a bucket; a prefix no key can match lists nothing.
 func (b *Backend) ListObjects(ctx context.Context, in *s3.ListObjectsInput) (s3response.ListObjectsResult, error) {
+	ctx = detach(ctx)
 	if err := b.vol.Contain(str(in.Bucket), ""); err != nil {
 		return s3response.ListObjectsResult{}, err
 	}
@@ -134,6 +139,7 @@ func (b *Backend) ListObjects(ctx context.Context, in *s3.ListObjectsInput) (s3r
 
 // ListObjectsV2 lists a bucket; a prefix no key can match lists nothing.
 func (b *Backend) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input) (s3response.ListObjectsV2Result, error) {
+	ctx = detach(ctx)
 	if err := b.vol.Contain(str(in.Bucket), ""); err != nil {
 		return s3response.ListObjectsV2Result{}, err
 	}
@@ -148,6 +154,7 @@ func (b *Backend) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input) 
 // ListObjectVersions lists versions; a prefix no key can match lists
 // nothing.
 func (b *Backend) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersionsInput) (s3response.ListVersionsResult, error) {
+	ctx = detach(ctx)
 	if err := b.vol.Contain(str(in.Bucket), ""); err != nil {
 		return s3response.ListVersionsResult{}, err
 	}
@@ -161,6 +168,7 @@ func (b *Backend) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersi
 
 // ListMultipartUploads lists uploads of a bucket reached without a link.
 func (b *Backend) ListMultipartUploads(ctx context.Context, in *s3.ListMultipartUploadsInput) (s3response.ListMultipartUploadsResult, error) {
+	ctx = detach(ctx)
 	if err := b.vol.Contain(str(in.Bucket), ""); err != nil {
 		return s3response.ListMultipartUploadsResult{}, err
 	}
@@ -169,6 +177,7 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in *s3.ListMultipart
 
 // DeleteBucket removes an empty bucket reached without a link.
 func (b *Backend) DeleteBucket(ctx context.Context, bucket string) error {
+	ctx = detach(ctx)
 	if err := b.vol.Contain(bucket, ""); err != nil {
 		return err
 	}
@@ -198,3 +207,9 @@ func parentDir(bucket, key string) string {
 	}
 	return bucket
 }
+
+// detach keeps a request's values but not its cancellation: the front end
+// cancels every request context when shutdown begins, and the posix
+// backend would then abort uploads in flight that the drain is meant to
+// let finish.
+func detach(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }

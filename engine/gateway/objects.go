@@ -19,6 +19,7 @@ import (
 
 // PutObject stores an object and tells the directory watch.
 func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (s3response.PutObjectOutput, error) {
+	ctx = detach(ctx)
 	bucket, key := str(in.Bucket), str(in.Key)
 	if err := b.check(bucket, key); err != nil {
 		return s3response.PutObjectOutput{}, err
@@ -33,6 +34,7 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 // HeadObject answers an object's metadata; a file created on the
 // filesystem gets its ETag computed and stored first.
 func (b *Backend) HeadObject(ctx context.Context, in *s3.HeadObjectInput) (*s3.HeadObjectOutput, error) {
+	ctx = detach(ctx)
 	bucket, key := str(in.Bucket), str(in.Key)
 	if err := b.check(bucket, key); err != nil {
 		return nil, err
@@ -53,6 +55,7 @@ func (b *Backend) HeadObject(ctx context.Context, in *s3.HeadObjectInput) (*s3.H
 // GetObject streams an object, reporting its time to first byte; a file
 // created on the filesystem gets its ETag computed and stored first.
 func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.GetObjectOutput, error) {
+	ctx = detach(ctx)
 	start := time.Now()
 	bucket, key := str(in.Bucket), str(in.Key)
 	if err := b.check(bucket, key); err != nil {
@@ -96,6 +99,7 @@ func (r *firstByteReader) Read(p []byte) (int, error) {
 
 // GetObjectAcl checks the key first.
 func (b *Backend) GetObjectAcl(ctx context.Context, in *s3.GetObjectAclInput) (*s3.GetObjectAclOutput, error) {
+	ctx = detach(ctx)
 	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
 		return nil, err
 	}
@@ -104,6 +108,7 @@ func (b *Backend) GetObjectAcl(ctx context.Context, in *s3.GetObjectAclInput) (*
 
 // GetObjectAttributes checks the key first.
 func (b *Backend) GetObjectAttributes(ctx context.Context, in *s3.GetObjectAttributesInput) (s3response.GetObjectAttributesResponse, error) {
+	ctx = detach(ctx)
 	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
 		return s3response.GetObjectAttributesResponse{}, err
 	}
@@ -121,6 +126,7 @@ func (b *Backend) checkCopySource(src *string) error {
 
 // CopyObject checks both keys and tells the directory watch.
 func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput) (s3response.CopyObjectOutput, error) {
+	ctx = detach(ctx)
 	bucket, key := str(in.Bucket), str(in.Key)
 	if err := b.check(bucket, key); err != nil {
 		return s3response.CopyObjectOutput{}, err
@@ -137,6 +143,7 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 
 // DeleteObject checks the key first.
 func (b *Backend) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput) (*s3.DeleteObjectOutput, error) {
+	ctx = detach(ctx)
 	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
 		return nil, err
 	}
@@ -147,6 +154,7 @@ func (b *Backend) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput) (*
 // others as failed: these keys come from the request body, which the front
 // end does not check the way it checks a URL.
 func (b *Backend) DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput) (s3response.DeleteResult, error) {
+	ctx = detach(ctx)
 	bucket := str(in.Bucket)
 	var refused []types.Error
 	ok := make([]types.ObjectIdentifier, 0, len(in.Delete.Objects))
@@ -175,6 +183,7 @@ func (b *Backend) DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput) 
 
 // CreateMultipartUpload checks the key first.
 func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.CreateMultipartUploadInput) (s3response.InitiateMultipartUploadResult, error) {
+	ctx = detach(ctx)
 	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
 		return s3response.InitiateMultipartUploadResult{}, err
 	}
@@ -183,6 +192,7 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 
 // CompleteMultipartUpload checks the key and tells the directory watch.
 func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput) (s3response.CompleteMultipartUploadResult, string, error) {
+	ctx = detach(ctx)
 	bucket, key := str(in.Bucket), str(in.Key)
 	if err := b.check(bucket, key); err != nil {
 		return s3response.CompleteMultipartUploadResult{}, "", err
@@ -196,6 +206,7 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 
 // AbortMultipartUpload checks the key first.
 func (b *Backend) AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput) error {
+	ctx = detach(ctx)
 	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
 		return err
 	}
@@ -204,6 +215,7 @@ func (b *Backend) AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipar
 
 // ListParts checks the key first.
 func (b *Backend) ListParts(ctx context.Context, in *s3.ListPartsInput) (s3response.ListPartsResult, error) {
+	ctx = detach(ctx)
 	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
 		return s3response.ListPartsResult{}, err
 	}
@@ -212,6 +224,7 @@ func (b *Backend) ListParts(ctx context.Context, in *s3.ListPartsInput) (s3respo
 
 // UploadPart checks the key first.
 func (b *Backend) UploadPart(ctx context.Context, in *s3.UploadPartInput) (*s3.UploadPartOutput, error) {
+	ctx = detach(ctx)
 	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
 		return nil, err
 	}
@@ -220,6 +233,7 @@ func (b *Backend) UploadPart(ctx context.Context, in *s3.UploadPartInput) (*s3.U
 
 // UploadPartCopy checks both keys first.
 func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput) (s3response.CopyPartResult, error) {
+	ctx = detach(ctx)
 	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
 		return s3response.CopyPartResult{}, err
 	}
@@ -231,6 +245,7 @@ func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput
 
 // GetObjectTagging checks the key first.
 func (b *Backend) GetObjectTagging(ctx context.Context, bucket, object, versionID string) (map[string]string, error) {
+	ctx = detach(ctx)
 	if err := b.check(bucket, object); err != nil {
 		return nil, err
 	}
@@ -239,6 +254,7 @@ func (b *Backend) GetObjectTagging(ctx context.Context, bucket, object, versionI
 
 // PutObjectTagging checks the key first.
 func (b *Backend) PutObjectTagging(ctx context.Context, bucket, object, versionID string, tags map[string]string) error {
+	ctx = detach(ctx)
 	if err := b.check(bucket, object); err != nil {
 		return err
 	}
@@ -247,6 +263,7 @@ func (b *Backend) PutObjectTagging(ctx context.Context, bucket, object, versionI
 
 // DeleteObjectTagging checks the key first.
 func (b *Backend) DeleteObjectTagging(ctx context.Context, bucket, object, versionID string) error {
+	ctx = detach(ctx)
 	if err := b.check(bucket, object); err != nil {
 		return err
 	}
@@ -255,6 +272,7 @@ func (b *Backend) DeleteObjectTagging(ctx context.Context, bucket, object, versi
 
 // PutObjectRetention checks the key first.
 func (b *Backend) PutObjectRetention(ctx context.Context, bucket, object, versionID string, retention []byte) error {
+	ctx = detach(ctx)
 	if err := b.check(bucket, object); err != nil {
 		return err
 	}
@@ -263,6 +281,7 @@ func (b *Backend) PutObjectRetention(ctx context.Context, bucket, object, versio
 
 // GetObjectRetention checks the key first.
 func (b *Backend) GetObjectRetention(ctx context.Context, bucket, object, versionID string) ([]byte, error) {
+	ctx = detach(ctx)
 	if err := b.check(bucket, object); err != nil {
 		return nil, err
 	}
@@ -271,6 +290,7 @@ func (b *Backend) GetObjectRetention(ctx context.Context, bucket, object, versio
 
 // PutObjectLegalHold checks the key first.
 func (b *Backend) PutObjectLegalHold(ctx context.Context, bucket, object, versionID string, status bool) error {
+	ctx = detach(ctx)
 	if err := b.check(bucket, object); err != nil {
 		return err
 	}
@@ -279,6 +299,7 @@ func (b *Backend) PutObjectLegalHold(ctx context.Context, bucket, object, versio
 
 // GetObjectLegalHold checks the key first.
 func (b *Backend) GetObjectLegalHold(ctx context.Context, bucket, object, versionID string) (*bool, error) {
+	ctx = detach(ctx)
 	if err := b.check(bucket, object); err != nil {
 		return nil, err
 	}
@@ -287,6 +308,7 @@ func (b *Backend) GetObjectLegalHold(ctx context.Context, bucket, object, versio
 
 // RestoreObject checks the key first.
 func (b *Backend) RestoreObject(ctx context.Context, in *s3.RestoreObjectInput) error {
+	ctx = detach(ctx)
 	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"crypto/hmac"
 	"crypto/md5"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/minio/minio-go/v7"
+	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/pkg/xattr"
 )
 
@@ -480,4 +484,242 @@ func hmacSHA256(key []byte, msg string) []byte {
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte(msg))
 	return h.Sum(nil)
+}
+
+// scrape returns the gateway's metrics text.
+func scrape(t *testing.T, s *server) string {
+	t.Helper()
+	resp, err := http.Get(s.url() + "/strata/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestGatewayUsersHealthMetricsAdmin: the gateway answers users, health,
+// metrics and the admin API like the server does (shared code).
+func TestGatewayUsersHealthMetricsAdmin(t *testing.T) {
+	usersFile := filepath.Join(t.TempDir(), "users.json")
+	writeUsers := func(content string) {
+		if err := os.WriteFile(usersFile+".tmp", []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(usersFile+".tmp", usersFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeUsers(`{"users":[{"accessKey":"reader","secretKey":"reader-secret","policy":"readonly","buckets":["photos"]},
+		{"accessKey":"writer","secretKey":"writer-secret","policy":"readwrite"}]}`)
+	g := &server{t: t, addr: freeAddr(t), env: []string{"STRATA_IAM_FILE=" + usersFile}}
+	g.args = []string{"gateway", "--address", g.addr, "--root", t.TempDir(), "--shutdown-delay", "0s"}
+	g.start()
+	t.Cleanup(g.kill)
+	root := g.aws()
+	mustCreateBucket(t, root, "photos")
+	mustCreateBucket(t, root, "private")
+	put(t, root, "photos", "p.jpg", []byte("pic"))
+	put(t, root, "private", "s.txt", []byte("no"))
+
+	reader := g.s3Client("reader", "reader-secret")
+	if string(get(t, reader, "photos", "p.jpg")) != "pic" {
+		t.Fatal("reader cannot read its bucket")
+	}
+	if _, err := reader.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String("x"), Body: strings.NewReader("x")}); errCode(err) != "AccessDenied" {
+		t.Fatalf("read-only PUT: %v", err)
+	}
+	if _, err := reader.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("private"), Key: aws.String("s.txt")}); errCode(err) != "AccessDenied" {
+		t.Fatalf("reader on another bucket: %v", err)
+	}
+	lb, err := reader.ListBuckets(ctx, &s3.ListBucketsInput{})
+	if err != nil || len(lb.Buckets) != 1 || *lb.Buckets[0].Name != "photos" {
+		t.Fatalf("reader sees %+v (%v)", lb.Buckets, err)
+	}
+	writer := g.s3Client("writer", "writer-secret")
+	put(t, writer, "private", "w.txt", []byte("w"))
+	mustCreateBucket(t, writer, "writers")
+	// A bucket created by a user is not its own: grants decide, as on the server.
+	if _, err := root.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: aws.String("writers")}); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := root.GetBucketPolicy(ctx, &s3.GetBucketPolicyInput{Bucket: aws.String("photos")})
+	if err != nil || !strings.Contains(aws.ToString(pol.Policy), "reader") {
+		t.Fatalf("synthesised policy: %v %v", pol, err)
+	}
+	if _, err := root.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String("photos"), Policy: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["writer"]},"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::photos/*"]}]}`)}); errCode(err) != "NotImplemented" {
+		t.Fatalf("PutBucketPolicy: %v", err)
+	}
+	if _, err := root.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: aws.String("photos"), ACL: types.BucketCannedACLPublicRead}); errCode(err) != "NotImplemented" && errCode(err) != "AccessControlListNotSupported" {
+		t.Fatalf("PutBucketAcl: %v", err)
+	}
+	writeUsers(`{"users":[{"accessKey":"writer","secretKey":"writer-secret","policy":"readwrite"}]}`)
+	waitFor(t, "removed user refused", 30*time.Second, func() bool {
+		_, err := reader.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("photos"), Key: aws.String("p.jpg")})
+		return errCode(err) == "InvalidAccessKeyId"
+	})
+
+	for _, p := range []string{"/strata/health/live", "/strata/health/ready", "/strata/health/cluster", "/strata/health/cluster?maintenance=true"} {
+		resp, err := http.Get(g.url() + p)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %v %v", p, resp, err)
+		}
+		resp.Body.Close()
+	}
+	m := scrape(t, g)
+	for _, want := range []string{`strata_s3_requests_total{api="PutObject",status="200"}`, `strata_s3_requests_total{api="GetObject",status="403"}`,
+		`strata_gateway_info{deployment="`, `metadata="xattr"`, "strata_gateway_volume_free_bytes",
+		"strata_gateway_large_directory_threshold 100000"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(m, "strata_s3_ttfb_seconds_count 0") || !strings.Contains(m, "strata_s3_ttfb_seconds_count") {
+		t.Error("GETs did not report their time to first byte")
+	}
+	code, body := g.adminGet("info")
+	if code != http.StatusOK || !strings.Contains(string(body), `"mode": "gateway"`) || !strings.Contains(string(body), `"totalBytes"`) {
+		t.Fatalf("admin info: %d %s", code, body)
+	}
+	if code, _ := g.adminGet("heal"); code != http.StatusNotFound {
+		t.Fatalf("admin heal on a gateway: %d", code)
+	}
+	resp, err := http.Get(g.url() + "/strata/admin/v1/info")
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("admin without credentials: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+// TestGatewayTLS: --certs-dir serves S3 over TLS, as the server does.
+func TestGatewayTLS(t *testing.T) {
+	certs := t.TempDir()
+	cert := writeCert(t, certs, 7)
+	g := &server{t: t, addr: freeAddr(t)}
+	g.args = []string{"gateway", "--address", g.addr, "--root", t.TempDir(), "--certs-dir", certs}
+	g.startProcess()
+	t.Cleanup(g.kill)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	mc, err := minio.New(g.addr, &minio.Options{Creds: miniocreds.NewStaticV4(rootUser, rootPassword, ""), Secure: true, Transport: tr, Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "TLS listener up", 30*time.Second, func() bool {
+		_, err := mc.ListBuckets(ctx)
+		return err == nil
+	})
+	if err := mc.MakeBucket(ctx, "secure", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	data := randomBytes(5000)
+	if _, err := mc.PutObject(ctx, "secure", "k", bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := mc.GetObject(ctx, "secure", "k", minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(o)
+	o.Close()
+	if !bytes.Equal(got, data) {
+		t.Fatal("TLS read back wrong")
+	}
+}
+
+// TestGatewayLargeDirectoryWarning: a directory past --large-dir-threshold
+// shows in the metrics and the log, whether it grew through S3 or POSIX.
+func TestGatewayLargeDirectoryWarning(t *testing.T) {
+	root := t.TempDir()
+	g := startGateway(t, root, "--large-dir-threshold", "50", "--large-dir-scan-interval", "1s")
+	c := g.aws()
+	mustCreateBucket(t, c, "big")
+	for i := range 55 {
+		put(t, c, "big", fmt.Sprintf("flat/%03d", i), []byte("x"))
+	}
+	for i := range 10 {
+		put(t, c, "big", fmt.Sprintf("tree/%d/x", i), []byte("x"))
+	}
+	if err := os.MkdirAll(filepath.Join(root, "big", "posix"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		if err := os.WriteFile(filepath.Join(root, "big", "posix", fmt.Sprint(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "large directories reported", 30*time.Second, func() bool {
+		m := scrape(t, g)
+		return strings.Contains(m, `strata_gateway_large_directory_entries{directory="big/flat"} 55`) &&
+			strings.Contains(m, `strata_gateway_large_directory_entries{directory="big/posix"} 60`) &&
+			strings.Contains(m, "strata_gateway_large_directories 2")
+	})
+	if !strings.Contains(g.logs(), "large directory") {
+		t.Fatal("no log warning for a large directory")
+	}
+}
+
+// TestGatewayGracefulShutdown: on SIGTERM readiness drops first while an
+// upload in flight continues, and the upload completes before the process
+// exits cleanly.
+func TestGatewayGracefulShutdown(t *testing.T) {
+	root := t.TempDir()
+	g := startGateway(t, root, "--shutdown-delay", "2s")
+	mc := g.minio()
+	if err := mc.MakeBucket(ctx, "drain", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const chunks = 8
+	data := randomBytes(chunks << 20)
+	pr, pw := io.Pipe()
+	started := make(chan struct{})
+	go func() {
+		for i := range chunks {
+			if i == 1 {
+				close(started)
+			}
+			if _, err := pw.Write(data[i<<20 : (i+1)<<20]); err != nil {
+				return
+			}
+			time.Sleep(400 * time.Millisecond)
+		}
+		pw.Close()
+	}()
+	result := make(chan error, 1)
+	go func() {
+		_, err := mc.PutObject(ctx, "drain", "slow.bin", pr, int64(len(data)), minio.PutObjectOptions{PartSize: 64 << 20})
+		result <- err
+	}()
+	<-started
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "readiness down after SIGTERM", 10*time.Second, func() bool {
+		resp, err := http.Get(g.url() + "/strata/health/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	})
+	select {
+	case err := <-result:
+		t.Fatalf("upload ended before the drain: %v", err)
+	default:
+	}
+	if err := <-result; err != nil {
+		t.Fatalf("upload in flight during shutdown failed: %v", err)
+	}
+	if !bytes.Equal(onDisk(t, root, "drain", "slow.bin"), data) {
+		t.Fatal("drained upload stored wrong bytes")
+	}
+	select {
+	case <-g.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("gateway did not exit after draining")
+	}
+	if code := g.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, g.logs())
+	}
 }
