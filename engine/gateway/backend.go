@@ -68,13 +68,14 @@ func (b *Backend) ListBuckets(ctx context.Context, in s3response.ListBucketsInpu
 // object request; it also refuses a bucket that is a symbolic link. As in
 // `strata server`, no ACL is kept: the owner is root and users get access
 // through their grants.
-func (b *Backend) GetBucketAcl(ctx context.Context, in *s3.GetBucketAclInput) ([]byte, error) {
-	ctx = detach(ctx)
-	if err := b.vol.Contain(str(in.Bucket), ""); err != nil {
+func (b *Backend) GetBucketAcl(_ context.Context, in *s3.GetBucketAclInput) ([]byte, error) {
+	bucket := str(in.Bucket)
+	exists, err := b.vol.Bucket(bucket)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := b.Posix.GetBucketAcl(ctx, in); err != nil {
-		return nil, err
+	if !exists {
+		return nil, s3err.GetBucketErr(s3err.ErrNoSuchBucket, bucket)
 	}
 	return nil, nil
 }
