@@ -118,41 +118,23 @@ func (v *volume) Contain(bucket, key string) error {
 }
 
 // Bucket reports whether bucket is a directory of the root, refusing one
-// that is a symbolic link.
+// that is a symbolic link. One fstatat, cheaper than the stat and ACL read
+// the posix backend would do for the same question.
 func (v *volume) Bucket(bucket string) (bool, error) {
 	if bucket == "" || strings.ContainsRune(bucket, '/') || bucket == "." || bucket == ".." {
 		return false, nil
 	}
-	if !v.noAt2.Load() {
-		fd, err := unix.Openat2(v.fd, bucket, &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
-		})
-		if err == nil {
-			_ = unix.Close(fd)
-			return true, nil
-		}
-		if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EPERM) {
-			if errors.Is(err, unix.ELOOP) {
-				return false, ErrOutsideBucket
-			}
-			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-				return false, nil
-			}
-			return false, &os.PathError{Op: "open", Path: filepath.Join(v.dir, bucket), Err: err}
-		}
-		v.noAt2.Store(true)
-	}
-	fi, err := os.Lstat(filepath.Join(v.dir, bucket))
+	var st unix.Stat_t
+	err := unix.Fstatat(v.fd, bucket, &st, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
 		return false, nil
 	case err != nil:
-		return false, err
-	case fi.Mode()&os.ModeSymlink != 0:
+		return false, &os.PathError{Op: "stat", Path: filepath.Join(v.dir, bucket), Err: err}
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
 		return false, ErrOutsideBucket
 	}
-	return fi.IsDir(), nil
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
 }
 
 func (v *volume) containAt2(bucket, key string) error {

@@ -105,6 +105,14 @@ func TestContain(t *testing.T) {
 			}
 		}
 	}
+	for bucket, want := range map[string]bool{"b": true, "b2": true, "nobucket": false, "": false, "..": false, "b/sub": false} {
+		if ok, err := vol.Bucket(bucket); ok != want || err != nil {
+			t.Errorf("Bucket(%q) = %v, %v; want %v", bucket, ok, err, want)
+		}
+	}
+	if _, err := vol.Bucket("lnk"); err != ErrOutsideBucket {
+		t.Errorf("Bucket(lnk) = %v, want ErrOutsideBucket", err)
+	}
 	if vol.noAt2.Load() {
 		t.Log("openat2 unavailable here: both runs used the fallback")
 	}
