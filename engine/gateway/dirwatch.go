@@ -22,7 +22,8 @@ import (
 // gateway falls over (docs/gateway.md has the measurements). Two sources:
 //
 //   - writes through S3: the parent directory of a written key is counted
-//     (in the background, at most once per recount interval per directory);
+//     (in the background, at most once per recount interval per directory,
+//     and once more an interval after the last write);
 //   - a slow periodic scan of the whole volume, which also sees
 //     directories grown through POSIX.
 //
@@ -34,9 +35,17 @@ type dirWatch struct {
 	log       *slog.Logger
 
 	mu      sync.Mutex
-	counted map[string]time.Time // directory -> last counted (write path)
-	large   map[string]int       // directory -> entries, for those past the threshold
+	counted map[string]*counted // directory -> write-path bookkeeping
+	large   map[string]int      // directory -> entries, for those past the threshold
 	queue   chan string
+}
+
+// counted is when a directory written through S3 was last counted, and
+// whether writes came after (it is counted again one interval later, so the
+// last burst of writes into a directory is never missed).
+type counted struct {
+	at    time.Time
+	dirty bool
 }
 
 // maxCounted bounds the write-path bookkeeping; past it, the oldest half is
@@ -45,7 +54,7 @@ const maxCounted = 100_000
 
 func newDirWatch(root string, threshold int, recount time.Duration, log *slog.Logger) *dirWatch {
 	return &dirWatch{root: root, threshold: threshold, recount: recount, log: log,
-		counted: map[string]time.Time{}, large: map[string]int{}, queue: make(chan string, 1024)}
+		counted: map[string]*counted{}, large: map[string]int{}, queue: make(chan string, 1024)}
 }
 
 // wrote notes a write into dir (relative to the root).
@@ -55,31 +64,58 @@ func (w *dirWatch) wrote(dir string) {
 	}
 	now := time.Now()
 	w.mu.Lock()
-	last, ok := w.counted[dir]
-	if ok && now.Sub(last) < w.recount {
+	c, ok := w.counted[dir]
+	if ok && now.Sub(c.at) < w.recount {
+		c.dirty = true
 		w.mu.Unlock()
 		return
 	}
-	if len(w.counted) >= maxCounted {
-		w.forgetOldest()
+	if !ok {
+		if len(w.counted) >= maxCounted {
+			w.forgetOldest()
+		}
+		c = &counted{}
+		w.counted[dir] = c
 	}
-	w.counted[dir] = now
+	c.at, c.dirty = now, false
 	w.mu.Unlock()
+	w.enqueue(dir)
+}
+
+func (w *dirWatch) enqueue(dir string) {
 	select {
 	case w.queue <- dir:
 	default: // busy: the next write or the scan counts it
 	}
 }
 
+// recountDirty queues the directories written since they were last
+// counted, once the recount interval has passed.
+func (w *dirWatch) recountDirty() {
+	now := time.Now()
+	var due []string
+	w.mu.Lock()
+	for d, c := range w.counted {
+		if c.dirty && now.Sub(c.at) >= w.recount {
+			c.at, c.dirty = now, false
+			due = append(due, d)
+		}
+	}
+	w.mu.Unlock()
+	for _, d := range due {
+		w.enqueue(d)
+	}
+}
+
 func (w *dirWatch) forgetOldest() {
 	times := make([]time.Time, 0, len(w.counted))
-	for _, t := range w.counted {
-		times = append(times, t)
+	for _, c := range w.counted {
+		times = append(times, c.at)
 	}
 	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
 	cut := times[len(times)/2]
-	for d, t := range w.counted {
-		if t.Before(cut) {
+	for d, c := range w.counted {
+		if c.at.Before(cut) {
 			delete(w.counted, d)
 		}
 	}
@@ -98,10 +134,14 @@ func (w *dirWatch) run(ctx context.Context, scanEvery time.Duration) {
 		tick = t.C
 		go w.scan(ctx)
 	}
+	dirty := time.NewTicker(w.recount)
+	defer dirty.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-dirty.C:
+			w.recountDirty()
 		case dir := <-w.queue:
 			if n, err := countEntries(filepath.Join(w.root, dir)); err == nil {
 				w.record(dir, n)

@@ -82,5 +82,41 @@ strata_gateway_large_directories 0
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// Writes inside the recount interval are not lost: the directory is
+	// counted again once the interval has passed.
+	cancel()
+	w2 := newDirWatch(root, 25, 200*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel = context.WithCancel(context.Background())
+	go w2.run(ctx, 0)
+	touch("bkt/small", 40)
+	w2.wrote("bkt/small") // counted now...
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		w2.mu.Lock()
+		n := w2.large["bkt/small"]
+		w2.mu.Unlock()
+		if n == 40 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("first count: %d", n)
+		}
+	}
+	for i := range 4 {
+		_ = os.WriteFile(filepath.Join(root, "bkt/small", fmt.Sprintf("late%d", i)), nil, 0o644)
+		w2.wrote("bkt/small") // ...these only mark it dirty
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		w2.mu.Lock()
+		n := w2.large["bkt/small"]
+		w2.mu.Unlock()
+		if n == 44 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("late writes never counted: %d entries recorded", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	cancel()
 }
