@@ -183,8 +183,8 @@ const maxLinks = 40
 // refuses (a linked bucket, absolute link targets, '..' above the bucket).
 func (v *volume) containWalk(bucket, key string) error {
 	bdir := filepath.Join(v.dir, bucket)
-	fi, err := os.Lstat(bdir)
-	if err != nil {
+	fi, ok := lstat(bdir)
+	if !ok {
 		return nil
 	}
 	if fi.Mode()&os.ModeSymlink != 0 {
@@ -207,8 +207,8 @@ func (v *volume) containWalk(bucket, key string) error {
 			continue
 		}
 		p := filepath.Join(bdir, filepath.Join(resolved...), seg)
-		fi, err := os.Lstat(p)
-		if err != nil {
+		fi, ok := lstat(p)
+		if !ok {
 			return nil // the rest does not exist: created below a checked directory
 		}
 		if fi.Mode()&os.ModeSymlink == 0 {
@@ -218,8 +218,8 @@ func (v *volume) containWalk(bucket, key string) error {
 		if links++; links > maxLinks {
 			return ErrOutsideBucket
 		}
-		target, err := os.Readlink(p)
-		if err != nil {
+		target, ok := readlink(p)
+		if !ok {
 			return nil
 		}
 		if filepath.IsAbs(target) {
@@ -228,6 +228,18 @@ func (v *volume) containWalk(bucket, key string) error {
 		pending = append(splitPath(target), pending...)
 	}
 	return nil
+}
+
+// lstat and readlink report only whether they worked: a path the walk
+// cannot read is the backend's to answer (not found, no permission).
+func lstat(p string) (os.FileInfo, bool) {
+	fi, err := os.Lstat(p)
+	return fi, err == nil
+}
+
+func readlink(p string) (string, bool) {
+	t, err := os.Readlink(p)
+	return t, err == nil
 }
 
 func splitPath(p string) []string {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -100,7 +101,7 @@ func TestContain(t *testing.T) {
 			if (err == nil) != c.ok {
 				t.Errorf("%s: Contain(%q, %q) = %v, want ok=%v", mode, c.bucket, c.key, err, c.ok)
 			}
-			if err != nil && err != ErrOutsideBucket {
+			if err != nil && !errors.Is(err, ErrOutsideBucket) {
 				t.Errorf("%s: Contain(%q, %q) = %v, want ErrOutsideBucket", mode, c.bucket, c.key, err)
 			}
 		}
@@ -110,7 +111,7 @@ func TestContain(t *testing.T) {
 			t.Errorf("Bucket(%q) = %v, %v; want %v", bucket, ok, err, want)
 		}
 	}
-	if _, err := vol.Bucket("lnk"); err != ErrOutsideBucket {
+	if _, err := vol.Bucket("lnk"); !errors.Is(err, ErrOutsideBucket) {
 		t.Errorf("Bucket(lnk) = %v, want ErrOutsideBucket", err)
 	}
 	if vol.noAt2.Load() {
