@@ -80,6 +80,23 @@ func (b *Backend) GetBucketAcl(_ context.Context, in *s3.GetBucketAclInput) ([]b
 	return nil, nil
 }
 
+// CreateBucket creates a bucket directory. An existing directory is
+// answered BucketAlreadyOwnedByYou, as `strata server` answers an existing
+// bucket: ownership is not kept, and a directory made through POSIX has no
+// ACL for the posix backend to compare against (it would fail).
+func (b *Backend) CreateBucket(ctx context.Context, in *s3.CreateBucketInput, acl []byte) error {
+	ctx = detach(ctx)
+	bucket := str(in.Bucket)
+	exists, err := b.vol.Bucket(bucket)
+	if err != nil {
+		return err
+	}
+	if exists {
+		return s3err.GetBucketErr(s3err.ErrBucketAlreadyOwnedByYou, bucket)
+	}
+	return b.Posix.CreateBucket(ctx, in, acl)
+}
+
 // HeadBucket refuses a linked bucket, then asks the backend.
 func (b *Backend) HeadBucket(ctx context.Context, in *s3.HeadBucketInput) (*s3.HeadBucketOutput, error) {
 	ctx = detach(ctx)

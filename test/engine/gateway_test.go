@@ -233,6 +233,9 @@ func TestGatewayFilesCreatedOnTheFilesystem(t *testing.T) {
 	if err != nil || len(lb.Buckets) != 1 || *lb.Buckets[0].Name != "nas" {
 		t.Fatalf("a directory made with mkdir is not a bucket: %+v %v", lb.Buckets, err)
 	}
+	if _, err := cb.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("nas")}); errCode(err) != "BucketAlreadyOwnedByYou" {
+		t.Fatalf("CreateBucket over a directory made with mkdir: %v", err)
+	}
 	keys := listKeys(t, ca, "nas", "")
 	o, ok := keys["results/run1/out.dat"]
 	if !ok || *o.Size != int64(len(data)) {
