@@ -73,9 +73,8 @@ type Gateway struct {
 	started  time.Time
 	ready    atomic.Bool
 	stopping atomic.Bool
-	// volumeErr is why the volume did not answer the last probe ("" when
-	// it did).
-	volumeErr atomic.Pointer[string]
+	// volume is what the last probe of the volume found.
+	volume atomic.Pointer[volumeState]
 }
 
 // Run serves until ctx ends, then drains: readiness drops, in-flight
@@ -87,7 +86,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	g := &Gateway{cfg: cfg, layout: l, started: time.Now()}
-	g.volumeErr.Store(new(string))
+	g.volume.Store(&volumeState{})
 
 	versions := cfg.VersionsDir
 	if versions == "" {
@@ -181,7 +180,7 @@ func (g *Gateway) Ready() (bool, string) {
 	case !g.ready.Load():
 		return false, "starting"
 	}
-	if why := *g.volumeErr.Load(); why != "" {
+	if why := g.volume.Load().why; why != "" {
 		return false, why
 	}
 	return true, ""
@@ -190,40 +189,65 @@ func (g *Gateway) Ready() (bool, string) {
 // ClusterHealthy implements health.Checker. Gateways hold no state, so any
 // one of them may go down for maintenance; the volume must answer.
 func (g *Gateway) ClusterHealthy(bool) (bool, string) {
-	if why := *g.volumeErr.Load(); why != "" {
+	if why := g.volume.Load().why; why != "" {
 		return false, why
 	}
 	return true, ""
 }
 
-// probeVolume checks every interval that the volume answers a stat within
-// the interval (a hung NFS server blocks forever; the probe must not).
+// volumeState is what the last probe of the volume found.
+type volumeState struct {
+	why         string // why the volume is unavailable; "" when it answered
+	total, free uint64 // its capacity, from the last probe that answered
+	known       bool   // total and free were measured
+}
+
+// probeVolume checks every interval that the volume answers (statfs of the
+// root, then a stat of the marker) within the interval, and keeps its
+// capacity for the metrics and the admin API, so neither a scrape nor a
+// readiness probe ever blocks on a hung NFS server. A probe still blocked
+// is not duplicated.
 func (g *Gateway) probeVolume(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	type result struct {
+		total, free uint64
+		err         error
+	}
+	var pending chan result
 	for {
-		done := make(chan error, 1)
-		go func() {
-			_, err := os.Stat(filepath.Join(g.layout.root, hiddenDir, markerFile))
-			done <- err
-		}()
-		why := ""
+		if pending == nil {
+			pending = make(chan result, 1)
+			go func(done chan<- result) {
+				total, free, err := statfs(g.layout.root)
+				if err == nil {
+					_, err = os.Stat(filepath.Join(g.layout.root, hiddenDir, markerFile))
+				}
+				done <- result{total, free, err}
+			}(pending)
+		}
+		prev := g.volume.Load()
+		next := *prev
 		select {
-		case err := <-done:
-			if err != nil {
-				why = "volume: " + err.Error()
+		case r := <-pending:
+			pending = nil
+			next.why = ""
+			if r.err != nil {
+				next.why = "volume: " + r.err.Error()
+			} else {
+				next.total, next.free, next.known = r.total, r.free, true
 			}
 		case <-time.After(interval):
-			why = fmt.Sprintf("volume %s did not answer a stat within %s", g.layout.root, interval)
+			next.why = fmt.Sprintf("volume %s did not answer within %s", g.layout.root, interval)
 		}
-		if prev := *g.volumeErr.Load(); prev != why {
-			if why != "" {
-				g.cfg.Log.Error("volume unavailable", "reason", why)
+		if prev.why != next.why {
+			if next.why != "" {
+				g.cfg.Log.Error("volume unavailable", "reason", next.why)
 			} else {
 				g.cfg.Log.Info("volume available again")
 			}
 		}
-		g.volumeErr.Store(&why)
+		g.volume.Store(&next)
 		select {
 		case <-ctx.Done():
 			return
@@ -238,8 +262,8 @@ func (g *Gateway) Info() admin.Info {
 		Version: buildinfo.String(), ProtocolVersion: 1, DeploymentID: g.layout.id, Mode: "gateway",
 		Uptime: time.Since(g.started).Round(time.Second).String(),
 	}
-	if total, free, err := statfs(g.layout.root); err == nil {
-		info.Capacity = admin.Capacity{TotalBytes: total, FreeBytes: free, UsedBytes: total - free, UsableBytes: free}
+	if v := g.volume.Load(); v.known {
+		info.Capacity = admin.Capacity{TotalBytes: v.total, FreeBytes: v.free, UsedBytes: v.total - v.free, UsableBytes: v.free}
 	}
 	return info
 }
@@ -256,7 +280,7 @@ func statfs(dir string) (total, free uint64, err error) {
 func (g *Gateway) volumeCollector() prometheus.Collector {
 	return &volumeCollector{g: g,
 		total: prometheus.NewDesc("strata_gateway_volume_total_bytes", "Capacity of the served filesystem.", nil, nil),
-		free:  prometheus.NewDesc("strata_gateway_volume_free_bytes", "Bytes of the served filesystem available to the gateway.", nil, nil),
+		free:  prometheus.NewDesc("strata_gateway_volume_free_bytes", "Bytes of the served filesystem available to the gateway (at the last probe, every 5 s).", nil, nil),
 		info: prometheus.NewDesc("strata_gateway_info", "Always 1: the volume's metadata mode (xattr or sidecar) and deployment ID.",
 			[]string{"metadata", "deployment"}, nil),
 	}
@@ -275,9 +299,9 @@ func (c *volumeCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *volumeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, string(c.g.layout.metadata), c.g.layout.id)
-	if total, free, err := statfs(c.g.layout.root); err == nil {
-		ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(total))
-		ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(free))
+	if v := c.g.volume.Load(); v.known {
+		ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(v.total))
+		ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(v.free))
 	}
 }
 

@@ -726,3 +726,34 @@ func TestGatewayGracefulShutdown(t *testing.T) {
 		t.Fatalf("exit code %d:\n%s", code, g.logs())
 	}
 }
+
+// TestGatewayReadinessFollowsTheVolume: a gateway whose volume goes away
+// (here: its marker disappears, as when the volume is unmounted under the
+// mount point) reports not ready, and ready again when it is back.
+func TestGatewayReadinessFollowsTheVolume(t *testing.T) {
+	root := t.TempDir()
+	g := startGateway(t, root)
+	status := func(path string) int {
+		resp, err := http.Get(g.url() + path)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	marker := filepath.Join(root, ".strata", "gateway.json")
+	if err := os.Rename(marker, marker+".away"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "not ready without its volume", 30*time.Second, func() bool { return status("/strata/health/ready") == http.StatusServiceUnavailable })
+	if status("/strata/health/live") != http.StatusOK {
+		t.Fatal("liveness failed with the volume away: kubelet would restart a replica that only waits for its volume")
+	}
+	if err := os.Rename(marker+".away", marker); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ready again", 30*time.Second, func() bool { return status("/strata/health/ready") == http.StatusOK })
+	if !strings.Contains(g.logs(), "volume unavailable") || !strings.Contains(g.logs(), "volume available again") {
+		t.Fatalf("volume state changes not logged:\n%s", g.logs())
+	}
+}
