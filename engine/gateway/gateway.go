@@ -60,6 +60,9 @@ type Config struct {
 	// ETag is computed before answering its first HEAD or GET (larger ones
 	// are hashed in the background).
 	ETagSyncLimit int64
+	// StaleUploadAge is how long a multipart upload may go without a new
+	// part before it is aborted and its staged parts removed; 0: never.
+	StaleUploadAge time.Duration
 	// ShutdownDelay is how long readiness is reported down before the
 	// listener stops, so load balancers stop sending new requests first.
 	ShutdownDelay time.Duration
@@ -147,6 +150,7 @@ func Run(ctx context.Context, cfg Config) error {
 	go users.Watch(5*time.Second, bg.Done())
 	go dirs.run(bg, cfg.LargeDirScanInterval)
 	go g.probeVolume(bg, 5*time.Second)
+	go be.cleanStaleUploads(bg, cfg.StaleUploadAge, log)
 
 	// The listener outlives ctx by ShutdownDelay: readiness drops first.
 	serveCtx, stopServing := context.WithCancel(context.Background())

@@ -757,3 +757,67 @@ func TestGatewayReadinessFollowsTheVolume(t *testing.T) {
 		t.Fatalf("volume state changes not logged:\n%s", g.logs())
 	}
 }
+
+// TestGatewayAbortsStaleUploads: uploads that receive no part for
+// --stale-uploads-expiry are aborted and their staged parts removed, by any
+// replica; an upload still receiving parts is left alone.
+func TestGatewayAbortsStaleUploads(t *testing.T) {
+	root := t.TempDir()
+	a := startGateway(t, root, "--stale-uploads-expiry", "2s")
+	startGateway(t, root, "--stale-uploads-expiry", "2s")
+	c := a.aws()
+	mustCreateBucket(t, c, "uploads")
+	part := func(key string, id *string, n int32) *string {
+		t.Helper()
+		out, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("uploads"), Key: &key, UploadId: id, PartNumber: &n,
+			Body: bytes.NewReader(randomBytes(5 << 20))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.ETag
+	}
+	stale, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("uploads"), Key: aws.String("abandoned")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part("abandoned", stale.UploadId, 1)
+	active, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("uploads"), Key: aws.String("active")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uploads := func() map[string]bool {
+		out, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("uploads")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, u := range out.Uploads {
+			m[*u.Key] = true
+		}
+		return m
+	}
+	var done []types.CompletedPart
+	deadline := time.Now().Add(30 * time.Second)
+	for n := int32(1); uploads()["abandoned"]; n++ {
+		if time.Now().After(deadline) {
+			t.Fatal("stale upload not aborted")
+		}
+		done = append(done, types.CompletedPart{ETag: part("active", active.UploadId, n), PartNumber: aws.Int32(n)})
+		time.Sleep(500 * time.Millisecond)
+	}
+	if !uploads()["active"] {
+		t.Fatal("an upload still receiving parts was aborted")
+	}
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("uploads"), Key: aws.String("active"),
+		UploadId: active.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: done}}); err != nil {
+		t.Fatalf("completing the active upload: %v", err)
+	}
+	if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("uploads"), Key: aws.String("abandoned"), UploadId: stale.UploadId,
+		PartNumber: aws.Int32(2), Body: strings.NewReader("x")}); errCode(err) != "NoSuchUpload" {
+		t.Fatalf("part for an aborted upload: %v", err)
+	}
+	waitFor(t, "staged parts removed", 10*time.Second, func() bool {
+		ents, _ := os.ReadDir(filepath.Join(root, "uploads", ".sgwtmp", "multipart"))
+		return len(ents) == 0
+	})
+}
