@@ -157,6 +157,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
 	largeDir := fs.Int("large-dir-threshold", 100000, "entries from which a directory is reported as large (metric and log); 0 turns the watch off")
 	largeScan := fs.Duration("large-dir-scan-interval", time.Hour, "pause between scans of the whole volume for large directories; 0: only directories written through S3 are counted")
+	fsync := fs.Bool("fsync", false, "sync every written object (data, xattrs, directory entries) before acknowledging it; off: as VersityGW, durable once the filesystem flushes")
 	staleUploads := fs.Duration("stale-uploads-expiry", 24*time.Hour, "abort multipart uploads that received no part for this long (0: never)")
 	etagLimit := fs.Int64("etag-sync-limit", 256<<20, "largest file created on the filesystem whose ETag is computed before its first HEAD or GET answers (larger: in the background)")
 	shutdownDelay := fs.Duration("shutdown-delay", 5*time.Second, "readiness reports down this long before the listener stops")
@@ -176,7 +177,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	cfg := gateway.Config{
 		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir,
 		CertsReloadInterval: *certsReload, UsersFile: getenv(iam.EnvIAMFile), LargeDirThreshold: *largeDir,
-		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, ShutdownDelay: *shutdownDelay, Log: log,
+		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
 	}
 	if err := cfg.Check(); err != nil {
 		fmt.Fprintln(stderr, "strata gateway:", err)

@@ -29,7 +29,9 @@ type Backend struct {
 	dirs   *dirWatch
 	// firstByte observes a GET's time to its first body byte; may be nil.
 	firstByte func(seconds float64)
-	log       *slog.Logger
+	// fsync: sync written objects before acknowledging them.
+	fsync bool
+	log   *slog.Logger
 }
 
 // String names the backend in versitygw's logs.

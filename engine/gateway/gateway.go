@@ -60,6 +60,9 @@ type Config struct {
 	// ETag is computed before answering its first HEAD or GET (larger ones
 	// are hashed in the background).
 	ETagSyncLimit int64
+	// Fsync syncs every written object (data, xattrs, directory entries up
+	// to the bucket) before acknowledging it.
+	Fsync bool
 	// StaleUploadAge is how long a multipart upload may go without a new
 	// part before it is aborted and its staged parts removed; 0: never.
 	StaleUploadAge time.Duration
@@ -68,6 +71,10 @@ type Config struct {
 	ShutdownDelay time.Duration
 	Log           *slog.Logger
 }
+
+// maxCopySource is the largest object CopyObject and UploadPartCopy copy,
+// as in S3.
+const maxCopySource = 5 << 30
 
 // Gateway is a running gateway.
 type Gateway struct {
@@ -97,7 +104,9 @@ func Run(ctx context.Context, cfg Config) error {
 	} else if versions, err = filepath.Abs(versions); err != nil {
 		return err
 	}
-	opts := posix.PosixOpts{VersioningDir: l.backendPath(versions)}
+	// CopyObjectThreshold is S3's 5 GiB copy limit: the backend's zero
+	// value refuses every copy (versitygw's CLI sets it from a flag).
+	opts := posix.PosixOpts{VersioningDir: l.backendPath(versions), CopyObjectThreshold: maxCopySource}
 	var ms meta.MetadataStorer = meta.XattrMeta{}
 	sidecar := filepath.Join(l.root, hiddenDir, sidecarDir)
 	switch {
@@ -127,7 +136,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer vol.close()
-	log.Info("volume ready", "root", l.root, "versions", versions, "deployment", l.id)
+	log.Info("volume ready", "root", l.root, "versions", versions, "deployment", l.id, "fsync", cfg.Fsync)
 
 	users, err := iam.NewUsers(cfg.UsersFile, cfg.RootUser.AccessKey, log)
 	if err != nil {
@@ -140,7 +149,7 @@ func Run(ctx context.Context, cfg Config) error {
 	reg.MustRegister(dirs, g.volumeCollector())
 
 	be := &Backend{
-		Posix: px, vol: vol, access: users, dirs: dirs, log: log,
+		Posix: px, vol: vol, access: users, dirs: dirs, log: log, fsync: cfg.Fsync,
 		etags:     newETagFiller(l.root, ms, cfg.ETagSyncLimit, log),
 		firstByte: func(s float64) { s3m.ObserveFirstByte(time.Duration(s * float64(time.Second))) },
 	}

@@ -26,10 +26,16 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 		return s3response.PutObjectOutput{}, err
 	}
 	out, err := b.Posix.PutObject(ctx, in)
-	if err == nil {
-		b.dirs.wrote(parentDir(bucket, key))
+	if err != nil {
+		return out, err
 	}
-	return out, err
+	b.dirs.wrote(parentDir(bucket, key))
+	if b.fsync {
+		if err := b.syncObject(bucket, key); err != nil {
+			return s3response.PutObjectOutput{}, err
+		}
+	}
+	return out, nil
 }
 
 // HeadObject answers an object's metadata; a file created on the
@@ -150,10 +156,16 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 		return s3response.CopyObjectOutput{}, err
 	}
 	out, err := b.Posix.CopyObject(ctx, in)
-	if err == nil {
-		b.dirs.wrote(parentDir(bucket, key))
+	if err != nil {
+		return out, err
 	}
-	return out, err
+	b.dirs.wrote(parentDir(bucket, key))
+	if b.fsync {
+		if err := b.syncObject(bucket, key); err != nil {
+			return s3response.CopyObjectOutput{}, err
+		}
+	}
+	return out, nil
 }
 
 // DeleteObject checks the key first.
@@ -213,10 +225,16 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 		return s3response.CompleteMultipartUploadResult{}, "", err
 	}
 	out, v, err := b.Posix.CompleteMultipartUpload(ctx, in)
-	if err == nil {
-		b.dirs.wrote(parentDir(bucket, key))
+	if err != nil {
+		return out, v, err
 	}
-	return out, v, err
+	b.dirs.wrote(parentDir(bucket, key))
+	if b.fsync {
+		if err := b.syncObject(bucket, key); err != nil {
+			return s3response.CompleteMultipartUploadResult{}, "", err
+		}
+	}
+	return out, v, nil
 }
 
 // AbortMultipartUpload checks the key first.

@@ -81,6 +81,14 @@ func TestGatewayThreeReplicasShareOneDirectory(t *testing.T) {
 		t.Fatalf("replica 3 lists %+v", keys)
 	}
 
+	if _, err := c[2].CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("shared"), Key: aws.String("copies/small.bin"),
+		CopySource: aws.String("shared/dir/small.bin")}); err != nil {
+		t.Fatalf("copy via replica 3: %v", err)
+	}
+	if got := get(t, c[0], "shared", "copies/small.bin"); !bytes.Equal(got, small) {
+		t.Fatal("copy read back wrong")
+	}
+
 	// Multipart: created on 1, parts through 2 and 3, listed on 1, completed on 2.
 	key := "big/upload.bin"
 	mp, err := c[0].CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("shared"), Key: &key})
@@ -820,4 +828,36 @@ func TestGatewayAbortsStaleUploads(t *testing.T) {
 		ents, _ := os.ReadDir(filepath.Join(root, "uploads", ".sgwtmp", "multipart"))
 		return len(ents) == 0
 	})
+}
+
+// TestGatewayFsyncMode: with --fsync every kind of write still succeeds
+// and stores the right bytes (new deep prefixes, directory objects,
+// multipart completion, copies).
+func TestGatewayFsyncMode(t *testing.T) {
+	root := t.TempDir()
+	g := startGateway(t, root, "--fsync")
+	c := g.aws()
+	mustCreateBucket(t, c, "durable")
+	data := randomBytes(100000)
+	put(t, c, "durable", "a/b/c/new-prefix.bin", data)
+	put(t, c, "durable", "folder/", nil)
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("durable"), Key: aws.String("x/copy.bin"),
+		CopySource: aws.String("durable/a/b/c/new-prefix.bin")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.minio().PutObject(ctx, "durable", "m/multi.bin", bytes.NewReader(append(data, randomBytes(11<<20)...)), -1,
+		minio.PutObjectOptions{PartSize: 5 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"a/b/c/new-prefix.bin", "x/copy.bin"} {
+		if !bytes.Equal(onDisk(t, root, "durable", key), data) {
+			t.Fatalf("%s on disk", key)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(root, "durable", "m", "multi.bin")); err != nil || fi.Size() != int64(len(data)+11<<20) {
+		t.Fatalf("multipart object on disk: %v %v", fi, err)
+	}
+	if !strings.Contains(g.logs(), `"fsync":true`) {
+		t.Fatal("fsync mode not logged")
+	}
 }
