@@ -14,6 +14,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/strata-storage/strata/engine/buildinfo"
 	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/gateway"
 	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/internode"
 	"github.com/strata-storage/strata/engine/server"
@@ -54,8 +56,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	case "server":
 		return runServer(args[1:], stderr, getenv)
 	case "gateway":
-		fmt.Fprintf(stderr, "strata gateway: not implemented in this build yet\n")
-		return 1
+		return runGateway(args[1:], stderr, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -182,6 +183,70 @@ pool list from a file (docs/topology.md) and follows its changes.
 	})
 	if err != nil {
 		log.Error("server stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// gatewayGCPercent is the gateway's GOGC unless the environment sets one.
+const gatewayGCPercent = 200
+
+func runGateway(args []string, stderr io.Writer, getenv func(string) string) int {
+	fs := flag.NewFlagSet("strata gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: strata gateway --root DIR [flags]\n\nServes DIR as S3: its top-level directories are buckets, files are objects.\n\n")
+		fs.PrintDefaults()
+	}
+	address := fs.String("address", ":9000", "host:port to serve S3, health, metrics and admin on")
+	root := fs.String("root", "", "directory to serve; its top-level directories are the buckets (required)")
+	versions := fs.String("versions-dir", "", "directory for older versions of objects (default: ROOT/.strata/versions)")
+	metadata := fs.String("metadata", string(gateway.MetadataAuto), "where object metadata lives: auto (xattrs when the filesystem has them), xattr or sidecar")
+	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key (reloaded when they change); empty serves plain HTTP")
+	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
+	largeDir := fs.Int("large-dir-threshold", 100000, "entries from which a directory is reported as large (metric and log); 0 turns the watch off")
+	largeScan := fs.Duration("large-dir-scan-interval", time.Hour, "pause between scans of the whole volume for large directories; 0: only directories written through S3 are counted")
+	fsync := fs.Bool("fsync", false, "sync every written object (data, xattrs, directory entries) before acknowledging it; off: as VersityGW, durable once the filesystem flushes")
+	staleUploads := fs.Duration("stale-uploads-expiry", 24*time.Hour, "abort multipart uploads that received no part for this long (0: never)")
+	etagLimit := fs.Int64("etag-sync-limit", 256<<20, "largest file created on the filesystem whose ETag is computed before its first HEAD or GET answers (larger: in the background)")
+	shutdownDelay := fs.Duration("shutdown-delay", 5*time.Second, "readiness reports down this long before the listener stops")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "strata gateway:", err)
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return 2
+	}
+	cfg := gateway.Config{
+		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir,
+		CertsReloadInterval: *certsReload, UsersFile: getenv(iam.EnvIAMFile), LargeDirThreshold: *largeDir,
+		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
+	}
+	if err := cfg.Check(); err != nil {
+		fmt.Fprintln(stderr, "strata gateway:", err)
+		return 2
+	}
+	if cfg.RootUser, err = iam.RootFromEnv(getenv); err != nil {
+		fmt.Fprintln(stderr, "strata gateway:", err)
+		return 2
+	}
+	if getenv("GOGC") == "" {
+		// The gateway's live heap is small; collecting half as often
+		// buys CPU for requests for about 20 MiB of RSS
+		// (docs/benchmarks.md#gateway). GOGC in the environment wins.
+		debug.SetGCPercent(gatewayGCPercent)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	servePprof(getenv("STRATA_PPROF_ADDR"), log)
+	if err := gateway.Run(ctx, cfg); err != nil {
+		log.Error("gateway stopped", "err", err)
 		return 1
 	}
 	return 0

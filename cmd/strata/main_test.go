@@ -20,6 +20,10 @@ func TestRun(t *testing.T) {
 		{args: []string{"server", "/tmp/d{1...4}"}, code: 2, wantStderr: "root credentials missing"},
 		{args: []string{"server", "relative/d{1...4}"}, code: 2, wantStderr: "must be absolute"},
 		{args: []string{"server", "--log-level", "loud", "/d"}, code: 2, wantStderr: "--log-level"},
+		{args: []string{"gateway"}, code: 2, wantStderr: "--root is required"},
+		{args: []string{"gateway", "--root", "/tmp", "extra"}, code: 2, wantStderr: "usage: strata gateway"},
+		{args: []string{"gateway", "--root", "/tmp"}, code: 2, wantStderr: "root credentials missing"},
+		{args: []string{"gateway", "--root", "/tmp", "--large-dir-threshold", "-1"}, code: 2, wantStderr: "--large-dir-threshold"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer

@@ -8,6 +8,8 @@
 //	GET    /strata/admin/v1/pools/{pool}/decommission   a pool's decommission progress
 //	POST   /strata/admin/v1/pools/{pool}/decommission   start decommissioning a pool
 //	DELETE /strata/admin/v1/pools/{pool}/decommission   cancel it
+//
+// A gateway serves only info (Mode "gateway", its volume as Capacity).
 package admin
 
 import (
@@ -86,9 +88,15 @@ type SetDrain struct {
 // ErrNoSuchPool answers 404.
 var ErrNoSuchPool = errors.New("no such pool")
 
+// Informer is what every strata process answers: its info. A gateway is
+// only an Informer; a server is a Node.
+type Informer interface {
+	Info() Info
+}
+
 // Node is what the admin API reads and asks of the server.
 type Node interface {
-	Info() Info
+	Informer
 	HealStatus() erasure.HealStatus
 	StartScan()
 	DecommissionStatus(pool string) (DecommissionStatus, error)
@@ -97,36 +105,39 @@ type Node interface {
 }
 
 // Handler serves the admin API for node, checking the root credentials.
-func Handler(node Node, access, secret string) http.Handler {
+// The heal endpoints exist only when node is a Node.
+func Handler(node Informer, access, secret string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Prefix+"info", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, node.Info()) })
-	mux.HandleFunc("GET "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, node.HealStatus()) })
-	mux.HandleFunc("POST "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) {
-		node.StartScan()
-		writeJSONStatus(w, http.StatusAccepted, map[string]string{"status": "scan started", "at": time.Now().UTC().Format(time.RFC3339)})
-	})
-	mux.HandleFunc("GET "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
-		st, err := node.DecommissionStatus(r.PathValue("pool"))
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, st)
-	})
-	mux.HandleFunc("POST "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
-		if err := node.StartDecommission(r.PathValue("pool")); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSONStatus(w, http.StatusAccepted, map[string]string{"status": "decommission started"})
-	})
-	mux.HandleFunc("DELETE "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
-		if err := node.CancelDecommission(r.PathValue("pool")); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, map[string]string{"status": "decommission cancelled"})
-	})
+	if n, ok := node.(Node); ok {
+		mux.HandleFunc("GET "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, n.HealStatus()) })
+		mux.HandleFunc("POST "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) {
+			n.StartScan()
+			writeJSONStatus(w, http.StatusAccepted, map[string]string{"status": "scan started", "at": time.Now().UTC().Format(time.RFC3339)})
+		})
+		mux.HandleFunc("GET "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
+			st, err := n.DecommissionStatus(r.PathValue("pool"))
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, st)
+		})
+		mux.HandleFunc("POST "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
+			if err := n.StartDecommission(r.PathValue("pool")); err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSONStatus(w, http.StatusAccepted, map[string]string{"status": "decommission started"})
+		})
+		mux.HandleFunc("DELETE "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
+			if err := n.CancelDecommission(r.PathValue("pool")); err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, map[string]string{"status": "decommission cancelled"})
+		})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass, ok := r.BasicAuth()
 		if !ok || subtle.ConstantTimeCompare([]byte(user), []byte(access)) != 1 ||

@@ -8,7 +8,8 @@ import (
 )
 
 // Routes are the non-S3 endpoints of a strata process (server or gateway):
-// health, metrics, and the admin API when c also implements admin.Node.
+// health, metrics, and the admin API when c also implements admin.Informer
+// (heal endpoints when it is an admin.Node).
 func Routes(c health.Checker, metricsHandler http.Handler, rootAccess, rootSecret string) []Route {
 	routes := []Route{
 		{Method: "GET", Path: health.PathLive, Handler: health.Live()},
@@ -16,7 +17,7 @@ func Routes(c health.Checker, metricsHandler http.Handler, rootAccess, rootSecre
 		{Method: "GET", Path: health.PathCluster, Handler: health.Cluster(c)},
 		{Method: "GET", Path: "/strata/metrics", Handler: metricsHandler},
 	}
-	if a, ok := c.(admin.Node); ok {
+	if a, ok := c.(admin.Informer); ok {
 		h := admin.Handler(a, rootAccess, rootSecret)
 		routes = append(routes,
 			Route{Method: "GET", Path: admin.Prefix + "*", Handler: h},

@@ -1,7 +1,7 @@
 // Package engine holds the integration tests of the strata binary: real
-// `strata server` processes on 127.0.0.1, driven by real S3 clients
-// (aws-sdk-go-v2 and minio-go), with drives wiped, corrupted and killed
-// under them.
+// `strata server` and `strata gateway` processes on 127.0.0.1, driven by
+// real S3 clients (aws-sdk-go-v2 and minio-go), with drives wiped,
+// corrupted and killed under them, and gateways sharing one directory.
 package engine
 
 import (
@@ -65,7 +65,7 @@ func runTests(m *testing.M) (int, error) {
 	return m.Run(), nil
 }
 
-// server is one strata server process.
+// server is one strata process (`strata server` or `strata gateway`).
 type server struct {
 	t      testing.TB
 	addr   string
@@ -116,6 +116,24 @@ func startServer(t testing.TB, o serverOpts) *server {
 		if t.Failed() {
 			l := s.logs()
 			t.Logf("server log (last 8 KiB):\n%s", l[max(0, len(l)-8<<10):])
+		}
+	})
+	return s
+}
+
+// startGateway starts a `strata gateway` serving root with extra flags and
+// waits until it is ready. Several gateways may serve one root.
+func startGateway(t testing.TB, root string, extra ...string) *server {
+	t.Helper()
+	s := &server{t: t, addr: freeAddr(t)}
+	s.args = append([]string{"gateway", "--address", s.addr, "--root", root, "--shutdown-delay", "0s"}, extra...)
+	s.start()
+	running.Store(t, s)
+	t.Cleanup(func() {
+		s.kill()
+		if t.Failed() {
+			l := s.logs()
+			t.Logf("gateway %s log (last 8 KiB):\n%s", s.addr, l[max(0, len(l)-8<<10):])
 		}
 	})
 	return s
@@ -176,7 +194,7 @@ func (s *server) waitFor(path string) {
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.done:
-			s.t.Fatalf("strata server exited during start-up:\n%s", s.logs())
+			s.t.Fatalf("strata %s exited during start-up:\n%s", s.args[0], s.logs())
 		default:
 		}
 		resp, err := http.Get("http://" + s.addr + path)
@@ -188,7 +206,7 @@ func (s *server) waitFor(path string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	s.t.Fatalf("strata server: %s not 200 after 30s:\n%s", path, s.logs())
+	s.t.Fatalf("strata %s: %s not 200 after 30s:\n%s", s.args[0], path, s.logs())
 }
 
 // kill stops the process with SIGKILL (as a crash would).
@@ -205,7 +223,7 @@ func (s *server) stop() {
 	select {
 	case <-s.done:
 	case <-time.After(30 * time.Second):
-		s.t.Fatalf("strata server did not stop on SIGTERM:\n%s", s.logs())
+		s.t.Fatalf("strata %s did not stop on SIGTERM:\n%s", s.args[0], s.logs())
 	}
 }
 

@@ -1,0 +1,349 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/versity/versitygw/backend"
+	"github.com/versity/versitygw/s3err"
+	"github.com/versity/versitygw/s3response"
+)
+
+// Every operation naming a key checks it first (CheckKey, then the
+// resolution below its bucket), including keys that reach the backend
+// without passing the front end's URL checks: DeleteObjects' XML body and
+// copy sources.
+
+// PutObject stores an object and tells the directory watch.
+func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (s3response.PutObjectOutput, error) {
+	ctx = detach(ctx)
+	bucket, key := str(in.Bucket), str(in.Key)
+	if err := b.check(bucket, key); err != nil {
+		return s3response.PutObjectOutput{}, err
+	}
+	out, err := b.Posix.PutObject(ctx, in)
+	if err != nil {
+		return out, err
+	}
+	b.dirs.wrote(parentDir(bucket, key))
+	if b.fsync {
+		if err := b.syncObject(bucket, key); err != nil {
+			return s3response.PutObjectOutput{}, err
+		}
+	}
+	return out, nil
+}
+
+// HeadObject answers an object's metadata; a file created on the
+// filesystem gets its ETag computed and stored first.
+func (b *Backend) HeadObject(ctx context.Context, in *s3.HeadObjectInput) (*s3.HeadObjectOutput, error) {
+	ctx = detach(ctx)
+	bucket, key := str(in.Bucket), str(in.Key)
+	if err := b.check(bucket, key); err != nil {
+		return nil, err
+	}
+	latest := str(in.VersionId) == ""
+	if latest && (str(in.IfMatch) != "" || str(in.IfNoneMatch) != "") {
+		b.etags.ensure(bucket, key) // the conditions compare against it
+	}
+	out, err := b.Posix.HeadObject(ctx, in)
+	if err == nil && latest && str(out.ETag) == "" {
+		if etag := b.etags.ensure(bucket, key); etag != "" {
+			out.ETag = &etag
+		}
+	}
+	return out, err
+}
+
+// GetObject streams an object, reporting its time to first byte; a file
+// created on the filesystem gets its ETag computed and stored first.
+func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.GetObjectOutput, error) {
+	ctx = detach(ctx)
+	start := time.Now()
+	bucket, key := str(in.Bucket), str(in.Key)
+	if err := b.check(bucket, key); err != nil {
+		return nil, err
+	}
+	latest := str(in.VersionId) == ""
+	if latest && (str(in.IfMatch) != "" || str(in.IfNoneMatch) != "") {
+		b.etags.ensure(bucket, key)
+	}
+	out, err := b.Posix.GetObject(ctx, in)
+	if err != nil || out == nil {
+		return out, err
+	}
+	if latest && str(out.ETag) == "" {
+		if etag := b.etags.ensure(bucket, key); etag != "" {
+			out.ETag = &etag
+		}
+	}
+	switch body := out.Body.(type) {
+	case nil:
+	case *os.File:
+		// A whole file goes out with sendfile, which a wrapper would
+		// defeat; its first byte is ready now.
+		b.observeFirstByte(start)
+	default:
+		if b.firstByte != nil {
+			out.Body = &firstByteReader{ReadCloser: body, start: start, observe: b.firstByte}
+		}
+	}
+	return out, nil
+}
+
+func (b *Backend) observeFirstByte(start time.Time) {
+	if b.firstByte != nil {
+		b.firstByte(time.Since(start).Seconds())
+	}
+}
+
+// firstByteReader reports when the first body byte is read.
+type firstByteReader struct {
+	io.ReadCloser
+	start   time.Time
+	observe func(float64)
+	seen    bool
+}
+
+func (r *firstByteReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if n > 0 && !r.seen {
+		r.seen = true
+		r.observe(time.Since(r.start).Seconds())
+	}
+	return n, err
+}
+
+// GetObjectAcl checks the key first.
+func (b *Backend) GetObjectAcl(ctx context.Context, in *s3.GetObjectAclInput) (*s3.GetObjectAclOutput, error) {
+	ctx = detach(ctx)
+	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
+		return nil, err
+	}
+	return b.Posix.GetObjectAcl(ctx, in)
+}
+
+// GetObjectAttributes checks the key first.
+func (b *Backend) GetObjectAttributes(ctx context.Context, in *s3.GetObjectAttributesInput) (s3response.GetObjectAttributesResponse, error) {
+	ctx = detach(ctx)
+	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
+		return s3response.GetObjectAttributesResponse{}, err
+	}
+	return b.Posix.GetObjectAttributes(ctx, in)
+}
+
+// checkCopySource checks the source of a copy like any other key.
+func (b *Backend) checkCopySource(src *string) error {
+	bucket, key, _, err := backend.ParseCopySource(str(src))
+	if err != nil {
+		return err
+	}
+	return b.check(bucket, key)
+}
+
+// CopyObject checks both keys and tells the directory watch.
+func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput) (s3response.CopyObjectOutput, error) {
+	ctx = detach(ctx)
+	bucket, key := str(in.Bucket), str(in.Key)
+	if err := b.check(bucket, key); err != nil {
+		return s3response.CopyObjectOutput{}, err
+	}
+	if err := b.checkCopySource(in.CopySource); err != nil {
+		return s3response.CopyObjectOutput{}, err
+	}
+	out, err := b.Posix.CopyObject(ctx, in)
+	if err != nil {
+		return out, err
+	}
+	b.dirs.wrote(parentDir(bucket, key))
+	if b.fsync {
+		if err := b.syncObject(bucket, key); err != nil {
+			return s3response.CopyObjectOutput{}, err
+		}
+	}
+	return out, nil
+}
+
+// DeleteObject checks the key first.
+func (b *Backend) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput) (*s3.DeleteObjectOutput, error) {
+	ctx = detach(ctx)
+	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
+		return nil, err
+	}
+	return b.Posix.DeleteObject(ctx, in)
+}
+
+// DeleteObjects deletes the keys that pass the checks and reports the
+// others as failed: these keys come from the request body, which the front
+// end does not check the way it checks a URL.
+func (b *Backend) DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput) (s3response.DeleteResult, error) {
+	ctx = detach(ctx)
+	bucket := str(in.Bucket)
+	var refused []types.Error
+	ok := make([]types.ObjectIdentifier, 0, len(in.Delete.Objects))
+	for _, o := range in.Delete.Objects {
+		if err := b.check(bucket, str(o.Key)); err != nil {
+			refused = append(refused, s3err.ObjectDeleteError(o.Key, o.VersionId, err))
+			continue
+		}
+		ok = append(ok, o)
+	}
+	res := s3response.DeleteResult{Deleted: []types.DeletedObject{}, Error: []types.Error{}}
+	if len(ok) > 0 {
+		d := *in.Delete
+		d.Objects = ok
+		in2 := *in
+		in2.Delete = &d
+		r, err := b.Posix.DeleteObjects(ctx, &in2)
+		if err != nil {
+			return r, err
+		}
+		res = r
+	}
+	res.Error = append(res.Error, refused...)
+	return res, nil
+}
+
+// CreateMultipartUpload checks the key first.
+func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.CreateMultipartUploadInput) (s3response.InitiateMultipartUploadResult, error) {
+	ctx = detach(ctx)
+	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
+		return s3response.InitiateMultipartUploadResult{}, err
+	}
+	return b.Posix.CreateMultipartUpload(ctx, in)
+}
+
+// CompleteMultipartUpload checks the key and tells the directory watch.
+func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput) (s3response.CompleteMultipartUploadResult, string, error) {
+	ctx = detach(ctx)
+	bucket, key := str(in.Bucket), str(in.Key)
+	if err := b.check(bucket, key); err != nil {
+		return s3response.CompleteMultipartUploadResult{}, "", err
+	}
+	out, v, err := b.Posix.CompleteMultipartUpload(ctx, in)
+	if err != nil {
+		return out, v, err
+	}
+	b.dirs.wrote(parentDir(bucket, key))
+	if b.fsync {
+		if err := b.syncObject(bucket, key); err != nil {
+			return s3response.CompleteMultipartUploadResult{}, "", err
+		}
+	}
+	return out, v, nil
+}
+
+// AbortMultipartUpload checks the key first.
+func (b *Backend) AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput) error {
+	ctx = detach(ctx)
+	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
+		return err
+	}
+	return b.Posix.AbortMultipartUpload(ctx, in)
+}
+
+// ListParts checks the key first.
+func (b *Backend) ListParts(ctx context.Context, in *s3.ListPartsInput) (s3response.ListPartsResult, error) {
+	ctx = detach(ctx)
+	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
+		return s3response.ListPartsResult{}, err
+	}
+	return b.Posix.ListParts(ctx, in)
+}
+
+// UploadPart checks the key first.
+func (b *Backend) UploadPart(ctx context.Context, in *s3.UploadPartInput) (*s3.UploadPartOutput, error) {
+	ctx = detach(ctx)
+	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
+		return nil, err
+	}
+	return b.Posix.UploadPart(ctx, in)
+}
+
+// UploadPartCopy checks both keys first.
+func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput) (s3response.CopyPartResult, error) {
+	ctx = detach(ctx)
+	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
+		return s3response.CopyPartResult{}, err
+	}
+	if err := b.checkCopySource(in.CopySource); err != nil {
+		return s3response.CopyPartResult{}, err
+	}
+	return b.Posix.UploadPartCopy(ctx, in)
+}
+
+// GetObjectTagging checks the key first.
+func (b *Backend) GetObjectTagging(ctx context.Context, bucket, object, versionID string) (map[string]string, error) {
+	ctx = detach(ctx)
+	if err := b.check(bucket, object); err != nil {
+		return nil, err
+	}
+	return b.Posix.GetObjectTagging(ctx, bucket, object, versionID)
+}
+
+// PutObjectTagging checks the key first.
+func (b *Backend) PutObjectTagging(ctx context.Context, bucket, object, versionID string, tags map[string]string) error {
+	ctx = detach(ctx)
+	if err := b.check(bucket, object); err != nil {
+		return err
+	}
+	return b.Posix.PutObjectTagging(ctx, bucket, object, versionID, tags)
+}
+
+// DeleteObjectTagging checks the key first.
+func (b *Backend) DeleteObjectTagging(ctx context.Context, bucket, object, versionID string) error {
+	ctx = detach(ctx)
+	if err := b.check(bucket, object); err != nil {
+		return err
+	}
+	return b.Posix.DeleteObjectTagging(ctx, bucket, object, versionID)
+}
+
+// PutObjectRetention checks the key first.
+func (b *Backend) PutObjectRetention(ctx context.Context, bucket, object, versionID string, retention []byte) error {
+	ctx = detach(ctx)
+	if err := b.check(bucket, object); err != nil {
+		return err
+	}
+	return b.Posix.PutObjectRetention(ctx, bucket, object, versionID, retention)
+}
+
+// GetObjectRetention checks the key first.
+func (b *Backend) GetObjectRetention(ctx context.Context, bucket, object, versionID string) ([]byte, error) {
+	ctx = detach(ctx)
+	if err := b.check(bucket, object); err != nil {
+		return nil, err
+	}
+	return b.Posix.GetObjectRetention(ctx, bucket, object, versionID)
+}
+
+// PutObjectLegalHold checks the key first.
+func (b *Backend) PutObjectLegalHold(ctx context.Context, bucket, object, versionID string, status bool) error {
+	ctx = detach(ctx)
+	if err := b.check(bucket, object); err != nil {
+		return err
+	}
+	return b.Posix.PutObjectLegalHold(ctx, bucket, object, versionID, status)
+}
+
+// GetObjectLegalHold checks the key first.
+func (b *Backend) GetObjectLegalHold(ctx context.Context, bucket, object, versionID string) (*bool, error) {
+	ctx = detach(ctx)
+	if err := b.check(bucket, object); err != nil {
+		return nil, err
+	}
+	return b.Posix.GetObjectLegalHold(ctx, bucket, object, versionID)
+}
+
+// RestoreObject checks the key first.
+func (b *Backend) RestoreObject(ctx context.Context, in *s3.RestoreObjectInput) error {
+	ctx = detach(ctx)
+	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
+		return err
+	}
+	return b.Posix.RestoreObject(ctx, in)
+}
