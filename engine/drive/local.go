@@ -306,8 +306,9 @@ func (d *Local) lockFor(bucket, object string) *sync.Mutex {
 }
 
 // Shard files. A write stages its shard under tmp/<dataDir>/, then
-// PutVersion moves the directory to data/<xx>/<dataDir>/ and syncs both
-// parents before the record is committed.
+// PutVersion moves the directory to data/<xx>/<dataDir>/ and syncs the
+// files, the directory and its parent (together) before the record is
+// committed.
 
 func hexID(id [16]byte) string { return hex.EncodeToString(id[:]) }
 
@@ -329,14 +330,6 @@ func (d *Local) CreateStaged(dataDir [16]byte, part int) (vfs.File, error) {
 	return d.fs.Create(filepath.Join(dir, partName(part)))
 }
 
-// SyncFile makes a staged shard durable (unless the drive runs relaxed).
-func (d *Local) SyncFile(f vfs.File) error {
-	if d.noSync {
-		return nil
-	}
-	return f.Sync()
-}
-
 // AbortStaged removes a staged data directory.
 func (d *Local) AbortStaged(dataDir [16]byte) error { return d.fs.RemoveAll(d.stagedPath(dataDir)) }
 
@@ -347,44 +340,54 @@ func (d *Local) commitStaged(stageID, dataDir [16]byte) error {
 	if err := d.fs.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
+	entries, err := d.fs.ReadDir(staged)
+	if err != nil {
+		return err
+	}
+	var files []string
 	if _, err := d.fs.Stat(final); err == nil {
 		// The data directory is there already (a heal meeting the write it
 		// repairs, or a heal cut off before): its files are replaced one
 		// by one, each rename atomic, so a reader never finds it missing.
-		entries, err := d.fs.ReadDir(staged)
-		if err != nil {
-			return err
-		}
 		for _, e := range entries {
 			if err := d.fs.Rename(filepath.Join(staged, e.Name()), filepath.Join(final, e.Name())); err != nil {
 				return fmt.Errorf("drive %s: moving shard into place: %w", d.root, err)
 			}
 		}
 		_ = d.fs.RemoveAll(staged)
-		if d.noSync {
-			return nil
-		}
-		return d.fs.SyncDir(final)
-	}
-	if err := d.fs.Rename(staged, final); err != nil {
+	} else if err := d.fs.Rename(staged, final); err != nil {
 		return fmt.Errorf("drive %s: moving shard into place: %w", d.root, err)
 	}
+	for _, e := range entries {
+		files = append(files, filepath.Join(final, e.Name()))
+	}
+	// Before the record commits, the shard files' data, the directory's
+	// entries and its own entry in the parent must be durable. The syncs
+	// run together, so a PUT waits for one sync latency, not three. The
+	// old name's removal from tmp needs no sync of its own: a rename is one
+	// journal transaction, and a leftover in tmp is cleared at the next
+	// open.
+	return d.syncAll(files, []string{final, parent})
+}
+
+// syncAll makes files' data and directories' entries durable, all at once
+// (nothing in relaxed mode).
+func (d *Local) syncAll(files, dirs []string) error {
 	if d.noSync {
 		return nil
 	}
-	// Before the record commits, the directory's entries (its shard files)
-	// and its own entry in the parent must be durable: the two syncs run
-	// together, so a PUT waits for one sync latency, not two. The old
-	// name's removal from tmp needs no sync of its own: a rename is one
-	// journal transaction, and a leftover in tmp is cleared at the next
-	// open.
-	errc := make(chan error, 1)
-	go func() { errc <- d.fs.SyncDir(final) }()
-	err := d.fs.SyncDir(parent)
-	if ferr := <-errc; err == nil {
-		err = ferr
+	errc := make(chan error, len(files)+len(dirs))
+	for _, f := range files {
+		go func() { errc <- d.fs.SyncData(f) }()
 	}
-	return err
+	for _, dir := range dirs {
+		go func() { errc <- d.fs.SyncDir(dir) }()
+	}
+	var errs []error
+	for range len(files) + len(dirs) {
+		errs = append(errs, <-errc)
+	}
+	return errors.Join(errs...)
 }
 
 // DiskInfo reports the drive filesystem's capacity.

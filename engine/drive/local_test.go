@@ -192,9 +192,6 @@ func TestStagedShardCommitAndReplace(t *testing.T) {
 		if _, err := io.WriteString(f, content); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.SyncFile(f); err != nil {
-			t.Fatal(err)
-		}
 		_ = f.Close()
 		if _, err := d.PutVersion("b", "big", &Record{ModTime: modTime, DataDir: dir}, dir); err != nil {
 			t.Fatal(err)

@@ -147,19 +147,15 @@ func (d *Local) CommitPart(u *Upload, p *PartRecord) error {
 		return err
 	}
 	staged := filepath.Join(d.stagedPath(p.ID), partName(1))
-	if !d.noSync {
-		if err := d.fs.SyncDir(d.stagedPath(p.ID)); err != nil {
-			return err
-		}
-	}
-	if err := d.fs.Rename(staged, filepath.Join(dir, stagedPartName(p.Number, p.ID))); err != nil {
+	final := filepath.Join(dir, stagedPartName(p.Number, p.ID))
+	if err := d.fs.Rename(staged, final); err != nil {
 		return fmt.Errorf("drive %s: moving part into place: %w", d.root, err)
 	}
 	_ = d.fs.RemoveAll(d.stagedPath(p.ID))
-	if !d.noSync {
-		if err := d.fs.SyncDir(dir); err != nil {
-			return err
-		}
+	// The part's data, its entry and the upload directory's own entry are
+	// durable before the part is recorded.
+	if err := d.syncAll([]string{final}, []string{dir, filepath.Dir(dir)}); err != nil {
+		return err
 	}
 	v, err := json.Marshal(p)
 	if err != nil {

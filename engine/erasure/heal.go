@@ -303,9 +303,6 @@ func (s *Set) rebuild(h *ObjectHandle, targets []int) error {
 			if e == nil {
 				e = sink.buf.Flush()
 			}
-			if e == nil {
-				e = h.drives[pos].SyncFile(sink.file)
-			}
 			if cerr := sink.file.Close(); e == nil {
 				e = cerr
 			}

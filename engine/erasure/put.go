@@ -241,12 +241,11 @@ func (s *Set) stageShards(drives []Drive, id [16]byte, part int, dist []int, r i
 			return openErrs[pos]
 		}
 		sink := sinks[pos]
+		// The shard is synced when it commits, together with its
+		// directory (PutVersion).
 		err := writeErrs[dist[pos]]
 		if err == nil {
 			err = sink.buf.Flush()
-		}
-		if err == nil {
-			err = d.SyncFile(sink.file)
 		}
 		if cerr := sink.file.Close(); err == nil {
 			err = cerr

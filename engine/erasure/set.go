@@ -31,7 +31,6 @@ type Drive interface {
 	WalkObjects(bucket, prefix, startAfter string, latestOnly bool, fn func(object string, versions []*drive.Record) bool) error
 
 	CreateStaged(dataDir [16]byte, part int) (vfs.File, error)
-	SyncFile(f vfs.File) error
 	AbortStaged(dataDir [16]byte) error
 	OpenShard(dataDir [16]byte, part int) (vfs.File, error)
 

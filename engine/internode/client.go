@@ -543,7 +543,8 @@ func (d *RemoteDrive) WalkObjects(bucket, prefix, startAfter string, latestOnly 
 }
 
 // CreateStaged implements erasure.Drive: the shard streams to the peer,
-// which stages it, syncs it and answers when the file is closed.
+// which stages it and answers when the file is closed (it is synced when
+// it commits).
 func (d *RemoteDrive) CreateStaged(id [16]byte, part int) (vfs.File, error) {
 	if !d.peer.Online() {
 		return nil, fmt.Errorf("%w: %s", ErrNodeOffline, d.peer.Host)
@@ -561,10 +562,6 @@ func (d *RemoteDrive) CreateStaged(id [16]byte, part int) (vfs.File, error) {
 	}()
 	return w, nil
 }
-
-// SyncFile implements erasure.Drive: a remote shard is synced by its node
-// before its stream is answered (Close).
-func (d *RemoteDrive) SyncFile(vfs.File) error { return nil }
 
 // AbortStaged implements erasure.Drive.
 func (d *RemoteDrive) AbortStaged(id [16]byte) error {

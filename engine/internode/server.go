@@ -328,8 +328,8 @@ func (s *Server) handleJSON(op string, d *drive.Local, a jsonArgs, w http.Respon
 	return fmt.Errorf("internode: unknown operation %q", op)
 }
 
-// shardWrite stages a shard streamed by a peer and makes it durable before
-// answering.
+// shardWrite stages a shard streamed by a peer (made durable when it
+// commits).
 func (s *Server) shardWrite(d *drive.Local, w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	id, err := parseHexID(q.Get("id"))
@@ -343,9 +343,6 @@ func (s *Server) shardWrite(d *drive.Local, w http.ResponseWriter, r *http.Reque
 	}
 	buf := make([]byte, 256<<10)
 	_, err = io.CopyBuffer(f, r.Body, buf)
-	if err == nil {
-		err = d.SyncFile(f)
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

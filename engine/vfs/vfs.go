@@ -41,6 +41,9 @@ type FS interface {
 	// SyncDir makes the entries of a directory (creations, renames,
 	// removals) durable.
 	SyncDir(path string) error
+	// SyncData makes a file's data (and size) durable, by name
+	// (fdatasync where the platform has it).
+	SyncData(name string) error
 	// Usage reports the total and available bytes of the filesystem
 	// holding path.
 	Usage(path string) (Usage, error)
@@ -73,6 +76,27 @@ func (osFS) Usage(path string) (Usage, error) {
 		return Usage{}, &fs.PathError{Op: "statfs", Path: path, Err: err}
 	}
 	return Usage{Total: st.Blocks * uint64(st.Bsize), Free: st.Bavail * uint64(st.Bsize)}, nil
+}
+
+func (osFS) SyncData(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	if err := fdatasync(f); err != nil {
+		_ = f.Close()
+		return &fs.PathError{Op: "fdatasync", Path: name, Err: err}
+	}
+	return f.Close()
+}
+
+func fdatasync(f *os.File) error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if err != syscall.EINTR {
+			return err
+		}
+	}
 }
 
 func (osFS) SyncDir(path string) error {

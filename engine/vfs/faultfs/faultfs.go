@@ -187,6 +187,14 @@ func (f *FS) Usage(path string) (vfs.Usage, error) {
 	return u, nil
 }
 
+// SyncData implements vfs.FS (failed by OpSync rules).
+func (f *FS) SyncData(name string) error {
+	if err := f.check(OpSync, name); err != nil {
+		return err
+	}
+	return f.inner.SyncData(name)
+}
+
 // SyncDir implements vfs.FS.
 func (f *FS) SyncDir(path string) error {
 	if err := f.check(OpSyncDir, path); err != nil {
