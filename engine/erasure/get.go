@@ -11,11 +11,6 @@ import (
 	"github.com/strata-storage/strata/engine/vfs"
 )
 
-// readRecords reads one version's record from every drive of a snapshot.
-func readRecords(drives []Drive, bucket, object string, versionID *[16]byte) ([]*drive.Record, []error) {
-	return getVersions(drives, bucket, object, versionID)
-}
-
 func sameVersion(a, b *drive.Record) bool { return a.SameVersion(b) }
 
 // resolve picks the version the set agrees on: the newest record held by at
@@ -78,6 +73,9 @@ type ObjectHandle struct {
 	drives   []Drive
 	rec      *drive.Record
 	agreeing []*drive.Record
+	// read marks the positions whose record was read (nil: all were);
+	// the others are asked only when a shard of theirs is needed.
+	read []bool
 	// Stale lists the set positions whose drive answered with another
 	// record or none (candidates for healing).
 	Stale []int
@@ -87,18 +85,121 @@ type ObjectHandle struct {
 // OpenObject resolves an object version (the latest when versionID is nil).
 // A delete marker resolves too (Info.DeleteMarker); reading it fails.
 func (s *Set) OpenObject(bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
+	return s.openObject(bucket, object, versionID, false)
+}
+
+// openObject resolves a version from a read quorum of drives, or from every
+// drive when all is set (to change the version everywhere it is held).
+func (s *Set) openObject(bucket, object string, versionID *[16]byte, all bool) (*ObjectHandle, error) {
 	drives := s.Drives()
-	rec, agreeing, err := s.resolve(readRecords(drives, bucket, object, versionID))
+	var read []bool
+	var recs []*drive.Record
+	var errs []error
+	if all {
+		recs, errs = getVersions(drives, bucket, object, versionID)
+	} else {
+		read, recs, errs = s.readQuorumFirst(drives, bucket, object, versionID)
+	}
+	rec, agreeing, err := s.resolve(recs, errs)
 	if err != nil {
 		return nil, err
 	}
-	h := &ObjectHandle{set: s, drives: drives, rec: rec, agreeing: agreeing, Info: infoFromRecord(bucket, object, rec)}
+	h := &ObjectHandle{set: s, drives: drives, rec: rec, agreeing: agreeing, read: read, Info: infoFromRecord(bucket, object, rec)}
 	for pos, r := range agreeing {
-		if r == nil && drives[pos] != nil {
+		if r == nil && drives[pos] != nil && (read == nil || read[pos]) {
 			h.Stale = append(h.Stale, pos)
 		}
 	}
 	return h, nil
+}
+
+// readQuorumFirst reads a version's record from read-quorum drives chosen
+// to cost the fewest round trips (this node's drives, then the nodes
+// holding the most drives of the set), and from the others only when those
+// do not all answer the same. Read quorum and write quorum overlap (data +
+// write quorum > set size), so read-quorum drives that all hold the same
+// record (or all lack it) cannot have missed a newer committed version.
+// read marks the positions read.
+func (s *Set) readQuorumFirst(drives []Drive, bucket, object string, versionID *[16]byte) (read []bool, recs []*drive.Record, errs []error) {
+	need := s.layout.ReadQuorum()
+	first := make([]Drive, len(drives))
+	read = make([]bool, len(drives))
+	picked := 0
+	groups, single := groupByNode(drives)
+	for _, pos := range single {
+		if picked < need {
+			first[pos], read[pos] = drives[pos], true
+			picked++
+		}
+	}
+	for picked < need && len(groups) > 0 {
+		var best NodeBatcher
+		for nb, ps := range groups {
+			if best == nil || len(ps) > len(groups[best]) {
+				best = nb
+			}
+		}
+		for _, pos := range groups[best] {
+			first[pos], read[pos] = drives[pos], true
+			picked++
+		}
+		delete(groups, best)
+	}
+	recs, errs = getVersions(first, bucket, object, versionID)
+	if picked >= need && agreeOnOne(recs, errs, read) {
+		for pos := range errs {
+			if !read[pos] {
+				errs[pos] = errNotRead
+			}
+		}
+		return read, recs, errs
+	}
+	// Disagreement, failures or too few drives: read the rest too.
+	rest := make([]Drive, len(drives))
+	for pos, d := range drives {
+		if !read[pos] {
+			rest[pos] = d
+		}
+	}
+	more, moreErrs := getVersions(rest, bucket, object, versionID)
+	for pos := range drives {
+		if !read[pos] {
+			recs[pos], errs[pos] = more[pos], moreErrs[pos]
+			read[pos] = drives[pos] != nil
+		}
+	}
+	return read, recs, errs
+}
+
+// errNotRead marks drives a read did not need to ask.
+var errNotRead = errors.New("not read")
+
+// agreeOnOne reports whether every drive read answered, with the same
+// record or all with no such version.
+func agreeOnOne(recs []*drive.Record, errs []error, read []bool) bool {
+	var first *drive.Record
+	notFound, found := 0, 0
+	for pos := range recs {
+		if !read[pos] {
+			continue
+		}
+		switch {
+		case errs[pos] == nil:
+			if first == nil {
+				first = recs[pos]
+			} else if !sameVersion(first, recs[pos]) {
+				return false
+			}
+			found++
+		case errors.Is(errs[pos], drive.ErrVersionNotFound):
+			notFound++
+		default:
+			return false
+		}
+	}
+	// A version missing from every drive read is resolved by all of them:
+	// a failed write can sit on a read quorum of the others.
+	return found > 0 && notFound == 0
 }
 
 // partSizes lists the sizes of a version's parts: one part for a plain PUT.
@@ -165,6 +266,7 @@ func (h *ObjectHandle) positions(shards map[int]bool) []int {
 
 func (h *ObjectHandle) decodePart(w io.Writer, part int, size, offset, length int64) ([]int, error) {
 	readers := h.set.partReaders(h.drives, h.rec, h.agreeing, part, size)
+	h.addUnread(readers, part, size)
 	defer closeReaders(readers)
 	return h.set.codec.Decode(w, blockReaders(readers), offset, length, size)
 }
@@ -173,7 +275,10 @@ func (h *ObjectHandle) decodePart(w io.Writer, part int, size, offset, length in
 // first block read so shards that are never needed (parity, when every data
 // shard is intact) cost no open.
 type shardReader struct {
-	open   func() (vfs.File, error)
+	open func() (vfs.File, error)
+	// inline fetches the shard of a small object kept in a record not
+	// read when the version was resolved.
+	inline func() ([]byte, error)
 	file   vfs.File
 	reader *drive.BitrotReader
 	size   int64
@@ -183,6 +288,13 @@ type shardReader struct {
 }
 
 func (r *shardReader) ReadBlock(i int) ([]byte, error) {
+	if r.reader == nil && r.err == nil && r.inline != nil {
+		var data []byte
+		data, r.err = r.inline()
+		if r.err == nil {
+			r.reader = drive.NewBitrotReader(bytes.NewReader(data), r.size, r.block)
+		}
+	}
 	if r.reader == nil && r.err == nil {
 		r.file, r.err = r.open()
 		if r.err == nil {
@@ -245,6 +357,44 @@ func (s *Set) partReaders(drives []Drive, rec *drive.Record, agreeing []*drive.R
 		readers[shard] = sr
 	}
 	return readers
+}
+
+// addUnread gives readers for the shards of the positions whose record was
+// not read, so a missing or corrupt shard among those read still leaves the
+// object readable. They cost nothing unless the decoder needs them: a shard
+// file is opened under the version's own data directory (unique to the
+// version, so it cannot be another version's), and an inline shard fetches
+// that drive's record and checks it is the same version.
+func (h *ObjectHandle) addUnread(readers []*shardReader, part int, size int64) {
+	rec, s := h.rec, h.set
+	shardSize := s.codec.ShardSize(size)
+	for pos, d := range h.drives {
+		if d == nil || h.read == nil || h.read[pos] || pos >= len(rec.Erasure.Distribution) {
+			continue
+		}
+		shard := rec.Erasure.Distribution[pos]
+		if shard < 0 || shard >= len(readers) || readers[shard] != nil {
+			continue
+		}
+		sr := &shardReader{size: shardSize, block: s.codec.ShardBlockSize(), pool: &s.codec.shardBufs}
+		if rec.IsInline() {
+			bucket, object, vid := h.Info.Bucket, h.Info.Name, rec.VersionID
+			sr.inline = func() ([]byte, error) {
+				r, err := d.GetVersion(bucket, object, &vid)
+				if err != nil {
+					return nil, err
+				}
+				if !sameVersion(r, rec) || r.Erasure.Index != shard {
+					return nil, fmt.Errorf("erasure: drive %d holds another record of this version", pos)
+				}
+				return r.Inline, nil
+			}
+		} else {
+			dataDir := rec.DataDir
+			sr.open = func() (vfs.File, error) { return d.OpenShard(dataDir, part) }
+		}
+		readers[shard] = sr
+	}
 }
 
 // GetObject writes a range of an object version to w (see WriteRange).

@@ -9,7 +9,7 @@ import (
 // it (tags are metadata): fn gets a copy of the resolved metadata and
 // returns the new one. The version's data and identity do not change.
 func (s *Set) UpdateObjectMeta(bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
-	h, err := s.OpenObject(bucket, object, versionID)
+	h, err := s.openObject(bucket, object, versionID, true)
 	if err != nil {
 		return ObjectInfo{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -415,5 +416,55 @@ func TestVerifierErrorAtEOFStoresNothing(t *testing.T) {
 				t.Fatalf("size %d declared %d: a body failing verification was stored", size, declared)
 			}
 		}
+	}
+}
+
+// rottenInline hands out records whose inline shard has a flipped byte.
+type rottenInline struct{ Drive }
+
+func (d rottenInline) GetVersion(bucket, object string, versionID *[16]byte) (*drive.Record, error) {
+	r, err := d.Drive.GetVersion(bucket, object, versionID)
+	if err == nil && len(r.Inline) > 0 {
+		c := *r
+		c.Inline = append([]byte(nil), r.Inline...)
+		c.Inline[len(c.Inline)/2] ^= 0xff
+		r = &c
+	}
+	return r, err
+}
+
+// A read asks only a read quorum of drives for the record; when a shard
+// among those is rotten, the drives not asked still supply theirs.
+func TestReadsReachDrivesNotAskedForTheRecord(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	set := tp.Sets()[0]
+	saved := set.Drives()
+	exercised := 0
+	for k := range 8 {
+		key := fmt.Sprintf("small-%d", k)
+		small := randomBytes(3000)
+		tp.put(t, key, small)
+		for pos := range saved {
+			set.SetDrive(pos, rottenInline{saved[pos]})
+			var buf bytes.Buffer
+			_, bad, err := tp.GetObject(&buf, "bk", key, nil, 0, -1)
+			set.SetDrive(pos, saved[pos])
+			if err != nil || !bytes.Equal(buf.Bytes(), small) {
+				t.Fatalf("%s, drive %d rotten: %v", key, pos, err)
+			}
+			h, err := set.OpenObject("bk", key, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.read[pos] && h.rec.Erasure.Distribution[pos] < 2 {
+				exercised++
+				if !slices.Contains(bad, pos) {
+					t.Errorf("%s: drive %d holds a data shard, was read and is rotten, but was not reported: %v", key, pos, bad)
+				}
+			}
+		}
+	}
+	if exercised == 0 {
+		t.Fatal("no read drive held a data shard: the fallback was never needed")
 	}
 }
