@@ -1,9 +1,11 @@
 package erasure
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/reedsolomon"
@@ -17,6 +19,25 @@ type BlockWriter interface {
 // BlockReader returns a shard's block i, verified (drive.BitrotReader).
 type BlockReader interface {
 	ReadBlock(i int) ([]byte, error)
+}
+
+// Costs of reading a shard, from a BlockReader's optional ReadCost method;
+// readers without one cost costMemory.
+const (
+	costMemory = iota // the shard is in memory (an inline record)
+	costDrive         // a file on a drive of this node
+	costPeer          // a file on another node: one round trip per block
+)
+
+type readCoster interface {
+	ReadCost() int
+}
+
+func costOf(r BlockReader) int {
+	if c, ok := r.(readCoster); ok {
+		return c.ReadCost()
+	}
+	return costMemory
 }
 
 // Codec stripes objects over the shards of a layout, block by block: each
@@ -157,11 +178,21 @@ func (c *Codec) Decode(w io.Writer, readers []BlockReader, offset, length, size 
 		failed[i] = r == nil
 	}
 	shards := make([][]byte, len(readers))
+	// Cheapest shards first, data before parity at equal cost: a block
+	// read from this node's drives plus parity reconstruction costs less
+	// than a round trip to a peer for a data shard.
+	order := make([]int, len(readers))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(costOf(readers[a]), costOf(readers[b]))
+	})
 	first := offset / int64(c.blockSize)
 	last := (offset + length - 1) / int64(c.blockSize)
 	for b := first; b <= last; b++ {
 		blockLen := int(min(int64(c.blockSize), size-b*int64(c.blockSize)))
-		if err := c.readBlock(readers, int(b), shards, failed); err != nil {
+		if err := c.readBlock(readers, order, int(b), shards, failed); err != nil {
 			return failedList(failed), err
 		}
 		// Only data shards are needed to cut the range out of the block.
@@ -181,34 +212,39 @@ func (c *Codec) Decode(w io.Writer, readers []BlockReader, offset, length, size 
 	return failedList(failed), nil
 }
 
-// readBlock fills shards with block b's data shards, reading parity and
-// reconstructing when a data shard is missing or corrupt.
-func (c *Codec) readBlock(readers []BlockReader, b int, shards [][]byte, failed []bool) error {
+// readBlock fills shards with block b's data shards, reading shards in
+// the given order (cheapest first) and reconstructing the data shards not
+// read or found missing or corrupt.
+func (c *Codec) readBlock(readers []BlockReader, order []int, b int, shards [][]byte, failed []bool) error {
 	for i := range shards {
 		shards[i] = nil
 	}
-	have := 0
-	// Data shards first: when they are all intact no decoding is needed.
-	order := make([]int, 0, len(readers))
-	for i := range readers {
-		order = append(order, i)
-	}
-	for _, i := range order {
-		if have == c.layout.Data {
+	// Each round reads as many more shards as are still missing.
+	have, next := 0, 0
+	var batch []int
+	var errs []error
+	for have < c.layout.Data {
+		batch = batch[:0]
+		for ; next < len(order) && len(batch) < c.layout.Data-have; next++ {
+			if i := order[next]; !failed[i] {
+				batch = append(batch, i)
+			}
+		}
+		if len(batch) == 0 {
 			break
 		}
-		if failed[i] {
-			continue
+		if errs == nil {
+			errs = make([]error, len(readers))
 		}
-		blk, err := readers[i].ReadBlock(b)
-		if err != nil {
-			failed[i] = true
-			continue
+		readShards(readers, b, batch, shards, errs)
+		for _, i := range batch {
+			if errs[i] != nil {
+				failed[i] = true
+				shards[i] = nil
+				continue
+			}
+			have++
 		}
-		// Each reader has a buffer of its own that stays valid until its
-		// next block: no copy is needed while the others are read.
-		shards[i] = blk
-		have++
 	}
 	if have < c.layout.Data {
 		return fmt.Errorf("%w: %d of %d shards of block %d readable, %d needed",
@@ -220,6 +256,32 @@ func (c *Codec) readBlock(readers []BlockReader, b int, shards [][]byte, failed 
 		}
 	}
 	return nil
+}
+
+// readShards reads block b of the listed shards, in parallel when their
+// readers wait on I/O. Each reader has a buffer of its own that stays valid
+// until its next block: no copy is needed while the others are read.
+func readShards(readers []BlockReader, b int, list []int, shards [][]byte, errs []error) {
+	parallel := len(list) > 1
+	for _, i := range list {
+		if costOf(readers[i]) == costMemory {
+			parallel = false
+			break
+		}
+	}
+	if !parallel {
+		for _, i := range list {
+			shards[i], errs[i] = readers[i].ReadBlock(b)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for _, i := range list[1:] {
+		wg.Go(func() { shards[i], errs[i] = readers[i].ReadBlock(b) })
+	}
+	i := list[0]
+	shards[i], errs[i] = readers[i].ReadBlock(b)
+	wg.Wait()
 }
 
 // writeRange writes bytes [from, to) of a block whose data shards are given.

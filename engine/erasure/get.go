@@ -279,6 +279,8 @@ type shardReader struct {
 	// inline fetches the shard of a small object kept in a record not
 	// read when the version was resolved.
 	inline func() ([]byte, error)
+	// remote: the shard file is on another node.
+	remote bool
 	file   vfs.File
 	reader *drive.BitrotReader
 	size   int64
@@ -305,6 +307,20 @@ func (r *shardReader) ReadBlock(i int) ([]byte, error) {
 		return nil, r.err
 	}
 	return r.reader.ReadBlock(i)
+}
+
+// ReadCost says where the shard is read from: a record in memory, a file
+// on this node, or a file on a peer.
+func (r *shardReader) ReadCost() int {
+	switch {
+	case r.inline != nil && r.reader == nil:
+		return costPeer // a record still to fetch
+	case r.open == nil:
+		return costMemory
+	case r.remote:
+		return costPeer
+	}
+	return costDrive
 }
 
 func (r *shardReader) Close() {
@@ -353,6 +369,7 @@ func (s *Set) partReaders(drives []Drive, rec *drive.Record, agreeing []*drive.R
 		} else {
 			d, dataDir := drives[pos], rec.DataDir
 			sr.open = func() (vfs.File, error) { return d.OpenShard(dataDir, part) }
+			_, sr.remote = d.(NodeBatcher)
 		}
 		readers[shard] = sr
 	}
@@ -392,6 +409,7 @@ func (h *ObjectHandle) addUnread(readers []*shardReader, part int, size int64) {
 		} else {
 			dataDir := rec.DataDir
 			sr.open = func() (vfs.File, error) { return d.OpenShard(dataDir, part) }
+			_, sr.remote = d.(NodeBatcher)
 		}
 		readers[shard] = sr
 	}
