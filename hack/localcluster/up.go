@@ -70,6 +70,11 @@ func cmdUp(args []string) error {
 		}
 	}
 	if pid := runningPID(c.State); pid != 0 {
+		if in, err := readInfo(c.State); err == nil && in.Status == "ready" {
+			fmt.Fprintf(os.Stderr, "localcluster: already running from %s (pid %d)\n", c.State, pid)
+			printUsage(os.Stdout, in, c.State)
+			return nil
+		}
 		return fmt.Errorf("a cluster already runs from %s (pid %d): `localcluster down --state-dir %s` first", c.State, pid, c.State)
 	}
 	if err := os.RemoveAll(c.State); err != nil {
