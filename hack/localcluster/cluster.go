@@ -246,7 +246,7 @@ func cmdRun(args []string) error {
 		"net": func() {
 			svcs, _ := svcInf.Lister().List(everything())
 			slices, _ := sliceInf.Lister().List(everything())
-			records := clusterRecords(svcs, slices)
+			records := nodeRecords(c.Nodes) + clusterRecords(svcs, slices)
 			ag.setRecords(records)
 			if err := writeInPlace(hostsPath, []byte(hostsHeader+records)); err != nil {
 				log.Warn("hosts file", "error", err)
@@ -256,6 +256,11 @@ func cmdRun(args []string) error {
 		"storage": func() { prov.sync(ctx) },
 	})
 	go heartbeatNodes(ctx, cs, c.Nodes)
+	for n := 1; n <= c.Nodes; n++ {
+		if err := serveContainerLogs(ctx, log, n, filepath.Join(c.State, "logs", "pods")); err != nil {
+			return fail(fmt.Errorf("log server of %s: %w", nodeName(n), err))
+		}
+	}
 	defer func() {
 		// Pods first (they are the only ones with data in flight), then the
 		// operator and the control plane (deferred above and below).

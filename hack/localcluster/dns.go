@@ -79,6 +79,16 @@ func clusterRecords(services []*corev1.Service, slices []*discoveryv1.EndpointSl
 	return b.String()
 }
 
+// nodeRecords names the Nodes (the API server reaches their log servers
+// by host name first).
+func nodeRecords(nodes int) string {
+	var b strings.Builder
+	for n := 1; n <= nodes; n++ {
+		fmt.Fprintf(&b, "%s\t%s\n", nodeIP(n), nodeName(n))
+	}
+	return b.String()
+}
+
 // podHosts is a pod's /etc/hosts: localhost, the pod's own names (as the
 // kubelet writes them), then the cluster's records.
 func podHosts(ip, hostname, subdomain, namespace, records string) string {

@@ -69,6 +69,7 @@ func nodeStatus(n int, now metav1.Time) corev1.NodeStatus {
 			{Type: corev1.NodeInternalIP, Address: nodeIP(n)},
 			{Type: corev1.NodeHostName, Address: nodeName(n)},
 		},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: kubeletPort}},
 		NodeInfo: corev1.NodeSystemInfo{
 			KubeletVersion: kubeletVersion, OperatingSystem: "linux", Architecture: "amd64",
 			ContainerRuntimeVersion: "localcluster://1", OSImage: "localcluster node agent",
