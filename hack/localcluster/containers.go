@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -235,7 +236,8 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, c *cont
 		if err != nil {
 			reason = "Error"
 			code = 1
-			if ee, ok := err.(*exec.ExitError); ok {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
 				if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
 					switch {
 					case ws.Signaled():

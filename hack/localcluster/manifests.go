@@ -44,7 +44,8 @@ func readManifests(paths []string) ([]*unstructured.Unstructured, error) {
 		var names []string
 		for _, e := range entries {
 			n := e.Name()
-			if e.IsDir() || n == "kustomization.yaml" || !(strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml")) {
+			yamlFile := strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml")
+			if e.IsDir() || n == "kustomization.yaml" || !yamlFile {
 				continue
 			}
 			names = append(names, filepath.Join(p, n))

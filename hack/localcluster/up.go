@@ -156,7 +156,7 @@ func cmdUp(args []string) error {
 	for {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("the cluster process exited (%v); see %s", err, c.logFile("cluster.log"))
+			return fmt.Errorf("the cluster process exited (%w); see %s", err, c.logFile("cluster.log"))
 		case <-time.After(time.Second):
 		}
 		in, _ = readInfo(c.State)
@@ -175,7 +175,7 @@ func cmdUp(args []string) error {
 		fmt.Fprintf(os.Stderr, "localcluster: %s\nThe cluster keeps running for inspection (export KUBECONFIG=%s); stop it with `localcluster down --state-dir %s`.\n", in.Message, in.Kubeconfig, c.State)
 		if *foreground {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
-			<-exited
+			return cleanup(c.State, fmt.Errorf("tenant not ready; cluster stopped (%v)", <-exited))
 		}
 		return errors.New("tenant not ready")
 	}
