@@ -175,7 +175,10 @@ func cmdUp(args []string) error {
 		fmt.Fprintf(os.Stderr, "localcluster: %s\nThe cluster keeps running for inspection (export KUBECONFIG=%s); stop it with `localcluster down --state-dir %s`.\n", in.Message, in.Kubeconfig, c.State)
 		if *foreground {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
-			return cleanup(c.State, fmt.Errorf("tenant not ready; cluster stopped (%w)", <-exited))
+			if err := <-exited; err != nil {
+				return cleanup(c.State, fmt.Errorf("tenant not ready; the cluster process: %w", err))
+			}
+			return cleanup(c.State, errors.New("tenant not ready; cluster stopped"))
 		}
 		return errors.New("tenant not ready")
 	}
