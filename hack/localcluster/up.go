@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -148,6 +149,19 @@ func cmdUp(args []string) error {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	if *foreground {
+		// Ctrl-C reaches the cluster process too (same process group); this
+		// one stays to clean up after it, and passes a SIGTERM on.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+		go func() {
+			for s := range sigs {
+				if s == syscall.SIGTERM {
+					_ = cmd.Process.Signal(syscall.SIGTERM)
+				}
+			}
+		}()
+	}
 
 	started := time.Now()
 	fmt.Fprintf(os.Stderr, "localcluster: starting (%d nodes, tenant %s); logs in %s\n", c.Nodes, c.Tenant, filepath.Join(c.State, "logs"))
@@ -156,6 +170,9 @@ func cmdUp(args []string) error {
 	for {
 		select {
 		case err := <-exited:
+			if *foreground {
+				return cleanup(c.State, fmt.Errorf("the cluster process exited before the tenant was ready (%w)", err))
+			}
 			return fmt.Errorf("the cluster process exited (%w); see %s", err, c.logFile("cluster.log"))
 		case <-time.After(time.Second):
 		}
