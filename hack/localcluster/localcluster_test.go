@@ -238,3 +238,19 @@ func TestDemoManifests(t *testing.T) {
 		t.Fatalf("demo has kinds %v, want a Tenant and a ServerPool", kinds)
 	}
 }
+
+func TestMentionsDir(t *testing.T) {
+	for text, want := range map[string]bool{
+		"/tmp/lc":                       true,
+		"/tmp/lc/pods/x":                true,
+		"run\x00--state-dir\x00/tmp/lc": true,
+		"--data-dir=/tmp/lc/tmp/etcd":   true,
+		"/tmp/lc2":                      false,
+		"/tmp/lc2 /tmp/lc-other":        false,
+		"/tmp/lc2 /tmp/lc":              true,
+	} {
+		if got := mentionsDir(text, "/tmp/lc"); got != want {
+			t.Errorf("mentionsDir(%q) = %v, want %v", text, got, want)
+		}
+	}
+}

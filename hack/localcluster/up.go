@@ -308,7 +308,7 @@ func runningPID(state string) int {
 		return 0
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !strings.Contains(string(cmdline), state) {
+	if err != nil || !mentionsDir(string(cmdline), state) {
 		return 0
 	}
 	return pid
@@ -367,18 +367,35 @@ func pidsMentioning(s string) []int {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), s) {
+		if err == nil && mentionsDir(string(cmdline), s) {
 			out = append(out, pid)
 			continue
 		}
 		for _, link := range []string{"root", "cwd", "exe"} {
-			if t, err := os.Readlink(filepath.Join("/proc", e.Name(), link)); err == nil && strings.HasPrefix(t, s) {
+			if t, err := os.Readlink(filepath.Join("/proc", e.Name(), link)); err == nil && mentionsDir(t, s) {
 				out = append(out, pid)
 				break
 			}
 		}
 	}
 	return out
+}
+
+// mentionsDir says whether text names dir or a path inside it (and not a
+// sibling such as dir2).
+func mentionsDir(text, dir string) bool {
+	for i := strings.Index(text, dir); i >= 0; {
+		end := i + len(dir)
+		if end == len(text) || strings.ContainsRune("/\x00 =", rune(text[end])) {
+			return true
+		}
+		next := strings.Index(text[end:], dir)
+		if next < 0 {
+			return false
+		}
+		i = end + next
+	}
+	return false
 }
 
 func waitGone(pid int, d time.Duration) bool {
