@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -48,7 +49,10 @@ type runConfig struct {
 	Tenant     string // namespace/name to wait for and expose
 	APIPort    int    // host port of the API server listener (fd 3)
 	S3Port     int    // host port of the S3 listener (fd 4)
-	Timeout    time.Duration
+	// Expose lists more Services to serve on the host, "namespace/name=port"
+	// (fds 5, 6, ... in order), such as a GatewayPool's.
+	Expose  []string
+	Timeout time.Duration
 }
 
 func (c *runConfig) logFile(name string) string { return filepath.Join(c.State, "logs", name) }
@@ -63,6 +67,17 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.Var((*stringList)(&c.Manifests), "manifests", "YAML file or directory to apply once the operator runs (repeatable; default the demo tenant)")
 	fs.StringVar(&c.Tenant, "tenant", "default/media", "namespace/name of the Tenant to wait for and expose")
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "how long to wait for the Tenant to be Ready")
+	fs.Var((*stringList)(&c.Expose), "expose", "another Service to serve on 127.0.0.1, namespace/name=port (repeatable; port 0 picks one)")
+}
+
+// parseExpose splits "namespace/name=port".
+func parseExpose(e string) (string, int, error) {
+	svc, port, ok := strings.Cut(e, "=")
+	p, err := strconv.Atoi(port)
+	if !ok || err != nil || p < 0 || p > 65535 || !strings.Contains(svc, "/") {
+		return "", 0, fmt.Errorf("--expose %q: want namespace/service=port", e)
+	}
+	return svc, p, nil
 }
 
 type stringList []string
@@ -82,7 +97,9 @@ type info struct {
 	Tenant     string `json:"tenant"`
 	Logs       string `json:"logs"`
 	ReadyAfter string `json:"readyAfter,omitempty"`
-	InnerPID   int    `json:"innerPID"`
+	// Exposed maps "namespace/name" of the --expose Services to their URLs.
+	Exposed  map[string]string `json:"exposed,omitempty"`
+	InnerPID int               `json:"innerPID"`
 }
 
 func writeInfo(state string, in info) error {
@@ -283,6 +300,23 @@ func cmdRun(args []string) error {
 	ns, name, _ := strings.Cut(c.Tenant, "/")
 	go exposeService(s3Ln, proxy, ns, builders.S3ServiceName(name))
 	defer s3Ln.Close()
+	for i, e := range c.Expose {
+		svc, port, err := parseExpose(e)
+		if err != nil {
+			return fail(err)
+		}
+		ln, err := net.FileListener(os.NewFile(uintptr(5+i), svc))
+		if err != nil {
+			return fail(fmt.Errorf("listener of %s: %w", svc, err))
+		}
+		defer ln.Close()
+		sns, sname, _ := strings.Cut(svc, "/")
+		go exposeService(ln, proxy, sns, sname)
+		if in.Exposed == nil {
+			in.Exposed = map[string]string{}
+		}
+		in.Exposed[svc] = fmt.Sprintf("https://localhost:%d", port)
+	}
 
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -424,6 +458,9 @@ func waitTenant(ctx context.Context, kc client.Client, ns, name string, in *info
 		}
 	} else {
 		in.S3URL = strings.Replace(in.S3URL, "https://", "http://", 1)
+		for k, v := range in.Exposed {
+			in.Exposed[k] = strings.Replace(v, "https://", "http://", 1)
+		}
 	}
 	return nil
 }

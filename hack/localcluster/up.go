@@ -99,6 +99,24 @@ func cmdUp(args []string) error {
 	}
 	c.APIPort = apiLn.Addr().(*net.TCPAddr).Port
 	c.S3Port = s3Ln.Addr().(*net.TCPAddr).Port
+	var exposeFiles []*os.File
+	for i, e := range c.Expose {
+		svc, port, err := parseExpose(e)
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return fmt.Errorf("port of %s: %w", svc, err)
+		}
+		f, err := ln.(*net.TCPListener).File()
+		if err != nil {
+			return err
+		}
+		ln.Close()
+		c.Expose[i] = fmt.Sprintf("%s=%d", svc, ln.Addr().(*net.TCPAddr).Port)
+		exposeFiles = append(exposeFiles, f)
+	}
 	apiFile, err := apiLn.(*net.TCPListener).File()
 	if err != nil {
 		return err
@@ -121,13 +139,16 @@ func cmdUp(args []string) error {
 	for _, m := range c.Manifests {
 		runArgs = append(runArgs, "--manifests", m)
 	}
+	for _, e := range c.Expose {
+		runArgs = append(runArgs, "--expose", e)
+	}
 	logf, err := os.OpenFile(c.logFile("cluster.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(self, runArgs...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{apiFile, s3File}
+	cmd.ExtraFiles = append([]*os.File{apiFile, s3File}, exposeFiles...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+filepath.Join(c.State, "tmp"))
 	cmd.Dir = c.State
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -143,6 +164,9 @@ func cmdUp(args []string) error {
 	s3Ln.Close()
 	apiFile.Close()
 	s3File.Close()
+	for _, f := range exposeFiles {
+		f.Close()
+	}
 	logf.Close()
 	if err := os.WriteFile(filepath.Join(c.State, "pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 		return err
@@ -265,6 +289,9 @@ func printUsage(w io.Writer, in info, state string) {
 	fmt.Fprintf(w, "  root secret key: %s\n", in.SecretKey)
 	if in.CAFile != "" {
 		fmt.Fprintf(w, "  CA certificate:  %s\n", in.CAFile)
+	}
+	for svc, url := range in.Exposed {
+		fmt.Fprintf(w, "Service %s: %s (same keys and CA)\n", svc, url)
 	}
 	fmt.Fprintf(w, "\nAll of the above as environment variables, then the AWS CLI:\n")
 	fmt.Fprintf(w, "  source %s\n", env)
