@@ -252,7 +252,9 @@ func (w *podWorker) createSandbox(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.mu.Lock()
 	w.ip = ip
+	w.mu.Unlock()
 	cmd := exec.Command(w.a.self, "pause", "--hostname", w.hostname, "--state-dir", w.a.cfg.State)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWUTS,
@@ -285,12 +287,18 @@ func (w *podWorker) destroySandbox() {
 // hostsFile is the pod's /etc/hosts as of now.
 func (w *podWorker) hostsFile() string {
 	records, _ := w.a.records.Load().(string)
-	return podHosts(w.ip, w.hostname, w.subdomain, w.namespace, records)
+	w.mu.Lock()
+	ip := w.ip
+	w.mu.Unlock()
+	return podHosts(ip, w.hostname, w.subdomain, w.namespace, records)
 }
 
 // writeHosts refreshes /etc/hosts in every container root of the pod.
 func (w *podWorker) writeHosts() {
-	if w.ip == "" {
+	w.mu.Lock()
+	ip := w.ip
+	w.mu.Unlock()
+	if ip == "" {
 		return
 	}
 	hosts := []byte(w.hostsFile())
