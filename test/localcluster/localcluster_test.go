@@ -33,6 +33,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -193,6 +196,57 @@ func TestDemoTenantServesS3(t *testing.T) {
 		// the same Service.
 		if _, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("photos")}); err != nil {
 			t.Errorf("declared bucket photos: %v", err)
+		}
+	})
+
+	t.Run("a user added to the Tenant works without restarting a server", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", in.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := kubernetes.NewForConfigOrDie(cfg)
+		restarts := func() map[string]int32 {
+			pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]int32{}
+			for _, p := range pods.Items {
+				for _, c := range p.Status.ContainerStatuses {
+					out[p.Name+"/"+string(p.UID)] += c.RestartCount
+				}
+			}
+			return out
+		}
+		before := restarts()
+		user := corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-app-keys", Namespace: "default"},
+			StringData: map[string]string{"accessKey": "E2EAPPACCESSKEY00001", "secretKey": "e2e-app-secret-key-0123456789abcdef"},
+		}
+		if _, err := cs.CoreV1().Secrets("default").Create(ctx, &user, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tenants := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: "storage.strata.dev", Version: "v1alpha1", Resource: "tenants"})
+		patch := []byte(`{"spec":{"users":[{"name":"app","secretRef":{"name":"e2e-app-keys"},"policy":"readwrite","buckets":["photos"]}]}}`)
+		if _, err := tenants.Namespace("default").Patch(ctx, "media", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The operator rewrites the IAM Secret, the node agent the mounted
+		// file, and the engine reloads it.
+		app := s3Client(t, info{S3URL: in.S3URL, CAFile: in.CAFile, AccessKey: "E2EAPPACCESSKEY00001", SecretKey: "e2e-app-secret-key-0123456789abcdef"})
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			_, err := app.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String("from-app"), Body: strings.NewReader("hello")})
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the new user cannot write after 2 minutes: %v", err)
+			}
+			time.Sleep(2 * time.Second)
+		}
+		if after := restarts(); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("server restarts changed: %v -> %v", before, after)
 		}
 	})
 
