@@ -70,7 +70,7 @@ bundle: manifests ## Generate the OLM bundle (bundle/); part of `make manifests`
 ##@ Test
 
 .PHONY: test
-test: verify lint unit engine-integration envtest-suites ## Everything CI runs: verify, lint, unit, engine integration and envtest suites.
+test: verify lint unit engine-integration envtest-suites localcluster-e2e ## Everything CI runs: verify, lint, unit, engine integration, envtest suites and the local-cluster end-to-end test.
 
 .PHONY: unit
 unit: ## Unit tests (no API server).
@@ -91,7 +91,34 @@ control-plane: ## Also build kube-controller-manager and kube-scheduler (local c
 .PHONY: envtest-suites
 envtest-suites: envtest build ## Integration suites against a real kube-apiserver + etcd.
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" MANAGER_BIN="$(LOCALBIN)/manager" \
-		go test $$(go list ./test/... | grep -v -e /test/engine -e /test/scale) -ginkgo.v=false -timeout 20m
+		go test $$(go list ./test/... | grep -v -e /test/engine -e /test/scale -e /test/localcluster) -ginkgo.v=false -timeout 20m
+
+.PHONY: localcluster-e2e
+localcluster-e2e: build control-plane ## End to end on a local cluster (as root): the operator brings up a Tenant, S3 through its endpoint, clean teardown.
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_BIN="$(LOCALBIN)/strata" MANAGER_BIN="$(LOCALBIN)/manager" \
+		go test -count=1 ./test/localcluster/... -timeout 15m -v
+
+##@ Demo
+
+# Where `make demo` keeps the cluster: kubeconfig, volumes, pods, logs.
+DEMO_STATE ?= /tmp/strata-localcluster
+# Extra flags for `localcluster up`, e.g. DEMO_FLAGS="--manifests config/samples --tenant default/media".
+DEMO_FLAGS ?=
+
+.PHONY: demo
+demo: build control-plane ## The main job: a local Kubernetes cluster (no Docker, needs root) running the operator and a demo Tenant; prints its S3 endpoint and keys.
+	go build -o $(LOCALBIN)/localcluster ./hack/localcluster
+	$(LOCALBIN)/localcluster up --state-dir $(DEMO_STATE) --assets "$$(hack/envtest.sh --control-plane)" \
+		--strata $(LOCALBIN)/strata --manager $(LOCALBIN)/manager $(DEMO_FLAGS)
+
+.PHONY: demo-status
+demo-status: ## Print the endpoints and keys of the running demo again.
+	go run ./hack/localcluster status --state-dir $(DEMO_STATE)
+
+.PHONY: demo-down
+demo-down: ## Stop the demo cluster and remove everything it made (processes, namespaces, volumes, logs).
+	go build -o $(LOCALBIN)/localcluster ./hack/localcluster
+	$(LOCALBIN)/localcluster down --state-dir $(DEMO_STATE)
 
 ##@ Build
 

@@ -183,7 +183,13 @@ func Run(ctx context.Context, cfg Config) error {
 // clustered reports whether the topology names nodes (not bare paths).
 func clustered(t cluster.Topology) bool {
 	for _, p := range t.Pools {
-		for _, e := range p.Endpoints {
+		// Endpoints carry {a...b} ranges (the operator writes them so), which
+		// do not parse as URLs until expanded.
+		eps, err := cluster.ExpandAll(p.Endpoints)
+		if err != nil {
+			continue
+		}
+		for _, e := range eps {
 			if ep, err := cluster.ParseEndpoint(e); err == nil && ep.Host != "" {
 				return true
 			}

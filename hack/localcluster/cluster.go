@@ -1,0 +1,466 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	storagev1alpha1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/internal/builders"
+)
+
+// runConfig is what the inner process needs; `up` passes it as flags.
+type runConfig struct {
+	State      string
+	Repo       string
+	Assets     string
+	StrataBin  string
+	ManagerBin string
+	Nodes      int
+	Manifests  []string
+	Tenant     string // namespace/name to wait for and expose
+	APIPort    int    // host port of the API server listener (fd 3)
+	S3Port     int    // host port of the S3 listener (fd 4)
+	// Expose lists more Services to serve on the host, "namespace/name=port"
+	// (fds 5, 6, ... in order), such as a GatewayPool's.
+	Expose  []string
+	Timeout time.Duration
+}
+
+func (c *runConfig) logFile(name string) string { return filepath.Join(c.State, "logs", name) }
+
+func (c *runConfig) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.State, "state-dir", "", "state directory (kubeconfigs, volumes, pods, logs)")
+	fs.StringVar(&c.Repo, "repo", ".", "repository root (CRDs, RBAC, manifests)")
+	fs.StringVar(&c.Assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver, etcd, kube-controller-manager, kube-scheduler")
+	fs.StringVar(&c.StrataBin, "strata", "bin/strata", "the engine binary: image 'strata'")
+	fs.StringVar(&c.ManagerBin, "manager", "bin/manager", "the operator binary: image 'strata-operator'")
+	fs.IntVar(&c.Nodes, "nodes", 4, "number of fake Nodes")
+	fs.Var((*stringList)(&c.Manifests), "manifests", "YAML file or directory to apply once the operator runs (repeatable; default the demo tenant)")
+	fs.StringVar(&c.Tenant, "tenant", "default/media", "namespace/name of the Tenant to wait for and expose")
+	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "how long to wait for the Tenant to be Ready")
+	fs.Var((*stringList)(&c.Expose), "expose", "another Service to serve on 127.0.0.1, namespace/name=port (repeatable; port 0 picks one)")
+}
+
+// parseExpose splits "namespace/name=port".
+func parseExpose(e string) (string, int, error) {
+	svc, port, ok := strings.Cut(e, "=")
+	p, err := strconv.Atoi(port)
+	if !ok || err != nil || p < 0 || p > 65535 || !strings.Contains(svc, "/") {
+		return "", 0, fmt.Errorf("--expose %q: want namespace/service=port", e)
+	}
+	return svc, p, nil
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// info is what `up` prints and tests read (state-dir/info.json).
+type info struct {
+	Status     string `json:"status"` // starting, ready, failed
+	Message    string `json:"message,omitempty"`
+	Kubeconfig string `json:"kubeconfig"`
+	S3URL      string `json:"s3URL"`
+	CAFile     string `json:"caFile,omitempty"`
+	AccessKey  string `json:"accessKey,omitempty"`
+	SecretKey  string `json:"secretKey,omitempty"`
+	Tenant     string `json:"tenant"`
+	Logs       string `json:"logs"`
+	ReadyAfter string `json:"readyAfter,omitempty"`
+	// Exposed maps "namespace/name" of the --expose Services to their URLs.
+	Exposed  map[string]string `json:"exposed,omitempty"`
+	InnerPID int               `json:"innerPID"`
+}
+
+func writeInfo(state string, in info) error {
+	data, err := json.MarshalIndent(in, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(state, "info.json"), data, 0o600)
+}
+
+// cmdRun is the cluster itself. `up` starts it in new network and mount
+// namespaces with the host listeners as fds 3 (API server) and 4 (S3).
+func cmdRun(args []string) error {
+	var c runConfig
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	c.flags(fs)
+	fs.IntVar(&c.APIPort, "api-port", 0, "host port of fd 3")
+	fs.IntVar(&c.S3Port, "s3-port", 0, "host port of fd 4")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, msg string, _ ...any) {
+		log.Debug("client-go", "msg", msg, "error", err)
+	}}
+	apiLn, err := net.FileListener(os.NewFile(3, "api"))
+	if err != nil {
+		return fmt.Errorf("API server listener: %w", err)
+	}
+	s3Ln, err := net.FileListener(os.NewFile(4, "s3"))
+	if err != nil {
+		return fmt.Errorf("S3 listener: %w", err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	started := time.Now()
+	in := info{
+		Status: "starting", Tenant: c.Tenant, Logs: filepath.Join(c.State, "logs"),
+		Kubeconfig: filepath.Join(c.State, "kubeconfig"),
+		S3URL:      fmt.Sprintf("https://localhost:%d", c.S3Port),
+		InnerPID:   os.Getpid(),
+	}
+	fail := func(err error) error {
+		in.Status, in.Message = "failed", err.Error()
+		_ = writeInfo(c.State, in)
+		return err
+	}
+	if err := writeInfo(c.State, in); err != nil {
+		return err
+	}
+
+	if err := setupClusterNetwork(ctx, c.Nodes); err != nil {
+		return fail(fmt.Errorf("cluster network: %w", err))
+	}
+	// Cluster names for everything in this mount namespace (the operator,
+	// the control plane): /etc/hosts here is the cluster's records.
+	hostsPath := filepath.Join(c.State, "hosts")
+	if err := os.WriteFile(hostsPath, []byte(hostsHeader), 0o644); err != nil {
+		return fail(err)
+	}
+	if err := syscall.Mount(hostsPath, "/etc/hosts", "", syscall.MS_BIND, ""); err != nil {
+		return fail(fmt.Errorf("bind-mounting the cluster hosts file: %w", err))
+	}
+
+	cp, err := startControlPlane(ctx, &c)
+	if err != nil {
+		return fail(err)
+	}
+	defer cp.stop()
+	go exposeAddress(apiLn, cp.apiURL.Host)
+	defer apiLn.Close()
+	if err := writeKubeconfig(in.Kubeconfig, cp.admin, fmt.Sprintf("https://127.0.0.1:%d", c.APIPort)); err != nil {
+		return fail(err)
+	}
+	log.Info("control plane up", "apiserver", cp.apiURL.Host, "after", time.Since(started).Round(time.Millisecond))
+
+	cfg := *cp.admin
+	cfg.QPS, cfg.Burst = 100, 200
+	cs, err := kubernetes.NewForConfig(&cfg)
+	if err != nil {
+		return fail(err)
+	}
+	if err := registerNodes(ctx, cs, c.Nodes); err != nil {
+		return fail(err)
+	}
+	if err := ensureStorageClasses(ctx, cs); err != nil {
+		return fail(err)
+	}
+
+	self, err := os.Executable()
+	if err != nil {
+		return fail(err)
+	}
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	podInf := factory.Core().V1().Pods()
+	svcInf := factory.Core().V1().Services()
+	sliceInf := factory.Discovery().V1().EndpointSlices()
+	pvcInf := factory.Core().V1().PersistentVolumeClaims()
+	pvInf := factory.Core().V1().PersistentVolumes()
+	scInf := factory.Storage().V1().StorageClasses()
+	secretInf := factory.Core().V1().Secrets()
+	cmInf := factory.Core().V1().ConfigMaps()
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorders := map[string]record.EventRecorder{}
+	for n := 1; n <= c.Nodes; n++ {
+		recorders[nodeName(n)] = broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: nodeName(n)})
+	}
+
+	ag := &agent{
+		log: log.With("component", "agent"), cs: cs, cfg: &c, self: self, ipam: newIPAM(),
+		images: imageMap{
+			"strata":          {binary: c.StrataBin, entrypoint: "/strata", uid: 65532, gid: 65532},
+			"strata-operator": {binary: c.ManagerBin, entrypoint: "/manager", uid: 65532, gid: 65532},
+		},
+		recorders:  func(node string) record.EventRecorder { return recorders[node] },
+		pods:       podInf.Lister(),
+		secrets:    secretInf.Lister(),
+		configMaps: cmInf.Lister(),
+		claims:     pvcInf.Lister(),
+		volumes:    pvInf.Lister(),
+		services:   svcInf.Lister(),
+		workers:    map[types.UID]*podWorker{},
+	}
+	ag.records.Store("")
+	prov := &provisioner{
+		log: log.With("component", "provisioner"), cs: cs, root: filepath.Join(c.State, "volumes"),
+		claims: pvcInf.Lister(), volumes: pvInf.Lister(), classes: scInf.Lister(),
+	}
+	proxy := newServiceProxy(log.With("component", "proxy"), svcInf.Lister(), sliceInf.Lister())
+	defer proxy.close()
+	proxy.rewrite[net.JoinHostPort(bridgeAddr, cp.apiURL.Port())] = cp.apiURL.Host
+
+	agentCtx, stopAgent := context.WithCancel(context.Background())
+	defer stopAgent()
+	kicks := newKicker()
+	onChange := func(which string) cache.ResourceEventHandler {
+		f := func(any) { kicks.kick(which) }
+		return cache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, o any) { f(o) }, DeleteFunc: f}
+	}
+	for inf, which := range map[cache.SharedIndexInformer]string{
+		podInf.Informer(): "pods", secretInf.Informer(): "pods", cmInf.Informer(): "pods",
+		svcInf.Informer(): "net", sliceInf.Informer(): "net",
+		pvcInf.Informer(): "storage", pvInf.Informer(): "storage", scInf.Informer(): "storage",
+	} {
+		if _, err := inf.AddEventHandler(onChange(which)); err != nil {
+			return fail(err)
+		}
+	}
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fail(fmt.Errorf("cache of %v did not sync", typ))
+		}
+	}
+	go kicks.loop(ctx, map[string]func(){
+		"pods": func() { ag.sync(agentCtx) },
+		"net": func() {
+			svcs, _ := svcInf.Lister().List(everything())
+			slices, _ := sliceInf.Lister().List(everything())
+			records := nodeRecords(c.Nodes) + clusterRecords(svcs, slices)
+			ag.setRecords(records)
+			if err := writeInPlace(hostsPath, []byte(hostsHeader+records)); err != nil {
+				log.Warn("hosts file", "error", err)
+			}
+			proxy.sync()
+		},
+		"storage": func() { prov.sync(ctx) },
+	})
+	go heartbeatNodes(ctx, cs, c.Nodes)
+	for n := 1; n <= c.Nodes; n++ {
+		if err := serveContainerLogs(ctx, log, n, filepath.Join(c.State, "logs", "pods")); err != nil {
+			return fail(fmt.Errorf("log server of %s: %w", nodeName(n), err))
+		}
+	}
+	defer func() {
+		// Pods first (they are the only ones with data in flight), then the
+		// operator and the control plane (deferred above and below).
+		stopAgent()
+		done := make(chan struct{})
+		go func() { ag.wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			log.Warn("some pods did not stop in time")
+		}
+	}()
+
+	op, err := startOperator(ctx, &c, cp, cs)
+	if err != nil {
+		return fail(err)
+	}
+	defer op.stop(15 * time.Second)
+
+	ns, name, _ := strings.Cut(c.Tenant, "/")
+	go exposeService(s3Ln, proxy, ns, builders.S3ServiceName(name))
+	defer s3Ln.Close()
+	for i, e := range c.Expose {
+		svc, port, err := parseExpose(e)
+		if err != nil {
+			return fail(err)
+		}
+		ln, err := net.FileListener(os.NewFile(uintptr(5+i), svc))
+		if err != nil {
+			return fail(fmt.Errorf("listener of %s: %w", svc, err))
+		}
+		defer ln.Close()
+		sns, sname, _ := strings.Cut(svc, "/")
+		go exposeService(ln, proxy, sns, sname)
+		if in.Exposed == nil {
+			in.Exposed = map[string]string{}
+		}
+		in.Exposed[svc] = fmt.Sprintf("https://localhost:%d", port)
+	}
+
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = storagev1alpha1.AddToScheme(scheme)
+	kc, err := client.New(&cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fail(err)
+	}
+	manifests := c.Manifests
+	if len(manifests) == 0 {
+		manifests = []string{filepath.Join(c.Repo, "hack", "localcluster", "demo")}
+	}
+	if err := applyManifests(ctx, kc, manifests); err != nil {
+		return fail(err)
+	}
+	log.Info("manifests applied", "after", time.Since(started).Round(time.Millisecond))
+
+	go func() {
+		waitCtx, cancel := context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+		err := waitTenant(waitCtx, kc, ns, name, &in, c.State)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			_ = fail(fmt.Errorf("tenant %s not Ready after %s: %w (see %s)", c.Tenant, c.Timeout, err, in.Logs))
+			return
+		}
+		in.Status, in.ReadyAfter = "ready", time.Since(started).Round(time.Second).String()
+		_ = writeInfo(c.State, in)
+		log.Info("tenant ready", "tenant", c.Tenant, "after", in.ReadyAfter)
+	}()
+
+	select {
+	case <-ctx.Done():
+		log.Info("stopping")
+	case <-op.exited():
+		log.Error("the operator exited", "log", c.logFile("operator.log"))
+		_ = fail(errors.New("the operator exited; see " + c.logFile("operator.log")))
+		<-ctx.Done()
+	}
+	return nil
+}
+
+// startOperator runs bin/manager as the user the operator's generated
+// ClusterRole is bound to, so missing RBAC rules show up here too.
+func startOperator(ctx context.Context, c *runConfig, cp *controlPlane, cs kubernetes.Interface) (*process, error) {
+	const user = "strata-operator"
+	if err := applyYAMLFile(ctx, cs, filepath.Join(c.Repo, "config", "rbac", "role.yaml")); err != nil {
+		return nil, err
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "strata-operator"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "manager"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	ucfg, err := cp.addUser(user)
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(c.State, "kube", "operator.kubeconfig")
+	if err := writeKubeconfig(kubeconfig, ucfg, ucfg.Host); err != nil {
+		return nil, err
+	}
+	op := newProcess("operator", c.ManagerBin, []string{
+		"--kubeconfig=" + kubeconfig,
+		"--enable-webhooks=false",
+		"--leader-elect=false",
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=127.0.0.1:8081",
+		"--engine-refresh=20s",
+	}, c.logFile("operator.log"))
+	if err := op.start(nil); err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
+// applyYAMLFile creates the ClusterRole of config/rbac/role.yaml (the one
+// document kind it needs to read without a dynamic client).
+func applyYAMLFile(ctx context.Context, cs kubernetes.Interface, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal(data, &role); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// waitTenant waits for the Tenant's Ready condition, then records the root
+// keys and the CA the S3 clients need.
+func waitTenant(ctx context.Context, kc client.Client, ns, name string, in *info, state string) error {
+	var t storagev1alpha1.Tenant
+	var last string
+	for {
+		err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &t)
+		if err == nil {
+			c := meta.FindStatusCondition(t.Status.Conditions, storagev1alpha1.ConditionReady)
+			if c != nil && c.Status == metav1.ConditionTrue {
+				break
+			}
+			if c != nil {
+				last = fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if last != "" {
+				return errors.New(last)
+			}
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+	var root corev1.Secret
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: builders.RootSecretName(&t)}, &root); err != nil {
+		return fmt.Errorf("root credentials: %w", err)
+	}
+	in.AccessKey = string(root.Data[builders.AccessKeyKey])
+	in.SecretKey = string(root.Data[builders.SecretKeyKey])
+	if tlsName := builders.TLSSecretName(&t); tlsName != "" {
+		var s corev1.Secret
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: tlsName}, &s); err != nil {
+			return fmt.Errorf("TLS secret: %w", err)
+		}
+		in.CAFile = filepath.Join(state, "ca.crt")
+		if err := os.WriteFile(in.CAFile, s.Data["ca.crt"], 0o644); err != nil {
+			return err
+		}
+	} else {
+		in.S3URL = strings.Replace(in.S3URL, "https://", "http://", 1)
+		for k, v := range in.Exposed {
+			in.Exposed[k] = strings.Replace(v, "https://", "http://", 1)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+)
+
+// serviceProxy plays kube-proxy for TCP ClusterIP Services: it listens on
+// every ClusterIP:port in the cluster namespace and forwards each connection
+// to a ready endpoint of the Service (round robin), like kube-proxy's
+// userspace mode of old.
+type serviceProxy struct {
+	log      *slog.Logger
+	services corelisters.ServiceLister
+	slices   discoverylisters.EndpointSliceLister
+
+	mu        sync.Mutex
+	listeners map[string]*svcListener // "ip:port" -> listener
+	next      atomic.Uint64
+	// rewrite maps endpoint addresses to where they really listen: the API
+	// server advertises the bridge address but listens on loopback.
+	rewrite map[string]string
+}
+
+type svcListener struct {
+	ln        net.Listener
+	namespace string
+	service   string
+	port      corev1.ServicePort
+}
+
+func newServiceProxy(log *slog.Logger, services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister) *serviceProxy {
+	return &serviceProxy{log: log, services: services, slices: slices, listeners: map[string]*svcListener{}, rewrite: map[string]string{}}
+}
+
+// sync opens listeners for new Service ports and closes those of Services
+// that are gone.
+func (p *serviceProxy) sync() {
+	svcs, err := p.services.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	want := map[string]*svcListener{}
+	for _, s := range svcs {
+		ip := s.Spec.ClusterIP
+		if ip == "" || ip == corev1.ClusterIPNone {
+			continue
+		}
+		for _, port := range s.Spec.Ports {
+			if port.Protocol != "" && port.Protocol != corev1.ProtocolTCP {
+				continue
+			}
+			addr := net.JoinHostPort(ip, strconv.Itoa(int(port.Port)))
+			want[addr] = &svcListener{namespace: s.Namespace, service: s.Name, port: port}
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for addr, l := range p.listeners {
+		w, ok := want[addr]
+		if !ok || w.namespace != l.namespace || w.service != l.service {
+			l.ln.Close()
+			delete(p.listeners, addr)
+			continue
+		}
+		l.port = w.port
+	}
+	for addr, w := range want {
+		if _, ok := p.listeners[addr]; ok {
+			continue
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			p.log.Warn("service proxy cannot listen", "address", addr, "service", w.namespace+"/"+w.service, "error", err)
+			continue
+		}
+		w.ln = ln
+		p.listeners[addr] = w
+		go p.serve(w)
+	}
+}
+
+func (p *serviceProxy) serve(l *svcListener) {
+	for {
+		conn, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		port := l.port
+		p.mu.Unlock()
+		go p.forward(conn, l.namespace, l.service, port)
+	}
+}
+
+// forward connects conn to a ready endpoint of the Service port.
+func (p *serviceProxy) forward(conn net.Conn, namespace, service string, port corev1.ServicePort) {
+	target, err := p.endpoint(namespace, service, port)
+	if err != nil {
+		conn.Close()
+		return
+	}
+	if r, ok := p.rewrite[target]; ok {
+		target = r
+	}
+	backend, err := dialTimeout(context.Background(), target, 5*time.Second)
+	if err != nil {
+		conn.Close()
+		return
+	}
+	splice(conn, backend)
+}
+
+// endpoint picks a ready endpoint address of a Service port.
+func (p *serviceProxy) endpoint(namespace, service string, port corev1.ServicePort) (string, error) {
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: service})
+	slices, err := p.slices.EndpointSlices(namespace).List(sel)
+	if err != nil {
+		return "", err
+	}
+	var addrs []string
+	for _, s := range slices {
+		if s.AddressType != discoveryv1.AddressTypeIPv4 {
+			continue
+		}
+		var target int32
+		for _, sp := range s.Ports {
+			name := ""
+			if sp.Name != nil {
+				name = *sp.Name
+			}
+			if sp.Port != nil && name == port.Name {
+				target = *sp.Port
+			}
+		}
+		if target == 0 {
+			continue
+		}
+		for _, ep := range s.Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			for _, a := range ep.Addresses {
+				addrs = append(addrs, net.JoinHostPort(a, strconv.Itoa(int(target))))
+			}
+		}
+	}
+	if len(addrs) == 0 {
+		return "", fmt.Errorf("service %s/%s has no ready endpoint", namespace, service)
+	}
+	return addrs[p.next.Add(1)%uint64(len(addrs))], nil
+}
+
+// firstPort is the Service's first port, for host exposures.
+func (p *serviceProxy) firstPort(namespace, service string) (corev1.ServicePort, error) {
+	s, err := p.services.Services(namespace).Get(service)
+	if err != nil {
+		return corev1.ServicePort{}, err
+	}
+	if len(s.Spec.Ports) == 0 {
+		return corev1.ServicePort{}, fmt.Errorf("service %s/%s has no port", namespace, service)
+	}
+	return s.Spec.Ports[0], nil
+}
+
+func (p *serviceProxy) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for addr, l := range p.listeners {
+		l.ln.Close()
+		delete(p.listeners, addr)
+	}
+}
+
+// exposeService serves a listener of the host (made by the outer process in
+// the host's network namespace and handed down) with the Service's
+// endpoints: the host reaches the tenant at 127.0.0.1 without any route
+// into the cluster's network.
+func exposeService(ln net.Listener, p *serviceProxy, namespace, service string) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			port, err := p.firstPort(namespace, service)
+			if err != nil {
+				conn.Close()
+				return
+			}
+			p.forward(conn, namespace, service, port)
+		}()
+	}
+}
+
+// exposeAddress forwards a host listener to a fixed address in the cluster
+// namespace (the API server).
+func exposeAddress(ln net.Listener, addr string) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			backend, err := dialTimeout(context.Background(), addr, 5*time.Second)
+			if err != nil {
+				conn.Close()
+				return
+			}
+			splice(conn, backend)
+		}()
+	}
+}
+
+// splice copies both ways until either side is done, passing half-closes on.
+func splice(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		} else {
+			dst.Close()
+		}
+		done <- struct{}{}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	<-done
+	<-done
+	a.Close()
+	b.Close()
+}

@@ -1,0 +1,347 @@
+// Package localcluster is the end-to-end test of `make demo`: it brings the
+// local cluster harness (hack/localcluster) up with the real control plane,
+// operator and engine, waits for the demo Tenant to be Ready, writes and
+// reads an object through the S3 endpoint the harness prints, and checks
+// that tearing it down leaves nothing behind.
+//
+// It needs root (namespaces, mounts, veth pairs), iproute2, bin/strata and
+// bin/manager, and kube-controller-manager and kube-scheduler next to
+// kube-apiserver in $KUBEBUILDER_ASSETS; `make localcluster-e2e` provides
+// all of that and runs it.
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// info mirrors the harness's state-dir/info.json.
+type info struct {
+	Status     string `json:"status"`
+	Message    string `json:"message"`
+	Kubeconfig string `json:"kubeconfig"`
+	S3URL      string `json:"s3URL"`
+	CAFile     string `json:"caFile"`
+	AccessKey  string `json:"accessKey"`
+	SecretKey  string `json:"secretKey"`
+	ReadyAfter string `json:"readyAfter"`
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// binary is $env, else bin/name of the repository.
+func binary(t *testing.T, env, name string) string {
+	p := os.Getenv(env)
+	if p == "" {
+		p = filepath.Join(repoRoot(), "bin", name)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("%s not built (%v): run `make localcluster-e2e`", name, err)
+	}
+	return p
+}
+
+func prerequisites(t *testing.T) (assets, strata, manager string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the local cluster needs root (network and mount namespaces)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("the local cluster needs iproute2's `ip`")
+	}
+	assets = os.Getenv("KUBEBUILDER_ASSETS")
+	for _, b := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler"} {
+		if _, err := os.Stat(filepath.Join(assets, b)); assets == "" || err != nil {
+			t.Skipf("%s not in KUBEBUILDER_ASSETS=%q: run `make localcluster-e2e`", b, assets)
+		}
+	}
+	return assets, binary(t, "STRATA_BIN", "strata"), binary(t, "MANAGER_BIN", "manager")
+}
+
+func TestDemoTenantServesS3(t *testing.T) {
+	assets, strata, manager := prerequisites(t)
+	work := t.TempDir()
+	lc := filepath.Join(work, "localcluster")
+	build := exec.Command("go", "build", "-o", lc, "./hack/localcluster")
+	build.Dir = repoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the harness: %v\n%s", err, out)
+	}
+	state := filepath.Join(work, "state")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	down := func() {
+		cmd := exec.Command(lc, "down", "--state-dir", state)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("localcluster down: %v\n%s", err, out)
+		}
+	}
+	var tornDown bool
+	defer func() {
+		if !tornDown {
+			if t.Failed() {
+				dumpLogs(t, state)
+			}
+			down()
+		}
+	}()
+
+	up := exec.CommandContext(ctx, lc, "up", "--state-dir", state, "--repo", repoRoot(), "--assets", assets,
+		"--strata", strata, "--manager", manager, "--api-port", "0", "--s3-port", "0", "--timeout", "6m")
+	up.Dir = repoRoot()
+	var out bytes.Buffer
+	up.Stdout, up.Stderr = &out, &out
+	start := time.Now()
+	if err := up.Run(); err != nil {
+		t.Fatalf("localcluster up: %v\n%s", err, out.String())
+	}
+	t.Logf("tenant Ready after %s", time.Since(start).Round(time.Second))
+
+	data, err := os.ReadFile(filepath.Join(state, "info.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in info
+	if err := json.Unmarshal(data, &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Status != "ready" {
+		t.Fatalf("status %q: %s", in.Status, in.Message)
+	}
+	if !strings.Contains(out.String(), in.S3URL) || !strings.Contains(out.String(), "export KUBECONFIG="+in.Kubeconfig) {
+		t.Errorf("up did not print the S3 URL and kubeconfig:\n%s", out.String())
+	}
+
+	t.Run("every server pod Ready on its own node", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", in.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := map[string]bool{}
+		for _, p := range pods.Items {
+			if !podReady(&p) {
+				t.Errorf("pod %s not Ready: %+v", p.Name, p.Status.Conditions)
+			}
+			if p.Status.PodIP == "" {
+				t.Errorf("pod %s has no IP", p.Name)
+			}
+			nodes[p.Spec.NodeName] = true
+		}
+		if len(pods.Items) != 4 || len(nodes) != 4 {
+			t.Errorf("want 4 server pods on 4 nodes, got %d pods on %d nodes", len(pods.Items), len(nodes))
+		}
+	})
+
+	t.Run("S3 through the printed endpoint", func(t *testing.T) {
+		client := s3Client(t, in)
+		bucket := "e2e"
+		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			t.Fatalf("create bucket: %v", err)
+		}
+		body := bytes.Repeat([]byte("strata local cluster "), 20000) // ~400 KiB: erasure-coded, not inline
+		if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("dir/object"), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatalf("put: %v", err)
+		}
+		got, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("dir/object")})
+		if err != nil {
+			t.Fatalf("get: %v", err)
+		}
+		read, err := io.ReadAll(got.Body)
+		got.Body.Close()
+		if err != nil || !bytes.Equal(read, body) {
+			t.Fatalf("read back %d bytes (err %v), want the %d written", len(read), err, len(body))
+		}
+		list, err := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+		if err != nil || len(list.Contents) != 1 {
+			t.Fatalf("list: %v, %d objects", err, len(list.Contents))
+		}
+		// The Tenant's declared bucket was created by the operator through
+		// the same Service.
+		if _, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("photos")}); err != nil {
+			t.Errorf("declared bucket photos: %v", err)
+		}
+	})
+
+	t.Run("a user added to the Tenant works without restarting a server", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", in.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := kubernetes.NewForConfigOrDie(cfg)
+		restarts := func() map[string]int32 {
+			pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]int32{}
+			for _, p := range pods.Items {
+				for _, c := range p.Status.ContainerStatuses {
+					out[p.Name+"/"+string(p.UID)] += c.RestartCount
+				}
+			}
+			return out
+		}
+		before := restarts()
+		user := corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-app-keys", Namespace: "default"},
+			StringData: map[string]string{"accessKey": "E2EAPPACCESSKEY00001", "secretKey": "e2e-app-secret-key-0123456789abcdef"},
+		}
+		if _, err := cs.CoreV1().Secrets("default").Create(ctx, &user, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tenants := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: "storage.strata.dev", Version: "v1alpha1", Resource: "tenants"})
+		patch := []byte(`{"spec":{"users":[{"name":"app","secretRef":{"name":"e2e-app-keys"},"policy":"readwrite","buckets":["photos"]}]}}`)
+		if _, err := tenants.Namespace("default").Patch(ctx, "media", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The operator rewrites the IAM Secret, the node agent the mounted
+		// file, and the engine reloads it.
+		app := s3Client(t, info{S3URL: in.S3URL, CAFile: in.CAFile, AccessKey: "E2EAPPACCESSKEY00001", SecretKey: "e2e-app-secret-key-0123456789abcdef"})
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			_, err := app.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String("from-app"), Body: strings.NewReader("hello")})
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the new user cannot write after 2 minutes: %v", err)
+			}
+			time.Sleep(2 * time.Second)
+		}
+		if after := restarts(); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("server restarts changed: %v -> %v", before, after)
+		}
+	})
+
+	// Down, then nothing of the cluster is left.
+	tornDown = true
+	if t.Failed() {
+		dumpLogs(t, state)
+	}
+	start = time.Now()
+	down()
+	t.Logf("torn down in %s", time.Since(start).Round(100*time.Millisecond))
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Errorf("state directory left behind: %v", err)
+	}
+	if pids := processesUnder(state); len(pids) > 0 {
+		t.Errorf("processes left behind: %v", pids)
+	}
+	ifaces, _ := net.Interfaces()
+	for _, i := range ifaces {
+		if strings.HasPrefix(i.Name, "lcbr") || strings.HasPrefix(i.Name, "lcv") {
+			t.Errorf("interface %s left in the host's namespace", i.Name)
+		}
+	}
+	if conn, err := net.DialTimeout("tcp", strings.TrimPrefix(strings.TrimPrefix(in.S3URL, "https://"), "http://"), time.Second); err == nil {
+		conn.Close()
+		t.Errorf("%s still accepts connections", in.S3URL)
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// s3Client talks to the endpoint with the root keys, trusting the tenant CA.
+func s3Client(t *testing.T, in info) *s3.Client {
+	t.Helper()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if in.CAFile != "" {
+		pem, err := os.ReadFile(in.CAFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			t.Fatalf("%s holds no certificate", in.CAFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(in.S3URL),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(in.AccessKey, in.SecretKey, ""),
+		HTTPClient:   &http.Client{Transport: tr, Timeout: time.Minute},
+	})
+}
+
+// processesUnder lists processes whose command line, root or working
+// directory is in dir.
+func processesUnder(dir string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		root, _ := os.Readlink(filepath.Join("/proc", e.Name(), "root"))
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if strings.Contains(string(cmdline), dir) || strings.HasPrefix(root, dir) || strings.HasPrefix(cwd, dir) {
+			out = append(out, fmt.Sprintf("%s %s", e.Name(), strings.ReplaceAll(string(cmdline), "\x00", " ")))
+		}
+	}
+	return out
+}
+
+// dumpLogs prints the tail of every log of the cluster.
+func dumpLogs(t *testing.T, state string) {
+	_ = filepath.Walk(filepath.Join(state, "logs"), func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return nil //nolint:nilerr // a log that vanished is no reason to stop dumping the others
+		}
+		if fi.IsDir() {
+			return nil
+		}
+		data, _ := os.ReadFile(p)
+		if len(data) > 4000 {
+			data = data[len(data)-4000:]
+		}
+		t.Logf("=== %s (tail)\n%s", p, data)
+		return nil
+	})
+}
