@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -60,6 +62,34 @@ type Locality struct {
 	LocalIPs []net.IP
 	// Resolve resolves a host name; nil: net.LookupIP.
 	Resolve func(host string) ([]net.IP, error)
+	// ResolveWait is how long a name that does not resolve (a DNS error)
+	// is retried before giving up: in Kubernetes a peer's name resolves
+	// only once its pod has an address, and pods start together.
+	ResolveWait time.Duration
+	// Logf, when set, says once per name that it is being waited for.
+	Logf func(format string, args ...any)
+}
+
+// lookup resolves h, retrying DNS errors for up to ResolveWait.
+func (l Locality) lookup(h string) ([]net.IP, error) {
+	resolve := l.Resolve
+	if resolve == nil {
+		resolve = net.LookupIP
+	}
+	deadline := time.Now().Add(l.ResolveWait)
+	delay := 200 * time.Millisecond
+	for waited := false; ; waited = true {
+		ips, err := resolve(h)
+		var dnsErr *net.DNSError
+		if err == nil || !errors.As(err, &dnsErr) || time.Now().Add(delay).After(deadline) {
+			return ips, err
+		}
+		if !waited && l.Logf != nil {
+			l.Logf("waiting up to %s for %s to resolve: %v", time.Until(deadline).Round(time.Second), h, err)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 5*time.Second)
+	}
 }
 
 // IsLocal reports whether host (host:port) is this node: the listen
@@ -80,17 +110,13 @@ func (l Locality) IsLocal(host string) (bool, error) {
 	if port != lport {
 		return false, nil
 	}
-	resolve := l.Resolve
-	if resolve == nil {
-		resolve = net.LookupIP
-	}
-	ips, err := resolve(h)
+	ips, err := l.lookup(h)
 	if err != nil {
 		return false, fmt.Errorf("resolving %s: %w", h, err)
 	}
 	if lh != "" && lh != "0.0.0.0" && lh != "::" {
 		// Bound to one address: only that address is this node.
-		lips, err := resolve(lh)
+		lips, err := l.lookup(lh)
 		if err != nil {
 			return false, err
 		}

@@ -354,7 +354,7 @@ func (n *Node) applyTopology(ctx context.Context, topo cluster.Topology) error {
 			n.startPool(added)
 			continue
 		}
-		layout, err := spec.Layout(cluster.Locality{Address: n.cfg.Address})
+		layout, err := spec.Layout(locality(n.cfg, 30*time.Second))
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -101,7 +101,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	dep := cluster.NewDeployment(cluster.Options{
-		Locality: cluster.Locality{Address: cfg.Address}, InternodePort: cfg.InternodePort,
+		Locality: locality(cfg, 3*time.Minute), InternodePort: cfg.InternodePort,
 		Drive: drive.Options{NoSync: cfg.NoSync}, Peer: peerOpts, Log: log,
 	})
 	defer dep.Close()
@@ -200,6 +200,15 @@ func clustered(t cluster.Topology) bool {
 
 // serveInternode starts the internode HTTP/2 service on the S3 address's
 // host and the internode port.
+// locality decides which endpoints are this node's; peers' names that do
+// not resolve yet are waited for (wait), as pods of a StatefulSet start
+// together and each gets its DNS record only once it has an address.
+func locality(cfg Config, wait time.Duration) cluster.Locality {
+	return cluster.Locality{Address: cfg.Address, ResolveWait: wait, Logf: func(format string, args ...any) {
+		cfg.Log.Info(fmt.Sprintf(format, args...))
+	}}
+}
+
 func serveInternode(address string, port int, srv http.Handler, tlsCfg *tls.Config, log *slog.Logger) (func(), error) {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
