@@ -327,7 +327,11 @@ func (d *Local) CreateStaged(dataDir [16]byte, part int) (vfs.File, error) {
 	if err := d.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return d.fs.Create(filepath.Join(dir, partName(part)))
+	name := filepath.Join(dir, partName(part))
+	if d.noSync {
+		return d.fs.Create(name) // the page cache is the point of relaxed mode
+	}
+	return vfs.CreateDirect(d.fs, name)
 }
 
 // AbortStaged removes a staged data directory.

@@ -1,0 +1,68 @@
+package vfs
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Files written past the page cache hold exactly what was written, for
+// sizes around the buffer and alignment boundaries and writes of any size,
+// and can be read back through the same handle.
+func TestCreateDirectWritesExactly(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := []int{0, 1, 4095, 4096, 4097, 12345, directBufSize - 1, directBufSize, directBufSize + 1, 3*directBufSize + 777}
+	for _, size := range sizes {
+		want := make([]byte, size)
+		for i := range want {
+			want[i] = byte(rng.Uint32())
+		}
+		name := filepath.Join(dir, "f")
+		f, err := CreateDirect(Default, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := f.(*directFile); !ok {
+			t.Logf("size %d: the filesystem under %s refused O_DIRECT; checking the fallback", size, dir)
+		}
+		// The first bytes through the helpers that look for ReadFrom and
+		// WriteString, as a server streaming a body in would.
+		pre := min(size, 5000)
+		if _, err := io.Copy(f, bytes.NewReader(want[:pre/2])); err != nil {
+			t.Fatalf("size %d: io.Copy: %v", size, err)
+		}
+		if _, err := io.WriteString(f, string(want[pre/2:pre])); err != nil {
+			t.Fatalf("size %d: io.WriteString: %v", size, err)
+		}
+		for rest := want[pre:]; len(rest) > 0; {
+			n := min(len(rest), 1+rng.IntN(70000))
+			if k, err := f.Write(rest[:n]); err != nil || k != n {
+				t.Fatalf("size %d: write %d: %d, %v", size, n, k, err)
+			}
+			rest = rest[n:]
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatalf("size %d: sync: %v", size, err)
+		}
+		if size > 0 {
+			head := make([]byte, min(size, 10))
+			if _, err := f.ReadAt(head, 0); err != nil || !bytes.Equal(head, want[:len(head)]) {
+				t.Fatalf("size %d: read back through the handle: %v", size, err)
+			}
+		}
+		if err := f.Close(); err != nil {
+			t.Fatalf("size %d: close: %v", size, err)
+		}
+		got, err := os.ReadFile(name)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("size %d: file holds %d bytes (err %v), want the %d written", size, len(got), err, size)
+		}
+		if _, err := f.Write([]byte("x")); err == nil {
+			t.Fatalf("size %d: a write after Close succeeded", size)
+		}
+	}
+}
