@@ -35,7 +35,8 @@ func TestCreateDirectWritesExactly(t *testing.T) {
 		if _, err := io.Copy(f, bytes.NewReader(want[:pre/2])); err != nil {
 			t.Fatalf("size %d: io.Copy: %v", size, err)
 		}
-		if _, err := io.WriteString(f, string(want[pre/2:pre])); err != nil {
+		text := string(want[pre/2 : pre])
+		if _, err := io.WriteString(f, text); err != nil {
 			t.Fatalf("size %d: io.WriteString: %v", size, err)
 		}
 		for rest := want[pre:]; len(rest) > 0; {
