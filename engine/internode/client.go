@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,9 +43,13 @@ type PeerOptions struct {
 type Peer struct {
 	// Host is the peer's S3 address (its identity in the topology).
 	Host string
+	addr string // host:port of its internode service
 	base string
 	opts PeerOptions
 	hc   *http.Client
+
+	fmu sync.Mutex
+	fc  *frameConn // the framed channel (protocol 3), dialled on first use
 
 	online  atomic.Bool
 	version atomic.Int32 // the peer's protocol, learned from pings
@@ -76,8 +81,9 @@ func NewPeer(host string, internodePort int, opts PeerOptions) (*Peer, error) {
 	} else {
 		tr.Protocols.SetUnencryptedHTTP2(true)
 	}
+	addr := net.JoinHostPort(h, strconv.Itoa(internodePort))
 	p := &Peer{
-		Host: host, base: scheme + "://" + net.JoinHostPort(h, strconv.Itoa(internodePort)) + Prefix,
+		Host: host, addr: addr, base: scheme + "://" + addr + Prefix,
 		opts: opts, hc: &http.Client{Transport: tr}, closed: make(chan struct{}),
 	}
 	p.version.Store(int32(MinProtocol))
@@ -112,8 +118,11 @@ func (p *Peer) heartbeat() {
 	}
 }
 
-// Close stops the peer's background pings.
-func (p *Peer) Close() { close(p.closed) }
+// Close stops the peer's background pings and ends its framed channel.
+func (p *Peer) Close() {
+	close(p.closed)
+	p.closeFrames()
+}
 
 // Online reports whether the peer answers.
 func (p *Peer) Online() bool { return p.online.Load() }
@@ -194,6 +203,37 @@ func (e *statusError) Error() string { return fmt.Sprintf("internode: %d %s", e.
 // call runs one operation: a signed POST with a deadline, retried with
 // backoff when idempotent and the peer did not answer.
 func (p *Peer) call(ctx context.Context, op string, q url.Values, body []byte, idempotent bool, out func(io.Reader) error) error {
+	return p.retry(ctx, idempotent, func(ctx context.Context) error {
+		return p.do(ctx, op, q, bytes.NewReader(body), out)
+	})
+}
+
+// batch runs a call of the hot path: on the framed channel when the peer
+// speaks protocol 3, else as an HTTP call.
+func (p *Peer) batch(op string, fop byte, body []byte, idempotent bool, out func([]byte) error) error {
+	ctx := context.Background()
+	if p.Version() < framesProtocol {
+		return p.call(ctx, op, nil, body, idempotent, func(r io.Reader) error {
+			b, err := io.ReadAll(r)
+			if err != nil {
+				return err
+			}
+			return out(b)
+		})
+	}
+	return p.retry(ctx, idempotent, func(ctx context.Context) error {
+		b, err := p.frames(ctx, fop, body)
+		if err != nil {
+			return err
+		}
+		return out(b)
+	})
+}
+
+// retry runs try with the call deadline, again with backoff when the call
+// is idempotent and the peer did not answer; a peer that never answered is
+// marked offline.
+func (p *Peer) retry(ctx context.Context, idempotent bool, try func(context.Context) error) error {
 	if !p.online.Load() {
 		return fmt.Errorf("%w: %s", ErrNodeOffline, p.Host)
 	}
@@ -211,7 +251,7 @@ func (p *Peer) call(ctx context.Context, op string, q url.Values, body []byte, i
 			}
 		}
 		cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
-		err = p.do(cctx, op, q, bytes.NewReader(body), out)
+		err = try(cctx)
 		cancel()
 		if !transportErr(err) {
 			return err
@@ -277,11 +317,7 @@ func (p *Peer) PutVersions(items []erasure.PutItem) []error {
 		body = appendBytes(body, drive.MarshalRecord(nil, it.Rec))
 	}
 	errs := make([]error, len(items))
-	err := p.call(context.Background(), "batch/put", nil, body, false, func(r io.Reader) error {
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return err
-		}
+	err := p.batch("batch/put", opBatchPut, body, false, func(b []byte) error {
 		in := reader{buf: b}
 		for i := range errs {
 			errs[i] = in.error()
@@ -312,11 +348,7 @@ func (p *Peer) GetVersions(items []erasure.GetItem) ([]*drive.Record, []error) {
 	}
 	recs := make([]*drive.Record, len(items))
 	errs := make([]error, len(items))
-	err := p.call(context.Background(), "batch/get", nil, body, true, func(r io.Reader) error {
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return err
-		}
+	err := p.batch("batch/get", opBatchGet, body, true, func(b []byte) error {
 		in := reader{buf: b}
 		for i := range items {
 			if errs[i] = in.error(); errs[i] == nil {
@@ -661,6 +693,22 @@ type remoteReader struct {
 }
 
 func (r *remoteReader) ReadAt(p []byte, off int64) (int, error) {
+	if r.d.peer.Version() >= framesProtocol {
+		body := appendString(nil, r.d.path)
+		body = appendBytes(body, r.dataDir[:])
+		body = binary.AppendUvarint(body, uint64(r.part))
+		body = binary.AppendUvarint(body, uint64(off))
+		body = binary.AppendUvarint(body, uint64(len(p)))
+		n := 0
+		err := r.d.peer.batch("", opShardRead, body, true, func(b []byte) error {
+			n = copy(p, b)
+			return nil
+		})
+		if err == nil && n < len(p) {
+			err = io.EOF
+		}
+		return n, err
+	}
 	q := r.d.q("datadir", hexID(r.dataDir), "part", strconv.Itoa(r.part), "off", strconv.FormatInt(off, 10), "len", strconv.Itoa(len(p)))
 	n := 0
 	err := r.d.peer.call(context.Background(), "shard/read", q, nil, true, func(rd io.Reader) error {

@@ -10,7 +10,9 @@
 // Every request carries the sender's protocol version; a node serves
 // versions MinProtocol..Protocol, so N and N-1 interoperate during a rolling
 // upgrade. Version 2 added the per-node batches; with a version 1 peer a
-// node falls back to one call per drive.
+// node falls back to one call per drive. Version 3 added the framed channel
+// (frames.go) for batches and shard reads; with a version 2 peer they go
+// over HTTP/2.
 package internode
 
 import (
@@ -29,7 +31,7 @@ import (
 
 // Protocol versions.
 const (
-	Protocol    = 2
+	Protocol    = 3
 	MinProtocol = 1
 )
 

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/strata-storage/strata/engine/drive"
 )
@@ -30,6 +32,11 @@ type Server struct {
 	NoSync bool
 	// Node answers node-level requests (status, pool state); nil: none.
 	Node NodeHooks
+
+	// The framed channels served (see frames.go).
+	connMu sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
 }
 
 // NodeHooks are the node-level operations peers ask of a node.
@@ -125,12 +132,17 @@ func (s *Server) handle(op string, w http.ResponseWriter, r *http.Request) error
 		if s.Version < 2 {
 			return errors.New("batches need protocol 2")
 		}
-		return s.batchPut(w, r)
+		return s.serveBatch(s.batchPut, w, r)
 	case "batch/get":
 		if s.Version < 2 {
 			return errors.New("batches need protocol 2")
 		}
-		return s.batchGet(w, r)
+		return s.serveBatch(s.batchGet, w, r)
+	case "frames":
+		if s.Version < framesProtocol {
+			return fmt.Errorf("the framed channel needs protocol %d", framesProtocol)
+		}
+		return s.serveFrames(w, r)
 	}
 	d, err := s.drive(r)
 	if err != nil {
@@ -362,30 +374,52 @@ func (s *Server) shardRead(d *drive.Local, w http.ResponseWriter, r *http.Reques
 	part, _ := strconv.Atoi(q.Get("part"))
 	off, _ := strconv.ParseInt(q.Get("off"), 10, 64)
 	n, _ := strconv.Atoi(q.Get("len"))
-	if n < 0 || n > 64<<20 {
-		return fmt.Errorf("internode: read of %d bytes refused", n)
-	}
-	f, err := d.OpenShard(id, part)
+	buf, err := readShardRange(d, id, part, off, n)
 	if err != nil {
 		return err
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
+	_, err = w.Write(buf)
+	return err
+}
+
+// readShardRange reads up to n bytes of a shard at off: fewer at its end.
+func readShardRange(d *drive.Local, dataDir [16]byte, part int, off int64, n int) ([]byte, error) {
+	if n < 0 || n > 64<<20 {
+		return nil, fmt.Errorf("internode: read of %d bytes refused", n)
+	}
+	f, err := d.OpenShard(dataDir, part)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	buf := make([]byte, n)
 	got, err := f.ReadAt(buf, off)
 	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf[:got], nil
+}
+
+// maxBatch bounds the body of a batch.
+const maxBatch = 256 << 20
+
+// serveBatch answers a batch sent over HTTP.
+func (s *Server) serveBatch(run func([]byte) ([]byte, error), w http.ResponseWriter, r *http.Request) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBatch))
+	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(got))
-	_, err = w.Write(buf[:got])
+	out, err := run(body)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(out)
 	return err
 }
 
 // batchPut runs several drives' PutVersion (protocol 2).
-func (s *Server) batchPut(w http.ResponseWriter, r *http.Request) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
-	if err != nil {
-		return err
-	}
+func (s *Server) batchPut(body []byte) ([]byte, error) {
 	in := reader{buf: body}
 	n := int(in.uvarint())
 	type item struct {
@@ -403,7 +437,7 @@ func (s *Server) batchPut(w http.ResponseWriter, r *http.Request) error {
 		it.stage = in.id()
 		recBytes := in.bytes()
 		if in.err != nil {
-			return in.err
+			return nil, in.err
 		}
 		if it.d = s.Drive(path); it.d == nil {
 			it.err = fmt.Errorf("%w: %s", ErrDriveNotServed, path)
@@ -427,16 +461,11 @@ func (s *Server) batchPut(w http.ResponseWriter, r *http.Request) error {
 	for _, it := range items {
 		out = appendError(out, it.err)
 	}
-	_, err = w.Write(out)
-	return err
+	return out, nil
 }
 
 // batchGet runs several drives' GetVersion (protocol 2).
-func (s *Server) batchGet(w http.ResponseWriter, r *http.Request) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
-	if err != nil {
-		return err
-	}
+func (s *Server) batchGet(body []byte) ([]byte, error) {
 	in := reader{buf: body}
 	n := int(in.uvarint())
 	type item struct {
@@ -456,7 +485,7 @@ func (s *Server) batchGet(w http.ResponseWriter, r *http.Request) error {
 			it.vid = &id
 		}
 		if in.err != nil {
-			return in.err
+			return nil, in.err
 		}
 		if it.d = s.Drive(path); it.d == nil {
 			it.err = fmt.Errorf("%w: %s", ErrDriveNotServed, path)
@@ -481,8 +510,7 @@ func (s *Server) batchGet(w http.ResponseWriter, r *http.Request) error {
 			out = appendBytes(out, drive.MarshalRecord(nil, it.rec))
 		}
 	}
-	_, err = w.Write(out)
-	return err
+	return out, nil
 }
 
 // appendError writes an error as (code, message); nil as two empty strings.

@@ -67,7 +67,7 @@ func TLSConfigs(dir string) (server, client *tls.Config, err error) {
 	server = &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return src.get() },
-		NextProtos:     []string{"h2"},
+		NextProtos:     []string{"h2", "http/1.1"},
 	}
 	client = &tls.Config{
 		MinVersion:           tls.VersionTLS12,

@@ -209,7 +209,7 @@ func locality(cfg Config, wait time.Duration) cluster.Locality {
 	}}
 }
 
-func serveInternode(address string, port int, srv http.Handler, tlsCfg *tls.Config, log *slog.Logger) (func(), error) {
+func serveInternode(address string, port int, srv *internode.Server, tlsCfg *tls.Config, log *slog.Logger) (func(), error) {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, err
@@ -221,6 +221,8 @@ func serveInternode(address string, port int, srv http.Handler, tlsCfg *tls.Conf
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols),
 		HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: 2 << 20, MaxReceiveBufferPerConnection: 3 << 20, SendPingTimeout: 10 * time.Second}}
+	// HTTP/1.1 only opens the framed channel (internode/frames.go).
+	hs.Protocols.SetHTTP1(true)
 	if tlsCfg != nil {
 		hs.TLSConfig = tlsCfg
 		hs.Protocols.SetHTTP2(true)
@@ -234,7 +236,10 @@ func serveInternode(address string, port int, srv http.Handler, tlsCfg *tls.Conf
 		}
 	}()
 	log.Info("serving internode", "address", addr, "tls", tlsCfg != nil)
-	return func() { _ = hs.Close() }, nil
+	return func() {
+		_ = hs.Close()
+		srv.Close()
+	}, nil
 }
 
 // startPool starts the healer of a pool and rebuilds its fresh drives.

@@ -75,7 +75,11 @@ func (osFS) Usage(path string) (Usage, error) {
 	if err := syscall.Statfs(path, &st); err != nil {
 		return Usage{}, &fs.PathError{Op: "statfs", Path: path, Err: err}
 	}
-	return Usage{Total: st.Blocks * uint64(st.Bsize), Free: st.Bavail * uint64(st.Bsize)}, nil
+	// Blocks reserved for root count neither as free nor as capacity (as
+	// df's Use% does): a filesystem with a large reserve is not "full"
+	// while most of what an unprivileged writer may use is still free.
+	usable := st.Blocks - (st.Bfree - st.Bavail)
+	return Usage{Total: usable * uint64(st.Bsize), Free: st.Bavail * uint64(st.Bsize)}, nil
 }
 
 func (osFS) SyncData(name string) error {

@@ -1,0 +1,257 @@
+package internode
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/erasure"
+)
+
+// testNode is one node's internode service over real local drives.
+type testNode struct {
+	srv    *Server
+	hs     *http.Server
+	addr   string
+	drives map[string]*drive.Local
+}
+
+func startNode(t *testing.T, addr string, version int, drives map[string]*drive.Local) *testNode {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &testNode{addr: l.Addr().String(), drives: drives}
+	n.srv = &Server{Drive: func(p string) *drive.Local { return drives[p] }, Secret: Secret("pw"), Version: version,
+		Log: slog.New(slog.DiscardHandler)}
+	n.hs = &http.Server{Handler: n.srv, Protocols: new(http.Protocols)}
+	n.hs.Protocols.SetHTTP1(true)
+	n.hs.Protocols.SetUnencryptedHTTP2(true)
+	go func() { _ = n.hs.Serve(l) }()
+	t.Cleanup(n.stop)
+	return n
+}
+
+func (n *testNode) stop() {
+	_ = n.hs.Close()
+	n.srv.Close()
+}
+
+func newDrives(t *testing.T, names ...string) map[string]*drive.Local {
+	t.Helper()
+	ds := map[string]*drive.Local{}
+	for _, name := range names {
+		root := filepath.Join(t.TempDir(), name)
+		d, err := drive.OpenLocal(root, drive.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		if err := d.MakeBucket(drive.BucketInfo{Name: "bk", Created: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		ds[root] = d
+	}
+	return ds
+}
+
+func newPeer(t *testing.T, n *testNode, version int) *Peer {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(n.addr)
+	pn, _ := strconv.Atoi(port)
+	p, err := NewPeer("127.0.0.1:1", pn, PeerOptions{Secret: Secret("pw"), Version: version, CallTimeout: 2 * time.Second,
+		Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	if err := p.Ping(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func record(size int) *drive.Record {
+	id := uuid.New()
+	return &drive.Record{VersionID: id, ModTime: time.Now().UnixNano(), Size: int64(size), ETag: "e",
+		Meta: map[string]string{"Content-Type": "text/plain"}, Inline: bytes.Repeat([]byte{7}, size)}
+}
+
+// roundTrip writes two records to the node's two drives in one batch and
+// reads them back in another, checking a missing key's sentinel survives.
+func roundTrip(t *testing.T, p *Peer, n *testNode, key string) {
+	t.Helper()
+	var puts []erasure.PutItem
+	var gets []erasure.GetItem
+	var want []*drive.Record
+	for path := range n.drives {
+		rec := record(3000)
+		want = append(want, rec)
+		puts = append(puts, erasure.PutItem{Drive: p.Drive(path), Bucket: "bk", Object: key, Rec: rec, Stage: drive.NotStaged})
+		gets = append(gets, erasure.GetItem{Drive: p.Drive(path), Bucket: "bk", Object: key})
+	}
+	for i, err := range p.PutVersions(puts) {
+		if err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	gets = append(gets, erasure.GetItem{Drive: gets[0].Drive, Bucket: "bk", Object: key + "-missing"})
+	recs, errs := p.GetVersions(gets)
+	for i := range want {
+		if errs[i] != nil {
+			t.Fatalf("get %d: %v", i, errs[i])
+		}
+		if recs[i].VersionID != want[i].VersionID || !bytes.Equal(recs[i].Inline, want[i].Inline) || recs[i].Meta["Content-Type"] != "text/plain" {
+			t.Fatalf("get %d: record differs: %+v", i, recs[i])
+		}
+	}
+	if last := errs[len(errs)-1]; !errors.Is(last, drive.ErrVersionNotFound) {
+		t.Fatalf("missing key: got %v, want ErrVersionNotFound", last)
+	}
+}
+
+func TestFramedBatchesAndShardReads(t *testing.T) {
+	n := startNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1", "d2"))
+	p := newPeer(t, n, Protocol)
+	if p.Version() != framesProtocol {
+		t.Fatalf("negotiated protocol %d, want %d", p.Version(), framesProtocol)
+	}
+	roundTrip(t, p, n, "a")
+	if !framed(p) {
+		t.Fatal("the batches did not use the framed channel")
+	}
+
+	// A shard committed on the node, read back in ranges over frames.
+	var path string
+	var d *drive.Local
+	for path, d = range n.drives {
+		break
+	}
+	shard := make([]byte, 300<<10)
+	for i := range shard {
+		shard[i] = byte(i * 31)
+	}
+	dataDir := uuid.New()
+	f, err := d.CreateStaged(dataDir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(shard); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec := record(0)
+	rec.Inline, rec.DataDir, rec.Size = nil, dataDir, int64(len(shard))
+	if _, err := d.PutVersion("bk", "big", rec, dataDir); err != nil {
+		t.Fatal(err)
+	}
+	rf, err := p.Drive(path).OpenShard(dataDir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 100<<10)
+	if k, err := rf.ReadAt(got, 50<<10); err != nil || k != len(got) || !bytes.Equal(got, shard[50<<10:150<<10]) {
+		t.Fatalf("range read: %d bytes, %v", k, err)
+	}
+	// Past the end: the bytes there and io.EOF.
+	if k, err := rf.ReadAt(got, int64(len(shard)-1000)); k != 1000 || !errors.Is(err, io.EOF) || !bytes.Equal(got[:1000], shard[len(shard)-1000:]) {
+		t.Fatalf("read at the end: %d bytes, %v", k, err)
+	}
+	if _, err := p.Drive(path).OpenShard(uuid.New(), 1); err != nil {
+		t.Fatal(err) // opening is lazy; the read fails
+	}
+	if _, err := p.Drive("/not/served").GetVersion("bk", "a", nil); err == nil {
+		t.Fatal("a drive the node does not serve answered")
+	}
+}
+
+// Many calls in flight on one connection get their own answers.
+func TestFramedCallsMultiplex(t *testing.T) {
+	n := startNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1", "d2"))
+	p := newPeer(t, n, Protocol)
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Go(func() {
+			for i := 0; i < 20; i++ {
+				roundTrip(t, p, n, "k"+strconv.Itoa(g)+"-"+strconv.Itoa(i))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A node that goes away fails calls at once (never hangs); once it is back
+// the next calls dial a new channel.
+func TestFramedChannelSurvivesARestart(t *testing.T) {
+	drives := newDrives(t, "d1", "d2")
+	n := startNode(t, "127.0.0.1:0", Protocol, drives)
+	p := newPeer(t, n, Protocol)
+	roundTrip(t, p, n, "before")
+
+	n.stop()
+	start := time.Now()
+	errs := p.PutVersions([]erasure.PutItem{{Drive: p.Drive("x"), Bucket: "bk", Object: "o", Rec: record(10), Stage: drive.NotStaged}})
+	if !errors.Is(errs[0], ErrNodeOffline) {
+		t.Fatalf("call to a stopped node: %v, want ErrNodeOffline", errs[0])
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("call to a stopped node took %s", d)
+	}
+
+	n2 := startNode(t, n.addr, Protocol, drives)
+	deadline := time.Now().Add(10 * time.Second)
+	for !p.Online() {
+		if time.Now().After(deadline) {
+			t.Fatal("the peer did not come back online")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	roundTrip(t, p, n2, "after")
+}
+
+// A node speaking protocol 2 gets the batches over HTTP/2; a client
+// speaking 2 never opens the channel either.
+func TestFramesNeedProtocol3OnBothSides(t *testing.T) {
+	old := startNode(t, "127.0.0.1:0", 2, newDrives(t, "d1", "d2"))
+	p := newPeer(t, old, Protocol)
+	roundTrip(t, p, old, "a")
+	if framed(p) {
+		t.Fatal("the framed channel was opened to a protocol 2 node")
+	}
+	n := startNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1", "d2"))
+	p2 := newPeer(t, n, 2)
+	roundTrip(t, p2, n, "a")
+	if framed(p2) {
+		t.Fatal("a protocol 2 client opened the framed channel")
+	}
+}
+
+// The channel is signed like every call: a wrong secret is refused.
+func TestFramesRefuseAWrongSecret(t *testing.T) {
+	n := startNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1"))
+	p := newPeer(t, n, Protocol)
+	p.opts.Secret = Secret("other")
+	if _, err := p.frames(t.Context(), opBatchGet, binaryUvarint(0)); err == nil {
+		t.Fatal("a channel signed with another secret was opened")
+	}
+}
+
+func framed(p *Peer) bool {
+	p.fmu.Lock()
+	defer p.fmu.Unlock()
+	return p.fc != nil
+}
