@@ -2,11 +2,20 @@ package internode
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -28,6 +37,10 @@ type testNode struct {
 }
 
 func startNode(t *testing.T, addr string, version int, drives map[string]*drive.Local) *testNode {
+	return startTLSNode(t, addr, version, drives, nil)
+}
+
+func startTLSNode(t *testing.T, addr string, version int, drives map[string]*drive.Local, cfg *tls.Config) *testNode {
 	t.Helper()
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -38,7 +51,13 @@ func startNode(t *testing.T, addr string, version int, drives map[string]*drive.
 		Log: slog.New(slog.DiscardHandler)}
 	n.hs = &http.Server{Handler: n.srv, Protocols: new(http.Protocols)}
 	n.hs.Protocols.SetHTTP1(true)
-	n.hs.Protocols.SetUnencryptedHTTP2(true)
+	if cfg != nil {
+		n.hs.TLSConfig = cfg
+		n.hs.Protocols.SetHTTP2(true)
+		l = tls.NewListener(l, cfg)
+	} else {
+		n.hs.Protocols.SetUnencryptedHTTP2(true)
+	}
 	go func() { _ = n.hs.Serve(l) }()
 	t.Cleanup(n.stop)
 	return n
@@ -68,11 +87,15 @@ func newDrives(t *testing.T, names ...string) map[string]*drive.Local {
 }
 
 func newPeer(t *testing.T, n *testNode, version int) *Peer {
+	return newTLSPeer(t, n, version, nil)
+}
+
+func newTLSPeer(t *testing.T, n *testNode, version int, cfg *tls.Config) *Peer {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(n.addr)
 	pn, _ := strconv.Atoi(port)
 	p, err := NewPeer("127.0.0.1:1", pn, PeerOptions{Secret: Secret("pw"), Version: version, CallTimeout: 2 * time.Second,
-		Log: slog.New(slog.DiscardHandler)})
+		TLS: cfg, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,6 +260,73 @@ func TestFramesNeedProtocol3OnBothSides(t *testing.T) {
 	roundTrip(t, p2, n, "a")
 	if framed(p2) {
 		t.Fatal("a protocol 2 client opened the framed channel")
+	}
+}
+
+// Over TLS the channel is mutual TLS like the HTTP/2 calls: the client
+// negotiates HTTP/1.1 for the upgrade, and both sides verify each other.
+func TestFramesOverMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	writeTestCerts(t, dir)
+	serverCfg, clientCfg, err := TLSConfigs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startTLSNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1", "d2"), serverCfg)
+	p := newTLSPeer(t, n, Protocol, clientCfg)
+	roundTrip(t, p, n, "a")
+	if !framed(p) {
+		t.Fatal("the batches did not use the framed channel")
+	}
+	// A client without a certificate is refused.
+	bare := &tls.Config{RootCAs: clientCfg.RootCAs, MinVersion: tls.VersionTLS12}
+	anon := newPeerNoPing(t, n, bare)
+	if _, err := anon.frames(t.Context(), opBatchGet, binaryUvarint(0)); err == nil {
+		t.Fatal("a client without a certificate opened the channel")
+	}
+}
+
+func newPeerNoPing(t *testing.T, n *testNode, cfg *tls.Config) *Peer {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(n.addr)
+	pn, _ := strconv.Atoi(port)
+	p, err := NewPeer("127.0.0.1:1", pn, PeerOptions{Secret: Secret("pw"), Version: Protocol, TLS: cfg, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// writeTestCerts writes a CA (ca.crt) and a node certificate for 127.0.0.1
+// signed by it (tls.crt, tls.key), good for server and client use.
+func writeTestCerts(t *testing.T, dir string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "node"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	for name, block := range map[string]*pem.Block{
+		"ca.crt":  {Type: "CERTIFICATE", Bytes: caDER},
+		"tls.crt": {Type: "CERTIFICATE", Bytes: der},
+		"tls.key": {Type: "EC PRIVATE KEY", Bytes: keyDER},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -265,13 +265,14 @@ func TestClusterConcurrentOverwrites(t *testing.T) {
 	}
 }
 
-// TestClusterVersionSkew: a node speaking the previous internode protocol
-// (no per-node batches) works with nodes speaking the current one.
+// TestClusterVersionSkew: nodes speaking older internode protocols work
+// with nodes speaking the current one (3, the framed channel): node 14
+// speaks 2 (batches over HTTP/2, no frames), node 13 speaks 1 (no batches).
 func TestClusterVersionSkew(t *testing.T) {
 	c := newCluster(t)
 	nodes := []int{11, 12, 13, 14}
 	c.writeTopology(c.poolSpec("pool-a", nodes, 2))
-	c.env = map[int][]string{14: {"STRATA_INTERNODE_PROTOCOL=1"}}
+	c.env = map[int][]string{14: {"STRATA_INTERNODE_PROTOCOL=2"}, 13: {"STRATA_INTERNODE_PROTOCOL=1"}}
 	c.start(nodes)
 	objs := writeCorpus(t, c.nodes[14], "skew")
 	for _, n := range nodes {
@@ -279,6 +280,7 @@ func TestClusterVersionSkew(t *testing.T) {
 	}
 	more := writeCorpus(t, c.nodes[11], "skew2")
 	checkCorpus(t, c.nodes[14], "skew2", more)
+	checkCorpus(t, c.nodes[13], "skew2", more)
 }
 
 type decomStatus struct {
