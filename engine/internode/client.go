@@ -700,9 +700,15 @@ func (r *remoteReader) ReadAt(p []byte, off int64) (int, error) {
 		body = binary.AppendUvarint(body, uint64(off))
 		body = binary.AppendUvarint(body, uint64(len(p)))
 		n := 0
-		err := r.d.peer.batch("", opShardRead, body, true, func(b []byte) error {
-			n = copy(p, b)
-			return nil
+		peer := r.d.peer
+		err := peer.retry(context.Background(), true, func(ctx context.Context) error {
+			b, err := peer.framesInto(ctx, opShardRead, body, p)
+			if err == nil {
+				if n = len(b); n > 0 && &b[0] != &p[0] {
+					n = copy(p, b) // too large for p: not read into it
+				}
+			}
+			return err
 		})
 		if err == nil && n < len(p) {
 			err = io.EOF

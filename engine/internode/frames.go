@@ -113,16 +113,18 @@ func (s *Server) serveFrames(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 		go func() {
-			out, err := s.runFrame(op, body)
-			status := frameOK
-			if err != nil {
-				status, out = frameErr, appendError(nil, err)
+			var frame []byte
+			if op == opShardRead {
+				frame = s.shardReadFrame(id, body)
+			} else {
+				out, err := s.runFrame(op, body)
+				frame = answerFrame(id, out, err)
 			}
-			frame := appendFrame(make([]byte, 0, frameHeader+len(out)), id, status, out)
 			wmu.Lock()
 			_ = conn.SetWriteDeadline(time.Now().Add(frameWriteTimeout))
 			_, werr := conn.Write(frame)
 			wmu.Unlock()
+			putFrameBuf(frame)
 			if werr != nil {
 				conn.Close()
 			}
@@ -136,21 +138,75 @@ func (s *Server) runFrame(op byte, body []byte) ([]byte, error) {
 		return s.batchGet(body)
 	case opBatchPut:
 		return s.batchPut(body)
-	case opShardRead:
-		in := reader{buf: body}
-		path := in.string()
-		dataDir := in.id()
-		part, off, n := in.uvarint(), in.uvarint(), in.uvarint()
-		if in.err != nil {
-			return nil, in.err
-		}
-		d := s.Drive(path)
-		if d == nil {
-			return nil, fmt.Errorf("%w: %s", ErrDriveNotServed, path)
-		}
-		return readShardRange(d, dataDir, int(part), int64(off), int(n))
 	}
 	return nil, fmt.Errorf("internode: unknown frame operation %d", op)
+}
+
+// answerFrame is the frame of a call's answer.
+func answerFrame(id uint64, out []byte, err error) []byte {
+	status := frameOK
+	if err != nil {
+		status, out = frameErr, appendError(nil, err)
+	}
+	return appendFrame(make([]byte, 0, frameHeader+len(out)), id, status, out)
+}
+
+// shardReadFrame answers a shard range read, reading the bytes straight
+// into the answer's frame (a pooled buffer: shard reads are the bulk of
+// what the channel carries).
+func (s *Server) shardReadFrame(id uint64, body []byte) []byte {
+	in := reader{buf: body}
+	path := in.string()
+	dataDir := in.id()
+	part, off, n := in.uvarint(), in.uvarint(), in.uvarint()
+	if in.err != nil {
+		return answerFrame(id, nil, in.err)
+	}
+	d := s.Drive(path)
+	if d == nil {
+		return answerFrame(id, nil, fmt.Errorf("%w: %s", ErrDriveNotServed, path))
+	}
+	if n > maxShardRead {
+		return answerFrame(id, nil, fmt.Errorf("internode: read of %d bytes refused", n))
+	}
+	f, err := d.OpenShard(dataDir, int(part))
+	if err != nil {
+		return answerFrame(id, nil, err)
+	}
+	defer f.Close()
+	frame := getFrameBuf(frameHeader + int(n))
+	got, err := f.ReadAt(frame[frameHeader:], int64(off))
+	if err != nil && !errors.Is(err, io.EOF) {
+		putFrameBuf(frame)
+		return answerFrame(id, nil, err)
+	}
+	frame = frame[:frameHeader+got]
+	binary.BigEndian.PutUint32(frame, uint32(8+1+got))
+	binary.BigEndian.PutUint64(frame[4:], id)
+	frame[12] = frameOK
+	return frame
+}
+
+// maxShardRead bounds one shard range read.
+const maxShardRead = 64 << 20
+
+// pooledFrame is the size of the pooled frame buffers: a shard block's
+// read with its header. Larger frames are allocated.
+const pooledFrame = 1<<20 + frameHeader
+
+var frameBufs = sync.Pool{New: func() any { return make([]byte, pooledFrame) }}
+
+func getFrameBuf(n int) []byte {
+	if n > pooledFrame {
+		return make([]byte, n)
+	}
+	return frameBufs.Get().([]byte)[:n]
+}
+
+func putFrameBuf(b []byte) {
+	if cap(b) == pooledFrame {
+		frameBufs.Put(b[:pooledFrame]) //nolint:staticcheck // a slice header is cheap beside the buffer
+	}
 }
 
 // track records a hijacked connection so Close can end it; false when the
@@ -192,8 +248,16 @@ type frameConn struct {
 
 	mu      sync.Mutex
 	next    uint64
-	pending map[uint64]chan frameResult
-	err     error // set once the connection is dead
+	pending map[uint64]*call
+	err     error         // set once the connection is dead
+	done    chan struct{} // closed when readLoop returns
+}
+
+// call is a call in flight: where its answer goes.
+type call struct {
+	ch chan frameResult
+	// dst, when set, receives an OK answer's body directly.
+	dst []byte
 }
 
 type frameResult struct {
@@ -203,18 +267,38 @@ type frameResult struct {
 }
 
 func (fc *frameConn) readLoop(r *bufio.Reader) {
+	defer close(fc.done)
+	var h [frameHeader]byte
 	for {
-		id, status, body, err := readFrame(r)
-		if err != nil {
+		if _, err := io.ReadFull(r, h[:]); err != nil {
 			fc.fail(err)
 			return
 		}
+		n := binary.BigEndian.Uint32(h[:4])
+		if n < 9 || n > maxFrame {
+			fc.fail(fmt.Errorf("frame of %d bytes refused", n))
+			return
+		}
+		id, status, size := binary.BigEndian.Uint64(h[4:12]), h[12], int(n-9)
 		fc.mu.Lock()
-		ch := fc.pending[id]
+		c := fc.pending[id]
 		delete(fc.pending, id)
 		fc.mu.Unlock()
-		if ch != nil {
-			ch <- frameResult{status: status, body: body}
+		var body []byte
+		if c != nil && c.dst != nil && status == frameOK && size <= len(c.dst) {
+			body = c.dst[:size]
+		} else {
+			body = make([]byte, size)
+		}
+		if _, err := io.ReadFull(r, body); err != nil {
+			if c != nil {
+				c.ch <- frameResult{err: fmt.Errorf("internode frames: %w", err)}
+			}
+			fc.fail(err)
+			return
+		}
+		if c != nil {
+			c.ch <- frameResult{status: status, body: body}
 		}
 	}
 }
@@ -226,11 +310,11 @@ func (fc *frameConn) fail(err error) {
 		fc.err = fmt.Errorf("internode frames: %w", err)
 	}
 	pending := fc.pending
-	fc.pending = map[uint64]chan frameResult{}
+	fc.pending = map[uint64]*call{}
 	fc.mu.Unlock()
 	fc.c.Close()
-	for _, ch := range pending {
-		ch <- frameResult{err: fc.err}
+	for _, c := range pending {
+		c.ch <- frameResult{err: fc.err}
 	}
 }
 
@@ -240,8 +324,11 @@ func (fc *frameConn) dead() bool {
 	return fc.err != nil
 }
 
-func (fc *frameConn) roundTrip(ctx context.Context, op byte, body []byte) ([]byte, error) {
-	ch := make(chan frameResult, 1)
+// roundTrip sends a call and waits for its answer; an OK answer that fits
+// dst is read into it.
+func (fc *frameConn) roundTrip(ctx context.Context, op byte, body, dst []byte) ([]byte, error) {
+	c := &call{ch: make(chan frameResult, 1), dst: dst}
+	ch := c.ch
 	fc.mu.Lock()
 	if fc.err != nil {
 		fc.mu.Unlock()
@@ -249,7 +336,7 @@ func (fc *frameConn) roundTrip(ctx context.Context, op byte, body []byte) ([]byt
 	}
 	id := fc.next
 	fc.next++
-	fc.pending[id] = ch
+	fc.pending[id] = c
 	fc.mu.Unlock()
 
 	frame := appendFrame(make([]byte, 0, frameHeader+len(body)), id, op, body)
@@ -276,7 +363,9 @@ func (fc *frameConn) roundTrip(ctx context.Context, op byte, body []byte) ([]byt
 	case <-ctx.Done():
 		// A peer that does not answer within the call's deadline is not
 		// trusted with the connection either: the next call dials again.
+		// The reader is waited for, so it writes into dst no more.
 		fc.fail(ctx.Err())
+		<-fc.done
 		return nil, ctx.Err()
 	}
 }
@@ -284,11 +373,16 @@ func (fc *frameConn) roundTrip(ctx context.Context, op byte, body []byte) ([]byt
 // frames runs one call on the peer's framed channel, dialling it when
 // there is none.
 func (p *Peer) frames(ctx context.Context, op byte, body []byte) ([]byte, error) {
+	return p.framesInto(ctx, op, body, nil)
+}
+
+// framesInto is frames reading an OK answer into dst when it fits.
+func (p *Peer) framesInto(ctx context.Context, op byte, body, dst []byte) ([]byte, error) {
 	fc, err := p.frameConn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return fc.roundTrip(ctx, op, body)
+	return fc.roundTrip(ctx, op, body, dst)
 }
 
 func (p *Peer) frameConn(ctx context.Context) (*frameConn, error) {
@@ -357,7 +451,7 @@ func (p *Peer) dialFrames(ctx context.Context) (*frameConn, error) {
 		return nil, fmt.Errorf("internode: framed channel refused (status %d)", resp.StatusCode)
 	}
 	_ = conn.SetDeadline(time.Time{})
-	fc := &frameConn{c: conn, pending: map[uint64]chan frameResult{}}
+	fc := &frameConn{c: conn, pending: map[uint64]*call{}, done: make(chan struct{})}
 	go fc.readLoop(br)
 	return fc, nil
 }

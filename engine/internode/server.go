@@ -385,7 +385,7 @@ func (s *Server) shardRead(d *drive.Local, w http.ResponseWriter, r *http.Reques
 
 // readShardRange reads up to n bytes of a shard at off: fewer at its end.
 func readShardRange(d *drive.Local, dataDir [16]byte, part int, off int64, n int) ([]byte, error) {
-	if n < 0 || n > 64<<20 {
+	if n < 0 || n > maxShardRead {
 		return nil, fmt.Errorf("internode: read of %d bytes refused", n)
 	}
 	f, err := d.OpenShard(dataDir, part)
