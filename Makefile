@@ -161,6 +161,10 @@ bench-engine: peers bench-build ## Benchmark strata server against MinIO (4 driv
 bench-gateway: peers bench-build ## Benchmark strata gateway against VersityGW, with HEAD/s of one and two replicas.
 	$(LOCALBIN)/bench suite gateway -strata $(LOCALBIN)/strata -timeout 10m $(BENCH_FLAGS)
 
+.PHONY: bench-cluster
+bench-cluster: bench-build ## Benchmark 4 nodes x 2 drives against 1 node x 8 drives (EC 4+4) on loopback, alternating rounds.
+	ROUNDS="$(or $(ROUNDS),1 2 3)" DURATION="$(or $(DURATION),6s)" hack/bench/cluster-ab.sh
+
 # bin/strata and the load generator, without the operator.
 .PHONY: bench-build
 bench-build:

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Four strata nodes x two drives (one 4+4 set) against one node x eight
+# drives (also 4+4), on loopback, both running at once and measured in
+# alternating rounds so both see the same background load. Prints one line
+# per round ("MODE OP SIZE roundN RATE", RATE in objects/s, or MiB/s for
+# 1MiB) and each server's RSS at the end.
+#
+#   make bench-cluster                 # ROUNDS="1 2 3" DURATION=6s
+#   ROUNDS="1 2 3 4 5" DURATION=8s hack/bench/cluster-ab.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+strata=bin/strata bench=bin/bench
+work=$(mktemp -d /tmp/strata-cluster-ab.XXXXXX)
+pids=()
+cleanup() {
+	kill "${pids[@]}" 2>/dev/null || true
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+export STRATA_ROOT_USER=benchadmin STRATA_ROOT_PASSWORD=benchsecret123
+nodes=(21 22 23 24)
+eps=()
+for n in "${nodes[@]}"; do
+	mkdir -p "$work/n$n/d1" "$work/n$n/d2"
+	eps+=("\"http://127.0.0.$n:9300$work/n$n/d{1...2}\"")
+done
+(IFS=,; echo "{\"version\":1,\"pools\":[{\"name\":\"pool-a\",\"endpoints\":[${eps[*]}]}]}") > "$work/topology.json"
+for n in "${nodes[@]}"; do
+	$strata server --address 127.0.0.$n:9300 --internode-port 9301 --topology "$work/topology.json" > "$work/n$n.log" 2>&1 &
+	pids+=($!)
+done
+mkdir -p "$work/single"
+$strata server --address 127.0.0.1:9500 "$work"/single/d{1...8} > "$work/single.log" 2>&1 &
+pids+=($!)
+
+addrs=(127.0.0.21:9300 127.0.0.22:9300 127.0.0.23:9300 127.0.0.24:9300 127.0.0.1:9500)
+for _ in $(seq 90); do
+	up=1
+	for a in "${addrs[@]}"; do curl -sf "http://$a/strata/health/cluster" > /dev/null 2>&1 || up=0; done
+	[ $up = 1 ] && break
+	sleep 1
+done
+[ $up = 1 ] || { echo "servers did not come up; logs in $work" >&2; trap - EXIT; exit 1; }
+
+cluster=http://127.0.0.21:9300,http://127.0.0.22:9300,http://127.0.0.23:9300,http://127.0.0.24:9300
+single=http://127.0.0.1:9500
+for spec in "put 4KiB" "get 4KiB" "head 4KiB" "put 1MiB" "get 1MiB"; do
+	set -- $spec
+	for r in ${ROUNDS:-1 2 3}; do
+		for mode in single cluster; do
+			ep=$single
+			[ $mode = cluster ] && ep=$cluster
+			rate=$($bench run -endpoint $ep -access-key "$STRATA_ROOT_USER" -secret-key "$STRATA_ROOT_PASSWORD" \
+				-op "$1" -size "$2" -duration "${DURATION:-6s}" 2>&1 | tail -1 | awk '{print $6}')
+			echo "$mode $1 $2 round$r $rate"
+		done
+	done
+done
+for i in "${!pids[@]}"; do
+	echo "rss ${addrs[$i]} $(( $(ps -o rss= -p "${pids[$i]}") / 1024 )) MiB"
+done

@@ -1,0 +1,319 @@
+package chart_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	storagev1alpha1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/test/testenv"
+)
+
+// The Helm chart is what users install: it must lint, install into a real
+// API server (CRDs, RBAC, the Deployment, the webhook and its cert-manager
+// objects), start the operator binary with the flags it renders, upgrade
+// to other values, and uninstall leaving the CRDs (and so the data's
+// objects) in place.
+func TestChart(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Helm chart suite")
+}
+
+const (
+	release   = "strata"
+	namespace = "strata-system"
+)
+
+var (
+	env        *envtest.Environment
+	k8s        client.Client
+	kubeconfig string
+	chartDir   string
+	chrt       *chart.Chart
+	ctx        = context.Background()
+)
+
+var _ = BeforeSuite(func() {
+	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(), "run with `make envtest-suites`")
+	chartDir = filepath.Join(testenv.RepoRoot(), "charts", "strata-operator")
+	var err error
+	chrt, err = loader.Load(chartDir)
+	Expect(err).NotTo(HaveOccurred())
+
+	// The API server starts with cert-manager's CRDs only (as a cluster
+	// with cert-manager installed); ours come from the chart.
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager").Output()
+	Expect(err).NotTo(HaveOccurred())
+	env = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	Expect(err).NotTo(HaveOccurred())
+	scheme := runtime.NewScheme()
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
+	Expect(certmanagerv1.AddToScheme(scheme)).To(Succeed())
+	Expect(storagev1alpha1.AddToScheme(scheme)).To(Succeed())
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	data, err := user.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	Expect(os.WriteFile(kubeconfig, data, 0o600)).To(Succeed())
+})
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// helm is an action configuration talking to the test API server, as
+// `helm --kubeconfig ... --namespace strata-system` would.
+func helm() *action.Configuration {
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = &kubeconfig
+	ns := namespace
+	flags.Namespace = &ns
+	cfg := new(action.Configuration)
+	Expect(cfg.Init(flags, namespace, "secret", func(format string, v ...any) {
+		fmt.Fprintf(GinkgoWriter, format+"\n", v...)
+	})).To(Succeed())
+	return cfg
+}
+
+func values(y string) map[string]any {
+	v := map[string]any{}
+	Expect(yaml.Unmarshal([]byte(y), &v)).To(Succeed())
+	return v
+}
+
+func deployment() *appsv1.Deployment {
+	d := &appsv1.Deployment{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator"}, d)).To(Succeed())
+	return d
+}
+
+func manager(d *appsv1.Deployment) corev1.Container {
+	i := slices.IndexFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == "manager" })
+	Expect(i).To(BeNumerically(">=", 0), "the Deployment has no manager container")
+	return d.Spec.Template.Spec.Containers[i]
+}
+
+func exists(obj client.Object, key client.ObjectKey) bool {
+	err := k8s.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return true
+}
+
+var _ = Describe("the strata-operator chart", Ordered, func() {
+	It("lints without warnings or errors", func() {
+		linter := lint.All(chartDir, nil, namespace, false)
+		for _, m := range linter.Messages {
+			fmt.Fprintln(GinkgoWriter, m.Error())
+		}
+		Expect(linter.HighestSeverity).To(BeNumerically("<", support.WarningSev), "helm lint reported warnings or errors (see the log)")
+	})
+
+	It("installs with the default values: CRDs, RBAC, the operator, its webhooks and certificates", func() {
+		install := action.NewInstall(helm())
+		install.ReleaseName, install.Namespace, install.CreateNamespace = release, namespace, true
+		install.Timeout = time.Minute
+		rel, err := install.RunWithContext(ctx, chrt, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rel.Info.Status.String()).To(Equal("deployed"))
+
+		By("establishing the three CRDs")
+		for _, plural := range []string{"tenants", "serverpools", "gatewaypools"} {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			Eventually(func() bool {
+				if err := k8s.Get(ctx, client.ObjectKey{Name: plural + ".storage.strata.dev"}, crd); err != nil {
+					return false
+				}
+				for _, c := range crd.Status.Conditions {
+					if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+						return true
+					}
+				}
+				return false
+			}).WithTimeout(30*time.Second).Should(BeTrue(), plural)
+		}
+
+		By("running the operator image with webhooks on")
+		d := deployment()
+		c := manager(d)
+		Expect(c.Image).To(Equal("ghcr.io/strata-storage/strata-operator:" + chrt.Metadata.AppVersion))
+		Expect(c.Args).To(ContainElements("--leader-elect=true", "--webhook-cert-dir=/etc/strata-operator/webhook-certs"))
+		Expect(*d.Spec.Template.Spec.SecurityContext.RunAsNonRoot).To(BeTrue())
+		Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal(release + "-strata-operator"))
+
+		By("binding the generated ClusterRole to its ServiceAccount")
+		bindings := &rbacv1.ClusterRoleBindingList{}
+		Expect(k8s.List(ctx, bindings)).To(Succeed())
+		var rules []rbacv1.PolicyRule
+		for _, b := range bindings.Items {
+			for _, s := range b.Subjects {
+				if s.Kind == "ServiceAccount" && s.Namespace == namespace && s.Name == release+"-strata-operator" {
+					cr := &rbacv1.ClusterRole{}
+					Expect(k8s.Get(ctx, client.ObjectKey{Name: b.RoleRef.Name}, cr)).To(Succeed())
+					rules = append(rules, cr.Rules...)
+				}
+			}
+		}
+		generated := &rbacv1.ClusterRole{}
+		b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(yaml.Unmarshal(b, generated)).To(Succeed())
+		Expect(rules).To(ContainElements(generated.Rules), "the chart does not grant every rule of config/rbac/role.yaml")
+		// The secure metrics endpoint authenticates scrapers itself.
+		Expect(rules).To(ContainElement(rbacv1.PolicyRule{Verbs: []string{"create"}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}}))
+
+		By("creating the webhook's certificate through cert-manager and wiring its CA into the webhooks")
+		Expect(exists(&certmanagerv1.Certificate{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-webhook"})).To(BeTrue())
+		Expect(exists(&certmanagerv1.Issuer{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-selfsigned"})).To(BeTrue())
+		Expect(exists(&certmanagerv1.ClusterIssuer{}, client.ObjectKey{Name: "strata-selfsigned-ca"})).To(BeTrue())
+		vwcs := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+		Expect(k8s.List(ctx, vwcs)).To(Succeed())
+		Expect(vwcs.Items).NotTo(BeEmpty())
+		for _, w := range vwcs.Items {
+			Expect(w.Annotations).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", namespace+"/"+release+"-strata-operator-webhook"))
+			for _, hook := range w.Webhooks {
+				Expect(hook.ClientConfig.Service.Name).To(Equal(release + "-strata-operator-webhook"))
+				Expect(hook.ClientConfig.Service.Namespace).To(Equal(namespace))
+			}
+		}
+		Expect(exists(&corev1.Service{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-webhook"})).To(BeTrue())
+	})
+
+	It("upgrades to values without webhooks or the tenant issuer, dropping what they made", func() {
+		upgrade := action.NewUpgrade(helm())
+		upgrade.Namespace, upgrade.Timeout = namespace, time.Minute
+		_, err := upgrade.RunWithContext(ctx, release, chrt, values(`
+image: {tag: test}
+webhook: {enabled: false}
+tenantIssuer: {create: false}
+extraArgs: ["--zap-log-level=debug"]
+`))
+		Expect(err).NotTo(HaveOccurred())
+		c := manager(deployment())
+		Expect(c.Image).To(Equal("ghcr.io/strata-storage/strata-operator:test"))
+		Expect(c.Args).To(ContainElements("--enable-webhooks=false", "--zap-log-level=debug"))
+		Expect(c.Args).NotTo(ContainElement(HavePrefix("--webhook-cert-dir")))
+		Expect(exists(&certmanagerv1.Certificate{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-webhook"})).To(BeFalse())
+		Expect(exists(&certmanagerv1.ClusterIssuer{}, client.ObjectKey{Name: "strata-selfsigned-ca"})).To(BeFalse())
+		vwcs := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+		Expect(k8s.List(ctx, vwcs)).To(Succeed())
+		Expect(vwcs.Items).To(BeEmpty())
+	})
+
+	It("renders flags the operator binary accepts: it starts with them and becomes ready", func() {
+		managerBin := os.Getenv("MANAGER_BIN")
+		if managerBin == "" {
+			var err error
+			managerBin, err = gexec.Build("github.com/strata-storage/strata")
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(gexec.CleanupBuildArtifacts)
+		}
+		probe, metrics := freeAddr(), freeAddr()
+		var args []string
+		for _, a := range manager(deployment()).Args {
+			switch {
+			case strings.HasPrefix(a, "--health-probe-bind-address="):
+				a = "--health-probe-bind-address=" + probe
+			case strings.HasPrefix(a, "--metrics-bind-address="):
+				a = "--metrics-bind-address=" + metrics
+			}
+			args = append(args, a)
+		}
+		// Out of a cluster the Lease's namespace is not the pod's.
+		args = append(args, "--leader-election-namespace="+namespace)
+		cmd := exec.Command(managerBin, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { session.Kill() })
+		Eventually(func() (int, error) {
+			resp, err := http.Get("http://" + probe + "/readyz")
+			if err != nil {
+				return 0, err
+			}
+			resp.Body.Close()
+			return resp.StatusCode, nil
+		}).WithTimeout(60 * time.Second).Should(Equal(http.StatusOK))
+		Consistently(session).WithTimeout(2 * time.Second).ShouldNot(gexec.Exit())
+	})
+
+	It("accepts a Tenant through the CRDs it installed, and refuses an invalid one with the CEL message", func() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenants"}}
+		Expect(k8s.Create(ctx, ns)).To(Succeed())
+		tenant := &storagev1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "tenants", Name: "media"}}
+		Expect(k8s.Create(ctx, tenant)).To(Succeed())
+		pool := &storagev1alpha1.ServerPool{ObjectMeta: metav1.ObjectMeta{Namespace: "tenants", Name: "nvme"}}
+		pool.Spec.TenantRef.Name = "media"
+		pool.Spec.Servers, pool.Spec.VolumesPerServer = 4, 2
+		pool.Spec.Storage.Media = storagev1alpha1.MediaLocalNVMe
+		pool.Spec.Storage.StorageClassNames = []string{"nvme-local"}
+		pool.Spec.Storage.Size = resource.MustParse("1Ti")
+		Expect(k8s.Create(ctx, pool.DeepCopy())).To(Succeed())
+		bad := pool.DeepCopy()
+		bad.Name, bad.Spec.Servers = "small", 1
+		bad.Spec.Topology.Tolerate.Domains = new(int32)
+		err := k8s.Create(ctx, bad)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), fmt.Sprint(err))
+		Expect(err.Error()).To(ContainSubstring("a ServerPool needs at least 4 drives"))
+	})
+
+	It("uninstalls, keeping the CRDs and so every Tenant", func() {
+		_, err := action.NewUninstall(helm()).Run(release)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(exists(&appsv1.Deployment{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator"})).To(BeFalse())
+		Expect(exists(&apiextensionsv1.CustomResourceDefinition{}, client.ObjectKey{Name: "tenants.storage.strata.dev"})).To(BeTrue())
+		Expect(exists(&storagev1alpha1.Tenant{}, client.ObjectKey{Namespace: "tenants", Name: "media"})).To(BeTrue())
+	})
+})
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().String()
+}
