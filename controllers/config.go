@@ -82,7 +82,7 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 	}); err != nil {
 		return err
 	}
-	if err := (&TenantReconciler{r}).SetupWithManager(mgr); err != nil {
+	if err := (&TenantReconciler{Reconcilers: r}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&ServerPoolReconciler{r}).SetupWithManager(mgr); err != nil {

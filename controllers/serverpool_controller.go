@@ -44,18 +44,22 @@ import (
 type ServerPoolReconciler struct{ Reconcilers }
 
 type poolScope struct {
-	pool    *v1.ServerPool
-	tenant  *v1.Tenant
-	log     logr.Logger
-	plan    placement.Plan
-	engine  builders.Engine
-	root    [2]string
-	ca      []byte
-	sets    []appsv1.StatefulSet
-	drives  *v1.DriveCounts
-	created bool // a StatefulSet of the pool exists
-	requeue reconcile.Result
-	rollout rolloutState
+	pool   *v1.ServerPool
+	tenant *v1.Tenant
+	log    logr.Logger
+	plan   placement.Plan
+	engine builders.Engine
+	root   [2]string
+	ca     []byte
+	sets   []appsv1.StatefulSet
+	drives *v1.DriveCounts
+	// poolState is the engine's state of the pool ("" when not read).
+	poolState string
+	// deletionRefused says why a deleted pool keeps running.
+	deletionRefused string
+	created         bool // a StatefulSet of the pool exists
+	requeue         reconcile.Result
+	rollout         rolloutState
 	// waitReason/waitMessage say what a stopped pass waits for.
 	waitReason, waitMessage string
 }
@@ -80,9 +84,20 @@ func (r *ServerPoolReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	s := &poolScope{pool: p, log: log.FromContext(ctx)}
 	before := p.Status.DeepCopy()
 	if !p.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, r.reconcileDelete(ctx, s)
-	}
-	if controllerutil.AddFinalizer(p, Finalizer) {
+		if !controllerutil.ContainsFinalizer(p, Finalizer) {
+			return reconcile.Result{}, nil
+		}
+		// Without the webhook (or past it) a pool that may hold objects
+		// is not torn down: it keeps serving, Degraded with the reason,
+		// until it may go.
+		t, err := findTenant(ctx, r.Client, p.Namespace, p.Spec.TenantRef.Name)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if s.deletionRefused = builders.PoolDeletionRefusal(p, t, false); s.deletionRefused == "" {
+			return reconcile.Result{}, r.reconcileDelete(ctx, s)
+		}
+	} else if controllerutil.AddFinalizer(p, Finalizer) {
 		if err := r.Client.Update(ctx, p); err != nil {
 			return reconcile.Result{}, fmt.Errorf("adding finalizer: %w", err)
 		}
@@ -362,7 +377,7 @@ func (r *ServerPoolReconciler) reconcileDrives(ctx context.Context, s *poolScope
 				d.Offline++
 			}
 		}
-		s.drives = d
+		s.drives, s.poolState = d, ip.State
 	}
 	return nil
 }

@@ -21,6 +21,9 @@ func computeServerPoolStatus(p *v1.ServerPool, s *poolScope) {
 	if s.drives != nil {
 		st.Drives = *s.drives
 	}
+	if s.poolState != "" {
+		st.PoolState = s.poolState
+	}
 
 	storage := meta.FindStatusCondition(st.Conditions, v1.ConditionStorageReady)
 	refused := storage != nil && storage.Status == "False"
@@ -58,6 +61,8 @@ func computeServerPoolStatus(p *v1.ServerPool, s *poolScope) {
 	}
 
 	switch {
+	case s.deletionRefused != "":
+		setCondition(&st.Conditions, gen, v1.ConditionDegraded, true, v1.ReasonDeletionRefused, s.deletionRefused)
 	case refused:
 		setCondition(&st.Conditions, gen, v1.ConditionDegraded, true, storage.Reason, storage.Message)
 	case st.Drives.Offline > 0:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -37,7 +38,14 @@ import (
 // TenantReconciler turns a Tenant into its credentials, certificates,
 // Services and topology file, deletes its pools when it goes, and aggregates
 // their status.
-type TenantReconciler struct{ Reconcilers }
+type TenantReconciler struct {
+	Reconcilers
+	// bucketsEnsured remembers, per Tenant UID, the generation whose
+	// buckets were created: a pass that reads the Tenant before its
+	// BucketsReady condition reached the cache (or whose status write
+	// conflicted) does not call the engine again.
+	bucketsEnsured sync.Map
+}
 
 // tenantScope is the state of one reconcile.
 type tenantScope struct {
@@ -468,10 +476,13 @@ func (r *TenantReconciler) reconcileBuckets(ctx context.Context, s *tenantScope)
 		buckets = append(buckets, engine.Bucket{Name: b.Name, Versioning: b.Versioning})
 		names = append(names, b.Name)
 	}
-	if err := r.Config.Engine.EnsureBuckets(ctx, r.endpoint(s), buckets); err != nil {
-		setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, false, v1.ReasonBucketCreateFailed, err.Error())
-		s.requeueWithin(30 * time.Second)
-		return nil
+	if gen, ok := r.bucketsEnsured.Load(t.UID); !ok || gen.(int64) != t.Generation {
+		if err := r.Config.Engine.EnsureBuckets(ctx, r.endpoint(s), buckets); err != nil {
+			setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, false, v1.ReasonBucketCreateFailed, err.Error())
+			s.requeueWithin(30 * time.Second)
+			return nil
+		}
+		r.bucketsEnsured.Store(t.UID, t.Generation)
 	}
 	setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, true, v1.ReasonReconciled,
 		"buckets exist: "+strings.Join(names, ", "))
@@ -514,6 +525,7 @@ func (r *TenantReconciler) reconcileDelete(ctx context.Context, s *tenantScope, 
 			return ctrl.Result{}, fmt.Errorf("deleting root credentials: %w", err)
 		}
 	}
+	r.bucketsEnsured.Delete(t.UID)
 	controllerutil.RemoveFinalizer(t, Finalizer)
 	if err := r.Client.Update(ctx, t); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -92,6 +92,11 @@ const (
 	// ReasonHealing: drives are being rebuilt from parity.
 	ReasonHealing = "Healing"
 
+	// ReasonDeletionRefused: the ServerPool was deleted while it may hold
+	// objects; it keeps running until it is decommissioned, its Tenant is
+	// deleted, or it is annotated AnnotationDeleteWithData.
+	ReasonDeletionRefused = "DeletionRefused"
+
 	// ReasonRollingUpdate: pods are being replaced one at a time.
 	ReasonRollingUpdate = "RollingUpdate"
 
@@ -115,4 +120,16 @@ const (
 
 	// ReasonDeleting: the object is being deleted and its finalizer runs.
 	ReasonDeleting = "Deleting"
+)
+
+// AnnotationDeleteWithData on a ServerPool, set to "true", lets it be
+// deleted while it may still hold objects (they become unreadable; with
+// deletionPolicy Retain its claims are kept).
+const AnnotationDeleteWithData = "storage.strata.dev/delete-with-data"
+
+// Pool states the engine reports (ServerPool status.poolState).
+const (
+	PoolStateActive         = "Active"
+	PoolStateDraining       = "Draining"
+	PoolStateDecommissioned = "Decommissioned"
 )

@@ -220,6 +220,13 @@ type ServerPoolStatus struct {
 	// +optional
 	Drives DriveCounts `json:"drives,omitempty"`
 
+	// poolState is the engine's state of this pool, read from its admin
+	// API: Active (takes new objects), Draining (its objects are moving to
+	// the tenant's other pools) or Decommissioned (empty: deleting the
+	// ServerPool loses nothing). Set once the pool's servers have run.
+	// +optional
+	PoolState string `json:"poolState,omitempty"`
+
 	// layout is the erasure layout the operator computed.
 	// +optional
 	Layout *ErasureLayout `json:"layout,omitempty"`

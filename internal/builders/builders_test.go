@@ -335,3 +335,43 @@ func TestDNSNames(t *testing.T) {
 		}
 	}
 }
+
+func TestPoolDeletionRefusal(t *testing.T) {
+	now := metav1.Now()
+	tenant := &v1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "media"}}
+	deletingTenant := tenant.DeepCopy()
+	deletingTenant.DeletionTimestamp = &now
+	pool := func(state string, ready int32, drives v1.DriveCounts, annotations map[string]string) *v1.ServerPool {
+		return &v1.ServerPool{ObjectMeta: metav1.ObjectMeta{Name: "nvme", Annotations: annotations},
+			Status: v1.ServerPoolStatus{PoolState: state, ReadyServers: ready, Drives: drives}}
+	}
+	for _, tc := range []struct {
+		name        string
+		pool        *v1.ServerPool
+		tenant      *v1.Tenant
+		terminating bool
+		refused     bool
+	}{
+		{"never ran", pool("", 0, v1.DriveCounts{}, nil), tenant, false, false},
+		{"servers ready", pool("", 2, v1.DriveCounts{}, nil), tenant, false, true},
+		{"drives seen, servers down now", pool("", 0, v1.DriveCounts{Offline: 4}, nil), tenant, false, true},
+		{"active", pool(v1.PoolStateActive, 4, v1.DriveCounts{Online: 16}, nil), tenant, false, true},
+		{"draining", pool(v1.PoolStateDraining, 4, v1.DriveCounts{Online: 16}, nil), tenant, false, true},
+		{"decommissioned", pool(v1.PoolStateDecommissioned, 4, v1.DriveCounts{Online: 16}, nil), tenant, false, false},
+		{"tenant gone", pool(v1.PoolStateActive, 4, v1.DriveCounts{}, nil), nil, false, false},
+		{"tenant being deleted", pool(v1.PoolStateActive, 4, v1.DriveCounts{}, nil), deletingTenant, false, false},
+		{"namespace terminating", pool(v1.PoolStateActive, 4, v1.DriveCounts{}, nil), tenant, true, false},
+		{"delete-with-data", pool(v1.PoolStateActive, 4, v1.DriveCounts{}, map[string]string{v1.AnnotationDeleteWithData: "true"}), tenant, false, false},
+		{"delete-with-data not true", pool(v1.PoolStateActive, 4, v1.DriveCounts{}, map[string]string{v1.AnnotationDeleteWithData: "yes"}), tenant, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := PoolDeletionRefusal(tc.pool, tc.tenant, tc.terminating)
+			if (got != "") != tc.refused {
+				t.Fatalf("refused = %q, want refused %v", got, tc.refused)
+			}
+			if tc.refused && !strings.Contains(got, "/strata/admin/v1/pools/nvme/decommission") {
+				t.Fatalf("the refusal does not say how to decommission: %q", got)
+			}
+		})
+	}
+}

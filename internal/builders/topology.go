@@ -37,7 +37,7 @@ type TopologyPool struct {
 }
 
 // Pool states of topology.json.
-const PoolActive = "Active"
+const PoolActive = v1.PoolStateActive
 
 // TopologyPools orders a tenant's ServerPools as the file lists them (by
 // creation, then name) and keeps those whose layout is decided

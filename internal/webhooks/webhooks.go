@@ -7,8 +7,10 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -23,9 +25,12 @@ import (
 // +kubebuilder:webhook:path=/mutate-storage-strata-dev-v1alpha1-tenant,mutating=true,failurePolicy=fail,sideEffects=None,groups=storage.strata.dev,resources=tenants,verbs=create;update,versions=v1alpha1,name=mtenant.storage.strata.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-storage-strata-dev-v1alpha1-tenant,mutating=false,failurePolicy=fail,sideEffects=None,groups=storage.strata.dev,resources=tenants,verbs=create;update,versions=v1alpha1,name=vtenant.storage.strata.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-storage-strata-dev-v1alpha1-serverpool,mutating=true,failurePolicy=fail,sideEffects=None,groups=storage.strata.dev,resources=serverpools,verbs=create;update,versions=v1alpha1,name=mserverpool.storage.strata.dev,admissionReviewVersions=v1
-// +kubebuilder:webhook:path=/validate-storage-strata-dev-v1alpha1-serverpool,mutating=false,failurePolicy=fail,sideEffects=None,groups=storage.strata.dev,resources=serverpools,verbs=create;update,versions=v1alpha1,name=vserverpool.storage.strata.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-storage-strata-dev-v1alpha1-serverpool,mutating=false,failurePolicy=fail,sideEffects=None,groups=storage.strata.dev,resources=serverpools,verbs=create;update;delete,versions=v1alpha1,name=vserverpool.storage.strata.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-storage-strata-dev-v1alpha1-gatewaypool,mutating=true,failurePolicy=fail,sideEffects=None,groups=storage.strata.dev,resources=gatewaypools,verbs=create;update,versions=v1alpha1,name=mgatewaypool.storage.strata.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-storage-strata-dev-v1alpha1-gatewaypool,mutating=false,failurePolicy=fail,sideEffects=None,groups=storage.strata.dev,resources=gatewaypools,verbs=create;update,versions=v1alpha1,name=vgatewaypool.storage.strata.dev,admissionReviewVersions=v1
+
+// The ServerPool delete check reads the pool's namespace (is it going away?).
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // MaxTenantName keeps every derived name within Kubernetes limits; it is
 // also the longest name spec.tenantRef accepts.
@@ -103,7 +108,25 @@ func (v serverPoolValidator) ValidateUpdate(ctx context.Context, _, p *v1.Server
 	return v.validate(ctx, p)
 }
 
-func (serverPoolValidator) ValidateDelete(context.Context, *v1.ServerPool) (admission.Warnings, error) {
+// ValidateDelete refuses deleting a pool that may hold objects while its
+// Tenant stays (builders.PoolDeletionRefusal says how to go about it).
+func (v serverPoolValidator) ValidateDelete(ctx context.Context, p *v1.ServerPool) (admission.Warnings, error) {
+	var tenant *v1.Tenant
+	t := &v1.Tenant{}
+	switch err := v.reader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.TenantRef.Name}, t); {
+	case err == nil:
+		tenant = t
+	case !apierrors.IsNotFound(err):
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading Tenant %s: %w", p.Spec.TenantRef.Name, err))
+	}
+	ns := &corev1.Namespace{}
+	if err := v.reader.Get(ctx, client.ObjectKey{Name: p.Namespace}, ns); err != nil && !apierrors.IsNotFound(err) {
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading namespace %s: %w", p.Namespace, err))
+	}
+	terminating := !ns.DeletionTimestamp.IsZero() || ns.Status.Phase == corev1.NamespaceTerminating
+	if refusal := builders.PoolDeletionRefusal(p, tenant, terminating); refusal != "" {
+		return nil, apierrors.NewForbidden(schema.GroupResource{Group: v1.GroupVersion.Group, Resource: "serverpools"}, p.Name, errors.New(refusal))
+	}
 	return nil, nil
 }
 

@@ -1,10 +1,16 @@
 package controllers_test
 
 import (
+	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,6 +85,87 @@ var _ = Describe("webhooks", func() {
 		err := k8s.Create(ctx, sp, client.FieldValidation("Strict"))
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring(`unknown field "spec.image"`))
+	})
+})
+
+// setPoolState records the engine's state of a pool as the controller
+// would from the admin API (the pools here have no servers to ask).
+func setPoolState(p *v1.ServerPool, state string) {
+	EventuallyWithOffset(1, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		p.Status.PoolState = state
+		return k8s.Status().Update(ctx, p)
+	}).Should(Succeed())
+}
+
+func gone(obj client.Object) func() bool {
+	return func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)) }
+}
+
+// Deleting a ServerPool whose drives may hold objects would make them
+// unreadable; the webhook refuses it with the way out, and the controller
+// keeps such a pool running when a deletion gets past the webhook.
+var _ = Describe("deleting a ServerPool that may hold objects", func() {
+	var ns string
+	BeforeEach(func() {
+		ns = newNamespace()
+		Expect(k8s.Create(ctx, tenant(ns))).To(Succeed())
+	})
+
+	It("is refused until the engine has decommissioned the pool", func() {
+		p := nvmePool(ns)
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		setPoolState(p, v1.PoolStateActive)
+		err := k8s.Delete(ctx, p)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), fmt.Sprint(err))
+		Expect(err.Error()).To(And(ContainSubstring("may hold objects of Tenant media"),
+			ContainSubstring("POST /strata/admin/v1/pools/nvme/decommission"), ContainSubstring(v1.AnnotationDeleteWithData+"=true")))
+		Consistently(gone(p)).WithTimeout(time.Second).Should(BeFalse())
+
+		setPoolState(p, v1.PoolStateDraining)
+		Expect(apierrors.IsForbidden(k8s.Delete(ctx, p))).To(BeTrue())
+		setPoolState(p, v1.PoolStateDecommissioned)
+		Expect(k8s.Delete(ctx, p)).To(Succeed())
+		Eventually(gone(p)).Should(BeTrue())
+	})
+
+	It("goes with its data when annotated delete-with-data, and a pool that never ran goes at once", func() {
+		p := nvmePool(ns)
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		setPoolState(p, v1.PoolStateActive)
+		update(p, func(p *v1.ServerPool) {
+			p.Annotations = map[string]string{v1.AnnotationDeleteWithData: "true"}
+		})
+		Expect(k8s.Delete(ctx, p)).To(Succeed())
+		Eventually(gone(p)).Should(BeTrue())
+
+		fresh := nvmePool(ns)
+		fresh.Name = "fresh"
+		Expect(k8s.Create(ctx, fresh)).To(Succeed())
+		Expect(k8s.Delete(ctx, fresh)).To(Succeed())
+		Eventually(gone(fresh)).Should(BeTrue())
+	})
+
+	It("keeps running, Degraded with the reason, when the deletion got past the webhook, until its Tenant goes", func() {
+		p := nvmePool(ns)
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		setPoolState(p, v1.PoolStateActive)
+		Eventually(get(&appsv1.StatefulSet{}, ns, "media-nvme")).Should(Not(BeNil()))
+		// A namespace being deleted gets past the webhook (its Tenant is
+		// deleted with it); envtest runs no namespace controller, so the
+		// Tenant stays and the controller has to hold the pool.
+		Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(k8s.Delete(ctx, p)).To(Succeed())
+		Eventually(poolCondition(p, v1.ConditionDegraded)).Should(Equal("True/" + v1.ReasonDeletionRefused))
+		Consistently(gone(p)).WithTimeout(2 * time.Second).Should(BeFalse())
+		sts := &appsv1.StatefulSet{}
+		Expect(k8s.Get(ctx, key(ns, "media-nvme"), sts)).To(Succeed())
+		Expect(sts.DeletionTimestamp.IsZero()).To(BeTrue(), "the pool's servers keep running")
+
+		Expect(k8s.Delete(ctx, &v1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "media"}})).To(Succeed())
+		Eventually(gone(p)).Should(BeTrue())
 	})
 })
 
