@@ -379,8 +379,14 @@ func (r *ServerPoolReconciler) reconcileDrives(ctx context.Context, s *poolScope
 		}
 		s.drives, s.poolState = d, ip.State
 	}
+	if s.poolState == v1.PoolStateDraining || (s.pool.Spec.Decommission && s.poolState != v1.PoolStateDecommissioned) {
+		s.requeueWithin(drainPoll) // report a drain's end soon
+	}
 	return nil
 }
+
+// drainPoll is how often a draining pool's state is read from the engine.
+const drainPoll = 5 * time.Second
 
 // reconcileDelete applies the tenant's deletionPolicy to the pool's drives.
 // Without a Tenant (already gone, or never there) claims are kept.

@@ -48,6 +48,18 @@ func computeServerPoolStatus(p *v1.ServerPool, s *poolScope) {
 	}
 
 	switch {
+	case st.PoolState == v1.PoolStateDecommissioned:
+		setCondition(&st.Conditions, gen, v1.ConditionProgressing, false, v1.ReasonDecommissioned,
+			"the pool is empty: deleting the ServerPool loses nothing")
+	case st.PoolState == v1.PoolStateDraining:
+		setCondition(&st.Conditions, gen, v1.ConditionProgressing, true, v1.ReasonDraining,
+			"the engine is moving the pool's objects to the tenant's other pools")
+	case p.Spec.Decommission:
+		setCondition(&st.Conditions, gen, v1.ConditionProgressing, true, v1.ReasonDraining,
+			"decommission asked: waiting for the engine to start draining the pool")
+	}
+
+	switch {
 	case s.rollout.failed != "":
 		setCondition(&st.Conditions, gen, v1.ConditionUpgrading, false, v1.ReasonHealthGateFailed, s.rollout.failed)
 	case s.rollout.rolling:

@@ -97,6 +97,14 @@ const (
 	// deleted, or it is annotated AnnotationDeleteWithData.
 	ReasonDeletionRefused = "DeletionRefused"
 
+	// ReasonDraining: the engine is moving the pool's objects to the
+	// tenant's other pools (spec.decommission, or started through the
+	// admin API).
+	ReasonDraining = "Draining"
+
+	// ReasonDecommissioned: the pool is empty; deleting it loses nothing.
+	ReasonDecommissioned = "Decommissioned"
+
 	// ReasonRollingUpdate: pods are being replaced one at a time.
 	ReasonRollingUpdate = "RollingUpdate"
 

@@ -58,6 +58,16 @@ type ServerPoolSpec struct {
 	// +kubebuilder:default={failureDomainKey: "kubernetes.io/hostname", tolerate: {domains: 1}}
 	Topology TopologySpec `json:"topology,omitempty"`
 
+	// decommission drains the pool: the engine stops placing new objects on
+	// it and moves its objects (every version, metadata intact) to the
+	// tenant's other pools. status.poolState turns Draining, then
+	// Decommissioned; the ServerPool can then be deleted without losing
+	// anything. Setting it back to false before the drain ends cancels it
+	// (what moved stays moved). Refused for a tenant's only pool that takes
+	// new objects.
+	// +optional
+	Decommission bool `json:"decommission,omitempty"`
+
 	PodPlacement `json:",inline"`
 }
 
@@ -283,6 +293,7 @@ type DomainDrives struct {
 // +kubebuilder:printcolumn:name="Parity",type=integer,JSONPath=`.status.layout.parity`
 // +kubebuilder:printcolumn:name="Tolerates",type=integer,JSONPath=`.status.tolerates.domains`,description="Failure domains the pool survives"
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.poolState`,description="The engine's state of the pool: Active, Draining or Decommissioned"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ServerPool struct {
 	metav1.TypeMeta   `json:",inline"`

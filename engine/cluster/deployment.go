@@ -151,6 +151,22 @@ func (d *Deployment) AddPool(ctx context.Context, spec PoolSpec, index int) (*Po
 	return pr, nil
 }
 
+// RemovePool takes a decommissioned pool out of the deployment: out of the
+// namespace and out of the pools this node reports and checks. Its local
+// drives stay open (a request or a peer call in flight may still read
+// them; their pods go with the pool) and are released at the next start.
+func (d *Deployment) RemovePool(name string) {
+	d.Pools.Remove(name)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, p := range d.pools {
+		if p.Layout.Name == name {
+			d.pools = append(d.pools[:i:i], d.pools[i+1:]...)
+			return
+		}
+	}
+}
+
 // slotState is what one drive says about its format.
 type slotState struct {
 	format *drive.Format

@@ -378,7 +378,8 @@ func (n *Node) applyTopology(ctx context.Context, topo cluster.Topology) error {
 			errs = append(errs, fmt.Errorf("pool %s was removed from the topology but is not decommissioned; it keeps serving its objects", pr.Layout.Name))
 			continue
 		}
-		n.dep.Pools.Remove(pr.Layout.Name)
+		n.dep.RemovePool(pr.Layout.Name)
+		n.stopPool(pr.Layout.Name)
 		n.cfg.Log.Info("decommissioned pool removed", "pool", pr.Layout.Name)
 	}
 	return errors.Join(errs...)

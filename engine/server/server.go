@@ -78,7 +78,9 @@ type Node struct {
 
 	mu      sync.Mutex
 	healers map[string]*erasure.Healer // by pool
-	drains  map[drainKey]*drainState
+	// healerStops end the healers' runs (a removed pool's).
+	healerStops map[string]context.CancelFunc
+	drains      map[drainKey]*drainState
 }
 
 // Run serves until ctx ends, then drains: readiness drops, in-flight
@@ -107,7 +109,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer dep.Close()
 	bg, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
-	n := &Node{cfg: cfg, dep: dep, started: time.Now(), bg: bg, healers: map[string]*erasure.Healer{}, drains: map[drainKey]*drainState{}}
+	n := &Node{cfg: cfg, dep: dep, started: time.Now(), bg: bg, healers: map[string]*erasure.Healer{}, healerStops: map[string]context.CancelFunc{}, drains: map[drainKey]*drainState{}}
 
 	// Peers ask for this node's drives while the deployment agrees on its
 	// format, so the internode service starts first.
@@ -248,13 +250,26 @@ func (n *Node) startPool(pr *cluster.PoolRuntime) {
 	opts := n.cfg.Healer
 	opts.ScanSet = func(set int) bool { return n.leads(pr, set) }
 	h := erasure.NewHealer(pr.Entry.Pool, opts, n.cfg.Log)
+	ctx, stop := context.WithCancel(n.bg)
 	n.mu.Lock()
 	n.healers[pr.Layout.Name] = h
+	n.healerStops[pr.Layout.Name] = stop
 	n.mu.Unlock()
-	go h.Run(n.bg)
+	go h.Run(ctx)
 	for _, slot := range pr.Fresh {
 		h.HealDrive(n.bg, slot/pr.Layout.SetSize, slot%pr.Layout.SetSize)
 	}
+}
+
+// stopPool stops the healer of a pool taken out of the deployment.
+func (n *Node) stopPool(pool string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if stop := n.healerStops[pool]; stop != nil {
+		stop()
+	}
+	delete(n.healers, pool)
+	delete(n.healerStops, pool)
 }
 
 // leads reports whether this node scans and drains a set: the node of the

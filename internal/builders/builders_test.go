@@ -188,7 +188,8 @@ func TestTopologyConfigMap(t *testing.T) {
 			func(p *v1.ServerPool) { p.Spec.Topology.Domains = []v1.FailureDomain{{Name: "r1"}, {Name: "r2"}} }),
 		*testPool("pool-a", 4, 4, created(t0), layout(16, 4)),
 		*testPool("pool-c", 4, 1, created(t0)), // layout not decided: not listed yet
-		*testPool("pool-0", 4, 1, created(metav1.NewTime(t0.Add(time.Hour))), layout(4, 2)),
+		*testPool("pool-0", 4, 1, created(metav1.NewTime(t0.Add(time.Hour))), layout(4, 2),
+			func(p *v1.ServerPool) { p.Spec.Decommission = true }), // listed Draining
 	}
 	ordered := TopologyPools(pools)
 	var names []string
@@ -218,7 +219,7 @@ func TestTopologyConfigMap(t *testing.T) {
 	}, {
 		Name:      "pool-0",
 		Endpoints: []string{"https://media-pool-0-{0...3}.media-hl.store.svc.cluster.local:9000/data0"},
-		SetSize:   4, Parity: 2, DriveOrder: []int{0, 1, 2, 3}, State: "Active",
+		SetSize:   4, Parity: 2, DriveOrder: []int{0, 1, 2, 3}, State: "Draining",
 	}, {
 		Name: "pool-b",
 		Endpoints: []string{

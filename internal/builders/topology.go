@@ -37,7 +37,20 @@ type TopologyPool struct {
 }
 
 // Pool states of topology.json.
-const PoolActive = v1.PoolStateActive
+const (
+	PoolActive   = v1.PoolStateActive
+	PoolDraining = v1.PoolStateDraining
+)
+
+// poolState is the state the file gives a pool: Draining when the user
+// asked for its decommission (the engine drains a pool the file lists as
+// Draining, and marks it Decommissioned itself once it is empty).
+func poolState(p *v1.ServerPool) string {
+	if p.Spec.Decommission {
+		return PoolDraining
+	}
+	return PoolActive
+}
 
 // TopologyPools orders a tenant's ServerPools as the file lists them (by
 // creation, then name) and keeps those whose layout is decided
@@ -111,7 +124,7 @@ func TopologyConfigMap(t *v1.Tenant, pools []v1.ServerPool, clusterDomain string
 			SetSize:    int(l.SetSize),
 			Parity:     int(l.Parity),
 			DriveOrder: placement.DriveOrder(p.Spec, int(l.SetSize)),
-			State:      PoolActive,
+			State:      poolState(p),
 		})
 	}
 	data, err := json.MarshalIndent(doc, "", "  ")

@@ -156,6 +156,23 @@ func (v serverPoolValidator) validate(ctx context.Context, p *v1.ServerPool) (ad
 				p.Name, g.Name, tenant)))
 		}
 	}
+	if p.Spec.Decommission {
+		sps := &v1.ServerPoolList{}
+		if err := v.reader.List(ctx, sps, client.InNamespace(p.Namespace)); err != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("listing ServerPools: %w", err))
+		}
+		takers := 0
+		for _, q := range sps.Items {
+			if q.Name != p.Name && q.Spec.TenantRef.Name == tenant && !q.Spec.Decommission && q.DeletionTimestamp.IsZero() {
+				takers++
+			}
+		}
+		if takers == 0 {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "decommission"), true, fmt.Sprintf(
+				"%s is the only ServerPool of Tenant %s that takes new objects, so its objects have nowhere to go: add a ServerPool before decommissioning this one",
+				p.Name, tenant)))
+		}
+	}
 	warnings, err := tenantWarning(ctx, v.reader, p.Namespace, tenant)
 	if err != nil {
 		return nil, err

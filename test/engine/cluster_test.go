@@ -390,7 +390,14 @@ func TestClusterAddPoolLiveThenDecommission(t *testing.T) {
 	}
 	// Pool A's nodes can go: everything is served from pool B.
 	c.writeTopology(poolB)
-	time.Sleep(3 * time.Second)
+	waitFor(t, "pool-a gone from every node's admin info", 30*time.Second, func() bool {
+		for _, n := range []int{11, 12, 13, 14} {
+			if _, body := c.nodes[n].adminGet("info"); strings.Contains(string(body), `"name": "pool-a"`) {
+				return false
+			}
+		}
+		return true
+	})
 	c.nodes[11].kill()
 	c.nodes[12].kill()
 	mu.Lock()
