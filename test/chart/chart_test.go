@@ -14,12 +14,14 @@ import (
 	"time"
 
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -300,6 +302,52 @@ extraArgs: ["--zap-log-level=debug"]
 		err := k8s.Create(ctx, bad)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), fmt.Sprint(err))
 		Expect(err.Error()).To(ContainSubstring("a ServerPool needs at least 4 drives"))
+	})
+
+	It("renders a ServiceMonitor for the operator's metrics when asked, selecting the metrics Service", func() {
+		vals := values(`
+metrics:
+  serviceMonitor: {enabled: true, interval: 15s, labels: {release: kube-prometheus-stack}}
+`)
+		linter := lint.All(chartDir, vals, namespace, false)
+		Expect(linter.HighestSeverity).To(BeNumerically("<", support.WarningSev), fmt.Sprint(linter.Messages))
+		render := action.NewInstall(helm())
+		render.ReleaseName, render.Namespace = "render", namespace
+		render.DryRun, render.ClientOnly, render.Replace = true, true, true
+		// Rendered offline (the API server here has no monitoring CRDs),
+		// for the Kubernetes version envtest runs.
+		render.KubeVersion = &chartutil.KubeVersion{Version: "v1.36.3", Major: "1", Minor: "36"}
+		rel, err := render.RunWithContext(ctx, chrt, vals)
+		Expect(err).NotTo(HaveOccurred())
+		var sm *monitoringv1.ServiceMonitor
+		var svc *corev1.Service
+		for _, doc := range strings.Split(rel.Manifest, "\n---") {
+			var head metav1.TypeMeta
+			Expect(yaml.Unmarshal([]byte(doc), &head)).To(Succeed())
+			switch head.Kind {
+			case "ServiceMonitor":
+				sm = &monitoringv1.ServiceMonitor{}
+				Expect(yaml.UnmarshalStrict([]byte(doc), sm)).To(Succeed(), "the ServiceMonitor has fields prometheus-operator does not know")
+			case "Service":
+				s := &corev1.Service{}
+				Expect(yaml.Unmarshal([]byte(doc), s)).To(Succeed())
+				if strings.HasSuffix(s.Name, "-metrics") {
+					svc = s
+				}
+			}
+		}
+		Expect(sm).NotTo(BeNil(), "no ServiceMonitor rendered")
+		Expect(svc).NotTo(BeNil(), "no metrics Service rendered")
+		Expect(sm.Labels).To(HaveKeyWithValue("release", "kube-prometheus-stack"))
+		Expect(sm.Spec.Selector.MatchLabels).NotTo(BeEmpty())
+		for k, v := range sm.Spec.Selector.MatchLabels {
+			Expect(svc.Labels).To(HaveKeyWithValue(k, v), "the ServiceMonitor does not select the metrics Service")
+		}
+		Expect(sm.Spec.Endpoints).To(HaveLen(1))
+		ep := sm.Spec.Endpoints[0]
+		Expect(ep.Port).To(Equal(svc.Spec.Ports[0].Name))
+		Expect(string(*ep.Scheme)).To(Equal("https"))
+		Expect(string(ep.Interval)).To(Equal("15s"))
 	})
 
 	It("uninstalls, keeping the CRDs and so every Tenant", func() {
