@@ -98,7 +98,9 @@ func (ps *Pools) Entry(name string) *PoolEntry {
 	return nil
 }
 
-// live are the pools that may hold objects (not decommissioned).
+// live are the pools that may hold objects (not decommissioned). Bucket
+// records are kept in these only: a decommissioned pool is empty for good,
+// and its servers may already be gone while nodes still list it.
 func (ps *Pools) live() []*PoolEntry {
 	var out []*PoolEntry
 	for _, e := range ps.Entries() {
@@ -143,7 +145,7 @@ func (ps *Pools) MakeBucket(name string) error {
 	if _, err := ps.first().readBucket(name); err == nil {
 		return ErrBucketExists
 	}
-	for _, e := range ps.Entries() {
+	for _, e := range ps.live() {
 		if err := e.Pool.MakeBucket(name); err != nil && !errors.Is(err, ErrBucketExists) {
 			return err
 		}
@@ -157,7 +159,7 @@ func (ps *Pools) StatBucket(name string) (BucketInfo, error) { return ps.first()
 // UpdateBucket changes a bucket's record in every pool.
 func (ps *Pools) UpdateBucket(name string, fn func(b *BucketInfo)) error {
 	defer ps.bucketChanged(name)
-	for _, e := range ps.Entries() {
+	for _, e := range ps.live() {
 		if err := e.Pool.UpdateBucket(name, fn); err != nil {
 			return err
 		}
@@ -183,7 +185,7 @@ func (ps *Pools) DeleteBucket(name string) error {
 			return ErrBucketNotEmpty
 		}
 	}
-	for _, e := range ps.Entries() {
+	for _, e := range ps.live() {
 		if err := e.Pool.RemoveBucket(name); err != nil {
 			return err
 		}
@@ -199,7 +201,7 @@ func (ps *Pools) HealBuckets() error {
 		return err
 	}
 	src := ps.first()
-	for _, e := range ps.Entries() {
+	for _, e := range ps.live() {
 		if e.Pool == src {
 			continue
 		}
