@@ -51,6 +51,13 @@ type Peer struct {
 	fmu sync.Mutex
 	fc  *frameConn // the framed channel (protocol 3), dialled on first use
 
+	// epoch ends when the peer is marked offline: every call in flight
+	// to it (frames, HTTP calls, shard streams) is abandoned then, rather
+	// than each waiting for its own deadline.
+	emu         sync.Mutex
+	epoch       context.Context
+	cancelEpoch context.CancelFunc
+
 	online  atomic.Bool
 	version atomic.Int32 // the peer's protocol, learned from pings
 	pinging atomic.Bool
@@ -88,6 +95,7 @@ func NewPeer(host string, internodePort int, opts PeerOptions) (*Peer, error) {
 	}
 	p.version.Store(int32(MinProtocol))
 	p.online.Store(true)
+	p.epoch, p.cancelEpoch = context.WithCancel(context.Background())
 	go p.heartbeat()
 	return p, nil
 }
@@ -148,6 +156,10 @@ func (p *Peer) Ping(ctx context.Context) error {
 func (p *Peer) markOffline(err error) {
 	if p.online.CompareAndSwap(true, false) {
 		p.opts.Log.Warn("node offline", "node", p.Host, "err", err)
+		p.emu.Lock()
+		p.cancelEpoch()
+		p.epoch, p.cancelEpoch = context.WithCancel(context.Background())
+		p.emu.Unlock()
 	}
 	if !p.pinging.CompareAndSwap(false, true) {
 		return
@@ -171,6 +183,14 @@ func (p *Peer) markOffline(err error) {
 			}
 		}
 	}()
+}
+
+// currentEpoch is the context that ends when the peer is next marked
+// offline.
+func (p *Peer) currentEpoch() context.Context {
+	p.emu.Lock()
+	defer p.emu.Unlock()
+	return p.epoch
 }
 
 // ping is Ping without the offline short-cut.
@@ -250,9 +270,16 @@ func (p *Peer) retry(ctx context.Context, idempotent bool, try func(context.Cont
 			case <-time.After(time.Duration(50*(1<<(2*(i-1)))) * time.Millisecond):
 			}
 		}
+		epoch := p.currentEpoch()
 		cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+		stop := context.AfterFunc(epoch, cancel)
 		err = try(cctx)
+		stop()
 		cancel()
+		if epoch.Err() != nil && err != nil {
+			// Another call or the heartbeat found the peer gone.
+			return fmt.Errorf("%w: %s: %w", ErrNodeOffline, p.Host, err)
+		}
 		if !transportErr(err) {
 			return err
 		}
@@ -585,7 +612,7 @@ func (d *RemoteDrive) CreateStaged(id [16]byte, part int) (vfs.File, error) {
 	w := &remoteWriter{pw: pw, done: make(chan error, 1), name: d.path + "/tmp/" + hexID(id)}
 	q := d.q("id", hexID(id), "part", strconv.Itoa(part))
 	go func() {
-		err := d.peer.do(context.Background(), "shard/write", q, pr, nil)
+		err := d.peer.do(d.peer.currentEpoch(), "shard/write", q, pr, nil)
 		_ = pr.CloseWithError(err)
 		if transportErr(err) {
 			d.peer.markOffline(err)

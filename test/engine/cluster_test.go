@@ -33,6 +33,9 @@ type cluster struct {
 	nodes    map[int]*server // by last octet
 	// env adds environment variables for some nodes.
 	env map[int][]string
+	// net, when set, runs every node in a network namespace of its own on
+	// a bridge (see netns_test.go) instead of on loopback.
+	net *bridge
 }
 
 // freePort finds a port free on the wildcard address (so free on every
@@ -53,7 +56,12 @@ func newCluster(t *testing.T) *cluster {
 	return c
 }
 
-func (c *cluster) ip(node int) string { return fmt.Sprintf("127.0.0.%d", node) }
+func (c *cluster) ip(node int) string {
+	if c.net != nil {
+		return c.net.ip(node)
+	}
+	return fmt.Sprintf("127.0.0.%d", node)
+}
 
 // poolSpec is a pool of drives per node on the given nodes.
 func (c *cluster) poolSpec(name string, nodes []int, drives int) map[string]any {
@@ -82,6 +90,9 @@ func (c *cluster) start(nodes []int) {
 	c.t.Helper()
 	for _, n := range nodes {
 		s := &server{t: c.t, addr: net.JoinHostPort(c.ip(n), strconv.Itoa(c.port)), env: c.env[n]}
+		if c.net != nil {
+			s.netns = c.net.join(n)
+		}
 		s.args = []string{"server", "--address", s.addr, "--internode-port", strconv.Itoa(c.rpcPort), "--topology", c.topoFile,
 			"--drive-monitor-interval", "500ms", "--shutdown-delay", "0s", "--log-level", "debug"}
 		s.startProcess()

@@ -67,7 +67,9 @@ func runTests(m *testing.M) (int, error) {
 
 // server is one strata process (`strata server` or `strata gateway`).
 type server struct {
-	t      testing.TB
+	t testing.TB
+	// netns, when set, is the network namespace the process runs in.
+	netns  string
 	addr   string
 	drives []string
 	args   []string
@@ -157,7 +159,12 @@ func (s *server) waitReady() { s.t.Helper(); s.waitFor("/strata/health/ready") }
 
 func (s *server) startProcess() {
 	s.t.Helper()
-	s.cmd = exec.Command(strataBin, s.args...)
+	if s.netns != "" {
+		// ip netns exec execs the binary: the process is strata itself.
+		s.cmd = exec.Command("ip", append([]string{"netns", "exec", s.netns, strataBin}, s.args...)...)
+	} else {
+		s.cmd = exec.Command(strataBin, s.args...)
+	}
 	s.cmd.Env = append(os.Environ(), "STRATA_ROOT_USER="+rootUser, "STRATA_ROOT_PASSWORD="+rootPassword)
 	s.cmd.Env = append(s.cmd.Env, s.env...)
 	s.log, s.logMu = &bytes.Buffer{}, &sync.Mutex{}
