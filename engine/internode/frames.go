@@ -64,20 +64,30 @@ func appendFrame(dst []byte, id uint64, kind byte, body []byte) []byte {
 	return append(dst, body...)
 }
 
-func readFrame(r *bufio.Reader) (id uint64, kind byte, body []byte, err error) {
+// readFrameHeader reads a frame's header: its call id, its op or status,
+// and the size of its body.
+func readFrameHeader(r *bufio.Reader) (id uint64, kind byte, size int, err error) {
 	var h [frameHeader]byte
 	if _, err = io.ReadFull(r, h[:]); err != nil {
-		return 0, 0, nil, err
+		return 0, 0, 0, err
 	}
 	n := binary.BigEndian.Uint32(h[:4])
 	if n < 9 || n > maxFrame {
-		return 0, 0, nil, fmt.Errorf("internode: frame of %d bytes refused", n)
+		return 0, 0, 0, fmt.Errorf("internode: frame of %d bytes refused", n)
 	}
-	body = make([]byte, n-9)
+	return binary.BigEndian.Uint64(h[4:12]), h[12], int(n - 9), nil
+}
+
+func readFrame(r *bufio.Reader) (id uint64, kind byte, body []byte, err error) {
+	id, kind, size, err := readFrameHeader(r)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	body = make([]byte, size)
 	if _, err = io.ReadFull(r, body); err != nil {
 		return 0, 0, nil, err
 	}
-	return binary.BigEndian.Uint64(h[4:12]), h[12], body, nil
+	return id, kind, body, nil
 }
 
 // serveFrames turns an upgrade request into a framed channel.
@@ -268,18 +278,12 @@ type frameResult struct {
 
 func (fc *frameConn) readLoop(r *bufio.Reader) {
 	defer close(fc.done)
-	var h [frameHeader]byte
 	for {
-		if _, err := io.ReadFull(r, h[:]); err != nil {
+		id, status, size, err := readFrameHeader(r)
+		if err != nil {
 			fc.fail(err)
 			return
 		}
-		n := binary.BigEndian.Uint32(h[:4])
-		if n < 9 || n > maxFrame {
-			fc.fail(fmt.Errorf("frame of %d bytes refused", n))
-			return
-		}
-		id, status, size := binary.BigEndian.Uint64(h[4:12]), h[12], int(n-9)
 		fc.mu.Lock()
 		c := fc.pending[id]
 		delete(fc.pending, id)

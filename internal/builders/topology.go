@@ -36,20 +36,14 @@ type TopologyPool struct {
 	State      string   `json:"state"`
 }
 
-// Pool states of topology.json.
-const (
-	PoolActive   = v1.PoolStateActive
-	PoolDraining = v1.PoolStateDraining
-)
-
 // poolState is the state the file gives a pool: Draining when the user
 // asked for its decommission (the engine drains a pool the file lists as
 // Draining, and marks it Decommissioned itself once it is empty).
 func poolState(p *v1.ServerPool) string {
 	if p.Spec.Decommission {
-		return PoolDraining
+		return v1.PoolStateDraining
 	}
-	return PoolActive
+	return v1.PoolStateActive
 }
 
 // TopologyPools orders a tenant's ServerPools as the file lists them (by

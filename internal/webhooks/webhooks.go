@@ -123,8 +123,7 @@ func (v serverPoolValidator) ValidateDelete(ctx context.Context, p *v1.ServerPoo
 	if err := v.reader.Get(ctx, client.ObjectKey{Name: p.Namespace}, ns); err != nil && !apierrors.IsNotFound(err) {
 		return nil, apierrors.NewInternalError(fmt.Errorf("reading namespace %s: %w", p.Namespace, err))
 	}
-	terminating := !ns.DeletionTimestamp.IsZero() || ns.Status.Phase == corev1.NamespaceTerminating
-	if refusal := builders.PoolDeletionRefusal(p, tenant, terminating); refusal != "" {
+	if refusal := builders.PoolDeletionRefusal(p, tenant, !ns.DeletionTimestamp.IsZero()); refusal != "" {
 		return nil, apierrors.NewForbidden(schema.GroupResource{Group: v1.GroupVersion.Group, Resource: "serverpools"}, p.Name, errors.New(refusal))
 	}
 	return nil, nil

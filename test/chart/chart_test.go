@@ -92,12 +92,8 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	kubeconfig, err = testenv.AdminKubeconfig(env, "admin", GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
-	data, err := user.KubeConfig()
-	Expect(err).NotTo(HaveOccurred())
-	kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-	Expect(os.WriteFile(kubeconfig, data, 0o600)).To(Succeed())
 })
 
 var _ = AfterSuite(func() {

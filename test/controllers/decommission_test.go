@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/onsi/gomega/gexec"
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
@@ -51,7 +49,6 @@ func localTopology(cm *corev1.ConfigMap, dir string, drives map[string]int) []by
 // and only then may the ServerPool be deleted; every object stays readable.
 var _ = Describe("decommissioning a ServerPool against a real strata server", func() {
 	It("drains the pool, reports it, lets it go, and loses no object", func() {
-		bin := strataBin()
 		ns := newNamespace()
 		t := tenant(ns)
 		t.Spec.TLS.Mode = v1.TLSDisabled
@@ -95,20 +92,7 @@ var _ = Describe("decommissioning a ServerPool against a real strata server", fu
 		root := &corev1.Secret{}
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-root-credentials"), root) }).Should(Succeed())
 		access, secret := string(root.Data[builders.AccessKeyKey]), string(root.Data[builders.SecretKeyKey])
-		addr := freeLocalAddr()
-		cmd := exec.Command(bin, "server", "--address", addr, "--no-sync", "--topology", topo)
-		cmd.Env = append(os.Environ(), "STRATA_ROOT_USER="+access, "STRATA_ROOT_PASSWORD="+secret)
-		session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { session.Terminate().Wait(30 * time.Second) })
-		Eventually(func() (int, error) {
-			resp, err := http.Get("http://" + addr + builders.HealthReady)
-			if err != nil {
-				return 0, err
-			}
-			resp.Body.Close()
-			return resp.StatusCode, nil
-		}).WithTimeout(60 * time.Second).Should(Equal(http.StatusOK))
+		addr := startEngine([]string{"STRATA_ROOT_USER=" + access, "STRATA_ROOT_PASSWORD=" + secret}, "--topology", topo)
 		fakeEn.route(ns, "http://"+addr)
 		markStatefulSetReady(ns, "media-old")
 		markStatefulSetReady(ns, "media-nvme")
@@ -122,7 +106,7 @@ var _ = Describe("decommissioning a ServerPool against a real strata server", fu
 			Region: "us-east-1", BaseEndpoint: aws.String("http://" + addr), UsePathStyle: true,
 			Credentials: credentials.NewStaticCredentialsProvider(access, secret, ""),
 		})
-		_, err = cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("data")})
+		_, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("data")})
 		Expect(err).NotTo(HaveOccurred())
 		objects := map[string][]byte{}
 		for i := range 30 {

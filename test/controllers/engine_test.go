@@ -69,24 +69,11 @@ var _ = Describe("against a real strata server", func() {
 		for i := 1; i <= 4; i++ {
 			Expect(os.MkdirAll(filepath.Join(dir, fmt.Sprintf("d%d", i)), 0o700)).To(Succeed())
 		}
-		addr := freeLocalAddr()
-		cmd := exec.Command(bin, "server", "--address", addr, "--no-sync", filepath.Join(dir, "d{1...4}"))
-		cmd.Env = append(os.Environ(),
-			builders.EnvRootUserFile+"="+filepath.Join(dir, "accessKey"),
-			builders.EnvRootPasswordFile+"="+filepath.Join(dir, "secretKey"),
-			builders.EnvIAMFile+"="+filepath.Join(dir, "iam.json"),
-		)
-		session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { session.Terminate().Wait(30 * time.Second) })
-		Eventually(func() (int, error) {
-			resp, err := http.Get("http://" + addr + builders.HealthReady)
-			if err != nil {
-				return 0, err
-			}
-			resp.Body.Close()
-			return resp.StatusCode, nil
-		}).WithTimeout(60 * time.Second).Should(Equal(http.StatusOK))
+		addr := startEngine([]string{
+			builders.EnvRootUserFile + "=" + filepath.Join(dir, "accessKey"),
+			builders.EnvRootPasswordFile + "=" + filepath.Join(dir, "secretKey"),
+			builders.EnvIAMFile + "=" + filepath.Join(dir, "iam.json"),
+		}, filepath.Join(dir, "d{1...4}"))
 		fakeEn.route(ns, "http://"+addr)
 
 		By("marking the servers ready, as the StatefulSet controller would")
@@ -119,6 +106,27 @@ var _ = Describe("against a real strata server", func() {
 		}).WithTimeout(60 * time.Second).Should(BeNumerically(">", 0))
 	})
 })
+
+// startEngine runs `strata server` on a free loopback address with the
+// given environment and endpoint arguments, stops it when the spec ends,
+// and returns its address once it is ready.
+func startEngine(env []string, args ...string) string {
+	addr := freeLocalAddr()
+	cmd := exec.Command(strataBin(), append([]string{"server", "--address", addr, "--no-sync"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	DeferCleanup(func() { session.Terminate().Wait(30 * time.Second) })
+	EventuallyWithOffset(1, func() (int, error) {
+		resp, err := http.Get("http://" + addr + builders.HealthReady)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}).WithTimeout(60 * time.Second).Should(Equal(http.StatusOK))
+	return addr
+}
 
 func freeLocalAddr() string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

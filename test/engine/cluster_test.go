@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -298,19 +297,6 @@ type decomStatus struct {
 	State        string `json:"state"`
 	Done         bool   `json:"done"`
 	ObjectsMoved int64  `json:"objectsMoved"`
-}
-
-func (s *server) admin(method, path string) (int, []byte) {
-	s.t.Helper()
-	req, _ := http.NewRequest(method, s.url()+"/strata/admin/v1/"+path, nil)
-	req.SetBasicAuth(rootUser, rootPassword)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
 }
 
 // TestClusterAddPoolLiveThenDecommission: a pool appended to the topology

@@ -266,7 +266,13 @@ func (s *server) minio() *minio.Client {
 // adminGet fetches an admin API path with the root credentials.
 func (s *server) adminGet(path string) (int, []byte) {
 	s.t.Helper()
-	req, _ := http.NewRequest("GET", s.url()+"/strata/admin/v1/"+path, nil)
+	return s.admin(http.MethodGet, path)
+}
+
+// admin calls an admin API path with the root credentials.
+func (s *server) admin(method, path string) (int, []byte) {
+	s.t.Helper()
+	req, _ := http.NewRequest(method, s.url()+"/strata/admin/v1/"+path, nil)
 	req.SetBasicAuth(rootUser, rootPassword)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

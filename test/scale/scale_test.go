@@ -25,7 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
 	"github.com/strata-storage/strata/test/testenv"
@@ -61,16 +60,8 @@ func runHundredTenants(b *testing.B) {
 	if bin == "" {
 		bin = filepath.Join(testenv.RepoRoot(), "bin", "manager")
 	}
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "operator", Groups: []string{"system:masters"}}, nil)
+	kubeconfig, err := testenv.AdminKubeconfig(env, "operator", b.TempDir())
 	if err != nil {
-		b.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		b.Fatal(err)
-	}
-	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		b.Fatal(err)
 	}
 

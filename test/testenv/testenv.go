@@ -68,3 +68,19 @@ func NewEnvironment() (*envtest.Environment, error) {
 func GVK(kind string) schema.GroupVersionKind {
 	return storagev1alpha1.GroupVersion.WithKind(kind)
 }
+
+// AdminKubeconfig adds a system:masters user to a started environment and
+// writes its kubeconfig into dir, for processes (the operator binary, Helm)
+// that talk to the API server as a cluster admin would.
+func AdminKubeconfig(env *envtest.Environment, name, dir string) (string, error) {
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.WriteFile(path, data, 0o600)
+}
