@@ -73,7 +73,9 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 	if cfg.MaxRequests == 0 {
 		cfg.MaxRequests = 100000
 	}
-	opts := []s3api.Option{}
+	// The chunked-body middleware goes first, so the body reader it sets is
+	// the one versitygw's readers wrap.
+	opts := []s3api.Option{s3api.WithMiddleware("/", chunkedBody())}
 	for _, r := range cfg.Routes {
 		opts = append(opts, s3api.WithRoute(r.Method, r.Path, adaptor.HTTPHandler(r.Handler)))
 	}
