@@ -35,6 +35,19 @@ type BucketInfo struct {
 	Versioning string `json:"versioning,omitempty"`
 	// Tags are the bucket's tags.
 	Tags map[string]string `json:"tags,omitempty"`
+	// Owner is the access key that created the bucket ("" for buckets made
+	// before owners were kept: the root account's).
+	Owner string `json:"owner,omitempty"`
+	// ACL, Policy, CORS and ObjectLock are the S3 front end's documents
+	// for the bucket (its ACL, bucket policy, CORS and object-lock
+	// configuration), kept as it gave them; empty when not set.
+	ACL        []byte `json:"acl,omitempty"`
+	Policy     []byte `json:"policy,omitempty"`
+	CORS       []byte `json:"cors,omitempty"`
+	ObjectLock []byte `json:"objectLock,omitempty"`
+	// Ownership is the bucket's object-ownership control (S3's
+	// BucketOwnerEnforced, BucketOwnerPreferred or ObjectWriter).
+	Ownership string `json:"ownership,omitempty"`
 	// Updated is the time of the last change to the record; when drives
 	// disagree, the latest change wins.
 	Updated time.Time `json:"updated,omitzero"`

@@ -22,6 +22,16 @@ const (
 	MaxParts    = 10000
 )
 
+// Metadata keys the engine keeps in a version record for itself; they are
+// never answered to clients and a copy does not take them along.
+const (
+	// InternalMetaPrefix starts every such key.
+	InternalMetaPrefix = "X-Strata-"
+	// MetaUploadID is the multipart upload a version was completed from, so
+	// that a completion retried after it succeeded is recognised.
+	MetaUploadID = InternalMetaPrefix + "Upload-Id"
+)
+
 // Errors of multipart uploads.
 var (
 	// ErrUploadNotFound: no such upload (never started, completed or aborted).
@@ -106,18 +116,21 @@ func (s *Set) getUpload(drives []Drive, bucket, object string, id [16]byte) (*dr
 }
 
 // PutObjectPart stores one part of an upload. Uploading a part number again
-// replaces it.
+// replaces it (the upload that finishes last wins).
 func (s *Set) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, checksum string) (PartInfo, error) {
 	drives := s.Drives()
 	u, ups, err := s.getUpload(drives, bucket, object, uploadID)
 	if err != nil {
 		return PartInfo{}, err
 	}
-	part := &drive.PartRecord{Number: number, ID: uuid.New(), ModTime: time.Now().UnixNano(), Checksum: checksum}
+	part := &drive.PartRecord{Number: number, ID: uuid.New(), Checksum: checksum}
 	st, err := s.stageShards(drives, part.ID, 1, u.Erasure.Distribution, r, size)
 	if err != nil {
 		return PartInfo{}, err
 	}
+	// Timed when its data is in, not when it started: of two uploads of one
+	// part number, the one that finishes last wins, as in S3.
+	part.ModTime = time.Now().UnixNano()
 	part.Size, part.ETag = st.size, st.etag
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
 		if st.errs[pos] != nil {
@@ -254,10 +267,15 @@ func (s *Set) CompleteMultipartUpload(bucket, object string, uploadID [16]byte, 
 	if modTime.IsZero() {
 		modTime = time.Now()
 	}
-	meta := u.Meta
+	src := u.Meta
 	if opts.Meta != nil {
-		meta = opts.Meta
+		src = opts.Meta
 	}
+	meta := make(map[string]string, len(src)+1)
+	for k, v := range src {
+		meta[k] = v
+	}
+	meta[MetaUploadID] = uuid.UUID(uploadID).String()
 	rec := &drive.Record{
 		VersionID: opts.VersionID,
 		ModTime:   modTime.UnixNano(),

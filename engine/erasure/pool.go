@@ -99,8 +99,15 @@ func (c *bucketCache) forget(name string) {
 func (p *Pool) ForgetBucket(name string) { p.buckets.forget(name) }
 
 // MakeBucket creates a bucket on every drive; each set needs write quorum.
-func (p *Pool) MakeBucket(name string) error {
-	info := drive.BucketInfo{Name: name, Created: time.Now().UTC()}
+func (p *Pool) MakeBucket(name string) error { return p.CreateBucket(drive.BucketInfo{Name: name}) }
+
+// CreateBucket creates a bucket with the given record (its creation time
+// set now when zero) on every drive; each set needs write quorum.
+func (p *Pool) CreateBucket(info drive.BucketInfo) error {
+	name := info.Name
+	if info.Created.IsZero() {
+		info.Created = time.Now().UTC()
+	}
 	defer p.buckets.forget(name)
 	// Refuse an existing bucket before writing anything.
 	if _, err := p.readBucket(name); err == nil {
@@ -204,30 +211,44 @@ func (p *Pool) ListBuckets() ([]drive.BucketInfo, error) {
 	return out, nil
 }
 
-// BucketEmpty reports whether a bucket holds no object versions and no
-// multipart uploads.
-func (p *Pool) BucketEmpty(name string) (bool, error) {
+// hasObjects reports whether a bucket holds any object version.
+func (p *Pool) hasObjects(name string) (bool, error) {
 	entries, _, err := p.walk(name, "", "", 1, true)
-	if err != nil || len(entries) > 0 {
-		return false, err
-	}
-	uploads, err := p.ListMultipartUploads(name, "", "", NullVersion, "", 1)
-	return err == nil && len(uploads.Uploads) == 0, err
+	return len(entries) > 0, err
 }
 
-// DeleteBucket removes an empty bucket from every drive.
+// abortUploads aborts every unfinished multipart upload of a bucket: S3
+// deletes a bucket that holds only uploads, and the uploads with it.
+func (p *Pool) abortUploads(name string) error {
+	uploads, err := p.Uploads(name, "")
+	if err != nil {
+		return err
+	}
+	for _, u := range uploads {
+		if err := p.AbortMultipartUpload(name, u.Object, u.ID); err != nil && !errors.Is(err, ErrUploadNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteBucket removes a bucket without objects from every drive, with
+// its unfinished multipart uploads.
 func (p *Pool) DeleteBucket(name string) error {
 	defer p.buckets.forget(name)
 	if _, err := p.readBucket(name); err != nil {
 		return err
 	}
 	// Check emptiness everywhere before removing anything.
-	empty, err := p.BucketEmpty(name)
+	full, err := p.hasObjects(name)
 	if err != nil {
 		return err
 	}
-	if !empty {
+	if full {
 		return ErrBucketNotEmpty
+	}
+	if err := p.abortUploads(name); err != nil {
+		return err
 	}
 	return p.RemoveBucket(name)
 }

@@ -140,13 +140,20 @@ func (ps *Pools) ForgetBucket(name string) {
 }
 
 // MakeBucket creates a bucket in every pool.
-func (ps *Pools) MakeBucket(name string) error {
-	defer ps.bucketChanged(name)
-	if _, err := ps.first().readBucket(name); err == nil {
+func (ps *Pools) MakeBucket(name string) error { return ps.CreateBucket(BucketInfo{Name: name}) }
+
+// CreateBucket creates a bucket with the given record in every pool, with
+// one creation time.
+func (ps *Pools) CreateBucket(info BucketInfo) error {
+	defer ps.bucketChanged(info.Name)
+	if _, err := ps.first().readBucket(info.Name); err == nil {
 		return ErrBucketExists
 	}
+	if info.Created.IsZero() {
+		info.Created = time.Now().UTC()
+	}
 	for _, e := range ps.live() {
-		if err := e.Pool.MakeBucket(name); err != nil && !errors.Is(err, ErrBucketExists) {
+		if err := e.Pool.CreateBucket(info); err != nil && !errors.Is(err, ErrBucketExists) {
 			return err
 		}
 	}
@@ -170,19 +177,25 @@ func (ps *Pools) UpdateBucket(name string, fn func(b *BucketInfo)) error {
 // ListBuckets lists buckets (the first pool's).
 func (ps *Pools) ListBuckets() ([]BucketInfo, error) { return ps.first().ListBuckets() }
 
-// DeleteBucket removes a bucket empty in every pool.
+// DeleteBucket removes a bucket without objects in any pool, with its
+// unfinished multipart uploads.
 func (ps *Pools) DeleteBucket(name string) error {
 	defer ps.bucketChanged(name)
 	if _, err := ps.first().readBucket(name); err != nil {
 		return err
 	}
 	for _, e := range ps.live() {
-		empty, err := e.Pool.BucketEmpty(name)
+		full, err := e.Pool.hasObjects(name)
 		if err != nil {
 			return err
 		}
-		if !empty {
+		if full {
 			return ErrBucketNotEmpty
+		}
+	}
+	for _, e := range ps.live() {
+		if err := e.Pool.abortUploads(name); err != nil {
+			return err
 		}
 	}
 	for _, e := range ps.live() {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/backend/posix"
 	"github.com/versity/versitygw/s3err"
 	"github.com/versity/versitygw/s3response"
@@ -16,17 +17,20 @@ import (
 
 // Backend is versitygw's posix backend with what the gateway adds around
 // it: keys are checked to map onto files inside their bucket (symbolic
-// links included), access comes from the tenant's users as in `strata
-// server` (bucket policies synthesised from their grants, no stored ACLs or
-// policies), files created on the filesystem get their ETag on first
-// read, writes feed the large-directory watch, and GETs report their time
-// to first byte.
+// links included), buckets made through POSIX belong to the root account,
+// users see the buckets their grants name (what they may do is their
+// identity policy, as in `strata server`), files created on the filesystem
+// get their ETag on first read, writes feed the large-directory watch, and
+// GETs report their time to first byte.
 type Backend struct {
 	*posix.Posix
 	vol    *volume
 	access s3front.Access
-	etags  *etagFiller
-	dirs   *dirWatch
+	// rootAccess owns buckets without a stored ACL (made through POSIX);
+	// region decides how re-creating one's own bucket is answered.
+	rootAccess, region string
+	etags              *etagFiller
+	dirs               *dirWatch
 	// firstByte observes a GET's time to its first body byte; may be nil.
 	firstByte func(seconds float64)
 	// fsync: sync written objects before acknowledging them.
@@ -37,9 +41,8 @@ type Backend struct {
 // String names the backend in versitygw's logs.
 func (b *Backend) String() string { return "strata gateway (posix)" }
 
-// ListBuckets lists the buckets a user may see: all of them for root, the
-// ones its grants name for others (the posix backend would list those it
-// owns by ACL, which strata does not keep).
+// ListBuckets lists the buckets a user may see: all of them for root, and
+// for others the ones they own and the ones their grants name.
 func (b *Backend) ListBuckets(ctx context.Context, in s3response.ListBucketsInput) (s3response.ListAllMyBucketsResult, error) {
 	ctx = detach(ctx)
 	if in.IsAdmin {
@@ -51,7 +54,7 @@ func (b *Backend) ListBuckets(ctx context.Context, in s3response.ListBucketsInpu
 	}
 	res := s3response.ListAllMyBucketsResult{Owner: s3response.CanonicalUser{ID: in.Owner, DisplayName: in.Owner}, Prefix: in.Prefix}
 	for _, bk := range all.Buckets.Bucket {
-		if b.access == nil || !b.access.CanList(in.Owner, bk.Name) {
+		if (b.access == nil || !b.access.CanList(in.Owner, bk.Name)) && b.owner(ctx, bk.Name) != in.Owner {
 			continue
 		}
 		if in.ContinuationToken != "" && bk.Name <= in.ContinuationToken {
@@ -66,11 +69,24 @@ func (b *Backend) ListBuckets(ctx context.Context, in s3response.ListBucketsInpu
 	return res, nil
 }
 
+// owner is a bucket's owner ("" when it cannot be read).
+func (b *Backend) owner(ctx context.Context, bucket string) string {
+	doc, err := b.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: &bucket})
+	if err != nil {
+		return ""
+	}
+	acl, err := auth.ParseACL(doc)
+	if err != nil {
+		return ""
+	}
+	return acl.Owner
+}
+
 // GetBucketAcl is the front end's existence check on every bucket and
-// object request; it also refuses a bucket that is a symbolic link. As in
-// `strata server`, no ACL is kept: the owner is root and users get access
-// through their grants.
-func (b *Backend) GetBucketAcl(_ context.Context, in *s3.GetBucketAclInput) ([]byte, error) {
+// object request; it also refuses a bucket that is a symbolic link. A
+// bucket made through POSIX has no stored ACL: it belongs to root.
+func (b *Backend) GetBucketAcl(ctx context.Context, in *s3.GetBucketAclInput) ([]byte, error) {
+	ctx = detach(ctx)
 	bucket := str(in.Bucket)
 	exists, err := b.vol.Bucket(bucket)
 	if err != nil {
@@ -79,13 +95,16 @@ func (b *Backend) GetBucketAcl(_ context.Context, in *s3.GetBucketAclInput) ([]b
 	if !exists {
 		return nil, s3err.GetBucketErr(s3err.ErrNoSuchBucket, bucket)
 	}
-	return nil, nil
+	doc, err := b.Posix.GetBucketAcl(ctx, in)
+	if err != nil || len(doc) > 0 {
+		return doc, err
+	}
+	return s3front.OwnerOnlyACL(b.rootAccess)
 }
 
-// CreateBucket creates a bucket directory. An existing directory is
-// answered BucketAlreadyOwnedByYou, as `strata server` answers an existing
-// bucket: ownership is not kept, and a directory made through POSIX has no
-// ACL for the posix backend to compare against (it would fail).
+// CreateBucket creates a bucket directory owned by its creator. Re-creating
+// one's own bucket answers success in us-east-1 and BucketAlreadyOwnedByYou
+// elsewhere (as S3 does); another owner's bucket, BucketAlreadyExists.
 func (b *Backend) CreateBucket(ctx context.Context, in *s3.CreateBucketInput, acl []byte) error {
 	ctx = detach(ctx)
 	bucket := str(in.Bucket)
@@ -94,7 +113,11 @@ func (b *Backend) CreateBucket(ctx context.Context, in *s3.CreateBucketInput, ac
 		return err
 	}
 	if exists {
-		return s3err.GetBucketErr(s3err.ErrBucketAlreadyOwnedByYou, bucket)
+		creator, err := auth.ParseACL(acl)
+		if err != nil {
+			return err
+		}
+		return s3front.BucketExistsAnswer(bucket, b.owner(ctx, bucket), creator.Owner, b.region)
 	}
 	return b.Posix.CreateBucket(ctx, in, acl)
 }
@@ -106,41 +129,6 @@ func (b *Backend) HeadBucket(ctx context.Context, in *s3.HeadBucketInput) (*s3.H
 		return nil, err
 	}
 	return b.Posix.HeadBucket(ctx, in)
-}
-
-// PutBucketAcl is refused: access is managed through the tenant's users.
-func (b *Backend) PutBucketAcl(context.Context, string, []byte) error {
-	return s3err.GetAPIError(s3err.ErrNotImplemented)
-}
-
-// PutObjectAcl is refused: access is managed through the tenant's users.
-func (b *Backend) PutObjectAcl(context.Context, *s3.PutObjectAclInput) error {
-	return s3err.GetAPIError(s3err.ErrNotImplemented)
-}
-
-// GetBucketPolicy answers the policy synthesised from the users' grants on
-// the bucket, as `strata server` does; "no policy" when none has any.
-func (b *Backend) GetBucketPolicy(ctx context.Context, bucket string) ([]byte, error) {
-	ctx = detach(ctx)
-	if _, err := b.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: &bucket}); err != nil {
-		return nil, err
-	}
-	if b.access != nil {
-		if p := b.access.BucketPolicy(bucket); p != nil {
-			return p, nil
-		}
-	}
-	return nil, s3err.GetAPIError(s3err.ErrNoSuchBucketPolicy)
-}
-
-// PutBucketPolicy is refused: policies come from the tenant's users.
-func (b *Backend) PutBucketPolicy(context.Context, string, []byte) error {
-	return s3err.GetAPIError(s3err.ErrNotImplemented)
-}
-
-// DeleteBucketPolicy is refused: policies come from the tenant's users.
-func (b *Backend) DeleteBucketPolicy(context.Context, string) error {
-	return s3err.GetAPIError(s3err.ErrNotImplemented)
 }
 
 // ListObjects lists a bucket; a prefix no key can match lists nothing.

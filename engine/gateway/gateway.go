@@ -149,7 +149,8 @@ func Run(ctx context.Context, cfg Config) error {
 	reg.MustRegister(dirs, g.volumeCollector())
 
 	be := &Backend{
-		Posix: px, vol: vol, access: users, dirs: dirs, log: log, fsync: cfg.Fsync,
+		Posix: px, vol: vol, access: users, rootAccess: cfg.RootUser.AccessKey, region: "us-east-1",
+		dirs: dirs, log: log, fsync: cfg.Fsync,
 		etags:     newETagFiller(l.root, ms, cfg.ETagSyncLimit, log),
 		firstByte: func(s float64) { s3m.ObserveFirstByte(time.Duration(s * float64(time.Second))) },
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/versity/versitygw/backend"
 	"github.com/versity/versitygw/s3err"
 	"github.com/versity/versitygw/s3response"
+
+	"github.com/strata-storage/strata/engine/s3front"
 )
 
 // Every operation naming a key checks it first (CheckKey, then the
@@ -20,11 +22,14 @@ import (
 
 // PutObject stores an object and tells the directory watch.
 func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (s3response.PutObjectOutput, error) {
-	ctx = detach(ctx)
 	bucket, key := str(in.Bucket), str(in.Key)
 	if err := b.check(bucket, key); err != nil {
 		return s3response.PutObjectOutput{}, err
 	}
+	if err := b.checkObjectACL(ctx, bucket, false); err != nil {
+		return s3response.PutObjectOutput{}, err
+	}
+	ctx = detach(ctx)
 	out, err := b.Posix.PutObject(ctx, in)
 	if err != nil {
 		return out, err
@@ -118,13 +123,38 @@ func (r *firstByteReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// GetObjectAcl checks the key first.
+// checkObjectACL refuses object ACLs other than the owner's full control,
+// as `strata server` does: no object ACLs are kept. ctx must be the
+// request's own (not detached).
+func (b *Backend) checkObjectACL(ctx context.Context, bucket string, withBody bool) error {
+	ownership, _ := b.Posix.GetBucketOwnershipControls(detach(ctx), bucket)
+	return s3front.CheckObjectACL(ctx, string(ownership), b.owner(ctx, bucket), withBody)
+}
+
+// GetObjectAcl answers an existing object's ACL: its bucket owner's full
+// control.
 func (b *Backend) GetObjectAcl(ctx context.Context, in *s3.GetObjectAclInput) (*s3.GetObjectAclOutput, error) {
-	ctx = detach(ctx)
-	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
+	bucket, key := str(in.Bucket), str(in.Key)
+	if err := b.check(bucket, key); err != nil {
 		return nil, err
 	}
-	return b.Posix.GetObjectAcl(ctx, in)
+	if _, err := b.Posix.HeadObject(detach(ctx), &s3.HeadObjectInput{Bucket: &bucket, Key: &key}); err != nil {
+		return nil, err
+	}
+	return s3front.ObjectACL(b.owner(ctx, bucket)), nil
+}
+
+// PutObjectAcl accepts an ACL that leaves an existing object its owner's
+// alone and refuses any other.
+func (b *Backend) PutObjectAcl(ctx context.Context, in *s3.PutObjectAclInput) error {
+	bucket, key := str(in.Bucket), str(in.Key)
+	if err := b.check(bucket, key); err != nil {
+		return err
+	}
+	if _, err := b.Posix.HeadObject(detach(ctx), &s3.HeadObjectInput{Bucket: &bucket, Key: &key}); err != nil {
+		return err
+	}
+	return b.checkObjectACL(ctx, bucket, true)
 }
 
 // GetObjectAttributes checks the key first.
@@ -147,11 +177,14 @@ func (b *Backend) checkCopySource(src *string) error {
 
 // CopyObject checks both keys and tells the directory watch.
 func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput) (s3response.CopyObjectOutput, error) {
-	ctx = detach(ctx)
 	bucket, key := str(in.Bucket), str(in.Key)
 	if err := b.check(bucket, key); err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
+	if err := b.checkObjectACL(ctx, bucket, false); err != nil {
+		return s3response.CopyObjectOutput{}, err
+	}
+	ctx = detach(ctx)
 	if err := b.checkCopySource(in.CopySource); err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
@@ -210,10 +243,13 @@ func (b *Backend) DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput) 
 
 // CreateMultipartUpload checks the key first.
 func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.CreateMultipartUploadInput) (s3response.InitiateMultipartUploadResult, error) {
-	ctx = detach(ctx)
 	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
 		return s3response.InitiateMultipartUploadResult{}, err
 	}
+	if err := b.checkObjectACL(ctx, str(in.Bucket), false); err != nil {
+		return s3response.InitiateMultipartUploadResult{}, err
+	}
+	ctx = detach(ctx)
 	return b.Posix.CreateMultipartUpload(ctx, in)
 }
 

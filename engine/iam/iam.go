@@ -216,67 +216,12 @@ func (u *Users) Watch(interval time.Duration, stop <-chan struct{}) {
 	}
 }
 
-// Grants returns, for a bucket, the users with access to it by policy.
-func (u *Users) Grants(bucket string) map[Policy][]string {
-	u.mu.RLock()
-	defer u.mu.RUnlock()
-	out := map[Policy][]string{}
-	for _, usr := range u.users {
-		if usr.Policy == PolicyAdmin {
-			continue // admins need no grant
-		}
-		if len(usr.Buckets) == 0 || slices.Contains(usr.Buckets, bucket) {
-			out[usr.Policy] = append(out[usr.Policy], usr.AccessKey)
-		}
-	}
-	for _, keys := range out {
-		slices.Sort(keys)
-	}
-	return out
-}
-
 // CanList reports whether a user sees a bucket in ListBuckets.
 func (u *Users) CanList(access, bucket string) bool {
 	u.mu.RLock()
 	defer u.mu.RUnlock()
 	usr, ok := u.users[access]
 	return ok && (len(usr.Buckets) == 0 || slices.Contains(usr.Buckets, bucket))
-}
-
-// Actions of each policy, as S3 policy actions.
-var policyActions = map[Policy][]string{
-	PolicyReadWrite: {"s3:*"},
-	PolicyReadOnly:  {"s3:Get*", "s3:List*"},
-	PolicyWriteOnly: {"s3:PutObject", "s3:PutObjectTagging", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts", "s3:ListBucketMultipartUploads"},
-}
-
-// BucketPolicy renders the users' grants on a bucket as an S3 bucket
-// policy, or nil when no user has any.
-func (u *Users) BucketPolicy(bucket string) []byte {
-	grants := u.Grants(bucket)
-	if len(grants) == 0 {
-		return nil
-	}
-	type statement struct {
-		Effect    string              `json:"Effect"`
-		Principal map[string][]string `json:"Principal"`
-		Action    []string            `json:"Action"`
-		Resource  []string            `json:"Resource"`
-	}
-	doc := struct {
-		Version   string      `json:"Version"`
-		Statement []statement `json:"Statement"`
-	}{Version: "2012-10-17"}
-	for _, p := range []Policy{PolicyReadWrite, PolicyReadOnly, PolicyWriteOnly} {
-		if keys := grants[p]; len(keys) > 0 {
-			doc.Statement = append(doc.Statement, statement{
-				Effect: "Allow", Principal: map[string][]string{"AWS": keys}, Action: policyActions[p],
-				Resource: []string{"arn:aws:s3:::" + bucket, "arn:aws:s3:::" + bucket + "/*"},
-			})
-		}
-	}
-	b, _ := json.Marshal(doc)
-	return b
 }
 
 // GetUserAccount implements auth.IAMService. A user granted every bucket

@@ -22,18 +22,17 @@ import (
 // Backend adapts an object layer to versitygw's backend.Backend.
 type Backend struct {
 	backend.BackendUnsupported
-	pool   ObjectLayer
-	region string
-	hooks  Hooks
-	access Access
-	log    *slog.Logger
+	pool       ObjectLayer
+	region     string
+	rootAccess string
+	hooks      Hooks
+	access     Access
+	log        *slog.Logger
 }
 
-// Access says what users other than root may do: their grants become
-// bucket policies, which the front end evaluates.
+// Access says which buckets users other than root see in ListBuckets (what
+// they may do is their identity policy, which the front end evaluates).
 type Access interface {
-	// BucketPolicy is the policy of a bucket (nil: none).
-	BucketPolicy(bucket string) []byte
 	// CanList reports whether a user sees a bucket in ListBuckets.
 	CanList(access, bucket string) bool
 }
@@ -43,9 +42,12 @@ type Options struct {
 	// Region answered in bucket locations; default us-east-1.
 	Region string
 	Hooks  Hooks
-	// Access gives users their grants; nil: only root has access.
+	// Access says which buckets users see; nil: only their own.
 	Access Access
-	Log    *slog.Logger
+	// RootAccess is the root account's access key, the owner of buckets
+	// from before owners were kept.
+	RootAccess string
+	Log        *slog.Logger
 }
 
 // New returns the S3 backend over an object layer.
@@ -53,7 +55,7 @@ func New(layer ObjectLayer, opts Options) *Backend {
 	if opts.Region == "" {
 		opts.Region = "us-east-1"
 	}
-	return &Backend{pool: layer, region: opts.Region, hooks: opts.Hooks, access: opts.Access, log: opts.Log}
+	return &Backend{pool: layer, region: opts.Region, rootAccess: opts.RootAccess, hooks: opts.Hooks, access: opts.Access, log: opts.Log}
 }
 
 // String names the backend in versitygw's logs.
@@ -93,7 +95,7 @@ func (b *Backend) ListBuckets(_ context.Context, in s3response.ListBucketsInput)
 		Prefix: in.Prefix,
 	}
 	for _, bk := range buckets {
-		if !in.IsAdmin && (b.access == nil || !b.access.CanList(in.Owner, bk.Name)) {
+		if !in.IsAdmin && b.ownerOf(bk) != in.Owner && (b.access == nil || !b.access.CanList(in.Owner, bk.Name)) {
 			continue
 		}
 		if !strings.HasPrefix(bk.Name, in.Prefix) || (in.ContinuationToken != "" && bk.Name <= in.ContinuationToken) {
@@ -119,30 +121,6 @@ func (b *Backend) HeadBucket(_ context.Context, in *s3.HeadBucketInput) (*s3.Hea
 	return &s3.HeadBucketOutput{BucketRegion: &b.region}, nil
 }
 
-// GetBucketAcl is the front end's existence check on every bucket request.
-// Strata keeps no per-bucket ACLs: access is decided by the tenant's IAM
-// users and the root account, so an empty ACL (owner: root) is returned.
-func (b *Backend) GetBucketAcl(_ context.Context, in *s3.GetBucketAclInput) ([]byte, error) {
-	bucket := str(in.Bucket)
-	if _, err := b.pool.StatBucket(bucket); err != nil {
-		return nil, b.toS3(err, bucket)
-	}
-	return nil, nil
-}
-
-// CreateBucket creates a bucket. Object lock is not supported yet, so a
-// bucket asking for it is refused rather than created without it.
-func (b *Backend) CreateBucket(_ context.Context, in *s3.CreateBucketInput, _ []byte) error {
-	bucket := str(in.Bucket)
-	if !validBucketName(bucket) {
-		return s3err.GetAPIError(s3err.ErrInvalidBucketName)
-	}
-	if in.ObjectLockEnabledForBucket != nil && *in.ObjectLockEnabledForBucket {
-		return s3err.GetAPIError(s3err.ErrNotImplemented)
-	}
-	return b.toS3(b.pool.MakeBucket(bucket), bucket)
-}
-
 // DeleteBucket removes an empty bucket.
 func (b *Backend) DeleteBucket(_ context.Context, bucket string) error {
 	own(&bucket)
@@ -156,6 +134,12 @@ func (b *Backend) PutBucketVersioning(_ context.Context, bucket string, status t
 	case types.BucketVersioningStatusEnabled, types.BucketVersioningStatusSuspended:
 	default:
 		return s3err.GetAPIError(s3err.ErrMalformedXML)
+	}
+	if status == types.BucketVersioningStatusSuspended {
+		// Object lock keeps versions; once on, versioning stays enabled.
+		if bk, err := b.pool.StatBucket(bucket); err == nil && len(bk.ObjectLock) > 0 {
+			return s3err.GetAPIError(s3err.ErrSuspendedVersioningNotAllowed)
+		}
 	}
 	return b.toS3(b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Versioning = string(status) }), bucket)
 }
@@ -173,35 +157,6 @@ func (b *Backend) GetBucketVersioning(_ context.Context, bucket string) (s3respo
 		out.Status = &st
 	}
 	return out, nil
-}
-
-// GetBucketPolicy answers the policy synthesised from the users' grants on
-// the bucket; "no policy" when none has any. Policies are not stored:
-// access is managed through the tenant's users.
-func (b *Backend) GetBucketPolicy(_ context.Context, bucket string) ([]byte, error) {
-	own(&bucket)
-	if _, err := b.pool.StatBucket(bucket); err != nil {
-		return nil, b.toS3(err, bucket)
-	}
-	if b.access != nil {
-		if p := b.access.BucketPolicy(bucket); p != nil {
-			return p, nil
-		}
-	}
-	return nil, s3err.GetAPIError(s3err.ErrNoSuchBucketPolicy)
-}
-
-// GetObjectLockConfiguration: object lock is not supported; the front end
-// checks this on every write and proceeds on "not found".
-func (b *Backend) GetObjectLockConfiguration(_ context.Context, bucket string) ([]byte, error) {
-	own(&bucket)
-	return nil, s3err.GetAPIError(s3err.ErrObjectLockConfigurationNotFound)
-}
-
-// GetBucketCors: no CORS configuration is stored.
-func (b *Backend) GetBucketCors(_ context.Context, bucket string) ([]byte, error) {
-	own(&bucket)
-	return nil, s3err.GetAPIError(s3err.ErrNoSuchCORSConfiguration)
 }
 
 // parseVersionID parses an S3 version ID: "" is the latest, "null" the

@@ -13,7 +13,7 @@ import (
 // ObjectLayer is what the front end needs of the storage below it: one
 // erasure pool today (*erasure.Pool), the pools of a cluster tomorrow.
 type ObjectLayer interface {
-	MakeBucket(name string) error
+	CreateBucket(info erasure.BucketInfo) error
 	StatBucket(name string) (erasure.BucketInfo, error)
 	UpdateBucket(name string, fn func(b *erasure.BucketInfo)) error
 	ListBuckets() ([]erasure.BucketInfo, error)
@@ -67,4 +67,20 @@ func queryArg(ctx context.Context, name string) string {
 		return string(rc.QueryArgs().Peek(name))
 	}
 	return ""
+}
+
+// setResponseHeader sets a header on the response, when ctx is the front
+// end's request context: for headers an error answer carries (a 304's ETag),
+// which the front end's error path does not set.
+func setResponseHeader(ctx context.Context, name, value string) {
+	if rc, ok := ctx.(*fasthttp.RequestCtx); ok {
+		rc.Response.Header.Set(name, value)
+	}
+}
+
+// queryHas reports whether the request's query names an argument, empty or
+// not.
+func queryHas(ctx context.Context, name string) bool {
+	rc, ok := ctx.(*fasthttp.RequestCtx)
+	return ok && rc.QueryArgs().Has(name)
 }

@@ -43,6 +43,14 @@ func (e keyEncoder) ptr(s string) *string {
 	return &v
 }
 
+// optional is ptr for elements S3 leaves out when empty (Delimiter).
+func (e keyEncoder) optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return e.ptr(s)
+}
+
 func (e keyEncoder) prefixes(cps []string) []types.CommonPrefix {
 	out := make([]types.CommonPrefix, len(cps))
 	for i, cp := range cps {
@@ -86,9 +94,11 @@ func (b *Backend) ListObjects(ctx context.Context, in *s3.ListObjectsInput) (s3r
 	if err != nil {
 		return s3response.ListObjectsResult{}, err
 	}
+	// Version 1 answers its Prefix as sent, encoding-type or not (clients
+	// decode every other field but this one).
 	out := s3response.ListObjectsResult{
-		Name: &bucket, Prefix: e.ptr(prefix), Marker: e.ptr(marker), MaxKeys: &maxKeys,
-		Delimiter: e.ptr(delim), IsTruncated: &res.IsTruncated, Contents: objs,
+		Name: &bucket, Prefix: &prefix, Marker: e.ptr(marker), MaxKeys: &maxKeys,
+		Delimiter: e.optional(delim), IsTruncated: &res.IsTruncated, Contents: objs,
 		CommonPrefixes: e.prefixes(res.CommonPrefixes), EncodingType: et,
 	}
 	if res.IsTruncated && delim != "" {
@@ -136,13 +146,13 @@ func (b *Backend) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input) 
 	keyCount := int32(len(objs) + len(res.CommonPrefixes))
 	out := s3response.ListObjectsV2Result{
 		Name: &bucket, Prefix: e.ptr(prefix), MaxKeys: &maxKeys, KeyCount: &keyCount,
-		Delimiter: e.ptr(delim), IsTruncated: &res.IsTruncated, Contents: objs,
+		Delimiter: e.optional(delim), IsTruncated: &res.IsTruncated, Contents: objs,
 		CommonPrefixes: e.prefixes(res.CommonPrefixes), EncodingType: et,
 	}
 	if startAfter != "" {
 		out.StartAfter = e.ptr(startAfter)
 	}
-	if token != "" {
+	if in.ContinuationToken != nil || queryHas(ctx, "continuation-token") {
 		out.ContinuationToken = &token
 	}
 	if res.IsTruncated {
@@ -176,7 +186,7 @@ func (b *Backend) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersi
 	}
 	out := s3response.ListVersionsResult{
 		Name: &bucket, Prefix: e.ptr(prefix), KeyMarker: e.ptr(keyMarker), VersionIdMarker: &vm,
-		MaxKeys: &maxKeys, Delimiter: e.ptr(delim), IsTruncated: &res.IsTruncated,
+		MaxKeys: &maxKeys, Delimiter: e.optional(delim), IsTruncated: &res.IsTruncated,
 		CommonPrefixes: e.prefixes(res.CommonPrefixes), EncodingType: et,
 	}
 	for _, o := range res.Objects {

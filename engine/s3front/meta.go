@@ -7,6 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/versity/versitygw/s3response"
+
+	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // Keys of a version record's metadata map. System headers keep their HTTP
@@ -83,7 +85,7 @@ func copyMeta(src map[string]string, in s3response.CopyObjectInput) map[string]s
 		}, in.Metadata, nil)
 	} else {
 		for k, v := range src {
-			if k != metaTagging {
+			if k != metaTagging && !strings.HasPrefix(k, erasure.InternalMetaPrefix) {
 				out[k] = v
 			}
 		}

@@ -28,27 +28,31 @@ func parseUploadID(s string) ([16]byte, error) {
 func uploadIDString(id [16]byte) string { return uuid.UUID(id).String() }
 
 // CreateMultipartUpload starts an upload.
-func (b *Backend) CreateMultipartUpload(_ context.Context, in s3response.CreateMultipartUploadInput) (s3response.InitiateMultipartUploadResult, error) {
+func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.CreateMultipartUploadInput) (s3response.InitiateMultipartUploadResult, error) {
 	bucket, key := str(in.Bucket), str(in.Key)
 	if err := checkKey(key); err != nil {
 		return s3response.InitiateMultipartUploadResult{}, err
-	}
-	if objectLockAsked(in.ObjectLockMode, in.ObjectLockLegalHoldStatus, in.ObjectLockRetainUntilDate) {
-		return s3response.InitiateMultipartUploadResult{}, s3err.GetAPIError(s3err.ErrNotImplemented)
 	}
 	if in.Tagging != nil && *in.Tagging != "" {
 		if _, err := backend.ParseObjectTags(*in.Tagging); err != nil {
 			return s3response.InitiateMultipartUploadResult{}, err
 		}
 	}
-	if _, err := b.pool.StatBucket(bucket); err != nil {
+	bk, err := b.pool.StatBucket(bucket)
+	if err != nil {
 		return s3response.InitiateMultipartUploadResult{}, b.toS3(err, bucket)
+	}
+	if err := CheckObjectACL(ctx, bk.Ownership, b.ownerOf(bk), false); err != nil {
+		return s3response.InitiateMultipartUploadResult{}, err
 	}
 	meta := buildMeta(systemHeaders{
 		ContentType: in.ContentType, ContentEncoding: in.ContentEncoding, ContentDisposition: in.ContentDisposition,
 		ContentLanguage: in.ContentLanguage, CacheControl: in.CacheControl, Expires: in.Expires,
 		WebsiteRedirectLocation: in.WebsiteRedirectLocation,
 	}, in.Metadata, in.Tagging)
+	if err := lockOnWrite(bk, meta, in.ObjectLockMode, in.ObjectLockRetainUntilDate, in.ObjectLockLegalHoldStatus); err != nil {
+		return s3response.InitiateMultipartUploadResult{}, err
+	}
 	u, err := b.pool.NewMultipartUpload(bucket, key, meta)
 	if err != nil {
 		return s3response.InitiateMultipartUploadResult{}, b.toS3(err, bucket)
@@ -175,7 +179,7 @@ func (b *Backend) UploadPartCopy(_ context.Context, in *s3.UploadPartCopyInput) 
 	if err != nil {
 		return s3response.CopyPartResult{}, err
 	}
-	if err := preconditions(h.Info, in.CopySourceIfMatch, in.CopySourceIfNoneMatch, in.CopySourceIfModifiedSince, in.CopySourceIfUnmodifiedSince); err != nil {
+	if err := copySourcePreconditions(h.Info, in.CopySourceIfMatch, in.CopySourceIfNoneMatch, in.CopySourceIfModifiedSince, in.CopySourceIfUnmodifiedSince); err != nil {
 		return s3response.CopyPartResult{}, err
 	}
 	offset, length, err := backend.ParseCopySourceRange(h.Info.Size, str(in.CopySourceRange))
@@ -309,6 +313,14 @@ func (b *Backend) CompleteMultipartUpload(_ context.Context, in *s3.CompleteMult
 		opts.VersionID = uuid.New()
 	}
 	info, err := b.pool.CompleteMultipartUpload(bucket, key, id, parts, opts)
+	if errors.Is(err, erasure.ErrUploadNotFound) {
+		// A completion retried after it succeeded (its answer was lost)
+		// answers as the first one did, while the version it made is the
+		// object's current one.
+		if h, oerr := b.pool.OpenObject(bucket, key, nil); oerr == nil && h.Info.Meta[erasure.MetaUploadID] == uploadIDString(id) {
+			info, err = h.Info, nil
+		}
+	}
 	if err != nil {
 		return s3response.CompleteMultipartUploadResult{}, "", b.toS3(err, bucket)
 	}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/google/uuid"
@@ -25,6 +27,9 @@ import (
 // MaxKeyLength is the longest object key S3 accepts, in bytes.
 const MaxKeyLength = 1024
 
+// maxDeleteKeys is the most keys one DeleteObjects request may name.
+const maxDeleteKeys = 1000
+
 // checkKey refuses keys S3 refuses (too long) and keys this engine cannot
 // store faithfully (NUL, which separates parts of metadata keys, and bytes
 // that are not UTF-8, which listings could not order or render).
@@ -38,12 +43,6 @@ func checkKey(key string) error {
 		return s3err.APIError{Code: "InvalidArgument", Description: "Object keys must be UTF-8 without NUL characters.", HTTPStatusCode: 400}
 	}
 	return nil
-}
-
-// objectLockAsked reports whether a write asks for object lock, which is
-// not supported (refused rather than ignored).
-func objectLockAsked(mode types.ObjectLockMode, hold types.ObjectLockLegalHoldStatus, until *time.Time) bool {
-	return mode != "" || hold == types.ObjectLockLegalHoldStatusOn || until != nil && !until.IsZero()
 }
 
 func quote(etag string) *string {
@@ -94,9 +93,6 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 	if err := checkKey(key); err != nil {
 		return s3response.PutObjectOutput{}, err
 	}
-	if objectLockAsked(in.ObjectLockMode, in.ObjectLockLegalHoldStatus, in.ObjectLockRetainUntilDate) {
-		return s3response.PutObjectOutput{}, s3err.GetAPIError(s3err.ErrNotImplemented)
-	}
 	if in.Tagging != nil && *in.Tagging != "" {
 		if _, err := backend.ParseObjectTags(*in.Tagging); err != nil {
 			return s3response.PutObjectOutput{}, err
@@ -105,6 +101,9 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
 		return s3response.PutObjectOutput{}, b.toS3(err, bucket)
+	}
+	if err := CheckObjectACL(ctx, bk.Ownership, b.ownerOf(bk), false); err != nil {
+		return s3response.PutObjectOutput{}, err
 	}
 	if in.IfMatch != nil || in.IfNoneMatch != nil {
 		if err := b.putPreconditions(bucket, key, in.IfMatch, in.IfNoneMatch); err != nil {
@@ -116,6 +115,9 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 		ContentLanguage: in.ContentLanguage, CacheControl: in.CacheControl, Expires: in.Expires,
 		WebsiteRedirectLocation: in.WebsiteRedirectLocation,
 	}, in.Metadata, in.Tagging)
+	if err := lockOnWrite(bk, meta, in.ObjectLockMode, in.ObjectLockRetainUntilDate, in.ObjectLockLegalHoldStatus); err != nil {
+		return s3response.PutObjectOutput{}, err
+	}
 	body, after, err := putBody(in.Body, meta, in.ChecksumAlgorithm, map[types.ChecksumAlgorithm]*string{
 		types.ChecksumAlgorithmCrc32: in.ChecksumCRC32, types.ChecksumAlgorithmCrc32c: in.ChecksumCRC32C,
 		types.ChecksumAlgorithmSha1: in.ChecksumSHA1, types.ChecksumAlgorithmSha256: in.ChecksumSHA256,
@@ -163,7 +165,29 @@ func (b *Backend) putPreconditions(bucket, key string, ifMatch, ifNoneMatch *str
 	if exists {
 		etag = h.Info.ETag
 	}
-	return backend.EvaluateObjectPutPreconditions(etag, ifMatch, ifNoneMatch, exists)
+	return putConditions(etag, exists, ifMatch, ifNoneMatch)
+}
+
+// putConditions is S3's answer to a conditional write: If-Match needs the
+// object to exist (404 otherwise) and to match ("*" or its ETag);
+// If-None-Match fails when the object exists and matches.
+func putConditions(etag string, exists bool, ifMatch, ifNoneMatch *string) error {
+	matches := func(cond string) bool {
+		cond = strings.Trim(strings.TrimSpace(cond), `"`)
+		return cond == "*" || cond == etag
+	}
+	if ifMatch != nil {
+		if !exists {
+			return s3err.GetAPIError(s3err.ErrNoSuchKey)
+		}
+		if !matches(*ifMatch) {
+			return s3err.GetPreconditionFailedErr(s3err.ConditionIfMatch)
+		}
+	}
+	if ifNoneMatch != nil && exists && matches(*ifNoneMatch) {
+		return s3err.GetPreconditionFailedErr(s3err.ConditionIfNoneMatch)
+	}
+	return nil
 }
 
 // openVersion resolves the version a GET/HEAD names, answering delete
@@ -202,6 +226,13 @@ func (b *Backend) heal(bucket, key string) {
 	}
 }
 
+// partNumberBeyond is S3's answer to a partNumber past an object's last
+// part: 400 InvalidPart (not a range error).
+func partNumberBeyond(parts, asked int) error {
+	return s3err.APIError{Code: "InvalidPart", HTTPStatusCode: http.StatusBadRequest,
+		Description: fmt.Sprintf("The requested partnumber %d is not satisfiable: the object has %d parts.", asked, parts)}
+}
+
 // span is the byte range a GET or HEAD serves.
 type span struct {
 	offset, length int64
@@ -217,7 +248,7 @@ func requestedSpan(info erasure.ObjectInfo, rangeHdr string, partNumber *int32) 
 		parts := info.Parts
 		if len(parts) == 0 {
 			if n > 1 {
-				return span{}, s3err.GetInvalidPartNumberRangeErr(1, *partNumber)
+				return span{}, partNumberBeyond(1, n)
 			}
 			sp := span{offset: 0, length: size}
 			if size > 0 {
@@ -228,7 +259,7 @@ func requestedSpan(info erasure.ObjectInfo, rangeHdr string, partNumber *int32) 
 		}
 		count := int32(len(parts))
 		if n > len(parts) {
-			return span{}, s3err.GetInvalidPartNumberRangeErr(count, *partNumber)
+			return span{}, partNumberBeyond(len(parts), n)
 		}
 		var off int64
 		for _, p := range parts[:n-1] {
@@ -254,10 +285,72 @@ func requestedSpan(info erasure.ObjectInfo, rangeHdr string, partNumber *int32) 
 	return sp, nil
 }
 
-func preconditions(info erasure.ObjectInfo, ifMatch, ifNoneMatch *string, ifModSince, ifUnmodSince *time.Time) error {
-	return backend.EvaluatePreconditions(info.ETag, info.ModTime.Truncate(time.Second), backend.PreConditions{
+// preconditions evaluates a GET's or HEAD's conditional headers. A 304
+// answer carries the object's ETag and Last-Modified, as S3's does.
+func preconditions(ctx context.Context, info erasure.ObjectInfo, ifMatch, ifNoneMatch *string, ifModSince, ifUnmodSince *time.Time) error {
+	err := backend.EvaluatePreconditions(info.ETag, info.ModTime.Truncate(time.Second), backend.PreConditions{
 		IfMatch: ifMatch, IfNoneMatch: ifNoneMatch, IfModSince: ifModSince, IfUnmodeSince: ifUnmodSince,
 	})
+	var apiErr s3err.APIError
+	if errors.As(err, &apiErr) && apiErr.HTTPStatusCode == http.StatusNotModified {
+		setResponseHeader(ctx, "ETag", *quote(info.ETag))
+		setResponseHeader(ctx, "Last-Modified", info.ModTime.UTC().Format(http.TimeFormat))
+	}
+	return err
+}
+
+// copySourcePreconditions evaluates a copy's x-amz-copy-source-if-*
+// headers: where a GET would answer 304, a copy fails with 412.
+func copySourcePreconditions(info erasure.ObjectInfo, ifMatch, ifNoneMatch *string, ifModSince, ifUnmodSince *time.Time) error {
+	err := backend.EvaluatePreconditions(info.ETag, info.ModTime.Truncate(time.Second), backend.PreConditions{
+		IfMatch: ifMatch, IfNoneMatch: ifNoneMatch, IfModSince: ifModSince, IfUnmodeSince: ifUnmodSince,
+	})
+	var apiErr s3err.APIError
+	if errors.As(err, &apiErr) && apiErr.HTTPStatusCode == http.StatusNotModified {
+		return s3err.GetAPIError(s3err.ErrPreconditionFailed)
+	}
+	return err
+}
+
+// objectHead resolves what a GET or HEAD answers: the version, its
+// conditional headers, the span asked for, and the response headers, built
+// here once for both.
+func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string, cond backend.PreConditions,
+	rangeHdr string, partNumber *int32, checksumMode types.ChecksumMode) (*erasure.ObjectHandle, span, *s3.HeadObjectOutput, error) {
+	h, markerTime, err := b.openVersion(bucket, key, versionID)
+	if markerTime != nil {
+		return nil, span{}, &s3.HeadObjectOutput{DeleteMarker: aws.Bool(true), LastModified: markerTime}, err
+	}
+	if err != nil {
+		return nil, span{}, nil, err
+	}
+	info := h.Info
+	if err := preconditions(ctx, info, cond.IfMatch, cond.IfNoneMatch, cond.IfModSince, cond.IfUnmodeSince); err != nil {
+		return nil, span{}, nil, err
+	}
+	sp, err := requestedSpan(info, rangeHdr, partNumber)
+	if err != nil {
+		return nil, span{}, nil, err
+	}
+	mode, until, hold := lockHeaders(info.Meta)
+	out := &s3.HeadObjectOutput{
+		ContentLength: &sp.length, ContentRange: sp.contentRange, PartsCount: sp.partsCount,
+		AcceptRanges: aws.String("bytes"), ETag: quote(info.ETag), LastModified: &info.ModTime,
+		Metadata: userMeta(info.Meta), ContentType: metaPtr(info.Meta, metaContentType),
+		ContentEncoding: metaPtr(info.Meta, metaContentEncoding), ContentDisposition: metaPtr(info.Meta, metaContentDisposition),
+		ContentLanguage: metaPtr(info.Meta, metaContentLanguage), CacheControl: metaPtr(info.Meta, metaCacheControl),
+		ExpiresString: metaPtr(info.Meta, metaExpires), WebsiteRedirectLocation: metaPtr(info.Meta, metaRedirect),
+		TagCount: tagCount(info.Meta), StorageClass: types.StorageClassStandard,
+		VersionId:      versionIDOut(info.VersionID, b.versioning(bucket)),
+		ObjectLockMode: mode, ObjectLockRetainUntilDate: until, ObjectLockLegalHoldStatus: hold,
+	}
+	// Checksums describe the whole object; a part answers its own.
+	if checksumMode == types.ChecksumModeEnabled && sp.length == info.Size {
+		setChecksums(checksums(info.Meta), &out.ChecksumCRC32, &out.ChecksumCRC32C, &out.ChecksumSHA1, &out.ChecksumSHA256,
+			&out.ChecksumCRC64NVME, &out.ChecksumSHA512, &out.ChecksumMD5, &out.ChecksumXXHASH64, &out.ChecksumXXHASH3,
+			&out.ChecksumXXHASH128, &out.ChecksumType)
+	}
+	return h, sp, out, nil
 }
 
 // GetObject streams an object (or a range, or a part). Small objects are
@@ -265,35 +358,27 @@ func preconditions(info erasure.ObjectInfo, ifMatch, ifNoneMatch *string, ifModS
 // headers went out.
 func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.GetObjectOutput, error) {
 	bucket, key := str(in.Bucket), str(in.Key)
-	h, markerTime, err := b.openVersion(bucket, key, str(in.VersionId))
-	if markerTime != nil {
-		return &s3.GetObjectOutput{DeleteMarker: &[]bool{true}[0], LastModified: markerTime}, err
+	h, sp, hd, err := b.objectHead(ctx, bucket, key, str(in.VersionId), backend.PreConditions{
+		IfMatch: in.IfMatch, IfNoneMatch: in.IfNoneMatch, IfModSince: in.IfModifiedSince, IfUnmodeSince: in.IfUnmodifiedSince,
+	}, str(in.Range), in.PartNumber, in.ChecksumMode)
+	if hd != nil && hd.DeleteMarker != nil {
+		return &s3.GetObjectOutput{DeleteMarker: hd.DeleteMarker, LastModified: hd.LastModified}, err
 	}
-	if err != nil {
-		return nil, err
-	}
-	info := h.Info
-	if err := preconditions(info, in.IfMatch, in.IfNoneMatch, in.IfModifiedSince, in.IfUnmodifiedSince); err != nil {
-		return nil, err
-	}
-	sp, err := requestedSpan(info, str(in.Range), in.PartNumber)
 	if err != nil {
 		return nil, err
 	}
 	out := &s3.GetObjectOutput{
-		ContentLength: &sp.length, ContentRange: sp.contentRange, PartsCount: sp.partsCount,
-		AcceptRanges: &[]string{"bytes"}[0], ETag: quote(info.ETag), LastModified: &info.ModTime,
-		Metadata: userMeta(info.Meta), ContentType: metaPtr(info.Meta, metaContentType),
-		ContentEncoding: metaPtr(info.Meta, metaContentEncoding), ContentDisposition: metaPtr(info.Meta, metaContentDisposition),
-		ContentLanguage: metaPtr(info.Meta, metaContentLanguage), CacheControl: metaPtr(info.Meta, metaCacheControl),
-		ExpiresString: metaPtr(info.Meta, metaExpires), WebsiteRedirectLocation: metaPtr(info.Meta, metaRedirect),
-		TagCount: tagCount(info.Meta), StorageClass: types.StorageClassStandard,
-		VersionId: versionIDOut(info.VersionID, b.versioning(bucket)),
-	}
-	if in.ChecksumMode == types.ChecksumModeEnabled && sp.length == info.Size {
-		setChecksums(checksums(info.Meta), &out.ChecksumCRC32, &out.ChecksumCRC32C, &out.ChecksumSHA1, &out.ChecksumSHA256,
-			&out.ChecksumCRC64NVME, &out.ChecksumSHA512, &out.ChecksumMD5, &out.ChecksumXXHASH64, &out.ChecksumXXHASH3,
-			&out.ChecksumXXHASH128, &out.ChecksumType)
+		ContentLength: hd.ContentLength, ContentRange: hd.ContentRange, PartsCount: hd.PartsCount,
+		AcceptRanges: hd.AcceptRanges, ETag: hd.ETag, LastModified: hd.LastModified, Metadata: hd.Metadata,
+		ContentType: hd.ContentType, ContentEncoding: hd.ContentEncoding, ContentDisposition: hd.ContentDisposition,
+		ContentLanguage: hd.ContentLanguage, CacheControl: hd.CacheControl, ExpiresString: hd.ExpiresString,
+		WebsiteRedirectLocation: hd.WebsiteRedirectLocation, TagCount: hd.TagCount, StorageClass: hd.StorageClass,
+		VersionId: hd.VersionId, ObjectLockMode: hd.ObjectLockMode, ObjectLockRetainUntilDate: hd.ObjectLockRetainUntilDate,
+		ObjectLockLegalHoldStatus: hd.ObjectLockLegalHoldStatus,
+		ChecksumCRC32:             hd.ChecksumCRC32, ChecksumCRC32C: hd.ChecksumCRC32C, ChecksumSHA1: hd.ChecksumSHA1,
+		ChecksumSHA256: hd.ChecksumSHA256, ChecksumCRC64NVME: hd.ChecksumCRC64NVME, ChecksumSHA512: hd.ChecksumSHA512,
+		ChecksumMD5: hd.ChecksumMD5, ChecksumXXHASH64: hd.ChecksumXXHASH64, ChecksumXXHASH3: hd.ChecksumXXHASH3,
+		ChecksumXXHASH128: hd.ChecksumXXHASH128, ChecksumType: hd.ChecksumType,
 	}
 	body, err := b.newObjectBody(h, sp.offset, sp.length, requestStart(ctx))
 	if err != nil {
@@ -325,39 +410,11 @@ func (b *Backend) versioning(bucket string) string {
 }
 
 // HeadObject answers an object's headers.
-func (b *Backend) HeadObject(_ context.Context, in *s3.HeadObjectInput) (*s3.HeadObjectOutput, error) {
-	bucket, key := str(in.Bucket), str(in.Key)
-	h, markerTime, err := b.openVersion(bucket, key, str(in.VersionId))
-	if markerTime != nil {
-		return &s3.HeadObjectOutput{DeleteMarker: &[]bool{true}[0], LastModified: markerTime}, err
-	}
-	if err != nil {
-		return nil, err
-	}
-	info := h.Info
-	if err := preconditions(info, in.IfMatch, in.IfNoneMatch, in.IfModifiedSince, in.IfUnmodifiedSince); err != nil {
-		return nil, err
-	}
-	sp, err := requestedSpan(info, str(in.Range), in.PartNumber)
-	if err != nil {
-		return nil, err
-	}
-	out := &s3.HeadObjectOutput{
-		ContentLength: &sp.length, ContentRange: sp.contentRange, PartsCount: sp.partsCount,
-		AcceptRanges: &[]string{"bytes"}[0], ETag: quote(info.ETag), LastModified: &info.ModTime,
-		Metadata: userMeta(info.Meta), ContentType: metaPtr(info.Meta, metaContentType),
-		ContentEncoding: metaPtr(info.Meta, metaContentEncoding), ContentDisposition: metaPtr(info.Meta, metaContentDisposition),
-		ContentLanguage: metaPtr(info.Meta, metaContentLanguage), CacheControl: metaPtr(info.Meta, metaCacheControl),
-		ExpiresString: metaPtr(info.Meta, metaExpires), WebsiteRedirectLocation: metaPtr(info.Meta, metaRedirect),
-		TagCount: tagCount(info.Meta), StorageClass: types.StorageClassStandard,
-		VersionId: versionIDOut(info.VersionID, b.versioning(bucket)),
-	}
-	if in.ChecksumMode == types.ChecksumModeEnabled {
-		setChecksums(checksums(info.Meta), &out.ChecksumCRC32, &out.ChecksumCRC32C, &out.ChecksumSHA1, &out.ChecksumSHA256,
-			&out.ChecksumCRC64NVME, &out.ChecksumSHA512, &out.ChecksumMD5, &out.ChecksumXXHASH64, &out.ChecksumXXHASH3,
-			&out.ChecksumXXHASH128, &out.ChecksumType)
-	}
-	return out, nil
+func (b *Backend) HeadObject(ctx context.Context, in *s3.HeadObjectInput) (*s3.HeadObjectOutput, error) {
+	_, _, out, err := b.objectHead(ctx, str(in.Bucket), str(in.Key), str(in.VersionId), backend.PreConditions{
+		IfMatch: in.IfMatch, IfNoneMatch: in.IfNoneMatch, IfModSince: in.IfModifiedSince, IfUnmodeSince: in.IfUnmodifiedSince,
+	}, str(in.Range), in.PartNumber, in.ChecksumMode)
+	return out, err
 }
 
 // GetObjectAttributes answers the attributes S3 defines for an object.
@@ -477,7 +534,9 @@ func (b *Backend) DeleteObjects(_ context.Context, in *s3.DeleteObjectsInput) (s
 		return s3response.DeleteResult{}, b.toS3(err, bucket)
 	}
 	var res s3response.DeleteResult
-	if in.Delete == nil {
+	// S3 takes at most 1,000 keys per request and refuses more as
+	// malformed, deleting none of them.
+	if in.Delete == nil || len(in.Delete.Objects) > maxDeleteKeys {
 		return res, s3err.GetAPIError(s3err.ErrMalformedXML)
 	}
 	quiet := in.Delete.Quiet != nil && *in.Delete.Quiet
@@ -509,7 +568,7 @@ func (b *Backend) DeleteObjects(_ context.Context, in *s3.DeleteObjectsInput) (s
 
 // CopyObject copies an object (or one version) to another key, or onto
 // itself to change its metadata, reading and re-encoding its data.
-func (b *Backend) CopyObject(_ context.Context, in s3response.CopyObjectInput) (s3response.CopyObjectOutput, error) {
+func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput) (s3response.CopyObjectOutput, error) {
 	srcBucket, srcKey, srcVersion, err := backend.ParseCopySource(str(in.CopySource))
 	if err != nil {
 		return s3response.CopyObjectOutput{}, err
@@ -517,9 +576,6 @@ func (b *Backend) CopyObject(_ context.Context, in s3response.CopyObjectInput) (
 	dstBucket, dstKey := str(in.Bucket), str(in.Key)
 	if err := checkKey(dstKey); err != nil {
 		return s3response.CopyObjectOutput{}, err
-	}
-	if objectLockAsked(in.ObjectLockMode, in.ObjectLockLegalHoldStatus, in.ObjectLockRetainUntilDate) {
-		return s3response.CopyObjectOutput{}, s3err.GetAPIError(s3err.ErrNotImplemented)
 	}
 	h, markerTime, err := b.openVersion(srcBucket, srcKey, srcVersion)
 	if markerTime != nil {
@@ -532,7 +588,7 @@ func (b *Backend) CopyObject(_ context.Context, in s3response.CopyObjectInput) (
 		return s3response.CopyObjectOutput{}, err
 	}
 	src := h.Info
-	if err := preconditions(src, in.CopySourceIfMatch, in.CopySourceIfNoneMatch, in.CopySourceIfModifiedSince, in.CopySourceIfUnmodifiedSince); err != nil {
+	if err := copySourcePreconditions(src, in.CopySourceIfMatch, in.CopySourceIfNoneMatch, in.CopySourceIfModifiedSince, in.CopySourceIfUnmodifiedSince); err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
 	if srcBucket == dstBucket && srcKey == dstKey && srcVersion == "" &&
@@ -548,7 +604,13 @@ func (b *Backend) CopyObject(_ context.Context, in s3response.CopyObjectInput) (
 	if err != nil {
 		return s3response.CopyObjectOutput{}, b.toS3(err, dstBucket)
 	}
+	if err := CheckObjectACL(ctx, dst.Ownership, b.ownerOf(dst), false); err != nil {
+		return s3response.CopyObjectOutput{}, err
+	}
 	opts := erasure.PutOptions{Meta: copyMeta(src.Meta, in)}
+	if err := lockOnWrite(dst, opts.Meta, in.ObjectLockMode, in.ObjectLockRetainUntilDate, in.ObjectLockLegalHoldStatus); err != nil {
+		return s3response.CopyObjectOutput{}, err
+	}
 	if dst.Versioning == string(types.BucketVersioningStatusEnabled) {
 		opts.VersionID = uuid.New()
 	}

@@ -75,7 +75,7 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 	}
 	// The chunked-body middleware goes first, so the body reader it sets is
 	// the one versitygw's readers wrap.
-	opts := []s3api.Option{s3api.WithMiddleware("/", chunkedBody())}
+	opts := []s3api.Option{s3api.WithMiddleware("/", chunkedBody()), s3api.WithMiddleware("/", fixResponses())}
 	for _, r := range cfg.Routes {
 		opts = append(opts, s3api.WithRoute(r.Method, r.Path, adaptor.HTTPHandler(r.Handler)))
 	}

@@ -148,8 +148,8 @@ func Run(ctx context.Context, cfg Config) error {
 	metrics.RegisterNode(reg, n.snapshot)
 	be := s3front.New(dep.Pools, s3front.Options{
 		Hooks:  s3front.Hooks{Heal: n.heal, FirstByte: s3m.ObserveFirstByte},
-		Access: users,
-		Log:    log,
+		Access: users, RootAccess: cfg.Root.AccessKey,
+		Log: log,
 	})
 	go n.monitorDrives(bg)
 	go n.cleanStaleUploads(bg)

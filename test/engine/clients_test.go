@@ -152,7 +152,8 @@ func TestUsersFromTheIAMFile(t *testing.T) {
 	}
 	writer := s.s3Client("writer", "writer-secret")
 	put(t, writer, "private", "w.txt", []byte("w"))
-	mustCreateBucket(t, writer, "writers-own")
+	mustCreateBucket(t, writer, "writers")
+	checkPoliciesWithUsers(t, root, reader, writer)
 
 	// Remove the reader: within a few seconds its key stops working.
 	writeUsers(map[string]any{"accessKey": "writer", "secretKey": "writer-secret", "policy": "readwrite"})
@@ -169,6 +170,42 @@ func TestUsersFromTheIAMFile(t *testing.T) {
 	if !strings.Contains(s.logs(), "users file not reloaded") {
 		t.Fatal("a broken users file was not reported")
 	}
+}
+
+// checkPoliciesWithUsers: a user's grant is its identity policy, and
+// bucket policies sit beside it as in AWS: a bucket policy can grant a
+// user more than its grant (reader gets private/s.txt... only through the
+// policy) and an explicit Deny in it wins over a grant. A bucket belongs
+// to the user who created it. Buckets: photos (reader's), private (holds
+// s.txt or secret.txt), writers (created by writer).
+func checkPoliciesWithUsers(t *testing.T, root, reader, writer *s3.Client) {
+	t.Helper()
+	acl, err := root.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: aws.String("writers")})
+	if err != nil || aws.ToString(acl.Owner.ID) != "writer" {
+		t.Fatalf("owner of a bucket a user created: %+v (%v)", acl, err)
+	}
+	if _, err := root.GetBucketPolicy(ctx, &s3.GetBucketPolicyInput{Bucket: aws.String("photos")}); errCode(err) != "NoSuchBucketPolicy" {
+		t.Fatalf("users' grants are not bucket policies: %v", err)
+	}
+	put(t, root, "private", "shared.txt", []byte("shared"))
+	if _, err := root.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String("private"), Policy: aws.String(
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["reader"]},"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::private/shared.txt"]}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, reader, "private", "shared.txt"); string(got) != "shared" {
+		t.Fatalf("bucket policy grant: %q", got)
+	}
+	if _, err := root.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String("photos"), Policy: aws.String(
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Principal":{"AWS":["writer"]},"Action":["s3:PutObject"],"Resource":["arn:aws:s3:::photos/*"]}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String("w"), Body: strings.NewReader("w")}); errCode(err) != "AccessDenied" {
+		t.Fatalf("explicit deny over a readwrite grant: %v", err)
+	}
+	if _, err := root.DeleteBucketPolicy(ctx, &s3.DeleteBucketPolicyInput{Bucket: aws.String("photos")}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, writer, "photos", "w", []byte("w"))
 }
 
 // writeCert writes a self-signed certificate for 127.0.0.1 into dir and

@@ -550,20 +550,7 @@ func TestGatewayUsersHealthMetricsAdmin(t *testing.T) {
 	writer := g.s3Client("writer", "writer-secret")
 	put(t, writer, "private", "w.txt", []byte("w"))
 	mustCreateBucket(t, writer, "writers")
-	// A bucket created by a user is not its own: grants decide, as on the server.
-	if _, err := root.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: aws.String("writers")}); err != nil {
-		t.Fatal(err)
-	}
-	pol, err := root.GetBucketPolicy(ctx, &s3.GetBucketPolicyInput{Bucket: aws.String("photos")})
-	if err != nil || !strings.Contains(aws.ToString(pol.Policy), "reader") {
-		t.Fatalf("synthesised policy: %v %v", pol, err)
-	}
-	if _, err := root.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String("photos"), Policy: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["writer"]},"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::photos/*"]}]}`)}); errCode(err) != "NotImplemented" {
-		t.Fatalf("PutBucketPolicy: %v", err)
-	}
-	if _, err := root.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: aws.String("photos"), ACL: types.BucketCannedACLPublicRead}); errCode(err) != "NotImplemented" && errCode(err) != "AccessControlListNotSupported" {
-		t.Fatalf("PutBucketAcl: %v", err)
-	}
+	checkPoliciesWithUsers(t, root, reader, writer)
 	writeUsers(`{"users":[{"accessKey":"writer","secretKey":"writer-secret","policy":"readwrite"}]}`)
 	waitFor(t, "removed user refused", 30*time.Second, func() bool {
 		_, err := reader.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("photos"), Key: aws.String("p.jpg")})

@@ -1,0 +1,237 @@
+package s3front
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/versity/versitygw/auth"
+	"github.com/versity/versitygw/backend"
+	"github.com/versity/versitygw/s3err"
+
+	"github.com/strata-storage/strata/engine/erasure"
+)
+
+// A bucket's configuration documents (ACL, policy, CORS, object lock,
+// ownership) live in its record, on every drive, like its versioning. The
+// front end parses, validates and enforces them (access checks, CORS
+// answers, retention on deletes); this file stores and returns them.
+
+// CreateBucket creates a bucket owned by its creator, with the ACL, object
+// ownership, tags and object lock the request asked for. Creating a bucket
+// one already owns answers success in us-east-1 (as S3 does there) and
+// BucketAlreadyOwnedByYou elsewhere; another owner's bucket answers
+// BucketAlreadyExists.
+func (b *Backend) CreateBucket(_ context.Context, in *s3.CreateBucketInput, acl []byte) error {
+	bucket := str(in.Bucket)
+	if !validBucketName(bucket) {
+		return s3err.GetAPIError(s3err.ErrInvalidBucketName)
+	}
+	parsed, err := auth.ParseACL(acl)
+	if err != nil {
+		return err
+	}
+	owner := parsed.Owner
+	if existing, err := b.pool.StatBucket(bucket); err == nil {
+		return BucketExistsAnswer(bucket, b.ownerOf(existing), owner, b.region)
+	}
+	var tags map[string]string
+	if in.CreateBucketConfiguration != nil {
+		if tags, err = backend.ParseCreateBucketTags(in.CreateBucketConfiguration.Tags); err != nil {
+			return err
+		}
+	}
+	info := erasure.BucketInfo{
+		Name: bucket, Owner: owner, ACL: clone(acl), Ownership: string(in.ObjectOwnership), Tags: tags,
+	}
+	if in.ObjectLockEnabledForBucket != nil && *in.ObjectLockEnabledForBucket {
+		// Object lock needs versioning, which it turns on for good.
+		now := time.Now().UTC()
+		lock, err := json.Marshal(auth.BucketLockConfig{Enabled: true, CreatedAt: &now})
+		if err != nil {
+			return err
+		}
+		info.ObjectLock = lock
+		info.Versioning = string(types.BucketVersioningStatusEnabled)
+	}
+	err = b.pool.CreateBucket(info)
+	if errors.Is(err, erasure.ErrBucketExists) {
+		// Created by someone else in the meantime.
+		return s3err.GetBucketErr(s3err.ErrBucketAlreadyExists, bucket)
+	}
+	return b.toS3(err, bucket)
+}
+
+// BucketExistsAnswer is S3's answer to creating a bucket that exists:
+// success for its owner in us-east-1 (S3 keeps that legacy there),
+// BucketAlreadyOwnedByYou for its owner elsewhere, BucketAlreadyExists for
+// anyone else.
+func BucketExistsAnswer(bucket, owner, creator, region string) error {
+	switch {
+	case owner != creator:
+		return s3err.GetBucketErr(s3err.ErrBucketAlreadyExists, bucket)
+	case region == "us-east-1":
+		return nil
+	default:
+		return s3err.GetBucketErr(s3err.ErrBucketAlreadyOwnedByYou, bucket)
+	}
+}
+
+// OwnerOnlyACL is the ACL document of a bucket whose owner alone has
+// access (buckets from before ACLs were kept).
+func OwnerOnlyACL(owner string) ([]byte, error) {
+	return json.Marshal(auth.ACL{Owner: owner, Grantees: []auth.Grantee{
+		{Permission: auth.PermissionFullControl, Access: owner, Type: types.TypeCanonicalUser},
+	}})
+}
+
+// ownerOf is a bucket's owner: buckets from before owners were kept
+// belong to the root account.
+func (b *Backend) ownerOf(bk erasure.BucketInfo) string {
+	if bk.Owner == "" {
+		return b.rootAccess
+	}
+	return bk.Owner
+}
+
+func clone(p []byte) []byte {
+	if len(p) == 0 {
+		return nil
+	}
+	return append([]byte(nil), p...)
+}
+
+// bucketDoc reads one document of a bucket's record.
+func (b *Backend) bucketDoc(bucket string, pick func(erasure.BucketInfo) []byte) ([]byte, error) {
+	bk, err := b.pool.StatBucket(bucket)
+	if err != nil {
+		return nil, b.toS3(err, bucket)
+	}
+	return pick(bk), nil
+}
+
+// setBucket changes a bucket's record.
+func (b *Backend) setBucket(bucket string, fn func(*erasure.BucketInfo)) error {
+	own(&bucket)
+	return b.toS3(b.pool.UpdateBucket(bucket, fn), bucket)
+}
+
+// GetBucketAcl returns the bucket's ACL document; a bucket from before
+// ACLs were kept has its owner's full control only. The front end reads it
+// on every bucket request (ownership, grants) and renders it for
+// GetBucketAcl.
+func (b *Backend) GetBucketAcl(_ context.Context, in *s3.GetBucketAclInput) ([]byte, error) {
+	bucket := str(in.Bucket)
+	bk, err := b.pool.StatBucket(bucket)
+	if err != nil {
+		return nil, b.toS3(err, bucket)
+	}
+	if len(bk.ACL) > 0 {
+		return bk.ACL, nil
+	}
+	return OwnerOnlyACL(b.ownerOf(bk))
+}
+
+// PutBucketAcl stores the ACL document the front end built and checked.
+func (b *Backend) PutBucketAcl(_ context.Context, bucket string, data []byte) error {
+	data = clone(data)
+	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.ACL = data })
+}
+
+// PutBucketOwnershipControls sets the bucket's object ownership.
+func (b *Backend) PutBucketOwnershipControls(_ context.Context, bucket string, ownership types.ObjectOwnership) error {
+	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.Ownership = string(ownership) })
+}
+
+// GetBucketOwnershipControls returns the bucket's object ownership.
+func (b *Backend) GetBucketOwnershipControls(_ context.Context, bucket string) (types.ObjectOwnership, error) {
+	own(&bucket)
+	bk, err := b.pool.StatBucket(bucket)
+	if err != nil {
+		return "", b.toS3(err, bucket)
+	}
+	if bk.Ownership == "" {
+		return "", s3err.GetAPIError(s3err.ErrOwnershipControlsNotFound)
+	}
+	return types.ObjectOwnership(bk.Ownership), nil
+}
+
+// DeleteBucketOwnershipControls removes the bucket's object ownership.
+func (b *Backend) DeleteBucketOwnershipControls(_ context.Context, bucket string) error {
+	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.Ownership = "" })
+}
+
+// PutBucketPolicy stores a bucket policy (validated by the front end).
+func (b *Backend) PutBucketPolicy(_ context.Context, bucket string, policy []byte) error {
+	policy = clone(policy)
+	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.Policy = policy })
+}
+
+// GetBucketPolicy returns the bucket's policy. The tenant's users are not
+// in it: their grants are identity policies (engine/iam).
+func (b *Backend) GetBucketPolicy(_ context.Context, bucket string) ([]byte, error) {
+	own(&bucket)
+	p, err := b.bucketDoc(bucket, func(bk erasure.BucketInfo) []byte { return bk.Policy })
+	if err == nil && len(p) == 0 {
+		err = s3err.GetAPIError(s3err.ErrNoSuchBucketPolicy)
+	}
+	return p, err
+}
+
+// DeleteBucketPolicy removes the bucket's policy.
+func (b *Backend) DeleteBucketPolicy(_ context.Context, bucket string) error {
+	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.Policy = nil })
+}
+
+// PutBucketCors stores the bucket's CORS configuration, which the front
+// end applies to preflight and actual cross-origin requests.
+func (b *Backend) PutBucketCors(_ context.Context, bucket string, cors []byte) error {
+	cors = clone(cors)
+	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.CORS = cors })
+}
+
+// GetBucketCors returns the bucket's CORS configuration.
+func (b *Backend) GetBucketCors(_ context.Context, bucket string) ([]byte, error) {
+	own(&bucket)
+	c, err := b.bucketDoc(bucket, func(bk erasure.BucketInfo) []byte { return bk.CORS })
+	if err == nil && len(c) == 0 {
+		err = s3err.GetAPIError(s3err.ErrNoSuchCORSConfiguration)
+	}
+	return c, err
+}
+
+// DeleteBucketCors removes the bucket's CORS configuration.
+func (b *Backend) DeleteBucketCors(_ context.Context, bucket string) error {
+	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.CORS = nil })
+}
+
+// PutObjectLockConfiguration turns object lock on for a bucket whose
+// versioning is enabled, or changes its default retention (the front end
+// parsed and checked the document).
+func (b *Backend) PutObjectLockConfiguration(_ context.Context, bucket string, config []byte) error {
+	own(&bucket)
+	bk, err := b.pool.StatBucket(bucket)
+	if err != nil {
+		return b.toS3(err, bucket)
+	}
+	if bk.Versioning != string(types.BucketVersioningStatusEnabled) {
+		return s3err.GetAPIError(s3err.ErrObjectLockConfigurationNotAllowed)
+	}
+	config = clone(config)
+	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.ObjectLock = config })
+}
+
+// GetObjectLockConfiguration returns the bucket's object-lock
+// configuration; the front end reads it on writes and deletes to enforce
+// retention.
+func (b *Backend) GetObjectLockConfiguration(_ context.Context, bucket string) ([]byte, error) {
+	own(&bucket)
+	c, err := b.bucketDoc(bucket, func(bk erasure.BucketInfo) []byte { return bk.ObjectLock })
+	if err == nil && len(c) == 0 {
+		err = s3err.GetAPIError(s3err.ErrObjectLockConfigurationNotFound)
+	}
+	return c, err
+}

@@ -1,0 +1,140 @@
+package s3front
+
+import (
+	"bytes"
+	"encoding/xml"
+	"net/http"
+	"sort"
+
+	"github.com/gofiber/fiber/v3"
+)
+
+// Two answers the front end renders differently from S3, corrected on the
+// way out (each is an XML document of at most a few kilobytes):
+//
+//   - GetObjectAcl: the front end marshals the SDK's output type, which has
+//     no XML names, as <GetObjectAclOutput><Grants>...; clients expect S3's
+//     <AccessControlPolicy> with <AccessControlList><Grant>.
+//   - Get{Object,Bucket}Tagging: the front end renders tags from a map, so
+//     their order changes from call to call; S3 answers them sorted by key.
+func fixResponses() fiber.Handler {
+	return func(c fiber.Ctx) error {
+		err := c.Next()
+		if c.Method() != http.MethodGet || c.Response().StatusCode() != http.StatusOK || c.Response().IsBodyStream() {
+			return err
+		}
+		q := c.RequestCtx().QueryArgs()
+		var fixed []byte
+		switch {
+		case q.Has("acl"):
+			fixed = objectACLAnswer(c.Response().Body())
+		case q.Has("tagging"):
+			fixed = sortedTags(c.Response().Body())
+		}
+		if fixed != nil {
+			c.Response().SetBodyRaw(fixed)
+		}
+		return err
+	}
+}
+
+// The shape the front end gives GetObjectAcl.
+type sdkObjectACL struct {
+	XMLName xml.Name `xml:"GetObjectAclOutput"`
+	Owner   struct {
+		DisplayName string
+		ID          string
+	}
+	Grants []struct {
+		Grantee struct {
+			Type         string
+			DisplayName  string
+			ID           string
+			URI          string
+			EmailAddress string
+		}
+		Permission string
+	}
+}
+
+// S3's AccessControlPolicy document.
+type accessControlPolicy struct {
+	XMLName xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ AccessControlPolicy"`
+	Owner   struct {
+		ID          string `xml:"ID"`
+		DisplayName string `xml:"DisplayName,omitempty"`
+	} `xml:"Owner"`
+	Grants []aclGrant `xml:"AccessControlList>Grant"`
+}
+
+type aclGrant struct {
+	Grantee struct {
+		XMLNS        string `xml:"xmlns:xsi,attr"`
+		Type         string `xml:"xsi:type,attr"`
+		ID           string `xml:"ID,omitempty"`
+		DisplayName  string `xml:"DisplayName,omitempty"`
+		URI          string `xml:"URI,omitempty"`
+		EmailAddress string `xml:"EmailAddress,omitempty"`
+	} `xml:"Grantee"`
+	Permission string `xml:"Permission"`
+}
+
+// objectACLAnswer rewrites the front end's GetObjectAcl body as S3's;
+// nil when body is something else.
+func objectACLAnswer(body []byte) []byte {
+	if !bytes.Contains(body, []byte("<GetObjectAclOutput")) {
+		return nil
+	}
+	var in sdkObjectACL
+	if xml.Unmarshal(body, &in) != nil {
+		return nil
+	}
+	var out accessControlPolicy
+	out.Owner.ID, out.Owner.DisplayName = in.Owner.ID, in.Owner.DisplayName
+	for _, g := range in.Grants {
+		var a aclGrant
+		a.Grantee.XMLNS = "http://www.w3.org/2001/XMLSchema-instance"
+		a.Grantee.Type, a.Grantee.ID, a.Grantee.DisplayName = g.Grantee.Type, g.Grantee.ID, g.Grantee.DisplayName
+		a.Grantee.URI, a.Grantee.EmailAddress = g.Grantee.URI, g.Grantee.EmailAddress
+		a.Permission = g.Permission
+		out.Grants = append(out.Grants, a)
+	}
+	return marshalDoc(out)
+}
+
+type tagging struct {
+	XMLName xml.Name `xml:"Tagging"`
+	XMLNS   string   `xml:"xmlns,attr,omitempty"`
+	Tags    []struct {
+		Key   string `xml:"Key"`
+		Value string `xml:"Value"`
+	} `xml:"TagSet>Tag"`
+}
+
+// sortedTags orders a Tagging document's tags by key; nil when body is
+// something else or already in order.
+func sortedTags(body []byte) []byte {
+	if !bytes.Contains(body, []byte("<Tagging")) {
+		return nil
+	}
+	var t tagging
+	if xml.Unmarshal(body, &t) != nil {
+		return nil
+	}
+	if sort.SliceIsSorted(t.Tags, func(i, j int) bool { return t.Tags[i].Key < t.Tags[j].Key }) {
+		return nil
+	}
+	sort.Slice(t.Tags, func(i, j int) bool { return t.Tags[i].Key < t.Tags[j].Key })
+	if t.XMLNS == "" {
+		t.XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
+	}
+	return marshalDoc(t)
+}
+
+func marshalDoc(v any) []byte {
+	b, err := xml.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return append([]byte(xml.Header), b...)
+}

@@ -1,0 +1,207 @@
+package s3front
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/versity/versitygw/auth"
+	"github.com/versity/versitygw/s3err"
+
+	"github.com/strata-storage/strata/engine/erasure"
+)
+
+// Object lock. A bucket's lock configuration is in its record
+// (bucketconfig.go); a version's retention and legal hold are in the
+// version's metadata, so they are on every drive that holds the version,
+// heal and move (decommission) with it, and a copy does not take them
+// along (S3's rule: a copy gets the destination's defaults). The front end
+// enforces them: deletes of locked versions, shortening retention, and the
+// governance bypass go through its checks, which read them back from here.
+// The retention clock is the server's, never the client's.
+const (
+	metaRetention = erasure.InternalMetaPrefix + "Object-Lock-Retention"  // JSON: {"Mode", "RetainUntilDate"}
+	metaLegalHold = erasure.InternalMetaPrefix + "Object-Lock-Legal-Hold" // "ON" or "OFF"
+)
+
+// bucketLock is a bucket's parsed lock configuration (nil when off).
+func bucketLock(bk erasure.BucketInfo) (*auth.BucketLockConfig, error) {
+	if len(bk.ObjectLock) == 0 {
+		return nil, nil
+	}
+	var c auth.BucketLockConfig
+	if err := json.Unmarshal(bk.ObjectLock, &c); err != nil {
+		return nil, err
+	}
+	if !c.Enabled {
+		return nil, nil
+	}
+	return &c, nil
+}
+
+// lockOnWrite adds a new version's retention and legal hold to its
+// metadata: those the request asked for, else the bucket's default
+// retention. Asking for any of them in a bucket without object lock is
+// refused, as S3 refuses it.
+func lockOnWrite(bk erasure.BucketInfo, meta map[string]string, mode types.ObjectLockMode, until *time.Time, hold types.ObjectLockLegalHoldStatus) error {
+	asked := mode != "" || hold != "" || until != nil && !until.IsZero()
+	lock, err := bucketLock(bk)
+	if err != nil {
+		return err
+	}
+	if lock == nil {
+		if asked {
+			return s3err.GetAPIError(s3err.ErrMissingObjectLockConfiguration)
+		}
+		return nil
+	}
+	if hold != "" {
+		meta[metaLegalHold] = string(hold)
+	}
+	var r types.ObjectLockRetention
+	switch {
+	case mode != "":
+		r = types.ObjectLockRetention{Mode: types.ObjectLockRetentionMode(mode), RetainUntilDate: until}
+	case lock.DefaultRetention != nil:
+		d := lock.DefaultRetention
+		t := time.Now().UTC()
+		if d.Days != nil {
+			t = t.AddDate(0, 0, int(*d.Days))
+		}
+		if d.Years != nil {
+			t = t.AddDate(int(*d.Years), 0, 0)
+		}
+		r = types.ObjectLockRetention{Mode: d.Mode, RetainUntilDate: &t}
+	default:
+		return nil
+	}
+	doc, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	meta[metaRetention] = string(doc)
+	return nil
+}
+
+// lockHeaders are a version's lock state as GET and HEAD answer it.
+func lockHeaders(meta map[string]string) (types.ObjectLockMode, *time.Time, types.ObjectLockLegalHoldStatus) {
+	var mode types.ObjectLockMode
+	var until *time.Time
+	if doc, ok := meta[metaRetention]; ok {
+		if r, err := auth.ParseObjectLockRetentionOutput([]byte(doc)); err == nil {
+			mode, until = types.ObjectLockMode(r.Mode), r.RetainUntilDate
+		}
+	}
+	return mode, until, types.ObjectLockLegalHoldStatus(meta[metaLegalHold])
+}
+
+// lockedVersion resolves the version a retention or legal-hold call names,
+// in a bucket with object lock.
+func (b *Backend) lockedVersion(bucket, object, versionID string) (*[16]byte, error) {
+	bk, err := b.pool.StatBucket(bucket)
+	if err != nil {
+		return nil, b.toS3(err, bucket)
+	}
+	if lock, err := bucketLock(bk); err != nil {
+		return nil, b.toS3(err, bucket)
+	} else if lock == nil {
+		return nil, s3err.GetAPIError(s3err.ErrMissingObjectLockConfiguration)
+	}
+	vid, err := parseVersionID(versionID)
+	if err != nil {
+		return nil, err
+	}
+	if _, markerTime, err := b.openVersion(bucket, object, versionID); markerTime != nil {
+		return nil, s3err.GetAPIError(s3err.ErrMethodNotAllowed)
+	} else if err != nil {
+		return nil, err
+	}
+	return vid, nil
+}
+
+// setVersionMeta sets (or, with an empty value, removes) one metadata key
+// of a version.
+func (b *Backend) setVersionMeta(bucket, object, versionID string, vid *[16]byte, key, value string) error {
+	_, err := b.pool.UpdateObjectMeta(bucket, object, vid, func(m map[string]string) map[string]string {
+		if m == nil {
+			m = map[string]string{}
+		}
+		if value == "" {
+			delete(m, key)
+		} else {
+			m[key] = value
+		}
+		return m
+	})
+	if errors.Is(err, erasure.ErrObjectNotFound) && vid != nil {
+		return s3err.GetNoSuchVersionErr(object, versionID)
+	}
+	return b.toS3(err, bucket)
+}
+
+// versionMeta reads one metadata key of a version in a lock-enabled bucket.
+func (b *Backend) versionMeta(bucket, object, versionID, key string) (string, error) {
+	if _, err := b.lockedVersion(bucket, object, versionID); err != nil {
+		return "", err
+	}
+	h, _, err := b.openVersion(bucket, object, versionID)
+	if err != nil {
+		return "", err
+	}
+	return h.Info.Meta[key], nil
+}
+
+// PutObjectRetention sets a version's retention (the front end checked
+// that the change is allowed: lengthening, or shortening with the
+// governance bypass).
+func (b *Backend) PutObjectRetention(_ context.Context, bucket, object, versionID string, retention []byte) error {
+	own(&bucket, &object, &versionID)
+	vid, err := b.lockedVersion(bucket, object, versionID)
+	if err != nil {
+		return err
+	}
+	return b.setVersionMeta(bucket, object, versionID, vid, metaRetention, string(retention))
+}
+
+// GetObjectRetention returns a version's retention.
+func (b *Backend) GetObjectRetention(_ context.Context, bucket, object, versionID string) ([]byte, error) {
+	own(&bucket, &object, &versionID)
+	doc, err := b.versionMeta(bucket, object, versionID, metaRetention)
+	if err != nil {
+		return nil, err
+	}
+	if doc == "" {
+		return nil, s3err.GetAPIError(s3err.ErrNoSuchObjectLockConfiguration)
+	}
+	return []byte(doc), nil
+}
+
+// PutObjectLegalHold turns a version's legal hold on or off.
+func (b *Backend) PutObjectLegalHold(_ context.Context, bucket, object, versionID string, on bool) error {
+	own(&bucket, &object, &versionID)
+	vid, err := b.lockedVersion(bucket, object, versionID)
+	if err != nil {
+		return err
+	}
+	status := types.ObjectLockLegalHoldStatusOff
+	if on {
+		status = types.ObjectLockLegalHoldStatusOn
+	}
+	return b.setVersionMeta(bucket, object, versionID, vid, metaLegalHold, string(status))
+}
+
+// GetObjectLegalHold returns a version's legal hold.
+func (b *Backend) GetObjectLegalHold(_ context.Context, bucket, object, versionID string) (*bool, error) {
+	own(&bucket, &object, &versionID)
+	v, err := b.versionMeta(bucket, object, versionID, metaLegalHold)
+	if err != nil {
+		return nil, err
+	}
+	if v == "" {
+		return nil, s3err.GetAPIError(s3err.ErrNoSuchObjectLockConfiguration)
+	}
+	on := v == string(types.ObjectLockLegalHoldStatusOn)
+	return &on, nil
+}
