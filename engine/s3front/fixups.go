@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"net/http"
 	"sort"
+	"strconv"
 
 	"github.com/gofiber/fiber/v3"
 )
@@ -17,6 +18,8 @@ import (
 //     <AccessControlPolicy> with <AccessControlList><Grant>.
 //   - Get{Object,Bucket}Tagging: the front end renders tags from a map, so
 //     their order changes from call to call; S3 answers them sorted by key.
+//   - GetObjectAttributes: the front end's ObjectParts has no PartsCount;
+//     the backend leaves the count in the request context (partsCountKey).
 func fixResponses() fiber.Handler {
 	return func(c fiber.Ctx) error {
 		err := c.Next()
@@ -30,6 +33,10 @@ func fixResponses() fiber.Handler {
 			fixed = objectACLAnswer(c.Response().Body())
 		case q.Has("tagging"):
 			fixed = sortedTags(c.Response().Body())
+		case q.Has("attributes"):
+			if n, ok := c.RequestCtx().UserValue(partsCountKey).(int); ok {
+				fixed = withPartsCount(c.Response().Body(), n)
+			}
 		}
 		if fixed != nil {
 			c.Response().SetBodyRaw(fixed)
@@ -129,6 +136,24 @@ func sortedTags(body []byte) []byte {
 		t.XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
 	}
 	return marshalDoc(t)
+}
+
+// partsCountKey holds, in the request context, how many parts the object
+// of a GetObjectAttributes has.
+const partsCountKey = "strata-parts-count"
+
+// withPartsCount adds S3's PartsCount to an ObjectParts element.
+func withPartsCount(body []byte, n int) []byte {
+	const open = "<ObjectParts>"
+	i := bytes.Index(body, []byte(open))
+	if i < 0 {
+		return nil
+	}
+	i += len(open)
+	out := make([]byte, 0, len(body)+32)
+	out = append(out, body[:i]...)
+	out = append(out, "<PartsCount>"+strconv.Itoa(n)+"</PartsCount>"...)
+	return append(out, body[i:]...)
 }
 
 func marshalDoc(v any) []byte {

@@ -45,7 +45,7 @@ func buildMeta(h systemHeaders, user map[string]string, tagging *string) map[str
 		}
 	}
 	set(metaContentType, h.ContentType)
-	set(metaContentEncoding, h.ContentEncoding)
+	set(metaContentEncoding, storedEncoding(h.ContentEncoding))
 	set(metaContentDisposition, h.ContentDisposition)
 	set(metaContentLanguage, h.ContentLanguage)
 	set(metaCacheControl, h.CacheControl)
@@ -56,6 +56,28 @@ func buildMeta(h systemHeaders, user map[string]string, tagging *string) map[str
 		m[userMetaPrefix+strings.ToLower(k)] = strings.Clone(v)
 	}
 	return m
+}
+
+// storedEncoding is the Content-Encoding an object keeps: the one sent,
+// without aws-chunked, which only framed the upload (S3 drops it too).
+func storedEncoding(v *string) *string {
+	if v == nil {
+		return nil
+	}
+	var kept []string
+	dropped := false
+	for _, e := range strings.Split(*v, ",") {
+		if t := strings.TrimSpace(e); strings.EqualFold(t, "aws-chunked") {
+			dropped = true
+		} else if t != "" {
+			kept = append(kept, t)
+		}
+	}
+	if !dropped {
+		return v
+	}
+	s := strings.Join(kept, ", ")
+	return &s
 }
 
 // userMeta extracts user metadata (without the prefix) from a record's map.

@@ -330,7 +330,7 @@ func (b *Backend) CompleteMultipartUpload(_ context.Context, in *s3.CompleteMult
 	location := "/" + bucket + "/" + key
 	out := s3response.CompleteMultipartUploadResult{Location: &location, Bucket: &bucket, Key: &key, ETag: quote(info.ETag)}
 	vid := ""
-	if v := versionIDOut(info.VersionID, bk.Versioning); v != nil {
+	if v := writtenVersionID(info.VersionID); v != nil {
 		vid = *v
 	}
 	return out, vid, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
 	"github.com/versity/versitygw/backend"
 	"github.com/versity/versitygw/s3api/middlewares"
 	"github.com/versity/versitygw/s3api/utils"
@@ -54,6 +55,17 @@ func quote(etag string) *string {
 // version of a bucket that never had versioning.
 func versionIDOut(id [16]byte, versioning string) *string {
 	if id == erasure.NullVersion && versioning == "" {
+		return nil
+	}
+	s := erasure.FormatVersionID(id)
+	return &s
+}
+
+// writtenVersionID is the x-amz-version-id a write answers: the new
+// version's ID, and none for a null version (unversioned and suspended
+// buckets), as S3 answers.
+func writtenVersionID(id [16]byte) *string {
+	if id == erasure.NullVersion {
 		return nil
 	}
 	s := erasure.FormatVersionID(id)
@@ -141,7 +153,7 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 		return s3response.PutObjectOutput{}, b.toS3(err, bucket)
 	}
 	out := s3response.PutObjectOutput{ETag: *quote(info.ETag), Size: &info.Size}
-	if v := versionIDOut(info.VersionID, bk.Versioning); v != nil {
+	if v := writtenVersionID(info.VersionID); v != nil {
 		out.VersionID = *v
 	}
 	cs := checksums(info.Meta)
@@ -418,7 +430,7 @@ func (b *Backend) HeadObject(ctx context.Context, in *s3.HeadObjectInput) (*s3.H
 }
 
 // GetObjectAttributes answers the attributes S3 defines for an object.
-func (b *Backend) GetObjectAttributes(_ context.Context, in *s3.GetObjectAttributesInput) (s3response.GetObjectAttributesResponse, error) {
+func (b *Backend) GetObjectAttributes(ctx context.Context, in *s3.GetObjectAttributesInput) (s3response.GetObjectAttributesResponse, error) {
 	bucket, key := str(in.Bucket), str(in.Key)
 	h, markerTime, err := b.openVersion(bucket, key, str(in.VersionId))
 	if markerTime != nil {
@@ -440,6 +452,9 @@ func (b *Backend) GetObjectAttributes(_ context.Context, in *s3.GetObjectAttribu
 		marker := 0
 		if in.PartNumberMarker != nil {
 			marker, _ = strconv.Atoi(*in.PartNumberMarker)
+		}
+		if rc, ok := ctx.(*fasthttp.RequestCtx); ok {
+			rc.SetUserValue(partsCountKey, len(info.Parts))
 		}
 		parts := &s3response.ObjectParts{PartNumberMarker: marker, MaxParts: maxParts}
 		for i, p := range info.Parts {
@@ -620,7 +635,7 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	}
 	out := s3response.CopyObjectOutput{
 		CopyObjectResult: &s3response.CopyObjectResult{ETag: quote(info.ETag), LastModified: &info.ModTime},
-		VersionId:        versionIDOut(info.VersionID, dst.Versioning),
+		VersionId:        writtenVersionID(info.VersionID),
 	}
 	if srcVersion != "" {
 		out.CopySourceVersionId = &srcVersion

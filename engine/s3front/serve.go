@@ -74,14 +74,16 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 		cfg.MaxRequests = 100000
 	}
 	// The chunked-body middleware goes first, so the body reader it sets is
-	// the one versitygw's readers wrap.
-	opts := []s3api.Option{s3api.WithMiddleware("/", chunkedBody()), s3api.WithMiddleware("/", fixResponses())}
+	// the one versitygw's readers wrap; requests refused as unsupported are
+	// measured like any other.
+	opts := []s3api.Option{s3api.WithMiddleware("/", chunkedBody())}
 	for _, r := range cfg.Routes {
 		opts = append(opts, s3api.WithRoute(r.Method, r.Path, adaptor.HTTPHandler(r.Handler)))
 	}
 	if cfg.Middleware != nil {
 		opts = append(opts, s3api.WithMiddleware("/", cfg.Middleware))
 	}
+	opts = append(opts, s3api.WithMiddleware("/", fixResponses()), s3api.WithMiddleware("/", refuseUnsupported()))
 	if cfg.OnListen != nil {
 		opts = append(opts, s3api.WithOnListen(cfg.OnListen))
 	}

@@ -21,8 +21,9 @@ func TestBuckets(t *testing.T) {
 	for _, name := range []string{"zeta", "alpha", "media-01"} {
 		mustCreateBucket(t, c, name)
 	}
-	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("alpha")}); errCode(err) != "BucketAlreadyOwnedByYou" {
-		t.Fatalf("duplicate bucket: %v", err)
+	// us-east-1 answers its owner's re-creating a bucket with success.
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("alpha")}); err != nil {
+		t.Fatalf("re-creating one's own bucket: %v", err)
 	}
 	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("alpha")}); err != nil {
 		t.Fatalf("head bucket: %v", err)
@@ -579,26 +580,117 @@ func TestStaleUploadsAreAborted(t *testing.T) {
 	})
 }
 
-func TestUnsupportedAnswersNotImplemented(t *testing.T) {
+// TestUnsupportedIsRefusedAndStoresNothing: what is not implemented is
+// refused (NotImplemented, or the error S3 gives a malformed request), and
+// a refused write stores nothing.
+func TestUnsupportedIsRefusedAndStoresNothing(t *testing.T) {
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "bkt")
-	_, err := c.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: aws.String("bkt"),
-		ObjectLockConfiguration: &types.ObjectLockConfiguration{ObjectLockEnabled: types.ObjectLockEnabledEnabled}})
-	if errCode(err) != "NotImplemented" {
-		t.Fatalf("object lock: %v", err)
-	}
-	_, err = c.PutBucketWebsite(ctx, &s3.PutBucketWebsiteInput{Bucket: aws.String("bkt"), WebsiteConfiguration: &types.WebsiteConfiguration{
+	_, err := c.PutBucketWebsite(ctx, &s3.PutBucketWebsiteInput{Bucket: aws.String("bkt"), WebsiteConfiguration: &types.WebsiteConfiguration{
 		IndexDocument: &types.IndexDocument{Suffix: aws.String("index.html")}}})
 	if errCode(err) != "NotImplemented" {
 		t.Fatalf("bucket website: %v", err)
 	}
-	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("locked"), ObjectLockEnabledForBucket: aws.Bool(true)}); errCode(err) != "NotImplemented" {
-		t.Fatalf("bucket with object lock: %v", err)
+	const key = "pO3upElrwuEXSoFwCfnZPdSsmt/xWeFa0N9KgDijwVs="
+	const keyMD5 = "DWygnHRtgiJ77HCm+1rvHw=="
+	for _, c2 := range []struct {
+		what string
+		in   s3.PutObjectInput
+		code string
+	}{
+		{"SSE-S3", s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAes256}, "NotImplemented"},
+		{"SSE-KMS", s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAwsKms, SSEKMSKeyId: aws.String("k1")}, "NotImplemented"},
+		{"SSE-C", s3.PutObjectInput{SSECustomerAlgorithm: aws.String("AES256"), SSECustomerKey: aws.String(key), SSECustomerKeyMD5: aws.String(keyMD5)}, "NotImplemented"},
+		{"SSE-C wrong key MD5", s3.PutObjectInput{SSECustomerAlgorithm: aws.String("AES256"), SSECustomerKey: aws.String(key), SSECustomerKeyMD5: aws.String("AAAAAAAAAAAAAAAAAAAAAA==")}, "InvalidArgument"},
+		{"SSE-C with SSE-S3", s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAes256, SSECustomerAlgorithm: aws.String("AES256"), SSECustomerKey: aws.String(key), SSECustomerKeyMD5: aws.String(keyMD5)}, "InvalidArgument"},
+		{"KMS key without aws:kms", s3.PutObjectInput{SSEKMSKeyId: aws.String("k1")}, "InvalidArgument"},
+		{"storage class GLACIER", s3.PutObjectInput{StorageClass: types.StorageClassGlacier}, "InvalidStorageClass"},
+	} {
+		in := c2.in
+		in.Bucket, in.Key, in.Body = aws.String("bkt"), aws.String("refused"), strings.NewReader("secret")
+		if _, err := c.PutObject(ctx, &in); errCode(err) != c2.code {
+			t.Errorf("%s: %v, want %s", c2.what, err, c2.code)
+		}
 	}
-	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("locked")}); err == nil {
-		t.Fatal("a refused bucket was created")
+	notStored(t, c, "bkt", "refused")
+	put(t, c, "bkt", "plain", []byte("x"))
+	// A read naming a customer key is for an encrypted object, which none is.
+	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("plain"),
+		SSECustomerAlgorithm: aws.String("AES256"), SSECustomerKey: aws.String(key), SSECustomerKeyMD5: aws.String(keyMD5)}); errCode(err) != "InvalidRequest" {
+		t.Fatalf("GET with a customer key: %v", err)
 	}
+	if _, err := c.PutBucketEncryption(ctx, &s3.PutBucketEncryptionInput{Bucket: aws.String("bkt"), ServerSideEncryptionConfiguration: &types.ServerSideEncryptionConfiguration{
+		Rules: []types.ServerSideEncryptionRule{{ApplyServerSideEncryptionByDefault: &types.ServerSideEncryptionByDefault{SSEAlgorithm: types.ServerSideEncryptionAes256}}}}}); errCode(err) != "NotImplemented" {
+		t.Fatalf("bucket default encryption: %v", err)
+	}
+	if _, err := c.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String("bkt"), LifecycleConfiguration: &types.BucketLifecycleConfiguration{
+		Rules: []types.LifecycleRule{{ID: aws.String("r"), Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("")}, Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)}}}}}); errCode(err) != "NotImplemented" {
+		t.Fatalf("lifecycle: %v", err)
+	}
+	// An object ACL granting more than the owner's full control.
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String("public"), Body: strings.NewReader("x"),
+		ACL: types.ObjectCannedACLPublicRead}); errCode(err) != "AccessControlListNotSupported" {
+		t.Fatalf("public-read object ACL: %v", err)
+	}
+	notStored(t, c, "bkt", "public")
+	if code, _ := rawRequest(t, s, http.MethodGet, "/bkt/plain?torrent"); code != http.StatusNotImplemented {
+		t.Fatalf("torrent: %d", code)
+	}
+}
+
+// TestObjectLock: a bucket created with object lock keeps versions its
+// retention or legal hold protects; the front end enforces it on deletes.
+func TestObjectLock(t *testing.T) {
+	s := startServer(t, serverOpts{drives: 4})
+	c := s.aws()
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("vault"), ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String("vault")})
+	if err != nil || v.Status != types.BucketVersioningStatusEnabled {
+		t.Fatalf("object lock turns versioning on: %+v %v", v, err)
+	}
+	if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("vault"),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusSuspended}}); errCode(err) != "InvalidBucketState" {
+		t.Fatalf("suspending versioning under object lock: %v", err)
+	}
+	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("vault"), Key: aws.String("backup"), Body: strings.NewReader("data"),
+		ObjectLockMode: types.ObjectLockModeCompliance, ObjectLockRetainUntilDate: &until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("vault"), Key: aws.String("backup"), VersionId: out.VersionId}); errCode(err) != "AccessDenied" {
+		t.Fatalf("deleting a version under COMPLIANCE retention: %v", err)
+	}
+	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("vault"), Key: aws.String("backup")})
+	if err != nil || h.ObjectLockMode != types.ObjectLockModeCompliance || !aws.ToTime(h.ObjectLockRetainUntilDate).Equal(until) {
+		t.Fatalf("retention on HEAD: %+v %v", h, err)
+	}
+	// Legal hold without retention, then lifted.
+	held, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("vault"), Key: aws.String("evidence"), Body: strings.NewReader("e"),
+		ObjectLockLegalHoldStatus: types.ObjectLockLegalHoldStatusOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("vault"), Key: aws.String("evidence"), VersionId: held.VersionId}); errCode(err) != "AccessDenied" {
+		t.Fatalf("deleting a version under legal hold: %v", err)
+	}
+	if _, err := c.PutObjectLegalHold(ctx, &s3.PutObjectLegalHoldInput{Bucket: aws.String("vault"), Key: aws.String("evidence"), VersionId: held.VersionId,
+		LegalHold: &types.ObjectLockLegalHold{Status: types.ObjectLockLegalHoldStatusOff}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("vault"), Key: aws.String("evidence"), VersionId: held.VersionId}); err != nil {
+		t.Fatalf("deleting after the hold was lifted: %v", err)
+	}
+	// A bucket without object lock refuses retention.
+	mustCreateBucket(t, c, "plain")
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("plain"), Key: aws.String("x"), Body: strings.NewReader("x"),
+		ObjectLockMode: types.ObjectLockModeGovernance, ObjectLockRetainUntilDate: &until}); errCode(err) != "InvalidRequest" {
+		t.Fatalf("retention in a bucket without object lock: %v", err)
+	}
+	notStored(t, c, "plain", "x")
 }
 
 func TestHealthMetricsAndAdmin(t *testing.T) {

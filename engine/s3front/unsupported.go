@@ -1,0 +1,138 @@
+package s3front
+
+import (
+	"crypto/md5"
+	"encoding/base64"
+	"net/http"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/versity/versitygw/s3api/utils"
+	"github.com/versity/versitygw/s3err"
+)
+
+// What Strata does not implement is refused before anything is stored,
+// never answered with a success that did not do what was asked. The front
+// end already answers NotImplemented for the operations our backends leave
+// out (website, logging, replication, notifications, lifecycle, bucket
+// encryption, public access blocks...); this middleware covers what it
+// would pass through as if it were done: server-side encryption asked for in
+// request headers, storage classes other than STANDARD, and sub-resources
+// it would serve as a plain GET (torrent, session). The table in
+// docs/engine.md lists every S3 operation and header with its state.
+
+// notImplemented is S3's NotImplemented with a message naming the feature.
+func notImplemented(what string) s3err.APIError {
+	return s3err.APIError{Code: "NotImplemented", HTTPStatusCode: http.StatusNotImplemented,
+		Description: what + " is not implemented."}
+}
+
+func invalidArg(msg string) s3err.APIError {
+	return s3err.APIError{Code: "InvalidArgument", Description: msg, HTTPStatusCode: http.StatusBadRequest}
+}
+
+// Server-side encryption request headers.
+const (
+	hdrSSE          = "X-Amz-Server-Side-Encryption"
+	hdrSSEKMSKey    = "X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id"
+	hdrSSEContext   = "X-Amz-Server-Side-Encryption-Context"
+	hdrSSEBucketKey = "X-Amz-Server-Side-Encryption-Bucket-Key-Enabled"
+	hdrSSECAlg      = "X-Amz-Server-Side-Encryption-Customer-Algorithm"
+	hdrSSECKey      = "X-Amz-Server-Side-Encryption-Customer-Key"
+	hdrSSECKeyMD5   = "X-Amz-Server-Side-Encryption-Customer-Key-Md5"
+	hdrCopySSEC     = "X-Amz-Copy-Source-Server-Side-Encryption-Customer-"
+)
+
+// refuseUnsupported answers requests that ask for what is not
+// implemented, after checking them the way S3 checks them (a malformed
+// request gets the 400 S3 gives it, a well-formed one 501).
+func refuseUnsupported() fiber.Handler {
+	return func(c fiber.Ctx) error {
+		if err := unsupported(c); err != nil {
+			return writeError(c, err)
+		}
+		return c.Next()
+	}
+}
+
+func unsupported(c fiber.Ctx) *s3err.APIError {
+	h := &c.Request().Header
+	get := func(name string) string { return string(h.Peek(name)) }
+	read := c.Method() == http.MethodGet || c.Method() == http.MethodHead
+	if err := checkSSE(get, read); err != nil {
+		return err
+	}
+	if sc := get("X-Amz-Storage-Class"); sc != "" && sc != "STANDARD" {
+		return &s3err.APIError{Code: "InvalidStorageClass", HTTPStatusCode: http.StatusBadRequest,
+			Description: "The storage class you specified is not valid: only STANDARD is offered."}
+	}
+	q := c.RequestCtx().QueryArgs()
+	for _, sub := range []string{"torrent", "session"} {
+		if q.Has(sub) {
+			e := notImplemented("The ?" + sub + " sub-resource")
+			return &e
+		}
+	}
+	return nil
+}
+
+// checkSSE validates server-side-encryption headers as S3 does and then
+// refuses them: nothing is stored encrypted yet, so a write asking for
+// encryption would be a false success, and a read naming a customer key can
+// only be for an object that is not encrypted.
+func checkSSE(get func(string) string, read bool) *s3err.APIError {
+	sse, kmsKey := get(hdrSSE), get(hdrSSEKMSKey)
+	alg, key, keyMD5 := get(hdrSSECAlg), get(hdrSSECKey), get(hdrSSECKeyMD5)
+	copyC := get(hdrCopySSEC+"Algorithm") + get(hdrCopySSEC+"Key") + get(hdrCopySSEC+"Key-Md5")
+	customer := alg != "" || key != "" || keyMD5 != ""
+	fail := func(msg string) *s3err.APIError { e := invalidArg(msg); return &e }
+	switch {
+	case customer && sse != "":
+		return fail("Server Side Encryption with Customer provided key is incompatible with the encryption method specified")
+	case customer && alg != "AES256":
+		return fail("Requests specifying Server Side Encryption with Customer provided keys must provide a valid encryption algorithm.")
+	case customer && key == "":
+		return fail("Requests specifying Server Side Encryption with Customer provided keys must provide an appropriate secret key.")
+	case customer && keyMD5 == "":
+		return fail("Requests specifying Server Side Encryption with Customer provided keys must provide the client calculated MD5 of the secret key.")
+	case customer:
+		raw, err := base64.StdEncoding.DecodeString(key)
+		if err != nil || len(raw) != 32 {
+			return fail("The secret key was invalid for the specified algorithm.")
+		}
+		sum := md5.Sum(raw)
+		if base64.StdEncoding.EncodeToString(sum[:]) != keyMD5 {
+			return fail("The calculated MD5 hash of the key did not match the hash that was provided.")
+		}
+		if read {
+			return &s3err.APIError{Code: "InvalidRequest", HTTPStatusCode: http.StatusBadRequest,
+				Description: "The encryption parameters are not applicable to this object."}
+		}
+		e := notImplemented("Server-side encryption with customer-provided keys (SSE-C)")
+		return &e
+	case sse != "" && read:
+		return fail("x-amz-server-side-encryption header is not supported for this operation.")
+	case sse != "" && sse != "AES256" && sse != "aws:kms" && sse != "aws:kms:dsse":
+		return fail("The encryption method specified is not supported")
+	case sse == "" && (kmsKey != "" || get(hdrSSEContext) != "" || get(hdrSSEBucketKey) != ""):
+		return fail("Server Side Encryption with AWS KMS managed key requires HTTP header x-amz-server-side-encryption : aws:kms")
+	case sse == "AES256" && kmsKey != "":
+		return fail("Server Side Encryption with AWS KMS managed key requires HTTP header x-amz-server-side-encryption : aws:kms")
+	case sse == "AES256":
+		e := notImplemented("Server-side encryption with Strata-managed keys (SSE-S3)")
+		return &e
+	case sse != "":
+		e := notImplemented("Server-side encryption with KMS keys (SSE-KMS)")
+		return &e
+	case copyC != "":
+		e := notImplemented("Copying from an object encrypted with a customer-provided key")
+		return &e
+	}
+	return nil
+}
+
+// writeError answers a request with an S3 error document.
+func writeError(c fiber.Ctx, err *s3err.APIError) error {
+	requestID, hostID := utils.EnsureRequestIDs(c)
+	c.Response().Header.SetContentType(fiber.MIMEApplicationXML)
+	return c.Status(err.HTTPStatusCode).Send(err.XMLBody(requestID, hostID))
+}
