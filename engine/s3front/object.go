@@ -303,8 +303,8 @@ func preconditions(ctx context.Context, info erasure.ObjectInfo, ifMatch, ifNone
 	err := backend.EvaluatePreconditions(info.ETag, info.ModTime.Truncate(time.Second), backend.PreConditions{
 		IfMatch: ifMatch, IfNoneMatch: ifNoneMatch, IfModSince: ifModSince, IfUnmodeSince: ifUnmodSince,
 	})
-	var apiErr s3err.APIError
-	if errors.As(err, &apiErr) && apiErr.HTTPStatusCode == http.StatusNotModified {
+	var s3e s3err.S3Error
+	if errors.As(err, &s3e) && s3e.StatusCode() == http.StatusNotModified {
 		setResponseHeader(ctx, "ETag", *quote(info.ETag))
 		setResponseHeader(ctx, "Last-Modified", info.ModTime.UTC().Format(http.TimeFormat))
 	}
@@ -317,8 +317,8 @@ func copySourcePreconditions(info erasure.ObjectInfo, ifMatch, ifNoneMatch *stri
 	err := backend.EvaluatePreconditions(info.ETag, info.ModTime.Truncate(time.Second), backend.PreConditions{
 		IfMatch: ifMatch, IfNoneMatch: ifNoneMatch, IfModSince: ifModSince, IfUnmodeSince: ifUnmodSince,
 	})
-	var apiErr s3err.APIError
-	if errors.As(err, &apiErr) && apiErr.HTTPStatusCode == http.StatusNotModified {
+	var s3e s3err.S3Error
+	if errors.As(err, &s3e) && s3e.StatusCode() == http.StatusNotModified {
 		return s3err.GetAPIError(s3err.ErrPreconditionFailed)
 	}
 	return err

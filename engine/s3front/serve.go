@@ -83,7 +83,12 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 	if cfg.Middleware != nil {
 		opts = append(opts, s3api.WithMiddleware("/", cfg.Middleware))
 	}
-	opts = append(opts, s3api.WithMiddleware("/", fixResponses()), s3api.WithMiddleware("/", refuseUnsupported()))
+	region := cfg.Region
+	if region == "" {
+		region = "us-east-1"
+	}
+	opts = append(opts, s3api.WithMiddleware("/", sigV2(secrets(cfg.RootAccess, cfg.RootSecret, cfg.IAM), region)),
+		s3api.WithMiddleware("/", fixResponses()), s3api.WithMiddleware("/", refuseUnsupported()))
 	if cfg.OnListen != nil {
 		opts = append(opts, s3api.WithOnListen(cfg.OnListen))
 	}
@@ -110,6 +115,23 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 		return fmt.Errorf("S3 front end on %s: %w", cfg.Address, err)
 	}
 	return nil
+}
+
+// secrets looks access keys up: the root account's, then the users'.
+func secrets(rootAccess, rootSecret string, users auth.IAMService) SecretLookup {
+	return func(access string) (string, bool) {
+		if access == rootAccess {
+			return rootSecret, true
+		}
+		if users == nil {
+			return "", false
+		}
+		acct, err := users.GetUserAccount(access)
+		if err != nil {
+			return "", false
+		}
+		return acct.Secret, true
+	}
 }
 
 // watchFiles signals on changed whenever the content of the files changes
