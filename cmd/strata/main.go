@@ -25,6 +25,7 @@ import (
 	"github.com/strata-storage/strata/engine/gateway"
 	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/internode"
+	"github.com/strata-storage/strata/engine/kms"
 	"github.com/strata-storage/strata/engine/server"
 )
 
@@ -178,7 +179,8 @@ pool list from a file (docs/topology.md) and follows its changes.
 	err = server.Run(ctx, server.Config{
 		Address: *address, Topology: topo, TopologyFile: *topologyFile, InternodePort: *internodePort,
 		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir,
-		CertsReloadInterval: *certsReload, Root: root, UsersFile: getenv(iam.EnvIAMFile), Healer: healer, StaleUploadAge: *staleUploads,
+		CertsReloadInterval: *certsReload, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
+		Healer: healer, StaleUploadAge: *staleUploads,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, Log: log,
 	})
 	if err != nil {

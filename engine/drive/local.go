@@ -45,6 +45,9 @@ type BucketInfo struct {
 	Policy     []byte `json:"policy,omitempty"`
 	CORS       []byte `json:"cors,omitempty"`
 	ObjectLock []byte `json:"objectLock,omitempty"`
+	// Encryption is the bucket's default encryption (JSON: mode and key
+	// ID), applied to writes that ask for none.
+	Encryption []byte `json:"encryption,omitempty"`
 	// Ownership is the bucket's object-ownership control (S3's
 	// BucketOwnerEnforced, BucketOwnerPreferred or ObjectWriter).
 	Ownership string `json:"ownership,omitempty"`

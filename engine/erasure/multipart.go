@@ -115,15 +115,30 @@ func (s *Set) getUpload(drives []Drive, bucket, object string, id [16]byte) (*dr
 	return nil, nil, fmt.Errorf("%w: %d of %d drives answered (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
 }
 
+// PartOptions qualify a part upload.
+type PartOptions struct {
+	// Checksum is stored with the part.
+	Checksum string
+	// Body, when set, turns the request body into the bytes stored, given
+	// the upload's metadata (the parts of an encrypted upload are
+	// encrypted with its key): the reader and its size (-1: unknown).
+	Body func(uploadMeta map[string]string, r io.Reader, size int64) (io.Reader, int64, error)
+}
+
 // PutObjectPart stores one part of an upload. Uploading a part number again
 // replaces it (the upload that finishes last wins).
-func (s *Set) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, checksum string) (PartInfo, error) {
+func (s *Set) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
 	drives := s.Drives()
 	u, ups, err := s.getUpload(drives, bucket, object, uploadID)
 	if err != nil {
 		return PartInfo{}, err
 	}
-	part := &drive.PartRecord{Number: number, ID: uuid.New(), Checksum: checksum}
+	if opts.Body != nil {
+		if r, size, err = opts.Body(u.Meta, r, size); err != nil {
+			return PartInfo{}, err
+		}
+	}
+	part := &drive.PartRecord{Number: number, ID: uuid.New(), Checksum: opts.Checksum}
 	st, err := s.stageShards(drives, part.ID, 1, u.Erasure.Distribution, r, size)
 	if err != nil {
 		return PartInfo{}, err
@@ -416,8 +431,8 @@ func (p *Pool) NewMultipartUpload(bucket, object string, meta map[string]string)
 }
 
 // PutObjectPart stores a part of an upload.
-func (p *Pool) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, checksum string) (PartInfo, error) {
-	return p.SetFor(bucket, object).PutObjectPart(bucket, object, uploadID, number, r, size, checksum)
+func (p *Pool) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
+	return p.SetFor(bucket, object).PutObjectPart(bucket, object, uploadID, number, r, size, opts)
 }
 
 // ListParts lists an upload's parts.

@@ -490,12 +490,12 @@ func (ps *Pools) uploadPool(bucket, object string, uploadID [16]byte) (*Pool, er
 }
 
 // PutObjectPart stores a part in its upload's pool.
-func (ps *Pools) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, checksum string) (PartInfo, error) {
+func (ps *Pools) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
 	p, err := ps.uploadPool(bucket, object, uploadID)
 	if err != nil {
 		return PartInfo{}, err
 	}
-	return p.PutObjectPart(bucket, object, uploadID, number, r, size, checksum)
+	return p.PutObjectPart(bucket, object, uploadID, number, r, size, opts)
 }
 
 // ListParts lists an upload's parts.

@@ -34,6 +34,19 @@ type PutOptions struct {
 	// ETag, when set, is kept instead of the body's MD5 (a version moved
 	// between pools keeps its ETag, a multipart "-N" one included).
 	ETag string
+	// BodyETag, when set, is called once the body has been read and gives
+	// the ETag (the MD5 of an encrypted object's plaintext, which only the
+	// reader that encrypted it saw).
+	BodyETag func() string
+}
+
+// etag is the ETag options give a version ("" when the stored bytes' MD5
+// is kept); called once the body was read.
+func (o PutOptions) etag() string {
+	if o.BodyETag != nil {
+		return o.BodyETag()
+	}
+	return o.ETag
 }
 
 // PutObject stores an object of size bytes (-1 when unknown) read from r.
@@ -75,7 +88,7 @@ func (s *Set) PutObject(bucket, object string, r io.Reader, size int64, opts Put
 			return ObjectInfo{}, ErrBodyTooLong
 		case int64(len(buf)) <= s.inlineLimit:
 			afterBody(rec, opts)
-			return s.putInline(drives, bucket, object, rec, buf, opts.ETag)
+			return s.putInline(drives, bucket, object, rec, buf, opts.etag())
 		}
 		head = buf
 	}
@@ -276,8 +289,8 @@ func (s *Set) putStreaming(drives []Drive, bucket, object string, rec *drive.Rec
 	afterBody(rec, opts)
 	rec.Size = st.size
 	rec.ETag = st.etag
-	if opts.ETag != "" {
-		rec.ETag = opts.ETag
+	if etag := opts.etag(); etag != "" {
+		rec.ETag = etag
 	}
 	errs := putVersions(drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
 		if st.errs[pos] != nil {

@@ -25,6 +25,7 @@ type Backend struct {
 	pool       ObjectLayer
 	region     string
 	rootAccess string
+	keys       KeyRing
 	hooks      Hooks
 	access     Access
 	log        *slog.Logger
@@ -47,7 +48,10 @@ type Options struct {
 	// RootAccess is the root account's access key, the owner of buckets
 	// from before owners were kept.
 	RootAccess string
-	Log        *slog.Logger
+	// Keys are the master keys of SSE-S3 and SSE-KMS; nil: those modes are
+	// refused (SSE-C needs none).
+	Keys KeyRing
+	Log  *slog.Logger
 }
 
 // New returns the S3 backend over an object layer.
@@ -55,7 +59,7 @@ func New(layer ObjectLayer, opts Options) *Backend {
 	if opts.Region == "" {
 		opts.Region = "us-east-1"
 	}
-	return &Backend{pool: layer, region: opts.Region, rootAccess: opts.RootAccess, hooks: opts.Hooks, access: opts.Access, log: opts.Log}
+	return &Backend{pool: layer, region: opts.Region, rootAccess: opts.RootAccess, keys: opts.Keys, hooks: opts.Hooks, access: opts.Access, log: opts.Log}
 }
 
 // String names the backend in versitygw's logs.

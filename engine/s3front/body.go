@@ -23,6 +23,7 @@ var headBufs = sync.Pool{New: func() any { b := make([]byte, 0, headBytes); retu
 type objectBody struct {
 	b       *Backend
 	h       *erasure.ObjectHandle
+	read    rangeWriter
 	head    *[]byte
 	off     int // read position in head
 	rest    int64
@@ -31,12 +32,27 @@ type objectBody struct {
 	pipe    *io.PipeReader // Read's fallback for the rest
 }
 
+// rangeWriter writes a range of an object version's bytes (as clients see
+// them) to w, reporting positions of shards found bad.
+type rangeWriter func(w io.Writer, offset, length int64) ([]int, error)
+
+// reader is how a version's bytes are read: decoded, and decrypted when
+// the version is encrypted (dek is its data key).
+func reader(h *erasure.ObjectHandle, dek []byte) rangeWriter {
+	if dek == nil {
+		return h.WriteRange
+	}
+	return func(w io.Writer, offset, length int64) ([]int, error) {
+		return decryptRange(h, dek, w, offset, length)
+	}
+}
+
 // newObjectBody decodes the head of a range and returns the body.
-func (b *Backend) newObjectBody(h *erasure.ObjectHandle, offset, length int64, start time.Time) (*objectBody, error) {
+func (b *Backend) newObjectBody(h *erasure.ObjectHandle, read rangeWriter, offset, length int64, start time.Time) (*objectBody, error) {
 	bufp := headBufs.Get().(*[]byte)
 	n := min(length, headBytes)
 	w := &appendWriter{buf: (*bufp)[:0]}
-	bad, err := h.WriteRange(w, offset, n)
+	bad, err := read(w, offset, n)
 	*bufp = w.buf
 	if len(bad) > 0 {
 		b.heal(h.Info.Bucket, h.Info.Name)
@@ -46,7 +62,7 @@ func (b *Backend) newObjectBody(h *erasure.ObjectHandle, offset, length int64, s
 		return nil, err
 	}
 	b.firstByte(start)
-	return &objectBody{b: b, h: h, head: bufp, rest: length - n, restOff: offset + n, start: start}, nil
+	return &objectBody{b: b, h: h, read: read, head: bufp, rest: length - n, restOff: offset + n, start: start}, nil
 }
 
 // appendWriter collects writes into a buffer.
@@ -66,7 +82,7 @@ func (o *objectBody) WriteTo(w io.Writer) (int64, error) {
 		return int64(n), err
 	}
 	cw := &countingWriter{w: w}
-	bad, err := o.h.WriteRange(cw, o.restOff, o.rest)
+	bad, err := o.read(cw, o.restOff, o.rest)
 	if len(bad) > 0 {
 		o.b.heal(o.h.Info.Bucket, o.h.Info.Name)
 	}
@@ -91,10 +107,10 @@ func (o *objectBody) Read(p []byte) (int, error) {
 	if o.pipe == nil {
 		pr, pw := io.Pipe()
 		o.pipe = pr
-		h, off, n := o.h, o.restOff, o.rest
+		read, off, n := o.read, o.restOff, o.rest
 		o.rest = 0
 		go func() {
-			_, err := h.WriteRange(pw, off, n)
+			_, err := read(pw, off, n)
 			pw.CloseWithError(err)
 		}()
 	}

@@ -75,6 +75,7 @@ func (b *Backend) listObjects(ctx context.Context, bucket, prefix, marker, delim
 	}
 	objs := make([]s3response.Object, len(res.Objects))
 	for i, o := range res.Objects {
+		o = plainInfo(o)
 		objs[i] = s3response.Object{
 			Key: e.ptr(o.Name), ETag: quote(o.ETag), LastModified: &o.ModTime, Size: &o.Size,
 			StorageClass: types.ObjectStorageClassStandard,
@@ -190,6 +191,7 @@ func (b *Backend) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersi
 		CommonPrefixes: e.prefixes(res.CommonPrefixes), EncodingType: et,
 	}
 	for _, o := range res.Objects {
+		o = plainInfo(o)
 		vid := erasure.FormatVersionID(o.VersionID)
 		if o.DeleteMarker {
 			out.DeleteMarkers = append(out.DeleteMarkers, types.DeleteMarkerEntry{

@@ -53,6 +53,16 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 	if err := lockOnWrite(bk, meta, in.ObjectLockMode, in.ObjectLockRetainUntilDate, in.ObjectLockLegalHoldStatus); err != nil {
 		return s3response.InitiateMultipartUploadResult{}, err
 	}
+	// An encrypted upload's data key is made now; every part is encrypted
+	// with it.
+	if enc, err := b.writeSSE(ctx, bk); err != nil {
+		return s3response.InitiateMultipartUploadResult{}, err
+	} else if enc != nil {
+		if _, err := enc.newDataKey(bucket, key, meta); err != nil {
+			return s3response.InitiateMultipartUploadResult{}, b.toS3(err, bucket)
+		}
+		setSSEHeaders(ctx, meta)
+	}
 	u, err := b.pool.NewMultipartUpload(bucket, key, meta)
 	if err != nil {
 		return s3response.InitiateMultipartUploadResult{}, b.toS3(err, bucket)
@@ -61,7 +71,7 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 }
 
 // UploadPart stores one part.
-func (b *Backend) UploadPart(_ context.Context, in *s3.UploadPartInput) (*s3.UploadPartOutput, error) {
+func (b *Backend) UploadPart(ctx context.Context, in *s3.UploadPartInput) (*s3.UploadPartOutput, error) {
 	bucket, key := str(in.Bucket), str(in.Key)
 	id, err := parseUploadID(str(in.UploadId))
 	if err != nil {
@@ -93,7 +103,7 @@ func (b *Backend) UploadPart(_ context.Context, in *s3.UploadPartInput) (*s3.Upl
 	// The part's checksum is known only once its body was read; it is
 	// stored as "ALGORITHM:value".
 	checksum := &lazyChecksum{meta: meta, after: after}
-	part, err := b.pool.PutObjectPart(bucket, key, id, number, checksum.reader(body), size, "")
+	part, err := b.pool.PutObjectPart(bucket, key, id, number, checksum.reader(body), size, b.partSealing(ctx, bucket, key, number))
 	if err != nil {
 		return nil, b.toS3(err, bucket)
 	}
@@ -113,6 +123,27 @@ func (b *Backend) UploadPart(_ context.Context, in *s3.UploadPartInput) (*s3.Upl
 		}
 	}
 	return out, nil
+}
+
+// partSealing encrypts the parts of an encrypted upload with its data key
+// (an SSE-C upload's parts need the customer's key again); the parts of an
+// unencrypted one are stored as sent, and a customer key for them refused.
+func (b *Backend) partSealing(ctx context.Context, bucket, key string, number int) erasure.PartOptions {
+	return erasure.PartOptions{Body: func(meta map[string]string, r io.Reader, size int64) (io.Reader, int64, error) {
+		dek, err := b.dataKey(ctx, bucket, key, meta, false)
+		if err != nil || dek == nil {
+			return r, size, err
+		}
+		setSSEHeaders(ctx, meta)
+		sealed, err := newSealReader(r, dek, number)
+		if err != nil {
+			return nil, 0, err
+		}
+		if size >= 0 {
+			size = sealedSize(size)
+		}
+		return sealed, size, nil
+	}}
 }
 
 // lazyChecksum records a body's checksum once the body reached its end.
@@ -155,7 +186,7 @@ func (e *eofHook) Read(p []byte) (int, error) {
 }
 
 // UploadPartCopy stores a part copied from (a range of) an object.
-func (b *Backend) UploadPartCopy(_ context.Context, in *s3.UploadPartCopyInput) (s3response.CopyPartResult, error) {
+func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput) (s3response.CopyPartResult, error) {
 	bucket, key := str(in.Bucket), str(in.Key)
 	id, err := parseUploadID(str(in.UploadId))
 	if err != nil {
@@ -182,19 +213,24 @@ func (b *Backend) UploadPartCopy(_ context.Context, in *s3.UploadPartCopyInput) 
 	if err := copySourcePreconditions(h.Info, in.CopySourceIfMatch, in.CopySourceIfNoneMatch, in.CopySourceIfModifiedSince, in.CopySourceIfUnmodifiedSince); err != nil {
 		return s3response.CopyPartResult{}, err
 	}
-	offset, length, err := backend.ParseCopySourceRange(h.Info.Size, str(in.CopySourceRange))
+	srcKey2, err := b.dataKey(ctx, srcBucket, srcKey, h.Info.Meta, true)
+	if err != nil {
+		return s3response.CopyPartResult{}, b.toS3(err, srcBucket)
+	}
+	offset, length, err := backend.ParseCopySourceRange(plainInfo(h.Info).Size, str(in.CopySourceRange))
 	if err != nil {
 		return s3response.CopyPartResult{}, err
 	}
 	if length > erasure.MaxPartSize {
 		return s3response.CopyPartResult{}, s3err.GetEntityTooLargeErr(length, erasure.MaxPartSize)
 	}
+	read := reader(h, srcKey2)
 	pr, pw := io.Pipe()
 	go func() {
-		_, err := h.WriteRange(pw, offset, length)
+		_, err := read(pw, offset, length)
 		pw.CloseWithError(err)
 	}()
-	part, err := b.pool.PutObjectPart(bucket, key, id, number, pr, length, "")
+	part, err := b.pool.PutObjectPart(bucket, key, id, number, pr, length, b.partSealing(ctx, bucket, key, number))
 	_ = pr.CloseWithError(io.ErrClosedPipe)
 	if err != nil {
 		return s3response.CopyPartResult{}, b.toS3(err, bucket)
@@ -220,9 +256,14 @@ func (b *Backend) ListParts(_ context.Context, in *s3.ListPartsInput) (s3respons
 	if in.MaxParts != nil && *in.MaxParts >= 0 {
 		maxParts = min(int(*in.MaxParts), 1000)
 	}
-	_, parts, truncated, err := b.pool.ListParts(bucket, key, id, marker, maxParts)
+	u, parts, truncated, err := b.pool.ListParts(bucket, key, id, marker, maxParts)
 	if err != nil {
 		return s3response.ListPartsResult{}, b.toS3(err, bucket)
+	}
+	if encrypted(u.Meta) {
+		for i := range parts {
+			parts[i].Size = plainSize(parts[i].Size)
+		}
 	}
 	out := s3response.ListPartsResult{
 		Bucket: bucket, Key: key, UploadID: str(in.UploadId), StorageClass: types.StorageClassStandard,
@@ -283,7 +324,7 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in *s3.ListMultipart
 }
 
 // CompleteMultipartUpload assembles an object from uploaded parts.
-func (b *Backend) CompleteMultipartUpload(_ context.Context, in *s3.CompleteMultipartUploadInput) (s3response.CompleteMultipartUploadResult, string, error) {
+func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput) (s3response.CompleteMultipartUploadResult, string, error) {
 	bucket, key := str(in.Bucket), str(in.Key)
 	id, err := parseUploadID(str(in.UploadId))
 	if err != nil {
@@ -327,6 +368,7 @@ func (b *Backend) CompleteMultipartUpload(_ context.Context, in *s3.CompleteMult
 	if in.MpuObjectSize != nil && *in.MpuObjectSize != info.Size {
 		b.log.Warn("completed upload size differs from x-amz-mp-object-size", "bucket", bucket, "key", key, "size", info.Size, "declared", *in.MpuObjectSize)
 	}
+	setSSEHeaders(ctx, info.Meta)
 	location := "/" + bucket + "/" + key
 	out := s3response.CompleteMultipartUploadResult{Location: &location, Bucket: &bucket, Key: &key, ETag: quote(info.ETag)}
 	vid := ""

@@ -130,6 +130,10 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 	if err := lockOnWrite(bk, meta, in.ObjectLockMode, in.ObjectLockRetainUntilDate, in.ObjectLockLegalHoldStatus); err != nil {
 		return s3response.PutObjectOutput{}, err
 	}
+	enc, err := b.writeSSE(ctx, bk)
+	if err != nil {
+		return s3response.PutObjectOutput{}, err
+	}
 	body, after, err := putBody(in.Body, meta, in.ChecksumAlgorithm, map[types.ChecksumAlgorithm]*string{
 		types.ChecksumAlgorithmCrc32: in.ChecksumCRC32, types.ChecksumAlgorithmCrc32c: in.ChecksumCRC32C,
 		types.ChecksumAlgorithmSha1: in.ChecksumSHA1, types.ChecksumAlgorithmSha256: in.ChecksumSHA256,
@@ -148,10 +152,17 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 	if bk.Versioning == string(types.BucketVersioningStatusEnabled) {
 		opts.VersionID = uuid.New()
 	}
+	if enc != nil {
+		if body, size, opts.BodyETag, err = enc.sealBody(bucket, key, body, size, meta); err != nil {
+			return s3response.PutObjectOutput{}, b.toS3(err, bucket)
+		}
+	}
 	info, err := b.pool.PutObject(bucket, key, body, size, opts)
 	if err != nil {
 		return s3response.PutObjectOutput{}, b.toS3(err, bucket)
 	}
+	info = plainInfo(info)
+	setSSEHeaders(ctx, info.Meta)
 	out := s3response.PutObjectOutput{ETag: *quote(info.ETag), Size: &info.Size}
 	if v := writtenVersionID(info.VersionID); v != nil {
 		out.VersionID = *v
@@ -328,21 +339,26 @@ func copySourcePreconditions(info erasure.ObjectInfo, ifMatch, ifNoneMatch *stri
 // conditional headers, the span asked for, and the response headers, built
 // here once for both.
 func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string, cond backend.PreConditions,
-	rangeHdr string, partNumber *int32, checksumMode types.ChecksumMode) (*erasure.ObjectHandle, span, *s3.HeadObjectOutput, error) {
+	rangeHdr string, partNumber *int32, checksumMode types.ChecksumMode) (*erasure.ObjectHandle, rangeWriter, span, *s3.HeadObjectOutput, error) {
 	h, markerTime, err := b.openVersion(bucket, key, versionID)
 	if markerTime != nil {
-		return nil, span{}, &s3.HeadObjectOutput{DeleteMarker: aws.Bool(true), LastModified: markerTime}, err
+		return nil, nil, span{}, &s3.HeadObjectOutput{DeleteMarker: aws.Bool(true), LastModified: markerTime}, err
 	}
 	if err != nil {
-		return nil, span{}, nil, err
+		return nil, nil, span{}, nil, err
 	}
-	info := h.Info
+	dek, err := b.dataKey(ctx, bucket, key, h.Info.Meta, false)
+	if err != nil {
+		return nil, nil, span{}, nil, b.toS3(err, bucket)
+	}
+	info := plainInfo(h.Info)
 	if err := preconditions(ctx, info, cond.IfMatch, cond.IfNoneMatch, cond.IfModSince, cond.IfUnmodeSince); err != nil {
-		return nil, span{}, nil, err
+		return nil, nil, span{}, nil, err
 	}
+	setSSEHeaders(ctx, info.Meta)
 	sp, err := requestedSpan(info, rangeHdr, partNumber)
 	if err != nil {
-		return nil, span{}, nil, err
+		return nil, nil, span{}, nil, err
 	}
 	mode, until, hold := lockHeaders(info.Meta)
 	out := &s3.HeadObjectOutput{
@@ -362,7 +378,7 @@ func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string,
 			&out.ChecksumCRC64NVME, &out.ChecksumSHA512, &out.ChecksumMD5, &out.ChecksumXXHASH64, &out.ChecksumXXHASH3,
 			&out.ChecksumXXHASH128, &out.ChecksumType)
 	}
-	return h, sp, out, nil
+	return h, reader(h, dek), sp, out, nil
 }
 
 // GetObject streams an object (or a range, or a part). Small objects are
@@ -370,7 +386,7 @@ func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string,
 // headers went out.
 func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.GetObjectOutput, error) {
 	bucket, key := str(in.Bucket), str(in.Key)
-	h, sp, hd, err := b.objectHead(ctx, bucket, key, str(in.VersionId), backend.PreConditions{
+	h, read, sp, hd, err := b.objectHead(ctx, bucket, key, str(in.VersionId), backend.PreConditions{
 		IfMatch: in.IfMatch, IfNoneMatch: in.IfNoneMatch, IfModSince: in.IfModifiedSince, IfUnmodeSince: in.IfUnmodifiedSince,
 	}, str(in.Range), in.PartNumber, in.ChecksumMode)
 	if hd != nil && hd.DeleteMarker != nil {
@@ -392,7 +408,7 @@ func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.Get
 		ChecksumMD5: hd.ChecksumMD5, ChecksumXXHASH64: hd.ChecksumXXHASH64, ChecksumXXHASH3: hd.ChecksumXXHASH3,
 		ChecksumXXHASH128: hd.ChecksumXXHASH128, ChecksumType: hd.ChecksumType,
 	}
-	body, err := b.newObjectBody(h, sp.offset, sp.length, requestStart(ctx))
+	body, err := b.newObjectBody(h, read, sp.offset, sp.length, requestStart(ctx))
 	if err != nil {
 		return nil, b.toS3(err, bucket)
 	}
@@ -423,7 +439,7 @@ func (b *Backend) versioning(bucket string) string {
 
 // HeadObject answers an object's headers.
 func (b *Backend) HeadObject(ctx context.Context, in *s3.HeadObjectInput) (*s3.HeadObjectOutput, error) {
-	_, _, out, err := b.objectHead(ctx, str(in.Bucket), str(in.Key), str(in.VersionId), backend.PreConditions{
+	_, _, _, out, err := b.objectHead(ctx, str(in.Bucket), str(in.Key), str(in.VersionId), backend.PreConditions{
 		IfMatch: in.IfMatch, IfNoneMatch: in.IfNoneMatch, IfModSince: in.IfModifiedSince, IfUnmodeSince: in.IfUnmodifiedSince,
 	}, str(in.Range), in.PartNumber, in.ChecksumMode)
 	return out, err
@@ -439,7 +455,10 @@ func (b *Backend) GetObjectAttributes(ctx context.Context, in *s3.GetObjectAttri
 	if err != nil {
 		return s3response.GetObjectAttributesResponse{}, err
 	}
-	info := h.Info
+	if _, err := b.dataKey(ctx, bucket, key, h.Info.Meta, false); err != nil {
+		return s3response.GetObjectAttributesResponse{}, b.toS3(err, bucket)
+	}
+	info := plainInfo(h.Info)
 	out := s3response.GetObjectAttributesResponse{
 		ETag: &info.ETag, ObjectSize: &info.Size, StorageClass: types.StorageClassStandard,
 		LastModified: &info.ModTime, VersionId: versionIDOut(info.VersionID, b.versioning(bucket)),
@@ -602,12 +621,19 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	if err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
-	src := h.Info
+	srcDEK, err := b.dataKey(ctx, srcBucket, srcKey, h.Info.Meta, true)
+	if err != nil {
+		return s3response.CopyObjectOutput{}, b.toS3(err, srcBucket)
+	}
+	src := plainInfo(h.Info)
 	if err := copySourcePreconditions(src, in.CopySourceIfMatch, in.CopySourceIfNoneMatch, in.CopySourceIfModifiedSince, in.CopySourceIfUnmodifiedSince); err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
+	// Copying an object onto itself must change something: metadata, tags
+	// or its encryption.
 	if srcBucket == dstBucket && srcKey == dstKey && srcVersion == "" &&
-		in.MetadataDirective != types.MetadataDirectiveReplace && in.TaggingDirective != types.TaggingDirectiveReplace {
+		in.MetadataDirective != types.MetadataDirectiveReplace && in.TaggingDirective != types.TaggingDirectiveReplace &&
+		headerOf(ctx, hdrSSE) == "" && headerOf(ctx, hdrSSECKey) == "" {
 		return s3response.CopyObjectOutput{}, s3err.GetAPIError(s3err.ErrInvalidCopyDest)
 	}
 	if in.TaggingDirective == types.TaggingDirectiveReplace && in.Tagging != nil && *in.Tagging != "" {
@@ -629,10 +655,15 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	if dst.Versioning == string(types.BucketVersioningStatusEnabled) {
 		opts.VersionID = uuid.New()
 	}
-	info, err := b.copyData(h, dstBucket, dstKey, opts)
+	enc, err := b.writeSSE(ctx, dst)
 	if err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
+	info, err := b.copyData(h, reader(h, srcDEK), src.Size, dstBucket, dstKey, opts, enc)
+	if err != nil {
+		return s3response.CopyObjectOutput{}, err
+	}
+	setSSEHeaders(ctx, info.Meta)
 	out := s3response.CopyObjectOutput{
 		CopyObjectResult: &s3response.CopyObjectResult{ETag: quote(info.ETag), LastModified: &info.ModTime},
 		VersionId:        writtenVersionID(info.VersionID),
@@ -643,20 +674,28 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	return out, nil
 }
 
-// copyData streams a resolved source version into a new object.
-func (b *Backend) copyData(h *erasure.ObjectHandle, bucket, key string, opts erasure.PutOptions) (erasure.ObjectInfo, error) {
+// copyData streams a resolved source version (size bytes, as read) into
+// a new object, encrypted with enc when set.
+func (b *Backend) copyData(h *erasure.ObjectHandle, read rangeWriter, size int64, bucket, key string, opts erasure.PutOptions, enc *sseKey) (erasure.ObjectInfo, error) {
 	pr, pw := io.Pipe()
 	go func() {
-		bad, err := h.WriteRange(pw, 0, -1)
+		bad, err := read(pw, 0, size)
 		if len(bad) > 0 {
 			b.heal(h.Info.Bucket, h.Info.Name)
 		}
 		pw.CloseWithError(err)
 	}()
-	info, err := b.pool.PutObject(bucket, key, pr, h.Info.Size, opts)
-	_ = pr.CloseWithError(io.ErrClosedPipe)
+	defer pr.CloseWithError(io.ErrClosedPipe)
+	var body io.Reader = pr
+	if enc != nil {
+		var err error
+		if body, size, opts.BodyETag, err = enc.sealBody(bucket, key, body, size, opts.Meta); err != nil {
+			return erasure.ObjectInfo{}, b.toS3(err, bucket)
+		}
+	}
+	info, err := b.pool.PutObject(bucket, key, body, size, opts)
 	if err != nil {
 		return erasure.ObjectInfo{}, b.toS3(err, bucket)
 	}
-	return info, nil
+	return plainInfo(info), nil
 }

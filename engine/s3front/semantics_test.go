@@ -89,14 +89,23 @@ func TestSSEHeadersCheckedThenRefused(t *testing.T) {
 		{map[string]string{hdrSSECKey: key, hdrSSECKeyMD5: md5}, false, "InvalidArgument"},
 		{map[string]string{hdrSSECAlg: "AES256", hdrSSECKeyMD5: md5}, false, "InvalidArgument"},
 		{map[string]string{hdrSSECAlg: "AES256", hdrSSECKey: key, hdrSSECKeyMD5: md5, hdrSSE: "AES256"}, false, "InvalidArgument"},
-		{map[string]string{hdrCopySSEC + "Algorithm": "AES256"}, false, "NotImplemented"},
+		{map[string]string{hdrCopySSEC + "Algorithm": "AES256", hdrCopySSEC + "Key": key, hdrCopySSEC + "Key-Md5": md5}, false, "NotImplemented"},
+		{map[string]string{hdrCopySSEC + "Algorithm": "AES256"}, false, "InvalidArgument"},
 	} {
 		got := ""
-		if err := checkSSE(func(k string) string { return c.hdr[k] }, c.read); err != nil {
+		if err := checkSSE(func(k string) string { return c.hdr[k] }, c.read, false); err != nil {
 			got = err.Code
 		}
 		if got != c.want {
 			t.Errorf("%v read=%v: %q, want %q", c.hdr, c.read, got, c.want)
+		}
+		// Where the backend encrypts, only malformed requests are refused.
+		got = ""
+		if err := checkSSE(func(k string) string { return c.hdr[k] }, c.read, true); err != nil {
+			got = err.Code
+		}
+		if want := c.want; (want == "NotImplemented" || want == "InvalidRequest") && got != "" || want == "InvalidArgument" && got != want {
+			t.Errorf("implemented, %v read=%v: %q", c.hdr, c.read, got)
 		}
 	}
 }

@@ -53,6 +53,9 @@ type ServeConfig struct {
 	// MaxConnections and MaxRequests bound concurrency; requests beyond
 	// MaxRequests are refused with SlowDown.
 	MaxConnections, MaxRequests int
+	// SSE says the backend implements server-side encryption; otherwise
+	// requests asking for it are refused with NotImplemented.
+	SSE bool
 	// OnListen is called once the listener accepts connections.
 	OnListen func()
 	Log      *slog.Logger
@@ -88,7 +91,7 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 		region = "us-east-1"
 	}
 	opts = append(opts, s3api.WithMiddleware("/", sigV2(secrets(cfg.RootAccess, cfg.RootSecret, cfg.IAM), region)),
-		s3api.WithMiddleware("/", fixResponses()), s3api.WithMiddleware("/", refuseUnsupported()))
+		s3api.WithMiddleware("/", fixResponses()), s3api.WithMiddleware("/", refuseUnsupported(cfg.SSE)))
 	if cfg.OnListen != nil {
 		opts = append(opts, s3api.WithOnListen(cfg.OnListen))
 	}

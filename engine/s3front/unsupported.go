@@ -44,21 +44,23 @@ const (
 
 // refuseUnsupported answers requests that ask for what is not
 // implemented, after checking them the way S3 checks them (a malformed
-// request gets the 400 S3 gives it, a well-formed one 501).
-func refuseUnsupported() fiber.Handler {
+// request gets the 400 S3 gives it, a well-formed one 501). sse says the
+// backend implements server-side encryption (then only malformed
+// encryption headers are refused here).
+func refuseUnsupported(sse bool) fiber.Handler {
 	return func(c fiber.Ctx) error {
-		if err := unsupported(c); err != nil {
+		if err := unsupported(c, sse); err != nil {
 			return writeError(c, err)
 		}
 		return c.Next()
 	}
 }
 
-func unsupported(c fiber.Ctx) *s3err.APIError {
+func unsupported(c fiber.Ctx, sse bool) *s3err.APIError {
 	h := &c.Request().Header
 	get := func(name string) string { return string(h.Peek(name)) }
 	read := c.Method() == http.MethodGet || c.Method() == http.MethodHead
-	if err := checkSSE(get, read); err != nil {
+	if err := checkSSE(get, read, sse); err != nil {
 		return err
 	}
 	if sc := get("X-Amz-Storage-Class"); sc != "" && sc != "STANDARD" {
@@ -75,40 +77,40 @@ func unsupported(c fiber.Ctx) *s3err.APIError {
 	return nil
 }
 
-// checkSSE validates server-side-encryption headers as S3 does and then
-// refuses them: nothing is stored encrypted yet, so a write asking for
-// encryption would be a false success, and a read naming a customer key can
-// only be for an object that is not encrypted.
-func checkSSE(get func(string) string, read bool) *s3err.APIError {
+// checkSSE validates server-side-encryption headers as S3 does and, when
+// the backend does not implement encryption (implemented false), refuses
+// them: a write asking for encryption would be a false success, and a read
+// naming a customer key can only be for an object that is not encrypted.
+func checkSSE(get func(string) string, read, implemented bool) *s3err.APIError {
 	sse, kmsKey := get(hdrSSE), get(hdrSSEKMSKey)
 	alg, key, keyMD5 := get(hdrSSECAlg), get(hdrSSECKey), get(hdrSSECKeyMD5)
-	copyC := get(hdrCopySSEC+"Algorithm") + get(hdrCopySSEC+"Key") + get(hdrCopySSEC+"Key-Md5")
 	customer := alg != "" || key != "" || keyMD5 != ""
 	fail := func(msg string) *s3err.APIError { e := invalidArg(msg); return &e }
+	refuse := func(what string) *s3err.APIError {
+		if implemented {
+			return nil
+		}
+		e := notImplemented(what)
+		return &e
+	}
+	if err := checkCustomerKey(alg, key, keyMD5, fail); err != nil {
+		return err
+	}
+	cAlg, cKey, cMD5 := get(hdrCopySSEC+"Algorithm"), get(hdrCopySSEC+"Key"), get(hdrCopySSEC+"Key-Md5")
+	if err := checkCustomerKey(cAlg, cKey, cMD5, fail); err != nil {
+		return err
+	}
 	switch {
 	case customer && sse != "":
 		return fail("Server Side Encryption with Customer provided key is incompatible with the encryption method specified")
-	case customer && alg != "AES256":
-		return fail("Requests specifying Server Side Encryption with Customer provided keys must provide a valid encryption algorithm.")
-	case customer && key == "":
-		return fail("Requests specifying Server Side Encryption with Customer provided keys must provide an appropriate secret key.")
-	case customer && keyMD5 == "":
-		return fail("Requests specifying Server Side Encryption with Customer provided keys must provide the client calculated MD5 of the secret key.")
+	case customer && read:
+		if implemented {
+			return nil
+		}
+		return &s3err.APIError{Code: "InvalidRequest", HTTPStatusCode: http.StatusBadRequest,
+			Description: "The encryption parameters are not applicable to this object."}
 	case customer:
-		raw, err := base64.StdEncoding.DecodeString(key)
-		if err != nil || len(raw) != 32 {
-			return fail("The secret key was invalid for the specified algorithm.")
-		}
-		sum := md5.Sum(raw)
-		if base64.StdEncoding.EncodeToString(sum[:]) != keyMD5 {
-			return fail("The calculated MD5 hash of the key did not match the hash that was provided.")
-		}
-		if read {
-			return &s3err.APIError{Code: "InvalidRequest", HTTPStatusCode: http.StatusBadRequest,
-				Description: "The encryption parameters are not applicable to this object."}
-		}
-		e := notImplemented("Server-side encryption with customer-provided keys (SSE-C)")
-		return &e
+		return refuse("Server-side encryption with customer-provided keys (SSE-C)")
 	case sse != "" && read:
 		return fail("x-amz-server-side-encryption header is not supported for this operation.")
 	case sse != "" && sse != "AES256" && sse != "aws:kms" && sse != "aws:kms:dsse":
@@ -118,14 +120,34 @@ func checkSSE(get func(string) string, read bool) *s3err.APIError {
 	case sse == "AES256" && kmsKey != "":
 		return fail("Server Side Encryption with AWS KMS managed key requires HTTP header x-amz-server-side-encryption : aws:kms")
 	case sse == "AES256":
-		e := notImplemented("Server-side encryption with Strata-managed keys (SSE-S3)")
-		return &e
+		return refuse("Server-side encryption with Strata-managed keys (SSE-S3)")
 	case sse != "":
-		e := notImplemented("Server-side encryption with KMS keys (SSE-KMS)")
-		return &e
-	case copyC != "":
-		e := notImplemented("Copying from an object encrypted with a customer-provided key")
-		return &e
+		return refuse("Server-side encryption with KMS keys (SSE-KMS)")
+	case cKey != "":
+		return refuse("Copying from an object encrypted with a customer-provided key")
+	}
+	return nil
+}
+
+// checkCustomerKey checks a set of SSE-C headers (all empty: none).
+func checkCustomerKey(alg, key, keyMD5 string, fail func(string) *s3err.APIError) *s3err.APIError {
+	switch {
+	case alg == "" && key == "" && keyMD5 == "":
+		return nil
+	case alg != "AES256":
+		return fail("Requests specifying Server Side Encryption with Customer provided keys must provide a valid encryption algorithm.")
+	case key == "":
+		return fail("Requests specifying Server Side Encryption with Customer provided keys must provide an appropriate secret key.")
+	case keyMD5 == "":
+		return fail("Requests specifying Server Side Encryption with Customer provided keys must provide the client calculated MD5 of the secret key.")
+	}
+	raw, err := base64.StdEncoding.DecodeString(key)
+	if err != nil || len(raw) != 32 {
+		return fail("The secret key was invalid for the specified algorithm.")
+	}
+	sum := md5.Sum(raw)
+	if base64.StdEncoding.EncodeToString(sum[:]) != keyMD5 {
+		return fail("The calculated MD5 hash of the key did not match the hash that was provided.")
 	}
 	return nil
 }

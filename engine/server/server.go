@@ -27,6 +27,7 @@ import (
 	"github.com/strata-storage/strata/engine/erasure"
 	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/internode"
+	"github.com/strata-storage/strata/engine/kms"
 	"github.com/strata-storage/strata/engine/metrics"
 	"github.com/strata-storage/strata/engine/s3front"
 )
@@ -54,7 +55,10 @@ type Config struct {
 	Root                iam.Credentials
 	// UsersFile is the users file (empty: root only).
 	UsersFile string
-	Healer    erasure.HealerOptions
+	// KeysFile holds the master keys of SSE-S3 and SSE-KMS (engine/kms);
+	// empty: only SSE-C is offered.
+	KeysFile string
+	Healer   erasure.HealerOptions
 	// StaleUploadAge is how old an unfinished multipart upload gets before
 	// it is aborted.
 	StaleUploadAge time.Duration
@@ -146,11 +150,20 @@ func Run(ctx context.Context, cfg Config) error {
 	reg := metrics.NewRegistry()
 	s3m := metrics.NewS3(reg)
 	metrics.RegisterNode(reg, n.snapshot)
-	be := s3front.New(dep.Pools, s3front.Options{
+	opts := s3front.Options{
 		Hooks:  s3front.Hooks{Heal: n.heal, FirstByte: s3m.ObserveFirstByte},
 		Access: users, RootAccess: cfg.Root.AccessKey,
 		Log: log,
-	})
+	}
+	if cfg.KeysFile != "" {
+		keys, err := kms.Load(cfg.KeysFile, log)
+		if err != nil {
+			return err
+		}
+		opts.Keys = keys
+		go keys.Watch(5*time.Second, bg.Done())
+	}
+	be := s3front.New(dep.Pools, opts)
 	go n.monitorDrives(bg)
 	go n.cleanStaleUploads(bg)
 	go n.runDecommissions(bg)
@@ -172,6 +185,7 @@ func Run(ctx context.Context, cfg Config) error {
 	err = s3front.Serve(serveCtx, be, s3front.ServeConfig{
 		Address: cfg.Address, RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey,
 		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
+		SSE:    true,
 		Routes: s3front.Routes(n, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), cfg.Root.AccessKey, cfg.Root.SecretKey),
 		OnListen: func() {
 			n.ready.Store(true)
