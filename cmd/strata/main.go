@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -14,8 +15,10 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -73,6 +76,40 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// ansiColor matches the terminal color codes the S3 front end prints with.
+var ansiColor = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// captureStrays makes every line the process writes a JSON log record:
+// what libraries print on the process's standard output and error (the S3
+// front end prints a few lines of its own, "[INTERNAL ERROR]: ..." among
+// them) becomes a record of log. Only when logging to the process's own
+// standard error (not in tests that pass their own writer).
+func captureStrays(logOut io.Writer, log *slog.Logger) {
+	if f, ok := logOut.(*os.File); !ok || f != os.Stderr {
+		return
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		log.Warn("library output not captured", "err", err)
+		return
+	}
+	os.Stdout, os.Stderr = w, w
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := strings.TrimSpace(ansiColor.ReplaceAllString(sc.Text(), ""))
+			switch {
+			case line == "":
+			case strings.Contains(line, "ERROR") || strings.Contains(line, "PANIC"):
+				log.Warn("S3 front end", "output", line)
+			default:
+				log.Info("S3 front end", "output", line)
+			}
+		}
+	}()
 }
 
 // noResolve lets the start-up check of the endpoints run without DNS: a
@@ -133,6 +170,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 		fmt.Fprintln(stderr, "strata server:", err)
 		return 2
 	}
+	captureStrays(stderr, log)
 	var topo cluster.Topology
 	switch {
 	case *topologyFile != "" && fs.NArg() > 0:
@@ -221,6 +259,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 		fmt.Fprintln(stderr, "strata gateway:", err)
 		return 2
 	}
+	captureStrays(stderr, log)
 	if fs.NArg() != 0 {
 		fs.Usage()
 		return 2

@@ -121,8 +121,9 @@ type PartOptions struct {
 	Checksum string
 	// Body, when set, turns the request body into the bytes stored, given
 	// the upload's metadata (the parts of an encrypted upload are
-	// encrypted with its key): the reader and its size (-1: unknown).
-	Body func(uploadMeta map[string]string, r io.Reader, size int64) (io.Reader, int64, error)
+	// encrypted with its key): the reader, its size (-1: unknown) and,
+	// when not nil, what gives the part's ETag once it was read.
+	Body func(uploadMeta map[string]string, r io.Reader, size int64) (io.Reader, int64, func() string, error)
 }
 
 // PutObjectPart stores one part of an upload. Uploading a part number again
@@ -133,8 +134,9 @@ func (s *Set) PutObjectPart(bucket, object string, uploadID [16]byte, number int
 	if err != nil {
 		return PartInfo{}, err
 	}
+	var etag func() string
 	if opts.Body != nil {
-		if r, size, err = opts.Body(u.Meta, r, size); err != nil {
+		if r, size, etag, err = opts.Body(u.Meta, r, size); err != nil {
 			return PartInfo{}, err
 		}
 	}
@@ -147,6 +149,9 @@ func (s *Set) PutObjectPart(bucket, object string, uploadID [16]byte, number int
 	// part number, the one that finishes last wins, as in S3.
 	part.ModTime = time.Now().UnixNano()
 	part.Size, part.ETag = st.size, st.etag
+	if etag != nil {
+		part.ETag = etag()
+	}
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
 		if st.errs[pos] != nil {
 			return st.errs[pos]
@@ -428,6 +433,16 @@ func listUploads(all []UploadInfo, prefix, keyMarker string, uploadIDMarker [16]
 // NewMultipartUpload starts an upload in the object's set.
 func (p *Pool) NewMultipartUpload(bucket, object string, meta map[string]string) (UploadInfo, error) {
 	return p.SetFor(bucket, object).NewMultipartUpload(bucket, object, meta)
+}
+
+// StatUpload returns an upload's record.
+func (p *Pool) StatUpload(bucket, object string, uploadID [16]byte) (UploadInfo, error) {
+	s := p.SetFor(bucket, object)
+	u, _, err := s.getUpload(s.Drives(), bucket, object, uploadID)
+	if err != nil {
+		return UploadInfo{}, err
+	}
+	return uploadInfo(u), nil
 }
 
 // PutObjectPart stores a part of an upload.

@@ -489,6 +489,15 @@ func (ps *Pools) uploadPool(bucket, object string, uploadID [16]byte) (*Pool, er
 	return nil, ErrUploadNotFound
 }
 
+// StatUpload returns an upload's record.
+func (ps *Pools) StatUpload(bucket, object string, uploadID [16]byte) (UploadInfo, error) {
+	p, err := ps.uploadPool(bucket, object, uploadID)
+	if err != nil {
+		return UploadInfo{}, err
+	}
+	return p.StatUpload(bucket, object, uploadID)
+}
+
 // PutObjectPart stores a part in its upload's pool.
 func (ps *Pools) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
 	p, err := ps.uploadPool(bucket, object, uploadID)

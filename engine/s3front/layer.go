@@ -27,6 +27,7 @@ type ObjectLayer interface {
 	ListObjectVersions(bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (erasure.ListResult, error)
 
 	NewMultipartUpload(bucket, object string, meta map[string]string) (erasure.UploadInfo, error)
+	StatUpload(bucket, object string, uploadID [16]byte) (erasure.UploadInfo, error)
 	PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts erasure.PartOptions) (erasure.PartInfo, error)
 	ListParts(bucket, object string, uploadID [16]byte, partMarker, maxParts int) (erasure.UploadInfo, []erasure.PartInfo, bool, error)
 	CompleteMultipartUpload(bucket, object string, uploadID [16]byte, parts []erasure.CompletePart, opts erasure.PutOptions) (erasure.ObjectInfo, error)

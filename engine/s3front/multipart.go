@@ -129,20 +129,13 @@ func (b *Backend) UploadPart(ctx context.Context, in *s3.UploadPartInput) (*s3.U
 // (an SSE-C upload's parts need the customer's key again); the parts of an
 // unencrypted one are stored as sent, and a customer key for them refused.
 func (b *Backend) partSealing(ctx context.Context, bucket, key string, number int) erasure.PartOptions {
-	return erasure.PartOptions{Body: func(meta map[string]string, r io.Reader, size int64) (io.Reader, int64, error) {
+	return erasure.PartOptions{Body: func(meta map[string]string, r io.Reader, size int64) (io.Reader, int64, func() string, error) {
 		dek, err := b.dataKey(ctx, bucket, key, meta, false)
 		if err != nil || dek == nil {
-			return r, size, err
+			return r, size, nil, err
 		}
 		setSSEHeaders(ctx, meta)
-		sealed, err := newSealReader(r, dek, number)
-		if err != nil {
-			return nil, 0, err
-		}
-		if size >= 0 {
-			size = sealedSize(size)
-		}
-		return sealed, size, nil
+		return sealStream(r, size, sseMode(meta[metaSSE]), dek, number)
 	}}
 }
 
@@ -352,6 +345,13 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 	opts := erasure.PutOptions{}
 	if bk.Versioning == string(types.BucketVersioningStatusEnabled) {
 		opts.VersionID = uuid.New()
+	}
+	// Completing an upload encrypted with a customer key takes the key
+	// again, as S3 requires.
+	if u, err := b.pool.StatUpload(bucket, key, id); err == nil {
+		if _, err := b.dataKey(ctx, bucket, key, u.Meta, false); err != nil {
+			return s3response.CompleteMultipartUploadResult{}, "", err
+		}
 	}
 	info, err := b.pool.CompleteMultipartUpload(bucket, key, id, parts, opts)
 	if errors.Is(err, erasure.ErrUploadNotFound) {

@@ -347,19 +347,19 @@ func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string,
 	if err != nil {
 		return nil, nil, span{}, nil, err
 	}
-	dek, err := b.dataKey(ctx, bucket, key, h.Info.Meta, false)
-	if err != nil {
-		return nil, nil, span{}, nil, b.toS3(err, bucket)
-	}
 	info := plainInfo(h.Info)
 	if err := preconditions(ctx, info, cond.IfMatch, cond.IfNoneMatch, cond.IfModSince, cond.IfUnmodeSince); err != nil {
 		return nil, nil, span{}, nil, err
 	}
-	setSSEHeaders(ctx, info.Meta)
 	sp, err := requestedSpan(info, rangeHdr, partNumber)
 	if err != nil {
 		return nil, nil, span{}, nil, err
 	}
+	dek, err := b.dataKey(ctx, bucket, key, h.Info.Meta, false)
+	if err != nil {
+		return nil, nil, span{}, nil, b.toS3(err, bucket)
+	}
+	setSSEHeaders(ctx, info.Meta)
 	mode, until, hold := lockHeaders(info.Meta)
 	out := &s3.HeadObjectOutput{
 		ContentLength: &sp.length, ContentRange: sp.contentRange, PartsCount: sp.partsCount,

@@ -76,10 +76,10 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 	if cfg.MaxRequests == 0 {
 		cfg.MaxRequests = 100000
 	}
-	// The chunked-body middleware goes first, so the body reader it sets is
+	// The body-finishing middleware goes first, so the body reader it sets is
 	// the one versitygw's readers wrap; requests refused as unsupported are
 	// measured like any other.
-	opts := []s3api.Option{s3api.WithMiddleware("/", chunkedBody())}
+	opts := []s3api.Option{s3api.WithMiddleware("/", finishBodies())}
 	for _, r := range cfg.Routes {
 		opts = append(opts, s3api.WithRoute(r.Method, r.Path, adaptor.HTTPHandler(r.Handler)))
 	}
@@ -92,6 +92,9 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 	}
 	opts = append(opts, s3api.WithMiddleware("/", sigV2(secrets(cfg.RootAccess, cfg.RootSecret, cfg.IAM), region)),
 		s3api.WithMiddleware("/", fixResponses()), s3api.WithMiddleware("/", refuseUnsupported(cfg.SSE)))
+	if enc, ok := be.(bucketEncrypter); ok && cfg.SSE {
+		opts = append(opts, s3api.WithMiddleware("/", serveBucketEncryption(be, enc, cfg.IAM)))
+	}
 	if cfg.OnListen != nil {
 		opts = append(opts, s3api.WithOnListen(cfg.OnListen))
 	}

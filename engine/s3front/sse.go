@@ -2,8 +2,10 @@ package s3front
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/md5"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -66,7 +68,7 @@ func sseErr(code, msg string, status int) error {
 var (
 	errSSECNeedsTLS = sseErr("InvalidRequest", "Requests specifying Server Side Encryption with Customer provided keys must be made over a secure connection.", http.StatusBadRequest)
 	errSSEKeyNeeded = sseErr("InvalidRequest", "The object was stored using a form of Server Side Encryption. The correct parameters must be provided to retrieve the object.", http.StatusBadRequest)
-	errSSEWrongKey  = sseErr("AccessDenied", "The provided customer key does not match the key the object was encrypted with.", http.StatusForbidden)
+	errSSEWrongKey  = sseErr("InvalidArgument", "The provided customer key does not match the key the object was encrypted with.", http.StatusBadRequest)
 	errSSENotForObj = sseErr("InvalidRequest", "The encryption parameters are not applicable to this object.", http.StatusBadRequest)
 	errNoKeys       = sseErr("NotImplemented", "Server-side encryption with managed keys (SSE-S3, SSE-KMS) needs encryption keys configured (STRATA_KMS_KEYS_FILE).", http.StatusNotImplemented)
 )
@@ -262,42 +264,53 @@ func setSSEHeaders(ctx context.Context, meta map[string]string) {
 	}
 }
 
-// plainMD5 is an encrypting writer's view of the plaintext's MD5 (the
-// ETag of an SSE-S3 object, as in S3).
-type plainMD5 struct {
+// plainSum hashes the plaintext an encrypting reader reads, for the ETag:
+// S3 answers the plaintext's MD5 for SSE-S3 objects; for the other modes
+// the ETag must not reveal the plaintext, so it is a MAC under the data
+// key (the same data gives the same ETag within one object or upload, so a
+// part uploaded twice keeps its ETag).
+type plainSum struct {
 	r io.Reader
 	h hash.Hash
 }
 
-func (p *plainMD5) Read(b []byte) (int, error) {
+func newPlainSum(r io.Reader, mode sseMode, dek []byte) *plainSum {
+	if mode == sseS3 {
+		return &plainSum{r: r, h: md5.New()}
+	}
+	return &plainSum{r: r, h: hmac.New(sha256.New, dek)}
+}
+
+func (p *plainSum) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	p.h.Write(b[:n])
 	return n, err
 }
 
-func (p *plainMD5) sum() string { return hex.EncodeToString(p.h.Sum(nil)) }
+func (p *plainSum) etag() string { return hex.EncodeToString(p.h.Sum(nil)[:md5.Size]) }
 
 // sealBody turns a write's plaintext body into what is stored, with a new
 // data key recorded in meta. Returns the reader, the stored size (-1 when
-// unknown) and, for SSE-S3, the plaintext's MD5 as the ETag.
+// unknown) and what gives the ETag once it was read.
 func (k *sseKey) sealBody(bucket, object string, body io.Reader, size int64, meta map[string]string) (io.Reader, int64, func() string, error) {
 	dek, err := k.newDataKey(bucket, object, meta)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	var etag func() string
-	if k.mode == sseS3 {
-		m := &plainMD5{r: body, h: md5.New()}
-		body, etag = m, m.sum
-	}
-	r, err := newSealReader(body, dek, 0)
+	return sealStream(body, size, k.mode, dek, 0)
+}
+
+// sealStream encrypts a body (part 0: a whole object) with a data key.
+func sealStream(body io.Reader, size int64, mode sseMode, dek []byte, part int) (io.Reader, int64, func() string, error) {
+	sum := newPlainSum(body, mode, dek)
+	r, err := newSealReader(sum, dek, part)
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	if size >= 0 {
 		size = sealedSize(size)
 	}
-	return r, size, etag, nil
+	return r, size, sum.etag, nil
 }
 
 // plainParts are the plaintext sizes of an encrypted version's parts (one

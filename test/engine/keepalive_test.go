@@ -19,12 +19,13 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
-// startTLSServer starts a 4-drive server with a self-signed certificate.
-func startTLSServer(t *testing.T) *server {
+// startTLSServer starts a 4-drive server with a self-signed certificate
+// and extra environment.
+func startTLSServer(t *testing.T, env ...string) *server {
 	t.Helper()
 	certs := t.TempDir()
 	writeCert(t, certs, 1)
-	s := &server{t: t, addr: freeAddr(t)}
+	s := &server{t: t, addr: freeAddr(t), env: env}
 	root := t.TempDir()
 	for i := 1; i <= 4; i++ {
 		s.drives = append(s.drives, filepath.Join(root, fmt.Sprintf("d%d", i)))
@@ -157,14 +158,14 @@ func TestChunkedUploadsKeepConnectionsInStep(t *testing.T) {
 	// A chunked upload refused before its body is read (no such bucket):
 	// the body is drained, and the next request is answered in turn.
 	rs := roundTrip("refused put + head",
-		chunkedPut(t, s, "/no-such-bucket/x", randomBytes(64<<10)),
+		chunkedPut(t, s, "/no-such-bucket/x", randomBytes(3<<20)),
 		signedRequest(t, s, http.MethodHead, "/keepalive/obj2", nil, empty, nil))
 	if rs[0].StatusCode != 404 || rs[1].StatusCode != 200 {
 		t.Fatalf("refused chunked PUT then HEAD: %d, %d", rs[0].StatusCode, rs[1].StatusCode)
 	}
-	// Refused with more body than is worth draining: the connection is
-	// closed after the answer rather than read out of step.
-	big := chunkedPut(t, s, "/no-such-bucket/y", randomBytes(4<<20))
+	// Refused with more body than is worth draining (over 64 MiB): the
+	// connection is closed after the answer rather than read out of step.
+	big := chunkedPut(t, s, "/no-such-bucket/y", randomBytes(65<<20))
 	go func() { _, _ = conn.Write(big) }() // may fail once the server closes
 	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	resp, err := http.ReadResponse(br, nil)

@@ -599,9 +599,11 @@ func TestUnsupportedIsRefusedAndStoresNothing(t *testing.T) {
 		in   s3.PutObjectInput
 		code string
 	}{
-		{"SSE-S3", s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAes256}, "NotImplemented"},
-		{"SSE-KMS", s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAwsKms, SSEKMSKeyId: aws.String("k1")}, "NotImplemented"},
-		{"SSE-C", s3.PutObjectInput{SSECustomerAlgorithm: aws.String("AES256"), SSECustomerKey: aws.String(key), SSECustomerKeyMD5: aws.String(keyMD5)}, "NotImplemented"},
+		// Without a keys file, managed keys are not offered; customer keys
+		// only over HTTPS (TestServerSideEncryption covers what works).
+		{"SSE-S3 without keys", s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAes256}, "NotImplemented"},
+		{"SSE-KMS without keys", s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAwsKms, SSEKMSKeyId: aws.String("k1")}, "NotImplemented"},
+		{"SSE-C over HTTP", s3.PutObjectInput{SSECustomerAlgorithm: aws.String("AES256"), SSECustomerKey: aws.String(key), SSECustomerKeyMD5: aws.String(keyMD5)}, "InvalidRequest"},
 		{"SSE-C wrong key MD5", s3.PutObjectInput{SSECustomerAlgorithm: aws.String("AES256"), SSECustomerKey: aws.String(key), SSECustomerKeyMD5: aws.String("AAAAAAAAAAAAAAAAAAAAAA==")}, "InvalidArgument"},
 		{"SSE-C with SSE-S3", s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAes256, SSECustomerAlgorithm: aws.String("AES256"), SSECustomerKey: aws.String(key), SSECustomerKeyMD5: aws.String(keyMD5)}, "InvalidArgument"},
 		{"KMS key without aws:kms", s3.PutObjectInput{SSEKMSKeyId: aws.String("k1")}, "InvalidArgument"},
@@ -615,14 +617,14 @@ func TestUnsupportedIsRefusedAndStoresNothing(t *testing.T) {
 	}
 	notStored(t, c, "bkt", "refused")
 	put(t, c, "bkt", "plain", []byte("x"))
-	// A read naming a customer key is for an encrypted object, which none is.
+	// A customer key is refused over plain HTTP.
 	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("plain"),
 		SSECustomerAlgorithm: aws.String("AES256"), SSECustomerKey: aws.String(key), SSECustomerKeyMD5: aws.String(keyMD5)}); errCode(err) != "InvalidRequest" {
 		t.Fatalf("GET with a customer key: %v", err)
 	}
 	if _, err := c.PutBucketEncryption(ctx, &s3.PutBucketEncryptionInput{Bucket: aws.String("bkt"), ServerSideEncryptionConfiguration: &types.ServerSideEncryptionConfiguration{
 		Rules: []types.ServerSideEncryptionRule{{ApplyServerSideEncryptionByDefault: &types.ServerSideEncryptionByDefault{SSEAlgorithm: types.ServerSideEncryptionAes256}}}}}); errCode(err) != "NotImplemented" {
-		t.Fatalf("bucket default encryption: %v", err)
+		t.Fatalf("bucket default encryption without keys: %v", err)
 	}
 	if _, err := c.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String("bkt"), LifecycleConfiguration: &types.BucketLifecycleConfiguration{
 		Rules: []types.LifecycleRule{{ID: aws.String("r"), Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("")}, Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)}}}}}); errCode(err) != "NotImplemented" {
