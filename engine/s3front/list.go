@@ -59,8 +59,13 @@ func (e keyEncoder) prefixes(cps []string) []types.CommonPrefix {
 	return out
 }
 
-func (b *Backend) owner() *types.Owner {
-	id := "strata"
+// bucketOwner is the owner listings name for a bucket's objects (objects
+// belong to their bucket's owner: see objectacl.go).
+func (b *Backend) bucketOwner(bucket string) *types.Owner {
+	id := b.rootAccess
+	if bk, err := b.pool.StatBucket(bucket); err == nil {
+		id = b.ownerOf(bk)
+	}
 	return &types.Owner{ID: &id, DisplayName: &id}
 }
 
@@ -73,6 +78,10 @@ func (b *Backend) listObjects(ctx context.Context, bucket, prefix, marker, delim
 	if err != nil {
 		return erasure.ListResult{}, nil, e, et, b.toS3(err, bucket)
 	}
+	var owner *types.Owner
+	if fetchOwner {
+		owner = b.bucketOwner(bucket)
+	}
 	objs := make([]s3response.Object, len(res.Objects))
 	for i, o := range res.Objects {
 		o = plainInfo(o)
@@ -81,7 +90,7 @@ func (b *Backend) listObjects(ctx context.Context, bucket, prefix, marker, delim
 			StorageClass: types.ObjectStorageClassStandard,
 		}
 		if fetchOwner {
-			objs[i].Owner = b.owner()
+			objs[i].Owner = owner
 		}
 	}
 	return res, objs, e, et, nil
@@ -190,18 +199,19 @@ func (b *Backend) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersi
 		MaxKeys: &maxKeys, Delimiter: e.optional(delim), IsTruncated: &res.IsTruncated,
 		CommonPrefixes: e.prefixes(res.CommonPrefixes), EncodingType: et,
 	}
+	owner := b.bucketOwner(bucket)
 	for _, o := range res.Objects {
 		o = plainInfo(o)
 		vid := erasure.FormatVersionID(o.VersionID)
 		if o.DeleteMarker {
 			out.DeleteMarkers = append(out.DeleteMarkers, types.DeleteMarkerEntry{
-				IsLatest: &o.IsLatest, Key: e.ptr(o.Name), LastModified: &o.ModTime, Owner: b.owner(), VersionId: &vid,
+				IsLatest: &o.IsLatest, Key: e.ptr(o.Name), LastModified: &o.ModTime, Owner: owner, VersionId: &vid,
 			})
 			continue
 		}
 		out.Versions = append(out.Versions, s3response.ObjectVersion{
 			ETag: quote(o.ETag), IsLatest: &o.IsLatest, Key: e.ptr(o.Name), LastModified: &o.ModTime,
-			Owner: b.owner(), Size: &o.Size, StorageClass: types.ObjectVersionStorageClassStandard, VersionId: &vid,
+			Owner: owner, Size: &o.Size, StorageClass: types.ObjectVersionStorageClassStandard, VersionId: &vid,
 		})
 	}
 	if res.IsTruncated {

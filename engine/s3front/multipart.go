@@ -210,7 +210,11 @@ func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput
 	if err != nil {
 		return s3response.CopyPartResult{}, b.toS3(err, srcBucket)
 	}
-	offset, length, err := backend.ParseCopySourceRange(plainInfo(h.Info).Size, str(in.CopySourceRange))
+	srcSize := plainInfo(h.Info).Size
+	if rangeBeyond(str(in.CopySourceRange), srcSize) {
+		return s3response.CopyPartResult{}, s3err.GetInvalidRangeErr(str(in.CopySourceRange), srcSize)
+	}
+	offset, length, err := backend.ParseCopySourceRange(srcSize, str(in.CopySourceRange))
 	if err != nil {
 		return s3response.CopyPartResult{}, err
 	}
@@ -229,6 +233,18 @@ func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput
 		return s3response.CopyPartResult{}, b.toS3(err, bucket)
 	}
 	return s3response.CopyPartResult{LastModified: part.ModTime, ETag: quote(part.ETag), CopySourceVersionId: srcVersion}, nil
+}
+
+// rangeBeyond reports a well-formed "bytes=a-b" copy range that ends past
+// the source: S3 answers InvalidRange for it.
+func rangeBeyond(r string, size int64) bool {
+	a, b, ok := strings.Cut(strings.TrimPrefix(r, "bytes="), "-")
+	if !ok || !strings.HasPrefix(r, "bytes=") {
+		return false
+	}
+	start, err1 := strconv.ParseInt(a, 10, 64)
+	end, err2 := strconv.ParseInt(b, 10, 64)
+	return err1 == nil && err2 == nil && start <= end && end >= size
 }
 
 // ListParts lists an upload's parts.
@@ -258,9 +274,10 @@ func (b *Backend) ListParts(_ context.Context, in *s3.ListPartsInput) (s3respons
 			parts[i].Size = plainSize(parts[i].Size)
 		}
 	}
+	owner := b.bucketOwner(bucket)
 	out := s3response.ListPartsResult{
 		Bucket: bucket, Key: key, UploadID: str(in.UploadId), StorageClass: types.StorageClassStandard,
-		Initiator: s3response.Initiator{ID: "strata", DisplayName: "strata"}, Owner: s3response.Owner{ID: "strata", DisplayName: "strata"},
+		Initiator: s3response.Initiator{ID: *owner.ID, DisplayName: *owner.ID}, Owner: s3response.Owner{ID: *owner.ID, DisplayName: *owner.ID},
 		PartNumberMarker: marker, MaxParts: maxParts, IsTruncated: truncated,
 	}
 	for _, p := range parts {
@@ -294,6 +311,7 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in *s3.ListMultipart
 	if err != nil {
 		return s3response.ListMultipartUploadsResult{}, b.toS3(err, bucket)
 	}
+	owner := b.bucketOwner(bucket)
 	out := s3response.ListMultipartUploadsResult{
 		Bucket: bucket, KeyMarker: e.enc(keyMarker), UploadIDMarker: str(in.UploadIdMarker), Delimiter: e.enc(delim),
 		Prefix: e.enc(prefix), EncodingType: string(et), MaxUploads: maxUploads, IsTruncated: res.IsTruncated,
@@ -307,7 +325,7 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in *s3.ListMultipart
 	for _, u := range res.Uploads {
 		out.Uploads = append(out.Uploads, s3response.Upload{
 			Key: e.enc(u.Object), UploadID: uploadIDString(u.ID), Initiated: u.Initiated, StorageClass: types.StorageClassStandard,
-			Initiator: s3response.Initiator{ID: "strata", DisplayName: "strata"}, Owner: s3response.Owner{ID: "strata", DisplayName: "strata"},
+			Initiator: s3response.Initiator{ID: *owner.ID, DisplayName: *owner.ID}, Owner: s3response.Owner{ID: *owner.ID, DisplayName: *owner.ID},
 		})
 	}
 	for _, cp := range res.CommonPrefixes {

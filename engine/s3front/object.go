@@ -216,6 +216,9 @@ func putConditions(etag string, exists bool, ifMatch, ifNoneMatch *string) error
 // openVersion resolves the version a GET/HEAD names, answering delete
 // markers the way S3 does.
 func (b *Backend) openVersion(bucket, key, versionID string) (*erasure.ObjectHandle, *time.Time, error) {
+	if !utf8.ValidString(key) {
+		return nil, nil, s3err.APIError{Code: "InvalidURI", Description: "Couldn't parse the specified URI.", HTTPStatusCode: http.StatusBadRequest}
+	}
 	vid, err := parseVersionID(versionID)
 	if err != nil {
 		return nil, nil, err
