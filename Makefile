@@ -77,8 +77,22 @@ unit: ## Unit tests (no API server).
 	go test $$(go list ./... | grep -v /test/)
 
 .PHONY: engine-integration
-engine-integration: build ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2 and minio-go.
-	STRATA_BIN="$(LOCALBIN)/strata" go test -count=1 ./test/engine/... -timeout 20m
+engine-integration: build pyclients ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2, minio-go, the aws CLI, boto3 and s3cmd.
+	STRATA_BIN="$(LOCALBIN)/strata" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" go test -count=1 ./test/engine/... -timeout 25m
+
+# The Python S3 clients of TestClientMatrix, pinned in their requirements
+# file; the venv is rebuilt from scratch only when that file changes.
+PYCLIENTS_VENV := $(LOCALBIN)/venv-clients
+PYCLIENTS_REQS := test/engine/testdata/clients/requirements.txt
+
+.PHONY: pyclients
+pyclients: $(PYCLIENTS_VENV)/.installed ## Python venv bin/venv-clients with the pinned aws CLI, boto3 and s3cmd (for TestClientMatrix: STRATA_PYCLIENTS=bin/venv-clients/bin).
+
+$(PYCLIENTS_VENV)/.installed: $(PYCLIENTS_REQS) | $(LOCALBIN)
+	rm -rf $(PYCLIENTS_VENV)
+	python3 -m venv $(PYCLIENTS_VENV)
+	$(PYCLIENTS_VENV)/bin/pip install --quiet --disable-pip-version-check --no-cache-dir -r $(PYCLIENTS_REQS)
+	touch $@
 
 .PHONY: envtest
 envtest: ## Make kube-apiserver and etcd available to envtest (builds them offline if needed).
