@@ -70,7 +70,7 @@ bundle: manifests ## Generate the OLM bundle (bundle/); part of `make manifests`
 ##@ Test
 
 .PHONY: test
-test: verify lint unit engine-integration envtest-suites localcluster-e2e ## Everything CI runs: verify, lint, unit, engine integration, envtest suites and the local-cluster end-to-end test.
+test: verify lint unit engine-integration conformance envtest-suites localcluster-e2e ## Everything CI runs: verify, lint, unit, engine integration, S3 conformance, envtest suites and the local-cluster end-to-end test.
 
 .PHONY: unit
 unit: ## Unit tests (no API server).
@@ -93,6 +93,14 @@ $(PYCLIENTS_VENV)/.installed: $(PYCLIENTS_REQS) | $(LOCALBIN)
 	python3 -m venv $(PYCLIENTS_VENV)
 	$(PYCLIENTS_VENV)/bin/pip install --quiet --disable-pip-version-check --no-cache-dir -r $(PYCLIENTS_REQS)
 	touch $@
+
+# Flags for hack/conformance, e.g. CONFORMANCE_FLAGS="-targets server-http,server-https,gateway,gateway-https -report".
+# Two targets at once fit two cores (the suite's pytest is single-threaded).
+CONFORMANCE_FLAGS ?= -parallel 2
+
+.PHONY: conformance
+conformance: build ## S3 conformance: ceph/s3-tests against strata server (HTTPS) and strata gateway; fails below test/conformance/floors.json or on output outside the JSON log.
+	go run ./hack/conformance -strata $(LOCALBIN)/strata $(CONFORMANCE_FLAGS)
 
 .PHONY: envtest
 envtest: ## Make kube-apiserver and etcd available to envtest (builds them offline if needed).

@@ -133,45 +133,51 @@ func (b *Backend) HeadBucket(ctx context.Context, in *s3.HeadBucketInput) (*s3.H
 
 // ListObjects lists a bucket; a prefix no key can match lists nothing.
 func (b *Backend) ListObjects(ctx context.Context, in *s3.ListObjectsInput) (s3response.ListObjectsResult, error) {
-	ctx = detach(ctx)
 	if err := b.vol.Contain(str(in.Bucket), ""); err != nil {
 		return s3response.ListObjectsResult{}, err
 	}
-	if !prefixCanMatch(str(in.Prefix)) {
-		f := false
-		return s3response.ListObjectsResult{Name: in.Bucket, Prefix: in.Prefix, Delimiter: in.Delimiter, Marker: in.Marker,
-			MaxKeys: in.MaxKeys, IsTruncated: &f}, nil
+	out := s3response.ListObjectsResult{Name: in.Bucket, Prefix: in.Prefix, Delimiter: in.Delimiter, Marker: in.Marker,
+		MaxKeys: in.MaxKeys, IsTruncated: new(bool)}
+	if prefixCanMatch(str(in.Prefix)) {
+		var err error
+		if out, err = b.Posix.ListObjects(detach(ctx), in); err != nil {
+			return out, err
+		}
 	}
-	return b.Posix.ListObjects(ctx, in)
+	return out, shapeV1(ctx, &out)
 }
 
 // ListObjectsV2 lists a bucket; a prefix no key can match lists nothing.
 func (b *Backend) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input) (s3response.ListObjectsV2Result, error) {
-	ctx = detach(ctx)
 	if err := b.vol.Contain(str(in.Bucket), ""); err != nil {
 		return s3response.ListObjectsV2Result{}, err
 	}
-	if !prefixCanMatch(str(in.Prefix)) {
-		f, zero := false, int32(0)
-		return s3response.ListObjectsV2Result{Name: in.Bucket, Prefix: in.Prefix, Delimiter: in.Delimiter, StartAfter: in.StartAfter,
-			ContinuationToken: in.ContinuationToken, MaxKeys: in.MaxKeys, KeyCount: &zero, IsTruncated: &f}, nil
+	out := s3response.ListObjectsV2Result{Name: in.Bucket, Prefix: in.Prefix, Delimiter: in.Delimiter, StartAfter: in.StartAfter,
+		ContinuationToken: in.ContinuationToken, MaxKeys: in.MaxKeys, KeyCount: new(int32), IsTruncated: new(bool)}
+	if prefixCanMatch(str(in.Prefix)) {
+		var err error
+		if out, err = b.Posix.ListObjectsV2(detach(ctx), in); err != nil {
+			return out, err
+		}
 	}
-	return b.Posix.ListObjectsV2(ctx, in)
+	return out, shapeV2(ctx, in.ContinuationToken, &out)
 }
 
 // ListObjectVersions lists versions; a prefix no key can match lists
 // nothing.
 func (b *Backend) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersionsInput) (s3response.ListVersionsResult, error) {
-	ctx = detach(ctx)
 	if err := b.vol.Contain(str(in.Bucket), ""); err != nil {
 		return s3response.ListVersionsResult{}, err
 	}
-	if !prefixCanMatch(str(in.Prefix)) {
-		f := false
-		return s3response.ListVersionsResult{Name: in.Bucket, Prefix: in.Prefix, Delimiter: in.Delimiter, KeyMarker: in.KeyMarker,
-			VersionIdMarker: in.VersionIdMarker, MaxKeys: in.MaxKeys, IsTruncated: &f}, nil
+	out := s3response.ListVersionsResult{Name: in.Bucket, Prefix: in.Prefix, Delimiter: in.Delimiter, KeyMarker: in.KeyMarker,
+		VersionIdMarker: in.VersionIdMarker, MaxKeys: in.MaxKeys, IsTruncated: new(bool)}
+	if prefixCanMatch(str(in.Prefix)) {
+		var err error
+		if out, err = b.Posix.ListObjectVersions(detach(ctx), in); err != nil {
+			return out, err
+		}
 	}
-	return b.Posix.ListObjectVersions(ctx, in)
+	return out, shapeVersions(ctx, b.owner(ctx, str(in.Bucket)), &out)
 }
 
 // ListMultipartUploads lists uploads of a bucket reached without a link.

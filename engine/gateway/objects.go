@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
@@ -29,6 +30,10 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 	if err := b.checkObjectACL(ctx, bucket, false); err != nil {
 		return s3response.PutObjectOutput{}, err
 	}
+	if err := b.writeConditions(ctx, bucket, key, &in.IfMatch, &in.IfNoneMatch); err != nil {
+		return s3response.PutObjectOutput{}, err
+	}
+	in.ContentEncoding = s3front.StoredEncoding(in.ContentEncoding)
 	ctx = detach(ctx)
 	out, err := b.Posix.PutObject(ctx, in)
 	if err != nil {
@@ -46,11 +51,36 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 // HeadObject answers an object's metadata; a file created on the
 // filesystem gets its ETag computed and stored first.
 func (b *Backend) HeadObject(ctx context.Context, in *s3.HeadObjectInput) (*s3.HeadObjectOutput, error) {
-	ctx = detach(ctx)
 	bucket, key := str(in.Bucket), str(in.Key)
-	if err := b.check(bucket, key); err != nil {
+	if err := b.checkRead(bucket, key); err != nil {
 		return nil, err
 	}
+	out, err := b.headObject(detach(ctx), in)
+	if err != nil && str(in.VersionId) == "" && s3front.IsStatus(err, http.StatusNotFound) {
+		out = b.deleteMarker(ctx, bucket, key)
+	}
+	return out, b.readAnswer(ctx, bucket, key, in.PartNumber, err)
+}
+
+// deleteMarker answers a HEAD of a key whose latest version is a delete
+// marker as S3 does (x-amz-delete-marker, Last-Modified); nil for any other
+// key. The posix backend answers it so to a GET only.
+func (b *Backend) deleteMarker(ctx context.Context, bucket, key string) *s3.HeadObjectOutput {
+	out, _ := b.Posix.GetObject(detach(ctx), &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	if out == nil {
+		return nil
+	}
+	if out.Body != nil {
+		out.Body.Close()
+	}
+	if out.DeleteMarker == nil || !*out.DeleteMarker || out.LastModified == nil {
+		return nil
+	}
+	return &s3.HeadObjectOutput{DeleteMarker: out.DeleteMarker, LastModified: out.LastModified}
+}
+
+func (b *Backend) headObject(ctx context.Context, in *s3.HeadObjectInput) (*s3.HeadObjectOutput, error) {
+	bucket, key := str(in.Bucket), str(in.Key)
 	latest := str(in.VersionId) == ""
 	if latest && (str(in.IfMatch) != "" || str(in.IfNoneMatch) != "") {
 		b.etags.ensure(bucket, key) // the conditions compare against it
@@ -67,19 +97,18 @@ func (b *Backend) HeadObject(ctx context.Context, in *s3.HeadObjectInput) (*s3.H
 // GetObject streams an object, reporting its time to first byte; a file
 // created on the filesystem gets its ETag computed and stored first.
 func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.GetObjectOutput, error) {
-	ctx = detach(ctx)
 	start := time.Now()
 	bucket, key := str(in.Bucket), str(in.Key)
-	if err := b.check(bucket, key); err != nil {
+	if err := b.checkRead(bucket, key); err != nil {
 		return nil, err
 	}
 	latest := str(in.VersionId) == ""
 	if latest && (str(in.IfMatch) != "" || str(in.IfNoneMatch) != "") {
 		b.etags.ensure(bucket, key)
 	}
-	out, err := b.Posix.GetObject(ctx, in)
+	out, err := b.Posix.GetObject(detach(ctx), in)
 	if err != nil || out == nil {
-		return out, err
+		return out, b.readAnswer(ctx, bucket, key, in.PartNumber, err)
 	}
 	if latest && str(out.ETag) == "" {
 		if etag := b.etags.ensure(bucket, key); etag != "" {
@@ -123,11 +152,20 @@ func (r *firstByteReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// checkRead is check for reads, which also refuse a key that is not UTF-8
+// (no such key can have been written).
+func (b *Backend) checkRead(bucket, key string) error {
+	if err := keyReadable(key); err != nil {
+		return err
+	}
+	return b.check(bucket, key)
+}
+
 // checkObjectACL refuses object ACLs other than the owner's full control,
 // as `strata server` does: no object ACLs are kept. ctx must be the
 // request's own (not detached).
 func (b *Backend) checkObjectACL(ctx context.Context, bucket string, withBody bool) error {
-	ownership, _ := b.Posix.GetBucketOwnershipControls(detach(ctx), bucket)
+	ownership, _ := b.GetBucketOwnershipControls(detach(ctx), bucket)
 	return s3front.CheckObjectACL(ctx, string(ownership), b.owner(ctx, bucket), withBody)
 }
 
@@ -157,15 +195,6 @@ func (b *Backend) PutObjectAcl(ctx context.Context, in *s3.PutObjectAclInput) er
 	return b.checkObjectACL(ctx, bucket, true)
 }
 
-// GetObjectAttributes checks the key first.
-func (b *Backend) GetObjectAttributes(ctx context.Context, in *s3.GetObjectAttributesInput) (s3response.GetObjectAttributesResponse, error) {
-	ctx = detach(ctx)
-	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
-		return s3response.GetObjectAttributesResponse{}, err
-	}
-	return b.Posix.GetObjectAttributes(ctx, in)
-}
-
 // checkCopySource checks the source of a copy like any other key.
 func (b *Backend) checkCopySource(src *string) error {
 	bucket, key, _, err := backend.ParseCopySource(str(src))
@@ -188,9 +217,10 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	if err := b.checkCopySource(in.CopySource); err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
+	in.ContentEncoding = s3front.StoredEncoding(in.ContentEncoding)
 	out, err := b.Posix.CopyObject(ctx, in)
 	if err != nil {
-		return out, err
+		return out, copySourceAnswer(err)
 	}
 	b.dirs.wrote(parentDir(bucket, key))
 	if b.fsync {
@@ -216,6 +246,12 @@ func (b *Backend) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput) (*
 func (b *Backend) DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput) (s3response.DeleteResult, error) {
 	ctx = detach(ctx)
 	bucket := str(in.Bucket)
+	if in.Delete == nil {
+		return s3response.DeleteResult{}, s3err.GetAPIError(s3err.ErrMalformedXML)
+	}
+	if err := s3front.ErrTooManyKeys(len(in.Delete.Objects)); err != nil {
+		return s3response.DeleteResult{}, err
+	}
 	var refused []types.Error
 	ok := make([]types.ObjectIdentifier, 0, len(in.Delete.Objects))
 	for _, o := range in.Delete.Objects {
@@ -249,17 +285,20 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 	if err := b.checkObjectACL(ctx, str(in.Bucket), false); err != nil {
 		return s3response.InitiateMultipartUploadResult{}, err
 	}
-	ctx = detach(ctx)
-	return b.Posix.CreateMultipartUpload(ctx, in)
+	in.ContentEncoding = s3front.StoredEncoding(in.ContentEncoding)
+	return b.Posix.CreateMultipartUpload(detach(ctx), in)
 }
 
 // CompleteMultipartUpload checks the key and tells the directory watch.
 func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput) (s3response.CompleteMultipartUploadResult, string, error) {
-	ctx = detach(ctx)
 	bucket, key := str(in.Bucket), str(in.Key)
 	if err := b.check(bucket, key); err != nil {
 		return s3response.CompleteMultipartUploadResult{}, "", err
 	}
+	if err := b.writeConditions(ctx, bucket, key, &in.IfMatch, &in.IfNoneMatch); err != nil {
+		return s3response.CompleteMultipartUploadResult{}, "", err
+	}
+	ctx = detach(ctx)
 	out, v, err := b.Posix.CompleteMultipartUpload(ctx, in)
 	if err != nil {
 		return out, v, err
@@ -309,7 +348,11 @@ func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput
 	if err := b.checkCopySource(in.CopySource); err != nil {
 		return s3response.CopyPartResult{}, err
 	}
-	return b.Posix.UploadPartCopy(ctx, in)
+	if err := b.copyRange(ctx, in.CopySource, in.CopySourceRange); err != nil {
+		return s3response.CopyPartResult{}, err
+	}
+	out, err := b.Posix.UploadPartCopy(ctx, in)
+	return out, copySourceAnswer(err)
 }
 
 // GetObjectTagging checks the key first.

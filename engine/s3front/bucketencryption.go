@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -45,9 +46,7 @@ func serveBucketEncryption(be backend.Backend, enc bucketEncrypter, iam auth.IAM
 		c.Response().Header.Del("Content-Type")
 		if aerr := encryptionRequest(c, be, enc, iam, acct); aerr != nil {
 			var s3e s3err.S3Error
-			if e, ok := aerr.(s3err.S3Error); ok {
-				s3e = e
-			} else {
+			if !errors.As(aerr, &s3e) {
 				s3e = s3err.GetAPIError(s3err.ErrInternalError)
 			}
 			base := s3e.BaseError()

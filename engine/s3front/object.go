@@ -467,30 +467,11 @@ func (b *Backend) GetObjectAttributes(ctx context.Context, in *s3.GetObjectAttri
 		LastModified: &info.ModTime, VersionId: versionIDOut(info.VersionID, b.versioning(bucket)),
 	}
 	if len(info.Parts) > 0 {
-		maxParts := 1000
-		if in.MaxParts != nil && *in.MaxParts > 0 {
-			maxParts = int(*in.MaxParts)
-		}
-		marker := 0
-		if in.PartNumberMarker != nil {
-			marker, _ = strconv.Atoi(*in.PartNumberMarker)
-		}
-		if rc, ok := ctx.(*fasthttp.RequestCtx); ok {
-			rc.SetUserValue(partsCountKey, len(info.Parts))
-		}
-		parts := &s3response.ObjectParts{PartNumberMarker: marker, MaxParts: maxParts}
+		sizes := make([]int64, len(info.Parts))
 		for i, p := range info.Parts {
-			if i+1 <= marker {
-				continue
-			}
-			if len(parts.Parts) == maxParts {
-				parts.IsTruncated = true
-				break
-			}
-			parts.Parts = append(parts.Parts, types.ObjectPart{PartNumber: int32ptr(i + 1), Size: &p.Size})
-			parts.NextPartNumberMarker = i + 1
+			sizes[i] = p.Size
 		}
-		out.ObjectParts = parts
+		out.ObjectParts = ObjectPartsPage(ctx, sizes, in.PartNumberMarker, in.MaxParts)
 	}
 	if cs := checksums(info.Meta); cs.Algorithm != "" {
 		out.Checksum = &types.Checksum{
@@ -502,6 +483,33 @@ func (b *Backend) GetObjectAttributes(ctx context.Context, in *s3.GetObjectAttri
 }
 
 func int32ptr(v int) *int32 { n := int32(v); return &n }
+
+// ObjectPartsPage is GetObjectAttributes' page of a multipart object's
+// parts (of the sizes given, part 1 first) after marker, at most maxParts
+// (default 1,000); the front end's answer also gets the parts count.
+func ObjectPartsPage(ctx context.Context, sizes []int64, marker *string, maxParts *int32) *s3response.ObjectParts {
+	limit := 1000
+	if maxParts != nil && *maxParts > 0 {
+		limit = int(*maxParts)
+	}
+	after := 0
+	if marker != nil {
+		after, _ = strconv.Atoi(*marker)
+	}
+	if rc, ok := ctx.(*fasthttp.RequestCtx); ok {
+		rc.SetUserValue(partsCountKey, len(sizes))
+	}
+	page := &s3response.ObjectParts{PartNumberMarker: after, MaxParts: limit}
+	for i := max(after, 0); i < len(sizes); i++ {
+		if len(page.Parts) == limit {
+			page.IsTruncated = true
+			break
+		}
+		page.Parts = append(page.Parts, types.ObjectPart{PartNumber: int32ptr(i + 1), Size: &sizes[i]})
+		page.NextPartNumberMarker = i + 1
+	}
+	return page
+}
 
 // deleteMode is how a DELETE without version ID behaves in a bucket.
 func deleteMode(versioning string) erasure.DeleteMode {

@@ -126,13 +126,13 @@ func queryV2(c fiber.Ctx, lookup SecretLookup, region string) *s3err.APIError {
 	}
 	// The V2 arguments are not the front end's business any more.
 	kept := url.Values{}
-	q.VisitAll(func(k, v []byte) {
+	for k, v := range q.All() {
 		switch string(k) {
 		case "AWSAccessKeyId", "Expires", "Signature":
 		default:
 			kept.Add(string(k), string(v))
 		}
-	})
+	}
 	c.Request().URI().SetQueryString(kept.Encode())
 	return resignV4(c, access, secret, region)
 }
@@ -174,12 +174,12 @@ func v2StringToSign(c fiber.Ctx, dateLine, path string) string {
 	b.WriteString(strings.TrimSpace(string(h.Peek("Content-Type"))) + "\n")
 	b.WriteString(dateLine + "\n")
 	amz := map[string][]string{}
-	h.VisitAll(func(k, v []byte) {
+	for k, v := range h.All() {
 		name := strings.ToLower(string(k))
 		if strings.HasPrefix(name, "x-amz-") {
 			amz[name] = append(amz[name], strings.TrimSpace(string(v)))
 		}
-	})
+	}
 	names := make([]string, 0, len(amz))
 	for n := range amz {
 		names = append(names, n)
@@ -190,7 +190,7 @@ func v2StringToSign(c fiber.Ctx, dateLine, path string) string {
 	}
 	b.WriteString(path)
 	var subs []string
-	c.RequestCtx().QueryArgs().VisitAll(func(k, v []byte) {
+	for k, v := range c.RequestCtx().QueryArgs().All() {
 		if v2SubResources[string(k)] {
 			if len(v) == 0 {
 				subs = append(subs, string(k))
@@ -198,7 +198,7 @@ func v2StringToSign(c fiber.Ctx, dateLine, path string) string {
 				subs = append(subs, string(k)+"="+string(v))
 			}
 		}
-	})
+	}
 	if len(subs) > 0 {
 		sort.Strings(subs)
 		b.WriteString("?" + strings.Join(subs, "&"))
@@ -225,14 +225,14 @@ func resignV4(c fiber.Ctx, access, secret, region string) *s3err.APIError {
 	req.Host = host
 	// Every x-amz- header is signed, as the front end requires, with the
 	// content headers V2 covered.
-	r.Header.VisitAll(func(k, v []byte) {
+	for k, v := range r.Header.All() {
 		name := strings.ToLower(string(k))
 		switch {
 		case name == "x-amz-date" || name == "x-amz-content-sha256":
 		case strings.HasPrefix(name, "x-amz-") || name == "content-md5" || name == "content-type":
 			req.Header.Add(string(k), string(v))
 		}
-	})
+	}
 	now := time.Now().UTC()
 	const payload = "UNSIGNED-PAYLOAD"
 	req.Header.Set("X-Amz-Content-Sha256", payload)

@@ -12,6 +12,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"slices"
 
 	"github.com/valyala/fasthttp"
 	"github.com/versity/versitygw/s3err"
@@ -210,13 +211,13 @@ func (b *Backend) dataKey(ctx context.Context, bucket, object string, meta map[s
 	}
 	mode := sseMode(meta[metaSSE])
 	var k *sseKey
-	switch {
-	case mode == "":
+	switch mode {
+	case "":
 		if ck != nil {
 			return nil, errSSENotForObj
 		}
 		return nil, nil
-	case mode == sseCustomer:
+	case sseCustomer:
 		if ck == nil {
 			return nil, errSSEKeyNeeded
 		}
@@ -339,7 +340,7 @@ func plainInfo(info erasure.ObjectInfo) erasure.ObjectInfo {
 	}
 	info.Size = total
 	if len(info.Parts) > 0 {
-		parts := append(info.Parts[:0:0], info.Parts...)
+		parts := slices.Clone(info.Parts)
 		for i := range parts {
 			parts[i].Size = sizes[i]
 		}

@@ -167,6 +167,9 @@ func (s *server) startProcess() {
 	}
 	s.cmd.Env = append(os.Environ(), "STRATA_ROOT_USER="+rootUser, "STRATA_ROOT_PASSWORD="+rootPassword)
 	s.cmd.Env = append(s.cmd.Env, s.env...)
+	// A test binary killed by its timeout runs no cleanups: the kernel then
+	// stops its servers.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	s.log, s.logMu = &bytes.Buffer{}, &sync.Mutex{}
 	w := &lockedWriter{w: s.log, mu: s.logMu}
 	s.cmd.Stdout, s.cmd.Stderr = w, w

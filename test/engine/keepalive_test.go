@@ -113,14 +113,18 @@ func TestChunkedUploadsKeepConnectionsInStep(t *testing.T) {
 	defer conn.Close()
 	br := bufio.NewReader(conn)
 	// roundTrip writes the requests back to back, then reads their answers.
-	roundTrip := func(what string, reqs ...[]byte) []*http.Response {
+	type answer struct {
+		status int
+		body   []byte
+	}
+	roundTrip := func(what string, reqs ...[]byte) []answer {
 		t.Helper()
 		for _, r := range reqs {
 			if _, err := conn.Write(r); err != nil {
 				t.Fatalf("%s: write: %v", what, err)
 			}
 		}
-		var out []*http.Response
+		var out []answer
 		for _, r := range reqs {
 			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 			method, _, _ := strings.Cut(string(r), " ")
@@ -129,15 +133,15 @@ func TestChunkedUploadsKeepConnectionsInStep(t *testing.T) {
 				t.Fatalf("%s: reading response %d: %v", what, len(out)+1, err)
 			}
 			body, _ := io.ReadAll(resp.Body)
-			resp.Body = io.NopCloser(bytes.NewReader(body))
-			out = append(out, resp)
+			resp.Body.Close()
+			out = append(out, answer{status: resp.StatusCode, body: body})
 		}
 		return out
 	}
 	empty := sha256hex(nil)
 	mk := roundTrip("create bucket", signedRequest(t, s, http.MethodPut, "/keepalive", nil, empty, nil))
-	if mk[0].StatusCode != 200 {
-		t.Fatalf("create bucket: %d", mk[0].StatusCode)
+	if mk[0].status != 200 {
+		t.Fatalf("create bucket: %d", mk[0].status)
 	}
 	for i, size := range []int{0, 10, 4096, 300 << 10, 2 << 20} {
 		data := randomBytes(size)
@@ -146,13 +150,11 @@ func TestChunkedUploadsKeepConnectionsInStep(t *testing.T) {
 		rs := roundTrip(fmt.Sprintf("put+get %d bytes", size),
 			chunkedPut(t, s, key, data),
 			signedRequest(t, s, http.MethodGet, key, nil, empty, nil))
-		if rs[0].StatusCode != 200 {
-			b, _ := io.ReadAll(rs[0].Body)
-			t.Fatalf("PUT of %d bytes: %d %s", size, rs[0].StatusCode, b)
+		if rs[0].status != 200 {
+			t.Fatalf("PUT of %d bytes: %d %s", size, rs[0].status, rs[0].body)
 		}
-		got, _ := io.ReadAll(rs[1].Body)
-		if rs[1].StatusCode != 200 || !bytes.Equal(got, data) {
-			t.Fatalf("GET after a chunked PUT of %d bytes: %d %.200s", size, rs[1].StatusCode, got)
+		if got := rs[1].body; rs[1].status != 200 || !bytes.Equal(got, data) {
+			t.Fatalf("GET after a chunked PUT of %d bytes: %d %.200s", size, rs[1].status, got)
 		}
 	}
 	// A chunked upload refused before its body is read (no such bucket):
@@ -160,8 +162,8 @@ func TestChunkedUploadsKeepConnectionsInStep(t *testing.T) {
 	rs := roundTrip("refused put + head",
 		chunkedPut(t, s, "/no-such-bucket/x", randomBytes(3<<20)),
 		signedRequest(t, s, http.MethodHead, "/keepalive/obj2", nil, empty, nil))
-	if rs[0].StatusCode != 404 || rs[1].StatusCode != 200 {
-		t.Fatalf("refused chunked PUT then HEAD: %d, %d", rs[0].StatusCode, rs[1].StatusCode)
+	if rs[0].status != 404 || rs[1].status != 200 {
+		t.Fatalf("refused chunked PUT then HEAD: %d, %d", rs[0].status, rs[1].status)
 	}
 	// Refused with more body than is worth draining (over 64 MiB): the
 	// connection is closed after the answer rather than read out of step.
