@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/backend/posix"
 	"github.com/versity/versitygw/s3err"
@@ -187,6 +189,15 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in *s3.ListMultipart
 		return s3response.ListMultipartUploadsResult{}, err
 	}
 	return b.Posix.ListMultipartUploads(ctx, in)
+}
+
+// PutBucketVersioning answers a refused suspension (object lock) as S3.
+func (b *Backend) PutBucketVersioning(ctx context.Context, bucket string, status types.BucketVersioningStatus) error {
+	err := b.Posix.PutBucketVersioning(detach(ctx), bucket, status)
+	if errors.Is(err, s3err.GetAPIError(s3err.ErrSuspendedVersioningNotAllowed)) {
+		return s3front.ErrVersioningLocked
+	}
+	return err
 }
 
 // DeleteBucket removes an empty bucket reached without a link.

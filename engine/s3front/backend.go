@@ -142,7 +142,7 @@ func (b *Backend) PutBucketVersioning(_ context.Context, bucket string, status t
 	if status == types.BucketVersioningStatusSuspended {
 		// Object lock keeps versions; once on, versioning stays enabled.
 		if bk, err := b.pool.StatBucket(bucket); err == nil && len(bk.ObjectLock) > 0 {
-			return s3err.GetAPIError(s3err.ErrSuspendedVersioningNotAllowed)
+			return ErrVersioningLocked
 		}
 	}
 	return b.toS3(b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Versioning = string(status) }), bucket)

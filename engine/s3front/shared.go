@@ -44,6 +44,14 @@ func ErrTooManyKeys(n int) error {
 	return nil
 }
 
+// ErrVersioningLocked refuses to suspend versioning in a bucket with object
+// lock: S3's InvalidBucketState is a 409 (versitygw answers 400).
+var ErrVersioningLocked = s3err.APIError{
+	Code:           "InvalidBucketState",
+	Description:    "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.",
+	HTTPStatusCode: http.StatusConflict,
+}
+
 // IsStatus reports whether err is an S3 error with the HTTP status.
 func IsStatus(err error, status int) bool {
 	var s3e s3err.S3Error

@@ -25,8 +25,8 @@ import (
 // credentials, and then handed on signed with V4 (the same access key, an
 // unsigned payload) for the front end to authenticate, authorise and serve
 // as usual. A V2 request that fails verification is answered here with the
-// error S3 gives it. POST uploads signed with V2 are not translated (their
-// signature covers a form the front end reads itself).
+// error S3 gives it. Form uploads (POST object) signed with V2 are
+// translated too: postv2.go.
 
 // SecretLookup returns the secret of an access key.
 type SecretLookup func(access string) (secret string, ok bool)
@@ -62,6 +62,8 @@ func sigV2(lookup SecretLookup, region string) fiber.Handler {
 			err = headerV2(c, authz[len("AWS "):], lookup, region)
 		case authz == "" && q.Has("AWSAccessKeyId") && q.Has("Signature"):
 			err = queryV2(c, lookup, region)
+		case authz == "" && c.Method() == fiber.MethodPost:
+			err = postForm(c, lookup, region) // a form upload, maybe signed with V2
 		default:
 			return c.Next()
 		}

@@ -182,6 +182,9 @@ func matrixBoto3(t *testing.T, tg *tlsTarget, venv string) {
 	if want := threads * iterations * 2; sum.Ops["PutObject"]+sum.Ops["GetObject"] != want {
 		t.Errorf("boto3: %d PUT+GET of the load succeeded, want %d", sum.Ops["PutObject"]+sum.Ops["GetObject"], want)
 	}
+	if sum.Ops["PresignedPost"] != 1 {
+		t.Error("boto3: the form upload from generate_presigned_post did not happen")
+	}
 	m.done(t, "boto3")
 	tg.bucketGone(t, "boto3")
 }

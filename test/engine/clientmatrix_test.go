@@ -44,7 +44,8 @@ import (
 //     rb;
 //   - boto3 (testdata/clients/boto3_matrix.py): 4 threads x 300 PUT+GET on
 //     keep-alive connections, upload_file/download_file of 20 MiB, a
-//     paginated listing, copy_object, head_object, delete_objects;
+//     paginated listing, copy_object, head_object, a form upload (POST
+//     object) with generate_presigned_post's fields, delete_objects;
 //   - s3cmd: mb, put (small and 20 MiB multipart), get, ls, sync, del, rb;
 //   - aws-sdk-go-v2: thousands of mixed requests from 4 goroutines and a
 //     multipart upload;

@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/minio/minio-go/v7"
 	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
 )
@@ -301,6 +302,15 @@ func errCode(err error) string {
 		return ae.ErrorCode()
 	}
 	return ""
+}
+
+// errStatus is the HTTP status of an S3 error answer (0 when none).
+func errStatus(err error) int {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
 }
 
 func mustCreateBucket(t testing.TB, c *s3.Client, name string) {

@@ -12,7 +12,10 @@ Scenario, in one bucket:
     300 KiB), then GET one of its earlier keys and compare the bytes;
   * upload_file / download_file of a 20 MiB file (multipart, ranged GETs);
   * list_objects_v2 through a paginator, MaxKeys=100, over every load key;
-  * copy_object, head_object, delete_objects, delete_bucket.
+  * copy_object, head_object;
+  * a browser-style form upload (POST object) from generate_presigned_post,
+    sent with urllib3 as a browser sends it, then read back;
+  * delete_objects, delete_bucket.
 
 Prints one JSON object on stdout: requests (HTTP requests sent, counted by a
 botocore hook), failures (what went wrong, with the error string) and
@@ -30,6 +33,7 @@ import threading
 import traceback
 
 import boto3
+import urllib3
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 
@@ -203,8 +207,27 @@ def run(args, tally):
         except Exception as e:  # noqa: BLE001
             tally.fail("copy_object/head_object", describe(e))
 
+    # A form upload as a web page makes one: the fields from
+    # generate_presigned_post (at boto3's defaults a Signature Version 2
+    # policy), the file last.
+    form_key = "form/upload.txt"
+    try:
+        post = s3.generate_presigned_post(bucket, form_key, Conditions=[["content-length-range", 1, MIB]], ExpiresIn=600)
+        data = os.urandom(100 * KIB)
+        http = urllib3.PoolManager(ca_certs=os.environ.get("AWS_CA_BUNDLE"))
+        fields = dict(post["fields"])
+        fields["file"] = ("upload.txt", data, "application/octet-stream")
+        r = http.request("POST", post["url"], fields=fields, retries=False)
+        tally.op("PresignedPost")
+        if r.status != 204:
+            tally.fail("presigned POST", "status %d: %s" % (r.status, r.data[:300]))
+        elif s3.get_object(Bucket=bucket, Key=form_key)["Body"].read() != data:
+            tally.fail("presigned POST", "the object read back differs from the uploaded file")
+    except Exception as e:  # noqa: BLE001
+        tally.fail("presigned POST", describe(e))
+
     # delete_objects, 1000 keys a request, then the bucket must be empty.
-    everything = load_keys + ["transfer/20MiB.bin", "copies/one"]
+    everything = load_keys + ["transfer/20MiB.bin", "copies/one", form_key]
     for i in range(0, len(everything), 1000):
         batch = everything[i:i + 1000]
         try:
