@@ -33,8 +33,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types and the front end's S3 error decorator.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+	go run ./hack/s3errors -out engine/s3front/zz_generated_errors.go
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases, chart crds/), RBAC (config/rbac/role.yaml) and the OLM bundle.
@@ -187,6 +188,15 @@ bench-gateway: peers bench-build ## Benchmark strata gateway against VersityGW, 
 bench-cluster: bench-build ## Benchmark 4 nodes x 2 drives against 1 node x 8 drives (EC 4+4) on loopback, alternating rounds.
 	ROUNDS="$(or $(ROUNDS),1 2 3)" DURATION="$(or $(DURATION),6s)" hack/bench/cluster-ab.sh
 
+.PHONY: bench-operator
+bench-operator: envtest build ## Operator scale benchmark: 100 Tenants with pools against envtest (time, peak RSS, idle writes).
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" MANAGER_BIN="$(LOCALBIN)/manager" \
+		go test ./test/scale -run '^$$' -bench HundredTenants -benchtime 1x -timeout 20m -v
+
+.PHONY: bench-placement
+bench-placement: ## Placement benchmark: a 64-server x 16-drive pool over 1,000 labelled nodes.
+	go test ./internal/placement -run '^$$' -bench . -benchtime 2s
+
 # bin/strata and the load generator, without the operator.
 .PHONY: bench-build
 bench-build:
@@ -205,14 +215,3 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(LOCALBIN)/golangci-lint $@
-
-##@ Benchmarks
-
-.PHONY: bench-operator
-bench-operator: envtest build ## Operator scale benchmark: 100 Tenants with pools against envtest (time, peak RSS, idle writes).
-	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" MANAGER_BIN="$(LOCALBIN)/manager" \
-		go test ./test/scale -run '^$$' -bench HundredTenants -benchtime 1x -timeout 20m -v
-
-.PHONY: bench-placement
-bench-placement: ## Placement benchmark: a 64-server x 16-drive pool over 1,000 labelled nodes.
-	go test ./internal/placement -run '^$$' -bench . -benchtime 2s

@@ -9,6 +9,7 @@ cd "$root"
 # Everything generation writes. Keep in step with `make generate manifests`.
 generated=(
   api/v1alpha1/zz_generated.deepcopy.go
+  engine/s3front/zz_generated_errors.go
   config/crd/bases
   config/rbac/role.yaml
   config/webhook/manifests.yaml

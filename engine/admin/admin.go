@@ -28,7 +28,7 @@ const Prefix = "/strata/admin/v1/"
 // Info describes a node's view of the deployment.
 type Info struct {
 	Version         string     `json:"version"`
-	ProtocolVersion int        `json:"protocolVersion"`
+	ProtocolVersion int        `json:"protocolVersion"` // internode protocol; 0 for the gateway, which speaks none
 	DeploymentID    string     `json:"deploymentID"`
 	Mode            string     `json:"mode"`
 	Uptime          string     `json:"uptime"`

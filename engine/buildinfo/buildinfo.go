@@ -14,9 +14,15 @@ var (
 	Commit  = ""
 )
 
-// ProtocolVersion is the internode protocol this build speaks. Servers of
-// ProtocolVersion and ProtocolVersion-1 interoperate during a rolling upgrade.
-const ProtocolVersion = 1
+// The internode protocol this build speaks (engine/internode takes its
+// versions from here, so what `strata version` prints is what the wire
+// carries): a server serves every version from MinProtocolVersion to
+// ProtocolVersion, so builds two versions apart interoperate during a
+// rolling upgrade.
+const (
+	ProtocolVersion    = 3
+	MinProtocolVersion = 1
+)
 
 // String describes the build in one line.
 func String() string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
+	pebblevfs "github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/strata-storage/strata/engine/vfs"
 )
@@ -65,6 +67,12 @@ type Options struct {
 	NoSync bool
 	// CacheSize is the metadata store's block cache; 0 = DefaultCacheSize.
 	CacheSize int64
+	// MetaFS is the metadata store's filesystem seam (pebble's own
+	// interface, so tests can inject faults with its errorfs); the
+	// operating system's when nil.
+	MetaFS pebblevfs.FS
+	// Log receives the metadata store's messages; slog.Default() when nil.
+	Log *slog.Logger
 }
 
 // Local is a drive that is a directory on this node.
@@ -112,16 +120,23 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 	if err := d.clearTmp(); err != nil {
 		return nil, fmt.Errorf("drive %s: clearing tmp: %w", root, err)
 	}
+	if opts.MetaFS == nil {
+		opts.MetaFS = pebblevfs.Default
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	opts.Log = opts.Log.With("drive", root)
 	db, err := openStore(d.path("meta"), opts)
 	if pebble.IsCorruptionError(err) {
 		// The store cannot be trusted: set it aside (for post-mortems) and
 		// start an empty one. The drive keeps its slot and is rebuilt by
 		// healing, like a replaced drive.
 		aside := d.path(fmt.Sprintf("meta.corrupt-%d", time.Now().Unix()))
-		if rerr := fsys.Rename(d.path("meta"), aside); rerr != nil {
+		if rerr := opts.MetaFS.Rename(d.path("meta"), aside); rerr != nil {
 			return nil, fmt.Errorf("drive %s: metadata store corrupt and cannot be set aside: %w", root, errors.Join(err, rerr))
 		}
-		fmt.Fprintf(os.Stderr, "drive %s: metadata store corrupt (%v); moved to %s, starting empty\n", root, err, aside)
+		opts.Log.Warn("metadata store corrupt: set aside, starting empty", "err", err, "aside", aside)
 		d.StoreRecreated = true
 		db, err = openStore(d.path("meta"), opts)
 	}
@@ -164,11 +179,14 @@ func openStore(dir string, o Options) (*pebble.DB, error) {
 	}
 	c := pebble.NewCache(size)
 	defer c.Unref() // the open store holds its own reference
-	return pebble.Open(dir, storeOptions(c))
+	opts := storeOptions(c)
+	opts.FS = o.MetaFS
+	opts.Logger = storeLogger{o.Log}
+	return pebble.Open(dir, opts)
 }
 
 func storeOptions(c *pebble.Cache) *pebble.Options {
-	opts := &pebble.Options{Logger: quietLogger{}, Cache: c, MemTableSize: defaultMemTableSize}
+	opts := &pebble.Options{Cache: c, MemTableSize: defaultMemTableSize}
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
@@ -431,15 +449,21 @@ func (d *Local) clearTmp() error {
 	return nil
 }
 
-// quietLogger keeps pebble's informational chatter out of the server log
-// but reports its errors.
-type quietLogger struct{}
+// storeLogger sends the metadata store's messages to the server's log:
+// its informational chatter at debug level, its errors as errors. A fatal
+// error still ends the process, as pebble requires (its state is not
+// trustworthy after one); the log record says which drive failed.
+type storeLogger struct{ log *slog.Logger }
 
-func (quietLogger) Infof(string, ...any) {}
-func (quietLogger) Errorf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+func (l storeLogger) Infof(format string, args ...any) {
+	l.log.Debug("metadata store: " + fmt.Sprintf(format, args...))
 }
-func (quietLogger) Fatalf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+
+func (l storeLogger) Errorf(format string, args ...any) {
+	l.log.Error("metadata store: " + fmt.Sprintf(format, args...))
+}
+
+func (l storeLogger) Fatalf(format string, args ...any) {
+	l.log.Error("metadata store failed fatally; exiting: " + fmt.Sprintf(format, args...))
 	os.Exit(1)
 }

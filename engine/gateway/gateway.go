@@ -273,7 +273,7 @@ func (g *Gateway) probeVolume(ctx context.Context, interval time.Duration) {
 // Info implements admin.Informer.
 func (g *Gateway) Info() admin.Info {
 	info := admin.Info{
-		Version: buildinfo.String(), ProtocolVersion: 1, DeploymentID: g.layout.id, Mode: "gateway",
+		Version: buildinfo.String(), ProtocolVersion: 0, DeploymentID: g.layout.id, Mode: "gateway",
 		Uptime: time.Since(g.started).Round(time.Second).String(),
 	}
 	if v := g.volume.Load(); v.known {

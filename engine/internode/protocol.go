@@ -26,13 +26,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/strata-storage/strata/engine/buildinfo"
 	"github.com/strata-storage/strata/engine/drive"
 )
 
-// Protocol versions.
+// Protocol versions, defined in buildinfo so the version a binary prints
+// is the one it speaks.
 const (
-	Protocol    = 3
-	MinProtocol = 1
+	Protocol    = buildinfo.ProtocolVersion
+	MinProtocol = buildinfo.MinProtocolVersion
 )
 
 // Prefix of every internode path.
@@ -71,7 +73,8 @@ var wireErrors = map[string]error{
 	"Bitrot":          drive.ErrBitrot,
 }
 
-// errorCode names an error for the wire ("" when it is not a sentinel).
+// errorCode names an error for the wire ("Internal" when it is not a
+// sentinel: the peer then rebuilds a plain error with the message).
 func errorCode(err error) string {
 	for code, e := range wireErrors {
 		if errors.Is(err, e) {

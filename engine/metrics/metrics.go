@@ -12,7 +12,6 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/valyala/fasthttp"
 )
 
 const namespace = "strata"
@@ -96,116 +95,6 @@ func (m *S3) Middleware() fiber.Handler {
 		}
 		return err
 	}
-}
-
-// APIName names the S3 API a request calls, from its method, path and
-// query, the way AWS names operations.
-func APIName(method, path string, q *fasthttp.Args, copySource bool) string {
-	bucket, object := splitPath(path)
-	has := func(k string) bool { return q.Has(k) }
-	if bucket == "" {
-		if method == "GET" {
-			return "ListBuckets"
-		}
-		return "Unknown"
-	}
-	if object == "" {
-		switch method {
-		case "GET":
-			switch {
-			case has("uploads"):
-				return "ListMultipartUploads"
-			case has("versions"):
-				return "ListObjectVersions"
-			case has("versioning"):
-				return "GetBucketVersioning"
-			case has("location"):
-				return "GetBucketLocation"
-			case has("tagging"):
-				return "GetBucketTagging"
-			case has("policy"):
-				return "GetBucketPolicy"
-			case has("acl"):
-				return "GetBucketAcl"
-			case has("list-type"):
-				return "ListObjectsV2"
-			}
-			return "ListObjects"
-		case "HEAD":
-			return "HeadBucket"
-		case "PUT":
-			switch {
-			case has("versioning"):
-				return "PutBucketVersioning"
-			case has("tagging"):
-				return "PutBucketTagging"
-			case has("policy"):
-				return "PutBucketPolicy"
-			case has("acl"):
-				return "PutBucketAcl"
-			}
-			return "CreateBucket"
-		case "DELETE":
-			switch {
-			case has("tagging"):
-				return "DeleteBucketTagging"
-			case has("policy"):
-				return "DeleteBucketPolicy"
-			}
-			return "DeleteBucket"
-		case "POST":
-			if has("delete") {
-				return "DeleteObjects"
-			}
-		}
-		return "Unknown"
-	}
-	switch method {
-	case "GET":
-		switch {
-		case has("uploadId"):
-			return "ListParts"
-		case has("tagging"):
-			return "GetObjectTagging"
-		case has("attributes"):
-			return "GetObjectAttributes"
-		case has("acl"):
-			return "GetObjectAcl"
-		}
-		return "GetObject"
-	case "HEAD":
-		return "HeadObject"
-	case "PUT":
-		switch {
-		case has("partNumber") && copySource:
-			return "UploadPartCopy"
-		case has("partNumber"):
-			return "UploadPart"
-		case has("tagging"):
-			return "PutObjectTagging"
-		case has("acl"):
-			return "PutObjectAcl"
-		case copySource:
-			return "CopyObject"
-		}
-		return "PutObject"
-	case "POST":
-		switch {
-		case has("uploads"):
-			return "CreateMultipartUpload"
-		case has("uploadId"):
-			return "CompleteMultipartUpload"
-		}
-	case "DELETE":
-		switch {
-		case has("uploadId"):
-			return "AbortMultipartUpload"
-		case has("tagging"):
-			return "DeleteObjectTagging"
-		}
-		return "DeleteObject"
-	}
-	return "Unknown"
 }
 
 func splitPath(path string) (bucket, object string) {

@@ -54,8 +54,15 @@ type Options struct {
 	Log  *slog.Logger
 }
 
-// New returns the S3 backend over an object layer.
-func New(layer ObjectLayer, opts Options) *Backend {
+// New returns the S3 backend over an object layer. Its every call answers
+// S3 errors: the methods of Backend return the object layer's errors as
+// they are, and the generated decorator s3Errors (zz_generated_errors.go,
+// from hack/s3errors) maps them with toS3, once, on the way out.
+func New(layer ObjectLayer, opts Options) backend.Backend {
+	return s3Errors{newBackend(layer, opts)}
+}
+
+func newBackend(layer ObjectLayer, opts Options) *Backend {
 	if opts.Region == "" {
 		opts.Region = "us-east-1"
 	}
@@ -92,7 +99,7 @@ func own(ss ...*string) {
 func (b *Backend) ListBuckets(_ context.Context, in s3response.ListBucketsInput) (s3response.ListAllMyBucketsResult, error) {
 	buckets, err := b.pool.ListBuckets()
 	if err != nil {
-		return s3response.ListAllMyBucketsResult{}, b.toS3(err, "")
+		return s3response.ListAllMyBucketsResult{}, err
 	}
 	res := s3response.ListAllMyBucketsResult{
 		Owner:  s3response.CanonicalUser{ID: in.Owner, DisplayName: in.Owner},
@@ -120,7 +127,7 @@ func (b *Backend) ListBuckets(_ context.Context, in s3response.ListBucketsInput)
 func (b *Backend) HeadBucket(_ context.Context, in *s3.HeadBucketInput) (*s3.HeadBucketOutput, error) {
 	bucket := str(in.Bucket)
 	if _, err := b.pool.StatBucket(bucket); err != nil {
-		return nil, b.toS3(err, bucket)
+		return nil, err
 	}
 	return &s3.HeadBucketOutput{BucketRegion: &b.region}, nil
 }
@@ -128,7 +135,7 @@ func (b *Backend) HeadBucket(_ context.Context, in *s3.HeadBucketInput) (*s3.Hea
 // DeleteBucket removes an empty bucket.
 func (b *Backend) DeleteBucket(_ context.Context, bucket string) error {
 	own(&bucket)
-	return b.toS3(b.pool.DeleteBucket(bucket), bucket)
+	return b.pool.DeleteBucket(bucket)
 }
 
 // PutBucketVersioning enables or suspends versioning.
@@ -145,7 +152,7 @@ func (b *Backend) PutBucketVersioning(_ context.Context, bucket string, status t
 			return ErrVersioningLocked
 		}
 	}
-	return b.toS3(b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Versioning = string(status) }), bucket)
+	return b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Versioning = string(status) })
 }
 
 // GetBucketVersioning reports the versioning state (none when never set).
@@ -153,7 +160,7 @@ func (b *Backend) GetBucketVersioning(_ context.Context, bucket string) (s3respo
 	own(&bucket)
 	info, err := b.pool.StatBucket(bucket)
 	if err != nil {
-		return s3response.GetBucketVersioningOutput{}, b.toS3(err, bucket)
+		return s3response.GetBucketVersioningOutput{}, err
 	}
 	var out s3response.GetBucketVersioningOutput
 	if info.Versioning != "" {

@@ -62,7 +62,7 @@ func (b *Backend) CreateBucket(_ context.Context, in *s3.CreateBucketInput, acl 
 		// Created by someone else in the meantime.
 		return s3err.GetBucketErr(s3err.ErrBucketAlreadyExists, bucket)
 	}
-	return b.toS3(err, bucket)
+	return err
 }
 
 // BucketExistsAnswer is S3's answer to creating a bucket that exists:
@@ -108,7 +108,7 @@ func clone(p []byte) []byte {
 func (b *Backend) bucketDoc(bucket string, pick func(erasure.BucketInfo) []byte) ([]byte, error) {
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
-		return nil, b.toS3(err, bucket)
+		return nil, err
 	}
 	return pick(bk), nil
 }
@@ -116,7 +116,7 @@ func (b *Backend) bucketDoc(bucket string, pick func(erasure.BucketInfo) []byte)
 // setBucket changes a bucket's record.
 func (b *Backend) setBucket(bucket string, fn func(*erasure.BucketInfo)) error {
 	own(&bucket)
-	return b.toS3(b.pool.UpdateBucket(bucket, fn), bucket)
+	return b.pool.UpdateBucket(bucket, fn)
 }
 
 // GetBucketAcl returns the bucket's ACL document; a bucket from before
@@ -127,7 +127,7 @@ func (b *Backend) GetBucketAcl(_ context.Context, in *s3.GetBucketAclInput) ([]b
 	bucket := str(in.Bucket)
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
-		return nil, b.toS3(err, bucket)
+		return nil, err
 	}
 	if len(bk.ACL) > 0 {
 		return bk.ACL, nil
@@ -151,7 +151,7 @@ func (b *Backend) GetBucketOwnershipControls(_ context.Context, bucket string) (
 	own(&bucket)
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
-		return "", b.toS3(err, bucket)
+		return "", err
 	}
 	if bk.Ownership == "" {
 		return "", s3err.GetAPIError(s3err.ErrOwnershipControlsNotFound)
@@ -215,7 +215,7 @@ func (b *Backend) PutObjectLockConfiguration(_ context.Context, bucket string, c
 	own(&bucket)
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
-		return b.toS3(err, bucket)
+		return err
 	}
 	if bk.Versioning != string(types.BucketVersioningStatusEnabled) {
 		return s3err.GetAPIError(s3err.ErrObjectLockConfigurationNotAllowed)

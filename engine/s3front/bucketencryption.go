@@ -148,7 +148,7 @@ func (b *Backend) GetBucketEncryption(_ context.Context, bucket string) (*bucket
 	own(&bucket)
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
-		return nil, b.toS3(err, bucket)
+		return nil, err
 	}
 	d := defaultEncryption(bk)
 	if d == nil {

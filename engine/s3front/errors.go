@@ -9,10 +9,40 @@ import (
 	"github.com/strata-storage/strata/engine/erasure"
 )
 
-// toS3 maps object-layer errors to S3 errors, in this one place. The front
-// end recognises S3 errors by type assertion, so they are returned
-// unwrapped; anything unknown becomes InternalError (and is logged here, as
-// its detail never reaches the client).
+// s3Meanings is what each object-layer error means in S3, in one table:
+// the first entry whose error the returned one wraps answers.
+var s3Meanings = []struct {
+	err error
+	s3  func(bucket string) s3err.S3Error
+}{
+	{erasure.ErrBucketNotFound, func(b string) s3err.S3Error { return s3err.GetBucketErr(s3err.ErrNoSuchBucket, b) }},
+	{erasure.ErrBucketNotEmpty, func(b string) s3err.S3Error { return s3err.GetBucketErr(s3err.ErrBucketNotEmpty, b) }},
+	{erasure.ErrBucketExists, canned(s3err.ErrBucketAlreadyOwnedByYou)},
+	{erasure.ErrObjectNotFound, canned(s3err.ErrNoSuchKey)},
+	{erasure.ErrIncompleteBody, canned(s3err.ErrIncompleteBody)},
+	{erasure.ErrBodyTooLong, func(string) s3err.S3Error {
+		return s3err.APIError{Code: "BadRequest", Description: "The request body is longer than its Content-Length.", HTTPStatusCode: http.StatusBadRequest}
+	}},
+	{erasure.ErrInvalidVersionID, func(string) s3err.S3Error { return s3err.GetInvalidArgumentErr(s3err.InvalidArgVersionId, "") }},
+	{erasure.ErrUploadNotFound, canned(s3err.ErrNoSuchUpload)},
+	{erasure.ErrInvalidPart, canned(s3err.ErrInvalidPart)},
+	{erasure.ErrInvalidPartOrder, canned(s3err.ErrInvalidPartOrder)},
+	{erasure.ErrPartTooSmall, canned(s3err.ErrEntityTooSmall)},
+	{erasure.ErrNoPoolSpace, func(string) s3err.S3Error {
+		return s3err.APIError{Code: "InsufficientStorage", Description: "No pool has room for new objects: every active pool has a drive over 85% full.", HTTPStatusCode: http.StatusInsufficientStorage}
+	}},
+}
+
+func canned(code s3err.ErrorCode) func(string) s3err.S3Error {
+	return func(string) s3err.S3Error { return s3err.GetAPIError(code) }
+}
+
+// toS3 maps object-layer errors to S3 errors. Backend's methods return
+// errors as they come; the generated decorator (s3Errors) calls this once
+// per request, naming the request's bucket. The front end recognises S3
+// errors by type assertion, so they are returned unwrapped; anything
+// unknown becomes InternalError (and is logged here, as its detail never
+// reaches the client).
 func (b *Backend) toS3(err error, bucket string) error {
 	if err == nil {
 		return nil
@@ -21,30 +51,12 @@ func (b *Backend) toS3(err error, bucket string) error {
 	if errors.As(err, &s3e) {
 		return s3e
 	}
-	switch {
-	case errors.Is(err, erasure.ErrBucketNotFound):
-		return s3err.GetBucketErr(s3err.ErrNoSuchBucket, bucket)
-	case errors.Is(err, erasure.ErrBucketNotEmpty):
-		return s3err.GetBucketErr(s3err.ErrBucketNotEmpty, bucket)
-	case errors.Is(err, erasure.ErrBucketExists):
-		return s3err.GetAPIError(s3err.ErrBucketAlreadyOwnedByYou)
-	case errors.Is(err, erasure.ErrObjectNotFound):
-		return s3err.GetAPIError(s3err.ErrNoSuchKey)
-	case errors.Is(err, erasure.ErrIncompleteBody):
-		return s3err.GetAPIError(s3err.ErrIncompleteBody)
-	case errors.Is(err, erasure.ErrBodyTooLong):
-		return s3err.APIError{Code: "BadRequest", Description: "The request body is longer than its Content-Length.", HTTPStatusCode: http.StatusBadRequest}
-	case errors.Is(err, erasure.ErrInvalidVersionID):
-		return s3err.GetInvalidArgumentErr(s3err.InvalidArgVersionId, "")
-	case errors.Is(err, erasure.ErrUploadNotFound):
-		return s3err.GetAPIError(s3err.ErrNoSuchUpload)
-	case errors.Is(err, erasure.ErrInvalidPart):
-		return s3err.GetAPIError(s3err.ErrInvalidPart)
-	case errors.Is(err, erasure.ErrInvalidPartOrder):
-		return s3err.GetAPIError(s3err.ErrInvalidPartOrder)
-	case errors.Is(err, erasure.ErrPartTooSmall):
-		return s3err.GetAPIError(s3err.ErrEntityTooSmall)
-	case errors.Is(err, erasure.ErrReadQuorum), errors.Is(err, erasure.ErrWriteQuorum):
+	for _, m := range s3Meanings {
+		if errors.Is(err, m.err) {
+			return m.s3(bucket)
+		}
+	}
+	if errors.Is(err, erasure.ErrReadQuorum) || errors.Is(err, erasure.ErrWriteQuorum) {
 		// Too many drives are gone for this set: retryable from the
 		// client's view, and nothing half-written is visible. The message
 		// names what was lost.

@@ -76,7 +76,7 @@ func (b *Backend) listObjects(ctx context.Context, bucket, prefix, marker, delim
 	}
 	res, err := b.pool.ListObjects(bucket, prefix, marker, delimiter, int(maxKeys))
 	if err != nil {
-		return erasure.ListResult{}, nil, e, et, b.toS3(err, bucket)
+		return erasure.ListResult{}, nil, e, et, err
 	}
 	var owner *types.Owner
 	if fetchOwner {
@@ -192,7 +192,7 @@ func (b *Backend) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersi
 	maxKeys := maxKeysOf(in.MaxKeys)
 	res, err := b.pool.ListObjectVersions(bucket, prefix, keyMarker, versionMarker, delim, int(maxKeys))
 	if err != nil {
-		return s3response.ListVersionsResult{}, b.toS3(err, bucket)
+		return s3response.ListVersionsResult{}, err
 	}
 	out := s3response.ListVersionsResult{
 		Name: &bucket, Prefix: e.ptr(prefix), KeyMarker: e.ptr(keyMarker), VersionIdMarker: &vm,

@@ -40,7 +40,7 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 	}
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
-		return s3response.InitiateMultipartUploadResult{}, b.toS3(err, bucket)
+		return s3response.InitiateMultipartUploadResult{}, err
 	}
 	if err := CheckObjectACL(ctx, bk.Ownership, b.ownerOf(bk), false); err != nil {
 		return s3response.InitiateMultipartUploadResult{}, err
@@ -59,13 +59,13 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 		return s3response.InitiateMultipartUploadResult{}, err
 	} else if enc != nil {
 		if _, err := enc.newDataKey(bucket, key, meta); err != nil {
-			return s3response.InitiateMultipartUploadResult{}, b.toS3(err, bucket)
+			return s3response.InitiateMultipartUploadResult{}, err
 		}
 		setSSEHeaders(ctx, meta)
 	}
 	u, err := b.pool.NewMultipartUpload(bucket, key, meta)
 	if err != nil {
-		return s3response.InitiateMultipartUploadResult{}, b.toS3(err, bucket)
+		return s3response.InitiateMultipartUploadResult{}, err
 	}
 	return s3response.InitiateMultipartUploadResult{Bucket: bucket, Key: key, UploadId: uploadIDString(u.ID)}, nil
 }
@@ -105,7 +105,7 @@ func (b *Backend) UploadPart(ctx context.Context, in *s3.UploadPartInput) (*s3.U
 	checksum := &lazyChecksum{meta: meta, after: after}
 	part, err := b.pool.PutObjectPart(bucket, key, id, number, checksum.reader(body), size, b.partSealing(ctx, bucket, key, number))
 	if err != nil {
-		return nil, b.toS3(err, bucket)
+		return nil, err
 	}
 	out := &s3.UploadPartOutput{ETag: quote(part.ETag)}
 	if alg, val := checksum.value(); alg != "" {
@@ -201,7 +201,7 @@ func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput
 		return s3response.CopyPartResult{}, s3err.GetAPIError(s3err.ErrNoSuchKey)
 	}
 	if err != nil {
-		return s3response.CopyPartResult{}, err
+		return s3response.CopyPartResult{}, b.toS3(err, srcBucket) // the source names its own bucket
 	}
 	if err := copySourcePreconditions(h.Info, in.CopySourceIfMatch, in.CopySourceIfNoneMatch, in.CopySourceIfModifiedSince, in.CopySourceIfUnmodifiedSince); err != nil {
 		return s3response.CopyPartResult{}, err
@@ -230,7 +230,7 @@ func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput
 	part, err := b.pool.PutObjectPart(bucket, key, id, number, pr, length, b.partSealing(ctx, bucket, key, number))
 	_ = pr.CloseWithError(io.ErrClosedPipe)
 	if err != nil {
-		return s3response.CopyPartResult{}, b.toS3(err, bucket)
+		return s3response.CopyPartResult{}, err
 	}
 	return s3response.CopyPartResult{LastModified: part.ModTime, ETag: quote(part.ETag), CopySourceVersionId: srcVersion}, nil
 }
@@ -267,7 +267,7 @@ func (b *Backend) ListParts(_ context.Context, in *s3.ListPartsInput) (s3respons
 	}
 	u, parts, truncated, err := b.pool.ListParts(bucket, key, id, marker, maxParts)
 	if err != nil {
-		return s3response.ListPartsResult{}, b.toS3(err, bucket)
+		return s3response.ListPartsResult{}, err
 	}
 	if encrypted(u.Meta) {
 		for i := range parts {
@@ -305,11 +305,11 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in *s3.ListMultipart
 		maxUploads = min(int(*in.MaxUploads), 1000)
 	}
 	if _, err := b.pool.StatBucket(bucket); err != nil {
-		return s3response.ListMultipartUploadsResult{}, b.toS3(err, bucket)
+		return s3response.ListMultipartUploadsResult{}, err
 	}
 	res, err := b.pool.ListMultipartUploads(bucket, prefix, keyMarker, idMarker, delim, maxUploads)
 	if err != nil {
-		return s3response.ListMultipartUploadsResult{}, b.toS3(err, bucket)
+		return s3response.ListMultipartUploadsResult{}, err
 	}
 	owner := b.bucketOwner(bucket)
 	out := s3response.ListMultipartUploadsResult{
@@ -343,7 +343,7 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 	}
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
-		return s3response.CompleteMultipartUploadResult{}, "", b.toS3(err, bucket)
+		return s3response.CompleteMultipartUploadResult{}, "", err
 	}
 	if in.IfMatch != nil || in.IfNoneMatch != nil {
 		if err := b.putPreconditions(bucket, key, in.IfMatch, in.IfNoneMatch); err != nil {
@@ -381,7 +381,7 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 		}
 	}
 	if err != nil {
-		return s3response.CompleteMultipartUploadResult{}, "", b.toS3(err, bucket)
+		return s3response.CompleteMultipartUploadResult{}, "", err
 	}
 	if in.MpuObjectSize != nil && *in.MpuObjectSize != info.Size {
 		b.log.Warn("completed upload size differs from x-amz-mp-object-size", "bucket", bucket, "key", key, "size", info.Size, "declared", *in.MpuObjectSize)
@@ -404,7 +404,7 @@ func (b *Backend) AbortMultipartUpload(_ context.Context, in *s3.AbortMultipartU
 		return err
 	}
 	if _, err := b.pool.StatBucket(bucket); err != nil {
-		return b.toS3(err, bucket)
+		return err
 	}
-	return b.toS3(b.pool.AbortMultipartUpload(bucket, key, id), bucket)
+	return b.pool.AbortMultipartUpload(bucket, key, id)
 }

@@ -112,7 +112,7 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 	}
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
-		return s3response.PutObjectOutput{}, b.toS3(err, bucket)
+		return s3response.PutObjectOutput{}, err
 	}
 	if err := CheckObjectACL(ctx, bk.Ownership, b.ownerOf(bk), false); err != nil {
 		return s3response.PutObjectOutput{}, err
@@ -154,12 +154,12 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 	}
 	if enc != nil {
 		if body, size, opts.BodyETag, err = enc.sealBody(bucket, key, body, size, meta); err != nil {
-			return s3response.PutObjectOutput{}, b.toS3(err, bucket)
+			return s3response.PutObjectOutput{}, err
 		}
 	}
 	info, err := b.pool.PutObject(bucket, key, body, size, opts)
 	if err != nil {
-		return s3response.PutObjectOutput{}, b.toS3(err, bucket)
+		return s3response.PutObjectOutput{}, err
 	}
 	info = plainInfo(info)
 	setSSEHeaders(ctx, info.Meta)
@@ -182,7 +182,7 @@ func (b *Backend) putPreconditions(bucket, key string, ifMatch, ifNoneMatch *str
 	h, err := b.pool.OpenObject(bucket, key, nil)
 	exists := err == nil && !h.Info.DeleteMarker
 	if err != nil && !errors.Is(err, erasure.ErrObjectNotFound) {
-		return b.toS3(err, bucket)
+		return err
 	}
 	etag := ""
 	if exists {
@@ -224,14 +224,14 @@ func (b *Backend) openVersion(bucket, key, versionID string) (*erasure.ObjectHan
 		return nil, nil, err
 	}
 	if _, err := b.pool.StatBucket(bucket); err != nil {
-		return nil, nil, b.toS3(err, bucket)
+		return nil, nil, err
 	}
 	h, err := b.pool.OpenObject(bucket, key, vid)
 	if errors.Is(err, erasure.ErrObjectNotFound) && vid != nil {
 		return nil, nil, s3err.GetNoSuchVersionErr(key, versionID)
 	}
 	if err != nil {
-		return nil, nil, b.toS3(err, bucket)
+		return nil, nil, err
 	}
 	if h.Info.DeleteMarker {
 		t := h.Info.ModTime
@@ -360,7 +360,7 @@ func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string,
 	}
 	dek, err := b.dataKey(ctx, bucket, key, h.Info.Meta, false)
 	if err != nil {
-		return nil, nil, span{}, nil, b.toS3(err, bucket)
+		return nil, nil, span{}, nil, err
 	}
 	setSSEHeaders(ctx, info.Meta)
 	mode, until, hold := lockHeaders(info.Meta)
@@ -413,7 +413,7 @@ func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.Get
 	}
 	body, err := b.newObjectBody(h, read, sp.offset, sp.length, requestStart(ctx))
 	if err != nil {
-		return nil, b.toS3(err, bucket)
+		return nil, err
 	}
 	out.Body = body
 	return out, nil
@@ -459,7 +459,7 @@ func (b *Backend) GetObjectAttributes(ctx context.Context, in *s3.GetObjectAttri
 		return s3response.GetObjectAttributesResponse{}, err
 	}
 	if _, err := b.dataKey(ctx, bucket, key, h.Info.Meta, false); err != nil {
-		return s3response.GetObjectAttributesResponse{}, b.toS3(err, bucket)
+		return s3response.GetObjectAttributesResponse{}, err
 	}
 	info := plainInfo(h.Info)
 	out := s3response.GetObjectAttributesResponse{
@@ -576,7 +576,7 @@ func (b *Backend) deleteOne(bucket, key, versionID string, pre backend.ObjectDel
 func (b *Backend) DeleteObjects(_ context.Context, in *s3.DeleteObjectsInput) (s3response.DeleteResult, error) {
 	bucket := str(in.Bucket)
 	if _, err := b.pool.StatBucket(bucket); err != nil {
-		return s3response.DeleteResult{}, b.toS3(err, bucket)
+		return s3response.DeleteResult{}, err
 	}
 	var res s3response.DeleteResult
 	// S3 takes at most 1,000 keys per request and refuses more as
@@ -630,7 +630,7 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 		return s3response.CopyObjectOutput{}, s3err.GetAPIError(s3err.ErrNoSuchKey)
 	}
 	if err != nil {
-		return s3response.CopyObjectOutput{}, err
+		return s3response.CopyObjectOutput{}, b.toS3(err, srcBucket) // the source names its own bucket
 	}
 	srcDEK, err := b.dataKey(ctx, srcBucket, srcKey, h.Info.Meta, true)
 	if err != nil {
@@ -654,7 +654,7 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	}
 	dst, err := b.pool.StatBucket(dstBucket)
 	if err != nil {
-		return s3response.CopyObjectOutput{}, b.toS3(err, dstBucket)
+		return s3response.CopyObjectOutput{}, err
 	}
 	if err := CheckObjectACL(ctx, dst.Ownership, b.ownerOf(dst), false); err != nil {
 		return s3response.CopyObjectOutput{}, err
@@ -701,12 +701,12 @@ func (b *Backend) copyData(h *erasure.ObjectHandle, read rangeWriter, size int64
 	if enc != nil {
 		var err error
 		if body, size, opts.BodyETag, err = enc.sealBody(bucket, key, body, size, opts.Meta); err != nil {
-			return erasure.ObjectInfo{}, b.toS3(err, bucket)
+			return erasure.ObjectInfo{}, err
 		}
 	}
 	info, err := b.pool.PutObject(bucket, key, body, size, opts)
 	if err != nil {
-		return erasure.ObjectInfo{}, b.toS3(err, bucket)
+		return erasure.ObjectInfo{}, err
 	}
 	return plainInfo(info), nil
 }

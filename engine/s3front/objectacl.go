@@ -104,7 +104,7 @@ func (b *Backend) GetObjectAcl(ctx context.Context, in *s3.GetObjectAclInput) (*
 	bucket, key := str(in.Bucket), str(in.Key)
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
-		return nil, b.toS3(err, bucket)
+		return nil, err
 	}
 	if _, _, err := b.openVersion(bucket, key, queryArg(ctx, "versionId")); err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func (b *Backend) PutObjectAcl(ctx context.Context, in *s3.PutObjectAclInput) er
 	bucket, key := str(in.Bucket), str(in.Key)
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
-		return b.toS3(err, bucket)
+		return err
 	}
 	if _, _, err := b.openVersion(bucket, key, queryArg(ctx, "versionId")); err != nil {
 		return err

@@ -102,10 +102,10 @@ func lockHeaders(meta map[string]string) (types.ObjectLockMode, *time.Time, type
 func (b *Backend) lockedVersion(bucket, object, versionID string) (*[16]byte, error) {
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
-		return nil, b.toS3(err, bucket)
+		return nil, err
 	}
 	if lock, err := bucketLock(bk); err != nil {
-		return nil, b.toS3(err, bucket)
+		return nil, err
 	} else if lock == nil {
 		return nil, s3err.GetAPIError(s3err.ErrMissingObjectLockConfiguration)
 	}
@@ -138,7 +138,7 @@ func (b *Backend) setVersionMeta(bucket, object, versionID string, vid *[16]byte
 	if errors.Is(err, erasure.ErrObjectNotFound) && vid != nil {
 		return s3err.GetNoSuchVersionErr(object, versionID)
 	}
-	return b.toS3(err, bucket)
+	return err
 }
 
 // versionMeta reads one metadata key of a version in a lock-enabled bucket.

@@ -24,7 +24,7 @@ func (b *Backend) GetObjectTagging(_ context.Context, bucket, object, versionID 
 	}
 	t, err := tags(h.Info.Meta)
 	if err != nil {
-		return nil, b.toS3(err, bucket)
+		return nil, err
 	}
 	return t, nil
 }
@@ -47,7 +47,7 @@ func (b *Backend) setObjectTags(bucket, object, versionID string, t map[string]s
 		return err
 	}
 	if _, err := b.pool.StatBucket(bucket); err != nil {
-		return b.toS3(err, bucket)
+		return err
 	}
 	_, err = b.pool.UpdateObjectMeta(bucket, object, vid, func(m map[string]string) map[string]string {
 		if m == nil {
@@ -63,7 +63,7 @@ func (b *Backend) setObjectTags(bucket, object, versionID string, t map[string]s
 	if errors.Is(err, erasure.ErrObjectNotFound) && vid != nil {
 		return s3err.GetNoSuchVersionErr(object, versionID)
 	}
-	return b.toS3(err, bucket)
+	return err
 }
 
 // GetBucketTagging returns a bucket's tags.
@@ -71,7 +71,7 @@ func (b *Backend) GetBucketTagging(_ context.Context, bucket string) (map[string
 	own(&bucket)
 	bk, err := b.pool.StatBucket(bucket)
 	if err != nil {
-		return nil, b.toS3(err, bucket)
+		return nil, err
 	}
 	if len(bk.Tags) == 0 {
 		return nil, s3err.GetAPIError(s3err.ErrBucketTaggingNotFound)
@@ -82,11 +82,11 @@ func (b *Backend) GetBucketTagging(_ context.Context, bucket string) (map[string
 // PutBucketTagging replaces a bucket's tags.
 func (b *Backend) PutBucketTagging(_ context.Context, bucket string, t map[string]string) error {
 	own(&bucket)
-	return b.toS3(b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Tags = t }), bucket)
+	return b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Tags = t })
 }
 
 // DeleteBucketTagging removes a bucket's tags.
 func (b *Backend) DeleteBucketTagging(_ context.Context, bucket string) error {
 	own(&bucket)
-	return b.toS3(b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Tags = nil }), bucket)
+	return b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Tags = nil })
 }

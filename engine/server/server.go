@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	dep := cluster.NewDeployment(cluster.Options{
 		Locality: locality(cfg, 3*time.Minute), InternodePort: cfg.InternodePort,
-		Drive: drive.Options{NoSync: cfg.NoSync}, Peer: peerOpts, Log: log,
+		Drive: drive.Options{NoSync: cfg.NoSync, Log: log}, Peer: peerOpts, Log: log,
 	})
 	defer dep.Close()
 	bg, stopBg := context.WithCancel(context.Background())

@@ -1,0 +1,111 @@
+package drive
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	pebblevfs "github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+)
+
+// switchable injects errorfs.ErrInjected into metadata-store operations of
+// one kind (reads or writes) while it is on.
+type switchable struct {
+	on   atomic.Bool
+	kind errorfs.OpReadWrite
+}
+
+func (s *switchable) String() string { return "switchable" }
+
+func (s *switchable) MaybeError(op errorfs.Op) error {
+	if s.on.Load() && op.Kind.ReadOrWrite() == s.kind {
+		return errorfs.ErrInjected
+	}
+	return nil
+}
+
+// TestMetadataStoreUsesTheSeam: the metadata store lives on the filesystem
+// Options.MetaFS names (an in-memory one here: nothing of it reaches the
+// disk), and its messages go to Options.Log.
+func TestMetadataStoreUsesTheSeam(t *testing.T) {
+	root := t.TempDir()
+	mem := pebblevfs.NewMem()
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	d, err := OpenLocal(root, Options{MetaFS: mem, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.MakeBucket(BucketInfo{Name: "bkt"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.StatBucket("bkt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, err := os.ReadDir(filepath.Join(root, metaDir, "meta")); err == nil && len(ents) > 0 {
+		t.Fatalf("the metadata store wrote %d entries to the disk, not to MetaFS", len(ents))
+	}
+	if ents, err := mem.List(filepath.Join(root, metaDir, "meta")); err != nil || len(ents) == 0 {
+		t.Fatalf("MetaFS holds no store: %v %v", ents, err)
+	}
+	if !strings.Contains(logs.String(), "metadata store") || !strings.Contains(logs.String(), root) {
+		t.Fatalf("the store's messages did not reach the log:\n%s", logs.String())
+	}
+}
+
+// TestMetadataFaultsAreErrors: a metadata store whose files cannot be
+// written fails to open with an error naming the drive, and one whose
+// reads fail answers errors to lookups, in both cases without taking the
+// process down.
+func TestMetadataFaultsAreErrors(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+
+	writes := &switchable{kind: errorfs.OpIsWrite}
+	writes.on.Store(true)
+	root := t.TempDir()
+	_, err := OpenLocal(root, Options{MetaFS: errorfs.Wrap(pebblevfs.NewMem(), writes), Log: quiet})
+	if err == nil || !errors.Is(err, errorfs.ErrInjected) || !strings.Contains(err.Error(), root) {
+		t.Fatalf("open over a failing store: %v", err)
+	}
+
+	reads := &switchable{kind: errorfs.OpIsRead}
+	mem := pebblevfs.NewMem()
+	root = t.TempDir()
+	d, err := OpenLocal(root, Options{MetaFS: errorfs.Wrap(mem, reads), Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		if err := d.MakeBucket(BucketInfo{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.db.Flush(); err != nil { // the records now live in a table file
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err = OpenLocal(root, Options{MetaFS: errorfs.Wrap(mem, reads), Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	reads.on.Store(true)
+	if _, err := d.StatBucket("b"); err == nil {
+		t.Fatal("a lookup over failing reads succeeded")
+	}
+	reads.on.Store(false)
+	if _, err := d.StatBucket("b"); err != nil {
+		t.Fatalf("after the fault cleared: %v", err)
+	}
+}

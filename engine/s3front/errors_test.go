@@ -1,0 +1,58 @@
+package s3front
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+
+	"github.com/versity/versitygw/s3err"
+
+	"github.com/strata-storage/strata/engine/erasure"
+)
+
+// TestS3Meanings: every object-layer error the engine returns, wrapped as
+// the layers below wrap it, reaches the client as the S3 error AWS answers.
+func TestS3Meanings(t *testing.T) {
+	b := &Backend{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, c := range []struct {
+		err    error
+		code   string
+		status int
+	}{
+		{erasure.ErrBucketNotFound, "NoSuchBucket", http.StatusNotFound},
+		{erasure.ErrBucketNotEmpty, "BucketNotEmpty", http.StatusConflict},
+		{erasure.ErrBucketExists, "BucketAlreadyOwnedByYou", http.StatusConflict},
+		{erasure.ErrObjectNotFound, "NoSuchKey", http.StatusNotFound},
+		{erasure.ErrIncompleteBody, "IncompleteBody", http.StatusBadRequest},
+		{erasure.ErrBodyTooLong, "BadRequest", http.StatusBadRequest},
+		{erasure.ErrInvalidVersionID, "InvalidArgument", http.StatusBadRequest},
+		{erasure.ErrUploadNotFound, "NoSuchUpload", http.StatusNotFound},
+		{erasure.ErrInvalidPart, "InvalidPart", http.StatusBadRequest},
+		{erasure.ErrInvalidPartOrder, "InvalidPartOrder", http.StatusBadRequest},
+		{erasure.ErrPartTooSmall, "EntityTooSmall", http.StatusBadRequest},
+		{erasure.ErrNoPoolSpace, "InsufficientStorage", http.StatusInsufficientStorage},
+		{erasure.ErrReadQuorum, "SlowDown", http.StatusServiceUnavailable},
+		{erasure.ErrWriteQuorum, "SlowDown", http.StatusServiceUnavailable},
+		{errors.New("disk on fire"), "InternalError", http.StatusInternalServerError},
+		{s3err.GetAPIError(s3err.ErrAccessDenied), "AccessDenied", http.StatusForbidden},
+		{fmt.Errorf("checking the lock: %w", s3err.GetAPIError(s3err.ErrObjectLocked)), "AccessDenied", http.StatusForbidden},
+	} {
+		wrapped := fmt.Errorf("pool-0 set 3: %w", c.err)
+		got := b.toS3(wrapped, "bkt")
+		var s3e s3err.S3Error
+		if !errors.As(got, &s3e) {
+			t.Errorf("%v: answered %T, not an S3 error", c.err, got)
+			continue
+		}
+		base := s3e.BaseError()
+		if base.Code != c.code || base.HTTPStatusCode != c.status {
+			t.Errorf("%v: answered %s %d, want %s %d", c.err, base.Code, base.HTTPStatusCode, c.code, c.status)
+		}
+	}
+	if b.toS3(nil, "bkt") != nil {
+		t.Error("no error became an error")
+	}
+}
