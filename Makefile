@@ -78,8 +78,19 @@ unit: ## Unit tests (no API server).
 	go test $$(go list ./... | grep -v /test/)
 
 .PHONY: engine-integration
-engine-integration: build pyclients ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2, minio-go, the aws CLI, boto3 and s3cmd.
-	STRATA_BIN="$(LOCALBIN)/strata" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" go test -count=1 ./test/engine/... -timeout 25m
+engine-integration: build pyclients strata-previous ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2, minio-go, the aws CLI, boto3 and s3cmd.
+	STRATA_BIN="$(LOCALBIN)/strata" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" \
+		STRATA_PREVIOUS_BIN="$$(test -x $(LOCALBIN)/strata-previous && echo $(LOCALBIN)/strata-previous)" \
+		go test -count=1 ./test/engine/... -timeout 25m
+
+# The build that TestClusterMixedBuilds runs next to this one: the last
+# commit before the internode operations became one typed table (same wire
+# format). Move it forward when the protocol changes on purpose.
+PREVIOUS_REV ?= 18d4f95
+
+.PHONY: strata-previous
+strata-previous: ## Build bin/strata-previous from PREVIOUS_REV (git history, Go module cache).
+	hack/build-previous.sh $(PREVIOUS_REV) $(LOCALBIN)/strata-previous
 
 # The Python S3 clients of TestClientMatrix, pinned in their requirements
 # file; the venv is rebuilt from scratch only when that file changes.

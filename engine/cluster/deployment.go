@@ -235,7 +235,9 @@ func (pr *PoolRuntime) closeLocal() {
 // agree settles the deployment ID and checks every drive's format against
 // its slot, formatting this node's empty drives. It waits while the
 // deployment ID cannot be known yet (a new deployment whose first node is
-// not up).
+// not up). Its length is the retry loop around one decision made from all
+// drives at once (read formats, settle the ID, check, format); the steps
+// share the formats read and are kept together so the decision is visible.
 func (d *Deployment) agree(ctx context.Context, pr *PoolRuntime, drives []erasure.Drive, index int) error {
 	layout := pr.Layout
 	lastLog := time.Time{}

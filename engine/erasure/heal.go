@@ -234,7 +234,9 @@ type discardBlocks struct{}
 func (discardBlocks) WriteBlock([]byte) error { return nil }
 
 // rebuild decodes a version from the drives whose copy is intact and writes
-// the shards of the target positions.
+// the shards of the target positions. Long because staging, decoding,
+// committing and cleaning up share the staged files' lifetime: every exit
+// path must abort what was staged, which one function keeps visible.
 func (s *Set) rebuild(h *ObjectHandle, targets []int) error {
 	rec := h.rec
 	if rec.IsDeleteMarker() || rec.IsInline() || rec.Size == 0 {

@@ -88,7 +88,8 @@ type Gateway struct {
 }
 
 // Run serves until ctx ends, then drains: readiness drops, in-flight
-// requests finish.
+// requests finish. Long on purpose, like the server's Run: the gateway's
+// start-up sequence in the order it must happen.
 func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Log
 	l, err := prepareLayout(cfg.Root, cfg.Metadata, probeXattrs)

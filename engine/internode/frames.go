@@ -49,9 +49,9 @@ const (
 
 // Frame operations and answer statuses.
 const (
-	opBatchGet  byte = 1
-	opBatchPut  byte = 2
-	opShardRead byte = 3
+	frameBatchGet  byte = 1
+	frameBatchPut  byte = 2
+	frameShardRead byte = 3
 
 	frameOK  byte = 0
 	frameErr byte = 1
@@ -124,7 +124,7 @@ func (s *Server) serveFrames(w http.ResponseWriter, r *http.Request) error {
 		}
 		go func() {
 			var frame []byte
-			if op == opShardRead {
+			if op == frameShardRead {
 				frame = s.shardReadFrame(id, body)
 			} else {
 				out, err := s.runFrame(op, body)
@@ -144,9 +144,9 @@ func (s *Server) serveFrames(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) runFrame(op byte, body []byte) ([]byte, error) {
 	switch op {
-	case opBatchGet:
+	case frameBatchGet:
 		return s.batchGet(body)
-	case opBatchPut:
+	case frameBatchPut:
 		return s.batchPut(body)
 	}
 	return nil, fmt.Errorf("internode: unknown frame operation %d", op)
@@ -428,7 +428,7 @@ func (p *Peer) dialFrames(ctx context.Context) (*frameConn, error) {
 		}
 		conn = tc
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"frames", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+opFrames.name, nil)
 	if err != nil {
 		conn.Close()
 		return nil, err

@@ -281,7 +281,7 @@ func TestFramesOverMutualTLS(t *testing.T) {
 	// A client without a certificate is refused.
 	bare := &tls.Config{RootCAs: clientCfg.RootCAs, MinVersion: tls.VersionTLS12}
 	anon := newPeerNoPing(t, n, bare)
-	if _, err := anon.frames(t.Context(), opBatchGet, binaryUvarint(0)); err == nil {
+	if _, err := anon.frames(t.Context(), frameBatchGet, binaryUvarint(0)); err == nil {
 		t.Fatal("a client without a certificate opened the channel")
 	}
 }
@@ -335,7 +335,7 @@ func TestFramesRefuseAWrongSecret(t *testing.T) {
 	n := startNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1"))
 	p := newPeer(t, n, Protocol)
 	p.opts.Secret = Secret("other")
-	if _, err := p.frames(t.Context(), opBatchGet, binaryUvarint(0)); err == nil {
+	if _, err := p.frames(t.Context(), frameBatchGet, binaryUvarint(0)); err == nil {
 		t.Fatal("a channel signed with another secret was opened")
 	}
 }

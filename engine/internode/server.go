@@ -95,120 +95,110 @@ func readJSON(r *http.Request, v any) error {
 	return json.NewDecoder(io.LimitReader(r.Body, 64<<20)).Decode(v)
 }
 
-// jsonArgs are the arguments of the operations sent as JSON.
-type jsonArgs struct {
-	Bucket, Object, Prefix, After string
-	Force, LatestOnly             bool
-	Limit                         int
-	VersionID                     [16]byte
-	Record                        []byte
-	Meta                          map[string]string
-	BucketInfo                    drive.BucketInfo
-	Upload                        *drive.Upload
-	Part                          *drive.PartRecord
-	Chosen                        []drive.PartRecord
-}
-
-func (s *Server) handle(op string, w http.ResponseWriter, r *http.Request) error {
-	switch op {
-	case "ping":
-		return writeJSON(w, map[string]int{"protocol": s.Version})
-	case "bucketchanged":
-		if s.OnBucketChanged != nil {
-			s.OnBucketChanged(r.URL.Query().Get("bucket"))
+// handle runs the operation a request names, from the tables in ops.go.
+func (s *Server) handle(name string, w http.ResponseWriter, r *http.Request) error {
+	if o, ok := nodeOps[name]; ok {
+		if s.Version < o.minProtocol {
+			return fmt.Errorf("internode: %s needs protocol %d", name, o.minProtocol)
 		}
-		return nil
-	case "nodestatus":
-		if s.Node == nil {
-			return errors.New("internode: no node status")
-		}
-		return writeJSON(w, s.Node.NodeStatus())
-	case "poolstate":
-		if s.Node == nil {
-			return errors.New("internode: no node")
-		}
-		return s.Node.SetPoolState(r.URL.Query().Get("pool"), r.URL.Query().Get("state"))
-	case "batch/put":
-		if s.Version < 2 {
-			return errors.New("batches need protocol 2")
-		}
-		return s.serveBatch(s.batchPut, w, r)
-	case "batch/get":
-		if s.Version < 2 {
-			return errors.New("batches need protocol 2")
-		}
-		return s.serveBatch(s.batchGet, w, r)
-	case "frames":
-		if s.Version < framesProtocol {
-			return fmt.Errorf("the framed channel needs protocol %d", framesProtocol)
-		}
-		return s.serveFrames(w, r)
+		return o.serve(s, w, r)
+	}
+	o, ok := driveOps[name]
+	if !ok {
+		return fmt.Errorf("internode: unknown operation %q", name)
 	}
 	d, err := s.drive(r)
 	if err != nil {
 		return err
 	}
+	return o.handle(s, d, w, r)
+}
+
+func (s *Server) ping(w http.ResponseWriter, _ *http.Request) error {
+	return writeJSON(w, map[string]int{"protocol": s.Version})
+}
+
+func (s *Server) bucketChanged(_ http.ResponseWriter, r *http.Request) error {
+	if s.OnBucketChanged != nil {
+		s.OnBucketChanged(r.URL.Query().Get("bucket"))
+	}
+	return nil
+}
+
+func (s *Server) nodeStatus(w http.ResponseWriter, _ *http.Request) error {
+	if s.Node == nil {
+		return errors.New("internode: no node status")
+	}
+	return writeJSON(w, s.Node.NodeStatus())
+}
+
+func (s *Server) poolState(_ http.ResponseWriter, r *http.Request) error {
+	if s.Node == nil {
+		return errors.New("internode: no node")
+	}
+	return s.Node.SetPoolState(r.URL.Query().Get("pool"), r.URL.Query().Get("state"))
+}
+
+// putVersion: the record is the body, bucket, object and staging area
+// are in the query.
+func (s *Server) putVersion(d *drive.Local, w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	switch op {
-	case "putversion":
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			return err
-		}
-		rec, err := drive.UnmarshalRecord(body)
-		if err != nil {
-			return err
-		}
-		stage, err := optionalID(q.Get("stage"))
-		if err != nil {
-			return err
-		}
-		res, err := d.PutVersion(q.Get("bucket"), q.Get("object"), rec, stage)
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, map[string]bool{"superseded": res.Superseded})
-	case "getversion":
-		var vid *[16]byte
-		if v := q.Get("version"); v != "" {
-			id, err := parseHexID(v)
-			if err != nil {
-				return err
-			}
-			vid = &id
-		}
-		rec, err := d.GetVersion(q.Get("bucket"), q.Get("object"), vid)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(drive.MarshalRecord(nil, rec))
-		return err
-	case "shard/write":
-		return s.shardWrite(d, w, r)
-	case "shard/read":
-		return s.shardRead(d, w, r)
-	case "shard/stat":
-		id, err := parseHexID(q.Get("datadir"))
-		if err != nil {
-			return err
-		}
-		part, _ := strconv.Atoi(q.Get("part"))
-		f, err := d.OpenShard(id, part)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, map[string]int64{"size": fi.Size()})
-	}
-	var a jsonArgs
-	if err := readJSON(r, &a); err != nil && !errors.Is(err, io.EOF) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
 		return err
 	}
-	return s.handleJSON(op, d, a, w)
+	rec, err := drive.UnmarshalRecord(body)
+	if err != nil {
+		return err
+	}
+	stage, err := optionalID(q.Get("stage"))
+	if err != nil {
+		return err
+	}
+	res, err := d.PutVersion(q.Get("bucket"), q.Get("object"), rec, stage)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, supersededAnswer{res.Superseded})
+}
+
+// getVersion answers the record (binary) of a version named in the query.
+func (s *Server) getVersion(d *drive.Local, w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var vid *[16]byte
+	if v := q.Get("version"); v != "" {
+		id, err := parseHexID(v)
+		if err != nil {
+			return err
+		}
+		vid = &id
+	}
+	rec, err := d.GetVersion(q.Get("bucket"), q.Get("object"), vid)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(drive.MarshalRecord(nil, rec))
+	return err
+}
+
+// shardStat answers the size of a shard file.
+func (s *Server) shardStat(d *drive.Local, w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	id, err := parseHexID(q.Get("datadir"))
+	if err != nil {
+		return err
+	}
+	part, _ := strconv.Atoi(q.Get("part"))
+	f, err := d.OpenShard(id, part)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, map[string]int64{"size": fi.Size()})
 }
 
 func optionalID(s string) ([16]byte, error) {
@@ -216,128 +206,6 @@ func optionalID(s string) ([16]byte, error) {
 		return drive.NotStaged, nil
 	}
 	return parseHexID(s)
-}
-
-// handleJSON runs the operations whose arguments come as JSON.
-func (s *Server) handleJSON(op string, d *drive.Local, a jsonArgs, w http.ResponseWriter) error {
-	record := func() (*drive.Record, error) { return drive.UnmarshalRecord(a.Record) }
-	switch op {
-	case "format":
-		f, err := d.Format()
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, f)
-	case "diskinfo":
-		u, err := d.DiskInfo()
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, u)
-	case "makebucket":
-		return d.MakeBucket(a.BucketInfo)
-	case "setbucket":
-		return d.SetBucket(a.BucketInfo)
-	case "statbucket":
-		b, err := d.StatBucket(a.Bucket)
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, b)
-	case "listbuckets":
-		bs, err := d.ListBuckets()
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, bs)
-	case "deletebucket":
-		return d.DeleteBucket(a.Bucket, a.Force)
-	case "versions":
-		recs, err := d.Versions(a.Bucket, a.Object)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(drive.EncodeVersions(recs))
-		return err
-	case "setversionmeta":
-		rec, err := record()
-		if err != nil {
-			return err
-		}
-		return d.SetVersionMeta(a.Bucket, a.Object, rec, a.Meta)
-	case "deleteversion":
-		rec, err := d.DeleteVersion(a.Bucket, a.Object, a.VersionID)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(drive.MarshalRecord(nil, rec))
-		return err
-	case "rollbackversion":
-		rec, err := record()
-		if err != nil {
-			return err
-		}
-		removed, err := d.RollbackVersion(a.Bucket, a.Object, rec)
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, map[string]bool{"removed": removed})
-	case "walkobjects":
-		var out []byte
-		n := 0
-		err := d.WalkObjects(a.Bucket, a.Prefix, a.After, a.LatestOnly, func(name string, versions []*drive.Record) bool {
-			out = appendString(out, name)
-			out = appendBytes(out, drive.EncodeVersions(versions))
-			n++
-			return a.Limit <= 0 || n < a.Limit
-		})
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(out)
-		return err
-	case "abortstaged":
-		return d.AbortStaged(a.VersionID)
-	case "putupload":
-		return d.PutUpload(a.Upload)
-	case "getupload":
-		u, err := d.GetUpload(a.Bucket, a.Object, a.VersionID)
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, u)
-	case "walkuploads":
-		var us []*drive.Upload
-		err := d.WalkUploads(a.Bucket, a.Prefix, func(u *drive.Upload) bool {
-			us = append(us, u)
-			return true
-		})
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, us)
-	case "commitpart":
-		return d.CommitPart(a.Upload, a.Part)
-	case "listparts":
-		ps, err := d.ListParts(a.VersionID)
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, ps)
-	case "completeupload":
-		rec, err := record()
-		if err != nil {
-			return err
-		}
-		res, err := d.CompleteUpload(a.Upload, a.Chosen, rec)
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, map[string]bool{"superseded": res.Superseded})
-	case "abortupload":
-		return d.AbortUpload(a.Bucket, a.Object, a.VersionID)
-	}
-	return fmt.Errorf("internode: unknown operation %q", op)
 }
 
 // shardWrite stages a shard streamed by a peer (made durable when it

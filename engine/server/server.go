@@ -88,7 +88,10 @@ type Node struct {
 }
 
 // Run serves until ctx ends, then drains: readiness drops, in-flight
-// requests finish, drives close.
+// requests finish, drives close. It is long on purpose: it is the node's
+// start-up sequence (deployment, keys, backend, background loops, serving,
+// drain) read top to bottom, each step a call; splitting it would scatter
+// the order that matters.
 func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Log
 	if cfg.InternodeProtocol == 0 {

@@ -32,6 +32,8 @@ type cluster struct {
 	nodes    map[int]*server // by last octet
 	// env adds environment variables for some nodes.
 	env map[int][]string
+	// bins runs some nodes with another strata binary.
+	bins map[int]string
 	// net, when set, runs every node in a network namespace of its own on
 	// a bridge (see netns_test.go) instead of on loopback.
 	net *bridge
@@ -88,7 +90,7 @@ func (c *cluster) writeTopology(pools ...map[string]any) {
 func (c *cluster) start(nodes []int) {
 	c.t.Helper()
 	for _, n := range nodes {
-		s := &server{t: c.t, addr: net.JoinHostPort(c.ip(n), strconv.Itoa(c.port)), env: c.env[n]}
+		s := &server{t: c.t, addr: net.JoinHostPort(c.ip(n), strconv.Itoa(c.port)), env: c.env[n], bin: c.bins[n]}
 		if c.net != nil {
 			s.netns = c.net.join(n)
 		}
@@ -291,6 +293,86 @@ func TestClusterVersionSkew(t *testing.T) {
 	more := writeCorpus(t, c.nodes[11], "skew2")
 	checkCorpus(t, c.nodes[14], "skew2", more)
 	checkCorpus(t, c.nodes[13], "skew2", more)
+}
+
+// TestClusterMixedBuilds: nodes of the previous build (STRATA_PREVIOUS_BIN,
+// which make engine-integration builds from PREVIOUS_REV) and of this one
+// serve one pool together, each reading what the other wrote: the wire
+// format of every internode operation is unchanged between them.
+func TestClusterMixedBuilds(t *testing.T) {
+	prev := os.Getenv("STRATA_PREVIOUS_BIN")
+	if prev == "" {
+		t.Skip("STRATA_PREVIOUS_BIN not set (make engine-integration sets it)")
+	}
+	c := newCluster(t)
+	nodes := []int{11, 12, 13, 14}
+	c.writeTopology(c.poolSpec("pool-a", nodes, 2))
+	c.bins = map[int]string{11: prev, 13: prev}
+	c.start(nodes)
+	objs := writeCorpus(t, c.nodes[11], "mixed")
+	for _, n := range nodes {
+		checkCorpus(t, c.nodes[n], "mixed", objs)
+	}
+	more := writeCorpus(t, c.nodes[12], "mixed2")
+	checkCorpus(t, c.nodes[13], "mixed2", more)
+	checkCorpus(t, c.nodes[14], "mixed2", more)
+	mixedBuildsOperations(t, c.nodes[13].aws(), c.nodes[14].aws())
+}
+
+// mixedBuildsOperations runs the operations a corpus does not (versions,
+// tags, deletes, listings, multipart) with one client on each build.
+func mixedBuildsOperations(t *testing.T, old, cur *s3.Client) {
+	t.Helper()
+	mustCreateBucket(t, cur, "ops")
+	if _, err := old.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("ops"),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	v1 := put(t, old, "ops", "doc", []byte("one"))
+	put(t, cur, "ops", "doc", []byte("two"))
+	if _, err := old.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: aws.String("ops"), Key: aws.String("doc"),
+		Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String("k"), Value: aws.String("v")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if tags, err := cur.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String("ops"), Key: aws.String("doc")}); err != nil || len(tags.TagSet) != 1 {
+		t.Fatalf("tags written by the old build: %v %v", tags, err)
+	}
+	if _, err := cur.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("ops"), Key: aws.String("doc"), VersionId: v1.VersionId}); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := old.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String("ops")})
+	if err != nil || len(vs.Versions) != 1 {
+		t.Fatalf("versions after a delete by the new build: %v %v", vs, err)
+	}
+	up, err := old.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("ops"), Key: aws.String("mp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := randomBytes(5 << 20)
+	var parts []types.CompletedPart
+	for i, c := range []*s3.Client{cur, old} {
+		n := int32(i + 1)
+		out, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("ops"), Key: aws.String("mp"), UploadId: up.UploadId,
+			PartNumber: &n, Body: bytes.NewReader(part)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: &n})
+	}
+	if ups, err := cur.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("ops")}); err != nil || len(ups.Uploads) != 1 {
+		t.Fatalf("uploads started by the old build: %v %v", ups, err)
+	}
+	if _, err := cur.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("ops"), Key: aws.String("mp"),
+		UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, old, "ops", "mp"); !bytes.Equal(got, append(append([]byte{}, part...), part...)) {
+		t.Fatalf("multipart object: %d bytes", len(got))
+	}
+	l, err := old.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("ops")})
+	if err != nil || len(l.Contents) != 2 {
+		t.Fatalf("listing: %v %v", l, err)
+	}
 }
 
 type decomStatus struct {

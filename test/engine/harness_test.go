@@ -75,6 +75,7 @@ type server struct {
 	drives []string
 	args   []string
 	env    []string
+	bin    string // the strata binary; strataBin when empty
 	cmd    *exec.Cmd
 	log    *bytes.Buffer
 	logMu  *sync.Mutex
@@ -160,11 +161,15 @@ func (s *server) waitReady() { s.t.Helper(); s.waitFor("/strata/health/ready") }
 
 func (s *server) startProcess() {
 	s.t.Helper()
+	bin := s.bin
+	if bin == "" {
+		bin = strataBin
+	}
 	if s.netns != "" {
 		// ip netns exec execs the binary: the process is strata itself.
-		s.cmd = exec.Command("ip", append([]string{"netns", "exec", s.netns, strataBin}, s.args...)...)
+		s.cmd = exec.Command("ip", append([]string{"netns", "exec", s.netns, bin}, s.args...)...)
 	} else {
-		s.cmd = exec.Command(strataBin, s.args...)
+		s.cmd = exec.Command(bin, s.args...)
 	}
 	s.cmd.Env = append(os.Environ(), "STRATA_ROOT_USER="+rootUser, "STRATA_ROOT_PASSWORD="+rootPassword)
 	s.cmd.Env = append(s.cmd.Env, s.env...)

@@ -1,0 +1,64 @@
+package internode
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestWireFormat pins what each operation's request carries on the wire.
+// Nodes of the previous builds (N-1, N-2) send and expect these names: a
+// request field renamed or an operation renamed breaks a rolling upgrade,
+// so changing this table means a new protocol version.
+func TestWireFormat(t *testing.T) {
+	jsonOps := map[string][]string{
+		"format":          nil,
+		"diskinfo":        nil,
+		"makebucket":      {"BucketInfo"},
+		"setbucket":       {"BucketInfo"},
+		"statbucket":      {"Bucket"},
+		"listbuckets":     nil,
+		"deletebucket":    {"Bucket", "Force"},
+		"versions":        {"Bucket", "Object"},
+		"setversionmeta":  {"Bucket", "Object", "Record", "Meta"},
+		"deleteversion":   {"Bucket", "Object", "VersionID"},
+		"rollbackversion": {"Bucket", "Object", "Record"},
+		"walkobjects":     {"Bucket", "Prefix", "After", "LatestOnly", "Limit"},
+		"abortstaged":     {"VersionID"},
+		"putupload":       {"Upload"},
+		"getupload":       {"Bucket", "Object", "VersionID"},
+		"walkuploads":     {"Bucket", "Prefix"},
+		"commitpart":      {"Upload", "Part"},
+		"listparts":       {"VersionID"},
+		"completeupload":  {"Upload", "Chosen", "Record"},
+		"abortupload":     {"Bucket", "Object", "VersionID"},
+	}
+	otherOps := []string{"putversion", "getversion", "shard/write", "shard/read", "shard/stat"}
+	for name, o := range driveOps {
+		want, isJSON := jsonOps[name]
+		if !isJSON {
+			if !slices.Contains(otherOps, name) {
+				t.Errorf("operation %q is not in the wire table", name)
+			}
+			continue
+		}
+		w, ok := o.(interface{ wireFields() []string })
+		if !ok {
+			t.Errorf("%s: no longer a JSON operation", name)
+			continue
+		}
+		if got := w.wireFields(); !slices.Equal(got, want) {
+			t.Errorf("%s sends %v, the wire has %v", name, got, want)
+		}
+	}
+	if len(driveOps) != len(jsonOps)+len(otherOps) {
+		t.Errorf("%d drive operations, the wire has %d", len(driveOps), len(jsonOps)+len(otherOps))
+	}
+	var nodes []string
+	for name := range nodeOps {
+		nodes = append(nodes, name)
+	}
+	slices.Sort(nodes)
+	if want := []string{"batch/get", "batch/put", "bucketchanged", "frames", "nodestatus", "ping", "poolstate"}; !slices.Equal(nodes, want) {
+		t.Errorf("node operations %v, the wire has %v", nodes, want)
+	}
+}
