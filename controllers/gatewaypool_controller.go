@@ -151,10 +151,7 @@ func (r *GatewayPoolReconciler) reconcileDeployment(ctx context.Context, s *gate
 	d := builders.GatewayDeployment(s.tenant, s.pool, s.engine)
 	ops := deploymentOps
 	if s.pool.Spec.Autoscaling != nil {
-		// The HPA owns the replica count: set it on create only.
-		start := d.Spec.Replicas
-		d.Spec.Replicas = nil
-		ops.create = func(d *appsv1.Deployment) { d.Spec.Replicas = start }
+		ops = autoscaledDeploymentOps(d)
 	}
 	op, err := apply(ctx, r.Client, r.Scheme, s.pool, d, ops)
 	if err != nil {

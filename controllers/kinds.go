@@ -92,7 +92,8 @@ func rolloutPartition(s *appsv1.StatefulSet) int32 {
 
 var deploymentOps = kindOps[*appsv1.Deployment]{
 	same: func(l, d *appsv1.Deployment) bool {
-		return derivative(d.Spec.Replicas, l.Spec.Replicas) && derivative(d.Spec.Template, l.Spec.Template) &&
+		return (d.Spec.Replicas == nil || derivative(d.Spec.Replicas, l.Spec.Replicas)) &&
+			derivative(d.Spec.Template, l.Spec.Template) &&
 			len(d.Spec.Template.Spec.Containers) == len(l.Spec.Template.Spec.Containers) &&
 			derivative(d.Spec.Strategy, l.Spec.Strategy)
 	},
@@ -105,6 +106,16 @@ var deploymentOps = kindOps[*appsv1.Deployment]{
 		l.Spec.Template = d.Spec.Template
 		l.Spec.Strategy = d.Spec.Strategy
 	},
+}
+
+// autoscaledDeploymentOps hands d's replica count to a
+// HorizontalPodAutoscaler: d is created with it and never updated to it.
+func autoscaledDeploymentOps(d *appsv1.Deployment) kindOps[*appsv1.Deployment] {
+	ops := deploymentOps
+	start := d.Spec.Replicas
+	d.Spec.Replicas = nil
+	ops.create = func(d *appsv1.Deployment) { d.Spec.Replicas = start }
+	return ops
 }
 
 var pdbOps = kindOps[*policyv1.PodDisruptionBudget]{

@@ -16,51 +16,84 @@ import (
 // computeTenantStatus derives the tenant's status from what the steps found
 // and its pools' status. Pure: it only reads the scope.
 func computeTenantStatus(t *v1.Tenant, s *tenantScope, clusterDomain, image string) {
-	st := &t.Status
-	st.ObservedGeneration = t.Generation
+	t.Status.ObservedGeneration = t.Generation
 	computeImages(t, s, image)
+	pools := observeTenantPools(s)
+	setTenantPools(&t.Status, pools)
+	setTenantEndpoints(t, s, pools, clusterDomain)
+	setTenantCapacity(&t.Status, s)
+	setTenantReady(t, s, pools)
+	setTenantDegraded(t, pools)
+	setTenantProgressing(t)
+}
 
-	servers := builders.TopologyPools(s.servers)
-	// Pools not yet in the topology file follow, by name.
+// tenantPools is what a tenant's pools report, in status order: server
+// pools as the topology file lists them (pools not yet in it follow, by
+// name), then gateway pools by name.
+type tenantPools struct {
+	servers  []v1.ServerPool
+	gateways []v1.GatewayPool
+	notReady []string // "<Kind> <name>" of each pool not Ready
+	degraded []string // "<Kind> <name>: <message>" of each Degraded pool
+	// degradedReason is the reason of the last Degraded pool.
+	degradedReason string
+}
+
+func observeTenantPools(s *tenantScope) tenantPools {
+	var out tenantPools
+	out.servers = builders.TopologyPools(s.servers)
 	inFile := map[string]bool{}
-	for _, p := range servers {
+	for _, p := range out.servers {
 		inFile[p.Name] = true
 	}
 	for _, p := range s.servers {
 		if !inFile[p.Name] {
-			servers = append(servers, p)
+			out.servers = append(out.servers, p)
 		}
 	}
-	gateways := append([]v1.GatewayPool(nil), s.gateways...)
-	sort.Slice(gateways, func(i, j int) bool { return gateways[i].Name < gateways[j].Name })
+	out.gateways = append([]v1.GatewayPool(nil), s.gateways...)
+	sort.Slice(out.gateways, func(i, j int) bool { return out.gateways[i].Name < out.gateways[j].Name })
+	for _, p := range out.servers {
+		out.observe("ServerPool "+p.Name, p.Status.Conditions)
+	}
+	for _, g := range out.gateways {
+		out.observe("GatewayPool "+g.Name, g.Status.Conditions)
+	}
+	return out
+}
 
+func (o *tenantPools) observe(pool string, conditions []metav1.Condition) {
+	if !meta.IsStatusConditionTrue(conditions, v1.ConditionReady) {
+		o.notReady = append(o.notReady, pool)
+	}
+	if c := meta.FindStatusCondition(conditions, v1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+		o.degraded = append(o.degraded, fmt.Sprintf("%s: %s", pool, c.Message))
+		o.degradedReason = c.Reason
+	}
+}
+
+// setTenantPools lists the pools with their readiness, and what the
+// weakest server pool survives.
+func setTenantPools(st *v1.TenantStatus, pools tenantPools) {
 	st.Pools = nil
 	st.FaultTolerance = nil
-	st.Endpoints = v1.TenantEndpoints{}
-	var notReady, degraded []string
-	var degradedReason string
-	for _, p := range servers {
-		ready := meta.IsStatusConditionTrue(p.Status.Conditions, v1.ConditionReady)
-		st.Pools = append(st.Pools, v1.TenantPoolStatus{Name: p.Name, Kind: "ServerPool", Ready: ready, Tolerates: p.Status.Tolerates.DeepCopy()})
-		if !ready {
-			notReady = append(notReady, "ServerPool "+p.Name)
-		}
-		if c := meta.FindStatusCondition(p.Status.Conditions, v1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
-			degraded = append(degraded, fmt.Sprintf("ServerPool %s: %s", p.Name, c.Message))
-			degradedReason = c.Reason
-		}
+	for _, p := range pools.servers {
+		st.Pools = append(st.Pools, v1.TenantPoolStatus{Name: p.Name, Kind: "ServerPool",
+			Ready: meta.IsStatusConditionTrue(p.Status.Conditions, v1.ConditionReady), Tolerates: p.Status.Tolerates.DeepCopy()})
 		st.FaultTolerance = weakest(st.FaultTolerance, p.Status.Tolerates)
 	}
-	for _, g := range gateways {
-		ready := meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionReady)
-		st.Pools = append(st.Pools, v1.TenantPoolStatus{Name: g.Name, Kind: "GatewayPool", Ready: ready})
-		if !ready {
-			notReady = append(notReady, "GatewayPool "+g.Name)
-		}
-		if c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
-			degraded = append(degraded, fmt.Sprintf("GatewayPool %s: %s", g.Name, c.Message))
-			degradedReason = c.Reason
-		}
+	for _, g := range pools.gateways {
+		st.Pools = append(st.Pools, v1.TenantPoolStatus{Name: g.Name, Kind: "GatewayPool",
+			Ready: meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionReady)})
+	}
+}
+
+// setTenantEndpoints: the S3 Service once a server pool exists, and each
+// gateway pool's endpoint.
+func setTenantEndpoints(t *v1.Tenant, s *tenantScope, pools tenantPools, clusterDomain string) {
+	st := &t.Status
+	st.Endpoints = v1.TenantEndpoints{}
+	for _, g := range pools.gateways {
 		if g.Status.Endpoint != "" {
 			st.Endpoints.Gateways = append(st.Endpoints.Gateways, g.Status.Endpoint)
 		}
@@ -68,18 +101,29 @@ func computeTenantStatus(t *v1.Tenant, s *tenantScope, clusterDomain, image stri
 	if len(s.servers) > 0 {
 		st.Endpoints.S3 = builders.ServiceURL(t, builders.S3ServiceName(t.Name), clusterDomain)
 	}
-	if s.capacity != nil {
-		st.Capacity = &v1.TenantCapacity{
-			Raw:    resource.NewQuantity(s.capacity.TotalBytes, resource.BinarySI),
-			Usable: resource.NewQuantity(s.capacity.UsableBytes, resource.BinarySI),
-			Used:   resource.NewQuantity(s.capacity.UsedBytes, resource.BinarySI),
-		}
-	}
+}
 
+// setTenantCapacity copies the engine's figures; the last ones stay when
+// the engine was not asked.
+func setTenantCapacity(st *v1.TenantStatus, s *tenantScope) {
+	if s.capacity == nil {
+		return
+	}
+	st.Capacity = &v1.TenantCapacity{
+		Raw:    resource.NewQuantity(s.capacity.TotalBytes, resource.BinarySI),
+		Usable: resource.NewQuantity(s.capacity.UsableBytes, resource.BinarySI),
+		Used:   resource.NewQuantity(s.capacity.UsedBytes, resource.BinarySI),
+	}
+}
+
+// setTenantReady sets Ready and the phase: credentials first, then
+// certificates, then at least one pool, then every pool Ready.
+func setTenantReady(t *v1.Tenant, s *tenantScope, pools tenantPools) {
+	st := &t.Status
 	gen := t.Generation
 	creds := meta.FindStatusCondition(st.Conditions, v1.ConditionCredentialsReady)
 	certs := meta.FindStatusCondition(st.Conditions, v1.ConditionCertificatesReady)
-	pools := len(s.servers) + len(s.gateways)
+	n := len(s.servers) + len(s.gateways)
 	switch {
 	case creds == nil || creds.Status != metav1.ConditionTrue:
 		msg := "waiting for credentials"
@@ -95,31 +139,42 @@ func computeTenantStatus(t *v1.Tenant, s *tenantScope, clusterDomain, image stri
 		}
 		setCondition(&st.Conditions, gen, v1.ConditionReady, false, reason, msg)
 		st.Phase = v1.TenantPending
-	case pools == 0:
+	case n == 0:
 		setCondition(&st.Conditions, gen, v1.ConditionReady, false, v1.ReasonCreating,
 			"no ServerPool or GatewayPool names this tenant in spec.tenantRef yet")
 		st.Phase = v1.TenantPending
-	case len(notReady) > 0:
+	case len(pools.notReady) > 0:
 		setCondition(&st.Conditions, gen, v1.ConditionReady, false, v1.ReasonWaitingForPods,
-			fmt.Sprintf("%d of %d pool(s) not ready: %v", len(notReady), pools, notReady))
+			fmt.Sprintf("%d of %d pool(s) not ready: %v", len(pools.notReady), n, pools.notReady))
 		st.Phase = v1.TenantProvisioning
 	default:
-		setCondition(&st.Conditions, gen, v1.ConditionReady, true, v1.ReasonReconciled, fmt.Sprintf("%d pool(s) ready", pools))
+		setCondition(&st.Conditions, gen, v1.ConditionReady, true, v1.ReasonReconciled, fmt.Sprintf("%d pool(s) ready", n))
 		st.Phase = v1.TenantReady
 	}
-	if len(degraded) > 0 {
-		setCondition(&st.Conditions, gen, v1.ConditionDegraded, true, degradedReason, fmt.Sprint(degraded))
-		if st.Phase != v1.TenantPending {
-			st.Phase = v1.TenantDegraded
-		}
-	} else {
-		setCondition(&st.Conditions, gen, v1.ConditionDegraded, false, v1.ReasonReconciled, "every pool has its full redundancy")
+}
+
+// setTenantDegraded sets Degraded from the pools' own; a degraded tenant
+// that is not Pending is in phase Degraded. Runs after setTenantReady.
+func setTenantDegraded(t *v1.Tenant, pools tenantPools) {
+	st := &t.Status
+	if len(pools.degraded) == 0 {
+		setCondition(&st.Conditions, t.Generation, v1.ConditionDegraded, false, v1.ReasonReconciled, "every pool has its full redundancy")
+		return
 	}
-	progressing := st.Phase == v1.TenantProvisioning
-	if progressing {
-		setCondition(&st.Conditions, gen, v1.ConditionProgressing, true, v1.ReasonWaitingForPods, "pools are being created or started")
+	setCondition(&st.Conditions, t.Generation, v1.ConditionDegraded, true, pools.degradedReason, fmt.Sprint(pools.degraded))
+	if st.Phase != v1.TenantPending {
+		st.Phase = v1.TenantDegraded
+	}
+}
+
+// setTenantProgressing: the tenant progresses while it provisions its
+// pools. Runs last: it reads the phase.
+func setTenantProgressing(t *v1.Tenant) {
+	st := &t.Status
+	if st.Phase == v1.TenantProvisioning {
+		setCondition(&st.Conditions, t.Generation, v1.ConditionProgressing, true, v1.ReasonWaitingForPods, "pools are being created or started")
 	} else {
-		setCondition(&st.Conditions, gen, v1.ConditionProgressing, false, v1.ReasonReconciled, "nothing to converge")
+		setCondition(&st.Conditions, t.Generation, v1.ConditionProgressing, false, v1.ReasonReconciled, "nothing to converge")
 	}
 }
 
