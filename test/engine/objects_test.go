@@ -500,6 +500,13 @@ func TestMultipart(t *testing.T) {
 	if !strings.HasSuffix(strings.Trim(*done.ETag, `"`), "-3") {
 		t.Fatalf("multipart ETag %s", *done.ETag)
 	}
+	// A completion retried after it succeeded (the answer was lost) answers
+	// as the first did.
+	again, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("big"),
+		UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: completed}})
+	if err != nil || *again.ETag != *done.ETag {
+		t.Fatalf("completion retried: %v %v", again, err)
+	}
 	whole := bytes.Join(parts, nil)
 	if got := get(t, c, "bkt", "big"); !bytes.Equal(got, whole) {
 		t.Fatal("completed object differs from its parts")
@@ -564,6 +571,22 @@ func TestMultipart(t *testing.T) {
 	}
 	if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("gone"), UploadId: aws.String("not-an-upload"), PartNumber: aws.Int32(1), Body: strings.NewReader("x")}); errCode(err) != "NoSuchUpload" {
 		t.Fatalf("upload part to a bogus upload: %v", err)
+	}
+	// A bucket holding only unfinished uploads is deleted with them, as S3
+	// deletes it.
+	mustCreateBucket(t, c, "pending")
+	up4, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("pending"), Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("pending"), Key: aws.String("k"), UploadId: up4.UploadId, PartNumber: aws.Int32(1), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("pending")}); err != nil {
+		t.Fatalf("delete a bucket holding only an unfinished upload: %v", err)
+	}
+	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("pending")}); err == nil {
+		t.Fatal("the bucket is still there")
 	}
 }
 
