@@ -126,11 +126,32 @@ func servePprof(addr string, log *slog.Logger) {
 	if addr == "" {
 		return
 	}
+	if !loopback(addr) {
+		// Profiles and traces show request data and cost CPU on demand:
+		// they are for someone on the node (or a port-forward), never the
+		// network.
+		log.Error("STRATA_PPROF_ADDR must be a loopback address (127.0.0.1:PORT, [::1]:PORT, localhost:PORT); the profiler is off", "addr", addr)
+		return
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	go func() { log.Warn("profiler stopped", "err", http.ListenAndServe(addr, mux)) }()
+}
+
+// loopback reports whether a listen address is on the loopback interface
+// only (an empty host listens everywhere).
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func runServer(args []string, stderr io.Writer, getenv func(string) string) int {

@@ -39,3 +39,22 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+// TestProfilerOnLoopbackOnly: STRATA_PPROF_ADDR serves only on loopback.
+func TestProfilerOnLoopbackOnly(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:6060": true,
+		"[::1]:6060":     true,
+		"localhost:6060": true,
+		":6060":          false,
+		"0.0.0.0:6060":   false,
+		"10.1.2.3:6060":  false,
+		"[::]:6060":      false,
+		"pod-name:6060":  false,
+		"6060":           false,
+	} {
+		if got := loopback(addr); got != want {
+			t.Errorf("%q: loopback %v, want %v", addr, got, want)
+		}
+	}
+}

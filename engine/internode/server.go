@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,7 +144,10 @@ func (s *Server) poolState(_ http.ResponseWriter, r *http.Request) error {
 // are in the query.
 func (s *Server) putVersion(d *drive.Local, w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	body, err := io.ReadAll(r.Body)
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRecord+1))
+	if err == nil && len(body) > maxRecord {
+		err = fmt.Errorf("internode: a version record over %d bytes", maxRecord)
+	}
 	if err != nil {
 		return err
 	}
@@ -184,11 +188,10 @@ func (s *Server) getVersion(d *drive.Local, w http.ResponseWriter, r *http.Reque
 // shardStat answers the size of a shard file.
 func (s *Server) shardStat(d *drive.Local, w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	id, err := parseHexID(q.Get("datadir"))
+	id, part, err := shardArgs(q, "datadir")
 	if err != nil {
 		return err
 	}
-	part, _ := strconv.Atoi(q.Get("part"))
 	f, err := d.OpenShard(id, part)
 	if err != nil {
 		return err
@@ -199,6 +202,21 @@ func (s *Server) shardStat(d *drive.Local, w http.ResponseWriter, r *http.Reques
 		return err
 	}
 	return writeJSON(w, map[string]int64{"size": fi.Size()})
+}
+
+// maxRecord bounds a version record sent to putversion: its metadata and,
+// for an inline object, its shard (inline objects are at most 128 KiB).
+const maxRecord = 16 << 20
+
+// shardArgs reads the shard a query names: its data directory (under the
+// key idKey) and part number.
+func shardArgs(q url.Values, idKey string) ([16]byte, int, error) {
+	id, err := parseHexID(q.Get(idKey))
+	if err != nil {
+		return id, 0, err
+	}
+	part, _ := strconv.Atoi(q.Get("part"))
+	return id, part, nil
 }
 
 func optionalID(s string) ([16]byte, error) {
@@ -212,11 +230,10 @@ func optionalID(s string) ([16]byte, error) {
 // commits).
 func (s *Server) shardWrite(d *drive.Local, w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	id, err := parseHexID(q.Get("id"))
+	id, part, err := shardArgs(q, "id")
 	if err != nil {
 		return err
 	}
-	part, _ := strconv.Atoi(q.Get("part"))
 	f, err := d.CreateStaged(id, part)
 	if err != nil {
 		return err
@@ -235,11 +252,10 @@ func (s *Server) shardWrite(d *drive.Local, w http.ResponseWriter, r *http.Reque
 // shardRead answers a byte range of a committed shard file.
 func (s *Server) shardRead(d *drive.Local, w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	id, err := parseHexID(q.Get("datadir"))
+	id, part, err := shardArgs(q, "datadir")
 	if err != nil {
 		return err
 	}
-	part, _ := strconv.Atoi(q.Get("part"))
 	off, _ := strconv.ParseInt(q.Get("off"), 10, 64)
 	n, _ := strconv.Atoi(q.Get("len"))
 	buf, err := readShardRange(d, id, part, off, n)

@@ -58,12 +58,13 @@ func (b *Backend) toS3(err error, bucket string) error {
 	}
 	if errors.Is(err, erasure.ErrReadQuorum) || errors.Is(err, erasure.ErrWriteQuorum) {
 		// Too many drives are gone for this set: retryable from the
-		// client's view, and nothing half-written is visible. The message
-		// names what was lost.
+		// client's view, and nothing half-written is visible. The log
+		// names what was lost; the client is not told the cluster's
+		// internal endpoints.
 		b.log.Warn("quorum lost", "bucket", bucket, "err", err)
 		return s3err.APIError{
 			Code:           "SlowDown",
-			Description:    "Please reduce your request rate: " + err.Error(),
+			Description:    "Please reduce your request rate: this object's erasure set has lost its quorum of drives; retry shortly.",
 			HTTPStatusCode: http.StatusServiceUnavailable,
 		}
 	}

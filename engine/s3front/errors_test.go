@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/versity/versitygw/s3err"
@@ -40,7 +41,7 @@ func TestS3Meanings(t *testing.T) {
 		{s3err.GetAPIError(s3err.ErrAccessDenied), "AccessDenied", http.StatusForbidden},
 		{fmt.Errorf("checking the lock: %w", s3err.GetAPIError(s3err.ErrObjectLocked)), "AccessDenied", http.StatusForbidden},
 	} {
-		wrapped := fmt.Errorf("pool-0 set 3: %w", c.err)
+		wrapped := fmt.Errorf("pool-0 set 3 (drive 10.0.0.7:/data0): %w", c.err)
 		got := b.toS3(wrapped, "bkt")
 		var s3e s3err.S3Error
 		if !errors.As(got, &s3e) {
@@ -50,6 +51,9 @@ func TestS3Meanings(t *testing.T) {
 		base := s3e.BaseError()
 		if base.Code != c.code || base.HTTPStatusCode != c.status {
 			t.Errorf("%v: answered %s %d, want %s %d", c.err, base.Code, base.HTTPStatusCode, c.code, c.status)
+		}
+		if strings.Contains(base.Description, "pool-0") || strings.Contains(base.Description, "/data") {
+			t.Errorf("%v: the answer names internal endpoints: %s", c.err, base.Description)
 		}
 	}
 	if b.toS3(nil, "bkt") != nil {

@@ -90,7 +90,7 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 	if region == "" {
 		region = "us-east-1"
 	}
-	opts = append(opts, s3api.WithMiddleware("/", sigV2(secrets(cfg.RootAccess, cfg.RootSecret, cfg.IAM), region)),
+	opts = append(opts, s3api.WithMiddleware("/", guardRequests()), s3api.WithMiddleware("/", sigV2(secrets(cfg.RootAccess, cfg.RootSecret, cfg.IAM), region)),
 		s3api.WithMiddleware("/", fixResponses()), s3api.WithMiddleware("/", refuseUnsupported(cfg.SSE)))
 	if enc, ok := be.(bucketEncrypter); ok && cfg.SSE {
 		opts = append(opts, s3api.WithMiddleware("/", serveBucketEncryption(be, enc, cfg.IAM)))

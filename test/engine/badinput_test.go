@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -169,4 +170,54 @@ func (s *server) truncatedPut(t *testing.T, bucket, key string, size, sent int) 
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestRequestDocumentsAreBounded: a request body the front end would read
+// whole into memory (DeleteObjects, tags, configurations) is refused past
+// 4 MiB, signed or not, with or without a Content-Length; object data is
+// not bounded by it; and the bucket name the server's own endpoints use
+// cannot be created, on the server and on the gateway.
+func TestRequestDocumentsAreBounded(t *testing.T) {
+	for _, tg := range []struct {
+		name string
+		s    *server
+	}{
+		{"server", startServer(t, serverOpts{drives: 4})},
+		{"gateway", startGateway(t, t.TempDir())},
+	} {
+		t.Run(tg.name, func(t *testing.T) {
+			c := tg.s.aws()
+			mustCreateBucket(t, c, "docs")
+			big := bytes.Repeat([]byte("<Object><Key>k</Key></Object>"), (5<<20)/29)
+			for _, chunked := range []bool{false, true} {
+				var body io.Reader = bytes.NewReader(big)
+				if chunked {
+					body = io.MultiReader(bytes.NewReader(big)) // no length: sent chunked
+				}
+				req, _ := http.NewRequest(http.MethodPost, tg.s.url()+"/docs?delete", body)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatalf("chunked %v: %v", chunked, err)
+				}
+				answer, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(answer, []byte("MaxMessageLengthExceeded")) {
+					t.Fatalf("a 5 MiB DeleteObjects body (chunked %v): %d %s", chunked, resp.StatusCode, answer)
+				}
+			}
+			// Object data is not a document.
+			put(t, c, "docs", "big", big)
+			if got := get(t, c, "docs", "big"); !bytes.Equal(got, big) {
+				t.Fatal("a 5 MiB object")
+			}
+			if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("strata")}); errCode(err) != "InvalidBucketName" {
+				t.Fatalf("creating the reserved bucket: %v", err)
+			}
+			resp, err := http.Get(tg.s.url() + "/strata/health/live")
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("health after: %v %v", resp, err)
+			}
+			resp.Body.Close()
+		})
+	}
 }

@@ -293,6 +293,9 @@ func TestParityPlusOneDrivesLost(t *testing.T) {
 	if errCode(err) != "SlowDown" || !strings.Contains(err.Error(), "quorum") {
 		t.Fatalf("GET with 1 of 4 drives: %v", err)
 	}
+	if strings.Contains(err.Error(), s.drives[1]) {
+		t.Fatalf("the answer names a drive: %v", err)
+	}
 	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String("during"), Body: strings.NewReader("lost")})
 	if errCode(err) != "SlowDown" {
 		t.Fatalf("PUT with 1 of 4 drives: %v", err)
