@@ -43,6 +43,8 @@ const (
 	frameHeader   = 4 + 8 + 1
 	// maxFrame bounds a frame: the largest batch, with room for its header.
 	maxFrame = maxBatch + frameHeader
+	// maxFramesInFlight bounds the calls one channel runs at once.
+	maxFramesInFlight = 256
 	// frameWriteTimeout bounds one write of a frame to a stalled peer.
 	frameWriteTimeout = 30 * time.Second
 )
@@ -114,6 +116,10 @@ func (s *Server) serveFrames(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	var wmu sync.Mutex
+	// At most maxFramesInFlight calls of one channel run at once; reading
+	// the next frame waits for one to finish (the peer's writes then back
+	// up in TCP), so a peer cannot make this node start unbounded work.
+	inFlight := make(chan struct{}, maxFramesInFlight)
 	for {
 		id, op, body, err := readFrame(rw.Reader)
 		if err != nil {
@@ -122,7 +128,9 @@ func (s *Server) serveFrames(w http.ResponseWriter, r *http.Request) error {
 			}
 			return nil
 		}
+		inFlight <- struct{}{}
 		go func() {
+			defer func() { <-inFlight }()
 			var frame []byte
 			if op == frameShardRead {
 				frame = s.shardReadFrame(id, body)

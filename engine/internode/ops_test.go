@@ -1,8 +1,11 @@
 package internode
 
 import (
+	"encoding/binary"
 	"slices"
 	"testing"
+
+	"github.com/strata-storage/strata/engine/drive"
 )
 
 // TestWireFormat pins what each operation's request carries on the wire.
@@ -60,5 +63,21 @@ func TestWireFormat(t *testing.T) {
 	slices.Sort(nodes)
 	if want := []string{"batch/get", "batch/put", "bucketchanged", "frames", "nodestatus", "ping", "poolstate"}; !slices.Equal(nodes, want) {
 		t.Errorf("node operations %v, the wire has %v", nodes, want)
+	}
+}
+
+// TestBatchCountsAreBounded: a batch naming more items than its body can
+// hold is refused as malformed, not allocated (a count of 2^40 would
+// otherwise take the process down).
+func TestBatchCountsAreBounded(t *testing.T) {
+	s := &Server{Drive: func(string) *drive.Local { return nil }}
+	for name, run := range map[string]func([]byte) ([]byte, error){"put": s.batchPut, "get": s.batchGet} {
+		for _, n := range []uint64{1 << 40, 1 << 62, 3} {
+			body := binary.AppendUvarint(nil, n)
+			body = append(body, 1, 2) // two bytes: room for no item
+			if _, err := run(body); err == nil {
+				t.Errorf("batch %s of %d items in 2 bytes: accepted", name, n)
+			}
+		}
 	}
 }

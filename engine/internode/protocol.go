@@ -160,6 +160,18 @@ type reader struct {
 	err error
 }
 
+// count reads a number of items that follow; each takes at least a byte,
+// so a count larger than what is left is malformed (and would otherwise
+// make the receiver allocate whatever a peer names).
+func (r *reader) count() int {
+	v := r.uvarint()
+	if r.err == nil && v > uint64(len(r.buf)) {
+		r.err = fmt.Errorf("internode: malformed message: %d items in %d bytes", v, len(r.buf))
+		return 0
+	}
+	return int(v)
+}
+
 func (r *reader) uvarint() uint64 {
 	if r.err != nil {
 		return 0

@@ -285,8 +285,10 @@ func readShardRange(d *drive.Local, dataDir [16]byte, part int, off int64, n int
 	return buf[:got], nil
 }
 
-// maxBatch bounds the body of a batch.
-const maxBatch = 256 << 20
+// maxBatch bounds the body of a batch (and so a frame): a batch holds the
+// records of one small PUT or GET for each drive of a node in one set, a
+// few MiB at the most (inline objects are at most 128 KiB).
+const maxBatch = 64 << 20
 
 // serveBatch answers a batch sent over HTTP.
 func (s *Server) serveBatch(run func([]byte) ([]byte, error), w http.ResponseWriter, r *http.Request) error {
@@ -305,7 +307,10 @@ func (s *Server) serveBatch(run func([]byte) ([]byte, error), w http.ResponseWri
 // batchPut runs several drives' PutVersion (protocol 2).
 func (s *Server) batchPut(body []byte) ([]byte, error) {
 	in := reader{buf: body}
-	n := int(in.uvarint())
+	n := in.count()
+	if in.err != nil {
+		return nil, in.err
+	}
 	type item struct {
 		d              *drive.Local
 		bucket, object string
@@ -351,7 +356,10 @@ func (s *Server) batchPut(body []byte) ([]byte, error) {
 // batchGet runs several drives' GetVersion (protocol 2).
 func (s *Server) batchGet(body []byte) ([]byte, error) {
 	in := reader{buf: body}
-	n := int(in.uvarint())
+	n := in.count()
+	if in.err != nil {
+		return nil, in.err
+	}
 	type item struct {
 		d              *drive.Local
 		bucket, object string
