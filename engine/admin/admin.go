@@ -1,6 +1,8 @@
 // Package admin serves the engine's admin API, under /strata/admin/v1/,
 // authenticated with the root credentials (HTTP Basic: the root access key
-// and secret; serve it over TLS). The operator reads it for status.
+// and secret; serve it over TLS). The operator reads it for status. An
+// address that fails 10 logins within a minute is refused (429) for the
+// rest of that minute.
 //
 //	GET    /strata/admin/v1/info                        version, deployment, pools, sets, drives, capacity
 //	GET    /strata/admin/v1/heal                        healing progress
@@ -138,15 +140,28 @@ func Handler(node Informer, access, secret string) http.Handler {
 			writeJSON(w, map[string]string{"status": "decommission cancelled"})
 		})
 	}
+	return authenticated(mux, access, secret, newLockout())
+}
+
+// authenticated serves next to requests with the root credentials, and
+// locks out addresses that keep failing (lockout.go).
+func authenticated(next http.Handler, access, secret string, lock *lockout) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if locked, left := lock.locked(r.RemoteAddr); locked {
+			w.Header().Set("Retry-After", retryAfter(left))
+			http.Error(w, "admin API: too many failed logins from this address; retry later", http.StatusTooManyRequests)
+			return
+		}
 		user, pass, ok := r.BasicAuth()
 		if !ok || subtle.ConstantTimeCompare([]byte(user), []byte(access)) != 1 ||
 			subtle.ConstantTimeCompare([]byte(pass), []byte(secret)) != 1 {
+			lock.failed(r.RemoteAddr)
 			w.Header().Set("WWW-Authenticate", `Basic realm="strata admin"`)
 			http.Error(w, "admin API: root credentials required", http.StatusUnauthorized)
 			return
 		}
-		mux.ServeHTTP(w, r)
+		lock.succeeded(r.RemoteAddr)
+		next.ServeHTTP(w, r)
 	})
 }
 
