@@ -28,6 +28,12 @@ type Route struct {
 	Handler      http.Handler
 }
 
+// Default concurrency bounds of the S3 port, per process.
+const (
+	DefaultMaxConnections = 16384
+	DefaultMaxRequests    = 4096
+)
+
 // ServeConfig configures the S3 listener shared by `strata server` and
 // `strata gateway`.
 type ServeConfig struct {
@@ -51,7 +57,7 @@ type ServeConfig struct {
 	Routes     []Route
 	Middleware fiber.Handler
 	// MaxConnections and MaxRequests bound concurrency; requests beyond
-	// MaxRequests are refused with SlowDown.
+	// MaxRequests are refused with SlowDown. 0: the defaults below.
 	MaxConnections, MaxRequests int
 	// SSE says the backend implements server-side encryption; otherwise
 	// requests asking for it are refused with NotImplemented.
@@ -70,11 +76,14 @@ const (
 // Serve runs the S3 front end over be until ctx ends, then finishes the
 // requests in flight (up to 10 s) and returns.
 func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
+	// Each open connection holds buffers and each request in flight may
+	// hold a block per drive: the defaults keep a flood of either within
+	// a pod's memory (fasthttp's own default is 256k connections).
 	if cfg.MaxConnections == 0 {
-		cfg.MaxConnections = 250000
+		cfg.MaxConnections = DefaultMaxConnections
 	}
 	if cfg.MaxRequests == 0 {
-		cfg.MaxRequests = 100000
+		cfg.MaxRequests = DefaultMaxRequests
 	}
 	// The body-finishing middleware goes first, so the body reader it sets is
 	// the one versitygw's readers wrap; requests refused as unsupported are
