@@ -6,7 +6,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/gofiber/fiber/v3"
@@ -72,7 +71,7 @@ type sseRule struct {
 }
 
 func encryptionRequest(c fiber.Ctx, be backend.Backend, enc bucketEncrypter, iam auth.IAMService, acct auth.Account) error {
-	bucket, _, _ := strings.Cut(strings.TrimPrefix(c.Path(), "/"), "/")
+	bucket, _ := splitBucketPath(c.Path())
 	action, perm := auth.GetEncryptionConfigurationAction, auth.PermissionRead
 	if c.Method() != http.MethodGet {
 		action, perm = auth.PutEncryptionConfigurationAction, auth.PermissionWrite

@@ -1,7 +1,6 @@
 package s3front
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"strings"
@@ -61,7 +60,7 @@ func guard(c fiber.Ctx) *s3err.APIError {
 		if len(body) > MaxRequestDocument {
 			return tooBig()
 		}
-		c.Request().SetBody(bytes.Clone(body))
+		c.Request().SetBody(body)
 	}
 	return nil
 }

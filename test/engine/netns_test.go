@@ -37,11 +37,8 @@ func newBridge(t *testing.T) *bridge {
 	} else if _, err := exec.LookPath("ip"); err != nil {
 		why = "network namespaces need iproute2 (ip)"
 	}
-	if why != "" && os.Getenv("STRATA_CI") != "" {
-		t.Fatal(why + " (STRATA_CI is set: CI must run this test)")
-	}
 	if why != "" {
-		t.Skip(why)
+		skipOutsideCI(t, why)
 	}
 	id := os.Getpid() % 10000
 	b := &bridge{t: t, name: fmt.Sprintf("stbr%d", id), prefix: fmt.Sprintf("st%d-", id), subnet: "10.213.77"}
