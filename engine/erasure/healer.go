@@ -33,6 +33,11 @@ type Healer struct {
 	// deferred are objects healed while some of their drives could not be
 	// reached; they are healed again when those drives return.
 	deferred map[healItem]bool
+	// outstanding counts objects queued, being healed, or on their way
+	// from deferred back to the queue: Status reports it as the queue's
+	// length, so "queue empty, nothing deferred" means the work is done,
+	// not that the last object is being healed right now.
+	outstanding atomic.Int64
 
 	limiter *rate.Limiter
 	stats   healStats
@@ -83,7 +88,7 @@ type DriveHeal struct {
 
 // HealStatus is a snapshot of the healer's counters.
 type HealStatus struct {
-	QueueLength    int64            `json:"queueLength"`
+	QueueLength    int64            `json:"queueLength"` // queued or being healed now
 	Deferred       int64            `json:"deferred"`
 	DeferredSample []string         `json:"deferredSample,omitempty"`
 	Queued         int64            `json:"queued"`
@@ -141,10 +146,12 @@ func (h *Healer) enqueue(set int, bucket, object string) {
 	}
 	h.pending[it] = true
 	h.mu.Unlock()
+	h.outstanding.Add(1)
 	select {
 	case h.queue <- it:
 		h.stats.queued.Add(1)
 	default:
+		h.outstanding.Add(-1)
 		h.mu.Lock()
 		delete(h.pending, it)
 		h.mu.Unlock()
@@ -199,12 +206,14 @@ func (h *Healer) watchReturns(ctx context.Context) {
 					delete(h.deferred, it)
 				}
 			}
+			h.outstanding.Add(int64(len(items))) // counted until queued
 			h.mu.Unlock()
 			if len(items) > 0 {
 				h.log.Info("healing again what drives missed while away", "set", i, "objects", len(items), "first", items[0].bucket+"/"+items[0].object)
 			}
 			for _, it := range items {
 				h.enqueue(it.set, it.bucket, it.object)
+				h.outstanding.Add(-1)
 			}
 		}
 	}
@@ -225,6 +234,7 @@ func (h *Healer) Run(ctx context.Context) {
 			// Queued objects were found damaged or missed a write: their
 			// shards are read and verified, not just counted.
 			h.healOne(it, true, 0)
+			h.outstanding.Add(-1)
 		}
 	}
 }
@@ -365,12 +375,13 @@ func (h *Healer) Scan(ctx context.Context) {
 // Status snapshots the healer's counters and drive rebuilds.
 func (h *Healer) Status() HealStatus {
 	st := HealStatus{
-		QueueLength: int64(len(h.queue)), Queued: h.stats.queued.Load(), Dropped: h.stats.dropped.Load(),
+		Queued: h.stats.queued.Load(), Dropped: h.stats.dropped.Load(),
 		ObjectsHealed: h.stats.objects.Load(), ShardsHealed: h.stats.shards.Load(), BytesHealed: h.stats.bytes.Load(),
 		Purged: h.stats.purged.Load(), Failed: h.stats.failed.Load(),
 		ScanCycles: h.stats.scanCycles.Load(), ScanObjects: h.stats.scanObjects.Load(), Scanning: h.stats.scanning.Load(),
 	}
 	h.mu.Lock()
+	st.QueueLength = h.outstanding.Load()
 	st.Deferred = int64(len(h.deferred))
 	for it := range h.deferred {
 		if len(st.DeferredSample) == 3 {

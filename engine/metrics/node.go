@@ -51,7 +51,7 @@ func RegisterNode(reg prometheus.Registerer, snapshot func() Snapshot) {
 			append(labels, "state"), nil),
 		driveTotal: prometheus.NewDesc("strata_drive_total_bytes", "Capacity of the drive's filesystem.", labels, nil),
 		driveFree:  prometheus.NewDesc("strata_drive_free_bytes", "Free bytes of the drive's filesystem.", labels, nil),
-		healQueue:  prometheus.NewDesc("strata_heal_queue_length", "Objects waiting in the heal queue.", nil, nil),
+		healQueue:  prometheus.NewDesc("strata_heal_queue_length", "Objects waiting in the heal queue or being healed now.", nil, nil),
 		healDrives: prometheus.NewDesc("strata_heal_drives_healing", "Drives being rebuilt.", nil, nil),
 		healCounters: map[string]*prometheus.Desc{
 			"queued":  prometheus.NewDesc("strata_heal_queued_total", "Objects queued for healing (damaged on read, partial writes).", nil, nil),
