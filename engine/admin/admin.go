@@ -15,6 +15,7 @@
 package admin
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -93,7 +94,7 @@ var ErrNoSuchPool = errors.New("no such pool")
 // Informer is what every strata process answers: its info. A gateway is
 // only an Informer; a server is a Node.
 type Informer interface {
-	Info() Info
+	Info(ctx context.Context) Info
 }
 
 // Node is what the admin API reads and asks of the server.
@@ -101,16 +102,16 @@ type Node interface {
 	Informer
 	HealStatus() erasure.HealStatus
 	StartScan()
-	DecommissionStatus(pool string) (DecommissionStatus, error)
-	StartDecommission(pool string) error
-	CancelDecommission(pool string) error
+	DecommissionStatus(ctx context.Context, pool string) (DecommissionStatus, error)
+	StartDecommission(ctx context.Context, pool string) error
+	CancelDecommission(ctx context.Context, pool string) error
 }
 
 // Handler serves the admin API for node, checking the root credentials.
 // The heal endpoints exist only when node is a Node.
 func Handler(node Informer, access, secret string) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+Prefix+"info", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, node.Info()) })
+	mux.HandleFunc("GET "+Prefix+"info", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, node.Info(r.Context())) })
 	if n, ok := node.(Node); ok {
 		mux.HandleFunc("GET "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, n.HealStatus()) })
 		mux.HandleFunc("POST "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) {
@@ -118,7 +119,7 @@ func Handler(node Informer, access, secret string) http.Handler {
 			writeJSONStatus(w, http.StatusAccepted, map[string]string{"status": "scan started", "at": time.Now().UTC().Format(time.RFC3339)})
 		})
 		mux.HandleFunc("GET "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
-			st, err := n.DecommissionStatus(r.PathValue("pool"))
+			st, err := n.DecommissionStatus(r.Context(), r.PathValue("pool"))
 			if err != nil {
 				writeError(w, err)
 				return
@@ -126,14 +127,14 @@ func Handler(node Informer, access, secret string) http.Handler {
 			writeJSON(w, st)
 		})
 		mux.HandleFunc("POST "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
-			if err := n.StartDecommission(r.PathValue("pool")); err != nil {
+			if err := n.StartDecommission(r.Context(), r.PathValue("pool")); err != nil {
 				writeError(w, err)
 				return
 			}
 			writeJSONStatus(w, http.StatusAccepted, map[string]string{"status": "decommission started"})
 		})
 		mux.HandleFunc("DELETE "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
-			if err := n.CancelDecommission(r.PathValue("pool")); err != nil {
+			if err := n.CancelDecommission(r.Context(), r.PathValue("pool")); err != nil {
 				writeError(w, err)
 				return
 			}

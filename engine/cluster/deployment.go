@@ -145,7 +145,7 @@ func (d *Deployment) AddPool(ctx context.Context, spec PoolSpec, index int) (*Po
 	d.pools = append(d.pools, pr)
 	d.mu.Unlock()
 	d.Pools.Add(pr.Entry)
-	if err := d.Pools.HealBuckets(); err != nil {
+	if err := d.Pools.HealBuckets(ctx); err != nil {
 		d.opts.Log.Warn("buckets not yet copied to the new pool", "pool", spec.Name, "err", err)
 	}
 	return pr, nil
@@ -252,7 +252,7 @@ func (d *Deployment) agree(ctx context.Context, pr *PoolRuntime, drives []erasur
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				f, err := dr.Format()
+				f, err := dr.Format(ctx)
 				if err == nil {
 					states[slot].format = &f
 				} else {
@@ -376,7 +376,7 @@ func (pr *PoolRuntime) Local(slot int) *drive.Local {
 // Reopen opens this node's drive at a slot again (it went offline, or was
 // wiped while running) and puts it back into its set. An empty drive is
 // formatted into its slot; fresh reports that its objects must be rebuilt.
-func (pr *PoolRuntime) Reopen(slot int) (fresh bool, err error) {
+func (pr *PoolRuntime) Reopen(ctx context.Context, slot int) (fresh bool, err error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	l := pr.Layout
@@ -391,7 +391,7 @@ func (pr *PoolRuntime) Reopen(slot int) (fresh bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	f, err := d.Format()
+	f, err := d.Format(ctx)
 	switch {
 	case errors.Is(err, drive.ErrUnformatted):
 		f = drive.Format{

@@ -1,6 +1,7 @@
 package drive
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -213,7 +214,7 @@ func (d *Local) Close() error {
 }
 
 // Format returns the drive's identity, or ErrUnformatted.
-func (d *Local) Format() (Format, error) {
+func (d *Local) Format(ctx context.Context) (Format, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if d.format == nil {
@@ -245,7 +246,7 @@ func (d *Local) writeOpts() *pebble.WriteOptions {
 }
 
 // MakeBucket records a bucket.
-func (d *Local) MakeBucket(b BucketInfo) error {
+func (d *Local) MakeBucket(ctx context.Context, b BucketInfo) error {
 	k := bucketKey(b.Name)
 	lock := d.lockFor(b.Name, "")
 	lock.Lock()
@@ -261,7 +262,7 @@ func (d *Local) MakeBucket(b BucketInfo) error {
 
 // SetBucket writes a bucket record whether or not it exists (versioning
 // changes, healing).
-func (d *Local) SetBucket(b BucketInfo) error { return d.putBucket(b) }
+func (d *Local) SetBucket(ctx context.Context, b BucketInfo) error { return d.putBucket(b) }
 
 func (d *Local) putBucket(b BucketInfo) error {
 	v, err := json.Marshal(b)
@@ -272,7 +273,10 @@ func (d *Local) putBucket(b BucketInfo) error {
 }
 
 // StatBucket returns a bucket's record.
-func (d *Local) StatBucket(name string) (BucketInfo, error) {
+func (d *Local) StatBucket(ctx context.Context, name string) (BucketInfo, error) {
+	if err := ended(ctx); err != nil {
+		return BucketInfo{}, err
+	}
 	v, closer, err := d.db.Get(bucketKey(name))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return BucketInfo{}, ErrBucketNotFound
@@ -289,7 +293,10 @@ func (d *Local) StatBucket(name string) (BucketInfo, error) {
 }
 
 // ListBuckets returns every bucket in name order.
-func (d *Local) ListBuckets() ([]BucketInfo, error) {
+func (d *Local) ListBuckets(ctx context.Context) ([]BucketInfo, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: bucketPrefix, UpperBound: prefixEnd(bucketPrefix)})
 	if err != nil {
 		return nil, err
@@ -307,8 +314,8 @@ func (d *Local) ListBuckets() ([]BucketInfo, error) {
 }
 
 // DeleteBucket removes an empty bucket (force removes its records too).
-func (d *Local) DeleteBucket(name string, force bool) error {
-	if _, err := d.StatBucket(name); err != nil {
+func (d *Local) DeleteBucket(ctx context.Context, name string, force bool) error {
+	if _, err := d.StatBucket(ctx, name); err != nil {
 		return err
 	}
 	p := bucketObjectsPrefix(name)
@@ -356,7 +363,10 @@ func (d *Local) dataDirPath(dataDir [16]byte) string {
 func partName(part int) string { return fmt.Sprintf("part.%d", part) }
 
 // CreateStaged creates the shard file of one part in the staging area.
-func (d *Local) CreateStaged(dataDir [16]byte, part int) (vfs.File, error) {
+func (d *Local) CreateStaged(ctx context.Context, dataDir [16]byte, part int) (vfs.File, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	dir := d.stagedPath(dataDir)
 	if err := d.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -369,7 +379,9 @@ func (d *Local) CreateStaged(dataDir [16]byte, part int) (vfs.File, error) {
 }
 
 // AbortStaged removes a staged data directory.
-func (d *Local) AbortStaged(dataDir [16]byte) error { return d.fs.RemoveAll(d.stagedPath(dataDir)) }
+func (d *Local) AbortStaged(ctx context.Context, dataDir [16]byte) error {
+	return d.fs.RemoveAll(d.stagedPath(dataDir))
+}
 
 func (d *Local) commitStaged(stageID, dataDir [16]byte) error {
 	final := d.dataDirPath(dataDir)
@@ -429,10 +441,13 @@ func (d *Local) syncAll(files, dirs []string) error {
 }
 
 // DiskInfo reports the drive filesystem's capacity.
-func (d *Local) DiskInfo() (vfs.Usage, error) { return d.fs.Usage(d.root) }
+func (d *Local) DiskInfo(ctx context.Context) (vfs.Usage, error) { return d.fs.Usage(d.root) }
 
 // OpenShard opens the committed shard file of one part.
-func (d *Local) OpenShard(dataDir [16]byte, part int) (vfs.File, error) {
+func (d *Local) OpenShard(ctx context.Context, dataDir [16]byte, part int) (vfs.File, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	return d.fs.Open(filepath.Join(d.dataDirPath(dataDir), partName(part)))
 }
 
@@ -466,4 +481,17 @@ func (l storeLogger) Errorf(format string, args ...any) {
 func (l storeLogger) Fatalf(format string, args ...any) {
 	l.log.Error("metadata store failed fatally; exiting: " + fmt.Sprintf(format, args...))
 	os.Exit(1)
+}
+
+// walkCheck is how many entries a walk reads between checks of its context.
+const walkCheck = 256
+
+// ended is the reason ctx ended, or nil while it lives: reads and walks stop
+// when the request they serve is gone. Commits do not look: once the
+// erasure layer starts one, it runs to the end on every drive.
+func ended(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package drive
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +29,7 @@ func openTestDrive(t *testing.T, root string, fsys vfs.FS) *Local {
 func TestFormatLifecycle(t *testing.T) {
 	root := t.TempDir()
 	d := openTestDrive(t, root, nil)
-	if _, err := d.Format(); !errors.Is(err, ErrUnformatted) {
+	if _, err := d.Format(t.Context()); !errors.Is(err, ErrUnformatted) {
 		t.Fatalf("new drive: Format err = %v, want ErrUnformatted", err)
 	}
 	f := validFormat()
@@ -41,7 +42,7 @@ func TestFormatLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d2.Close()
-	if got, err := d2.Format(); err != nil || got != f {
+	if got, err := d2.Format(t.Context()); err != nil || got != f {
 		t.Fatalf("after reopen: %+v, %v", got, err)
 	}
 }
@@ -50,30 +51,30 @@ func TestBuckets(t *testing.T) {
 	d := openTestDrive(t, t.TempDir(), nil)
 	now := time.Now().UTC().Truncate(time.Second)
 	for _, name := range []string{"zeta", "alpha", "media"} {
-		if err := d.MakeBucket(BucketInfo{Name: name, Created: now}); err != nil {
+		if err := d.MakeBucket(t.Context(), BucketInfo{Name: name, Created: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := d.MakeBucket(BucketInfo{Name: "media"}); !errors.Is(err, ErrBucketExists) {
+	if err := d.MakeBucket(t.Context(), BucketInfo{Name: "media"}); !errors.Is(err, ErrBucketExists) {
 		t.Fatalf("duplicate bucket: %v", err)
 	}
-	bs, err := d.ListBuckets()
+	bs, err := d.ListBuckets(t.Context())
 	if err != nil || len(bs) != 3 || bs[0].Name != "alpha" || bs[2].Name != "zeta" || !bs[0].Created.Equal(now) {
 		t.Fatalf("ListBuckets = %+v, %v", bs, err)
 	}
-	if _, err := d.PutVersion("media", "k", &Record{ModTime: 1}, NotStaged); err != nil {
+	if _, err := d.PutVersion(t.Context(), "media", "k", &Record{ModTime: 1}, NotStaged); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.DeleteBucket("media", false); !errors.Is(err, ErrBucketNotEmpty) {
+	if err := d.DeleteBucket(t.Context(), "media", false); !errors.Is(err, ErrBucketNotEmpty) {
 		t.Fatalf("delete non-empty bucket: %v", err)
 	}
-	if err := d.DeleteBucket("media", true); err != nil {
+	if err := d.DeleteBucket(t.Context(), "media", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.StatBucket("media"); !errors.Is(err, ErrBucketNotFound) {
+	if _, err := d.StatBucket(t.Context(), "media"); !errors.Is(err, ErrBucketNotFound) {
 		t.Fatalf("deleted bucket: %v", err)
 	}
-	if _, err := d.GetVersion("media", "k", nil); !errors.Is(err, ErrVersionNotFound) {
+	if _, err := d.GetVersion(t.Context(), "media", "k", nil); !errors.Is(err, ErrVersionNotFound) {
 		t.Fatalf("records of a force-deleted bucket remain: %v", err)
 	}
 }
@@ -82,7 +83,7 @@ func TestNullVersionLastWriterWins(t *testing.T) {
 	d := openTestDrive(t, t.TempDir(), nil)
 	put := func(modTime int64, etag string) PutResult {
 		t.Helper()
-		res, err := d.PutVersion("b", "obj", &Record{ModTime: modTime, ETag: etag}, NotStaged)
+		res, err := d.PutVersion(t.Context(), "b", "obj", &Record{ModTime: modTime, ETag: etag}, NotStaged)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +96,7 @@ func TestNullVersionLastWriterWins(t *testing.T) {
 	if res := put(15, "late"); !res.Superseded {
 		t.Fatalf("an older write arriving late must lose: %+v", res)
 	}
-	vs, err := d.Versions("b", "obj")
+	vs, err := d.Versions(t.Context(), "b", "obj")
 	if err != nil || len(vs) != 1 || vs[0].ETag != "second" {
 		t.Fatalf("versions = %+v, %v; want only the newest null version", vs, err)
 	}
@@ -108,11 +109,11 @@ func TestVersionedRecordsNewestFirst(t *testing.T) {
 		id := [16]byte(uuid.New())
 		ids = append(ids, id)
 		// Written out of time order: the store orders them.
-		if _, err := d.PutVersion("b", "obj", &Record{VersionID: id, ModTime: int64((i * 7) % 5)}, NotStaged); err != nil {
+		if _, err := d.PutVersion(t.Context(), "b", "obj", &Record{VersionID: id, ModTime: int64((i * 7) % 5)}, NotStaged); err != nil {
 			t.Fatal(err)
 		}
 	}
-	vs, err := d.Versions("b", "obj")
+	vs, err := d.Versions(t.Context(), "b", "obj")
 	if err != nil || len(vs) != 5 {
 		t.Fatalf("versions: %d, %v", len(vs), err)
 	}
@@ -121,18 +122,18 @@ func TestVersionedRecordsNewestFirst(t *testing.T) {
 			t.Fatalf("versions not newest first at %d: %d then %d", i, vs[i-1].ModTime, vs[i].ModTime)
 		}
 	}
-	latest, err := d.GetVersion("b", "obj", nil)
+	latest, err := d.GetVersion(t.Context(), "b", "obj", nil)
 	if err != nil || latest.ModTime != 4 {
 		t.Fatalf("latest = %+v, %v", latest, err)
 	}
-	got, err := d.GetVersion("b", "obj", &ids[2])
+	got, err := d.GetVersion(t.Context(), "b", "obj", &ids[2])
 	if err != nil || got.VersionID != ids[2] {
 		t.Fatalf("version by id: %+v, %v", got, err)
 	}
-	if _, err := d.DeleteVersion("b", "obj", ids[2]); err != nil {
+	if _, err := d.DeleteVersion(t.Context(), "b", "obj", ids[2]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.GetVersion("b", "obj", &ids[2]); !errors.Is(err, ErrVersionNotFound) {
+	if _, err := d.GetVersion(t.Context(), "b", "obj", &ids[2]); !errors.Is(err, ErrVersionNotFound) {
 		t.Fatalf("deleted version still there: %v", err)
 	}
 }
@@ -141,17 +142,17 @@ func TestWalkObjects(t *testing.T) {
 	d := openTestDrive(t, t.TempDir(), nil)
 	keys := []string{"a", "a/b", "a/c", "ab", "b/x", "b/y/z", "c"}
 	for i, k := range keys {
-		if _, err := d.PutVersion("bk", k, &Record{ModTime: int64(i + 1)}, NotStaged); err != nil {
+		if _, err := d.PutVersion(t.Context(), "bk", k, &Record{ModTime: int64(i + 1)}, NotStaged); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Another bucket with a name that is a prefix must not leak in.
-	if _, err := d.PutVersion("b", "zzz", &Record{ModTime: 1}, NotStaged); err != nil {
+	if _, err := d.PutVersion(t.Context(), "b", "zzz", &Record{ModTime: 1}, NotStaged); err != nil {
 		t.Fatal(err)
 	}
 	walk := func(prefix, after string, limit int) []string {
 		var out []string
-		err := d.WalkObjects("bk", prefix, after, false, func(o string, vs []*Record) bool {
+		err := d.WalkObjects(t.Context(), "bk", prefix, after, false, func(o string, vs []*Record) bool {
 			out = append(out, o)
 			return len(out) < limit
 		})
@@ -179,13 +180,43 @@ func TestWalkObjects(t *testing.T) {
 	}
 }
 
+// TestReadsStopWithTheirContext: a walk whose caller has gone stops within
+// walkCheck entries with the caller's reason; reads under an ended context
+// do not start; commits are not the drive's to refuse.
+func TestReadsStopWithTheirContext(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	for i := range 3 * walkCheck {
+		if _, err := d.PutVersion(t.Context(), "bk", fmt.Sprintf("k%05d", i), &Record{ModTime: 1}, NotStaged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	gone := errors.New("client gone")
+	seen := 0
+	err := d.WalkObjects(ctx, "bk", "", "", true, func(string, []*Record) bool {
+		if seen++; seen == 10 {
+			cancel(gone)
+		}
+		return true
+	})
+	if !errors.Is(err, gone) || seen > walkCheck {
+		t.Fatalf("walk: %v after %d entries, want %v within %d", err, seen, gone, walkCheck)
+	}
+	if _, err := d.GetVersion(ctx, "bk", "k00001", nil); !errors.Is(err, gone) {
+		t.Fatalf("GetVersion under an ended context: %v", err)
+	}
+	if _, err := d.PutVersion(ctx, "bk", "k00001", &Record{ModTime: 2}, NotStaged); err != nil {
+		t.Fatalf("PutVersion under an ended context: %v", err)
+	}
+}
+
 func TestStagedShardCommitAndReplace(t *testing.T) {
 	root := t.TempDir()
 	d := openTestDrive(t, root, nil)
 	write := func(modTime int64, content string) [16]byte {
 		t.Helper()
 		dir := [16]byte(uuid.New())
-		f, err := d.CreateStaged(dir, 1)
+		f, err := d.CreateStaged(t.Context(), dir, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,14 +224,14 @@ func TestStagedShardCommitAndReplace(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = f.Close()
-		if _, err := d.PutVersion("b", "big", &Record{ModTime: modTime, DataDir: dir}, dir); err != nil {
+		if _, err := d.PutVersion(t.Context(), "b", "big", &Record{ModTime: modTime, DataDir: dir}, dir); err != nil {
 			t.Fatal(err)
 		}
 		return dir
 	}
 	first := write(1, "old shard")
 	second := write(2, "new shard")
-	f, err := d.OpenShard(second, 1)
+	f, err := d.OpenShard(t.Context(), second, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +240,7 @@ func TestStagedShardCommitAndReplace(t *testing.T) {
 	if string(got) != "new shard" {
 		t.Fatalf("shard content %q", got)
 	}
-	if _, err := d.OpenShard(first, 1); !errors.Is(err, os.ErrNotExist) {
+	if _, err := d.OpenShard(t.Context(), first, 1); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the replaced version's data was not removed: %v", err)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(root, ".strata", "tmp")); len(entries) != 0 {
@@ -222,17 +253,17 @@ func TestFailedRenameLeavesNoRecordAndReopenClearsTmp(t *testing.T) {
 	ffs := faultfs.New(vfs.Default)
 	d := openTestDrive(t, root, ffs)
 	dir := [16]byte(uuid.New())
-	f, err := d.CreateStaged(dir, 1)
+	f, err := d.CreateStaged(t.Context(), dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _ = io.WriteString(f, "data")
 	_ = f.Close()
 	ffs.Fail(faultfs.OpRename, hexID(dir), nil, 1)
-	if _, err := d.PutVersion("b", "o", &Record{ModTime: 1, DataDir: dir}, dir); !errors.Is(err, faultfs.ErrInjected) {
+	if _, err := d.PutVersion(t.Context(), "b", "o", &Record{ModTime: 1, DataDir: dir}, dir); !errors.Is(err, faultfs.ErrInjected) {
 		t.Fatalf("PutVersion with a failing rename: %v", err)
 	}
-	if _, err := d.GetVersion("b", "o", nil); !errors.Is(err, ErrVersionNotFound) {
+	if _, err := d.GetVersion(t.Context(), "b", "o", nil); !errors.Is(err, ErrVersionNotFound) {
 		t.Fatalf("a record was committed without its data: %v", err)
 	}
 	_ = d.Close()
@@ -247,7 +278,7 @@ func TestFullDiskFailsTheWrite(t *testing.T) {
 	ffs := faultfs.New(vfs.Default)
 	d := openTestDrive(t, t.TempDir(), ffs)
 	ffs.SetFree(10)
-	f, err := d.CreateStaged([16]byte(uuid.New()), 1)
+	f, err := d.CreateStaged(t.Context(), [16]byte(uuid.New()), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,20 +291,20 @@ func TestFullDiskFailsTheWrite(t *testing.T) {
 func TestRollbackLeavesANewerRecordAlone(t *testing.T) {
 	d := openTestDrive(t, t.TempDir(), nil)
 	ours := &Record{ModTime: 10, ETag: "ours"}
-	if _, err := d.PutVersion("b", "o", ours, NotStaged); err != nil {
+	if _, err := d.PutVersion(t.Context(), "b", "o", ours, NotStaged); err != nil {
 		t.Fatal(err)
 	}
 	theirs := &Record{ModTime: 20, ETag: "theirs"}
-	if _, err := d.PutVersion("b", "o", theirs, NotStaged); err != nil {
+	if _, err := d.PutVersion(t.Context(), "b", "o", theirs, NotStaged); err != nil {
 		t.Fatal(err)
 	}
-	if removed, err := d.RollbackVersion("b", "o", ours); err != nil || removed {
+	if removed, err := d.RollbackVersion(t.Context(), "b", "o", ours); err != nil || removed {
 		t.Fatalf("rollback of a replaced record: removed=%v err=%v", removed, err)
 	}
-	if got, err := d.GetVersion("b", "o", nil); err != nil || got.ETag != "theirs" {
+	if got, err := d.GetVersion(t.Context(), "b", "o", nil); err != nil || got.ETag != "theirs" {
 		t.Fatalf("the newer record was lost: %+v %v", got, err)
 	}
-	if removed, err := d.RollbackVersion("b", "o", theirs); err != nil || !removed {
+	if removed, err := d.RollbackVersion(t.Context(), "b", "o", theirs); err != nil || !removed {
 		t.Fatalf("rollback of the current record: removed=%v err=%v", removed, err)
 	}
 }

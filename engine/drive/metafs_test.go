@@ -42,10 +42,10 @@ func TestMetadataStoreUsesTheSeam(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.MakeBucket(BucketInfo{Name: "bkt"}); err != nil {
+	if err := d.MakeBucket(t.Context(), BucketInfo{Name: "bkt"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.StatBucket("bkt"); err != nil {
+	if _, err := d.StatBucket(t.Context(), "bkt"); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Close(); err != nil {
@@ -85,7 +85,7 @@ func TestMetadataFaultsAreErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"a", "b", "c"} {
-		if err := d.MakeBucket(BucketInfo{Name: name}); err != nil {
+		if err := d.MakeBucket(t.Context(), BucketInfo{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,11 +101,11 @@ func TestMetadataFaultsAreErrors(t *testing.T) {
 	}
 	defer d.Close()
 	reads.on.Store(true)
-	if _, err := d.StatBucket("b"); err == nil {
+	if _, err := d.StatBucket(t.Context(), "b"); err == nil {
 		t.Fatal("a lookup over failing reads succeeded")
 	}
 	reads.on.Store(false)
-	if _, err := d.StatBucket("b"); err != nil {
+	if _, err := d.StatBucket(t.Context(), "b"); err != nil {
 		t.Fatalf("after the fault cleared: %v", err)
 	}
 }

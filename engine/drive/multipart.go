@@ -1,6 +1,7 @@
 package drive
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -76,7 +77,7 @@ func stagedPartName(number int, id [16]byte) string {
 }
 
 // PutUpload records a new multipart upload.
-func (d *Local) PutUpload(u *Upload) error {
+func (d *Local) PutUpload(ctx context.Context, u *Upload) error {
 	v, err := json.Marshal(u)
 	if err != nil {
 		return err
@@ -85,7 +86,10 @@ func (d *Local) PutUpload(u *Upload) error {
 }
 
 // GetUpload returns an upload's record.
-func (d *Local) GetUpload(bucket, object string, id [16]byte) (*Upload, error) {
+func (d *Local) GetUpload(ctx context.Context, bucket, object string, id [16]byte) (*Upload, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	v, closer, err := d.db.Get(uploadKey(bucket, object, id))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrUploadNotFound
@@ -103,14 +107,20 @@ func (d *Local) GetUpload(bucket, object string, id [16]byte) (*Upload, error) {
 
 // WalkUploads calls fn for each upload of a bucket whose object starts with
 // prefix, in (object, upload ID) order, until fn returns false.
-func (d *Local) WalkUploads(bucket, prefix string, fn func(u *Upload) bool) error {
+func (d *Local) WalkUploads(ctx context.Context, bucket, prefix string, fn func(u *Upload) bool) error {
 	lower := append(uploadsPrefix(bucket), prefix...)
 	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
 		return err
 	}
 	defer it.Close()
+	n := 0
 	for it.First(); it.Valid(); it.Next() {
+		if n++; n%walkCheck == 0 {
+			if err := ended(ctx); err != nil {
+				return err
+			}
+		}
 		u := &Upload{}
 		if err := json.Unmarshal(it.Value(), u); err != nil {
 			return fmt.Errorf("drive %s: upload record: %w", d.root, err)
@@ -126,12 +136,12 @@ func (d *Local) WalkUploads(bucket, prefix string, fn func(u *Upload) bool) erro
 // part's own ID) into the upload's data directory and records the part. An
 // earlier upload of the same part number is replaced when this one is newer
 // (last writer wins) and its shard removed.
-func (d *Local) CommitPart(u *Upload, p *PartRecord) error {
+func (d *Local) CommitPart(ctx context.Context, u *Upload, p *PartRecord) error {
 	lock := d.lockFor(u.Bucket, u.Object)
 	lock.Lock()
 	defer lock.Unlock()
-	if _, err := d.GetUpload(u.Bucket, u.Object, u.ID); err != nil {
-		_ = d.AbortStaged(p.ID)
+	if _, err := d.GetUpload(ctx, u.Bucket, u.Object, u.ID); err != nil {
+		_ = d.AbortStaged(ctx, p.ID)
 		return err
 	}
 	old, err := d.getPart(u.ID, p.Number)
@@ -139,7 +149,7 @@ func (d *Local) CommitPart(u *Upload, p *PartRecord) error {
 		return err
 	}
 	if old != nil && (old.ModTime > p.ModTime || old.ModTime == p.ModTime && string(old.ID[:]) > string(p.ID[:])) {
-		_ = d.AbortStaged(p.ID)
+		_ = d.AbortStaged(ctx, p.ID)
 		return nil // a newer upload of this part already won
 	}
 	dir := d.dataDirPath(u.DataDir)
@@ -187,7 +197,10 @@ func (d *Local) getPart(uploadID [16]byte, number int) (*PartRecord, error) {
 }
 
 // ListParts returns an upload's parts in part-number order.
-func (d *Local) ListParts(uploadID [16]byte) ([]PartRecord, error) {
+func (d *Local) ListParts(ctx context.Context, uploadID [16]byte) ([]PartRecord, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	p := partsPrefix(uploadID)
 	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 	if err != nil {
@@ -210,11 +223,11 @@ func (d *Local) ListParts(uploadID [16]byte) ([]PartRecord, error) {
 // part.<i+1>), other parts' shards are removed, and the version record is
 // committed together with the removal of the upload's records. Replacing a
 // null version follows PutVersion's rules.
-func (d *Local) CompleteUpload(u *Upload, chosen []PartRecord, rec *Record) (PutResult, error) {
+func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartRecord, rec *Record) (PutResult, error) {
 	lock := d.lockFor(u.Bucket, u.Object)
 	lock.Lock()
 	defer lock.Unlock()
-	if _, err := d.GetUpload(u.Bucket, u.Object, u.ID); err != nil {
+	if _, err := d.GetUpload(ctx, u.Bucket, u.Object, u.ID); err != nil {
 		return PutResult{}, err
 	}
 	dir := d.dataDirPath(u.DataDir)
@@ -278,11 +291,11 @@ func isFinalPartName(name string, parts int) bool {
 }
 
 // AbortUpload removes an upload's records and its shards.
-func (d *Local) AbortUpload(bucket, object string, id [16]byte) error {
+func (d *Local) AbortUpload(ctx context.Context, bucket, object string, id [16]byte) error {
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
 	defer lock.Unlock()
-	u, err := d.GetUpload(bucket, object, id)
+	u, err := d.GetUpload(ctx, bucket, object, id)
 	if err != nil {
 		return err
 	}

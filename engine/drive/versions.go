@@ -2,6 +2,7 @@ package drive
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -149,7 +150,7 @@ func insertVersion(recs []*Record, rec *Record) (out []*Record, res PutResult) {
 // under a name of its own, so two heals of one object never mix files.)
 // A null version replaces the existing null version unless that one is
 // newer.
-func (d *Local) PutVersion(bucket, object string, rec *Record, stageID [16]byte) (PutResult, error) {
+func (d *Local) PutVersion(ctx context.Context, bucket, object string, rec *Record, stageID [16]byte) (PutResult, error) {
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
 	defer lock.Unlock()
@@ -162,7 +163,7 @@ func (d *Local) PutVersion(bucket, object string, rec *Record, stageID [16]byte)
 	recs, res := insertVersion(recs, rec)
 	if res.Superseded {
 		if staged {
-			_ = d.AbortStaged(stageID)
+			_ = d.AbortStaged(ctx, stageID)
 		}
 		return res, nil
 	}
@@ -184,7 +185,7 @@ func (d *Local) PutVersion(bucket, object string, rec *Record, stageID [16]byte)
 // matching rec (same ID, time, ETag and data); its data is unchanged.
 // ErrVersionNotFound when the drive holds no such version (it was replaced
 // meanwhile).
-func (d *Local) SetVersionMeta(bucket, object string, rec *Record, meta map[string]string) error {
+func (d *Local) SetVersionMeta(ctx context.Context, bucket, object string, rec *Record, meta map[string]string) error {
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
 	defer lock.Unlock()
@@ -202,7 +203,10 @@ func (d *Local) SetVersionMeta(bucket, object string, rec *Record, meta map[stri
 
 // GetVersion returns one version of an object: the newest when versionID is
 // nil, else the one with that ID (all zero = the null version).
-func (d *Local) GetVersion(bucket, object string, versionID *[16]byte) (*Record, error) {
+func (d *Local) GetVersion(ctx context.Context, bucket, object string, versionID *[16]byte) (*Record, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	limit := -1
 	if versionID == nil {
 		limit = 1
@@ -220,12 +224,15 @@ func (d *Local) GetVersion(bucket, object string, versionID *[16]byte) (*Record,
 }
 
 // Versions returns every version of an object, newest first.
-func (d *Local) Versions(bucket, object string) ([]*Record, error) {
+func (d *Local) Versions(ctx context.Context, bucket, object string) ([]*Record, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	return d.loadVersions(bucket, object, -1)
 }
 
 // DeleteVersion removes one version record and its data.
-func (d *Local) DeleteVersion(bucket, object string, versionID [16]byte) (*Record, error) {
+func (d *Local) DeleteVersion(ctx context.Context, bucket, object string, versionID [16]byte) (*Record, error) {
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
 	defer lock.Unlock()
@@ -256,7 +263,7 @@ func (d *Local) removeData(r *Record) {
 // RollbackVersion removes rec if this drive still holds exactly it (a write
 // that missed quorum is undone), leaving alone a newer record that replaced
 // it meanwhile. It reports whether it removed anything.
-func (d *Local) RollbackVersion(bucket, object string, rec *Record) (bool, error) {
+func (d *Local) RollbackVersion(ctx context.Context, bucket, object string, rec *Record) (bool, error) {
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
 	defer lock.Unlock()
@@ -279,7 +286,7 @@ func (d *Local) RollbackVersion(bucket, object string, rec *Record) (bool, error
 // WalkObjects calls fn, in key order, for each object of a bucket whose name
 // starts with prefix and sorts after startAfter, with its versions newest
 // first (only the newest when latestOnly), until fn returns false.
-func (d *Local) WalkObjects(bucket, prefix, startAfter string, latestOnly bool, fn func(object string, versions []*Record) bool) error {
+func (d *Local) WalkObjects(ctx context.Context, bucket, prefix, startAfter string, latestOnly bool, fn func(object string, versions []*Record) bool) error {
 	bp := bucketObjectsPrefix(bucket)
 	lower := append(slices.Clone(bp), prefix...)
 	if startAfter != "" && startAfter >= prefix {
@@ -298,7 +305,13 @@ func (d *Local) WalkObjects(bucket, prefix, startAfter string, latestOnly bool, 
 	if latestOnly {
 		limit = 1
 	}
+	n := 0
 	for it.First(); it.Valid(); it.Next() {
+		if n++; n%walkCheck == 0 {
+			if err := ended(ctx); err != nil {
+				return err
+			}
+		}
 		name := string(it.Key()[len(bp):])
 		recs, err := decodeVersions(it.Value(), limit)
 		if err != nil {

@@ -1,6 +1,7 @@
 package erasure
 
 import (
+	"context"
 	"sync"
 
 	"github.com/strata-storage/strata/engine/drive"
@@ -14,8 +15,8 @@ import (
 // NodeBatcher takes several of one node's drives' operations in one round
 // trip.
 type NodeBatcher interface {
-	PutVersions(items []PutItem) []error
-	GetVersions(items []GetItem) ([]*drive.Record, []error)
+	PutVersions(ctx context.Context, items []PutItem) []error
+	GetVersions(ctx context.Context, items []GetItem) ([]*drive.Record, []error)
 }
 
 // Batched is implemented by drives on another node. Batcher returns nil
@@ -66,7 +67,7 @@ func groupByNode(drives []Drive) (map[NodeBatcher][]int, []int) {
 // putVersions commits rec(pos) on every online drive (errDriveOffline for
 // the others), one round trip per node. A position whose rec is nil is
 // skipped with the error rec returned.
-func putVersions(drives []Drive, bucket, object string, rec func(pos int) (*drive.Record, [16]byte, error)) []error {
+func putVersions(ctx context.Context, drives []Drive, bucket, object string, rec func(pos int) (*drive.Record, [16]byte, error)) []error {
 	errs := make([]error, len(drives))
 	for pos, d := range drives {
 		if d == nil {
@@ -84,7 +85,7 @@ func putVersions(drives []Drive, bucket, object string, rec func(pos int) (*driv
 				errs[pos] = err
 				return
 			}
-			_, errs[pos] = drives[pos].PutVersion(bucket, object, r, stage)
+			_, errs[pos] = drives[pos].PutVersion(committing(ctx), bucket, object, r, stage)
 		}()
 	}
 	for nb, positions := range groups {
@@ -105,7 +106,7 @@ func putVersions(drives []Drive, bucket, object string, rec func(pos int) (*driv
 			if len(items) == 0 {
 				return
 			}
-			for i, err := range nb.PutVersions(items) {
+			for i, err := range nb.PutVersions(committing(ctx), items) {
 				errs[sent[i]] = err
 			}
 		}()
@@ -116,7 +117,7 @@ func putVersions(drives []Drive, bucket, object string, rec func(pos int) (*driv
 
 // getVersions reads one version's record from every online drive, one
 // round trip per node.
-func getVersions(drives []Drive, bucket, object string, versionID *[16]byte) ([]*drive.Record, []error) {
+func getVersions(ctx context.Context, drives []Drive, bucket, object string, versionID *[16]byte) ([]*drive.Record, []error) {
 	recs := make([]*drive.Record, len(drives))
 	errs := make([]error, len(drives))
 	for pos, d := range drives {
@@ -130,7 +131,7 @@ func getVersions(drives []Drive, bucket, object string, versionID *[16]byte) ([]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			recs[pos], errs[pos] = drives[pos].GetVersion(bucket, object, versionID)
+			recs[pos], errs[pos] = drives[pos].GetVersion(ctx, bucket, object, versionID)
 		}()
 	}
 	for nb, positions := range groups {
@@ -141,7 +142,7 @@ func getVersions(drives []Drive, bucket, object string, versionID *[16]byte) ([]
 			for i, pos := range positions {
 				items[i] = GetItem{Drive: drives[pos], Bucket: bucket, Object: object, VersionID: versionID}
 			}
-			rs, es := nb.GetVersions(items)
+			rs, es := nb.GetVersions(ctx, items)
 			for i, pos := range positions {
 				recs[pos], errs[pos] = rs[i], es[i]
 			}

@@ -32,7 +32,7 @@ type DrainMarker struct {
 func (ps *Pools) DrainSet(ctx context.Context, from *PoolEntry, set int, marker DrainMarker, save func(DrainMarker) error) (DrainMarker, error) {
 	s := from.Pool.sets[set]
 	for {
-		buckets, err := from.Pool.ListBuckets()
+		buckets, err := from.Pool.ListBuckets(ctx)
 		if err != nil {
 			return marker, err
 		}
@@ -46,7 +46,7 @@ func (ps *Pools) DrainSet(ctx context.Context, from *PoolEntry, set int, marker 
 				after = marker.Object
 			}
 			for {
-				entries, _, err := s.walkDrives(b.Name, "", after, listBatch, len(s.Drives()), false)
+				entries, _, err := s.walkDrives(ctx, b.Name, "", after, listBatch, len(s.Drives()), false)
 				if err != nil {
 					return marker, err
 				}
@@ -54,7 +54,7 @@ func (ps *Pools) DrainSet(ctx context.Context, from *PoolEntry, set int, marker 
 					if err := ctx.Err(); err != nil {
 						return marker, err
 					}
-					n, err := ps.moveObject(from, b.Name, e.name, e.versions)
+					n, err := ps.moveObject(ctx, from, b.Name, e.name, e.versions)
 					if err != nil {
 						return marker, fmt.Errorf("moving %s/%s: %w", b.Name, e.name, err)
 					}
@@ -73,7 +73,7 @@ func (ps *Pools) DrainSet(ctx context.Context, from *PoolEntry, set int, marker 
 		}
 		// Another pass finds objects that arrived behind the marker (a
 		// multipart upload completed in the draining pool meanwhile).
-		empty, err := setEmpty(s, buckets)
+		empty, err := setEmpty(ctx, s, buckets)
 		if err != nil {
 			return marker, err
 		}
@@ -91,13 +91,13 @@ func (ps *Pools) DrainSet(ctx context.Context, from *PoolEntry, set int, marker 
 }
 
 // setEmpty reports whether a set holds no object and no upload.
-func setEmpty(s *Set, buckets []BucketInfo) (bool, error) {
+func setEmpty(ctx context.Context, s *Set, buckets []BucketInfo) (bool, error) {
 	for _, b := range buckets {
-		entries, _, err := s.walkDrives(b.Name, "", "", 1, len(s.Drives()), true)
+		entries, _, err := s.walkDrives(ctx, b.Name, "", "", 1, len(s.Drives()), true)
 		if err != nil || len(entries) > 0 {
 			return false, err
 		}
-		us, err := s.uploads(b.Name, "")
+		us, err := s.uploads(ctx, b.Name, "")
 		if err != nil || len(us) > 0 {
 			return false, err
 		}
@@ -108,8 +108,8 @@ func setEmpty(s *Set, buckets []BucketInfo) (bool, error) {
 // moveObject copies every version of an object (oldest first, same IDs,
 // times, ETags and metadata) into the active pools, then removes them from
 // the draining pool. It returns the bytes moved.
-func (ps *Pools) moveObject(from *PoolEntry, bucket, object string, versions []*drive.Record) (int64, error) {
-	to, err := ps.placement()
+func (ps *Pools) moveObject(ctx context.Context, from *PoolEntry, bucket, object string, versions []*drive.Record) (int64, error) {
+	to, err := ps.placement(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -117,7 +117,7 @@ func (ps *Pools) moveObject(from *PoolEntry, bucket, object string, versions []*
 	for i := len(versions) - 1; i >= 0; i-- {
 		v := versions[i]
 		vid := v.VersionID
-		h, err := from.Pool.OpenObject(bucket, object, &vid)
+		h, err := from.Pool.OpenObject(ctx, bucket, object, &vid)
 		if errors.Is(err, ErrObjectNotFound) {
 			continue // deleted meanwhile
 		}
@@ -126,17 +126,17 @@ func (ps *Pools) moveObject(from *PoolEntry, bucket, object string, versions []*
 		}
 		rec := h.rec
 		if rec.IsDeleteMarker() {
-			if err := to.Pool.SetFor(bucket, object).putMarker(bucket, object, rec); err != nil {
+			if err := to.Pool.SetFor(bucket, object).putMarker(ctx, bucket, object, rec); err != nil {
 				return moved, err
 			}
 			continue
 		}
 		pr, pw := io.Pipe()
 		go func() {
-			_, err := h.WriteRange(pw, 0, -1)
+			_, err := h.WriteRange(ctx, pw, 0, -1)
 			pw.CloseWithError(err)
 		}()
-		_, err = to.Pool.PutObject(bucket, object, pr, rec.Size, PutOptions{
+		_, err = to.Pool.PutObject(ctx, bucket, object, pr, rec.Size, PutOptions{
 			VersionID: rec.VersionID, ModTime: time.Unix(0, rec.ModTime), Meta: rec.Meta, ETag: rec.ETag,
 		})
 		_ = pr.CloseWithError(io.ErrClosedPipe)
@@ -147,7 +147,7 @@ func (ps *Pools) moveObject(from *PoolEntry, bucket, object string, versions []*
 	}
 	for _, v := range versions {
 		vid := v.VersionID
-		if _, err := from.Pool.DeleteObject(bucket, object, &vid, DeleteUnversioned); err != nil {
+		if _, err := from.Pool.DeleteObject(ctx, bucket, object, &vid, DeleteUnversioned); err != nil {
 			return moved, err
 		}
 	}
@@ -155,12 +155,12 @@ func (ps *Pools) moveObject(from *PoolEntry, bucket, object string, versions []*
 }
 
 // putMarker writes a delete marker record as it is (a moved version).
-func (s *Set) putMarker(bucket, object string, rec *drive.Record) error {
+func (s *Set) putMarker(ctx context.Context, bucket, object string, rec *drive.Record) error {
 	drives := s.Drives()
 	marker := *rec
-	errs := putVersions(drives, bucket, object, func(int) (*drive.Record, [16]byte, error) {
+	errs := putVersions(ctx, drives, bucket, object, func(int) (*drive.Record, [16]byte, error) {
 		return &marker, drive.NotStaged, nil
 	})
-	_, err := s.finishPut(drives, bucket, object, &marker, errs)
+	_, err := s.finishPut(ctx, drives, bucket, object, &marker, errs)
 	return err
 }

@@ -1,6 +1,7 @@
 package erasure
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -36,17 +37,17 @@ type DeleteResult struct {
 // DeleteObject deletes an object. With versionID it removes that version;
 // otherwise mode decides (see DeleteMode). Deleting what does not exist
 // succeeds, as S3 does.
-func (s *Set) DeleteObject(bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error) {
+func (s *Set) DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error) {
 	drives := s.Drives()
 	if versionID == nil && mode != DeleteUnversioned {
 		marker := &drive.Record{ModTime: time.Now().UnixNano(), Flags: drive.FlagDeleteMarker}
 		if mode == DeleteVersioned {
 			marker.VersionID = uuid.New()
 		}
-		errs := putVersions(drives, bucket, object, func(int) (*drive.Record, [16]byte, error) {
+		errs := putVersions(ctx, drives, bucket, object, func(int) (*drive.Record, [16]byte, error) {
 			return marker, drive.NotStaged, nil
 		})
-		if _, err := s.finishPut(drives, bucket, object, marker, errs); err != nil {
+		if _, err := s.finishPut(ctx, drives, bucket, object, marker, errs); err != nil {
 			return DeleteResult{}, err
 		}
 		return DeleteResult{VersionID: marker.VersionID, DeleteMarker: true}, nil
@@ -57,7 +58,7 @@ func (s *Set) DeleteObject(bucket, object string, versionID *[16]byte, mode Dele
 	}
 	removed := make([]*drive.Record, len(drives))
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
-		r, err := d.DeleteVersion(bucket, object, id)
+		r, err := d.DeleteVersion(committing(ctx), bucket, object, id)
 		removed[pos] = r
 		if errors.Is(err, drive.ErrVersionNotFound) {
 			return nil

@@ -2,6 +2,7 @@ package erasure
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -58,8 +59,8 @@ func (s *Set) resolve(recs []*drive.Record, errs []error) (*drive.Record, []*dri
 }
 
 // StatObject resolves an object version (the latest when versionID is nil).
-func (s *Set) StatObject(bucket, object string, versionID *[16]byte) (ObjectInfo, error) {
-	h, err := s.OpenObject(bucket, object, versionID)
+func (s *Set) StatObject(ctx context.Context, bucket, object string, versionID *[16]byte) (ObjectInfo, error) {
+	h, err := s.OpenObject(ctx, bucket, object, versionID)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
@@ -84,21 +85,21 @@ type ObjectHandle struct {
 
 // OpenObject resolves an object version (the latest when versionID is nil).
 // A delete marker resolves too (Info.DeleteMarker); reading it fails.
-func (s *Set) OpenObject(bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
-	return s.openObject(bucket, object, versionID, false)
+func (s *Set) OpenObject(ctx context.Context, bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
+	return s.openObject(ctx, bucket, object, versionID, false)
 }
 
 // openObject resolves a version from a read quorum of drives, or from every
 // drive when all is set (to change the version everywhere it is held).
-func (s *Set) openObject(bucket, object string, versionID *[16]byte, all bool) (*ObjectHandle, error) {
+func (s *Set) openObject(ctx context.Context, bucket, object string, versionID *[16]byte, all bool) (*ObjectHandle, error) {
 	drives := s.Drives()
 	var read []bool
 	var recs []*drive.Record
 	var errs []error
 	if all {
-		recs, errs = getVersions(drives, bucket, object, versionID)
+		recs, errs = getVersions(ctx, drives, bucket, object, versionID)
 	} else {
-		read, recs, errs = s.readQuorumFirst(drives, bucket, object, versionID)
+		read, recs, errs = s.readQuorumFirst(ctx, drives, bucket, object, versionID)
 	}
 	rec, agreeing, err := s.resolve(recs, errs)
 	if err != nil {
@@ -120,7 +121,7 @@ func (s *Set) openObject(bucket, object string, versionID *[16]byte, all bool) (
 // write quorum > set size), so read-quorum drives that all hold the same
 // record (or all lack it) cannot have missed a newer committed version.
 // read marks the positions read.
-func (s *Set) readQuorumFirst(drives []Drive, bucket, object string, versionID *[16]byte) (read []bool, recs []*drive.Record, errs []error) {
+func (s *Set) readQuorumFirst(ctx context.Context, drives []Drive, bucket, object string, versionID *[16]byte) (read []bool, recs []*drive.Record, errs []error) {
 	need := s.layout.ReadQuorum()
 	first := make([]Drive, len(drives))
 	read = make([]bool, len(drives))
@@ -145,7 +146,7 @@ func (s *Set) readQuorumFirst(drives []Drive, bucket, object string, versionID *
 		}
 		delete(groups, best)
 	}
-	recs, errs = getVersions(first, bucket, object, versionID)
+	recs, errs = getVersions(ctx, first, bucket, object, versionID)
 	if picked >= need && agreeOnOne(recs, errs, read) {
 		for pos := range errs {
 			if !read[pos] {
@@ -161,7 +162,7 @@ func (s *Set) readQuorumFirst(drives []Drive, bucket, object string, versionID *
 			rest[pos] = d
 		}
 	}
-	more, moreErrs := getVersions(rest, bucket, object, versionID)
+	more, moreErrs := getVersions(ctx, rest, bucket, object, versionID)
 	for pos := range drives {
 		if !read[pos] {
 			recs[pos], errs[pos] = more[pos], moreErrs[pos]
@@ -219,7 +220,7 @@ func partSizes(rec *drive.Record) []int64 {
 // byte goes out before the whole object is read; only the blocks (and parts)
 // of the range are touched. Shards found missing or corrupt are returned in
 // bad (set positions), for healing.
-func (h *ObjectHandle) WriteRange(w io.Writer, offset, length int64) (bad []int, err error) {
+func (h *ObjectHandle) WriteRange(ctx context.Context, w io.Writer, offset, length int64) (bad []int, err error) {
 	rec := h.rec
 	if rec.IsDeleteMarker() {
 		return nil, ErrObjectNotFound
@@ -240,15 +241,22 @@ func (h *ObjectHandle) WriteRange(w io.Writer, offset, length int64) (bad []int,
 		if end > offset && start < offset+length {
 			from := max(offset, start) - start
 			to := min(offset+length, end) - start
-			badShards, err := h.decodePart(w, i+1, size, from, to-from)
+			badShards, err := h.decodePart(ctx, w, i+1, size, from, to-from)
 			for _, sh := range badShards {
 				badSet[sh] = true
+			}
+			if err != nil && ctx.Err() != nil {
+				// The reader went away: shards cut short are not damaged.
+				return nil, context.Cause(ctx)
 			}
 			if err != nil {
 				return h.positions(badSet), err
 			}
 		}
 		start = end
+	}
+	if ctx.Err() != nil {
+		clear(badSet) // shards cut short by an ended read are not damaged
 	}
 	return h.positions(badSet), nil
 }
@@ -264,9 +272,9 @@ func (h *ObjectHandle) positions(shards map[int]bool) []int {
 	return out
 }
 
-func (h *ObjectHandle) decodePart(w io.Writer, part int, size, offset, length int64) ([]int, error) {
-	readers := h.set.partReaders(h.drives, h.rec, h.agreeing, part, size)
-	h.addUnread(readers, part, size)
+func (h *ObjectHandle) decodePart(ctx context.Context, w io.Writer, part int, size, offset, length int64) ([]int, error) {
+	readers := h.set.partReaders(ctx, h.drives, h.rec, h.agreeing, part, size)
+	h.addUnread(ctx, readers, part, size)
 	defer closeReaders(readers)
 	return h.set.codec.Decode(w, blockReaders(readers), offset, length, size)
 }
@@ -352,7 +360,7 @@ func blockReaders(rs []*shardReader) []BlockReader {
 
 // partReaders returns a reader per shard number of one part (1-based) of a
 // version, from the drives whose record agrees; nil where none.
-func (s *Set) partReaders(drives []Drive, rec *drive.Record, agreeing []*drive.Record, part int, size int64) []*shardReader {
+func (s *Set) partReaders(ctx context.Context, drives []Drive, rec *drive.Record, agreeing []*drive.Record, part int, size int64) []*shardReader {
 	readers := make([]*shardReader, len(drives))
 	shardSize := s.codec.ShardSize(size)
 	for pos, r := range agreeing {
@@ -368,7 +376,7 @@ func (s *Set) partReaders(drives []Drive, rec *drive.Record, agreeing []*drive.R
 			sr.reader = drive.NewBitrotReader(bytes.NewReader(r.Inline), shardSize, s.codec.ShardBlockSize())
 		} else {
 			d, dataDir := drives[pos], rec.DataDir
-			sr.open = func() (vfs.File, error) { return d.OpenShard(dataDir, part) }
+			sr.open = func() (vfs.File, error) { return d.OpenShard(ctx, dataDir, part) }
 			_, sr.remote = d.(NodeBatcher)
 		}
 		readers[shard] = sr
@@ -382,7 +390,7 @@ func (s *Set) partReaders(drives []Drive, rec *drive.Record, agreeing []*drive.R
 // file is opened under the version's own data directory (unique to the
 // version, so it cannot be another version's), and an inline shard fetches
 // that drive's record and checks it is the same version.
-func (h *ObjectHandle) addUnread(readers []*shardReader, part int, size int64) {
+func (h *ObjectHandle) addUnread(ctx context.Context, readers []*shardReader, part int, size int64) {
 	rec, s := h.rec, h.set
 	shardSize := s.codec.ShardSize(size)
 	for pos, d := range h.drives {
@@ -397,7 +405,7 @@ func (h *ObjectHandle) addUnread(readers []*shardReader, part int, size int64) {
 		if rec.IsInline() {
 			bucket, object, vid := h.Info.Bucket, h.Info.Name, rec.VersionID
 			sr.inline = func() ([]byte, error) {
-				r, err := d.GetVersion(bucket, object, &vid)
+				r, err := d.GetVersion(ctx, bucket, object, &vid)
 				if err != nil {
 					return nil, err
 				}
@@ -408,7 +416,7 @@ func (h *ObjectHandle) addUnread(readers []*shardReader, part int, size int64) {
 			}
 		} else {
 			dataDir := rec.DataDir
-			sr.open = func() (vfs.File, error) { return d.OpenShard(dataDir, part) }
+			sr.open = func() (vfs.File, error) { return d.OpenShard(ctx, dataDir, part) }
 			_, sr.remote = d.(NodeBatcher)
 		}
 		readers[shard] = sr
@@ -416,11 +424,11 @@ func (h *ObjectHandle) addUnread(readers []*shardReader, part int, size int64) {
 }
 
 // GetObject writes a range of an object version to w (see WriteRange).
-func (s *Set) GetObject(w io.Writer, bucket, object string, versionID *[16]byte, offset, length int64) (ObjectInfo, []int, error) {
-	h, err := s.OpenObject(bucket, object, versionID)
+func (s *Set) GetObject(ctx context.Context, w io.Writer, bucket, object string, versionID *[16]byte, offset, length int64) (ObjectInfo, []int, error) {
+	h, err := s.OpenObject(ctx, bucket, object, versionID)
 	if err != nil {
 		return ObjectInfo{}, nil, err
 	}
-	bad, err := h.WriteRange(w, offset, length)
+	bad, err := h.WriteRange(ctx, w, offset, length)
 	return h.Info, bad, err
 }

@@ -2,6 +2,7 @@ package erasure
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -53,19 +54,19 @@ func (r *HealResult) add(o HealResult) {
 // its checksum; a version held by too few drives to ever be read, and older
 // than DanglingGrace, is removed. Without deep, shard files are checked for
 // presence and size, not read.
-func (s *Set) HealObject(bucket, object string, deep bool) (HealResult, error) {
-	return s.healObject(bucket, object, deep, 0)
+func (s *Set) HealObject(ctx context.Context, bucket, object string, deep bool) (HealResult, error) {
+	return s.healObject(ctx, bucket, object, deep, 0)
 }
 
 // healObject is HealObject leaving alone versions younger than settle: a
 // walk over everything (a drive rebuild, the scan) meets writes still
 // committing, which their own partial-write heal covers once they end.
-func (s *Set) healObject(bucket, object string, deep bool, settle time.Duration) (HealResult, error) {
+func (s *Set) healObject(ctx context.Context, bucket, object string, deep bool, settle time.Duration) (HealResult, error) {
 	drives := s.Drives()
 	lists := make([][]*drive.Record, len(drives))
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
 		var err error
-		lists[pos], err = d.Versions(bucket, object)
+		lists[pos], err = d.Versions(ctx, bucket, object)
 		return err
 	})
 	skipped := len(errs) - countNil(errs)
@@ -94,7 +95,7 @@ func (s *Set) healObject(bucket, object string, deep bool, settle time.Duration)
 		if settle > 0 && time.Since(time.Unix(0, k.modTime)) < settle {
 			continue
 		}
-		r, err := s.healVersion(drives, errs, bucket, object, byKey[k], deep)
+		r, err := s.healVersion(ctx, drives, errs, bucket, object, byKey[k], deep)
 		res.add(r)
 		if err != nil && firstErr == nil {
 			firstErr = err
@@ -105,7 +106,7 @@ func (s *Set) healObject(bucket, object string, deep bool, settle time.Duration)
 
 // healVersion heals one version given each drive's record of it (nil where
 // the drive has none) and each drive's listing error.
-func (s *Set) healVersion(drives []Drive, listErrs []error, bucket, object string, held []*drive.Record, deep bool) (HealResult, error) {
+func (s *Set) healVersion(ctx context.Context, drives []Drive, listErrs []error, bucket, object string, held []*drive.Record, deep bool) (HealResult, error) {
 	res := HealResult{Versions: 1}
 	// The record most drives agree on.
 	var best *drive.Record
@@ -134,7 +135,7 @@ func (s *Set) healVersion(drives []Drive, listErrs []error, bucket, object strin
 		if lacking > len(drives)-s.layout.ReadQuorum() && time.Since(time.Unix(0, best.ModTime)) > DanglingGrace {
 			forEachDrive(drives, func(pos int, d Drive) error {
 				if held[pos] != nil {
-					_, _ = d.RollbackVersion(bucket, object, held[pos])
+					_, _ = d.RollbackVersion(committing(ctx), bucket, object, held[pos])
 				}
 				return nil
 			})
@@ -159,7 +160,7 @@ func (s *Set) healVersion(drives []Drive, listErrs []error, bucket, object strin
 			// Offline or failing: healed when it answers again.
 		case agreeing[pos] == nil:
 			targets = append(targets, pos)
-		case !s.shardIntact(d, best, agreeing[pos], deep):
+		case !s.shardIntact(ctx, d, best, agreeing[pos], deep):
 			agreeing[pos] = nil // not a source for the rebuild
 			targets = append(targets, pos)
 		}
@@ -171,7 +172,7 @@ func (s *Set) healVersion(drives []Drive, listErrs []error, bucket, object strin
 		res.Unrecoverable = 1
 		return res, fmt.Errorf("%w: %s/%s: %d intact copies, %d needed", ErrReadQuorum, bucket, object, n, s.layout.ReadQuorum())
 	}
-	if err := s.rebuild(h, targets); err != nil {
+	if err := s.rebuild(ctx, h, targets); err != nil {
 		return res, fmt.Errorf("healing %s/%s: %w", bucket, object, err)
 	}
 	res.Shards = len(targets)
@@ -192,7 +193,7 @@ func countNonNil(rs []*drive.Record) int {
 // shardIntact checks one drive's copy of a version: inline shards are
 // always verified (they are in memory); shard files are checked for size,
 // and read and verified when deep.
-func (s *Set) shardIntact(d Drive, rec, own *drive.Record, deep bool) bool {
+func (s *Set) shardIntact(ctx context.Context, d Drive, rec, own *drive.Record, deep bool) bool {
 	if rec.IsDeleteMarker() || rec.Size == 0 {
 		return true
 	}
@@ -201,7 +202,7 @@ func (s *Set) shardIntact(d Drive, rec, own *drive.Record, deep bool) bool {
 		return verifyAll(br) == nil
 	}
 	for i, size := range partSizes(rec) {
-		f, err := d.OpenShard(rec.DataDir, i+1)
+		f, err := d.OpenShard(ctx, rec.DataDir, i+1)
 		if err != nil {
 			return false
 		}
@@ -237,13 +238,13 @@ func (discardBlocks) WriteBlock([]byte) error { return nil }
 // the shards of the target positions. Long because staging, decoding,
 // committing and cleaning up share the staged files' lifetime: every exit
 // path must abort what was staged, which one function keeps visible.
-func (s *Set) rebuild(h *ObjectHandle, targets []int) error {
+func (s *Set) rebuild(ctx context.Context, h *ObjectHandle, targets []int) error {
 	rec := h.rec
 	if rec.IsDeleteMarker() || rec.IsInline() || rec.Size == 0 {
 		var shards [][]byte
 		if rec.IsInline() && rec.Size > 0 {
 			var buf bytes.Buffer
-			if _, err := h.WriteRange(&buf, 0, -1); err != nil {
+			if _, err := h.WriteRange(ctx, &buf, 0, -1); err != nil {
 				return err
 			}
 			var err error
@@ -255,7 +256,7 @@ func (s *Set) rebuild(h *ObjectHandle, targets []int) error {
 			if !contains(targets, pos) {
 				return nil
 			}
-			_, err := d.PutVersion(h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, shards), drive.NotStaged)
+			_, err := d.PutVersion(ctx, h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, shards), drive.NotStaged)
 			return err
 		})
 		return errors.Join(errs...)
@@ -277,7 +278,7 @@ func (s *Set) rebuild(h *ObjectHandle, targets []int) error {
 			if errs[pos] != nil {
 				continue
 			}
-			f, err := h.drives[pos].CreateStaged(stage, part)
+			f, err := h.drives[pos].CreateStaged(ctx, stage, part)
 			if err != nil {
 				errs[pos] = err
 				continue
@@ -288,7 +289,7 @@ func (s *Set) rebuild(h *ObjectHandle, targets []int) error {
 		}
 		pr, pw := io.Pipe()
 		go func() {
-			_, err := h.decodePart(pw, part, size, 0, size)
+			_, err := h.decodePart(ctx, pw, part, size, 0, size)
 			pw.CloseWithError(err)
 		}()
 		_, werrs, err := s.codec.Encode(pr, writers, 0)
@@ -316,10 +317,10 @@ func (s *Set) rebuild(h *ObjectHandle, targets []int) error {
 	for _, pos := range targets {
 		d := h.drives[pos]
 		if errs[pos] == nil {
-			_, errs[pos] = d.PutVersion(h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, nil), stage)
+			_, errs[pos] = d.PutVersion(ctx, h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, nil), stage)
 		}
 		if errs[pos] != nil {
-			_ = d.AbortStaged(stage)
+			_ = d.AbortStaged(ctx, stage)
 		}
 	}
 	return errors.Join(errs...)
@@ -329,8 +330,8 @@ func contains(s []int, v int) bool { return slices.Contains(s, v) }
 
 // HealBuckets copies bucket records to drives of the pool that miss them
 // (a replaced drive) and settles disagreements by the latest change.
-func (p *Pool) HealBuckets() (int, error) {
-	buckets, err := p.ListBuckets()
+func (p *Pool) HealBuckets(ctx context.Context) (int, error) {
+	buckets, err := p.ListBuckets(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -338,7 +339,7 @@ func (p *Pool) HealBuckets() (int, error) {
 	for _, b := range buckets {
 		for _, s := range p.sets {
 			errs := s.forEach(func(_ int, d Drive) error {
-				cur, err := d.StatBucket(b.Name)
+				cur, err := d.StatBucket(ctx, b.Name)
 				if err == nil && !cur.Updated.Before(b.Updated) {
 					return nil
 				}
@@ -346,7 +347,7 @@ func (p *Pool) HealBuckets() (int, error) {
 					return err
 				}
 				healed.Add(1)
-				return d.SetBucket(b)
+				return d.SetBucket(ctx, b)
 			})
 			if err := errors.Join(errs...); err != nil && !errors.Is(err, errDriveOffline) {
 				return int(healed.Load()), err

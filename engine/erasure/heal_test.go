@@ -59,16 +59,16 @@ func TestHealRebuildsAReplacedDrive(t *testing.T) {
 		objs[key] = randomBytes(size)
 		tp.put(t, key, objs[key])
 	}
-	if _, err := tp.DeleteObject("bk", "o10", nil, DeleteVersioned); err != nil { // a delete marker heals too
+	if _, err := tp.DeleteObject(t.Context(), "bk", "o10", nil, DeleteVersioned); err != nil { // a delete marker heals too
 		t.Fatal(err)
 	}
 	tp.replaceDrive(t, 1)
-	if n, err := tp.HealBuckets(); err != nil || n == 0 {
+	if n, err := tp.HealBuckets(t.Context()); err != nil || n == 0 {
 		t.Fatalf("bucket records not healed onto the new drive: %d %v", n, err)
 	}
 	set := tp.Sets()[0]
 	for key := range objs {
-		res, err := set.HealObject("bk", key, false)
+		res, err := set.HealObject(t.Context(), "bk", key, false)
 		if err != nil {
 			t.Fatalf("heal %s: %v", key, err)
 		}
@@ -76,7 +76,7 @@ func TestHealRebuildsAReplacedDrive(t *testing.T) {
 			t.Fatalf("heal %s wrote nothing onto the new drive", key)
 		}
 		// A second heal finds nothing to do.
-		if res, _ := set.HealObject("bk", key, true); res.Shards != 0 {
+		if res, _ := set.HealObject(t.Context(), "bk", key, true); res.Shards != 0 {
 			t.Fatalf("heal %s is not idempotent: %+v", key, res)
 		}
 	}
@@ -85,7 +85,7 @@ func TestHealRebuildsAReplacedDrive(t *testing.T) {
 	defer restore()
 	for key, want := range objs {
 		if key == "o10" {
-			if info, err := tp.StatObject("bk", key, nil); err != nil || !info.DeleteMarker {
+			if info, err := tp.StatObject(t.Context(), "bk", key, nil); err != nil || !info.DeleteMarker {
 				t.Fatalf("delete marker not healed: %+v %v", info, err)
 			}
 			continue
@@ -114,10 +114,10 @@ func TestDeepHealRepairsCorruptShards(t *testing.T) {
 		t.Fatal("nothing to corrupt")
 	}
 	set := tp.Sets()[0]
-	if res, _ := set.HealObject("bk", "big", false); res.Shards != 0 {
+	if res, _ := set.HealObject(t.Context(), "bk", "big", false); res.Shards != 0 {
 		t.Fatal("a shallow heal cannot see bitrot, yet it rewrote shards")
 	}
-	res, err := set.HealObject("bk", "big", true)
+	res, err := set.HealObject(t.Context(), "bk", "big", true)
 	if err != nil || res.Shards != 1 {
 		t.Fatalf("deep heal: %+v %v", res, err)
 	}
@@ -133,25 +133,25 @@ func TestHealPurgesDanglingVersionsOnlyWhenOld(t *testing.T) {
 	// A version on one drive only: what a crashed, never-acknowledged
 	// write leaves.
 	rec := &drive.Record{ModTime: time.Now().UnixNano(), VersionID: uuid.New(), Flags: drive.FlagDeleteMarker}
-	if _, err := tp.drives[0].PutVersion("bk", "ghost", rec, drive.NotStaged); err != nil {
+	if _, err := tp.drives[0].PutVersion(t.Context(), "bk", "ghost", rec, drive.NotStaged); err != nil {
 		t.Fatal(err)
 	}
 	set := tp.Sets()[0]
-	res, _ := set.HealObject("bk", "ghost", false)
+	res, _ := set.HealObject(t.Context(), "bk", "ghost", false)
 	if res.Purged != 0 || res.Unrecoverable != 1 {
 		t.Fatalf("a young dangling version must be left alone (it may still be committing): %+v", res)
 	}
 	old := *rec
 	old.VersionID = uuid.New()
 	old.ModTime = time.Now().Add(-2 * DanglingGrace).UnixNano()
-	if _, err := tp.drives[0].PutVersion("bk", "ghost", &old, drive.NotStaged); err != nil {
+	if _, err := tp.drives[0].PutVersion(t.Context(), "bk", "ghost", &old, drive.NotStaged); err != nil {
 		t.Fatal(err)
 	}
-	res, _ = set.HealObject("bk", "ghost", false)
+	res, _ = set.HealObject(t.Context(), "bk", "ghost", false)
 	if res.Purged != 1 {
 		t.Fatalf("an old dangling version was not purged: %+v", res)
 	}
-	if _, err := tp.drives[0].GetVersion("bk", "ghost", &old.VersionID); !errors.Is(err, drive.ErrVersionNotFound) {
+	if _, err := tp.drives[0].GetVersion(t.Context(), "bk", "ghost", &old.VersionID); !errors.Is(err, drive.ErrVersionNotFound) {
 		t.Fatalf("purged version still on the drive: %v", err)
 	}
 }
@@ -168,7 +168,7 @@ func TestHealerQueueAndDriveRebuild(t *testing.T) {
 	tp.put(t, "partial", data)
 	restore()
 	waitUntil(t, func() bool { return h.Status().ShardsHealed >= 1 })
-	if _, err := tp.drives[2].GetVersion("bk", "partial", nil); err != nil {
+	if _, err := tp.drives[2].GetVersion(ctx, "bk", "partial", nil); err != nil {
 		t.Fatalf("partial write not healed onto the drive that missed it: %v", err)
 	}
 	// A replaced drive is rebuilt in the background.
@@ -227,36 +227,36 @@ func TestFullDrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool, _ := NewPool(uuid.New(), []*Set{set})
-	if err := pool.MakeBucket("bk"); err != nil {
+	if err := pool.MakeBucket(t.Context(), "bk"); err != nil {
 		t.Fatal(err)
 	}
 	data := randomBytes(600 << 10)
 	fss[1].SetFree(1000)
-	if _, err := pool.PutObject("bk", "one-full", bytes.NewReader(data), int64(len(data)), PutOptions{}); err != nil {
+	if _, err := pool.PutObject(t.Context(), "bk", "one-full", bytes.NewReader(data), int64(len(data)), PutOptions{}); err != nil {
 		t.Fatalf("one full drive of four must not stop a write: %v", err)
 	}
-	if u, _ := locals[1].DiskInfo(); u.Free > 1000 {
+	if u, _ := locals[1].DiskInfo(t.Context()); u.Free > 1000 {
 		t.Fatalf("the seam's free space is not reported: %d", u.Free)
 	}
 	fss[1].SetFree(-1)
-	if res, err := set.HealObject("bk", "one-full", false); err != nil || res.Shards != 1 {
+	if res, err := set.HealObject(t.Context(), "bk", "one-full", false); err != nil || res.Shards != 1 {
 		t.Fatalf("heal after space came back: %+v %v", res, err)
 	}
 	for _, f := range fss {
 		f.SetFree(1000)
 	}
-	_, err = pool.PutObject("bk", "all-full", bytes.NewReader(data), int64(len(data)), PutOptions{})
+	_, err = pool.PutObject(t.Context(), "bk", "all-full", bytes.NewReader(data), int64(len(data)), PutOptions{})
 	if !errors.Is(err, ErrWriteQuorum) {
 		t.Fatalf("write to a full set: %v, want ErrWriteQuorum", err)
 	}
 	for _, f := range fss {
 		f.SetFree(-1)
 	}
-	if _, err := pool.StatObject("bk", "all-full", nil); !errors.Is(err, ErrObjectNotFound) {
+	if _, err := pool.StatObject(t.Context(), "bk", "all-full", nil); !errors.Is(err, ErrObjectNotFound) {
 		t.Fatalf("a write refused for space is visible: %v", err)
 	}
 	var buf bytes.Buffer
-	if _, _, err := pool.GetObject(&buf, "bk", "one-full", nil, 0, -1); err != nil || !bytes.Equal(buf.Bytes(), data) {
+	if _, _, err := pool.GetObject(t.Context(), &buf, "bk", "one-full", nil, 0, -1); err != nil || !bytes.Equal(buf.Bytes(), data) {
 		t.Fatalf("object written while a drive was full: %v", err)
 	}
 	_ = io.Discard
@@ -270,18 +270,18 @@ type flaky struct {
 
 func (f flaky) Online() bool { return f.up.Load() }
 
-func (f flaky) Versions(bucket, object string) ([]*drive.Record, error) {
+func (f flaky) Versions(ctx context.Context, bucket, object string) ([]*drive.Record, error) {
 	if !f.up.Load() {
 		return nil, errors.New("node offline")
 	}
-	return f.Drive.Versions(bucket, object)
+	return f.Drive.Versions(ctx, bucket, object)
 }
 
-func (f flaky) PutVersion(bucket, object string, rec *drive.Record, stage [16]byte) (drive.PutResult, error) {
+func (f flaky) PutVersion(ctx context.Context, bucket, object string, rec *drive.Record, stage [16]byte) (drive.PutResult, error) {
 	if !f.up.Load() {
 		return drive.PutResult{}, errors.New("node offline")
 	}
-	return f.Drive.PutVersion(bucket, object, rec, stage)
+	return f.Drive.PutVersion(ctx, bucket, object, rec, stage)
 }
 
 func TestHealerRetriesWhenADriveReturns(t *testing.T) {
@@ -299,7 +299,7 @@ func TestHealerRetriesWhenADriveReturns(t *testing.T) {
 	waitUntil(t, func() bool { return h.Status().Deferred == 1 })
 	up.Store(true)
 	waitUntil(t, func() bool { return h.Status().Deferred == 0 && h.Status().ShardsHealed == 1 })
-	if _, err := tp.drives[3].GetVersion("bk", "missed", nil); err != nil {
+	if _, err := tp.drives[3].GetVersion(ctx, "bk", "missed", nil); err != nil {
 		t.Fatalf("the returned drive was not healed: %v", err)
 	}
 }

@@ -233,16 +233,16 @@ func (h *Healer) Run(ctx context.Context) {
 			h.mu.Unlock()
 			// Queued objects were found damaged or missed a write: their
 			// shards are read and verified, not just counted.
-			h.healOne(it, true, 0)
+			h.healOne(ctx, it, true, 0)
 			h.outstanding.Add(-1)
 		}
 	}
 }
 
-func (h *Healer) healOne(it healItem, deep bool, settle time.Duration) HealResult {
+func (h *Healer) healOne(ctx context.Context, it healItem, deep bool, settle time.Duration) HealResult {
 	lock := &h.objectLocks[xxhash.Sum64String(it.bucket+"/"+it.object)%uint64(len(h.objectLocks))]
 	lock.Lock()
-	res, err := h.pool.sets[it.set].healObject(it.bucket, it.object, deep, settle)
+	res, err := h.pool.sets[it.set].healObject(ctx, it.bucket, it.object, deep, settle)
 	lock.Unlock()
 	if res.Shards > 0 {
 		h.stats.objects.Add(1)
@@ -283,10 +283,10 @@ func (h *Healer) HealDrive(ctx context.Context, set, index int) {
 // walkSet heals every object of a set's buckets (deep: reading shards),
 // at the healer's rate.
 func (h *Healer) walkSet(ctx context.Context, set int, deep bool, each func()) error {
-	if _, err := h.pool.HealBuckets(); err != nil {
+	if _, err := h.pool.HealBuckets(ctx); err != nil {
 		return err
 	}
-	buckets, err := h.pool.ListBuckets()
+	buckets, err := h.pool.ListBuckets(ctx)
 	if err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (h *Healer) walkSet(ctx context.Context, set int, deep bool, each func()) e
 	for _, b := range buckets {
 		after := ""
 		for {
-			entries, _, err := s.walkDrives(b.Name, "", after, listBatch, len(s.Drives()), true)
+			entries, _, err := s.walkDrives(ctx, b.Name, "", after, listBatch, len(s.Drives()), true)
 			if err != nil {
 				return err
 			}
@@ -302,7 +302,7 @@ func (h *Healer) walkSet(ctx context.Context, set int, deep bool, each func()) e
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				res := h.healOne(healItem{set, b.Name, e.name}, deep, 0)
+				res := h.healOne(ctx, healItem{set, b.Name, e.name}, deep, 0)
 				if deep {
 					h.stats.scanObjects.Add(1)
 				}

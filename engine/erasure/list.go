@@ -1,6 +1,7 @@
 package erasure
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -18,7 +19,7 @@ type listEntry struct {
 // startAfter; more reports that entries past the returned ones may exist.
 // A set, a pool and the pools of a deployment are walkers.
 type walker interface {
-	walk(bucket, prefix, startAfter string, limit int, latestOnly bool) (entries []listEntry, more bool, err error)
+	walk(ctx context.Context, bucket, prefix, startAfter string, limit int, latestOnly bool) (entries []listEntry, more bool, err error)
 }
 
 // listRotor spreads listings over the drives of a set.
@@ -28,13 +29,13 @@ var listRotor atomic.Uint32
 // parity+1 drives: a committed write reached write quorum, so at least one
 // of any parity+1 drives holds it. An object's versions are the union of
 // what those drives hold, newest first.
-func (s *Set) walk(bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
-	return s.walkDrives(bucket, prefix, startAfter, limit, s.layout.Parity+1, latestOnly)
+func (s *Set) walk(ctx context.Context, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
+	return s.walkDrives(ctx, bucket, prefix, startAfter, limit, s.layout.Parity+1, latestOnly)
 }
 
 // walkDrives is walk over need drives (all of them, for healing, so an
 // object missing from every drive read by a listing is still found).
-func (s *Set) walkDrives(bucket, prefix, startAfter string, limit, need int, latestOnly bool) ([]listEntry, bool, error) {
+func (s *Set) walkDrives(ctx context.Context, bucket, prefix, startAfter string, limit, need int, latestOnly bool) ([]listEntry, bool, error) {
 	drives := s.Drives()
 	byName := map[string]map[versionKey]*drive.Record{}
 	answered, filled := 0, false
@@ -46,7 +47,7 @@ func (s *Set) walkDrives(bucket, prefix, startAfter string, limit, need int, lat
 			continue
 		}
 		seen := 0
-		err := d.WalkObjects(bucket, prefix, startAfter, latestOnly, func(name string, versions []*drive.Record) bool {
+		err := d.WalkObjects(ctx, bucket, prefix, startAfter, latestOnly, func(name string, versions []*drive.Record) bool {
 			vs := byName[name]
 			if vs == nil {
 				vs = map[versionKey]*drive.Record{}
@@ -119,11 +120,11 @@ func keyOf(r *drive.Record) versionKey { return versionKey{r.VersionID, r.ModTim
 // up to the smallest last key of a walker that filled its batch are
 // complete, so the merge stops there. An object found in several walkers
 // (pools during a move) keeps the versions of the one with the newest.
-func mergeWalks[W walker](ws []W, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
+func mergeWalks[W walker](ctx context.Context, ws []W, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
 	var all []listEntry
 	bound, more := "", false
 	for _, w := range ws {
-		batch, filled, err := w.walk(bucket, prefix, startAfter, limit, latestOnly)
+		batch, filled, err := w.walk(ctx, bucket, prefix, startAfter, limit, latestOnly)
 		if err != nil {
 			return nil, false, err
 		}
@@ -153,8 +154,8 @@ func mergeWalks[W walker](ws []W, bucket, prefix, startAfter string, limit int, 
 }
 
 // walk merges the pool's sets.
-func (p *Pool) walk(bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
-	return mergeWalks(p.sets, bucket, prefix, startAfter, limit, latestOnly)
+func (p *Pool) walk(ctx context.Context, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
+	return mergeWalks(ctx, p.sets, bucket, prefix, startAfter, limit, latestOnly)
 }
 
 // ListResult is one page of a listing.
@@ -198,14 +199,14 @@ func listCursor(marker, prefix, delimiter string) string {
 // listObjects lists the latest versions of a bucket's objects in key order,
 // skipping delete markers, grouping keys that contain delimiter after prefix
 // into common prefixes, at most maxKeys entries (objects plus prefixes).
-func listObjects(w walker, bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error) {
+func listObjects(ctx context.Context, w walker, bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error) {
 	var res ListResult
 	if maxKeys <= 0 {
 		return res, nil
 	}
 	cursor := listCursor(marker, prefix, delimiter)
 	for {
-		entries, more, err := w.walk(bucket, prefix, cursor, listBatch, true)
+		entries, more, err := w.walk(ctx, bucket, prefix, cursor, listBatch, true)
 		if err != nil {
 			return ListResult{}, err
 		}
@@ -242,7 +243,7 @@ func listObjects(w walker, bucket, prefix, marker, delimiter string, maxKeys int
 // listVersions lists every version and delete marker of a bucket's objects,
 // keys in order and each key's versions newest first, starting after
 // (keyMarker, versionMarker).
-func listVersions(w walker, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (ListResult, error) {
+func listVersions(ctx context.Context, w walker, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (ListResult, error) {
 	var res ListResult
 	if maxKeys <= 0 {
 		return res, nil
@@ -271,7 +272,7 @@ func listVersions(w walker, bucket, prefix, keyMarker string, versionMarker *[16
 	cursor := listCursor(keyMarker, prefix, delimiter)
 	if versionMarker != nil && keyMarker != "" && cursor == keyMarker {
 		// Finish the marker key's own versions first.
-		entries, _, err := w.walk(bucket, keyMarker, "", 1, false)
+		entries, _, err := w.walk(ctx, bucket, keyMarker, "", 1, false)
 		if err != nil {
 			return ListResult{}, err
 		}
@@ -282,7 +283,7 @@ func listVersions(w walker, bucket, prefix, keyMarker string, versionMarker *[16
 		}
 	}
 	for {
-		entries, more, err := w.walk(bucket, prefix, cursor, listBatch, false)
+		entries, more, err := w.walk(ctx, bucket, prefix, cursor, listBatch, false)
 		if err != nil {
 			return ListResult{}, err
 		}

@@ -1,6 +1,7 @@
 package erasure
 
 import (
+	"context"
 	"fmt"
 	"maps"
 )
@@ -8,8 +9,8 @@ import (
 // UpdateObjectMeta rewrites one version's metadata on every drive holding
 // it (tags are metadata): fn gets a copy of the resolved metadata and
 // returns the new one. The version's data and identity do not change.
-func (s *Set) UpdateObjectMeta(bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
-	h, err := s.openObject(bucket, object, versionID, true)
+func (s *Set) UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
+	h, err := s.openObject(ctx, bucket, object, versionID, true)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
@@ -22,7 +23,7 @@ func (s *Set) UpdateObjectMeta(bucket, object string, versionID *[16]byte, fn fu
 		if h.agreeing[pos] == nil {
 			return errDriveOffline
 		}
-		return d.SetVersionMeta(bucket, object, want, meta)
+		return d.SetVersionMeta(committing(ctx), bucket, object, want, meta)
 	})
 	if n := countNil(errs); n < s.layout.WriteQuorum() {
 		return ObjectInfo{}, fmt.Errorf("%w: %d of %d drives updated %s/%s, %d needed (%s)",

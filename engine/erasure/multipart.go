@@ -1,6 +1,7 @@
 package erasure
 
 import (
+	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
@@ -69,14 +70,14 @@ type CompletePart struct {
 }
 
 // NewMultipartUpload starts an upload; its ID names it from now on.
-func (s *Set) NewMultipartUpload(bucket, object string, meta map[string]string) (UploadInfo, error) {
+func (s *Set) NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (UploadInfo, error) {
 	u := &drive.Upload{
 		ID: uuid.New(), Bucket: bucket, Object: object, Initiated: time.Now().UnixNano(),
 		DataDir: uuid.New(), Meta: meta, Erasure: s.erasureInfo(bucket, object),
 	}
-	errs := s.forEach(func(_ int, d Drive) error { return d.PutUpload(u) })
+	errs := s.forEach(func(_ int, d Drive) error { return d.PutUpload(committing(ctx), u) })
 	if n := countNil(errs); n < s.layout.WriteQuorum() {
-		s.forEach(func(_ int, d Drive) error { return d.AbortUpload(bucket, object, u.ID) })
+		s.forEach(func(_ int, d Drive) error { return d.AbortUpload(committing(ctx), bucket, object, u.ID) })
 		return UploadInfo{}, fmt.Errorf("%w: %d of %d drives recorded the upload, %d needed (%s)",
 			ErrWriteQuorum, n, len(errs), s.layout.WriteQuorum(), detail(errs))
 	}
@@ -89,10 +90,10 @@ func uploadInfo(u *drive.Upload) UploadInfo {
 
 // getUpload reads an upload's record from every drive; read quorum of
 // drives must hold it.
-func (s *Set) getUpload(drives []Drive, bucket, object string, id [16]byte) (*drive.Upload, []*drive.Upload, error) {
+func (s *Set) getUpload(ctx context.Context, drives []Drive, bucket, object string, id [16]byte) (*drive.Upload, []*drive.Upload, error) {
 	ups := make([]*drive.Upload, len(drives))
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
-		u, err := d.GetUpload(bucket, object, id)
+		u, err := d.GetUpload(ctx, bucket, object, id)
 		ups[pos] = u
 		return err
 	})
@@ -128,9 +129,9 @@ type PartOptions struct {
 
 // PutObjectPart stores one part of an upload. Uploading a part number again
 // replaces it (the upload that finishes last wins).
-func (s *Set) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
+func (s *Set) PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
 	drives := s.Drives()
-	u, ups, err := s.getUpload(drives, bucket, object, uploadID)
+	u, ups, err := s.getUpload(ctx, drives, bucket, object, uploadID)
 	if err != nil {
 		return PartInfo{}, err
 	}
@@ -141,7 +142,7 @@ func (s *Set) PutObjectPart(bucket, object string, uploadID [16]byte, number int
 		}
 	}
 	part := &drive.PartRecord{Number: number, ID: uuid.New(), Checksum: opts.Checksum}
-	st, err := s.stageShards(drives, part.ID, 1, u.Erasure.Distribution, r, size)
+	st, err := s.stageShards(ctx, drives, part.ID, 1, u.Erasure.Distribution, r, size)
 	if err != nil {
 		return PartInfo{}, err
 	}
@@ -157,10 +158,10 @@ func (s *Set) PutObjectPart(bucket, object string, uploadID [16]byte, number int
 			return st.errs[pos]
 		}
 		if ups[pos] == nil {
-			_ = d.AbortStaged(part.ID)
+			_ = d.AbortStaged(committing(ctx), part.ID)
 			return drive.ErrUploadNotFound
 		}
-		return d.CommitPart(u, part)
+		return d.CommitPart(committing(ctx), u, part)
 	})
 	if n := countNil(errs); n < s.layout.WriteQuorum() {
 		return PartInfo{}, fmt.Errorf("%w: %d of %d drives stored part %d, %d needed (%s)",
@@ -175,11 +176,11 @@ func partInfo(p drive.PartRecord) PartInfo {
 
 // resolveParts reads an upload's parts from every drive and keeps, for each
 // part number, the upload held by read quorum (the newest when several are).
-func (s *Set) resolveParts(drives []Drive, uploadID [16]byte) ([]drive.PartRecord, error) {
+func (s *Set) resolveParts(ctx context.Context, drives []Drive, uploadID [16]byte) ([]drive.PartRecord, error) {
 	lists := make([][]drive.PartRecord, len(drives))
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
 		var err error
-		lists[pos], err = d.ListParts(uploadID)
+		lists[pos], err = d.ListParts(ctx, uploadID)
 		return err
 	})
 	if countNil(errs) < s.layout.ReadQuorum() {
@@ -217,13 +218,13 @@ func (s *Set) resolveParts(drives []Drive, uploadID [16]byte) ([]drive.PartRecor
 }
 
 // ListParts lists an upload's parts after partMarker, at most maxParts.
-func (s *Set) ListParts(bucket, object string, uploadID [16]byte, partMarker, maxParts int) (UploadInfo, []PartInfo, bool, error) {
+func (s *Set) ListParts(ctx context.Context, bucket, object string, uploadID [16]byte, partMarker, maxParts int) (UploadInfo, []PartInfo, bool, error) {
 	drives := s.Drives()
-	u, _, err := s.getUpload(drives, bucket, object, uploadID)
+	u, _, err := s.getUpload(ctx, drives, bucket, object, uploadID)
 	if err != nil {
 		return UploadInfo{}, nil, false, err
 	}
-	parts, err := s.resolveParts(drives, uploadID)
+	parts, err := s.resolveParts(ctx, drives, uploadID)
 	if err != nil {
 		return UploadInfo{}, nil, false, err
 	}
@@ -244,13 +245,13 @@ func (s *Set) ListParts(bucket, object string, uploadID [16]byte, partMarker, ma
 // the named parts, without copying their data. opts gives the version ID
 // and may override metadata. Each part but the last must be at least
 // MinPartSize.
-func (s *Set) CompleteMultipartUpload(bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error) {
+func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error) {
 	drives := s.Drives()
-	u, ups, err := s.getUpload(drives, bucket, object, uploadID)
+	u, ups, err := s.getUpload(ctx, drives, bucket, object, uploadID)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	uploaded, err := s.resolveParts(drives, uploadID)
+	uploaded, err := s.resolveParts(ctx, drives, uploadID)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
@@ -312,20 +313,20 @@ func (s *Set) CompleteMultipartUpload(bucket, object string, uploadID [16]byte, 
 		if ups[pos] == nil {
 			return drive.ErrUploadNotFound
 		}
-		_, err := d.CompleteUpload(u, chosen, ownRecord(rec, pos, nil))
+		_, err := d.CompleteUpload(committing(ctx), u, chosen, ownRecord(rec, pos, nil))
 		return err
 	})
-	return s.finishPut(drives, bucket, object, rec, errs)
+	return s.finishPut(ctx, drives, bucket, object, rec, errs)
 }
 
 // AbortMultipartUpload removes an upload and its parts.
-func (s *Set) AbortMultipartUpload(bucket, object string, uploadID [16]byte) error {
+func (s *Set) AbortMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte) error {
 	drives := s.Drives()
-	if _, _, err := s.getUpload(drives, bucket, object, uploadID); err != nil {
+	if _, _, err := s.getUpload(ctx, drives, bucket, object, uploadID); err != nil {
 		return err
 	}
 	errs := forEachDrive(drives, func(_ int, d Drive) error {
-		err := d.AbortUpload(bucket, object, uploadID)
+		err := d.AbortUpload(committing(ctx), bucket, object, uploadID)
 		if errors.Is(err, drive.ErrUploadNotFound) {
 			return nil
 		}
@@ -340,11 +341,11 @@ func (s *Set) AbortMultipartUpload(bucket, object string, uploadID [16]byte) err
 
 // uploads lists a set's uploads of a bucket under prefix, as read quorum
 // of its drives hold them, ordered by (object, initiated, ID).
-func (s *Set) uploads(bucket, prefix string) ([]UploadInfo, error) {
+func (s *Set) uploads(ctx context.Context, bucket, prefix string) ([]UploadInfo, error) {
 	drives := s.Drives()
 	lists := make([][]*drive.Upload, len(drives))
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
-		return d.WalkUploads(bucket, prefix, func(u *drive.Upload) bool {
+		return d.WalkUploads(ctx, bucket, prefix, func(u *drive.Upload) bool {
 			lists[pos] = append(lists[pos], u)
 			return true
 		})
@@ -431,14 +432,14 @@ func listUploads(all []UploadInfo, prefix, keyMarker string, uploadIDMarker [16]
 }
 
 // NewMultipartUpload starts an upload in the object's set.
-func (p *Pool) NewMultipartUpload(bucket, object string, meta map[string]string) (UploadInfo, error) {
-	return p.SetFor(bucket, object).NewMultipartUpload(bucket, object, meta)
+func (p *Pool) NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (UploadInfo, error) {
+	return p.SetFor(bucket, object).NewMultipartUpload(ctx, bucket, object, meta)
 }
 
 // StatUpload returns an upload's record.
-func (p *Pool) StatUpload(bucket, object string, uploadID [16]byte) (UploadInfo, error) {
+func (p *Pool) StatUpload(ctx context.Context, bucket, object string, uploadID [16]byte) (UploadInfo, error) {
 	s := p.SetFor(bucket, object)
-	u, _, err := s.getUpload(s.Drives(), bucket, object, uploadID)
+	u, _, err := s.getUpload(ctx, s.Drives(), bucket, object, uploadID)
 	if err != nil {
 		return UploadInfo{}, err
 	}
@@ -446,30 +447,30 @@ func (p *Pool) StatUpload(bucket, object string, uploadID [16]byte) (UploadInfo,
 }
 
 // PutObjectPart stores a part of an upload.
-func (p *Pool) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
-	return p.SetFor(bucket, object).PutObjectPart(bucket, object, uploadID, number, r, size, opts)
+func (p *Pool) PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
+	return p.SetFor(bucket, object).PutObjectPart(ctx, bucket, object, uploadID, number, r, size, opts)
 }
 
 // ListParts lists an upload's parts.
-func (p *Pool) ListParts(bucket, object string, uploadID [16]byte, partMarker, maxParts int) (UploadInfo, []PartInfo, bool, error) {
-	return p.SetFor(bucket, object).ListParts(bucket, object, uploadID, partMarker, maxParts)
+func (p *Pool) ListParts(ctx context.Context, bucket, object string, uploadID [16]byte, partMarker, maxParts int) (UploadInfo, []PartInfo, bool, error) {
+	return p.SetFor(bucket, object).ListParts(ctx, bucket, object, uploadID, partMarker, maxParts)
 }
 
 // CompleteMultipartUpload completes an upload.
-func (p *Pool) CompleteMultipartUpload(bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error) {
-	return p.SetFor(bucket, object).CompleteMultipartUpload(bucket, object, uploadID, parts, opts)
+func (p *Pool) CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error) {
+	return p.SetFor(bucket, object).CompleteMultipartUpload(ctx, bucket, object, uploadID, parts, opts)
 }
 
 // AbortMultipartUpload aborts an upload.
-func (p *Pool) AbortMultipartUpload(bucket, object string, uploadID [16]byte) error {
-	return p.SetFor(bucket, object).AbortMultipartUpload(bucket, object, uploadID)
+func (p *Pool) AbortMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte) error {
+	return p.SetFor(bucket, object).AbortMultipartUpload(ctx, bucket, object, uploadID)
 }
 
 // Uploads lists the pool's uploads of a bucket under prefix, sorted.
-func (p *Pool) Uploads(bucket, prefix string) ([]UploadInfo, error) {
+func (p *Pool) Uploads(ctx context.Context, bucket, prefix string) ([]UploadInfo, error) {
 	var all []UploadInfo
 	for _, s := range p.sets {
-		us, err := s.uploads(bucket, prefix)
+		us, err := s.uploads(ctx, bucket, prefix)
 		if err != nil {
 			return nil, err
 		}
@@ -480,8 +481,8 @@ func (p *Pool) Uploads(bucket, prefix string) ([]UploadInfo, error) {
 }
 
 // ListMultipartUploads pages through a bucket's uploads.
-func (p *Pool) ListMultipartUploads(bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error) {
-	all, err := p.Uploads(bucket, prefix)
+func (p *Pool) ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error) {
+	all, err := p.Uploads(ctx, bucket, prefix)
 	if err != nil {
 		return UploadList{}, err
 	}

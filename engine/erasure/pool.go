@@ -1,6 +1,7 @@
 package erasure
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -99,34 +100,36 @@ func (c *bucketCache) forget(name string) {
 func (p *Pool) ForgetBucket(name string) { p.buckets.forget(name) }
 
 // MakeBucket creates a bucket on every drive; each set needs write quorum.
-func (p *Pool) MakeBucket(name string) error { return p.CreateBucket(drive.BucketInfo{Name: name}) }
+func (p *Pool) MakeBucket(ctx context.Context, name string) error {
+	return p.CreateBucket(ctx, drive.BucketInfo{Name: name})
+}
 
 // CreateBucket creates a bucket with the given record (its creation time
 // set now when zero) on every drive; each set needs write quorum.
-func (p *Pool) CreateBucket(info drive.BucketInfo) error {
+func (p *Pool) CreateBucket(ctx context.Context, info drive.BucketInfo) error {
 	name := info.Name
 	if info.Created.IsZero() {
 		info.Created = time.Now().UTC()
 	}
 	defer p.buckets.forget(name)
 	// Refuse an existing bucket before writing anything.
-	if _, err := p.readBucket(name); err == nil {
+	if _, err := p.readBucket(ctx, name); err == nil {
 		return ErrBucketExists
 	} else if !errors.Is(err, ErrBucketNotFound) {
 		return err
 	}
 	return p.forEachSet(func(s *Set) error {
-		errs := s.forEach(func(_ int, d Drive) error { return d.MakeBucket(info) })
+		errs := s.forEach(func(_ int, d Drive) error { return d.MakeBucket(committing(ctx), info) })
 		return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), ErrWriteQuorum))
 	})
 }
 
 // StatBucket returns a bucket's record.
-func (p *Pool) StatBucket(name string) (drive.BucketInfo, error) {
+func (p *Pool) StatBucket(ctx context.Context, name string) (drive.BucketInfo, error) {
 	if e, ok := p.buckets.get(name); ok {
 		return e.info, e.err
 	}
-	info, err := p.readBucket(name)
+	info, err := p.readBucket(ctx, name)
 	if err == nil || errors.Is(err, ErrBucketNotFound) {
 		p.buckets.put(name, info, err)
 	}
@@ -136,13 +139,13 @@ func (p *Pool) StatBucket(name string) (drive.BucketInfo, error) {
 // readBucket reads a bucket's record from the drives; read quorum in the
 // first set decides. Drives that disagree (a versioning change that missed
 // one) are settled by the latest change.
-func (p *Pool) readBucket(name string) (drive.BucketInfo, error) {
+func (p *Pool) readBucket(ctx context.Context, name string) (drive.BucketInfo, error) {
 	s := p.sets[0]
 	drives := s.Drives()
 	infos := make([]drive.BucketInfo, len(drives))
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
 		var err error
-		infos[pos], err = d.StatBucket(name)
+		infos[pos], err = d.StatBucket(ctx, name)
 		return err
 	})
 	if err := reduceErrors(errs, s.layout.ReadQuorum(), ErrReadQuorum); err != nil {
@@ -159,33 +162,33 @@ func (p *Pool) readBucket(name string) (drive.BucketInfo, error) {
 
 // UpdateBucket changes a bucket's record on every drive (versioning,
 // tags): fn edits the current record.
-func (p *Pool) UpdateBucket(name string, fn func(b *drive.BucketInfo)) error {
+func (p *Pool) UpdateBucket(ctx context.Context, name string, fn func(b *drive.BucketInfo)) error {
 	defer p.buckets.forget(name)
-	info, err := p.readBucket(name)
+	info, err := p.readBucket(ctx, name)
 	if err != nil {
 		return err
 	}
 	fn(&info)
 	info.Updated = time.Now().UTC()
 	return p.forEachSet(func(s *Set) error {
-		errs := s.forEach(func(_ int, d Drive) error { return d.SetBucket(info) })
+		errs := s.forEach(func(_ int, d Drive) error { return d.SetBucket(committing(ctx), info) })
 		return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), ErrWriteQuorum))
 	})
 }
 
 // SetBucketVersioning records a bucket's versioning state on every drive.
-func (p *Pool) SetBucketVersioning(name, state string) error {
-	return p.UpdateBucket(name, func(b *drive.BucketInfo) { b.Versioning = state })
+func (p *Pool) SetBucketVersioning(ctx context.Context, name, state string) error {
+	return p.UpdateBucket(ctx, name, func(b *drive.BucketInfo) { b.Versioning = state })
 }
 
 // ListBuckets lists buckets as read quorum of the first set sees them.
-func (p *Pool) ListBuckets() ([]drive.BucketInfo, error) {
+func (p *Pool) ListBuckets(ctx context.Context) ([]drive.BucketInfo, error) {
 	s := p.sets[0]
 	drives := s.Drives()
 	lists := make([][]drive.BucketInfo, len(drives))
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
 		var err error
-		lists[pos], err = d.ListBuckets()
+		lists[pos], err = d.ListBuckets(ctx)
 		return err
 	})
 	if err := reduceErrors(errs, s.layout.ReadQuorum(), ErrReadQuorum); err != nil {
@@ -212,20 +215,20 @@ func (p *Pool) ListBuckets() ([]drive.BucketInfo, error) {
 }
 
 // hasObjects reports whether a bucket holds any object version.
-func (p *Pool) hasObjects(name string) (bool, error) {
-	entries, _, err := p.walk(name, "", "", 1, true)
+func (p *Pool) hasObjects(ctx context.Context, name string) (bool, error) {
+	entries, _, err := p.walk(ctx, name, "", "", 1, true)
 	return len(entries) > 0, err
 }
 
 // abortUploads aborts every unfinished multipart upload of a bucket: S3
 // deletes a bucket that holds only uploads, and the uploads with it.
-func (p *Pool) abortUploads(name string) error {
-	uploads, err := p.Uploads(name, "")
+func (p *Pool) abortUploads(ctx context.Context, name string) error {
+	uploads, err := p.Uploads(ctx, name, "")
 	if err != nil {
 		return err
 	}
 	for _, u := range uploads {
-		if err := p.AbortMultipartUpload(name, u.Object, u.ID); err != nil && !errors.Is(err, ErrUploadNotFound) {
+		if err := p.AbortMultipartUpload(ctx, name, u.Object, u.ID); err != nil && !errors.Is(err, ErrUploadNotFound) {
 			return err
 		}
 	}
@@ -234,32 +237,32 @@ func (p *Pool) abortUploads(name string) error {
 
 // DeleteBucket removes a bucket without objects from every drive, with
 // its unfinished multipart uploads.
-func (p *Pool) DeleteBucket(name string) error {
+func (p *Pool) DeleteBucket(ctx context.Context, name string) error {
 	defer p.buckets.forget(name)
-	if _, err := p.readBucket(name); err != nil {
+	if _, err := p.readBucket(ctx, name); err != nil {
 		return err
 	}
 	// Check emptiness everywhere before removing anything.
-	full, err := p.hasObjects(name)
+	full, err := p.hasObjects(ctx, name)
 	if err != nil {
 		return err
 	}
 	if full {
 		return ErrBucketNotEmpty
 	}
-	if err := p.abortUploads(name); err != nil {
+	if err := p.abortUploads(ctx, name); err != nil {
 		return err
 	}
-	return p.RemoveBucket(name)
+	return p.RemoveBucket(ctx, name)
 }
 
 // RemoveBucket removes a bucket's record from every drive without checking
 // that it is empty (the caller did, across pools).
-func (p *Pool) RemoveBucket(name string) error {
+func (p *Pool) RemoveBucket(ctx context.Context, name string) error {
 	defer p.buckets.forget(name)
 	return p.forEachSet(func(s *Set) error {
 		errs := s.forEach(func(_ int, d Drive) error {
-			err := d.DeleteBucket(name, true)
+			err := d.DeleteBucket(committing(ctx), name, true)
 			if errors.Is(err, drive.ErrBucketNotFound) {
 				return nil
 			}
@@ -270,49 +273,49 @@ func (p *Pool) RemoveBucket(name string) error {
 }
 
 // PutObject stores an object in its set.
-func (p *Pool) PutObject(bucket, object string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
-	return p.SetFor(bucket, object).PutObject(bucket, object, r, size, opts)
+func (p *Pool) PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+	return p.SetFor(bucket, object).PutObject(ctx, bucket, object, r, size, opts)
 }
 
 // StatObject resolves an object version.
-func (p *Pool) StatObject(bucket, object string, versionID *[16]byte) (ObjectInfo, error) {
-	return p.SetFor(bucket, object).StatObject(bucket, object, versionID)
+func (p *Pool) StatObject(ctx context.Context, bucket, object string, versionID *[16]byte) (ObjectInfo, error) {
+	return p.SetFor(bucket, object).StatObject(ctx, bucket, object, versionID)
 }
 
 // OpenObject resolves an object version for reading.
-func (p *Pool) OpenObject(bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
-	return p.SetFor(bucket, object).OpenObject(bucket, object, versionID)
+func (p *Pool) OpenObject(ctx context.Context, bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
+	return p.SetFor(bucket, object).OpenObject(ctx, bucket, object, versionID)
 }
 
 // GetObject streams a range of an object version to w.
-func (p *Pool) GetObject(w io.Writer, bucket, object string, versionID *[16]byte, offset, length int64) (ObjectInfo, []int, error) {
-	return p.SetFor(bucket, object).GetObject(w, bucket, object, versionID, offset, length)
+func (p *Pool) GetObject(ctx context.Context, w io.Writer, bucket, object string, versionID *[16]byte, offset, length int64) (ObjectInfo, []int, error) {
+	return p.SetFor(bucket, object).GetObject(ctx, w, bucket, object, versionID, offset, length)
 }
 
 // DeleteObject deletes an object or one of its versions.
-func (p *Pool) DeleteObject(bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error) {
-	return p.SetFor(bucket, object).DeleteObject(bucket, object, versionID, mode)
+func (p *Pool) DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error) {
+	return p.SetFor(bucket, object).DeleteObject(ctx, bucket, object, versionID, mode)
 }
 
 // UpdateObjectMeta rewrites a version's metadata (tags) in place.
-func (p *Pool) UpdateObjectMeta(bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
-	return p.SetFor(bucket, object).UpdateObjectMeta(bucket, object, versionID, fn)
+func (p *Pool) UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
+	return p.SetFor(bucket, object).UpdateObjectMeta(ctx, bucket, object, versionID, fn)
 }
 
 // ListObjects lists the latest versions of a bucket's objects.
-func (p *Pool) ListObjects(bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error) {
-	if _, err := p.StatBucket(bucket); err != nil {
+func (p *Pool) ListObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error) {
+	if _, err := p.StatBucket(ctx, bucket); err != nil {
 		return ListResult{}, err
 	}
-	return listObjects(p, bucket, prefix, marker, delimiter, maxKeys)
+	return listObjects(ctx, p, bucket, prefix, marker, delimiter, maxKeys)
 }
 
 // ListObjectVersions lists every version of a bucket's objects.
-func (p *Pool) ListObjectVersions(bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (ListResult, error) {
-	if _, err := p.StatBucket(bucket); err != nil {
+func (p *Pool) ListObjectVersions(ctx context.Context, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (ListResult, error) {
+	if _, err := p.StatBucket(ctx, bucket); err != nil {
 		return ListResult{}, err
 	}
-	return listVersions(p, bucket, prefix, keyMarker, versionMarker, delimiter, maxKeys)
+	return listVersions(ctx, p, bucket, prefix, keyMarker, versionMarker, delimiter, maxKeys)
 }
 
 // String describes the pool's shape.

@@ -2,6 +2,7 @@ package erasure
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -52,7 +53,7 @@ func newTestPool(t testing.TB, sets, setSize, parity int) *testPool {
 		t.Fatal(err)
 	}
 	tp.Pool = p
-	if err := p.MakeBucket("bk"); err != nil {
+	if err := p.MakeBucket(t.Context(), "bk"); err != nil {
 		t.Fatal(err)
 	}
 	return tp
@@ -60,7 +61,7 @@ func newTestPool(t testing.TB, sets, setSize, parity int) *testPool {
 
 func (tp *testPool) put(t testing.TB, key string, data []byte) ObjectInfo {
 	t.Helper()
-	info, err := tp.PutObject("bk", key, bytes.NewReader(data), int64(len(data)), PutOptions{})
+	info, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader(data), int64(len(data)), PutOptions{})
 	if err != nil {
 		t.Fatalf("put %s: %v", key, err)
 	}
@@ -70,7 +71,7 @@ func (tp *testPool) put(t testing.TB, key string, data []byte) ObjectInfo {
 func (tp *testPool) get(t testing.TB, key string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if _, _, err := tp.GetObject(&buf, "bk", key, nil, 0, -1); err != nil {
+	if _, _, err := tp.GetObject(t.Context(), &buf, "bk", key, nil, 0, -1); err != nil {
 		t.Fatalf("get %s: %v", key, err)
 	}
 	return buf.Bytes()
@@ -90,11 +91,11 @@ func TestPutGetAcrossTheInlineThreshold(t *testing.T) {
 		}
 		if size > 10 {
 			var buf bytes.Buffer
-			if _, _, err := tp.GetObject(&buf, "bk", key, nil, 3, int64(size)-7); err != nil || !bytes.Equal(buf.Bytes(), data[3:size-4]) {
+			if _, _, err := tp.GetObject(t.Context(), &buf, "bk", key, nil, 3, int64(size)-7); err != nil || !bytes.Equal(buf.Bytes(), data[3:size-4]) {
 				t.Fatalf("size %d: range read wrong (%v)", size, err)
 			}
 		}
-		st, err := tp.StatObject("bk", key, nil)
+		st, err := tp.StatObject(t.Context(), "bk", key, nil)
 		if err != nil || st.ETag != info.ETag || st.Size != info.Size {
 			t.Fatalf("size %d: stat %+v %v", size, st, err)
 		}
@@ -102,7 +103,7 @@ func TestPutGetAcrossTheInlineThreshold(t *testing.T) {
 	// Unknown size (chunked upload) takes the same paths.
 	for _, size := range []int{100, 1 << 20} {
 		data := randomBytes(size)
-		if _, err := tp.PutObject("bk", "chunked", bytes.NewReader(data), -1, PutOptions{}); err != nil {
+		if _, err := tp.PutObject(t.Context(), "bk", "chunked", bytes.NewReader(data), -1, PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(tp.get(t, "chunked"), data) {
@@ -114,11 +115,11 @@ func TestPutGetAcrossTheInlineThreshold(t *testing.T) {
 func TestShortBodyStoresNothing(t *testing.T) {
 	tp := newTestPool(t, 1, 4, 2)
 	for _, declared := range []int64{1000, 1 << 20} {
-		_, err := tp.PutObject("bk", "short", bytes.NewReader(make([]byte, 10)), declared, PutOptions{})
+		_, err := tp.PutObject(t.Context(), "bk", "short", bytes.NewReader(make([]byte, 10)), declared, PutOptions{})
 		if !errors.Is(err, ErrIncompleteBody) {
 			t.Fatalf("declared %d: err = %v, want ErrIncompleteBody", declared, err)
 		}
-		if _, err := tp.StatObject("bk", "short", nil); !errors.Is(err, ErrObjectNotFound) {
+		if _, err := tp.StatObject(t.Context(), "bk", "short", nil); !errors.Is(err, ErrObjectNotFound) {
 			t.Fatalf("declared %d: a short PUT left an object: %v", declared, err)
 		}
 	}
@@ -134,43 +135,43 @@ func TestOverwriteAndVersions(t *testing.T) {
 	}
 	// Every drive keeps only the newest null version.
 	for _, d := range tp.drives {
-		vs, err := d.Versions("bk", "k")
+		vs, err := d.Versions(t.Context(), "bk", "k")
 		if err != nil || len(vs) != 1 || vs[0].ETag != last.ETag {
 			t.Fatalf("drive %s keeps %d versions (%v)", d.Root(), len(vs), err)
 		}
 	}
 
 	v1, v2 := [16]byte(uuid.New()), [16]byte(uuid.New())
-	if _, err := tp.PutObject("bk", "v", strings.NewReader("first"), 5, PutOptions{VersionID: v1}); err != nil {
+	if _, err := tp.PutObject(t.Context(), "bk", "v", strings.NewReader("first"), 5, PutOptions{VersionID: v1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tp.PutObject("bk", "v", strings.NewReader("second"), 6, PutOptions{VersionID: v2}); err != nil {
+	if _, err := tp.PutObject(t.Context(), "bk", "v", strings.NewReader("second"), 6, PutOptions{VersionID: v2}); err != nil {
 		t.Fatal(err)
 	}
-	marker, err := tp.DeleteObject("bk", "v", nil, DeleteVersioned)
+	marker, err := tp.DeleteObject(t.Context(), "bk", "v", nil, DeleteVersioned)
 	if err != nil || !marker.DeleteMarker {
 		t.Fatalf("versioned delete: %+v %v", marker, err)
 	}
-	if _, _, err := tp.GetObject(io.Discard, "bk", "v", nil, 0, -1); !errors.Is(err, ErrObjectNotFound) {
+	if _, _, err := tp.GetObject(t.Context(), io.Discard, "bk", "v", nil, 0, -1); !errors.Is(err, ErrObjectNotFound) {
 		t.Fatalf("GET after a delete marker: %v", err)
 	}
 	var buf bytes.Buffer
-	if _, _, err := tp.GetObject(&buf, "bk", "v", &v1, 0, -1); err != nil || buf.String() != "first" {
+	if _, _, err := tp.GetObject(t.Context(), &buf, "bk", "v", &v1, 0, -1); err != nil || buf.String() != "first" {
 		t.Fatalf("GET of an old version: %q %v", buf.String(), err)
 	}
-	if _, err := tp.DeleteObject("bk", "v", &marker.VersionID, DeleteVersioned); err != nil {
+	if _, err := tp.DeleteObject(t.Context(), "bk", "v", &marker.VersionID, DeleteVersioned); err != nil {
 		t.Fatal(err)
 	}
 	if got := tp.get(t, "v"); string(got) != "second" {
 		t.Fatalf("after removing the delete marker: %q", got)
 	}
-	if _, err := tp.DeleteObject("bk", "k", nil, DeleteUnversioned); err != nil {
+	if _, err := tp.DeleteObject(t.Context(), "bk", "k", nil, DeleteUnversioned); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tp.StatObject("bk", "k", nil); !errors.Is(err, ErrObjectNotFound) {
+	if _, err := tp.StatObject(t.Context(), "bk", "k", nil); !errors.Is(err, ErrObjectNotFound) {
 		t.Fatalf("unversioned delete left the object: %v", err)
 	}
-	if _, err := tp.DeleteObject("bk", "never-was", nil, DeleteUnversioned); err != nil {
+	if _, err := tp.DeleteObject(t.Context(), "bk", "never-was", nil, DeleteUnversioned); err != nil {
 		t.Fatalf("deleting a missing object must succeed: %v", err)
 	}
 }
@@ -200,7 +201,7 @@ func TestReadsSurviveParityDrivesLostWipedOrCorrupt(t *testing.T) {
 		t.Fatal("no shard file to corrupt")
 	}
 	var buf bytes.Buffer
-	_, bad, err := tp.GetObject(&buf, "bk", "big", nil, 0, -1)
+	_, bad, err := tp.GetObject(t.Context(), &buf, "bk", "big", nil, 0, -1)
 	if err != nil || !bytes.Equal(buf.Bytes(), big) {
 		t.Fatalf("big object through a wiped and a corrupt drive: %v", err)
 	}
@@ -219,11 +220,11 @@ func TestReadsSurviveParityDrivesLostWipedOrCorrupt(t *testing.T) {
 		}
 	}
 	offline(2, 3)
-	if _, err := tp.PutObject("bk", "lost", bytes.NewReader(small), int64(len(small)), PutOptions{}); !errors.Is(err, ErrWriteQuorum) {
+	if _, err := tp.PutObject(t.Context(), "bk", "lost", bytes.NewReader(small), int64(len(small)), PutOptions{}); !errors.Is(err, ErrWriteQuorum) {
 		t.Fatalf("PUT with 2 of 4 drives: %v, want ErrWriteQuorum", err)
 	}
 	offline()
-	if _, err := tp.StatObject("bk", "lost", nil); !errors.Is(err, ErrObjectNotFound) {
+	if _, err := tp.StatObject(t.Context(), "bk", "lost", nil); !errors.Is(err, ErrObjectNotFound) {
 		t.Fatalf("a PUT that failed quorum is visible: %v", err)
 	}
 	offline(3)
@@ -234,7 +235,7 @@ func TestReadsSurviveParityDrivesLostWipedOrCorrupt(t *testing.T) {
 
 	// Parity+1 drives gone: a clear quorum error, not wrong bytes.
 	offline(0, 1, 2)
-	if _, _, err := tp.GetObject(io.Discard, "bk", "big", nil, 0, -1); !errors.Is(err, ErrReadQuorum) {
+	if _, _, err := tp.GetObject(t.Context(), io.Discard, "bk", "big", nil, 0, -1); !errors.Is(err, ErrReadQuorum) {
 		t.Fatalf("GET with 1 of 4 drives: %v, want ErrReadQuorum", err)
 	}
 }
@@ -245,11 +246,11 @@ func TestListObjects(t *testing.T) {
 	for _, k := range keys {
 		tp.put(t, k, []byte(k))
 	}
-	if _, err := tp.DeleteObject("bk", "z", nil, DeleteSuspended); err != nil { // latest is a delete marker
+	if _, err := tp.DeleteObject(t.Context(), "bk", "z", nil, DeleteSuspended); err != nil { // latest is a delete marker
 		t.Fatal(err)
 	}
 	list := func(prefix, after, delim string, max int) string {
-		res, err := tp.ListObjects("bk", prefix, after, delim, max)
+		res, err := tp.ListObjects(t.Context(), "bk", prefix, after, delim, max)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,37 +280,37 @@ func TestListObjects(t *testing.T) {
 			t.Errorf("list(prefix %q, after %q, delim %q, max %d) = %s, want %s", c.prefix, c.after, c.delim, c.max, got, c.want)
 		}
 	}
-	if _, err := tp.ListObjects("nope", "", "", "", 10); !errors.Is(err, ErrBucketNotFound) {
+	if _, err := tp.ListObjects(t.Context(), "nope", "", "", "", 10); !errors.Is(err, ErrBucketNotFound) {
 		t.Fatalf("listing a missing bucket: %v", err)
 	}
 }
 
 func TestBuckets(t *testing.T) {
 	tp := newTestPool(t, 2, 4, 2)
-	if err := tp.MakeBucket("bk"); !errors.Is(err, ErrBucketExists) {
+	if err := tp.MakeBucket(t.Context(), "bk"); !errors.Is(err, ErrBucketExists) {
 		t.Fatalf("duplicate bucket: %v", err)
 	}
-	if err := tp.MakeBucket("other"); err != nil {
+	if err := tp.MakeBucket(t.Context(), "other"); err != nil {
 		t.Fatal(err)
 	}
-	bs, err := tp.ListBuckets()
+	bs, err := tp.ListBuckets(t.Context())
 	if err != nil || len(bs) != 2 || bs[0].Name != "bk" || bs[1].Name != "other" {
 		t.Fatalf("ListBuckets = %+v %v", bs, err)
 	}
 	tp.put(t, "x", []byte("x"))
-	if err := tp.DeleteBucket("bk"); !errors.Is(err, ErrBucketNotEmpty) {
+	if err := tp.DeleteBucket(t.Context(), "bk"); !errors.Is(err, ErrBucketNotEmpty) {
 		t.Fatalf("deleting a non-empty bucket: %v", err)
 	}
-	if err := tp.DeleteBucket("other"); err != nil {
+	if err := tp.DeleteBucket(t.Context(), "other"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tp.StatBucket("other"); !errors.Is(err, ErrBucketNotFound) {
+	if _, err := tp.StatBucket(t.Context(), "other"); !errors.Is(err, ErrBucketNotFound) {
 		t.Fatalf("deleted bucket: %v", err)
 	}
-	if err := tp.SetBucketVersioning("bk", "Enabled"); err != nil {
+	if err := tp.SetBucketVersioning(t.Context(), "bk", "Enabled"); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := tp.StatBucket("bk"); err != nil || b.Versioning != "Enabled" {
+	if b, err := tp.StatBucket(t.Context(), "bk"); err != nil || b.Versioning != "Enabled" {
 		t.Fatalf("versioning: %+v %v", b, err)
 	}
 }
@@ -326,7 +327,7 @@ func TestConcurrentWritersEndWithOneWinnerEverywhere(t *testing.T) {
 				if i%3 == 0 {
 					data = randomBytes(200_000 + w) // mix inline and shard files
 				}
-				if _, err := tp.PutObject("bk", "hot", bytes.NewReader(data), int64(len(data)), PutOptions{}); err != nil {
+				if _, err := tp.PutObject(t.Context(), "bk", "hot", bytes.NewReader(data), int64(len(data)), PutOptions{}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -335,7 +336,7 @@ func TestConcurrentWritersEndWithOneWinnerEverywhere(t *testing.T) {
 	wg.Wait()
 	var first *drive.Record
 	for _, d := range tp.drives {
-		vs, err := d.Versions("bk", "hot")
+		vs, err := d.Versions(t.Context(), "bk", "hot")
 		if err != nil || len(vs) != 1 {
 			t.Fatalf("drive %s holds %d versions (%v)", d.Root(), len(vs), err)
 		}
@@ -358,7 +359,7 @@ func BenchmarkPutTiny(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		if _, err := tp.PutObject("bk", fmt.Sprintf("o-%d", i), bytes.NewReader(data), int64(len(data)), PutOptions{}); err != nil {
+		if _, err := tp.PutObject(b.Context(), "bk", fmt.Sprintf("o-%d", i), bytes.NewReader(data), int64(len(data)), PutOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -370,7 +371,7 @@ func BenchmarkGetTiny(b *testing.B) {
 	tp.put(b, "tiny", data)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if _, _, err := tp.GetObject(io.Discard, "bk", "tiny", nil, 0, -1); err != nil {
+		if _, _, err := tp.GetObject(b.Context(), io.Discard, "bk", "tiny", nil, 0, -1); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -383,7 +384,7 @@ func BenchmarkPut1MiB(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		if _, err := tp.PutObject("bk", fmt.Sprintf("o-%d", i), bytes.NewReader(data), int64(len(data)), PutOptions{}); err != nil {
+		if _, err := tp.PutObject(b.Context(), "bk", fmt.Sprintf("o-%d", i), bytes.NewReader(data), int64(len(data)), PutOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -408,11 +409,11 @@ func TestVerifierErrorAtEOFStoresNothing(t *testing.T) {
 	for _, size := range []int{10, 4096, DefaultInlineLimit, 300_000} {
 		data := randomBytes(size)
 		for _, declared := range []int64{int64(size), -1} {
-			_, err := tp.PutObject("bk", "digest", digestReader{bytes.NewReader(data)}, declared, PutOptions{})
+			_, err := tp.PutObject(t.Context(), "bk", "digest", digestReader{bytes.NewReader(data)}, declared, PutOptions{})
 			if !errors.Is(err, errBadDigest) {
 				t.Fatalf("size %d declared %d: err = %v, want the verifier's error", size, declared, err)
 			}
-			if _, err := tp.StatObject("bk", "digest", nil); !errors.Is(err, ErrObjectNotFound) {
+			if _, err := tp.StatObject(t.Context(), "bk", "digest", nil); !errors.Is(err, ErrObjectNotFound) {
 				t.Fatalf("size %d declared %d: a body failing verification was stored", size, declared)
 			}
 		}
@@ -422,8 +423,8 @@ func TestVerifierErrorAtEOFStoresNothing(t *testing.T) {
 // rottenInline hands out records whose inline shard has a flipped byte.
 type rottenInline struct{ Drive }
 
-func (d rottenInline) GetVersion(bucket, object string, versionID *[16]byte) (*drive.Record, error) {
-	r, err := d.Drive.GetVersion(bucket, object, versionID)
+func (d rottenInline) GetVersion(ctx context.Context, bucket, object string, versionID *[16]byte) (*drive.Record, error) {
+	r, err := d.Drive.GetVersion(ctx, bucket, object, versionID)
 	if err == nil && len(r.Inline) > 0 {
 		c := *r
 		c.Inline = append([]byte(nil), r.Inline...)
@@ -447,12 +448,12 @@ func TestReadsReachDrivesNotAskedForTheRecord(t *testing.T) {
 		for pos := range saved {
 			set.SetDrive(pos, rottenInline{saved[pos]})
 			var buf bytes.Buffer
-			_, bad, err := tp.GetObject(&buf, "bk", key, nil, 0, -1)
+			_, bad, err := tp.GetObject(t.Context(), &buf, "bk", key, nil, 0, -1)
 			set.SetDrive(pos, saved[pos])
 			if err != nil || !bytes.Equal(buf.Bytes(), small) {
 				t.Fatalf("%s, drive %d rotten: %v", key, pos, err)
 			}
-			h, err := set.OpenObject("bk", key, nil)
+			h, err := set.OpenObject(t.Context(), "bk", key, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package erasure
 
 import (
+	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -140,20 +141,22 @@ func (ps *Pools) ForgetBucket(name string) {
 }
 
 // MakeBucket creates a bucket in every pool.
-func (ps *Pools) MakeBucket(name string) error { return ps.CreateBucket(BucketInfo{Name: name}) }
+func (ps *Pools) MakeBucket(ctx context.Context, name string) error {
+	return ps.CreateBucket(ctx, BucketInfo{Name: name})
+}
 
 // CreateBucket creates a bucket with the given record in every pool, with
 // one creation time.
-func (ps *Pools) CreateBucket(info BucketInfo) error {
+func (ps *Pools) CreateBucket(ctx context.Context, info BucketInfo) error {
 	defer ps.bucketChanged(info.Name)
-	if _, err := ps.first().readBucket(info.Name); err == nil {
+	if _, err := ps.first().readBucket(ctx, info.Name); err == nil {
 		return ErrBucketExists
 	}
 	if info.Created.IsZero() {
 		info.Created = time.Now().UTC()
 	}
 	for _, e := range ps.live() {
-		if err := e.Pool.CreateBucket(info); err != nil && !errors.Is(err, ErrBucketExists) {
+		if err := e.Pool.CreateBucket(ctx, info); err != nil && !errors.Is(err, ErrBucketExists) {
 			return err
 		}
 	}
@@ -161,13 +164,15 @@ func (ps *Pools) CreateBucket(info BucketInfo) error {
 }
 
 // StatBucket returns a bucket's record (the first pool's).
-func (ps *Pools) StatBucket(name string) (BucketInfo, error) { return ps.first().StatBucket(name) }
+func (ps *Pools) StatBucket(ctx context.Context, name string) (BucketInfo, error) {
+	return ps.first().StatBucket(ctx, name)
+}
 
 // UpdateBucket changes a bucket's record in every pool.
-func (ps *Pools) UpdateBucket(name string, fn func(b *BucketInfo)) error {
+func (ps *Pools) UpdateBucket(ctx context.Context, name string, fn func(b *BucketInfo)) error {
 	defer ps.bucketChanged(name)
 	for _, e := range ps.live() {
-		if err := e.Pool.UpdateBucket(name, fn); err != nil {
+		if err := e.Pool.UpdateBucket(ctx, name, fn); err != nil {
 			return err
 		}
 	}
@@ -175,17 +180,19 @@ func (ps *Pools) UpdateBucket(name string, fn func(b *BucketInfo)) error {
 }
 
 // ListBuckets lists buckets (the first pool's).
-func (ps *Pools) ListBuckets() ([]BucketInfo, error) { return ps.first().ListBuckets() }
+func (ps *Pools) ListBuckets(ctx context.Context) ([]BucketInfo, error) {
+	return ps.first().ListBuckets(ctx)
+}
 
 // DeleteBucket removes a bucket without objects in any pool, with its
 // unfinished multipart uploads.
-func (ps *Pools) DeleteBucket(name string) error {
+func (ps *Pools) DeleteBucket(ctx context.Context, name string) error {
 	defer ps.bucketChanged(name)
-	if _, err := ps.first().readBucket(name); err != nil {
+	if _, err := ps.first().readBucket(ctx, name); err != nil {
 		return err
 	}
 	for _, e := range ps.live() {
-		full, err := e.Pool.hasObjects(name)
+		full, err := e.Pool.hasObjects(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -194,12 +201,12 @@ func (ps *Pools) DeleteBucket(name string) error {
 		}
 	}
 	for _, e := range ps.live() {
-		if err := e.Pool.abortUploads(name); err != nil {
+		if err := e.Pool.abortUploads(ctx, name); err != nil {
 			return err
 		}
 	}
 	for _, e := range ps.live() {
-		if err := e.Pool.RemoveBucket(name); err != nil {
+		if err := e.Pool.RemoveBucket(ctx, name); err != nil {
 			return err
 		}
 	}
@@ -208,8 +215,8 @@ func (ps *Pools) DeleteBucket(name string) error {
 
 // HealBuckets copies the first pool's buckets to pools that miss them (a
 // pool added later).
-func (ps *Pools) HealBuckets() error {
-	buckets, err := ps.first().ListBuckets()
+func (ps *Pools) HealBuckets(ctx context.Context) error {
+	buckets, err := ps.first().ListBuckets(ctx)
 	if err != nil {
 		return err
 	}
@@ -219,9 +226,9 @@ func (ps *Pools) HealBuckets() error {
 			continue
 		}
 		for _, b := range buckets {
-			if _, err := e.Pool.readBucket(b.Name); errors.Is(err, ErrBucketNotFound) {
+			if _, err := e.Pool.readBucket(ctx, b.Name); errors.Is(err, ErrBucketNotFound) {
 				err = e.Pool.forEachSet(func(s *Set) error {
-					errs := s.forEach(func(_ int, d Drive) error { return d.SetBucket(b) })
+					errs := s.forEach(func(_ int, d Drive) error { return d.SetBucket(committing(ctx), b) })
 					return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), ErrWriteQuorum))
 				})
 				if err != nil {
@@ -240,7 +247,7 @@ const fullFraction = 0.85
 
 // freeSpace refreshes (at most every few seconds) and returns a pool's free
 // bytes, and whether one of its drives is over fullFraction.
-func (e *PoolEntry) freeSpace() (uint64, bool) {
+func (e *PoolEntry) freeSpace(ctx context.Context) (uint64, bool) {
 	e.mu.Lock()
 	if time.Since(e.freeTime) < 5*time.Second {
 		defer e.mu.Unlock()
@@ -252,7 +259,7 @@ func (e *PoolEntry) freeSpace() (uint64, bool) {
 	var mu sync.Mutex
 	for _, s := range e.Pool.sets {
 		s.forEach(func(_ int, d Drive) error {
-			u, err := d.DiskInfo()
+			u, err := d.DiskInfo(ctx)
 			if err != nil || u.Total == 0 {
 				return err
 			}
@@ -276,7 +283,7 @@ var ErrNoPoolSpace = errors.New("no pool has room for new objects (every active 
 
 // placement picks the pool of a new object: weighted by free space among
 // active pools that are not full.
-func (ps *Pools) placement() (*PoolEntry, error) {
+func (ps *Pools) placement(ctx context.Context) (*PoolEntry, error) {
 	var candidates []*PoolEntry
 	var weights []uint64
 	var total uint64
@@ -284,7 +291,7 @@ func (ps *Pools) placement() (*PoolEntry, error) {
 		if e.State() != StateActive {
 			continue
 		}
-		free, full := e.freeSpace()
+		free, full := e.freeSpace(ctx)
 		if full {
 			continue
 		}
@@ -316,7 +323,7 @@ type poolResult struct {
 }
 
 // lookup resolves an object version in every live pool in parallel.
-func (ps *Pools) lookup(bucket, object string, versionID *[16]byte) []poolResult {
+func (ps *Pools) lookup(ctx context.Context, bucket, object string, versionID *[16]byte) []poolResult {
 	live := ps.live()
 	res := make([]poolResult, len(live))
 	var wg sync.WaitGroup
@@ -324,7 +331,7 @@ func (ps *Pools) lookup(bucket, object string, versionID *[16]byte) []poolResult
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h, err := e.Pool.OpenObject(bucket, object, versionID)
+			h, err := e.Pool.OpenObject(ctx, bucket, object, versionID)
 			res[i] = poolResult{entry: e, h: h, err: err}
 		}()
 	}
@@ -358,54 +365,54 @@ func newest(res []poolResult) (poolResult, error) {
 
 // OpenObject resolves an object version across pools (the newest wins: an
 // object being moved out of a draining pool may briefly be in two).
-func (ps *Pools) OpenObject(bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
+func (ps *Pools) OpenObject(ctx context.Context, bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
 	live := ps.live()
 	if len(live) == 1 {
-		return live[0].Pool.OpenObject(bucket, object, versionID)
+		return live[0].Pool.OpenObject(ctx, bucket, object, versionID)
 	}
-	r, err := newest(ps.lookup(bucket, object, versionID))
+	r, err := newest(ps.lookup(ctx, bucket, object, versionID))
 	return r.h, err
 }
 
 // poolFor is where a write of an object goes: the active pool already
 // holding it, else a new placement.
-func (ps *Pools) poolFor(bucket, object string) (*PoolEntry, error) {
+func (ps *Pools) poolFor(ctx context.Context, bucket, object string) (*PoolEntry, error) {
 	live := ps.live()
 	if len(live) == 1 && live[0].State() == StateActive {
 		return live[0], nil
 	}
-	if r, err := newest(ps.lookup(bucket, object, nil)); err == nil && r.entry.State() == StateActive {
+	if r, err := newest(ps.lookup(ctx, bucket, object, nil)); err == nil && r.entry.State() == StateActive {
 		return r.entry, nil
 	}
-	return ps.placement()
+	return ps.placement(ctx)
 }
 
 // PutObject stores an object in its pool.
-func (ps *Pools) PutObject(bucket, object string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
-	e, err := ps.poolFor(bucket, object)
+func (ps *Pools) PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+	e, err := ps.poolFor(ctx, bucket, object)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	return e.Pool.PutObject(bucket, object, r, size, opts)
+	return e.Pool.PutObject(ctx, bucket, object, r, size, opts)
 }
 
 // DeleteObject deletes an object or a version wherever it is.
-func (ps *Pools) DeleteObject(bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error) {
+func (ps *Pools) DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error) {
 	live := ps.live()
 	if len(live) == 1 {
-		return live[0].Pool.DeleteObject(bucket, object, versionID, mode)
+		return live[0].Pool.DeleteObject(ctx, bucket, object, versionID, mode)
 	}
 	if versionID == nil && mode != DeleteUnversioned {
 		// A delete marker goes where the object's next version would.
-		e, err := ps.poolFor(bucket, object)
+		e, err := ps.poolFor(ctx, bucket, object)
 		if err != nil {
 			return DeleteResult{}, err
 		}
-		return e.Pool.DeleteObject(bucket, object, nil, mode)
+		return e.Pool.DeleteObject(ctx, bucket, object, nil, mode)
 	}
 	var res DeleteResult
 	for _, e := range live {
-		r, err := e.Pool.DeleteObject(bucket, object, versionID, mode)
+		r, err := e.Pool.DeleteObject(ctx, bucket, object, versionID, mode)
 		if err != nil {
 			return DeleteResult{}, err
 		}
@@ -419,55 +426,55 @@ func (ps *Pools) DeleteObject(bucket, object string, versionID *[16]byte, mode D
 }
 
 // UpdateObjectMeta rewrites a version's metadata in the pool holding it.
-func (ps *Pools) UpdateObjectMeta(bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
+func (ps *Pools) UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
 	live := ps.live()
 	if len(live) == 1 {
-		return live[0].Pool.UpdateObjectMeta(bucket, object, versionID, fn)
+		return live[0].Pool.UpdateObjectMeta(ctx, bucket, object, versionID, fn)
 	}
-	r, err := newest(ps.lookup(bucket, object, versionID))
+	r, err := newest(ps.lookup(ctx, bucket, object, versionID))
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	return r.entry.Pool.UpdateObjectMeta(bucket, object, versionID, fn)
+	return r.entry.Pool.UpdateObjectMeta(ctx, bucket, object, versionID, fn)
 }
 
 // walk merges the live pools' listings; an object in several pools (during
 // a move) shows the union of its versions.
-func (ps *Pools) walk(bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
-	return mergeWalks(ps.live(), bucket, prefix, startAfter, limit, latestOnly)
+func (ps *Pools) walk(ctx context.Context, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
+	return mergeWalks(ctx, ps.live(), bucket, prefix, startAfter, limit, latestOnly)
 }
 
-func (e *PoolEntry) walk(bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
-	return e.Pool.walk(bucket, prefix, startAfter, limit, latestOnly)
+func (e *PoolEntry) walk(ctx context.Context, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
+	return e.Pool.walk(ctx, bucket, prefix, startAfter, limit, latestOnly)
 }
 
 // ListObjects lists the latest versions across pools.
-func (ps *Pools) ListObjects(bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error) {
-	if _, err := ps.StatBucket(bucket); err != nil {
+func (ps *Pools) ListObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error) {
+	if _, err := ps.StatBucket(ctx, bucket); err != nil {
 		return ListResult{}, err
 	}
-	return listObjects(ps, bucket, prefix, marker, delimiter, maxKeys)
+	return listObjects(ctx, ps, bucket, prefix, marker, delimiter, maxKeys)
 }
 
 // ListObjectVersions lists every version across pools.
-func (ps *Pools) ListObjectVersions(bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (ListResult, error) {
-	if _, err := ps.StatBucket(bucket); err != nil {
+func (ps *Pools) ListObjectVersions(ctx context.Context, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (ListResult, error) {
+	if _, err := ps.StatBucket(ctx, bucket); err != nil {
 		return ListResult{}, err
 	}
-	return listVersions(ps, bucket, prefix, keyMarker, versionMarker, delimiter, maxKeys)
+	return listVersions(ctx, ps, bucket, prefix, keyMarker, versionMarker, delimiter, maxKeys)
 }
 
 // NewMultipartUpload starts an upload in the pool the object goes to.
-func (ps *Pools) NewMultipartUpload(bucket, object string, meta map[string]string) (UploadInfo, error) {
-	e, err := ps.poolFor(bucket, object)
+func (ps *Pools) NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (UploadInfo, error) {
+	e, err := ps.poolFor(ctx, bucket, object)
 	if err != nil {
 		return UploadInfo{}, err
 	}
-	return e.Pool.NewMultipartUpload(bucket, object, meta)
+	return e.Pool.NewMultipartUpload(ctx, bucket, object, meta)
 }
 
 // uploadPool finds the pool holding an upload.
-func (ps *Pools) uploadPool(bucket, object string, uploadID [16]byte) (*Pool, error) {
+func (ps *Pools) uploadPool(ctx context.Context, bucket, object string, uploadID [16]byte) (*Pool, error) {
 	live := ps.live()
 	if len(live) == 1 {
 		return live[0].Pool, nil
@@ -475,7 +482,7 @@ func (ps *Pools) uploadPool(bucket, object string, uploadID [16]byte) (*Pool, er
 	var failure error
 	for _, e := range live {
 		s := e.Pool.SetFor(bucket, object)
-		_, _, err := s.getUpload(s.Drives(), bucket, object, uploadID)
+		_, _, err := s.getUpload(ctx, s.Drives(), bucket, object, uploadID)
 		if err == nil {
 			return e.Pool, nil
 		}
@@ -490,55 +497,55 @@ func (ps *Pools) uploadPool(bucket, object string, uploadID [16]byte) (*Pool, er
 }
 
 // StatUpload returns an upload's record.
-func (ps *Pools) StatUpload(bucket, object string, uploadID [16]byte) (UploadInfo, error) {
-	p, err := ps.uploadPool(bucket, object, uploadID)
+func (ps *Pools) StatUpload(ctx context.Context, bucket, object string, uploadID [16]byte) (UploadInfo, error) {
+	p, err := ps.uploadPool(ctx, bucket, object, uploadID)
 	if err != nil {
 		return UploadInfo{}, err
 	}
-	return p.StatUpload(bucket, object, uploadID)
+	return p.StatUpload(ctx, bucket, object, uploadID)
 }
 
 // PutObjectPart stores a part in its upload's pool.
-func (ps *Pools) PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
-	p, err := ps.uploadPool(bucket, object, uploadID)
+func (ps *Pools) PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
+	p, err := ps.uploadPool(ctx, bucket, object, uploadID)
 	if err != nil {
 		return PartInfo{}, err
 	}
-	return p.PutObjectPart(bucket, object, uploadID, number, r, size, opts)
+	return p.PutObjectPart(ctx, bucket, object, uploadID, number, r, size, opts)
 }
 
 // ListParts lists an upload's parts.
-func (ps *Pools) ListParts(bucket, object string, uploadID [16]byte, partMarker, maxParts int) (UploadInfo, []PartInfo, bool, error) {
-	p, err := ps.uploadPool(bucket, object, uploadID)
+func (ps *Pools) ListParts(ctx context.Context, bucket, object string, uploadID [16]byte, partMarker, maxParts int) (UploadInfo, []PartInfo, bool, error) {
+	p, err := ps.uploadPool(ctx, bucket, object, uploadID)
 	if err != nil {
 		return UploadInfo{}, nil, false, err
 	}
-	return p.ListParts(bucket, object, uploadID, partMarker, maxParts)
+	return p.ListParts(ctx, bucket, object, uploadID, partMarker, maxParts)
 }
 
 // CompleteMultipartUpload completes an upload in its pool.
-func (ps *Pools) CompleteMultipartUpload(bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error) {
-	p, err := ps.uploadPool(bucket, object, uploadID)
+func (ps *Pools) CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error) {
+	p, err := ps.uploadPool(ctx, bucket, object, uploadID)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	return p.CompleteMultipartUpload(bucket, object, uploadID, parts, opts)
+	return p.CompleteMultipartUpload(ctx, bucket, object, uploadID, parts, opts)
 }
 
 // AbortMultipartUpload aborts an upload in its pool.
-func (ps *Pools) AbortMultipartUpload(bucket, object string, uploadID [16]byte) error {
-	p, err := ps.uploadPool(bucket, object, uploadID)
+func (ps *Pools) AbortMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte) error {
+	p, err := ps.uploadPool(ctx, bucket, object, uploadID)
 	if err != nil {
 		return err
 	}
-	return p.AbortMultipartUpload(bucket, object, uploadID)
+	return p.AbortMultipartUpload(ctx, bucket, object, uploadID)
 }
 
 // Uploads lists every pool's uploads of a bucket.
-func (ps *Pools) Uploads(bucket, prefix string) ([]UploadInfo, error) {
+func (ps *Pools) Uploads(ctx context.Context, bucket, prefix string) ([]UploadInfo, error) {
 	var all []UploadInfo
 	for _, e := range ps.live() {
-		us, err := e.Pool.Uploads(bucket, prefix)
+		us, err := e.Pool.Uploads(ctx, bucket, prefix)
 		if err != nil {
 			return nil, err
 		}
@@ -549,8 +556,8 @@ func (ps *Pools) Uploads(bucket, prefix string) ([]UploadInfo, error) {
 }
 
 // ListMultipartUploads pages through the uploads of every pool.
-func (ps *Pools) ListMultipartUploads(bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error) {
-	all, err := ps.Uploads(bucket, prefix)
+func (ps *Pools) ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error) {
+	all, err := ps.Uploads(ctx, bucket, prefix)
 	if err != nil {
 		return UploadList{}, err
 	}

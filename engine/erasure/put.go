@@ -3,6 +3,7 @@ package erasure
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
@@ -55,7 +56,7 @@ func (o PutOptions) etag() string {
 // on every drive and moved into place when the record commits. The write
 // succeeds only when write quorum of drives committed it; otherwise what was
 // committed is rolled back and ErrWriteQuorum returned.
-func (s *Set) PutObject(bucket, object string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+func (s *Set) PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
 	modTime := opts.ModTime
 	if modTime.IsZero() {
 		modTime = time.Now()
@@ -88,11 +89,11 @@ func (s *Set) PutObject(bucket, object string, r io.Reader, size int64, opts Put
 			return ObjectInfo{}, ErrBodyTooLong
 		case int64(len(buf)) <= s.inlineLimit:
 			afterBody(rec, opts)
-			return s.putInline(drives, bucket, object, rec, buf, opts.etag())
+			return s.putInline(ctx, drives, bucket, object, rec, buf, opts.etag())
 		}
 		head = buf
 	}
-	return s.putStreaming(drives, bucket, object, rec, io.MultiReader(bytes.NewReader(head), r), size, opts)
+	return s.putStreaming(ctx, drives, bucket, object, rec, io.MultiReader(bytes.NewReader(head), r), size, opts)
 }
 
 func afterBody(rec *drive.Record, opts PutOptions) {
@@ -166,7 +167,7 @@ func ownRecord(rec *drive.Record, pos int, inline [][]byte) *drive.Record {
 	return &own
 }
 
-func (s *Set) putInline(drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string) (ObjectInfo, error) {
+func (s *Set) putInline(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string) (ObjectInfo, error) {
 	sum := md5.Sum(data)
 	rec.Flags |= drive.FlagInline
 	rec.Size = int64(len(data))
@@ -178,10 +179,10 @@ func (s *Set) putInline(drives []Drive, bucket, object string, rec *drive.Record
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	errs := putVersions(drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
+	errs := putVersions(ctx, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
 		return ownRecord(rec, pos, shards), drive.NotStaged, nil
 	})
-	return s.finishPut(drives, bucket, object, rec, errs)
+	return s.finishPut(ctx, drives, bucket, object, rec, errs)
 }
 
 // shardSink is one drive's staged shard file behind a buffered bitrot writer.
@@ -209,11 +210,11 @@ type staged struct {
 // while write quorum of drives keep up; otherwise everything staged is
 // removed and the error returned. size < 0 means unknown; a body shorter or
 // longer than a known size fails the same way.
-func (s *Set) stageShards(drives []Drive, id [16]byte, part int, dist []int, r io.Reader, size int64) (staged, error) {
+func (s *Set) stageShards(ctx context.Context, drives []Drive, id [16]byte, part int, dist []int, r io.Reader, size int64) (staged, error) {
 	sinks := make([]*shardSink, len(drives))
 	writers := make([]BlockWriter, len(drives))
 	openErrs := forEachDrive(drives, func(pos int, d Drive) error {
-		f, err := d.CreateStaged(id, part)
+		f, err := d.CreateStaged(ctx, id, part)
 		if err != nil {
 			return err
 		}
@@ -230,7 +231,7 @@ func (s *Set) stageShards(drives []Drive, id [16]byte, part int, dist []int, r i
 			if sinks[pos] != nil {
 				_ = sinks[pos].file.Close()
 			}
-			return d.AbortStaged(id)
+			return d.AbortStaged(committing(ctx), id)
 		})
 	}
 
@@ -264,7 +265,7 @@ func (s *Set) stageShards(drives []Drive, id [16]byte, part int, dist []int, r i
 			err = cerr
 		}
 		if err != nil {
-			_ = d.AbortStaged(id)
+			_ = d.AbortStaged(committing(ctx), id)
 		}
 		return err
 	})
@@ -275,9 +276,9 @@ func (s *Set) stageShards(drives []Drive, id [16]byte, part int, dist []int, r i
 	return staged{size: n, etag: hexSum(md5sum), errs: errs}, nil
 }
 
-func (s *Set) putStreaming(drives []Drive, bucket, object string, rec *drive.Record, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+func (s *Set) putStreaming(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
 	rec.DataDir = uuid.New()
-	st, err := s.stageShards(drives, rec.DataDir, 1, rec.Erasure.Distribution, r, size)
+	st, err := s.stageShards(ctx, drives, rec.DataDir, 1, rec.Erasure.Distribution, r, size)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
@@ -292,7 +293,7 @@ func (s *Set) putStreaming(drives []Drive, bucket, object string, rec *drive.Rec
 	if etag := opts.etag(); etag != "" {
 		rec.ETag = etag
 	}
-	errs := putVersions(drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
+	errs := putVersions(ctx, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
 		if st.errs[pos] != nil {
 			return nil, drive.NotStaged, st.errs[pos]
 		}
@@ -300,16 +301,16 @@ func (s *Set) putStreaming(drives []Drive, bucket, object string, rec *drive.Rec
 	})
 	for pos, err := range errs {
 		if err != nil && st.errs[pos] == nil && drives[pos] != nil {
-			_ = drives[pos].AbortStaged(rec.DataDir)
+			_ = drives[pos].AbortStaged(committing(ctx), rec.DataDir)
 		}
 	}
-	return s.finishPut(drives, bucket, object, rec, errs)
+	return s.finishPut(ctx, drives, bucket, object, rec, errs)
 }
 
 // finishPut checks write quorum and rolls back a write that missed it, so a
 // failed PUT leaves no visible version. A write that reached quorum but not
 // every drive is reported to the heal hook.
-func (s *Set) finishPut(drives []Drive, bucket, object string, rec *drive.Record, errs []error) (ObjectInfo, error) {
+func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, errs []error) (ObjectInfo, error) {
 	if countNil(errs) >= s.layout.WriteQuorum() {
 		if countNil(errs) < len(errs) {
 			s.partialWrite(bucket, object, rec.VersionID)
@@ -318,7 +319,7 @@ func (s *Set) finishPut(drives []Drive, bucket, object string, rec *drive.Record
 	}
 	forEachDrive(drives, func(pos int, d Drive) error {
 		if errs[pos] == nil {
-			_, _ = d.RollbackVersion(bucket, object, rec)
+			_, _ = d.RollbackVersion(committing(ctx), bucket, object, rec)
 		}
 		return nil
 	})

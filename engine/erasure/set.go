@@ -1,6 +1,7 @@
 package erasure
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -13,34 +14,34 @@ import (
 // Drive is what the object layer needs of a drive. *drive.Local implements
 // it on this node; a remote drive (issue 5) implements it over internode RPC.
 type Drive interface {
-	Format() (drive.Format, error)
-	DiskInfo() (vfs.Usage, error)
+	Format(ctx context.Context) (drive.Format, error)
+	DiskInfo(ctx context.Context) (vfs.Usage, error)
 
-	MakeBucket(b drive.BucketInfo) error
-	SetBucket(b drive.BucketInfo) error
-	StatBucket(name string) (drive.BucketInfo, error)
-	ListBuckets() ([]drive.BucketInfo, error)
-	DeleteBucket(name string, force bool) error
+	MakeBucket(ctx context.Context, b drive.BucketInfo) error
+	SetBucket(ctx context.Context, b drive.BucketInfo) error
+	StatBucket(ctx context.Context, name string) (drive.BucketInfo, error)
+	ListBuckets(ctx context.Context) ([]drive.BucketInfo, error)
+	DeleteBucket(ctx context.Context, name string, force bool) error
 
-	PutVersion(bucket, object string, rec *drive.Record, stageID [16]byte) (drive.PutResult, error)
-	GetVersion(bucket, object string, versionID *[16]byte) (*drive.Record, error)
-	Versions(bucket, object string) ([]*drive.Record, error)
-	SetVersionMeta(bucket, object string, rec *drive.Record, meta map[string]string) error
-	DeleteVersion(bucket, object string, versionID [16]byte) (*drive.Record, error)
-	RollbackVersion(bucket, object string, rec *drive.Record) (bool, error)
-	WalkObjects(bucket, prefix, startAfter string, latestOnly bool, fn func(object string, versions []*drive.Record) bool) error
+	PutVersion(ctx context.Context, bucket, object string, rec *drive.Record, stageID [16]byte) (drive.PutResult, error)
+	GetVersion(ctx context.Context, bucket, object string, versionID *[16]byte) (*drive.Record, error)
+	Versions(ctx context.Context, bucket, object string) ([]*drive.Record, error)
+	SetVersionMeta(ctx context.Context, bucket, object string, rec *drive.Record, meta map[string]string) error
+	DeleteVersion(ctx context.Context, bucket, object string, versionID [16]byte) (*drive.Record, error)
+	RollbackVersion(ctx context.Context, bucket, object string, rec *drive.Record) (bool, error)
+	WalkObjects(ctx context.Context, bucket, prefix, startAfter string, latestOnly bool, fn func(object string, versions []*drive.Record) bool) error
 
-	CreateStaged(dataDir [16]byte, part int) (vfs.File, error)
-	AbortStaged(dataDir [16]byte) error
-	OpenShard(dataDir [16]byte, part int) (vfs.File, error)
+	CreateStaged(ctx context.Context, dataDir [16]byte, part int) (vfs.File, error)
+	AbortStaged(ctx context.Context, dataDir [16]byte) error
+	OpenShard(ctx context.Context, dataDir [16]byte, part int) (vfs.File, error)
 
-	PutUpload(u *drive.Upload) error
-	GetUpload(bucket, object string, id [16]byte) (*drive.Upload, error)
-	WalkUploads(bucket, prefix string, fn func(u *drive.Upload) bool) error
-	CommitPart(u *drive.Upload, p *drive.PartRecord) error
-	ListParts(uploadID [16]byte) ([]drive.PartRecord, error)
-	CompleteUpload(u *drive.Upload, chosen []drive.PartRecord, rec *drive.Record) (drive.PutResult, error)
-	AbortUpload(bucket, object string, id [16]byte) error
+	PutUpload(ctx context.Context, u *drive.Upload) error
+	GetUpload(ctx context.Context, bucket, object string, id [16]byte) (*drive.Upload, error)
+	WalkUploads(ctx context.Context, bucket, prefix string, fn func(u *drive.Upload) bool) error
+	CommitPart(ctx context.Context, u *drive.Upload, p *drive.PartRecord) error
+	ListParts(ctx context.Context, uploadID [16]byte) ([]drive.PartRecord, error)
+	CompleteUpload(ctx context.Context, u *drive.Upload, chosen []drive.PartRecord, rec *drive.Record) (drive.PutResult, error)
+	AbortUpload(ctx context.Context, bucket, object string, id [16]byte) error
 }
 
 var _ Drive = (*drive.Local)(nil)
@@ -202,3 +203,11 @@ func detail(errs []error) string {
 	}
 	return "no error"
 }
+
+// committing is the context of a commit or a clean-up across drives. It
+// keeps the caller's values but not its end: a client that goes away (or a
+// deadline that passes) while a version, a bucket or an upload is being
+// written on the drives does not leave it on some and not others, and what
+// a failed write staged is still removed. Reads and staging, which can be
+// given up with nothing to undo, follow the caller's context.
+func committing(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }

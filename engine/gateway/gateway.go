@@ -271,8 +271,10 @@ func (g *Gateway) probeVolume(ctx context.Context, interval time.Duration) {
 	}
 }
 
+var _ admin.Informer = (*Gateway)(nil)
+
 // Info implements admin.Informer.
-func (g *Gateway) Info() admin.Info {
+func (g *Gateway) Info(context.Context) admin.Info {
 	info := admin.Info{
 		Version: buildinfo.String(), ProtocolVersion: 0, DeploymentID: g.layout.id, Mode: "gateway",
 		Uptime: time.Since(g.started).Round(time.Second).String(),

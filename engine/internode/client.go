@@ -228,8 +228,7 @@ func (p *Peer) call(ctx context.Context, op string, q url.Values, body []byte, i
 
 // batch runs a call of the hot path: on the framed channel when the peer
 // speaks protocol 3, else as an HTTP call.
-func (p *Peer) batch(o nodeOp, body []byte, out func([]byte) error) error {
-	ctx := context.Background()
+func (p *Peer) batch(ctx context.Context, o nodeOp, body []byte, out func([]byte) error) error {
 	if p.Version() < framesProtocol {
 		return p.call(ctx, o.name, nil, body, o.idempotent, func(r io.Reader) error {
 			b, err := io.ReadAll(r)
@@ -274,6 +273,11 @@ func (p *Peer) retry(ctx context.Context, idempotent bool, try func(context.Cont
 		err = try(cctx)
 		stop()
 		cancel()
+		if err != nil && ctx.Err() != nil {
+			// The caller gave up (a client gone, a request deadline): that
+			// says nothing about the peer.
+			return fmt.Errorf("internode %s: %w", p.Host, context.Cause(ctx))
+		}
 		if epoch.Err() != nil && err != nil {
 			// Another call or the heartbeat found the peer gone.
 			return fmt.Errorf("%w: %s: %w", ErrNodeOffline, p.Host, err)
@@ -332,7 +336,7 @@ func (p *Peer) batcher() erasure.NodeBatcher {
 }
 
 // PutVersions implements erasure.NodeBatcher: one request for all items.
-func (p *Peer) PutVersions(items []erasure.PutItem) []error {
+func (p *Peer) PutVersions(ctx context.Context, items []erasure.PutItem) []error {
 	body := binaryUvarint(len(items))
 	for _, it := range items {
 		body = appendString(body, it.Drive.(*RemoteDrive).path)
@@ -342,7 +346,7 @@ func (p *Peer) PutVersions(items []erasure.PutItem) []error {
 		body = appendBytes(body, drive.MarshalRecord(nil, it.Rec))
 	}
 	errs := make([]error, len(items))
-	err := p.batch(opBatchPut, body, func(b []byte) error {
+	err := p.batch(ctx, opBatchPut, body, func(b []byte) error {
 		in := reader{buf: b}
 		for i := range errs {
 			errs[i] = in.error()
@@ -358,7 +362,7 @@ func (p *Peer) PutVersions(items []erasure.PutItem) []error {
 }
 
 // GetVersions implements erasure.NodeBatcher.
-func (p *Peer) GetVersions(items []erasure.GetItem) ([]*drive.Record, []error) {
+func (p *Peer) GetVersions(ctx context.Context, items []erasure.GetItem) ([]*drive.Record, []error) {
 	body := binaryUvarint(len(items))
 	for _, it := range items {
 		body = appendString(body, it.Drive.(*RemoteDrive).path)
@@ -373,7 +377,7 @@ func (p *Peer) GetVersions(items []erasure.GetItem) ([]*drive.Record, []error) {
 	}
 	recs := make([]*drive.Record, len(items))
 	errs := make([]error, len(items))
-	err := p.batch(opBatchGet, body, func(b []byte) error {
+	err := p.batch(ctx, opBatchGet, body, func(b []byte) error {
 		in := reader{buf: b}
 		for i := range items {
 			if errs[i] = in.error(); errs[i] == nil {
@@ -401,16 +405,16 @@ func appendUvarint(dst []byte, v uint64) []byte {
 }
 
 // NotifyBucketChanged tells the peer to drop its cached record of a bucket.
-func (p *Peer) NotifyBucketChanged(bucket string) error {
-	return p.call(context.Background(), opBucketChanged.name, url.Values{"bucket": {bucket}}, nil, opBucketChanged.idempotent, nil)
+func (p *Peer) NotifyBucketChanged(ctx context.Context, bucket string) error {
+	return p.call(ctx, opBucketChanged.name, url.Values{"bucket": {bucket}}, nil, opBucketChanged.idempotent, nil)
 }
 
 // NodeStatus fetches the peer's own view of itself into out.
-func (p *Peer) NodeStatus(out any) error {
-	return p.call(context.Background(), opNodeStatus.name, nil, nil, opNodeStatus.idempotent, func(r io.Reader) error { return json.NewDecoder(r).Decode(out) })
+func (p *Peer) NodeStatus(ctx context.Context, out any) error {
+	return p.call(ctx, opNodeStatus.name, nil, nil, opNodeStatus.idempotent, func(r io.Reader) error { return json.NewDecoder(r).Decode(out) })
 }
 
 // SetPoolState asks the peer to override a pool's state.
-func (p *Peer) SetPoolState(pool, state string) error {
-	return p.call(context.Background(), opPoolState.name, url.Values{"pool": {pool}, "state": {state}}, nil, opPoolState.idempotent, nil)
+func (p *Peer) SetPoolState(ctx context.Context, pool, state string) error {
+	return p.call(ctx, opPoolState.name, url.Values{"pool": {pool}, "state": {state}}, nil, opPoolState.idempotent, nil)
 }

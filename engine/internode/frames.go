@@ -133,9 +133,9 @@ func (s *Server) serveFrames(w http.ResponseWriter, r *http.Request) error {
 			defer func() { <-inFlight }()
 			var frame []byte
 			if op == frameShardRead {
-				frame = s.shardReadFrame(id, body)
+				frame = s.shardReadFrame(r.Context(), id, body)
 			} else {
-				out, err := s.runFrame(op, body)
+				out, err := s.runFrame(r.Context(), op, body)
 				frame = answerFrame(id, out, err)
 			}
 			wmu.Lock()
@@ -150,12 +150,12 @@ func (s *Server) serveFrames(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
-func (s *Server) runFrame(op byte, body []byte) ([]byte, error) {
+func (s *Server) runFrame(ctx context.Context, op byte, body []byte) ([]byte, error) {
 	switch op {
 	case frameBatchGet:
-		return s.batchGet(body)
+		return s.batchGet(ctx, body)
 	case frameBatchPut:
-		return s.batchPut(body)
+		return s.batchPut(ctx, body)
 	}
 	return nil, fmt.Errorf("internode: unknown frame operation %d", op)
 }
@@ -172,7 +172,7 @@ func answerFrame(id uint64, out []byte, err error) []byte {
 // shardReadFrame answers a shard range read, reading the bytes straight
 // into the answer's frame (a pooled buffer: shard reads are the bulk of
 // what the channel carries).
-func (s *Server) shardReadFrame(id uint64, body []byte) []byte {
+func (s *Server) shardReadFrame(ctx context.Context, id uint64, body []byte) []byte {
 	in := reader{buf: body}
 	path := in.string()
 	dataDir := in.id()
@@ -187,7 +187,7 @@ func (s *Server) shardReadFrame(id uint64, body []byte) []byte {
 	if n > maxShardRead {
 		return answerFrame(id, nil, fmt.Errorf("internode: read of %d bytes refused", n))
 	}
-	f, err := d.OpenShard(dataDir, int(part))
+	f, err := d.OpenShard(ctx, dataDir, int(part))
 	if err != nil {
 		return answerFrame(id, nil, err)
 	}

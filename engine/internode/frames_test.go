@@ -2,20 +2,12 @@ package internode
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -26,6 +18,7 @@ import (
 
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/internal/testcerts"
 )
 
 // testNode is one node's internode service over real local drives.
@@ -78,7 +71,7 @@ func newDrives(t *testing.T, names ...string) map[string]*drive.Local {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = d.Close() })
-		if err := d.MakeBucket(drive.BucketInfo{Name: "bk", Created: time.Now()}); err != nil {
+		if err := d.MakeBucket(t.Context(), drive.BucketInfo{Name: "bk", Created: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 		ds[root] = d
@@ -125,13 +118,13 @@ func roundTrip(t *testing.T, p *Peer, n *testNode, key string) {
 		puts = append(puts, erasure.PutItem{Drive: p.Drive(path), Bucket: "bk", Object: key, Rec: rec, Stage: drive.NotStaged})
 		gets = append(gets, erasure.GetItem{Drive: p.Drive(path), Bucket: "bk", Object: key})
 	}
-	for i, err := range p.PutVersions(puts) {
+	for i, err := range p.PutVersions(t.Context(), puts) {
 		if err != nil {
 			t.Fatalf("put %d: %v", i, err)
 		}
 	}
 	gets = append(gets, erasure.GetItem{Drive: gets[0].Drive, Bucket: "bk", Object: key + "-missing"})
-	recs, errs := p.GetVersions(gets)
+	recs, errs := p.GetVersions(t.Context(), gets)
 	for i := range want {
 		if errs[i] != nil {
 			t.Fatalf("get %d: %v", i, errs[i])
@@ -167,7 +160,7 @@ func TestFramedBatchesAndShardReads(t *testing.T) {
 		shard[i] = byte(i * 31)
 	}
 	dataDir := uuid.New()
-	f, err := d.CreateStaged(dataDir, 1)
+	f, err := d.CreateStaged(t.Context(), dataDir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,10 +172,10 @@ func TestFramedBatchesAndShardReads(t *testing.T) {
 	}
 	rec := record(0)
 	rec.Inline, rec.DataDir, rec.Size = nil, dataDir, int64(len(shard))
-	if _, err := d.PutVersion("bk", "big", rec, dataDir); err != nil {
+	if _, err := d.PutVersion(t.Context(), "bk", "big", rec, dataDir); err != nil {
 		t.Fatal(err)
 	}
-	rf, err := p.Drive(path).OpenShard(dataDir, 1)
+	rf, err := p.Drive(path).OpenShard(t.Context(), dataDir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,10 +187,10 @@ func TestFramedBatchesAndShardReads(t *testing.T) {
 	if k, err := rf.ReadAt(got, int64(len(shard)-1000)); k != 1000 || !errors.Is(err, io.EOF) || !bytes.Equal(got[:1000], shard[len(shard)-1000:]) {
 		t.Fatalf("read at the end: %d bytes, %v", k, err)
 	}
-	if _, err := p.Drive(path).OpenShard(uuid.New(), 1); err != nil {
+	if _, err := p.Drive(path).OpenShard(t.Context(), uuid.New(), 1); err != nil {
 		t.Fatal(err) // opening is lazy; the read fails
 	}
-	if _, err := p.Drive("/not/served").GetVersion("bk", "a", nil); err == nil {
+	if _, err := p.Drive("/not/served").GetVersion(t.Context(), "bk", "a", nil); err == nil {
 		t.Fatal("a drive the node does not serve answered")
 	}
 }
@@ -227,7 +220,7 @@ func TestFramedChannelSurvivesARestart(t *testing.T) {
 
 	n.stop()
 	start := time.Now()
-	errs := p.PutVersions([]erasure.PutItem{{Drive: p.Drive("x"), Bucket: "bk", Object: "o", Rec: record(10), Stage: drive.NotStaged}})
+	errs := p.PutVersions(t.Context(), []erasure.PutItem{{Drive: p.Drive("x"), Bucket: "bk", Object: "o", Rec: record(10), Stage: drive.NotStaged}})
 	if !errors.Is(errs[0], ErrNodeOffline) {
 		t.Fatalf("call to a stopped node: %v, want ErrNodeOffline", errs[0])
 	}
@@ -267,7 +260,7 @@ func TestFramesNeedProtocol3OnBothSides(t *testing.T) {
 // negotiates HTTP/1.1 for the upgrade, and both sides verify each other.
 func TestFramesOverMutualTLS(t *testing.T) {
 	dir := t.TempDir()
-	writeTestCerts(t, dir)
+	testcerts.Write(t, dir)
 	serverCfg, clientCfg, err := TLSConfigs(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -296,38 +289,6 @@ func newPeerNoPing(t *testing.T, n *testNode, cfg *tls.Config) *Peer {
 	}
 	t.Cleanup(p.Close)
 	return p
-}
-
-// writeTestCerts writes a CA (ca.crt) and a node certificate for 127.0.0.1
-// signed by it (tls.crt, tls.key), good for server and client use.
-func writeTestCerts(t *testing.T, dir string) {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "node"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	for name, block := range map[string]*pem.Block{
-		"ca.crt":  {Type: "CERTIFICATE", Bytes: caDER},
-		"tls.crt": {Type: "CERTIFICATE", Bytes: der},
-		"tls.key": {Type: "EC PRIVATE KEY", Bytes: keyDER},
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // The channel is signed like every call: a wrong secret is refused.

@@ -106,17 +106,17 @@ type op[Req, Resp any] struct {
 	name       string
 	idempotent bool
 	answer     codec[Resp]
-	serve      func(d *drive.Local, req Req) (Resp, error)
+	serve      func(ctx context.Context, d *drive.Local, req Req) (Resp, error)
 }
 
 // call runs the operation on a peer's drive.
-func (o op[Req, Resp]) call(d *RemoteDrive, req Req) (Resp, error) {
+func (o op[Req, Resp]) call(ctx context.Context, d *RemoteDrive, req Req) (Resp, error) {
 	var out Resp
 	body, err := json.Marshal(req)
 	if err != nil {
 		return out, err
 	}
-	err = d.peer.call(context.Background(), o.name, d.q(), body, o.idempotent, func(r io.Reader) error {
+	err = d.peer.call(ctx, o.name, d.q(), body, o.idempotent, func(r io.Reader) error {
 		b, err := io.ReadAll(r)
 		if err != nil {
 			return err
@@ -144,7 +144,7 @@ func (o op[Req, Resp]) handle(_ *Server, d *drive.Local, w http.ResponseWriter, 
 	if err := readJSON(r, &req); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
-	resp, err := o.serve(d, req)
+	resp, err := o.serve(r.Context(), d, req)
 	if err != nil {
 		return err
 	}
@@ -232,86 +232,104 @@ type (
 // The drive operations whose requests are JSON.
 var (
 	opFormat = op[none, drive.Format]{"format", true, jsonAnswer[drive.Format](),
-		func(d *drive.Local, _ none) (drive.Format, error) { return d.Format() }}
+		func(ctx context.Context, d *drive.Local, _ none) (drive.Format, error) { return d.Format(ctx) }}
 	opDiskInfo = op[none, vfs.Usage]{"diskinfo", true, jsonAnswer[vfs.Usage](),
-		func(d *drive.Local, _ none) (vfs.Usage, error) { return d.DiskInfo() }}
+		func(ctx context.Context, d *drive.Local, _ none) (vfs.Usage, error) { return d.DiskInfo(ctx) }}
 	opMakeBucket = op[bucketInfoReq, none]{"makebucket", false, noAnswer,
-		func(d *drive.Local, r bucketInfoReq) (none, error) { return none{}, d.MakeBucket(r.BucketInfo) }}
+		func(ctx context.Context, d *drive.Local, r bucketInfoReq) (none, error) {
+			return none{}, d.MakeBucket(ctx, r.BucketInfo)
+		}}
 	opSetBucket = op[bucketInfoReq, none]{"setbucket", true, noAnswer,
-		func(d *drive.Local, r bucketInfoReq) (none, error) { return none{}, d.SetBucket(r.BucketInfo) }}
+		func(ctx context.Context, d *drive.Local, r bucketInfoReq) (none, error) {
+			return none{}, d.SetBucket(ctx, r.BucketInfo)
+		}}
 	opStatBucket = op[bucketReq, drive.BucketInfo]{"statbucket", true, jsonAnswer[drive.BucketInfo](),
-		func(d *drive.Local, r bucketReq) (drive.BucketInfo, error) { return d.StatBucket(r.Bucket) }}
+		func(ctx context.Context, d *drive.Local, r bucketReq) (drive.BucketInfo, error) {
+			return d.StatBucket(ctx, r.Bucket)
+		}}
 	opListBuckets = op[none, []drive.BucketInfo]{"listbuckets", true, jsonAnswer[[]drive.BucketInfo](),
-		func(d *drive.Local, _ none) ([]drive.BucketInfo, error) { return d.ListBuckets() }}
+		func(ctx context.Context, d *drive.Local, _ none) ([]drive.BucketInfo, error) {
+			return d.ListBuckets(ctx)
+		}}
 	opDeleteBucket = op[deleteBucketReq, none]{"deletebucket", false, noAnswer,
-		func(d *drive.Local, r deleteBucketReq) (none, error) {
-			return none{}, d.DeleteBucket(r.Bucket, r.Force)
+		func(ctx context.Context, d *drive.Local, r deleteBucketReq) (none, error) {
+			return none{}, d.DeleteBucket(ctx, r.Bucket, r.Force)
 		}}
 	opVersions = op[objectReq, []*drive.Record]{"versions", true, versionsAnswer,
-		func(d *drive.Local, r objectReq) ([]*drive.Record, error) { return d.Versions(r.Bucket, r.Object) }}
+		func(ctx context.Context, d *drive.Local, r objectReq) ([]*drive.Record, error) {
+			return d.Versions(ctx, r.Bucket, r.Object)
+		}}
 	opSetVersionMeta = op[versionMetaReq, none]{"setversionmeta", true, noAnswer,
-		func(d *drive.Local, r versionMetaReq) (none, error) {
+		func(ctx context.Context, d *drive.Local, r versionMetaReq) (none, error) {
 			rec, err := drive.UnmarshalRecord(r.Record)
 			if err != nil {
 				return none{}, err
 			}
-			return none{}, d.SetVersionMeta(r.Bucket, r.Object, rec, r.Meta)
+			return none{}, d.SetVersionMeta(ctx, r.Bucket, r.Object, rec, r.Meta)
 		}}
 	opDeleteVersion = op[objectIDReq, *drive.Record]{"deleteversion", false, recordAnswer,
-		func(d *drive.Local, r objectIDReq) (*drive.Record, error) {
-			return d.DeleteVersion(r.Bucket, r.Object, r.VersionID)
+		func(ctx context.Context, d *drive.Local, r objectIDReq) (*drive.Record, error) {
+			return d.DeleteVersion(ctx, r.Bucket, r.Object, r.VersionID)
 		}}
 	opRollbackVersion = op[recordReq, removedAnswer]{"rollbackversion", true, jsonAnswer[removedAnswer](),
-		func(d *drive.Local, r recordReq) (removedAnswer, error) {
+		func(ctx context.Context, d *drive.Local, r recordReq) (removedAnswer, error) {
 			rec, err := drive.UnmarshalRecord(r.Record)
 			if err != nil {
 				return removedAnswer{}, err
 			}
-			removed, err := d.RollbackVersion(r.Bucket, r.Object, rec)
+			removed, err := d.RollbackVersion(ctx, r.Bucket, r.Object, rec)
 			return removedAnswer{removed}, err
 		}}
 	opWalkObjects = op[walkReq, []walkEntry]{"walkobjects", true, walkAnswer,
-		func(d *drive.Local, r walkReq) ([]walkEntry, error) {
+		func(ctx context.Context, d *drive.Local, r walkReq) ([]walkEntry, error) {
 			var page []walkEntry
-			err := d.WalkObjects(r.Bucket, r.Prefix, r.After, r.LatestOnly, func(name string, versions []*drive.Record) bool {
+			err := d.WalkObjects(ctx, r.Bucket, r.Prefix, r.After, r.LatestOnly, func(name string, versions []*drive.Record) bool {
 				page = append(page, walkEntry{name, versions})
 				return r.Limit <= 0 || len(page) < r.Limit
 			})
 			return page, err
 		}}
 	opAbortStaged = op[idReq, none]{"abortstaged", true, noAnswer,
-		func(d *drive.Local, r idReq) (none, error) { return none{}, d.AbortStaged(r.VersionID) }}
+		func(ctx context.Context, d *drive.Local, r idReq) (none, error) {
+			return none{}, d.AbortStaged(ctx, r.VersionID)
+		}}
 	opPutUpload = op[uploadReq, none]{"putupload", true, noAnswer,
-		func(d *drive.Local, r uploadReq) (none, error) { return none{}, d.PutUpload(r.Upload) }}
+		func(ctx context.Context, d *drive.Local, r uploadReq) (none, error) {
+			return none{}, d.PutUpload(ctx, r.Upload)
+		}}
 	opGetUpload = op[objectIDReq, *drive.Upload]{"getupload", true, jsonAnswer[*drive.Upload](),
-		func(d *drive.Local, r objectIDReq) (*drive.Upload, error) {
-			return d.GetUpload(r.Bucket, r.Object, r.VersionID)
+		func(ctx context.Context, d *drive.Local, r objectIDReq) (*drive.Upload, error) {
+			return d.GetUpload(ctx, r.Bucket, r.Object, r.VersionID)
 		}}
 	opWalkUploads = op[prefixReq, []*drive.Upload]{"walkuploads", true, jsonAnswer[[]*drive.Upload](),
-		func(d *drive.Local, r prefixReq) ([]*drive.Upload, error) {
+		func(ctx context.Context, d *drive.Local, r prefixReq) ([]*drive.Upload, error) {
 			var us []*drive.Upload
-			err := d.WalkUploads(r.Bucket, r.Prefix, func(u *drive.Upload) bool {
+			err := d.WalkUploads(ctx, r.Bucket, r.Prefix, func(u *drive.Upload) bool {
 				us = append(us, u)
 				return true
 			})
 			return us, err
 		}}
 	opCommitPart = op[commitPartReq, none]{"commitpart", false, noAnswer,
-		func(d *drive.Local, r commitPartReq) (none, error) { return none{}, d.CommitPart(r.Upload, r.Part) }}
+		func(ctx context.Context, d *drive.Local, r commitPartReq) (none, error) {
+			return none{}, d.CommitPart(ctx, r.Upload, r.Part)
+		}}
 	opListParts = op[idReq, []drive.PartRecord]{"listparts", true, jsonAnswer[[]drive.PartRecord](),
-		func(d *drive.Local, r idReq) ([]drive.PartRecord, error) { return d.ListParts(r.VersionID) }}
+		func(ctx context.Context, d *drive.Local, r idReq) ([]drive.PartRecord, error) {
+			return d.ListParts(ctx, r.VersionID)
+		}}
 	opCompleteUpload = op[completeReq, supersededAnswer]{"completeupload", false, jsonAnswer[supersededAnswer](),
-		func(d *drive.Local, r completeReq) (supersededAnswer, error) {
+		func(ctx context.Context, d *drive.Local, r completeReq) (supersededAnswer, error) {
 			rec, err := drive.UnmarshalRecord(r.Record)
 			if err != nil {
 				return supersededAnswer{}, err
 			}
-			res, err := d.CompleteUpload(r.Upload, r.Chosen, rec)
+			res, err := d.CompleteUpload(ctx, r.Upload, r.Chosen, rec)
 			return supersededAnswer{res.Superseded}, err
 		}}
 	opAbortUpload = op[objectIDReq, none]{"abortupload", false, noAnswer,
-		func(d *drive.Local, r objectIDReq) (none, error) {
-			return none{}, d.AbortUpload(r.Bucket, r.Object, r.VersionID)
+		func(ctx context.Context, d *drive.Local, r objectIDReq) (none, error) {
+			return none{}, d.AbortUpload(ctx, r.Bucket, r.Object, r.VersionID)
 		}}
 )
 

@@ -1,6 +1,7 @@
 package internode
 
 import (
+	"context"
 	"encoding/binary"
 	"slices"
 	"testing"
@@ -71,11 +72,11 @@ func TestWireFormat(t *testing.T) {
 // otherwise take the process down).
 func TestBatchCountsAreBounded(t *testing.T) {
 	s := &Server{Drive: func(string) *drive.Local { return nil }}
-	for name, run := range map[string]func([]byte) ([]byte, error){"put": s.batchPut, "get": s.batchGet} {
+	for name, run := range map[string]func(context.Context, []byte) ([]byte, error){"put": s.batchPut, "get": s.batchGet} {
 		for _, n := range []uint64{1 << 40, 1 << 62, 3} {
 			body := binary.AppendUvarint(nil, n)
 			body = append(body, 1, 2) // two bytes: room for no item
-			if _, err := run(body); err == nil {
+			if _, err := run(t.Context(), body); err == nil {
 				t.Errorf("batch %s of %d items in 2 bytes: accepted", name, n)
 			}
 		}

@@ -53,57 +53,63 @@ func (d *RemoteDrive) q(kv ...string) url.Values {
 }
 
 // Format implements erasure.Drive.
-func (d *RemoteDrive) Format() (drive.Format, error) { return opFormat.call(d, none{}) }
+func (d *RemoteDrive) Format(ctx context.Context) (drive.Format, error) {
+	return opFormat.call(ctx, d, none{})
+}
 
 // DiskInfo implements erasure.Drive.
-func (d *RemoteDrive) DiskInfo() (vfs.Usage, error) { return opDiskInfo.call(d, none{}) }
+func (d *RemoteDrive) DiskInfo(ctx context.Context) (vfs.Usage, error) {
+	return opDiskInfo.call(ctx, d, none{})
+}
 
 // MakeBucket implements erasure.Drive.
-func (d *RemoteDrive) MakeBucket(b drive.BucketInfo) error {
-	_, err := opMakeBucket.call(d, bucketInfoReq{b})
+func (d *RemoteDrive) MakeBucket(ctx context.Context, b drive.BucketInfo) error {
+	_, err := opMakeBucket.call(ctx, d, bucketInfoReq{b})
 	return err
 }
 
 // SetBucket implements erasure.Drive.
-func (d *RemoteDrive) SetBucket(b drive.BucketInfo) error {
-	_, err := opSetBucket.call(d, bucketInfoReq{b})
+func (d *RemoteDrive) SetBucket(ctx context.Context, b drive.BucketInfo) error {
+	_, err := opSetBucket.call(ctx, d, bucketInfoReq{b})
 	return err
 }
 
 // StatBucket implements erasure.Drive.
-func (d *RemoteDrive) StatBucket(name string) (drive.BucketInfo, error) {
-	return opStatBucket.call(d, bucketReq{name})
+func (d *RemoteDrive) StatBucket(ctx context.Context, name string) (drive.BucketInfo, error) {
+	return opStatBucket.call(ctx, d, bucketReq{name})
 }
 
 // ListBuckets implements erasure.Drive.
-func (d *RemoteDrive) ListBuckets() ([]drive.BucketInfo, error) { return opListBuckets.call(d, none{}) }
+func (d *RemoteDrive) ListBuckets(ctx context.Context) ([]drive.BucketInfo, error) {
+	return opListBuckets.call(ctx, d, none{})
+}
 
 // DeleteBucket implements erasure.Drive.
-func (d *RemoteDrive) DeleteBucket(name string, force bool) error {
-	_, err := opDeleteBucket.call(d, deleteBucketReq{name, force})
+func (d *RemoteDrive) DeleteBucket(ctx context.Context, name string, force bool) error {
+	_, err := opDeleteBucket.call(ctx, d, deleteBucketReq{name, force})
 	return err
 }
 
 // PutVersion implements erasure.Drive.
-func (d *RemoteDrive) PutVersion(bucket, object string, rec *drive.Record, stageID [16]byte) (drive.PutResult, error) {
+func (d *RemoteDrive) PutVersion(ctx context.Context, bucket, object string, rec *drive.Record, stageID [16]byte) (drive.PutResult, error) {
 	stage := ""
 	if stageID != drive.NotStaged {
 		stage = hexID(stageID)
 	}
 	var out supersededAnswer
-	err := d.peer.call(context.Background(), opPutVersion.name, d.q("bucket", bucket, "object", object, "stage", stage),
+	err := d.peer.call(ctx, opPutVersion.name, d.q("bucket", bucket, "object", object, "stage", stage),
 		drive.MarshalRecord(nil, rec), opPutVersion.idempotent, func(r io.Reader) error { return json.NewDecoder(r).Decode(&out) })
 	return drive.PutResult{Superseded: out.Superseded}, err
 }
 
 // GetVersion implements erasure.Drive.
-func (d *RemoteDrive) GetVersion(bucket, object string, versionID *[16]byte) (*drive.Record, error) {
+func (d *RemoteDrive) GetVersion(ctx context.Context, bucket, object string, versionID *[16]byte) (*drive.Record, error) {
 	v := ""
 	if versionID != nil {
 		v = hexID(*versionID)
 	}
 	var rec *drive.Record
-	err := d.peer.call(context.Background(), opGetVersion.name, d.q("bucket", bucket, "object", object, "version", v), nil,
+	err := d.peer.call(ctx, opGetVersion.name, d.q("bucket", bucket, "object", object, "version", v), nil,
 		opGetVersion.idempotent, func(r io.Reader) error {
 			b, err := io.ReadAll(r)
 			if err != nil {
@@ -116,24 +122,24 @@ func (d *RemoteDrive) GetVersion(bucket, object string, versionID *[16]byte) (*d
 }
 
 // Versions implements erasure.Drive.
-func (d *RemoteDrive) Versions(bucket, object string) ([]*drive.Record, error) {
-	return opVersions.call(d, objectReq{bucket, object})
+func (d *RemoteDrive) Versions(ctx context.Context, bucket, object string) ([]*drive.Record, error) {
+	return opVersions.call(ctx, d, objectReq{bucket, object})
 }
 
 // SetVersionMeta implements erasure.Drive.
-func (d *RemoteDrive) SetVersionMeta(bucket, object string, rec *drive.Record, meta map[string]string) error {
-	_, err := opSetVersionMeta.call(d, versionMetaReq{bucket, object, drive.MarshalRecord(nil, rec), meta})
+func (d *RemoteDrive) SetVersionMeta(ctx context.Context, bucket, object string, rec *drive.Record, meta map[string]string) error {
+	_, err := opSetVersionMeta.call(ctx, d, versionMetaReq{bucket, object, drive.MarshalRecord(nil, rec), meta})
 	return err
 }
 
 // DeleteVersion implements erasure.Drive.
-func (d *RemoteDrive) DeleteVersion(bucket, object string, versionID [16]byte) (*drive.Record, error) {
-	return opDeleteVersion.call(d, objectIDReq{bucket, object, versionID})
+func (d *RemoteDrive) DeleteVersion(ctx context.Context, bucket, object string, versionID [16]byte) (*drive.Record, error) {
+	return opDeleteVersion.call(ctx, d, objectIDReq{bucket, object, versionID})
 }
 
 // RollbackVersion implements erasure.Drive.
-func (d *RemoteDrive) RollbackVersion(bucket, object string, rec *drive.Record) (bool, error) {
-	out, err := opRollbackVersion.call(d, recordReq{bucket, object, drive.MarshalRecord(nil, rec)})
+func (d *RemoteDrive) RollbackVersion(ctx context.Context, bucket, object string, rec *drive.Record) (bool, error) {
+	out, err := opRollbackVersion.call(ctx, d, recordReq{bucket, object, drive.MarshalRecord(nil, rec)})
 	return out.Removed, err
 }
 
@@ -141,10 +147,10 @@ func (d *RemoteDrive) RollbackVersion(bucket, object string, rec *drive.Record) 
 const walkPage = 1000
 
 // WalkObjects implements erasure.Drive, fetching pages from the peer.
-func (d *RemoteDrive) WalkObjects(bucket, prefix, startAfter string, latestOnly bool, fn func(object string, versions []*drive.Record) bool) error {
+func (d *RemoteDrive) WalkObjects(ctx context.Context, bucket, prefix, startAfter string, latestOnly bool, fn func(object string, versions []*drive.Record) bool) error {
 	after := startAfter
 	for {
-		page, err := opWalkObjects.call(d, walkReq{bucket, prefix, after, latestOnly, walkPage})
+		page, err := opWalkObjects.call(ctx, d, walkReq{bucket, prefix, after, latestOnly, walkPage})
 		if err != nil {
 			return err
 		}
@@ -163,17 +169,23 @@ func (d *RemoteDrive) WalkObjects(bucket, prefix, startAfter string, latestOnly 
 // CreateStaged implements erasure.Drive: the shard streams to the peer,
 // which stages it and answers when the file is closed (it is synced when
 // it commits).
-func (d *RemoteDrive) CreateStaged(id [16]byte, part int) (vfs.File, error) {
+func (d *RemoteDrive) CreateStaged(ctx context.Context, id [16]byte, part int) (vfs.File, error) {
 	if !d.peer.Online() {
 		return nil, fmt.Errorf("%w: %s", ErrNodeOffline, d.peer.Host)
 	}
 	pr, pw := io.Pipe()
 	w := &remoteWriter{pw: pw, done: make(chan error, 1), name: d.path + "/tmp/" + hexID(id)}
 	q := d.q("id", hexID(id), "part", strconv.Itoa(part))
+	// The stream ends with the caller's context or when the peer is next
+	// found offline, whichever comes first.
+	sctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(d.peer.currentEpoch(), cancel)
 	go func() {
-		err := d.peer.do(d.peer.currentEpoch(), opShardWrite.name, q, pr, nil)
+		defer cancel()
+		defer stop()
+		err := d.peer.do(sctx, opShardWrite.name, q, pr, nil)
 		_ = pr.CloseWithError(err)
-		if transportErr(err) {
+		if transportErr(err) && ctx.Err() == nil {
 			d.peer.markOffline(err)
 		}
 		w.done <- err
@@ -182,34 +194,34 @@ func (d *RemoteDrive) CreateStaged(id [16]byte, part int) (vfs.File, error) {
 }
 
 // AbortStaged implements erasure.Drive.
-func (d *RemoteDrive) AbortStaged(id [16]byte) error {
-	_, err := opAbortStaged.call(d, idReq{id})
+func (d *RemoteDrive) AbortStaged(ctx context.Context, id [16]byte) error {
+	_, err := opAbortStaged.call(ctx, d, idReq{id})
 	return err
 }
 
 // OpenShard implements erasure.Drive. No call is made until the first
 // read: a shard that is never needed costs nothing.
-func (d *RemoteDrive) OpenShard(dataDir [16]byte, part int) (vfs.File, error) {
+func (d *RemoteDrive) OpenShard(ctx context.Context, dataDir [16]byte, part int) (vfs.File, error) {
 	if !d.peer.Online() {
 		return nil, fmt.Errorf("%w: %s", ErrNodeOffline, d.peer.Host)
 	}
-	return &remoteReader{d: d, dataDir: dataDir, part: part}, nil
+	return &remoteReader{ctx: ctx, d: d, dataDir: dataDir, part: part}, nil
 }
 
 // PutUpload implements erasure.Drive.
-func (d *RemoteDrive) PutUpload(u *drive.Upload) error {
-	_, err := opPutUpload.call(d, uploadReq{u})
+func (d *RemoteDrive) PutUpload(ctx context.Context, u *drive.Upload) error {
+	_, err := opPutUpload.call(ctx, d, uploadReq{u})
 	return err
 }
 
 // GetUpload implements erasure.Drive.
-func (d *RemoteDrive) GetUpload(bucket, object string, id [16]byte) (*drive.Upload, error) {
-	return opGetUpload.call(d, objectIDReq{bucket, object, id})
+func (d *RemoteDrive) GetUpload(ctx context.Context, bucket, object string, id [16]byte) (*drive.Upload, error) {
+	return opGetUpload.call(ctx, d, objectIDReq{bucket, object, id})
 }
 
 // WalkUploads implements erasure.Drive.
-func (d *RemoteDrive) WalkUploads(bucket, prefix string, fn func(u *drive.Upload) bool) error {
-	us, err := opWalkUploads.call(d, prefixReq{bucket, prefix})
+func (d *RemoteDrive) WalkUploads(ctx context.Context, bucket, prefix string, fn func(u *drive.Upload) bool) error {
+	us, err := opWalkUploads.call(ctx, d, prefixReq{bucket, prefix})
 	if err != nil {
 		return err
 	}
@@ -222,25 +234,25 @@ func (d *RemoteDrive) WalkUploads(bucket, prefix string, fn func(u *drive.Upload
 }
 
 // CommitPart implements erasure.Drive.
-func (d *RemoteDrive) CommitPart(u *drive.Upload, p *drive.PartRecord) error {
-	_, err := opCommitPart.call(d, commitPartReq{u, p})
+func (d *RemoteDrive) CommitPart(ctx context.Context, u *drive.Upload, p *drive.PartRecord) error {
+	_, err := opCommitPart.call(ctx, d, commitPartReq{u, p})
 	return err
 }
 
 // ListParts implements erasure.Drive.
-func (d *RemoteDrive) ListParts(uploadID [16]byte) ([]drive.PartRecord, error) {
-	return opListParts.call(d, idReq{uploadID})
+func (d *RemoteDrive) ListParts(ctx context.Context, uploadID [16]byte) ([]drive.PartRecord, error) {
+	return opListParts.call(ctx, d, idReq{uploadID})
 }
 
 // CompleteUpload implements erasure.Drive.
-func (d *RemoteDrive) CompleteUpload(u *drive.Upload, chosen []drive.PartRecord, rec *drive.Record) (drive.PutResult, error) {
-	out, err := opCompleteUpload.call(d, completeReq{u, chosen, drive.MarshalRecord(nil, rec)})
+func (d *RemoteDrive) CompleteUpload(ctx context.Context, u *drive.Upload, chosen []drive.PartRecord, rec *drive.Record) (drive.PutResult, error) {
+	out, err := opCompleteUpload.call(ctx, d, completeReq{u, chosen, drive.MarshalRecord(nil, rec)})
 	return drive.PutResult{Superseded: out.Superseded}, err
 }
 
 // AbortUpload implements erasure.Drive.
-func (d *RemoteDrive) AbortUpload(bucket, object string, id [16]byte) error {
-	_, err := opAbortUpload.call(d, objectIDReq{bucket, object, id})
+func (d *RemoteDrive) AbortUpload(ctx context.Context, bucket, object string, id [16]byte) error {
+	_, err := opAbortUpload.call(ctx, d, objectIDReq{bucket, object, id})
 	return err
 }
 
@@ -269,8 +281,10 @@ func (w *remoteWriter) Sync() error                       { return nil }
 func (w *remoteWriter) Stat() (fs.FileInfo, error)        { return nil, errors.ErrUnsupported }
 func (w *remoteWriter) Name() string                      { return w.name }
 
-// remoteReader reads a peer's shard by ranges.
+// remoteReader reads a peer's shard by ranges; its reads end with the
+// context it was opened with.
 type remoteReader struct {
+	ctx     context.Context
 	d       *RemoteDrive
 	dataDir [16]byte
 	part    int
@@ -285,7 +299,7 @@ func (r *remoteReader) ReadAt(p []byte, off int64) (int, error) {
 		body = binary.AppendUvarint(body, uint64(len(p)))
 		n := 0
 		peer := r.d.peer
-		err := peer.retry(context.Background(), true, func(ctx context.Context) error {
+		err := peer.retry(r.ctx, true, func(ctx context.Context) error {
 			b, err := peer.framesInto(ctx, opShardRead.frame, body, p)
 			if err == nil {
 				if n = len(b); n > 0 && &b[0] != &p[0] {
@@ -301,7 +315,7 @@ func (r *remoteReader) ReadAt(p []byte, off int64) (int, error) {
 	}
 	q := r.d.q("datadir", hexID(r.dataDir), "part", strconv.Itoa(r.part), "off", strconv.FormatInt(off, 10), "len", strconv.Itoa(len(p)))
 	n := 0
-	err := r.d.peer.call(context.Background(), opShardRead.name, q, nil, opShardRead.idempotent, func(rd io.Reader) error {
+	err := r.d.peer.call(r.ctx, opShardRead.name, q, nil, opShardRead.idempotent, func(rd io.Reader) error {
 		var err error
 		n, err = io.ReadFull(rd, p)
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
@@ -315,7 +329,7 @@ func (r *remoteReader) ReadAt(p []byte, off int64) (int, error) {
 func (r *remoteReader) Stat() (fs.FileInfo, error) {
 	var out struct{ Size int64 }
 	q := r.d.q("datadir", hexID(r.dataDir), "part", strconv.Itoa(r.part))
-	err := r.d.peer.call(context.Background(), opShardStat.name, q, nil, opShardStat.idempotent, func(rd io.Reader) error { return json.NewDecoder(rd).Decode(&out) })
+	err := r.d.peer.call(r.ctx, opShardStat.name, q, nil, opShardStat.idempotent, func(rd io.Reader) error { return json.NewDecoder(rd).Decode(&out) })
 	if err != nil {
 		return nil, err
 	}

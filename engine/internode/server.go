@@ -1,6 +1,7 @@
 package internode
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,7 +44,7 @@ type Server struct {
 // NodeHooks are the node-level operations peers ask of a node.
 type NodeHooks interface {
 	// NodeStatus is this node's own view (its drives, its drains), as JSON.
-	NodeStatus() any
+	NodeStatus(ctx context.Context) any
 	// SetPoolState overrides a pool's state on this node (an admin
 	// starting or cancelling a decommission).
 	SetPoolState(pool, state string) error
@@ -126,11 +127,11 @@ func (s *Server) bucketChanged(_ http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) nodeStatus(w http.ResponseWriter, _ *http.Request) error {
+func (s *Server) nodeStatus(w http.ResponseWriter, r *http.Request) error {
 	if s.Node == nil {
 		return errors.New("internode: no node status")
 	}
-	return writeJSON(w, s.Node.NodeStatus())
+	return writeJSON(w, s.Node.NodeStatus(r.Context()))
 }
 
 func (s *Server) poolState(_ http.ResponseWriter, r *http.Request) error {
@@ -159,7 +160,7 @@ func (s *Server) putVersion(d *drive.Local, w http.ResponseWriter, r *http.Reque
 	if err != nil {
 		return err
 	}
-	res, err := d.PutVersion(q.Get("bucket"), q.Get("object"), rec, stage)
+	res, err := d.PutVersion(r.Context(), q.Get("bucket"), q.Get("object"), rec, stage)
 	if err != nil {
 		return err
 	}
@@ -177,7 +178,7 @@ func (s *Server) getVersion(d *drive.Local, w http.ResponseWriter, r *http.Reque
 		}
 		vid = &id
 	}
-	rec, err := d.GetVersion(q.Get("bucket"), q.Get("object"), vid)
+	rec, err := d.GetVersion(r.Context(), q.Get("bucket"), q.Get("object"), vid)
 	if err != nil {
 		return err
 	}
@@ -192,7 +193,7 @@ func (s *Server) shardStat(d *drive.Local, w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return err
 	}
-	f, err := d.OpenShard(id, part)
+	f, err := d.OpenShard(r.Context(), id, part)
 	if err != nil {
 		return err
 	}
@@ -234,7 +235,7 @@ func (s *Server) shardWrite(d *drive.Local, w http.ResponseWriter, r *http.Reque
 	if err != nil {
 		return err
 	}
-	f, err := d.CreateStaged(id, part)
+	f, err := d.CreateStaged(r.Context(), id, part)
 	if err != nil {
 		return err
 	}
@@ -244,7 +245,7 @@ func (s *Server) shardWrite(d *drive.Local, w http.ResponseWriter, r *http.Reque
 		err = cerr
 	}
 	if err != nil {
-		_ = d.AbortStaged(id)
+		_ = d.AbortStaged(r.Context(), id)
 	}
 	return err
 }
@@ -258,7 +259,7 @@ func (s *Server) shardRead(d *drive.Local, w http.ResponseWriter, r *http.Reques
 	}
 	off, _ := strconv.ParseInt(q.Get("off"), 10, 64)
 	n, _ := strconv.Atoi(q.Get("len"))
-	buf, err := readShardRange(d, id, part, off, n)
+	buf, err := readShardRange(r.Context(), d, id, part, off, n)
 	if err != nil {
 		return err
 	}
@@ -268,11 +269,11 @@ func (s *Server) shardRead(d *drive.Local, w http.ResponseWriter, r *http.Reques
 }
 
 // readShardRange reads up to n bytes of a shard at off: fewer at its end.
-func readShardRange(d *drive.Local, dataDir [16]byte, part int, off int64, n int) ([]byte, error) {
+func readShardRange(ctx context.Context, d *drive.Local, dataDir [16]byte, part int, off int64, n int) ([]byte, error) {
 	if n < 0 || n > maxShardRead {
 		return nil, fmt.Errorf("internode: read of %d bytes refused", n)
 	}
-	f, err := d.OpenShard(dataDir, part)
+	f, err := d.OpenShard(ctx, dataDir, part)
 	if err != nil {
 		return nil, err
 	}
@@ -291,12 +292,12 @@ func readShardRange(d *drive.Local, dataDir [16]byte, part int, off int64, n int
 const maxBatch = 64 << 20
 
 // serveBatch answers a batch sent over HTTP.
-func (s *Server) serveBatch(run func([]byte) ([]byte, error), w http.ResponseWriter, r *http.Request) error {
+func (s *Server) serveBatch(run func(context.Context, []byte) ([]byte, error), w http.ResponseWriter, r *http.Request) error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBatch))
 	if err != nil {
 		return err
 	}
-	out, err := run(body)
+	out, err := run(r.Context(), body)
 	if err != nil {
 		return err
 	}
@@ -305,7 +306,7 @@ func (s *Server) serveBatch(run func([]byte) ([]byte, error), w http.ResponseWri
 }
 
 // batchPut runs several drives' PutVersion (protocol 2).
-func (s *Server) batchPut(body []byte) ([]byte, error) {
+func (s *Server) batchPut(ctx context.Context, body []byte) ([]byte, error) {
 	in := reader{buf: body}
 	n := in.count()
 	if in.err != nil {
@@ -338,7 +339,7 @@ func (s *Server) batchPut(body []byte) ([]byte, error) {
 	for i := range items {
 		go func(it *item) {
 			if it.err == nil {
-				_, it.err = it.d.PutVersion(it.bucket, it.object, it.rec, it.stage)
+				_, it.err = it.d.PutVersion(ctx, it.bucket, it.object, it.rec, it.stage)
 			}
 			done <- struct{}{}
 		}(&items[i])
@@ -354,7 +355,7 @@ func (s *Server) batchPut(body []byte) ([]byte, error) {
 }
 
 // batchGet runs several drives' GetVersion (protocol 2).
-func (s *Server) batchGet(body []byte) ([]byte, error) {
+func (s *Server) batchGet(ctx context.Context, body []byte) ([]byte, error) {
 	in := reader{buf: body}
 	n := in.count()
 	if in.err != nil {
@@ -387,7 +388,7 @@ func (s *Server) batchGet(body []byte) ([]byte, error) {
 	for i := range items {
 		go func(it *item) {
 			if it.err == nil {
-				it.rec, it.err = it.d.GetVersion(it.bucket, it.object, it.vid)
+				it.rec, it.err = it.d.GetVersion(ctx, it.bucket, it.object, it.vid)
 			}
 			done <- struct{}{}
 		}(&items[i])

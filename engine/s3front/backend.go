@@ -96,8 +96,8 @@ func own(ss ...*string) {
 }
 
 // ListBuckets lists buckets in name order, with prefix and pagination.
-func (b *Backend) ListBuckets(_ context.Context, in s3response.ListBucketsInput) (s3response.ListAllMyBucketsResult, error) {
-	buckets, err := b.pool.ListBuckets()
+func (b *Backend) ListBuckets(ctx context.Context, in s3response.ListBucketsInput) (s3response.ListAllMyBucketsResult, error) {
+	buckets, err := b.pool.ListBuckets(ctx)
 	if err != nil {
 		return s3response.ListAllMyBucketsResult{}, err
 	}
@@ -124,22 +124,22 @@ func (b *Backend) ListBuckets(_ context.Context, in s3response.ListBucketsInput)
 }
 
 // HeadBucket reports whether a bucket exists.
-func (b *Backend) HeadBucket(_ context.Context, in *s3.HeadBucketInput) (*s3.HeadBucketOutput, error) {
+func (b *Backend) HeadBucket(ctx context.Context, in *s3.HeadBucketInput) (*s3.HeadBucketOutput, error) {
 	bucket := str(in.Bucket)
-	if _, err := b.pool.StatBucket(bucket); err != nil {
+	if _, err := b.pool.StatBucket(ctx, bucket); err != nil {
 		return nil, err
 	}
 	return &s3.HeadBucketOutput{BucketRegion: &b.region}, nil
 }
 
 // DeleteBucket removes an empty bucket.
-func (b *Backend) DeleteBucket(_ context.Context, bucket string) error {
+func (b *Backend) DeleteBucket(ctx context.Context, bucket string) error {
 	own(&bucket)
-	return b.pool.DeleteBucket(bucket)
+	return b.pool.DeleteBucket(ctx, bucket)
 }
 
 // PutBucketVersioning enables or suspends versioning.
-func (b *Backend) PutBucketVersioning(_ context.Context, bucket string, status types.BucketVersioningStatus) error {
+func (b *Backend) PutBucketVersioning(ctx context.Context, bucket string, status types.BucketVersioningStatus) error {
 	own(&bucket)
 	switch status {
 	case types.BucketVersioningStatusEnabled, types.BucketVersioningStatusSuspended:
@@ -148,17 +148,17 @@ func (b *Backend) PutBucketVersioning(_ context.Context, bucket string, status t
 	}
 	if status == types.BucketVersioningStatusSuspended {
 		// Object lock keeps versions; once on, versioning stays enabled.
-		if bk, err := b.pool.StatBucket(bucket); err == nil && len(bk.ObjectLock) > 0 {
+		if bk, err := b.pool.StatBucket(ctx, bucket); err == nil && len(bk.ObjectLock) > 0 {
 			return ErrVersioningLocked
 		}
 	}
-	return b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Versioning = string(status) })
+	return b.pool.UpdateBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Versioning = string(status) })
 }
 
 // GetBucketVersioning reports the versioning state (none when never set).
-func (b *Backend) GetBucketVersioning(_ context.Context, bucket string) (s3response.GetBucketVersioningOutput, error) {
+func (b *Backend) GetBucketVersioning(ctx context.Context, bucket string) (s3response.GetBucketVersioningOutput, error) {
 	own(&bucket)
-	info, err := b.pool.StatBucket(bucket)
+	info, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return s3response.GetBucketVersioningOutput{}, err
 	}

@@ -1,6 +1,7 @@
 package s3front
 
 import (
+	"context"
 	"errors"
 	"io"
 	"sync"
@@ -30,6 +31,8 @@ type objectBody struct {
 	restOff int64
 	start   time.Time
 	pipe    *io.PipeReader // Read's fallback for the rest
+	// end is called on Close (the request's end, for a GET); may be nil.
+	end func()
 }
 
 // rangeWriter writes a range of an object version's bytes (as clients see
@@ -38,12 +41,14 @@ type rangeWriter func(w io.Writer, offset, length int64) ([]int, error)
 
 // reader is how a version's bytes are read: decoded, and decrypted when
 // the version is encrypted (dek is its data key).
-func reader(h *erasure.ObjectHandle, dek []byte) rangeWriter {
+func reader(ctx context.Context, h *erasure.ObjectHandle, dek []byte) rangeWriter {
 	if dek == nil {
-		return h.WriteRange
+		return func(w io.Writer, offset, length int64) ([]int, error) {
+			return h.WriteRange(ctx, w, offset, length)
+		}
 	}
 	return func(w io.Writer, offset, length int64) ([]int, error) {
-		return decryptRange(h, dek, w, offset, length)
+		return decryptRange(ctx, h, dek, w, offset, length)
 	}
 }
 
@@ -117,8 +122,13 @@ func (o *objectBody) Read(p []byte) (int, error) {
 	return o.pipe.Read(p)
 }
 
-// Close implements io.Closer: the head buffer goes back to the pool.
+// Close implements io.Closer: the head buffer goes back to the pool and the
+// request is over.
 func (o *objectBody) Close() error {
+	if o.end != nil {
+		o.end()
+		o.end = nil
+	}
 	if o.pipe != nil {
 		_ = o.pipe.CloseWithError(io.ErrClosedPipe)
 	}

@@ -25,7 +25,7 @@ import (
 // one already owns answers success in us-east-1 (as S3 does there) and
 // BucketAlreadyOwnedByYou elsewhere; another owner's bucket answers
 // BucketAlreadyExists.
-func (b *Backend) CreateBucket(_ context.Context, in *s3.CreateBucketInput, acl []byte) error {
+func (b *Backend) CreateBucket(ctx context.Context, in *s3.CreateBucketInput, acl []byte) error {
 	bucket := str(in.Bucket)
 	if !validBucketName(bucket) {
 		return s3err.GetAPIError(s3err.ErrInvalidBucketName)
@@ -35,7 +35,7 @@ func (b *Backend) CreateBucket(_ context.Context, in *s3.CreateBucketInput, acl 
 		return err
 	}
 	owner := parsed.Owner
-	if existing, err := b.pool.StatBucket(bucket); err == nil {
+	if existing, err := b.pool.StatBucket(ctx, bucket); err == nil {
 		return BucketExistsAnswer(bucket, b.ownerOf(existing), owner, b.region)
 	}
 	var tags map[string]string
@@ -57,7 +57,7 @@ func (b *Backend) CreateBucket(_ context.Context, in *s3.CreateBucketInput, acl 
 		info.ObjectLock = lock
 		info.Versioning = string(types.BucketVersioningStatusEnabled)
 	}
-	err = b.pool.CreateBucket(info)
+	err = b.pool.CreateBucket(ctx, info)
 	if errors.Is(err, erasure.ErrBucketExists) {
 		// Created by someone else in the meantime.
 		return s3err.GetBucketErr(s3err.ErrBucketAlreadyExists, bucket)
@@ -105,8 +105,8 @@ func clone(p []byte) []byte {
 }
 
 // bucketDoc reads one document of a bucket's record.
-func (b *Backend) bucketDoc(bucket string, pick func(erasure.BucketInfo) []byte) ([]byte, error) {
-	bk, err := b.pool.StatBucket(bucket)
+func (b *Backend) bucketDoc(ctx context.Context, bucket string, pick func(erasure.BucketInfo) []byte) ([]byte, error) {
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -114,18 +114,18 @@ func (b *Backend) bucketDoc(bucket string, pick func(erasure.BucketInfo) []byte)
 }
 
 // setBucket changes a bucket's record.
-func (b *Backend) setBucket(bucket string, fn func(*erasure.BucketInfo)) error {
+func (b *Backend) setBucket(ctx context.Context, bucket string, fn func(*erasure.BucketInfo)) error {
 	own(&bucket)
-	return b.pool.UpdateBucket(bucket, fn)
+	return b.pool.UpdateBucket(ctx, bucket, fn)
 }
 
 // GetBucketAcl returns the bucket's ACL document; a bucket from before
 // ACLs were kept has its owner's full control only. The front end reads it
 // on every bucket request (ownership, grants) and renders it for
 // GetBucketAcl.
-func (b *Backend) GetBucketAcl(_ context.Context, in *s3.GetBucketAclInput) ([]byte, error) {
+func (b *Backend) GetBucketAcl(ctx context.Context, in *s3.GetBucketAclInput) ([]byte, error) {
 	bucket := str(in.Bucket)
-	bk, err := b.pool.StatBucket(bucket)
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -136,20 +136,20 @@ func (b *Backend) GetBucketAcl(_ context.Context, in *s3.GetBucketAclInput) ([]b
 }
 
 // PutBucketAcl stores the ACL document the front end built and checked.
-func (b *Backend) PutBucketAcl(_ context.Context, bucket string, data []byte) error {
+func (b *Backend) PutBucketAcl(ctx context.Context, bucket string, data []byte) error {
 	data = clone(data)
-	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.ACL = data })
+	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.ACL = data })
 }
 
 // PutBucketOwnershipControls sets the bucket's object ownership.
-func (b *Backend) PutBucketOwnershipControls(_ context.Context, bucket string, ownership types.ObjectOwnership) error {
-	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.Ownership = string(ownership) })
+func (b *Backend) PutBucketOwnershipControls(ctx context.Context, bucket string, ownership types.ObjectOwnership) error {
+	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Ownership = string(ownership) })
 }
 
 // GetBucketOwnershipControls returns the bucket's object ownership.
-func (b *Backend) GetBucketOwnershipControls(_ context.Context, bucket string) (types.ObjectOwnership, error) {
+func (b *Backend) GetBucketOwnershipControls(ctx context.Context, bucket string) (types.ObjectOwnership, error) {
 	own(&bucket)
-	bk, err := b.pool.StatBucket(bucket)
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return "", err
 	}
@@ -160,21 +160,21 @@ func (b *Backend) GetBucketOwnershipControls(_ context.Context, bucket string) (
 }
 
 // DeleteBucketOwnershipControls removes the bucket's object ownership.
-func (b *Backend) DeleteBucketOwnershipControls(_ context.Context, bucket string) error {
-	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.Ownership = "" })
+func (b *Backend) DeleteBucketOwnershipControls(ctx context.Context, bucket string) error {
+	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Ownership = "" })
 }
 
 // PutBucketPolicy stores a bucket policy (validated by the front end).
-func (b *Backend) PutBucketPolicy(_ context.Context, bucket string, policy []byte) error {
+func (b *Backend) PutBucketPolicy(ctx context.Context, bucket string, policy []byte) error {
 	policy = clone(policy)
-	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.Policy = policy })
+	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Policy = policy })
 }
 
 // GetBucketPolicy returns the bucket's policy. The tenant's users are not
 // in it: their grants are identity policies (engine/iam).
-func (b *Backend) GetBucketPolicy(_ context.Context, bucket string) ([]byte, error) {
+func (b *Backend) GetBucketPolicy(ctx context.Context, bucket string) ([]byte, error) {
 	own(&bucket)
-	p, err := b.bucketDoc(bucket, func(bk erasure.BucketInfo) []byte { return bk.Policy })
+	p, err := b.bucketDoc(ctx, bucket, func(bk erasure.BucketInfo) []byte { return bk.Policy })
 	if err == nil && len(p) == 0 {
 		err = s3err.GetAPIError(s3err.ErrNoSuchBucketPolicy)
 	}
@@ -182,21 +182,21 @@ func (b *Backend) GetBucketPolicy(_ context.Context, bucket string) ([]byte, err
 }
 
 // DeleteBucketPolicy removes the bucket's policy.
-func (b *Backend) DeleteBucketPolicy(_ context.Context, bucket string) error {
-	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.Policy = nil })
+func (b *Backend) DeleteBucketPolicy(ctx context.Context, bucket string) error {
+	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Policy = nil })
 }
 
 // PutBucketCors stores the bucket's CORS configuration, which the front
 // end applies to preflight and actual cross-origin requests.
-func (b *Backend) PutBucketCors(_ context.Context, bucket string, cors []byte) error {
+func (b *Backend) PutBucketCors(ctx context.Context, bucket string, cors []byte) error {
 	cors = clone(cors)
-	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.CORS = cors })
+	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.CORS = cors })
 }
 
 // GetBucketCors returns the bucket's CORS configuration.
-func (b *Backend) GetBucketCors(_ context.Context, bucket string) ([]byte, error) {
+func (b *Backend) GetBucketCors(ctx context.Context, bucket string) ([]byte, error) {
 	own(&bucket)
-	c, err := b.bucketDoc(bucket, func(bk erasure.BucketInfo) []byte { return bk.CORS })
+	c, err := b.bucketDoc(ctx, bucket, func(bk erasure.BucketInfo) []byte { return bk.CORS })
 	if err == nil && len(c) == 0 {
 		err = s3err.GetAPIError(s3err.ErrNoSuchCORSConfiguration)
 	}
@@ -204,16 +204,16 @@ func (b *Backend) GetBucketCors(_ context.Context, bucket string) ([]byte, error
 }
 
 // DeleteBucketCors removes the bucket's CORS configuration.
-func (b *Backend) DeleteBucketCors(_ context.Context, bucket string) error {
-	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.CORS = nil })
+func (b *Backend) DeleteBucketCors(ctx context.Context, bucket string) error {
+	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.CORS = nil })
 }
 
 // PutObjectLockConfiguration turns object lock on for a bucket whose
 // versioning is enabled, or changes its default retention (the front end
 // parsed and checked the document).
-func (b *Backend) PutObjectLockConfiguration(_ context.Context, bucket string, config []byte) error {
+func (b *Backend) PutObjectLockConfiguration(ctx context.Context, bucket string, config []byte) error {
 	own(&bucket)
-	bk, err := b.pool.StatBucket(bucket)
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return err
 	}
@@ -221,15 +221,15 @@ func (b *Backend) PutObjectLockConfiguration(_ context.Context, bucket string, c
 		return s3err.GetAPIError(s3err.ErrObjectLockConfigurationNotAllowed)
 	}
 	config = clone(config)
-	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.ObjectLock = config })
+	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.ObjectLock = config })
 }
 
 // GetObjectLockConfiguration returns the bucket's object-lock
 // configuration; the front end reads it on writes and deletes to enforce
 // retention.
-func (b *Backend) GetObjectLockConfiguration(_ context.Context, bucket string) ([]byte, error) {
+func (b *Backend) GetObjectLockConfiguration(ctx context.Context, bucket string) ([]byte, error) {
 	own(&bucket)
-	c, err := b.bucketDoc(bucket, func(bk erasure.BucketInfo) []byte { return bk.ObjectLock })
+	c, err := b.bucketDoc(ctx, bucket, func(bk erasure.BucketInfo) []byte { return bk.ObjectLock })
 	if err == nil && len(c) == 0 {
 		err = s3err.GetAPIError(s3err.ErrObjectLockConfigurationNotFound)
 	}

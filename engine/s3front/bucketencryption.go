@@ -131,7 +131,7 @@ var errNoBucketEncryption = s3err.APIError{Code: "ServerSideEncryptionConfigurat
 
 // PutBucketEncryption sets a bucket's default encryption; its master key
 // must exist.
-func (b *Backend) PutBucketEncryption(_ context.Context, bucket string, cfg bucketEncryption) error {
+func (b *Backend) PutBucketEncryption(ctx context.Context, bucket string, cfg bucketEncryption) error {
 	if _, err := b.managedKey(cfg.Mode, cfg.KeyID); err != nil {
 		return err
 	}
@@ -139,13 +139,13 @@ func (b *Backend) PutBucketEncryption(_ context.Context, bucket string, cfg buck
 	if err != nil {
 		return err
 	}
-	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.Encryption = doc })
+	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Encryption = doc })
 }
 
 // GetBucketEncryption returns a bucket's default encryption.
-func (b *Backend) GetBucketEncryption(_ context.Context, bucket string) (*bucketEncryption, error) {
+func (b *Backend) GetBucketEncryption(ctx context.Context, bucket string) (*bucketEncryption, error) {
 	own(&bucket)
-	bk, err := b.pool.StatBucket(bucket)
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +157,6 @@ func (b *Backend) GetBucketEncryption(_ context.Context, bucket string) (*bucket
 }
 
 // DeleteBucketEncryption removes a bucket's default encryption.
-func (b *Backend) DeleteBucketEncryption(_ context.Context, bucket string) error {
-	return b.setBucket(bucket, func(bk *erasure.BucketInfo) { bk.Encryption = nil })
+func (b *Backend) DeleteBucketEncryption(ctx context.Context, bucket string) error {
+	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Encryption = nil })
 }

@@ -1,7 +1,9 @@
 package s3front
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/versity/versitygw/s3err"
@@ -28,9 +30,25 @@ var s3Meanings = []struct {
 	{erasure.ErrInvalidPart, canned(s3err.ErrInvalidPart)},
 	{erasure.ErrInvalidPartOrder, canned(s3err.ErrInvalidPartOrder)},
 	{erasure.ErrPartTooSmall, canned(s3err.ErrEntityTooSmall)},
+	{errStopped, func(string) s3err.S3Error {
+		return s3err.APIError{Code: "RequestTimeout", Description: "The request ended before its answer was ready.", HTTPStatusCode: http.StatusBadRequest}
+	}},
 	{erasure.ErrNoPoolSpace, func(string) s3err.S3Error {
 		return s3err.APIError{Code: "InsufficientStorage", Description: "No pool has room for new objects: every active pool has a drive over 85% full.", HTTPStatusCode: http.StatusInsufficientStorage}
 	}},
+}
+
+// errStopped is the error of a request whose context ended (its client went
+// away) before the answer was ready: whatever failed, failed because the
+// work was stopped, so it is neither logged as a fault nor worth detail.
+var errStopped = errors.New("s3: request stopped")
+
+// stopped is err, or errStopped when ctx has ended.
+func stopped(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w (%w): %w", errStopped, context.Cause(ctx), err)
+	}
+	return err
 }
 
 func canned(code s3err.ErrorCode) func(string) s3err.S3Error {

@@ -1,6 +1,7 @@
 package s3front
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 // the layers below wrap it, reaches the client as the S3 error AWS answers.
 func TestS3Meanings(t *testing.T) {
 	b := &Backend{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	gone, leave := context.WithCancelCause(t.Context())
+	leave(errClientGone)
 	for _, c := range []struct {
 		err    error
 		code   string
@@ -38,6 +41,10 @@ func TestS3Meanings(t *testing.T) {
 		{erasure.ErrReadQuorum, "SlowDown", http.StatusServiceUnavailable},
 		{erasure.ErrWriteQuorum, "SlowDown", http.StatusServiceUnavailable},
 		{errors.New("disk on fire"), "InternalError", http.StatusInternalServerError},
+		// Lost quorum because the request's client went away and its
+		// drive calls were stopped: not a fault.
+		{stopped(gone, erasure.ErrReadQuorum), "RequestTimeout", http.StatusBadRequest},
+		{stopped(t.Context(), erasure.ErrReadQuorum), "SlowDown", http.StatusServiceUnavailable},
 		{s3err.GetAPIError(s3err.ErrAccessDenied), "AccessDenied", http.StatusForbidden},
 		{fmt.Errorf("checking the lock: %w", s3err.GetAPIError(s3err.ErrObjectLocked)), "AccessDenied", http.StatusForbidden},
 	} {

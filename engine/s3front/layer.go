@@ -5,34 +5,32 @@ import (
 	"io"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // ObjectLayer is what the front end needs of the storage below it: one
 // erasure pool today (*erasure.Pool), the pools of a cluster tomorrow.
 type ObjectLayer interface {
-	CreateBucket(info erasure.BucketInfo) error
-	StatBucket(name string) (erasure.BucketInfo, error)
-	UpdateBucket(name string, fn func(b *erasure.BucketInfo)) error
-	ListBuckets() ([]erasure.BucketInfo, error)
-	DeleteBucket(name string) error
+	CreateBucket(ctx context.Context, info erasure.BucketInfo) error
+	StatBucket(ctx context.Context, name string) (erasure.BucketInfo, error)
+	UpdateBucket(ctx context.Context, name string, fn func(b *erasure.BucketInfo)) error
+	ListBuckets(ctx context.Context) ([]erasure.BucketInfo, error)
+	DeleteBucket(ctx context.Context, name string) error
 
-	PutObject(bucket, object string, r io.Reader, size int64, opts erasure.PutOptions) (erasure.ObjectInfo, error)
-	OpenObject(bucket, object string, versionID *[16]byte) (*erasure.ObjectHandle, error)
-	DeleteObject(bucket, object string, versionID *[16]byte, mode erasure.DeleteMode) (erasure.DeleteResult, error)
-	UpdateObjectMeta(bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (erasure.ObjectInfo, error)
-	ListObjects(bucket, prefix, marker, delimiter string, maxKeys int) (erasure.ListResult, error)
-	ListObjectVersions(bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (erasure.ListResult, error)
+	PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts erasure.PutOptions) (erasure.ObjectInfo, error)
+	OpenObject(ctx context.Context, bucket, object string, versionID *[16]byte) (*erasure.ObjectHandle, error)
+	DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode erasure.DeleteMode) (erasure.DeleteResult, error)
+	UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (erasure.ObjectInfo, error)
+	ListObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int) (erasure.ListResult, error)
+	ListObjectVersions(ctx context.Context, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (erasure.ListResult, error)
 
-	NewMultipartUpload(bucket, object string, meta map[string]string) (erasure.UploadInfo, error)
-	StatUpload(bucket, object string, uploadID [16]byte) (erasure.UploadInfo, error)
-	PutObjectPart(bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts erasure.PartOptions) (erasure.PartInfo, error)
-	ListParts(bucket, object string, uploadID [16]byte, partMarker, maxParts int) (erasure.UploadInfo, []erasure.PartInfo, bool, error)
-	CompleteMultipartUpload(bucket, object string, uploadID [16]byte, parts []erasure.CompletePart, opts erasure.PutOptions) (erasure.ObjectInfo, error)
-	AbortMultipartUpload(bucket, object string, uploadID [16]byte) error
-	ListMultipartUploads(bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (erasure.UploadList, error)
+	NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (erasure.UploadInfo, error)
+	StatUpload(ctx context.Context, bucket, object string, uploadID [16]byte) (erasure.UploadInfo, error)
+	PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts erasure.PartOptions) (erasure.PartInfo, error)
+	ListParts(ctx context.Context, bucket, object string, uploadID [16]byte, partMarker, maxParts int) (erasure.UploadInfo, []erasure.PartInfo, bool, error)
+	CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []erasure.CompletePart, opts erasure.PutOptions) (erasure.ObjectInfo, error)
+	AbortMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte) error
+	ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (erasure.UploadList, error)
 }
 
 var (
@@ -54,7 +52,7 @@ type Hooks struct {
 // requestStart is when the request began, when ctx is the front end's
 // request context.
 func requestStart(ctx context.Context) time.Time {
-	if rc, ok := ctx.(*fasthttp.RequestCtx); ok {
+	if rc, ok := frontCtx(ctx); ok {
 		return rc.Time()
 	}
 	return time.Now()
@@ -64,7 +62,7 @@ func requestStart(ctx context.Context) time.Time {
 // end's request context (arguments the front end does not pass on, such as
 // encoding-type).
 func queryArg(ctx context.Context, name string) string {
-	if rc, ok := ctx.(*fasthttp.RequestCtx); ok {
+	if rc, ok := frontCtx(ctx); ok {
 		return string(rc.QueryArgs().Peek(name))
 	}
 	return ""
@@ -74,7 +72,7 @@ func queryArg(ctx context.Context, name string) string {
 // end's request context: for headers an error answer carries (a 304's ETag),
 // which the front end's error path does not set.
 func setResponseHeader(ctx context.Context, name, value string) {
-	if rc, ok := ctx.(*fasthttp.RequestCtx); ok {
+	if rc, ok := frontCtx(ctx); ok {
 		rc.Response.Header.Set(name, value)
 	}
 }
@@ -82,6 +80,6 @@ func setResponseHeader(ctx context.Context, name, value string) {
 // queryHas reports whether the request's query names an argument, empty or
 // not.
 func queryHas(ctx context.Context, name string) bool {
-	rc, ok := ctx.(*fasthttp.RequestCtx)
+	rc, ok := frontCtx(ctx)
 	return ok && rc.QueryArgs().Has(name)
 }

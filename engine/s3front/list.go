@@ -61,9 +61,9 @@ func (e keyEncoder) prefixes(cps []string) []types.CommonPrefix {
 
 // bucketOwner is the owner listings name for a bucket's objects (objects
 // belong to their bucket's owner: see objectacl.go).
-func (b *Backend) bucketOwner(bucket string) *types.Owner {
+func (b *Backend) bucketOwner(ctx context.Context, bucket string) *types.Owner {
 	id := b.rootAccess
-	if bk, err := b.pool.StatBucket(bucket); err == nil {
+	if bk, err := b.pool.StatBucket(ctx, bucket); err == nil {
 		id = b.ownerOf(bk)
 	}
 	return &types.Owner{ID: &id, DisplayName: &id}
@@ -74,13 +74,13 @@ func (b *Backend) listObjects(ctx context.Context, bucket, prefix, marker, delim
 	if err != nil {
 		return erasure.ListResult{}, nil, e, et, err
 	}
-	res, err := b.pool.ListObjects(bucket, prefix, marker, delimiter, int(maxKeys))
+	res, err := b.pool.ListObjects(ctx, bucket, prefix, marker, delimiter, int(maxKeys))
 	if err != nil {
 		return erasure.ListResult{}, nil, e, et, err
 	}
 	var owner *types.Owner
 	if fetchOwner {
-		owner = b.bucketOwner(bucket)
+		owner = b.bucketOwner(ctx, bucket)
 	}
 	objs := make([]s3response.Object, len(res.Objects))
 	for i, o := range res.Objects {
@@ -190,7 +190,7 @@ func (b *Backend) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersi
 		}
 	}
 	maxKeys := maxKeysOf(in.MaxKeys)
-	res, err := b.pool.ListObjectVersions(bucket, prefix, keyMarker, versionMarker, delim, int(maxKeys))
+	res, err := b.pool.ListObjectVersions(ctx, bucket, prefix, keyMarker, versionMarker, delim, int(maxKeys))
 	if err != nil {
 		return s3response.ListVersionsResult{}, err
 	}
@@ -199,7 +199,7 @@ func (b *Backend) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersi
 		MaxKeys: &maxKeys, Delimiter: e.optional(delim), IsTruncated: &res.IsTruncated,
 		CommonPrefixes: e.prefixes(res.CommonPrefixes), EncodingType: et,
 	}
-	owner := b.bucketOwner(bucket)
+	owner := b.bucketOwner(ctx, bucket)
 	for _, o := range res.Objects {
 		o = plainInfo(o)
 		vid := erasure.FormatVersionID(o.VersionID)

@@ -38,7 +38,7 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 			return s3response.InitiateMultipartUploadResult{}, err
 		}
 	}
-	bk, err := b.pool.StatBucket(bucket)
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return s3response.InitiateMultipartUploadResult{}, err
 	}
@@ -63,7 +63,7 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 		}
 		setSSEHeaders(ctx, meta)
 	}
-	u, err := b.pool.NewMultipartUpload(bucket, key, meta)
+	u, err := b.pool.NewMultipartUpload(ctx, bucket, key, meta)
 	if err != nil {
 		return s3response.InitiateMultipartUploadResult{}, err
 	}
@@ -103,7 +103,7 @@ func (b *Backend) UploadPart(ctx context.Context, in *s3.UploadPartInput) (*s3.U
 	// The part's checksum is known only once its body was read; it is
 	// stored as "ALGORITHM:value".
 	checksum := &lazyChecksum{meta: meta, after: after}
-	part, err := b.pool.PutObjectPart(bucket, key, id, number, checksum.reader(body), size, b.partSealing(ctx, bucket, key, number))
+	part, err := b.pool.PutObjectPart(ctx, bucket, key, id, number, checksum.reader(body), size, b.partSealing(ctx, bucket, key, number))
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput
 	if err != nil {
 		return s3response.CopyPartResult{}, err
 	}
-	h, markerTime, err := b.openVersion(srcBucket, srcKey, srcVersion)
+	h, markerTime, err := b.openVersion(ctx, srcBucket, srcKey, srcVersion)
 	if markerTime != nil {
 		return s3response.CopyPartResult{}, s3err.GetAPIError(s3err.ErrNoSuchKey)
 	}
@@ -221,13 +221,13 @@ func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput
 	if length > erasure.MaxPartSize {
 		return s3response.CopyPartResult{}, s3err.GetEntityTooLargeErr(length, erasure.MaxPartSize)
 	}
-	read := reader(h, srcKey2)
+	read := reader(ctx, h, srcKey2)
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := read(pw, offset, length)
 		pw.CloseWithError(err)
 	}()
-	part, err := b.pool.PutObjectPart(bucket, key, id, number, pr, length, b.partSealing(ctx, bucket, key, number))
+	part, err := b.pool.PutObjectPart(ctx, bucket, key, id, number, pr, length, b.partSealing(ctx, bucket, key, number))
 	_ = pr.CloseWithError(io.ErrClosedPipe)
 	if err != nil {
 		return s3response.CopyPartResult{}, err
@@ -248,7 +248,7 @@ func rangeBeyond(r string, size int64) bool {
 }
 
 // ListParts lists an upload's parts.
-func (b *Backend) ListParts(_ context.Context, in *s3.ListPartsInput) (s3response.ListPartsResult, error) {
+func (b *Backend) ListParts(ctx context.Context, in *s3.ListPartsInput) (s3response.ListPartsResult, error) {
 	bucket, key := str(in.Bucket), str(in.Key)
 	id, err := parseUploadID(str(in.UploadId))
 	if err != nil {
@@ -265,7 +265,7 @@ func (b *Backend) ListParts(_ context.Context, in *s3.ListPartsInput) (s3respons
 	if in.MaxParts != nil && *in.MaxParts >= 0 {
 		maxParts = min(int(*in.MaxParts), 1000)
 	}
-	u, parts, truncated, err := b.pool.ListParts(bucket, key, id, marker, maxParts)
+	u, parts, truncated, err := b.pool.ListParts(ctx, bucket, key, id, marker, maxParts)
 	if err != nil {
 		return s3response.ListPartsResult{}, err
 	}
@@ -274,7 +274,7 @@ func (b *Backend) ListParts(_ context.Context, in *s3.ListPartsInput) (s3respons
 			parts[i].Size = plainSize(parts[i].Size)
 		}
 	}
-	owner := b.bucketOwner(bucket)
+	owner := b.bucketOwner(ctx, bucket)
 	out := s3response.ListPartsResult{
 		Bucket: bucket, Key: key, UploadID: str(in.UploadId), StorageClass: types.StorageClassStandard,
 		Initiator: s3response.Initiator{ID: *owner.ID, DisplayName: *owner.ID}, Owner: s3response.Owner{ID: *owner.ID, DisplayName: *owner.ID},
@@ -304,14 +304,14 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in *s3.ListMultipart
 	if in.MaxUploads != nil && *in.MaxUploads >= 0 {
 		maxUploads = min(int(*in.MaxUploads), 1000)
 	}
-	if _, err := b.pool.StatBucket(bucket); err != nil {
+	if _, err := b.pool.StatBucket(ctx, bucket); err != nil {
 		return s3response.ListMultipartUploadsResult{}, err
 	}
-	res, err := b.pool.ListMultipartUploads(bucket, prefix, keyMarker, idMarker, delim, maxUploads)
+	res, err := b.pool.ListMultipartUploads(ctx, bucket, prefix, keyMarker, idMarker, delim, maxUploads)
 	if err != nil {
 		return s3response.ListMultipartUploadsResult{}, err
 	}
-	owner := b.bucketOwner(bucket)
+	owner := b.bucketOwner(ctx, bucket)
 	out := s3response.ListMultipartUploadsResult{
 		Bucket: bucket, KeyMarker: e.enc(keyMarker), UploadIDMarker: str(in.UploadIdMarker), Delimiter: e.enc(delim),
 		Prefix: e.enc(prefix), EncodingType: string(et), MaxUploads: maxUploads, IsTruncated: res.IsTruncated,
@@ -341,12 +341,12 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 	if err != nil {
 		return s3response.CompleteMultipartUploadResult{}, "", err
 	}
-	bk, err := b.pool.StatBucket(bucket)
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return s3response.CompleteMultipartUploadResult{}, "", err
 	}
 	if in.IfMatch != nil || in.IfNoneMatch != nil {
-		if err := b.putPreconditions(bucket, key, in.IfMatch, in.IfNoneMatch); err != nil {
+		if err := b.putPreconditions(ctx, bucket, key, in.IfMatch, in.IfNoneMatch); err != nil {
 			return s3response.CompleteMultipartUploadResult{}, "", err
 		}
 	}
@@ -366,17 +366,17 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 	}
 	// Completing an upload encrypted with a customer key takes the key
 	// again, as S3 requires.
-	if u, err := b.pool.StatUpload(bucket, key, id); err == nil {
+	if u, err := b.pool.StatUpload(ctx, bucket, key, id); err == nil {
 		if _, err := b.dataKey(ctx, bucket, key, u.Meta, false); err != nil {
 			return s3response.CompleteMultipartUploadResult{}, "", err
 		}
 	}
-	info, err := b.pool.CompleteMultipartUpload(bucket, key, id, parts, opts)
+	info, err := b.pool.CompleteMultipartUpload(ctx, bucket, key, id, parts, opts)
 	if errors.Is(err, erasure.ErrUploadNotFound) {
 		// A completion retried after it succeeded (its answer was lost)
 		// answers as the first one did, while the version it made is the
 		// object's current one.
-		if h, oerr := b.pool.OpenObject(bucket, key, nil); oerr == nil && h.Info.Meta[erasure.MetaUploadID] == uploadIDString(id) {
+		if h, oerr := b.pool.OpenObject(ctx, bucket, key, nil); oerr == nil && h.Info.Meta[erasure.MetaUploadID] == uploadIDString(id) {
 			info, err = h.Info, nil
 		}
 	}
@@ -397,14 +397,14 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 }
 
 // AbortMultipartUpload discards an upload and its parts.
-func (b *Backend) AbortMultipartUpload(_ context.Context, in *s3.AbortMultipartUploadInput) error {
+func (b *Backend) AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput) error {
 	bucket, key := str(in.Bucket), str(in.Key)
 	id, err := parseUploadID(str(in.UploadId))
 	if err != nil {
 		return err
 	}
-	if _, err := b.pool.StatBucket(bucket); err != nil {
+	if _, err := b.pool.StatBucket(ctx, bucket); err != nil {
 		return err
 	}
-	return b.pool.AbortMultipartUpload(bucket, key, id)
+	return b.pool.AbortMultipartUpload(ctx, bucket, key, id)
 }

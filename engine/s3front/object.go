@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/google/uuid"
-	"github.com/valyala/fasthttp"
 	"github.com/versity/versitygw/backend"
 	"github.com/versity/versitygw/s3api/middlewares"
 	"github.com/versity/versitygw/s3api/utils"
@@ -110,7 +109,7 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 			return s3response.PutObjectOutput{}, err
 		}
 	}
-	bk, err := b.pool.StatBucket(bucket)
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return s3response.PutObjectOutput{}, err
 	}
@@ -118,7 +117,7 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 		return s3response.PutObjectOutput{}, err
 	}
 	if in.IfMatch != nil || in.IfNoneMatch != nil {
-		if err := b.putPreconditions(bucket, key, in.IfMatch, in.IfNoneMatch); err != nil {
+		if err := b.putPreconditions(ctx, bucket, key, in.IfMatch, in.IfNoneMatch); err != nil {
 			return s3response.PutObjectOutput{}, err
 		}
 	}
@@ -157,7 +156,7 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 			return s3response.PutObjectOutput{}, err
 		}
 	}
-	info, err := b.pool.PutObject(bucket, key, body, size, opts)
+	info, err := b.pool.PutObject(ctx, bucket, key, body, size, opts)
 	if err != nil {
 		return s3response.PutObjectOutput{}, err
 	}
@@ -178,8 +177,8 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 // putPreconditions evaluates If-Match / If-None-Match of a write against
 // the current object. Without locks this is a check, then a write: two
 // conditional writers racing may both pass (documented in docs/engine.md).
-func (b *Backend) putPreconditions(bucket, key string, ifMatch, ifNoneMatch *string) error {
-	h, err := b.pool.OpenObject(bucket, key, nil)
+func (b *Backend) putPreconditions(ctx context.Context, bucket, key string, ifMatch, ifNoneMatch *string) error {
+	h, err := b.pool.OpenObject(ctx, bucket, key, nil)
 	exists := err == nil && !h.Info.DeleteMarker
 	if err != nil && !errors.Is(err, erasure.ErrObjectNotFound) {
 		return err
@@ -215,7 +214,7 @@ func putConditions(etag string, exists bool, ifMatch, ifNoneMatch *string) error
 
 // openVersion resolves the version a GET/HEAD names, answering delete
 // markers the way S3 does.
-func (b *Backend) openVersion(bucket, key, versionID string) (*erasure.ObjectHandle, *time.Time, error) {
+func (b *Backend) openVersion(ctx context.Context, bucket, key, versionID string) (*erasure.ObjectHandle, *time.Time, error) {
 	if !utf8.ValidString(key) {
 		return nil, nil, s3err.APIError{Code: "InvalidURI", Description: "Couldn't parse the specified URI.", HTTPStatusCode: http.StatusBadRequest}
 	}
@@ -223,10 +222,10 @@ func (b *Backend) openVersion(bucket, key, versionID string) (*erasure.ObjectHan
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := b.pool.StatBucket(bucket); err != nil {
+	if _, err := b.pool.StatBucket(ctx, bucket); err != nil {
 		return nil, nil, err
 	}
-	h, err := b.pool.OpenObject(bucket, key, vid)
+	h, err := b.pool.OpenObject(ctx, bucket, key, vid)
 	if errors.Is(err, erasure.ErrObjectNotFound) && vid != nil {
 		return nil, nil, s3err.GetNoSuchVersionErr(key, versionID)
 	}
@@ -343,7 +342,7 @@ func copySourcePreconditions(info erasure.ObjectInfo, ifMatch, ifNoneMatch *stri
 // here once for both.
 func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string, cond backend.PreConditions,
 	rangeHdr string, partNumber *int32, checksumMode types.ChecksumMode) (*erasure.ObjectHandle, rangeWriter, span, *s3.HeadObjectOutput, error) {
-	h, markerTime, err := b.openVersion(bucket, key, versionID)
+	h, markerTime, err := b.openVersion(ctx, bucket, key, versionID)
 	if markerTime != nil {
 		return nil, nil, span{}, &s3.HeadObjectOutput{DeleteMarker: aws.Bool(true), LastModified: markerTime}, err
 	}
@@ -372,7 +371,7 @@ func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string,
 		ContentLanguage: metaPtr(info.Meta, metaContentLanguage), CacheControl: metaPtr(info.Meta, metaCacheControl),
 		ExpiresString: metaPtr(info.Meta, metaExpires), WebsiteRedirectLocation: metaPtr(info.Meta, metaRedirect),
 		TagCount: tagCount(info.Meta), StorageClass: types.StorageClassStandard,
-		VersionId:      versionIDOut(info.VersionID, b.versioning(bucket)),
+		VersionId:      versionIDOut(info.VersionID, b.versioning(ctx, bucket)),
 		ObjectLockMode: mode, ObjectLockRetainUntilDate: until, ObjectLockLegalHoldStatus: hold,
 	}
 	// Checksums describe the whole object; a part answers its own.
@@ -381,7 +380,7 @@ func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string,
 			&out.ChecksumCRC64NVME, &out.ChecksumSHA512, &out.ChecksumMD5, &out.ChecksumXXHASH64, &out.ChecksumXXHASH3,
 			&out.ChecksumXXHASH128, &out.ChecksumType)
 	}
-	return h, reader(h, dek), sp, out, nil
+	return h, reader(ctx, h, dek), sp, out, nil
 }
 
 // GetObject streams an object (or a range, or a part). Small objects are
@@ -415,6 +414,9 @@ func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.Get
 	if err != nil {
 		return nil, err
 	}
+	// The rest of the body is read from the drives after this returns,
+	// under the request's context: the body's Close ends the request.
+	body.end = hold(ctx)
 	out.Body = body
 	return out, nil
 }
@@ -432,8 +434,8 @@ func setChecksums(c s3response.Checksum, crc32, crc32c, sha1, sha256, crc64, sha
 }
 
 // versioning is a bucket's versioning state ("" when unknown).
-func (b *Backend) versioning(bucket string) string {
-	bk, err := b.pool.StatBucket(bucket)
+func (b *Backend) versioning(ctx context.Context, bucket string) string {
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return ""
 	}
@@ -451,7 +453,7 @@ func (b *Backend) HeadObject(ctx context.Context, in *s3.HeadObjectInput) (*s3.H
 // GetObjectAttributes answers the attributes S3 defines for an object.
 func (b *Backend) GetObjectAttributes(ctx context.Context, in *s3.GetObjectAttributesInput) (s3response.GetObjectAttributesResponse, error) {
 	bucket, key := str(in.Bucket), str(in.Key)
-	h, markerTime, err := b.openVersion(bucket, key, str(in.VersionId))
+	h, markerTime, err := b.openVersion(ctx, bucket, key, str(in.VersionId))
 	if markerTime != nil {
 		return s3response.GetObjectAttributesResponse{DeleteMarker: &[]bool{true}[0], LastModified: markerTime}, err
 	}
@@ -464,7 +466,7 @@ func (b *Backend) GetObjectAttributes(ctx context.Context, in *s3.GetObjectAttri
 	info := plainInfo(h.Info)
 	out := s3response.GetObjectAttributesResponse{
 		ETag: &info.ETag, ObjectSize: &info.Size, StorageClass: types.StorageClassStandard,
-		LastModified: &info.ModTime, VersionId: versionIDOut(info.VersionID, b.versioning(bucket)),
+		LastModified: &info.ModTime, VersionId: versionIDOut(info.VersionID, b.versioning(ctx, bucket)),
 	}
 	if len(info.Parts) > 0 {
 		sizes := make([]int64, len(info.Parts))
@@ -496,7 +498,7 @@ func ObjectPartsPage(ctx context.Context, sizes []int64, marker *string, maxPart
 	if marker != nil {
 		after, _ = strconv.Atoi(*marker)
 	}
-	if rc, ok := ctx.(*fasthttp.RequestCtx); ok {
+	if rc, ok := frontCtx(ctx); ok {
 		rc.SetUserValue(partsCountKey, len(sizes))
 	}
 	page := &s3response.ObjectParts{PartNumberMarker: after, MaxParts: limit}
@@ -523,9 +525,9 @@ func deleteMode(versioning string) erasure.DeleteMode {
 }
 
 // DeleteObject deletes an object or one version.
-func (b *Backend) DeleteObject(_ context.Context, in *s3.DeleteObjectInput) (*s3.DeleteObjectOutput, error) {
+func (b *Backend) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput) (*s3.DeleteObjectOutput, error) {
 	bucket, key := str(in.Bucket), str(in.Key)
-	out, err := b.deleteOne(bucket, key, str(in.VersionId), backend.ObjectDeletePreconditions{
+	out, err := b.deleteOne(ctx, bucket, key, str(in.VersionId), backend.ObjectDeletePreconditions{
 		IfMatch: in.IfMatch, IfMatchLastModTime: in.IfMatchLastModifiedTime, IfMatchSize: in.IfMatchSize,
 	})
 	if err != nil {
@@ -534,7 +536,7 @@ func (b *Backend) DeleteObject(_ context.Context, in *s3.DeleteObjectInput) (*s3
 	return out, nil
 }
 
-func (b *Backend) deleteOne(bucket, key, versionID string, pre backend.ObjectDeletePreconditions) (*s3.DeleteObjectOutput, error) {
+func (b *Backend) deleteOne(ctx context.Context, bucket, key, versionID string, pre backend.ObjectDeletePreconditions) (*s3.DeleteObjectOutput, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
@@ -542,12 +544,12 @@ func (b *Backend) deleteOne(bucket, key, versionID string, pre backend.ObjectDel
 	if err != nil {
 		return nil, err
 	}
-	bk, err := b.pool.StatBucket(bucket)
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return nil, b.toS3(err, bucket)
 	}
 	if pre.IfMatch != nil || pre.IfMatchLastModTime != nil || pre.IfMatchSize != nil {
-		h, err := b.pool.OpenObject(bucket, key, vid)
+		h, err := b.pool.OpenObject(ctx, bucket, key, vid)
 		if errors.Is(err, erasure.ErrObjectNotFound) {
 			return nil, s3err.GetAPIError(s3err.ErrNoSuchKey)
 		}
@@ -558,7 +560,7 @@ func (b *Backend) deleteOne(bucket, key, versionID string, pre backend.ObjectDel
 			return nil, err
 		}
 	}
-	res, err := b.pool.DeleteObject(bucket, key, vid, deleteMode(bk.Versioning))
+	res, err := b.pool.DeleteObject(ctx, bucket, key, vid, deleteMode(bk.Versioning))
 	if err != nil {
 		return nil, b.toS3(err, bucket)
 	}
@@ -573,9 +575,9 @@ func (b *Backend) deleteOne(bucket, key, versionID string, pre backend.ObjectDel
 }
 
 // DeleteObjects deletes several objects, reporting each key's outcome.
-func (b *Backend) DeleteObjects(_ context.Context, in *s3.DeleteObjectsInput) (s3response.DeleteResult, error) {
+func (b *Backend) DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput) (s3response.DeleteResult, error) {
 	bucket := str(in.Bucket)
-	if _, err := b.pool.StatBucket(bucket); err != nil {
+	if _, err := b.pool.StatBucket(ctx, bucket); err != nil {
 		return s3response.DeleteResult{}, err
 	}
 	var res s3response.DeleteResult
@@ -587,7 +589,7 @@ func (b *Backend) DeleteObjects(_ context.Context, in *s3.DeleteObjectsInput) (s
 	quiet := in.Delete.Quiet != nil && *in.Delete.Quiet
 	for _, obj := range in.Delete.Objects {
 		key := str(obj.Key)
-		out, err := b.deleteOne(bucket, key, str(obj.VersionId), backend.ObjectDeletePreconditions{
+		out, err := b.deleteOne(ctx, bucket, key, str(obj.VersionId), backend.ObjectDeletePreconditions{
 			IfMatch: obj.ETag, IfMatchLastModTime: obj.LastModifiedTime, IfMatchSize: obj.Size,
 		})
 		if err != nil {
@@ -622,7 +624,7 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	if err := checkKey(dstKey); err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
-	h, markerTime, err := b.openVersion(srcBucket, srcKey, srcVersion)
+	h, markerTime, err := b.openVersion(ctx, srcBucket, srcKey, srcVersion)
 	if markerTime != nil {
 		if srcVersion != "" {
 			return s3response.CopyObjectOutput{}, s3err.GetAPIError(s3err.ErrInvalidRequest)
@@ -652,7 +654,7 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 			return s3response.CopyObjectOutput{}, err
 		}
 	}
-	dst, err := b.pool.StatBucket(dstBucket)
+	dst, err := b.pool.StatBucket(ctx, dstBucket)
 	if err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
@@ -670,7 +672,7 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	if err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
-	info, err := b.copyData(h, reader(h, srcDEK), src.Size, dstBucket, dstKey, opts, enc)
+	info, err := b.copyData(ctx, h, reader(ctx, h, srcDEK), src.Size, dstBucket, dstKey, opts, enc)
 	if err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
@@ -687,7 +689,7 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 
 // copyData streams a resolved source version (size bytes, as read) into
 // a new object, encrypted with enc when set.
-func (b *Backend) copyData(h *erasure.ObjectHandle, read rangeWriter, size int64, bucket, key string, opts erasure.PutOptions, enc *sseKey) (erasure.ObjectInfo, error) {
+func (b *Backend) copyData(ctx context.Context, h *erasure.ObjectHandle, read rangeWriter, size int64, bucket, key string, opts erasure.PutOptions, enc *sseKey) (erasure.ObjectInfo, error) {
 	pr, pw := io.Pipe()
 	go func() {
 		bad, err := read(pw, 0, size)
@@ -704,7 +706,7 @@ func (b *Backend) copyData(h *erasure.ObjectHandle, read rangeWriter, size int64
 			return erasure.ObjectInfo{}, err
 		}
 	}
-	info, err := b.pool.PutObject(bucket, key, body, size, opts)
+	info, err := b.pool.PutObject(ctx, bucket, key, body, size, opts)
 	if err != nil {
 		return erasure.ObjectInfo{}, err
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/valyala/fasthttp"
 	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/s3err"
 )
@@ -41,7 +40,7 @@ var grantHeaders = []string{"X-Amz-Grant-Full-Control", "X-Amz-Grant-Read", "X-A
 // full control. ownership is the bucket's object-ownership setting, owner
 // its owner's access key.
 func CheckObjectACL(ctx context.Context, ownership, owner string, withBody bool) error {
-	rc, ok := ctx.(*fasthttp.RequestCtx)
+	rc, ok := frontCtx(ctx)
 	if !ok {
 		return nil
 	}
@@ -102,11 +101,11 @@ func ObjectACL(owner string) *s3.GetObjectAclOutput {
 // GetObjectAcl answers the object's ACL: its bucket owner's full control.
 func (b *Backend) GetObjectAcl(ctx context.Context, in *s3.GetObjectAclInput) (*s3.GetObjectAclOutput, error) {
 	bucket, key := str(in.Bucket), str(in.Key)
-	bk, err := b.pool.StatBucket(bucket)
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := b.openVersion(bucket, key, queryArg(ctx, "versionId")); err != nil {
+	if _, _, err := b.openVersion(ctx, bucket, key, queryArg(ctx, "versionId")); err != nil {
 		return nil, err
 	}
 	return ObjectACL(b.ownerOf(bk)), nil
@@ -116,11 +115,11 @@ func (b *Backend) GetObjectAcl(ctx context.Context, in *s3.GetObjectAclInput) (*
 // (there is nothing to change) and refuses any other.
 func (b *Backend) PutObjectAcl(ctx context.Context, in *s3.PutObjectAclInput) error {
 	bucket, key := str(in.Bucket), str(in.Key)
-	bk, err := b.pool.StatBucket(bucket)
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return err
 	}
-	if _, _, err := b.openVersion(bucket, key, queryArg(ctx, "versionId")); err != nil {
+	if _, _, err := b.openVersion(ctx, bucket, key, queryArg(ctx, "versionId")); err != nil {
 		return err
 	}
 	return CheckObjectACL(ctx, bk.Ownership, b.ownerOf(bk), true)

@@ -99,8 +99,8 @@ func lockHeaders(meta map[string]string) (types.ObjectLockMode, *time.Time, type
 
 // lockedVersion resolves the version a retention or legal-hold call names,
 // in a bucket with object lock.
-func (b *Backend) lockedVersion(bucket, object, versionID string) (*[16]byte, error) {
-	bk, err := b.pool.StatBucket(bucket)
+func (b *Backend) lockedVersion(ctx context.Context, bucket, object, versionID string) (*[16]byte, error) {
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (b *Backend) lockedVersion(bucket, object, versionID string) (*[16]byte, er
 	if err != nil {
 		return nil, err
 	}
-	if _, markerTime, err := b.openVersion(bucket, object, versionID); markerTime != nil {
+	if _, markerTime, err := b.openVersion(ctx, bucket, object, versionID); markerTime != nil {
 		return nil, s3err.GetAPIError(s3err.ErrMethodNotAllowed)
 	} else if err != nil {
 		return nil, err
@@ -123,8 +123,8 @@ func (b *Backend) lockedVersion(bucket, object, versionID string) (*[16]byte, er
 
 // setVersionMeta sets (or, with an empty value, removes) one metadata key
 // of a version.
-func (b *Backend) setVersionMeta(bucket, object, versionID string, vid *[16]byte, key, value string) error {
-	_, err := b.pool.UpdateObjectMeta(bucket, object, vid, func(m map[string]string) map[string]string {
+func (b *Backend) setVersionMeta(ctx context.Context, bucket, object, versionID string, vid *[16]byte, key, value string) error {
+	_, err := b.pool.UpdateObjectMeta(ctx, bucket, object, vid, func(m map[string]string) map[string]string {
 		if m == nil {
 			m = map[string]string{}
 		}
@@ -142,11 +142,11 @@ func (b *Backend) setVersionMeta(bucket, object, versionID string, vid *[16]byte
 }
 
 // versionMeta reads one metadata key of a version in a lock-enabled bucket.
-func (b *Backend) versionMeta(bucket, object, versionID, key string) (string, error) {
-	if _, err := b.lockedVersion(bucket, object, versionID); err != nil {
+func (b *Backend) versionMeta(ctx context.Context, bucket, object, versionID, key string) (string, error) {
+	if _, err := b.lockedVersion(ctx, bucket, object, versionID); err != nil {
 		return "", err
 	}
-	h, _, err := b.openVersion(bucket, object, versionID)
+	h, _, err := b.openVersion(ctx, bucket, object, versionID)
 	if err != nil {
 		return "", err
 	}
@@ -156,19 +156,19 @@ func (b *Backend) versionMeta(bucket, object, versionID, key string) (string, er
 // PutObjectRetention sets a version's retention (the front end checked
 // that the change is allowed: lengthening, or shortening with the
 // governance bypass).
-func (b *Backend) PutObjectRetention(_ context.Context, bucket, object, versionID string, retention []byte) error {
+func (b *Backend) PutObjectRetention(ctx context.Context, bucket, object, versionID string, retention []byte) error {
 	own(&bucket, &object, &versionID)
-	vid, err := b.lockedVersion(bucket, object, versionID)
+	vid, err := b.lockedVersion(ctx, bucket, object, versionID)
 	if err != nil {
 		return err
 	}
-	return b.setVersionMeta(bucket, object, versionID, vid, metaRetention, string(retention))
+	return b.setVersionMeta(ctx, bucket, object, versionID, vid, metaRetention, string(retention))
 }
 
 // GetObjectRetention returns a version's retention.
-func (b *Backend) GetObjectRetention(_ context.Context, bucket, object, versionID string) ([]byte, error) {
+func (b *Backend) GetObjectRetention(ctx context.Context, bucket, object, versionID string) ([]byte, error) {
 	own(&bucket, &object, &versionID)
-	doc, err := b.versionMeta(bucket, object, versionID, metaRetention)
+	doc, err := b.versionMeta(ctx, bucket, object, versionID, metaRetention)
 	if err != nil {
 		return nil, err
 	}
@@ -179,9 +179,9 @@ func (b *Backend) GetObjectRetention(_ context.Context, bucket, object, versionI
 }
 
 // PutObjectLegalHold turns a version's legal hold on or off.
-func (b *Backend) PutObjectLegalHold(_ context.Context, bucket, object, versionID string, on bool) error {
+func (b *Backend) PutObjectLegalHold(ctx context.Context, bucket, object, versionID string, on bool) error {
 	own(&bucket, &object, &versionID)
-	vid, err := b.lockedVersion(bucket, object, versionID)
+	vid, err := b.lockedVersion(ctx, bucket, object, versionID)
 	if err != nil {
 		return err
 	}
@@ -189,13 +189,13 @@ func (b *Backend) PutObjectLegalHold(_ context.Context, bucket, object, versionI
 	if on {
 		status = types.ObjectLockLegalHoldStatusOn
 	}
-	return b.setVersionMeta(bucket, object, versionID, vid, metaLegalHold, string(status))
+	return b.setVersionMeta(ctx, bucket, object, versionID, vid, metaLegalHold, string(status))
 }
 
 // GetObjectLegalHold returns a version's legal hold.
-func (b *Backend) GetObjectLegalHold(_ context.Context, bucket, object, versionID string) (*bool, error) {
+func (b *Backend) GetObjectLegalHold(ctx context.Context, bucket, object, versionID string) (*bool, error) {
 	own(&bucket, &object, &versionID)
-	v, err := b.versionMeta(bucket, object, versionID, metaLegalHold)
+	v, err := b.versionMeta(ctx, bucket, object, versionID, metaLegalHold)
 	if err != nil {
 		return nil, err
 	}

@@ -85,10 +85,11 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 	if cfg.MaxRequests == 0 {
 		cfg.MaxRequests = DefaultMaxRequests
 	}
-	// The body-finishing middleware goes first, so the body reader it sets is
+	// Each request gets its own context first (request.go). The
+	// body-finishing middleware comes next, so the body reader it sets is
 	// the one versitygw's readers wrap; requests refused as unsupported are
 	// measured like any other.
-	opts := []s3api.Option{s3api.WithMiddleware("/", finishBodies())}
+	opts := []s3api.Option{s3api.WithMiddleware("/", requestContexts()), s3api.WithMiddleware("/", finishBodies())}
 	for _, r := range cfg.Routes {
 		opts = append(opts, s3api.WithRoute(r.Method, r.Path, adaptor.HTTPHandler(r.Handler)))
 	}

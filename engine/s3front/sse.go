@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/valyala/fasthttp"
 	"github.com/versity/versitygw/s3err"
 
 	"github.com/strata-storage/strata/engine/erasure"
@@ -81,7 +80,7 @@ func errNoSuchKMSKey(id string) error {
 // customerKey reads an SSE-C key from the request (the copy source's with
 // copySource), already checked by refuseUnsupported.
 func customerKey(ctx context.Context, copySource bool) (*sseKey, error) {
-	rc, ok := ctx.(*fasthttp.RequestCtx)
+	rc, ok := frontCtx(ctx)
 	if !ok {
 		return nil, nil
 	}
@@ -160,7 +159,7 @@ func defaultEncryption(bk erasure.BucketInfo) *sseKey {
 
 // headerOf is a request header, when ctx is the front end's request.
 func headerOf(ctx context.Context, name string) string {
-	if rc, ok := ctx.(*fasthttp.RequestCtx); ok {
+	if rc, ok := frontCtx(ctx); ok {
 		return string(rc.Request.Header.Peek(name))
 	}
 	return ""
@@ -351,7 +350,7 @@ func plainInfo(info erasure.ObjectInfo) erasure.ObjectInfo {
 
 // decryptRange writes plaintext [offset, offset+length) of an encrypted
 // version to w, reading only the packages that hold it.
-func decryptRange(h *erasure.ObjectHandle, dek []byte, w io.Writer, offset, length int64) ([]int, error) {
+func decryptRange(ctx context.Context, h *erasure.ObjectHandle, dek []byte, w io.Writer, offset, length int64) ([]int, error) {
 	var bad []int
 	sealedParts := []int64{h.Info.Size}
 	numbers := []int{0}
@@ -379,7 +378,7 @@ func decryptRange(h *erasure.ObjectHandle, dek []byte, w io.Writer, offset, leng
 		if err != nil {
 			return bad, err
 		}
-		b, err := h.WriteRange(ow, sealedBase+sp.offset, sp.length)
+		b, err := h.WriteRange(ctx, ow, sealedBase+sp.offset, sp.length)
 		bad = append(bad, b...)
 		if err == nil {
 			err = ow.Close()

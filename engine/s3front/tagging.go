@@ -13,9 +13,9 @@ import (
 // copies and heal with the record); bucket tags in the bucket record.
 
 // GetObjectTagging returns a version's tags.
-func (b *Backend) GetObjectTagging(_ context.Context, bucket, object, versionID string) (map[string]string, error) {
+func (b *Backend) GetObjectTagging(ctx context.Context, bucket, object, versionID string) (map[string]string, error) {
 	own(&bucket, &object, &versionID)
-	h, markerTime, err := b.openVersion(bucket, object, versionID)
+	h, markerTime, err := b.openVersion(ctx, bucket, object, versionID)
 	if markerTime != nil {
 		return nil, err
 	}
@@ -30,26 +30,26 @@ func (b *Backend) GetObjectTagging(_ context.Context, bucket, object, versionID 
 }
 
 // PutObjectTagging replaces a version's tags.
-func (b *Backend) PutObjectTagging(_ context.Context, bucket, object, versionID string, t map[string]string) error {
+func (b *Backend) PutObjectTagging(ctx context.Context, bucket, object, versionID string, t map[string]string) error {
 	own(&bucket, &object, &versionID)
-	return b.setObjectTags(bucket, object, versionID, t)
+	return b.setObjectTags(ctx, bucket, object, versionID, t)
 }
 
 // DeleteObjectTagging removes a version's tags.
-func (b *Backend) DeleteObjectTagging(_ context.Context, bucket, object, versionID string) error {
+func (b *Backend) DeleteObjectTagging(ctx context.Context, bucket, object, versionID string) error {
 	own(&bucket, &object, &versionID)
-	return b.setObjectTags(bucket, object, versionID, nil)
+	return b.setObjectTags(ctx, bucket, object, versionID, nil)
 }
 
-func (b *Backend) setObjectTags(bucket, object, versionID string, t map[string]string) error {
+func (b *Backend) setObjectTags(ctx context.Context, bucket, object, versionID string, t map[string]string) error {
 	vid, err := parseVersionID(versionID)
 	if err != nil {
 		return err
 	}
-	if _, err := b.pool.StatBucket(bucket); err != nil {
+	if _, err := b.pool.StatBucket(ctx, bucket); err != nil {
 		return err
 	}
-	_, err = b.pool.UpdateObjectMeta(bucket, object, vid, func(m map[string]string) map[string]string {
+	_, err = b.pool.UpdateObjectMeta(ctx, bucket, object, vid, func(m map[string]string) map[string]string {
 		if m == nil {
 			m = map[string]string{}
 		}
@@ -67,9 +67,9 @@ func (b *Backend) setObjectTags(bucket, object, versionID string, t map[string]s
 }
 
 // GetBucketTagging returns a bucket's tags.
-func (b *Backend) GetBucketTagging(_ context.Context, bucket string) (map[string]string, error) {
+func (b *Backend) GetBucketTagging(ctx context.Context, bucket string) (map[string]string, error) {
 	own(&bucket)
-	bk, err := b.pool.StatBucket(bucket)
+	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -80,13 +80,13 @@ func (b *Backend) GetBucketTagging(_ context.Context, bucket string) (map[string
 }
 
 // PutBucketTagging replaces a bucket's tags.
-func (b *Backend) PutBucketTagging(_ context.Context, bucket string, t map[string]string) error {
+func (b *Backend) PutBucketTagging(ctx context.Context, bucket string, t map[string]string) error {
 	own(&bucket)
-	return b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Tags = t })
+	return b.pool.UpdateBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Tags = t })
 }
 
 // DeleteBucketTagging removes a bucket's tags.
-func (b *Backend) DeleteBucketTagging(_ context.Context, bucket string) error {
+func (b *Backend) DeleteBucketTagging(ctx context.Context, bucket string) error {
 	own(&bucket)
-	return b.pool.UpdateBucket(bucket, func(bk *erasure.BucketInfo) { bk.Tags = nil })
+	return b.pool.UpdateBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Tags = nil })
 }

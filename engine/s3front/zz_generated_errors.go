@@ -11,259 +11,312 @@ import (
 
 // s3Errors is a Backend whose every call answers S3 errors: what the
 // object layer returns is mapped by toS3, naming the request's bucket.
+// Each call runs under the request's own context (operation); an error
+// of a request whose context ended is that (stopped).
 type s3Errors struct{ *Backend }
 
 func (b s3Errors) AbortMultipartUpload(a0 context.Context, a1 *s3.AbortMultipartUploadInput) error {
-	r0 := b.Backend.AbortMultipartUpload(a0, a1)
-	return b.toS3(r0, str(a1.Bucket))
+	ctx := operation(a0)
+	r0 := b.Backend.AbortMultipartUpload(ctx, a1)
+	return b.toS3(stopped(ctx, r0), str(a1.Bucket))
 }
 
 func (b s3Errors) CompleteMultipartUpload(a0 context.Context, a1 *s3.CompleteMultipartUploadInput) (s3response.CompleteMultipartUploadResult, string, error) {
-	r0, r1, r2 := b.Backend.CompleteMultipartUpload(a0, a1)
-	return r0, r1, b.toS3(r2, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1, r2 := b.Backend.CompleteMultipartUpload(ctx, a1)
+	return r0, r1, b.toS3(stopped(ctx, r2), str(a1.Bucket))
 }
 
 func (b s3Errors) CopyObject(a0 context.Context, a1 s3response.CopyObjectInput) (s3response.CopyObjectOutput, error) {
-	r0, r1 := b.Backend.CopyObject(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.CopyObject(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) CreateBucket(a0 context.Context, a1 *s3.CreateBucketInput, a2 []byte) error {
-	r0 := b.Backend.CreateBucket(a0, a1, a2)
-	return b.toS3(r0, str(a1.Bucket))
+	ctx := operation(a0)
+	r0 := b.Backend.CreateBucket(ctx, a1, a2)
+	return b.toS3(stopped(ctx, r0), str(a1.Bucket))
 }
 
 func (b s3Errors) CreateMultipartUpload(a0 context.Context, a1 s3response.CreateMultipartUploadInput) (s3response.InitiateMultipartUploadResult, error) {
-	r0, r1 := b.Backend.CreateMultipartUpload(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.CreateMultipartUpload(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) DeleteBucket(a0 context.Context, a1 string) error {
-	r0 := b.Backend.DeleteBucket(a0, a1)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.DeleteBucket(ctx, a1)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) DeleteBucketCors(a0 context.Context, a1 string) error {
-	r0 := b.Backend.DeleteBucketCors(a0, a1)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.DeleteBucketCors(ctx, a1)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) DeleteBucketEncryption(a0 context.Context, a1 string) error {
-	r0 := b.Backend.DeleteBucketEncryption(a0, a1)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.DeleteBucketEncryption(ctx, a1)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) DeleteBucketOwnershipControls(a0 context.Context, a1 string) error {
-	r0 := b.Backend.DeleteBucketOwnershipControls(a0, a1)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.DeleteBucketOwnershipControls(ctx, a1)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) DeleteBucketPolicy(a0 context.Context, a1 string) error {
-	r0 := b.Backend.DeleteBucketPolicy(a0, a1)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.DeleteBucketPolicy(ctx, a1)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) DeleteBucketTagging(a0 context.Context, a1 string) error {
-	r0 := b.Backend.DeleteBucketTagging(a0, a1)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.DeleteBucketTagging(ctx, a1)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) DeleteObject(a0 context.Context, a1 *s3.DeleteObjectInput) (*s3.DeleteObjectOutput, error) {
-	r0, r1 := b.Backend.DeleteObject(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.DeleteObject(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) DeleteObjectTagging(a0 context.Context, a1 string, a2 string, a3 string) error {
-	r0 := b.Backend.DeleteObjectTagging(a0, a1, a2, a3)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.DeleteObjectTagging(ctx, a1, a2, a3)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) DeleteObjects(a0 context.Context, a1 *s3.DeleteObjectsInput) (s3response.DeleteResult, error) {
-	r0, r1 := b.Backend.DeleteObjects(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.DeleteObjects(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) GetBucketAcl(a0 context.Context, a1 *s3.GetBucketAclInput) ([]byte, error) {
-	r0, r1 := b.Backend.GetBucketAcl(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetBucketAcl(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) GetBucketCors(a0 context.Context, a1 string) ([]byte, error) {
-	r0, r1 := b.Backend.GetBucketCors(a0, a1)
-	return r0, b.toS3(r1, a1)
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetBucketCors(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), a1)
 }
 
 func (b s3Errors) GetBucketEncryption(a0 context.Context, a1 string) (*bucketEncryption, error) {
-	r0, r1 := b.Backend.GetBucketEncryption(a0, a1)
-	return r0, b.toS3(r1, a1)
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetBucketEncryption(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), a1)
 }
 
 func (b s3Errors) GetBucketOwnershipControls(a0 context.Context, a1 string) (types.ObjectOwnership, error) {
-	r0, r1 := b.Backend.GetBucketOwnershipControls(a0, a1)
-	return r0, b.toS3(r1, a1)
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetBucketOwnershipControls(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), a1)
 }
 
 func (b s3Errors) GetBucketPolicy(a0 context.Context, a1 string) ([]byte, error) {
-	r0, r1 := b.Backend.GetBucketPolicy(a0, a1)
-	return r0, b.toS3(r1, a1)
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetBucketPolicy(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), a1)
 }
 
 func (b s3Errors) GetBucketTagging(a0 context.Context, a1 string) (map[string]string, error) {
-	r0, r1 := b.Backend.GetBucketTagging(a0, a1)
-	return r0, b.toS3(r1, a1)
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetBucketTagging(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), a1)
 }
 
 func (b s3Errors) GetBucketVersioning(a0 context.Context, a1 string) (s3response.GetBucketVersioningOutput, error) {
-	r0, r1 := b.Backend.GetBucketVersioning(a0, a1)
-	return r0, b.toS3(r1, a1)
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetBucketVersioning(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), a1)
 }
 
 func (b s3Errors) GetObject(a0 context.Context, a1 *s3.GetObjectInput) (*s3.GetObjectOutput, error) {
-	r0, r1 := b.Backend.GetObject(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetObject(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) GetObjectAcl(a0 context.Context, a1 *s3.GetObjectAclInput) (*s3.GetObjectAclOutput, error) {
-	r0, r1 := b.Backend.GetObjectAcl(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetObjectAcl(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) GetObjectAttributes(a0 context.Context, a1 *s3.GetObjectAttributesInput) (s3response.GetObjectAttributesResponse, error) {
-	r0, r1 := b.Backend.GetObjectAttributes(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetObjectAttributes(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) GetObjectLegalHold(a0 context.Context, a1 string, a2 string, a3 string) (*bool, error) {
-	r0, r1 := b.Backend.GetObjectLegalHold(a0, a1, a2, a3)
-	return r0, b.toS3(r1, a1)
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetObjectLegalHold(ctx, a1, a2, a3)
+	return r0, b.toS3(stopped(ctx, r1), a1)
 }
 
 func (b s3Errors) GetObjectLockConfiguration(a0 context.Context, a1 string) ([]byte, error) {
-	r0, r1 := b.Backend.GetObjectLockConfiguration(a0, a1)
-	return r0, b.toS3(r1, a1)
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetObjectLockConfiguration(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), a1)
 }
 
 func (b s3Errors) GetObjectRetention(a0 context.Context, a1 string, a2 string, a3 string) ([]byte, error) {
-	r0, r1 := b.Backend.GetObjectRetention(a0, a1, a2, a3)
-	return r0, b.toS3(r1, a1)
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetObjectRetention(ctx, a1, a2, a3)
+	return r0, b.toS3(stopped(ctx, r1), a1)
 }
 
 func (b s3Errors) GetObjectTagging(a0 context.Context, a1 string, a2 string, a3 string) (map[string]string, error) {
-	r0, r1 := b.Backend.GetObjectTagging(a0, a1, a2, a3)
-	return r0, b.toS3(r1, a1)
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetObjectTagging(ctx, a1, a2, a3)
+	return r0, b.toS3(stopped(ctx, r1), a1)
 }
 
 func (b s3Errors) HeadBucket(a0 context.Context, a1 *s3.HeadBucketInput) (*s3.HeadBucketOutput, error) {
-	r0, r1 := b.Backend.HeadBucket(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.HeadBucket(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) HeadObject(a0 context.Context, a1 *s3.HeadObjectInput) (*s3.HeadObjectOutput, error) {
-	r0, r1 := b.Backend.HeadObject(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.HeadObject(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) ListBuckets(a0 context.Context, a1 s3response.ListBucketsInput) (s3response.ListAllMyBucketsResult, error) {
-	r0, r1 := b.Backend.ListBuckets(a0, a1)
-	return r0, b.toS3(r1, "")
+	ctx := operation(a0)
+	r0, r1 := b.Backend.ListBuckets(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), "")
 }
 
 func (b s3Errors) ListMultipartUploads(a0 context.Context, a1 *s3.ListMultipartUploadsInput) (s3response.ListMultipartUploadsResult, error) {
-	r0, r1 := b.Backend.ListMultipartUploads(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.ListMultipartUploads(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) ListObjectVersions(a0 context.Context, a1 *s3.ListObjectVersionsInput) (s3response.ListVersionsResult, error) {
-	r0, r1 := b.Backend.ListObjectVersions(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.ListObjectVersions(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) ListObjects(a0 context.Context, a1 *s3.ListObjectsInput) (s3response.ListObjectsResult, error) {
-	r0, r1 := b.Backend.ListObjects(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.ListObjects(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) ListObjectsV2(a0 context.Context, a1 *s3.ListObjectsV2Input) (s3response.ListObjectsV2Result, error) {
-	r0, r1 := b.Backend.ListObjectsV2(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.ListObjectsV2(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) ListParts(a0 context.Context, a1 *s3.ListPartsInput) (s3response.ListPartsResult, error) {
-	r0, r1 := b.Backend.ListParts(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.ListParts(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) PutBucketAcl(a0 context.Context, a1 string, a2 []byte) error {
-	r0 := b.Backend.PutBucketAcl(a0, a1, a2)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.PutBucketAcl(ctx, a1, a2)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) PutBucketCors(a0 context.Context, a1 string, a2 []byte) error {
-	r0 := b.Backend.PutBucketCors(a0, a1, a2)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.PutBucketCors(ctx, a1, a2)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) PutBucketEncryption(a0 context.Context, a1 string, a2 bucketEncryption) error {
-	r0 := b.Backend.PutBucketEncryption(a0, a1, a2)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.PutBucketEncryption(ctx, a1, a2)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) PutBucketOwnershipControls(a0 context.Context, a1 string, a2 types.ObjectOwnership) error {
-	r0 := b.Backend.PutBucketOwnershipControls(a0, a1, a2)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.PutBucketOwnershipControls(ctx, a1, a2)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) PutBucketPolicy(a0 context.Context, a1 string, a2 []byte) error {
-	r0 := b.Backend.PutBucketPolicy(a0, a1, a2)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.PutBucketPolicy(ctx, a1, a2)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) PutBucketTagging(a0 context.Context, a1 string, a2 map[string]string) error {
-	r0 := b.Backend.PutBucketTagging(a0, a1, a2)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.PutBucketTagging(ctx, a1, a2)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) PutBucketVersioning(a0 context.Context, a1 string, a2 types.BucketVersioningStatus) error {
-	r0 := b.Backend.PutBucketVersioning(a0, a1, a2)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.PutBucketVersioning(ctx, a1, a2)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) PutObject(a0 context.Context, a1 s3response.PutObjectInput) (s3response.PutObjectOutput, error) {
-	r0, r1 := b.Backend.PutObject(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.PutObject(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) PutObjectAcl(a0 context.Context, a1 *s3.PutObjectAclInput) error {
-	r0 := b.Backend.PutObjectAcl(a0, a1)
-	return b.toS3(r0, str(a1.Bucket))
+	ctx := operation(a0)
+	r0 := b.Backend.PutObjectAcl(ctx, a1)
+	return b.toS3(stopped(ctx, r0), str(a1.Bucket))
 }
 
 func (b s3Errors) PutObjectLegalHold(a0 context.Context, a1 string, a2 string, a3 string, a4 bool) error {
-	r0 := b.Backend.PutObjectLegalHold(a0, a1, a2, a3, a4)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.PutObjectLegalHold(ctx, a1, a2, a3, a4)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) PutObjectLockConfiguration(a0 context.Context, a1 string, a2 []byte) error {
-	r0 := b.Backend.PutObjectLockConfiguration(a0, a1, a2)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.PutObjectLockConfiguration(ctx, a1, a2)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) PutObjectRetention(a0 context.Context, a1 string, a2 string, a3 string, a4 []byte) error {
-	r0 := b.Backend.PutObjectRetention(a0, a1, a2, a3, a4)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.PutObjectRetention(ctx, a1, a2, a3, a4)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) PutObjectTagging(a0 context.Context, a1 string, a2 string, a3 string, a4 map[string]string) error {
-	r0 := b.Backend.PutObjectTagging(a0, a1, a2, a3, a4)
-	return b.toS3(r0, a1)
+	ctx := operation(a0)
+	r0 := b.Backend.PutObjectTagging(ctx, a1, a2, a3, a4)
+	return b.toS3(stopped(ctx, r0), a1)
 }
 
 func (b s3Errors) UploadPart(a0 context.Context, a1 *s3.UploadPartInput) (*s3.UploadPartOutput, error) {
-	r0, r1 := b.Backend.UploadPart(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.UploadPart(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
 func (b s3Errors) UploadPartCopy(a0 context.Context, a1 *s3.UploadPartCopyInput) (s3response.CopyPartResult, error) {
-	r0, r1 := b.Backend.UploadPartCopy(a0, a1)
-	return r0, b.toS3(r1, str(a1.Bucket))
+	ctx := operation(a0)
+	r0, r1 := b.Backend.UploadPartCopy(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }

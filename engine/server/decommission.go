@@ -119,13 +119,13 @@ func (n *Node) poolRuntime(name string) *cluster.PoolRuntime {
 // setPoolStateEverywhere applies a pool state on every node (this one
 // included); nodes that are down learn it from the topology or from their
 // peers when they return.
-func (n *Node) setPoolStateEverywhere(pool, state string) error {
+func (n *Node) setPoolStateEverywhere(ctx context.Context, pool, state string) error {
 	if err := n.SetPoolState(pool, state); err != nil {
 		return err
 	}
 	var errs []error
 	for _, p := range n.dep.Peers() {
-		if err := p.SetPoolState(pool, state); err != nil {
+		if err := p.SetPoolState(ctx, pool, state); err != nil {
 			errs = append(errs, fmt.Errorf("node %s: %w", p.Host, err))
 		}
 	}
@@ -161,7 +161,7 @@ func (n *Node) runDecommissions(ctx context.Context) {
 				}
 			}
 			if draining && n.leads(pr, 0) {
-				n.completeIfDrained(pr)
+				n.completeIfDrained(ctx, pr)
 			}
 		}
 	}
@@ -222,7 +222,7 @@ func (n *Node) localDrains() map[string][]drainEntry {
 
 // DecommissionStatus implements admin.Node: every set's drain, gathered
 // from the nodes that run them.
-func (n *Node) DecommissionStatus(pool string) (admin.DecommissionStatus, error) {
+func (n *Node) DecommissionStatus(ctx context.Context, pool string) (admin.DecommissionStatus, error) {
 	pr := n.poolRuntime(pool)
 	if pr == nil {
 		return admin.DecommissionStatus{}, fmt.Errorf("%w: %q", admin.ErrNoSuchPool, pool)
@@ -232,7 +232,7 @@ func (n *Node) DecommissionStatus(pool string) (admin.DecommissionStatus, error)
 	for _, e := range n.localDrains()[pool] {
 		bySet[e.Set] = e
 	}
-	for _, rs := range n.remoteStatus() {
+	for _, rs := range n.remoteStatus(ctx) {
 		for _, e := range rs.Drains[pool] {
 			bySet[e.Set] = e
 		}
@@ -257,8 +257,8 @@ func (n *Node) DecommissionStatus(pool string) (admin.DecommissionStatus, error)
 
 // completeIfDrained marks a pool Decommissioned everywhere once every set
 // is drained (run by the leader of its first set).
-func (n *Node) completeIfDrained(pr *cluster.PoolRuntime) {
-	st, err := n.DecommissionStatus(pr.Layout.Name)
+func (n *Node) completeIfDrained(ctx context.Context, pr *cluster.PoolRuntime) {
+	st, err := n.DecommissionStatus(ctx, pr.Layout.Name)
 	if err != nil || !st.Done {
 		return
 	}
@@ -267,14 +267,14 @@ func (n *Node) completeIfDrained(pr *cluster.PoolRuntime) {
 			return
 		}
 	}
-	if err := n.setPoolStateEverywhere(pr.Layout.Name, erasure.StateDecommissioned); err != nil {
+	if err := n.setPoolStateEverywhere(ctx, pr.Layout.Name, erasure.StateDecommissioned); err != nil {
 		n.cfg.Log.Warn("pool decommissioned, but not every node was told", "pool", pr.Layout.Name, "err", err)
 	}
 	n.cfg.Log.Info("pool decommissioned: empty, can be removed from the topology", "pool", pr.Layout.Name)
 }
 
 // StartDecommission implements admin.Node.
-func (n *Node) StartDecommission(pool string) error {
+func (n *Node) StartDecommission(ctx context.Context, pool string) error {
 	pr := n.poolRuntime(pool)
 	if pr == nil {
 		return fmt.Errorf("%w: %q", admin.ErrNoSuchPool, pool)
@@ -288,12 +288,12 @@ func (n *Node) StartDecommission(pool string) error {
 	if active == 0 {
 		return fmt.Errorf("pool %s is the only active pool: add a pool before decommissioning it", pool)
 	}
-	return n.setPoolStateEverywhere(pool, erasure.StateDraining)
+	return n.setPoolStateEverywhere(ctx, pool, erasure.StateDraining)
 }
 
 // CancelDecommission implements admin.Node: the pool takes new objects
 // again; what moved stays moved.
-func (n *Node) CancelDecommission(pool string) error {
+func (n *Node) CancelDecommission(ctx context.Context, pool string) error {
 	pr := n.poolRuntime(pool)
 	if pr == nil {
 		return fmt.Errorf("%w: %q", admin.ErrNoSuchPool, pool)
@@ -301,7 +301,7 @@ func (n *Node) CancelDecommission(pool string) error {
 	if pr.Entry.State() == erasure.StateDecommissioned {
 		return fmt.Errorf("pool %s is already decommissioned", pool)
 	}
-	return n.setPoolStateEverywhere(pool, erasure.StateActive)
+	return n.setPoolStateEverywhere(ctx, pool, erasure.StateActive)
 }
 
 // watchTopology re-reads the topology file and applies what changed:

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -89,12 +90,12 @@ func (n *Node) driveState(pr *cluster.PoolRuntime, slot int) string {
 
 // Info implements admin.Node: every pool and drive as this node sees them;
 // a remote drive's capacity and healing come from its node.
-func (n *Node) Info() admin.Info {
+func (n *Node) Info(ctx context.Context) admin.Info {
 	info := admin.Info{
 		Version: buildinfo.String(), ProtocolVersion: n.cfg.InternodeProtocol, DeploymentID: n.dep.ID.String(), Mode: "server",
 		Uptime: time.Since(n.started).Round(time.Second).String(),
 	}
-	remote := n.remoteStatus()
+	remote := n.remoteStatus(ctx)
 	for _, pr := range n.dep.PoolRuntimes() {
 		l := pr.Layout
 		p := admin.PoolInfo{Name: l.Name, State: pr.Entry.State(), Sets: l.Sets, SetSize: l.SetSize, Parity: l.Parity}
@@ -103,7 +104,7 @@ func (n *Node) Info() admin.Info {
 			di := admin.DriveInfo{Endpoint: ep.Raw, Set: slot / l.SetSize, Index: slot % l.SetSize, State: n.driveState(pr, slot)}
 			if ep.Local {
 				if d := pr.Local(slot); d != nil {
-					if u, err := d.DiskInfo(); err == nil {
+					if u, err := d.DiskInfo(ctx); err == nil {
 						di.TotalBytes, di.FreeBytes, di.UsedBytes = u.Total, u.Free, u.Total-u.Free
 					}
 				}
@@ -140,13 +141,13 @@ type driveStatus struct {
 }
 
 // NodeStatus implements internode.NodeHooks.
-func (n *Node) NodeStatus() any {
+func (n *Node) NodeStatus(ctx context.Context) any {
 	st := nodeStatus{Drives: map[string]driveStatus{}, Drains: n.localDrains()}
 	for _, pr := range n.dep.PoolRuntimes() {
 		for _, slot := range pr.LocalSlots() {
 			ds := driveStatus{State: n.driveState(pr, slot)}
 			if d := pr.Local(slot); d != nil {
-				if u, err := d.DiskInfo(); err == nil {
+				if u, err := d.DiskInfo(ctx); err == nil {
 					ds.TotalBytes, ds.FreeBytes = u.Total, u.Free
 				}
 			}
@@ -157,21 +158,24 @@ func (n *Node) NodeStatus() any {
 }
 
 // remoteStatus asks every online peer for its status (by host).
-func (n *Node) remoteStatus() map[string]nodeStatus {
+func (n *Node) remoteStatus(ctx context.Context) map[string]nodeStatus {
 	out := map[string]nodeStatus{}
 	for _, p := range n.dep.Peers() {
 		if !p.Online() {
 			continue
 		}
 		var st nodeStatus
-		if err := p.NodeStatus(&st); err == nil {
+		if err := p.NodeStatus(ctx, &st); err == nil {
 			out[p.Host] = st
 		}
 	}
 	return out
 }
 
-var _ internode.NodeHooks = (*Node)(nil)
+var (
+	_ internode.NodeHooks = (*Node)(nil)
+	_ admin.Node          = (*Node)(nil)
+)
 
 // HealStatus implements admin.Node: the healers of this node's pools.
 func (n *Node) HealStatus() erasure.HealStatus {
@@ -211,8 +215,8 @@ func (n *Node) StartScan() {
 	}
 }
 
-func (n *Node) snapshot() metrics.Snapshot {
-	info := n.Info()
+func (n *Node) snapshot(ctx context.Context) metrics.Snapshot {
+	info := n.Info(ctx)
 	hs := n.HealStatus()
 	s := metrics.Snapshot{Heal: metrics.Heal{
 		QueueLength: hs.QueueLength, Queued: hs.Queued, Dropped: hs.Dropped, ObjectsHealed: hs.ObjectsHealed,

@@ -139,7 +139,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	dep.Pools.OnBucketChange = func(b string) {
 		for _, p := range dep.Peers() {
-			go func() { _ = p.NotifyBucketChanged(b) }()
+			go func() { _ = p.NotifyBucketChanged(bg, b) }()
 		}
 	}
 	for _, pr := range dep.PoolRuntimes() {
@@ -152,7 +152,13 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	reg := metrics.NewRegistry()
 	s3m := metrics.NewS3(reg)
-	metrics.RegisterNode(reg, n.snapshot)
+	// A scrape carries no context: its drive calls are bounded by the
+	// node's lifetime and a deadline shorter than Prometheus' scrape timeout.
+	metrics.RegisterNode(reg, func() metrics.Snapshot {
+		ctx, cancel := context.WithTimeout(bg, 8*time.Second)
+		defer cancel()
+		return n.snapshot(ctx)
+	})
 	opts := s3front.Options{
 		Hooks:  s3front.Hooks{Heal: n.heal, FirstByte: s3m.ObserveFirstByte},
 		Access: users, RootAccess: cfg.Root.AccessKey,
@@ -332,7 +338,7 @@ func (n *Node) monitorDrives(ctx context.Context) {
 					}
 					n.cfg.Log.Warn("drive lost its format while running (wiped or replaced); reopening", "drive", path)
 				}
-				fresh, err := pr.Reopen(slot)
+				fresh, err := pr.Reopen(ctx, slot)
 				if err != nil {
 					if d != nil {
 						n.cfg.Log.Error("drive offline", "drive", path, "err", err)
@@ -360,7 +366,7 @@ func (n *Node) cleanStaleUploads(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		aborted, err := AbortStaleUploads(n.dep.Pools, n.cfg.StaleUploadAge)
+		aborted, err := AbortStaleUploads(ctx, n.dep.Pools, n.cfg.StaleUploadAge)
 		if err != nil {
 			n.cfg.Log.Warn("stale upload cleanup stopped", "err", err)
 		}
@@ -371,14 +377,14 @@ func (n *Node) cleanStaleUploads(ctx context.Context) {
 }
 
 // AbortStaleUploads aborts every upload started more than age ago.
-func AbortStaleUploads(p *erasure.Pools, age time.Duration) (int, error) {
-	buckets, err := p.ListBuckets()
+func AbortStaleUploads(ctx context.Context, p *erasure.Pools, age time.Duration) (int, error) {
+	buckets, err := p.ListBuckets(ctx)
 	if err != nil {
 		return 0, err
 	}
 	aborted := 0
 	for _, b := range buckets {
-		uploads, err := p.Uploads(b.Name, "")
+		uploads, err := p.Uploads(ctx, b.Name, "")
 		if err != nil {
 			return aborted, err
 		}
@@ -386,7 +392,7 @@ func AbortStaleUploads(p *erasure.Pools, age time.Duration) (int, error) {
 			if time.Since(u.Initiated) < age {
 				continue
 			}
-			if err := p.AbortMultipartUpload(u.Bucket, u.Object, u.ID); err != nil && !errors.Is(err, erasure.ErrUploadNotFound) {
+			if err := p.AbortMultipartUpload(ctx, u.Bucket, u.Object, u.ID); err != nil && !errors.Is(err, erasure.ErrUploadNotFound) {
 				return aborted, err
 			}
 			aborted++

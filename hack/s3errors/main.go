@@ -1,7 +1,8 @@
 // Command s3errors writes engine/s3front/zz_generated_errors.go: the
 // decorator that maps the errors of every call of the front end's backend
 // interfaces to S3 errors in one place (Backend.toS3), so no method of
-// Backend maps its own. Run by `make generate`; `make verify` fails when the
+// Backend maps its own, and that runs every call under the request's own
+// context (engine/s3front/request.go). Run by `make generate`; `make verify` fails when the
 // file is stale.
 package main
 
@@ -94,6 +95,8 @@ func main() {
 	src.WriteString(")\n\n")
 	src.WriteString("// s3Errors is a Backend whose every call answers S3 errors: what the\n")
 	src.WriteString("// object layer returns is mapped by toS3, naming the request's bucket.\n")
+	src.WriteString("// Each call runs under the request's own context (operation); an error\n")
+	src.WriteString("// of a request whose context ended is that (stopped).\n")
 	src.WriteString("type s3Errors struct{ *Backend }\n\n")
 	src.Write(body.Bytes())
 	formatted, err := format.Source(src.Bytes())
@@ -127,14 +130,19 @@ func (g *gen) method(w *bytes.Buffer, fn *types.Func) {
 	sig := fn.Type().(*types.Signature)
 	var params, args []string
 	bucket := `""`
+	withCtx := false
 	for i := range sig.Params().Len() {
 		p := sig.Params().At(i)
 		name := fmt.Sprintf("a%d", i)
 		typ := types.TypeString(p.Type(), g.qualifier)
-		if sig.Variadic() && i == sig.Params().Len()-1 {
+		switch {
+		case sig.Variadic() && i == sig.Params().Len()-1:
 			typ = "..." + types.TypeString(p.Type().(*types.Slice).Elem(), g.qualifier)
 			args = append(args, name+"...")
-		} else {
+		case i == 0 && types.TypeString(p.Type(), nil) == "context.Context":
+			args = append(args, "ctx") // the request's own context (request.go)
+			withCtx = true
+		default:
 			args = append(args, name)
 		}
 		params = append(params, name+" "+typ)
@@ -149,8 +157,15 @@ func (g *gen) method(w *bytes.Buffer, fn *types.Func) {
 		outs = append(outs, fmt.Sprintf("r%d", i))
 	}
 	fmt.Fprintf(w, "func (b s3Errors) %s(%s) (%s) {\n", fn.Name(), strings.Join(params, ", "), strings.Join(results, ", "))
+	if withCtx {
+		fmt.Fprintf(w, "\tctx := operation(a0)\n")
+	}
 	fmt.Fprintf(w, "\t%s := b.Backend.%s(%s)\n", strings.Join(outs, ", "), fn.Name(), strings.Join(args, ", "))
-	outs[n-1] = fmt.Sprintf("b.toS3(r%d, %s)", n-1, bucket)
+	if withCtx {
+		outs[n-1] = fmt.Sprintf("b.toS3(stopped(ctx, r%d), %s)", n-1, bucket)
+	} else {
+		outs[n-1] = fmt.Sprintf("b.toS3(r%d, %s)", n-1, bucket)
+	}
 	fmt.Fprintf(w, "\treturn %s\n}\n\n", strings.Join(outs, ", "))
 }
 
