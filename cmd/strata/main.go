@@ -183,6 +183,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	monitor := fs.Duration("drive-monitor-interval", 10*time.Second, "how often drives are checked (offline retried, wiped detected)")
 	shutdownDelay := fs.Duration("shutdown-delay", 5*time.Second, "readiness reports down this long before the listener stops")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	formSpill := formSpillFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -192,6 +193,10 @@ pool list from a file (docs/topology.md) and follows its changes.
 		return 2
 	}
 	captureStrays(stderr, log)
+	if err := applyFormSpill(*formSpill, log); err != nil {
+		fmt.Fprintln(stderr, "strata:", err)
+		return 2
+	}
 	var topo cluster.Topology
 	switch {
 	case *topologyFile != "" && fs.NArg() > 0:
@@ -272,6 +277,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	etagLimit := fs.Int64("etag-sync-limit", 256<<20, "largest file created on the filesystem whose ETag is computed before its first HEAD or GET answers (larger: in the background)")
 	shutdownDelay := fs.Duration("shutdown-delay", 5*time.Second, "readiness reports down this long before the listener stops")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	formSpill := formSpillFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -281,6 +287,10 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 		return 2
 	}
 	captureStrays(stderr, log)
+	if err := applyFormSpill(*formSpill, log); err != nil {
+		fmt.Fprintln(stderr, "strata:", err)
+		return 2
+	}
 	if fs.NArg() != 0 {
 		fs.Usage()
 		return 2
@@ -312,4 +322,34 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 		return 1
 	}
 	return 0
+}
+
+// noSpillDir is a temporary directory nothing can be created in (a path
+// under a device file: ENOTDIR, even for root).
+const noSpillDir = "/dev/null/strata-forms-never-spill"
+
+// formSpillFlag registers --form-spill-dir.
+func formSpillFlag(fs *flag.FlagSet) *string {
+	return fs.String("form-spill-dir", "", "directory where the file part of a POST form upload over 16 MiB may be kept while it is parsed "+
+		"(bound it: a volume of its own); empty: such forms are refused and no request is ever written to a temporary file")
+}
+
+// applyFormSpill points the process's temporary directory at dir, or where
+// nothing can be created. The HTTP layer parses a multipart/form-data body
+// of known length as it arrives, before any handler (so before
+// authentication), keeping up to 16 MiB of file data in memory and the
+// rest in temporary files; versitygw, which configures that layer, offers
+// no way to turn it off. Without a directory, a form carrying more is
+// refused when it crosses 16 MiB instead of filling the node's disk
+// (docs/security.md). Nothing else in the process uses the temporary
+// directory.
+func applyFormSpill(dir string, log *slog.Logger) error {
+	if dir == "" {
+		dir = noSpillDir
+	} else if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("--form-spill-dir %s: not a directory", dir)
+	} else {
+		log.Info("POST form uploads over 16 MiB spill to a directory", "dir", dir)
+	}
+	return os.Setenv("TMPDIR", dir)
 }

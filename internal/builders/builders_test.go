@@ -99,6 +99,9 @@ func TestServerStatefulSet(t *testing.T) {
 			var vols []string
 			for _, v := range sts.Spec.Template.Spec.Volumes {
 				vols = append(vols, v.Name)
+				if v.EmptyDir != nil && v.EmptyDir.SizeLimit == nil {
+					t.Errorf("emptyDir %s has no sizeLimit: a pod could fill its node's ephemeral storage", v.Name)
+				}
 			}
 			if !slices.Equal(vols, tc.wantVols) {
 				t.Errorf("volumes = %v, want %v", vols, tc.wantVols)

@@ -2,6 +2,7 @@ package builders
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -81,6 +82,11 @@ func (e Engine) env() []corev1.EnvVar {
 	}
 }
 
+// tmpSizeLimit bounds the pod's writable /tmp. The engine writes nothing
+// there (POST form uploads never spill: docs/security.md); the bound keeps
+// it that way should anything try.
+var tmpSizeLimit = resource.MustParse("64Mi")
+
 // volumes and mounts for credentials, IAM, certificates and a writable tmp
 // (the root filesystem is read-only).
 func (e Engine) volumes() ([]corev1.Volume, []corev1.VolumeMount) {
@@ -94,7 +100,7 @@ func (e Engine) volumes() ([]corev1.Volume, []corev1.VolumeMount) {
 	vols := []corev1.Volume{
 		secret("root-credentials", e.RootSecret, AccessKeyKey, SecretKeyKey),
 		secret("iam", e.IAMSecret),
-		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(tmpSizeLimit)}}},
 	}
 	mounts := []corev1.VolumeMount{
 		{Name: "root-credentials", MountPath: RootMountPath, ReadOnly: true},

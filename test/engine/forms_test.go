@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha1"
@@ -8,9 +9,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/textproto"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +144,95 @@ func postForm(t *testing.T, url string, fields map[string]string, fieldsAsFiles 
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(answer)
+}
+
+// sendForm posts an unauthenticated multipart form whose file part is size
+// bytes to bucket, calling during once 20 MiB of it are sent (past what is
+// kept in memory); it returns the answer's status, or 0 when the server
+// closed the connection first.
+func sendForm(t *testing.T, addr, bucket string, size int, during func()) int {
+	t.Helper()
+	const boundary = "strataformboundary"
+	head := "--" + boundary + "\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nobj\r\n--" + boundary +
+		"\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+	tail := "\r\n--" + boundary + "--\r\n"
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Minute))
+	go func() {
+		_, _ = fmt.Fprintf(conn, "POST /%s HTTP/1.1\r\nHost: %s\r\nContent-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n%s",
+			bucket, addr, boundary, len(head)+size+len(tail), head)
+		block := bytes.Repeat([]byte("A"), 1<<20)
+		for sent := 0; sent < size; sent += len(block) {
+			if sent >= 20<<20 && during != nil {
+				during()
+				during = nil
+			}
+			if _, err := conn.Write(block[:min(len(block), size-sent)]); err != nil {
+				return // refused: the server closed the connection
+			}
+		}
+		_, _ = io.WriteString(conn, tail)
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// filesUnder counts the regular files under dir.
+func filesUnder(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// TestFormsNeverSpillToDisk: the HTTP layer parses a form upload before any
+// authentication. An unauthenticated 48 MiB form is refused once it passes
+// the 16 MiB kept in memory, and nothing is written to the temporary
+// directory the process was given (the server overrides it). A small form
+// still gets its S3 answer. With --form-spill-dir, the same form's file
+// is kept there while it is parsed, and it is gone afterwards.
+func TestFormsNeverSpillToDisk(t *testing.T) {
+	tmp := t.TempDir()
+	s := startServer(t, serverOpts{drives: 4, env: []string{"TMPDIR=" + tmp}})
+	mustCreateBucket(t, s.aws(), "forms")
+	seen := -1
+	status := sendForm(t, s.addr, "forms", 48<<20, func() { seen = filesUnder(t, tmp) })
+	if status >= 200 && status < 300 {
+		t.Fatalf("an unauthenticated 48 MiB form was accepted (%d)", status)
+	}
+	if seen > 0 || filesUnder(t, tmp) != 0 {
+		t.Fatalf("the form was written to the temporary directory (%d files during, %d after)", seen, filesUnder(t, tmp))
+	}
+	if status := sendForm(t, s.addr, "forms", 1<<20, nil); status < 400 || status >= 500 {
+		t.Fatalf("a small unauthenticated form: status %d, want an S3 refusal (4xx)", status)
+	}
+	if _, err := s.aws().HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String("forms"), Key: aws.String("obj")}); errCode(err) != "NotFound" {
+		t.Fatalf("an unauthenticated form stored an object: %v", err)
+	}
+
+	spill := t.TempDir()
+	s2 := startServer(t, serverOpts{drives: 4, extra: []string{"--form-spill-dir", spill}})
+	mustCreateBucket(t, s2.aws(), "forms")
+	seen = -1
+	status = sendForm(t, s2.addr, "forms", 48<<20, func() {
+		waitFor(t, "the form's file in the spill directory", 10*time.Second, func() bool { return filesUnder(t, spill) > 0 })
+		seen = filesUnder(t, spill)
+	})
+	if status < 400 || status >= 500 || seen < 1 {
+		t.Fatalf("with a spill directory: status %d (want a 4xx refusal of the unsigned form), %d files seen while parsing", status, seen)
+	}
+	waitFor(t, "the spill directory emptied", 10*time.Second, func() bool { return filesUnder(t, spill) == 0 })
 }
