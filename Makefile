@@ -71,11 +71,19 @@ bundle: manifests ## Generate the OLM bundle (bundle/); part of `make manifests`
 ##@ Test
 
 .PHONY: test
-test: verify lint unit engine-integration conformance envtest-suites localcluster-e2e ## Everything CI runs: verify, lint, unit, engine integration, S3 conformance, envtest suites and the local-cluster end-to-end test.
+test: verify lint unit fuzz-smoke engine-integration conformance envtest-suites localcluster-e2e ## Everything CI runs: verify, lint, unit, fuzz targets (briefly), engine integration, S3 conformance, envtest suites and the local-cluster end-to-end test.
 
 .PHONY: unit
-unit: ## Unit tests (no API server).
+unit: ## Unit tests (no API server); fuzz targets run their seed corpora.
 	go test $$(go list ./... | grep -v /test/)
+
+.PHONY: fuzz-smoke
+fuzz-smoke: ## Each fuzz target of the engine for 2 s.
+	FUZZTIME=2s hack/fuzz.sh
+
+.PHONY: fuzz
+fuzz: ## Each fuzz target of the engine for FUZZTIME (default 60s).
+	FUZZTIME=$(or $(FUZZTIME),60s) hack/fuzz.sh
 
 .PHONY: engine-integration
 engine-integration: build pyclients strata-previous ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2, minio-go, the aws CLI, boto3 and s3cmd.

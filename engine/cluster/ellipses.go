@@ -40,7 +40,8 @@ func ExpandEllipses(arg string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if (hi-lo+1)*len(rest) > maxExpansion {
+	// hi-lo first: their product could overflow (a fuzz-found panic).
+	if hi-lo >= maxExpansion || (hi-lo+1)*len(rest) > maxExpansion {
 		return nil, fmt.Errorf("endpoint %q expands to more than %d endpoints", arg, maxExpansion)
 	}
 	out := make([]string, 0, (hi-lo+1)*len(rest))

@@ -241,6 +241,10 @@ func (p PoolSpec) Layout(loc Locality) (PoolLayout, error) {
 	if err != nil {
 		return PoolLayout{}, fmt.Errorf("pool %s: %w", p.Name, err)
 	}
+	if len(raw) == 0 {
+		// (a fuzz-found panic: a division by the number of servers)
+		return PoolLayout{}, fmt.Errorf("pool %s has no endpoints", p.Name)
+	}
 	eps := make([]Endpoint, len(raw))
 	var hosts []string
 	perHost := map[string][]int{}
