@@ -20,7 +20,7 @@ var (
 // ProtocolVersion, so builds two versions apart interoperate during a
 // rolling upgrade.
 const (
-	ProtocolVersion    = 3
+	ProtocolVersion    = 4
 	MinProtocolVersion = 1
 )
 

@@ -194,7 +194,7 @@ func (p *Peer) currentEpoch() context.Context {
 // ping is Ping without the offline short-cut.
 func (p *Peer) ping(ctx context.Context) error {
 	var out struct{ Protocol int }
-	err := p.do(ctx, opPing.name, nil, nil, func(r io.Reader) error { return json.NewDecoder(r).Decode(&out) })
+	err := p.do(ctx, opPing.name, nil, nil, nil, func(r io.Reader) error { return json.NewDecoder(r).Decode(&out) })
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (e *statusError) Error() string { return fmt.Sprintf("internode: %d %s", e.
 // backoff when idempotent and the peer did not answer.
 func (p *Peer) call(ctx context.Context, op string, q url.Values, body []byte, idempotent bool, out func(io.Reader) error) error {
 	return p.retry(ctx, idempotent, func(ctx context.Context) error {
-		return p.do(ctx, op, q, bytes.NewReader(body), out)
+		return p.do(ctx, op, q, body, nil, out)
 	})
 }
 
@@ -290,16 +290,22 @@ func (p *Peer) retry(ctx context.Context, idempotent bool, try func(context.Cont
 	return fmt.Errorf("%w: %s: %w", ErrNodeOffline, p.Host, err)
 }
 
-func (p *Peer) do(ctx context.Context, op string, q url.Values, body io.Reader, out func(io.Reader) error) error {
+// do sends one request: body, signed with its hash, or (shard writes)
+// stream, unsigned.
+func (p *Peer) do(ctx context.Context, op string, q url.Values, body []byte, stream io.Reader, out func(io.Reader) error) error {
 	u := p.base + op
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, body)
+	r, sum := stream, unsignedPayload
+	if stream == nil {
+		r, sum = bytes.NewReader(body), bodySum(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, r)
 	if err != nil {
 		return err
 	}
-	sign(req, p.opts.Secret, p.Version())
+	sign(req, p.opts.Secret, p.Version(), sum)
 	resp, err := p.hc.Do(req)
 	if err != nil {
 		return err

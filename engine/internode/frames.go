@@ -443,7 +443,7 @@ func (p *Peer) dialFrames(ctx context.Context) (*frameConn, error) {
 	}
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", framesUpgrade)
-	sign(req, p.opts.Secret, p.Version())
+	sign(req, p.opts.Secret, p.Version(), bodySum(nil))
 	br := bufio.NewReader(conn)
 	if err := req.Write(conn); err != nil {
 		conn.Close()

@@ -141,8 +141,8 @@ func roundTrip(t *testing.T, p *Peer, n *testNode, key string) {
 func TestFramedBatchesAndShardReads(t *testing.T) {
 	n := startNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1", "d2"))
 	p := newPeer(t, n, Protocol)
-	if p.Version() != framesProtocol {
-		t.Fatalf("negotiated protocol %d, want %d", p.Version(), framesProtocol)
+	if p.Version() != Protocol {
+		t.Fatalf("negotiated protocol %d, want %d", p.Version(), Protocol)
 	}
 	roundTrip(t, p, n, "a")
 	if !framed(p) {

@@ -183,7 +183,7 @@ func (d *RemoteDrive) CreateStaged(ctx context.Context, id [16]byte, part int) (
 	go func() {
 		defer cancel()
 		defer stop()
-		err := d.peer.do(sctx, opShardWrite.name, q, pr, nil)
+		err := d.peer.do(sctx, opShardWrite.name, q, nil, pr, nil)
 		_ = pr.CloseWithError(err)
 		if transportErr(err) && ctx.Err() == nil {
 			d.peer.markOffline(err)

@@ -39,6 +39,8 @@ type Server struct {
 	connMu sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+
+	nonces nonces // of the signed requests accepted
 }
 
 // NodeHooks are the node-level operations peers ask of a node.
@@ -56,7 +58,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if err := verify(r, s.Secret); err != nil {
+	if err := verify(r, s.Secret, &s.nonces); err != nil {
 		s.Log.Warn("internode request refused", "from", r.RemoteAddr, "err", err)
 		http.Error(w, err.Error(), http.StatusUnauthorized)
 		return
