@@ -121,12 +121,16 @@ type UserSpec struct {
 	// +kubebuilder:default=readwrite
 	Policy UserPolicy `json:"policy,omitempty"`
 
-	// buckets the policy applies to; empty or ["*"] means every bucket.
-	// +optional
+	// buckets the policy applies to, by name; ["*"] means every bucket,
+	// present and future. Required, so that access to every bucket is
+	// always written down.
+	// +required
 	// +listType=set
+	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=1024
 	// +kubebuilder:validation:items:MaxLength=63
-	Buckets []string `json:"buckets,omitempty"`
+	// +kubebuilder:validation:XValidation:rule="!self.exists(b, b == '*') || self.size() == 1",message="buckets: \"*\" (every bucket) cannot be listed with bucket names"
+	Buckets []string `json:"buckets"`
 }
 
 // UserPolicy is a canned access policy.

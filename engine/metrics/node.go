@@ -13,7 +13,6 @@ var DriveStates = []string{"online", "offline", "healing", "unformatted"}
 type Drive struct {
 	Pool       string
 	Set, Index int
-	Endpoint   string
 	State      string
 	TotalBytes uint64
 	FreeBytes  uint64
@@ -44,7 +43,10 @@ type nodeCollector struct {
 
 // RegisterNode registers a collector of the node's drives and healing.
 func RegisterNode(reg prometheus.Registerer, snapshot func() Snapshot) {
-	labels := []string{"pool", "set", "index", "endpoint"}
+	// A drive is named by its slot (pool, set, index): the metrics are
+	// served without authentication, so they name no internal host or path
+	// (the authenticated admin API maps slots to endpoints).
+	labels := []string{"pool", "set", "index"}
 	c := &nodeCollector{
 		snapshot: snapshot,
 		driveState: prometheus.NewDesc("strata_drive_state", "1 for the drive's current state (online, offline, healing, unformatted).",
@@ -82,7 +84,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.snapshot()
 	for _, d := range s.Drives {
-		lv := []string{d.Pool, strconv.Itoa(d.Set), strconv.Itoa(d.Index), d.Endpoint}
+		lv := []string{d.Pool, strconv.Itoa(d.Set), strconv.Itoa(d.Index)}
 		for _, st := range DriveStates {
 			v := 0.0
 			if st == d.State {

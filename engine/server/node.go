@@ -230,7 +230,7 @@ func (n *Node) snapshot(ctx context.Context) metrics.Snapshot {
 	}
 	for _, p := range info.Pools {
 		for _, d := range p.Drives {
-			s.Drives = append(s.Drives, metrics.Drive{Pool: p.Name, Set: d.Set, Index: d.Index, Endpoint: d.Endpoint,
+			s.Drives = append(s.Drives, metrics.Drive{Pool: p.Name, Set: d.Set, Index: d.Index,
 				State: d.State, TotalBytes: d.TotalBytes, FreeBytes: d.FreeBytes})
 		}
 	}

@@ -80,8 +80,9 @@ type IAMFile struct {
 }
 
 // IAMSecret renders the IAM file for the tenant's users. keys maps a user
-// name to its (access, secret) pair, read from the user's Secret. Empty
-// buckets and ["*"] both mean every bucket (an empty list in the file).
+// name to its (access, secret) pair, read from the user's Secret. A user's
+// buckets are required by the API; ["*"] means every bucket (an empty list
+// in the file, which is how the engine reads "every bucket").
 func IAMSecret(t *v1.Tenant, keys map[string][2]string) (*corev1.Secret, error) {
 	doc := IAMFile{Users: []IAMUser{}}
 	for _, u := range t.Spec.Users {

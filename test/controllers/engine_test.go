@@ -46,7 +46,7 @@ var _ = Describe("against a real strata server", func() {
 		t := tenant(ns)
 		t.Spec.TLS.Mode = v1.TLSDisabled
 		t.Spec.Buckets = []v1.BucketSpec{{Name: "photos", Versioning: "Enabled"}, {Name: "logs"}}
-		t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "app-keys"}, Policy: "readonly"}}
+		t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "app-keys"}, Policy: "readonly", Buckets: []string{"*"}}}
 		Expect(k8s.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1ObjectMeta(ns, "app-keys"),
 			StringData: map[string]string{"accessKey": "APPKEY0000", "secretKey": "app-secret-0000"},

@@ -50,7 +50,7 @@ var _ = Describe("samples", func() {
 var _ = Describe("defaults", func() {
 	It("fill in a minimal Tenant", func() {
 		t := minimalTenant(newNamespace())
-		t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "app-keys"}}}
+		t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "app-keys"}, Buckets: []string{"*"}}}
 		Expect(k8s.Create(ctx, t)).To(Succeed())
 		s := t.Spec
 		Expect(s.ImagePullPolicy).To(Equal("IfNotPresent"))
@@ -200,16 +200,22 @@ var _ = Describe("invalid specs", func() {
 		}), "bucket names may not contain two adjacent dots"}),
 		Entry("a user sharing the root Secret", invalid{tenantWith(func(t *v1.Tenant) {
 			t.Spec.Credentials.SecretRef = &v1.SecretReference{Name: "root"}
-			t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "root"}}}
+			t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "root"}, Buckets: []string{"*"}}}
 		}), "a user's secretRef may not be the root credentials Secret"}),
 		Entry("two users of one name", invalid{tenantWith(func(t *v1.Tenant) {
 			t.Spec.Users = []v1.UserSpec{
-				{Name: "app", SecretRef: v1.SecretReference{Name: "a"}},
-				{Name: "app", SecretRef: v1.SecretReference{Name: "b"}},
+				{Name: "app", SecretRef: v1.SecretReference{Name: "a"}, Buckets: []string{"*"}},
+				{Name: "app", SecretRef: v1.SecretReference{Name: "b"}, Buckets: []string{"*"}},
 			}
 		}), "Duplicate value"}),
+		Entry("a user without buckets", invalid{tenantWith(func(t *v1.Tenant) {
+			t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "a"}}}
+		}), "spec.users[0].buckets"}),
+		Entry("every bucket and some", invalid{tenantWith(func(t *v1.Tenant) {
+			t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "a"}, Buckets: []string{"photos", "*"}}}
+		}), `"*" (every bucket) cannot be listed with bucket names`}),
 		Entry("unknown user policy", invalid{tenantWith(func(t *v1.Tenant) {
-			t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "a"}, Policy: "superuser"}}
+			t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "a"}, Policy: "superuser", Buckets: []string{"*"}}}
 		}), `Unsupported value: "superuser"`}),
 		Entry("unknown deletion policy", invalid{tenantWith(func(t *v1.Tenant) {
 			t.Spec.DeletionPolicy = "Forget"
@@ -274,7 +280,7 @@ var _ = Describe("allowed changes", func() {
 		t.Spec.Image = "strata:0.1.0"
 		Expect(k8s.Create(ctx, t)).To(Succeed())
 		t.Spec.Image = "strata:0.2.0"
-		t.Spec.Users = append(t.Spec.Users, v1.UserSpec{Name: "backup", SecretRef: v1.SecretReference{Name: "backup-keys"}, Policy: "readonly"})
+		t.Spec.Users = append(t.Spec.Users, v1.UserSpec{Name: "backup", SecretRef: v1.SecretReference{Name: "backup-keys"}, Policy: "readonly", Buckets: []string{"*"}})
 		Expect(k8s.Update(ctx, t)).To(Succeed())
 	})
 

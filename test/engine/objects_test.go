@@ -766,4 +766,10 @@ func TestHealthMetricsAndAdmin(t *testing.T) {
 	if contains(string(m), rootPassword) || contains(s.logs(), rootPassword) {
 		t.Fatal("the root secret appears in metrics or logs")
 	}
+	// The metrics are unauthenticated: they name no drive's path or host.
+	for _, d := range s.drives {
+		if contains(string(m), d) {
+			t.Errorf("the unauthenticated metrics name the drive %s", d)
+		}
+	}
 }
