@@ -176,6 +176,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	parity := fs.Int("parity", 0, "parity shards per erasure set (0: 1 for 2-3 drives, 2 for 4-5, 3 for 6-7, 4 for 8-16)")
 	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key (reloaded when they change); empty serves plain HTTP")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
+	insecureInternode := fs.Bool("insecure-internode", false, "let a cluster run its internode service without mutual TLS (no --certs-dir, or no ca.crt in it); only for networks where nothing but the deployment's servers reaches the internode port")
 	noSync := fs.Bool("no-sync", false, "do not fsync data and metadata (NOT durable; for benchmarks that say so)")
 	scanInterval := fs.Duration("scan-interval", erasure.DefaultHealerOptions.ScanInterval, "pause between two integrity scans of every object")
 	healRate := fs.Float64("heal-bytes-per-second", erasure.DefaultHealerOptions.BytesPerSecond, "bound on the bytes healing and scanning read per second")
@@ -242,7 +243,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	healer.ScanInterval, healer.BytesPerSecond = *scanInterval, *healRate
 	err = server.Run(ctx, server.Config{
 		Address: *address, Topology: topo, TopologyFile: *topologyFile, InternodePort: *internodePort,
-		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir,
+		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode,
 		CertsReloadInterval: *certsReload, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
 		Healer: healer, StaleUploadAge: *staleUploads,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, Log: log,

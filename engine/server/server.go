@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,9 @@ type Config struct {
 	NoSync bool
 	// CertsDir holds tls.crt and tls.key (and ca.crt); empty = plain HTTP.
 	CertsDir string
+	// InsecureInternode lets a clustered node run its internode service
+	// without mutual TLS (no CertsDir, or no ca.crt in it).
+	InsecureInternode bool
 	// CertsReloadInterval is how often they are checked for changes.
 	CertsReloadInterval time.Duration
 	Root                iam.Credentials
@@ -103,10 +107,15 @@ func Run(ctx context.Context, cfg Config) error {
 	secret := internode.Secret(cfg.Root.SecretKey)
 	peerOpts := internode.PeerOptions{Secret: secret, Version: cfg.InternodeProtocol, Log: log}
 	var serverTLS *tls.Config
-	if cfg.CertsDir != "" && clustered(cfg.Topology) {
-		var err error
-		if serverTLS, peerOpts.TLS, err = internode.TLSConfigs(cfg.CertsDir); err != nil {
+	if clustered(cfg.Topology) {
+		if err := internodeTrust(cfg, log); err != nil {
 			return err
+		}
+		if cfg.CertsDir != "" {
+			var err error
+			if serverTLS, peerOpts.TLS, err = internode.TLSConfigs(cfg.CertsDir); err != nil {
+				return err
+			}
 		}
 	}
 	dep := cluster.NewDeployment(cluster.Options{
@@ -399,4 +408,31 @@ func AbortStaleUploads(ctx context.Context, p *erasure.Pools, age time.Duration)
 		}
 	}
 	return aborted, nil
+}
+
+// internodeTrust refuses to run a cluster whose internode traffic would not
+// be mutually authenticated by TLS (no certificates, or no ca.crt to verify
+// peers with), unless InsecureInternode says to, which is then logged.
+// Requests are signed either way; TLS is what keeps them private and their
+// answers genuine.
+func internodeTrust(cfg Config, log *slog.Logger) error {
+	missing := ""
+	switch {
+	case cfg.CertsDir == "":
+		missing = "no --certs-dir"
+	default:
+		if _, err := os.Stat(filepath.Join(cfg.CertsDir, "ca.crt")); err != nil {
+			missing = "no ca.crt in " + cfg.CertsDir + " to verify peers with"
+		}
+	}
+	if missing == "" {
+		return nil
+	}
+	if !cfg.InsecureInternode {
+		return fmt.Errorf("internode traffic would not be mutually authenticated (%s): give --certs-dir with tls.crt, tls.key and ca.crt, "+
+			"or --insecure-internode when only this deployment's servers can reach the internode port", missing)
+	}
+	log.Warn("internode traffic is not mutually authenticated (--insecure-internode): only this deployment's servers may reach the internode port",
+		"reason", missing, "internodePort", cfg.InternodePort)
+	return nil
 }

@@ -28,7 +28,7 @@ for n in "${nodes[@]}"; do
 done
 (IFS=,; echo "{\"version\":1,\"pools\":[{\"name\":\"pool-a\",\"endpoints\":[${eps[*]}]}]}") > "$work/topology.json"
 for n in "${nodes[@]}"; do
-	$strata server --address 127.0.0.$n:9300 --internode-port 9301 --topology "$work/topology.json" > "$work/n$n.log" 2>&1 &
+	$strata server --address 127.0.0.$n:9300 --internode-port 9301 --topology "$work/topology.json" --insecure-internode > "$work/n$n.log" 2>&1 &
 	pids+=($!)
 done
 mkdir -p "$work/single"

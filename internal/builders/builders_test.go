@@ -65,7 +65,7 @@ func TestServerStatefulSet(t *testing.T) {
 		pool:      testPool("pool-a", 4, 2),
 		group:     placement.Group{Replicas: 4},
 		wantName:  "media-pool-a",
-		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json"},
+		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--insecure-internode"},
 		wantProbe: corev1.URISchemeHTTP,
 		wantVols:  []string{"root-credentials", "iam", "tmp", "topology"},
 	}, {

@@ -50,6 +50,10 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 	mounts = append(mounts, dataMounts...)
 	mounts = append(mounts, corev1.VolumeMount{Name: "topology", MountPath: TopologyMountPath, ReadOnly: true})
 	args := []string{"server", "--address", fmt.Sprintf(":%d", S3Port), "--topology", TopologyFile}
+	if e.TLSSecret == "" {
+		// tls.mode Disabled: the user chose plain internode traffic too.
+		args = append(args, "--insecure-internode")
+	}
 	c := e.container(args, mounts, p.Spec.PodPlacement)
 
 	return &appsv1.StatefulSet{

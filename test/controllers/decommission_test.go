@@ -92,7 +92,7 @@ var _ = Describe("decommissioning a ServerPool against a real strata server", fu
 		root := &corev1.Secret{}
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-root-credentials"), root) }).Should(Succeed())
 		access, secret := string(root.Data[builders.AccessKeyKey]), string(root.Data[builders.SecretKeyKey])
-		addr := startEngine([]string{"STRATA_ROOT_USER=" + access, "STRATA_ROOT_PASSWORD=" + secret}, "--topology", topo)
+		addr := startEngine([]string{"STRATA_ROOT_USER=" + access, "STRATA_ROOT_PASSWORD=" + secret}, "--topology", topo, "--insecure-internode")
 		fakeEn.route(ns, "http://"+addr)
 		markStatefulSetReady(ns, "media-old")
 		markStatefulSetReady(ns, "media-nvme")

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -96,6 +97,11 @@ func (c *cluster) start(nodes []int) {
 		}
 		s.args = []string{"server", "--address", s.addr, "--internode-port", strconv.Itoa(c.rpcPort), "--topology", c.topoFile,
 			"--drive-monitor-interval", "500ms", "--shutdown-delay", "0s", "--log-level", "debug"}
+		if s.bin == "" {
+			// Loopback or private namespaces, no TLS (the previous build
+			// has no such flag and runs without it).
+			s.args = append(s.args, "--insecure-internode")
+		}
 		s.startProcess()
 		c.nodes[n] = s
 		c.t.Cleanup(func() {
@@ -484,4 +490,46 @@ func TestClusterAddPoolLiveThenDecommission(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	checkCorpus(t, c.nodes[13], "grow", objs)
+}
+
+// TestClusterNeedsMutualTLSOrSaysInsecure: a clustered server refuses to
+// start when its internode traffic would not be mutually authenticated
+// (no certificates; certificates without ca.crt), naming the way out; with
+// --insecure-internode it starts and says so in its log.
+func TestClusterNeedsMutualTLSOrSaysInsecure(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	topo := filepath.Join(dir, "topology.json")
+	doc := fmt.Sprintf(`{"version":1,"pools":[{"name":"pool-0","endpoints":["http://127.0.0.1:%d%s/d{1...4}"]}]}`, port, dir)
+	if err := os.WriteFile(topo, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	certs := t.TempDir()
+	writeCert(t, certs, 1) // tls.crt and tls.key, no ca.crt
+	run := func(extra ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		args := append([]string{"server", "--address", fmt.Sprintf("127.0.0.1:%d", port), "--internode-port", strconv.Itoa(freePort(t)),
+			"--topology", topo}, extra...)
+		cmd := exec.CommandContext(ctx, strataBin, args...)
+		cmd.Env = append(os.Environ(), "STRATA_ROOT_USER="+rootUser, "STRATA_ROOT_PASSWORD="+rootPassword)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for name, extra := range map[string][]string{"no certificates": nil, "no ca.crt": {"--certs-dir", certs}} {
+		out, err := run(extra...)
+		if err == nil || !strings.Contains(out, "not be mutually authenticated") || !strings.Contains(out, "--insecure-internode") {
+			t.Errorf("%s: started or said something else (%v):\n%s", name, err, out)
+		}
+	}
+
+	s := &server{t: t, addr: fmt.Sprintf("127.0.0.1:%d", port),
+		args: []string{"server", "--address", fmt.Sprintf("127.0.0.1:%d", port), "--internode-port", strconv.Itoa(freePort(t)),
+			"--topology", topo, "--insecure-internode", "--shutdown-delay", "0s"}}
+	s.start()
+	t.Cleanup(s.kill)
+	if !strings.Contains(s.logs(), "not mutually authenticated (--insecure-internode)") {
+		t.Errorf("the insecure start was not logged:\n%s", s.logs())
+	}
+	mustCreateBucket(t, s.aws(), "insecure")
 }
