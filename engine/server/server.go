@@ -417,13 +417,10 @@ func AbortStaleUploads(ctx context.Context, p *erasure.Pools, age time.Duration)
 // answers genuine.
 func internodeTrust(cfg Config, log *slog.Logger) error {
 	missing := ""
-	switch {
-	case cfg.CertsDir == "":
+	if cfg.CertsDir == "" {
 		missing = "no --certs-dir"
-	default:
-		if _, err := os.Stat(filepath.Join(cfg.CertsDir, "ca.crt")); err != nil {
-			missing = "no ca.crt in " + cfg.CertsDir + " to verify peers with"
-		}
+	} else if _, err := os.Stat(filepath.Join(cfg.CertsDir, "ca.crt")); err != nil {
+		missing = "no ca.crt in " + cfg.CertsDir + " to verify peers with"
 	}
 	if missing == "" {
 		return nil
