@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/utils/ptr"
 )
@@ -47,6 +48,11 @@ var serviceOps = kindOps[*corev1.Service]{
 		l.Spec.Ports = ports
 		l.Spec.PublishNotReadyAddresses = d.Spec.PublishNotReadyAddresses
 	},
+}
+
+var networkPolicyOps = kindOps[*networkingv1.NetworkPolicy]{
+	same:  func(l, d *networkingv1.NetworkPolicy) bool { return derivative(d.Spec, l.Spec) },
+	merge: func(l, d *networkingv1.NetworkPolicy) { l.Spec = d.Spec },
 }
 
 var statefulSetOps = kindOps[*appsv1.StatefulSet]{

@@ -13,6 +13,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +33,7 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors;prometheusrules,verbs=get;list;watch;create;update;patch;delete
 
@@ -95,6 +97,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.reconcileCredentials,
 		r.reconcileCertificates,
 		r.reconcileServices,
+		r.reconcileNetworkPolicy,
 		r.reconcilePools,
 		r.reconcileTopology,
 		r.reconcileMonitoring,
@@ -342,6 +345,17 @@ func (r *TenantReconciler) reconcileServices(ctx context.Context, s *tenantScope
 	return nil
 }
 
+// reconcileNetworkPolicy keeps the servers' NetworkPolicy, or removes it
+// when the tenant turned it off.
+func (r *TenantReconciler) reconcileNetworkPolicy(ctx context.Context, s *tenantScope) error {
+	np := builders.ServerNetworkPolicy(s.tenant)
+	if !builders.NetworkPolicyEnabled(s.tenant) {
+		return deleteOwned(ctx, r.Client, s.tenant, np)
+	}
+	_, err := apply(ctx, r.Client, r.Scheme, s.tenant, np, networkPolicyOps)
+	return err
+}
+
 // reconcilePools lists the tenant's pools for the topology file and status.
 func (r *TenantReconciler) reconcilePools(ctx context.Context, s *tenantScope) error {
 	t := s.tenant
@@ -540,6 +554,7 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1.Tenant{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&v1.ServerPool{}, handler.EnqueueRequestsFromMapFunc(poolToTenant)).
 		Watches(&v1.GatewayPool{}, handler.EnqueueRequestsFromMapFunc(poolToTenant)).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(labelToTenant)).

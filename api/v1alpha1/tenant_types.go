@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -70,6 +71,14 @@ type TenantSpec struct {
 	// +optional
 	// +kubebuilder:default={strategy: Rolling}
 	Upgrade UpgradeSpec `json:"upgrade,omitempty"`
+
+	// networkPolicy restricts what reaches the tenant's servers: the
+	// internode port only from the tenant's own servers, the S3 port from
+	// s3From (anywhere when empty). It takes effect where the cluster runs
+	// a NetworkPolicy controller.
+	// +optional
+	// +kubebuilder:default={enabled: true}
+	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
 
 	// deletionPolicy says what happens to data when the Tenant is deleted.
 	// Retain keeps every PersistentVolumeClaim (and so the data) and the
@@ -250,6 +259,20 @@ type MonitoringSpec struct {
 	// +optional
 	// +kubebuilder:default={enabled: true}
 	PrometheusRule PrometheusRuleSpec `json:"prometheusRule,omitempty"`
+}
+
+// NetworkPolicySpec configures the NetworkPolicy of a tenant's servers.
+type NetworkPolicySpec struct {
+	// enabled creates the NetworkPolicy.
+	// +optional
+	// +kubebuilder:default=true
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// s3From are the peers allowed to reach the S3 port (pods, namespaces
+	// or address blocks, as in a NetworkPolicy rule); empty: anywhere.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	S3From []networkingv1.NetworkPolicyPeer `json:"s3From,omitempty"`
 }
 
 // ServiceMonitorSpec configures the tenant's ServiceMonitor.

@@ -3,12 +3,14 @@ package builders
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -377,5 +379,34 @@ func TestPoolDeletionRefusal(t *testing.T) {
 				t.Fatalf("the refusal does not say how to decommission: %q", got)
 			}
 		})
+	}
+}
+
+// TestServerNetworkPolicy: the servers' internode port admits only the
+// tenant's servers, the S3 port spec.networkPolicy.s3From (anywhere when
+// empty), and nothing else is opened.
+func TestServerNetworkPolicy(t *testing.T) {
+	tn := testTenant()
+	np := ServerNetworkPolicy(tn)
+	if np.Name != "media-servers" || !maps.Equal(np.Spec.PodSelector.MatchLabels, ServerSelector("media")) {
+		t.Fatalf("policy %s selects %v", np.Name, np.Spec.PodSelector.MatchLabels)
+	}
+	if len(np.Spec.Ingress) != 2 || len(np.Spec.PolicyTypes) != 1 || np.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress {
+		t.Fatalf("rules: %+v", np.Spec)
+	}
+	s3, internode := np.Spec.Ingress[0], np.Spec.Ingress[1]
+	if s3.Ports[0].Port.IntValue() != S3Port || s3.From != nil {
+		t.Errorf("S3 rule: %+v", s3)
+	}
+	if internode.Ports[0].Port.IntValue() != InternodePort || len(internode.From) != 1 ||
+		!maps.Equal(internode.From[0].PodSelector.MatchLabels, ServerSelector("media")) || internode.From[0].NamespaceSelector != nil {
+		t.Errorf("internode rule: %+v", internode)
+	}
+	tn.Spec.NetworkPolicy.S3From = []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}}}
+	if got := ServerNetworkPolicy(tn).Spec.Ingress[0].From; len(got) != 1 || got[0].IPBlock.CIDR != "10.0.0.0/8" {
+		t.Errorf("s3From not applied: %+v", got)
+	}
+	if !NetworkPolicyEnabled(tn) {
+		t.Error("enabled by default")
 	}
 }

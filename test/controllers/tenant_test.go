@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -65,6 +66,15 @@ var _ = Describe("a Tenant with a ServerPool and a GatewayPool", func() {
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-hl"), hl) }).Should(Succeed())
 		Expect(hl.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
 		Expect(hl.Spec.PublishNotReadyAddresses).To(BeTrue())
+
+		By("letting only the tenant's servers reach the internode port")
+		np := &networkingv1.NetworkPolicy{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-servers"), np) }).Should(Succeed())
+		Expect(np.Spec.PodSelector.MatchLabels).To(Equal(builders.ServerSelector("media")))
+		Expect(np.Spec.Ingress).To(HaveLen(2))
+		Expect(np.Spec.Ingress[0].From).To(BeEmpty(), "S3 from anywhere by default")
+		Expect(np.Spec.Ingress[1].Ports[0].Port.IntValue()).To(Equal(builders.InternodePort))
+		Expect(np.Spec.Ingress[1].From[0].PodSelector.MatchLabels).To(Equal(builders.ServerSelector("media")))
 
 		By("placing the pool and listing it in the topology file")
 		Eventually(poolCondition(sp, v1.ConditionStorageReady)).Should(Equal("True/Reconciled"))
@@ -194,6 +204,21 @@ var _ = Describe("a Tenant with a ServerPool and a GatewayPool", func() {
 		By("creating the declared buckets through S3")
 		Eventually(tenantCondition(t, v1.ConditionBucketsReady)).Should(Equal("True/Reconciled"))
 		Expect(fakeEn.bucketsAt(t.Status.Endpoints.S3)).To(ConsistOf(engine.Bucket{Name: "photos", Versioning: "Enabled"}))
+	})
+
+	It("removes the NetworkPolicy when the tenant turns it off, and restricts S3 to s3From", func() {
+		np := &networkingv1.NetworkPolicy{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-servers"), np) }).Should(Succeed())
+		peers := []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "web"}}}}
+		update(t, func(t *v1.Tenant) { t.Spec.NetworkPolicy.S3From = peers })
+		Eventually(func() ([]networkingv1.NetworkPolicyPeer, error) {
+			err := k8s.Get(ctx, key(ns, "media-servers"), np)
+			return np.Spec.Ingress[0].From, err
+		}).Should(Equal(peers))
+		update(t, func(t *v1.Tenant) { t.Spec.NetworkPolicy.Enabled = ptr.To(false) })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, key(ns, "media-servers"), &networkingv1.NetworkPolicy{}))
+		}).Should(BeTrue())
 	})
 
 	It("applies spec changes and reverts hand edits, without fighting the HPA", func() {
