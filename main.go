@@ -8,12 +8,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -62,6 +64,7 @@ type options struct {
 	defaultIssuerKind    string
 	enableWebhooks       bool
 	engineRefresh        time.Duration
+	watchNamespaces      string
 }
 
 func parseFlags() (options, zap.Options) {
@@ -88,6 +91,9 @@ func parseFlags() (options, zap.Options) {
 	flag.StringVar(&o.defaultIssuerKind, "default-issuer-kind", "ClusterIssuer", "Kind of --default-issuer: Issuer or ClusterIssuer.")
 	flag.BoolVar(&o.enableWebhooks, "enable-webhooks", true,
 		"Serve the defaulting and validating webhooks (needs tls.crt and tls.key in --webhook-cert-dir).")
+	flag.StringVar(&o.watchNamespaces, "watch-namespaces", os.Getenv("WATCH_NAMESPACE"),
+		"Comma-separated namespaces whose Tenants and pools the operator manages (default $WATCH_NAMESPACE, which OLM sets; empty: every namespace). "+
+			"With a list, the operator needs write access in those namespaces only.")
 	flag.DurationVar(&o.engineRefresh, "engine-refresh", time.Minute, "How often running tenants' admin API is read for drive states and capacity.")
 	zo := zap.Options{Development: false}
 	zo.BindFlags(flag.CommandLine)
@@ -107,7 +113,7 @@ func main() {
 
 func run(o options) error {
 	log := ctrl.Log.WithName("setup")
-	log.Info("starting strata operator", "version", buildinfo.String(), "defaultStrataImage", o.defaultStrataImage)
+	log.Info("starting strata operator", "version", buildinfo.String(), "defaultStrataImage", o.defaultStrataImage, "watchNamespaces", o.watchNamespaces)
 
 	var tlsOpts []func(*tls.Config)
 	if !o.enableHTTP2 {
@@ -128,7 +134,7 @@ func run(o options) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: newScheme(),
-		Cache:  cacheOptions(),
+		Cache:  cacheOptions(splitNamespaces(o.watchNamespaces)),
 		// Secrets are read straight from the API server when needed and
 		// watched as metadata only: caching every Secret of the cluster
 		// would cost memory and widen what a heap dump could leak.
@@ -186,8 +192,12 @@ func run(o options) error {
 // cacheOptions keep the informer caches small: no managedFields on any
 // object, and Nodes without their status (images, conditions, addresses),
 // since placement reads only labels and schedulability.
-func cacheOptions() cache.Options {
-	return cache.Options{
+//
+// With namespaces, namespaced objects are watched in those only, except
+// CSIStorageCapacity: the CSI drivers publish it in their own namespaces,
+// and placement reads it wherever it is.
+func cacheOptions(namespaces []string) cache.Options {
+	o := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Node{}: {Transform: func(obj any) (any, error) {
@@ -200,4 +210,23 @@ func cacheOptions() cache.Options {
 			}},
 		},
 	}
+	if len(namespaces) > 0 {
+		o.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			o.DefaultNamespaces[ns] = cache.Config{}
+		}
+		o.ByObject[&storagev1.CSIStorageCapacity{}] = cache.ByObject{Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}}
+	}
+	return o
+}
+
+// splitNamespaces parses --watch-namespaces.
+func splitNamespaces(list string) []string {
+	var out []string
+	for _, ns := range strings.Split(list, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
 }

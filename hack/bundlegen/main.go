@@ -71,10 +71,13 @@ func run(root, version, image string) error {
 		owned = append(owned, ownedCRD(crd))
 	}
 
-	clusterRules, err := rulesOf(filepath.Join(root, "config/rbac/role.yaml"))
+	managerRules, err := rulesOf(filepath.Join(root, "config/rbac/role.yaml"))
 	if err != nil {
 		return err
 	}
+	// OLM grants permissions in the OperatorGroup's target namespaces
+	// (cluster-wide for AllNamespaces), clusterPermissions everywhere.
+	clusterScoped, namespaced := splitRules(managerRules)
 	metricsRules, err := rulesOf(filepath.Join(root, "config/rbac/metrics_auth_role.yaml"))
 	if err != nil {
 		return err
@@ -123,9 +126,9 @@ func run(root, version, image string) error {
 			"maintainers":    []any{object{"name": "The Strata Authors", "email": "maintainers@strata.dev"}},
 			"links":          []any{object{"name": "Source", "url": "https://github.com/strata-storage/strata"}},
 			"installModes": []any{
-				object{"type": "OwnNamespace", "supported": false},
-				object{"type": "SingleNamespace", "supported": false},
-				object{"type": "MultiNamespace", "supported": false},
+				object{"type": "OwnNamespace", "supported": true},
+				object{"type": "SingleNamespace", "supported": true},
+				object{"type": "MultiNamespace", "supported": true},
 				object{"type": "AllNamespaces", "supported": true},
 			},
 			"customresourcedefinitions": object{"owned": owned},
@@ -133,8 +136,8 @@ func run(root, version, image string) error {
 			"install": object{
 				"strategy": "deployment",
 				"spec": object{
-					"clusterPermissions": []any{object{"serviceAccountName": serviceAccount, "rules": append(clusterRules, metricsRules...)}},
-					"permissions":        []any{object{"serviceAccountName": serviceAccount, "rules": leaderRules}},
+					"clusterPermissions": []any{object{"serviceAccountName": serviceAccount, "rules": append(clusterScoped, metricsRules...)}},
+					"permissions":        []any{object{"serviceAccountName": serviceAccount, "rules": append(namespaced, leaderRules...)}},
 					"deployments":        []any{object{"name": packageName, "label": object{"app.kubernetes.io/name": packageName}, "spec": deploy}},
 				},
 			},
@@ -255,6 +258,11 @@ func managerDeployment(path, image string) (object, error) {
 		pod["serviceAccountName"] = serviceAccount
 		for _, c := range pod["containers"].([]any) {
 			c.(object)["image"] = image
+			// The namespaces of the OperatorGroup ("" for all), which
+			// --watch-namespaces defaults to.
+			env, _ := c.(object)["env"].([]any)
+			c.(object)["env"] = append(env, object{"name": "WATCH_NAMESPACE", "valueFrom": object{
+				"fieldRef": object{"fieldPath": "metadata.annotations['olm.targetNamespaces']"}}})
 		}
 		return spec, nil
 	}
@@ -327,4 +335,40 @@ func writeYAML(path string, o object) error {
 		return err
 	}
 	return os.WriteFile(path, data, 0o644)
+}
+
+// clusterWide are the resources the manager reads outside the namespaces it
+// watches: cluster-scoped kinds, and the CSIStorageCapacity objects CSI
+// drivers publish in their own namespaces.
+var clusterWide = map[string]bool{"nodes": true, "namespaces": true, "storageclasses": true, "csistoragecapacities": true}
+
+// splitRules parts the manager's rules into those on clusterWide resources
+// and the others (namespaced, granted only where the operator watches).
+func splitRules(rules []any) (cluster, namespaced []any) {
+	for _, r := range rules {
+		r := r.(object)
+		var c, n []any
+		for _, res := range r["resources"].([]any) {
+			if clusterWide[res.(string)] {
+				c = append(c, res)
+			} else {
+				n = append(n, res)
+			}
+		}
+		with := func(res []any) object {
+			o := object{}
+			for k, v := range r {
+				o[k] = v
+			}
+			o["resources"] = res
+			return o
+		}
+		if len(c) > 0 {
+			cluster = append(cluster, with(c))
+		}
+		if len(n) > 0 {
+			namespaced = append(namespaced, with(n))
+		}
+	}
+	return cluster, namespaced
 }

@@ -102,15 +102,41 @@ func TestBundle(t *testing.T) {
 	if img := pod["containers"].([]any)[0].(object)["image"]; img != image {
 		t.Errorf("deployment image = %v, want %s", img, image)
 	}
-	if len(install["clusterPermissions"].([]any)[0].(object)["rules"].([]any)) == 0 {
-		t.Error("no cluster permissions")
+	// Write access is namespaced (granted in the OperatorGroup's
+	// namespaces); cluster-wide access is what placement reads.
+	resources := func(key string) map[string][]any {
+		out := map[string][]any{}
+		for _, r := range install[key].([]any)[0].(object)["rules"].([]any) {
+			for _, res := range r.(object)["resources"].([]any) {
+				out[res.(string)] = r.(object)["verbs"].([]any)
+			}
+		}
+		return out
+	}
+	cluster, namespaced := resources("clusterPermissions"), resources("permissions")
+	for _, res := range []string{"nodes", "storageclasses", "csistoragecapacities"} {
+		if _, ok := cluster[res]; !ok {
+			t.Errorf("cluster permissions lack %s", res)
+		}
+	}
+	for _, res := range []string{"secrets", "statefulsets", "deployments", "services", "networkpolicies", "leases"} {
+		if _, ok := cluster[res]; ok {
+			t.Errorf("%s granted cluster-wide", res)
+		}
+		if _, ok := namespaced[res]; !ok {
+			t.Errorf("namespaced permissions lack %s", res)
+		}
+	}
+	env := pod["containers"].([]any)[0].(object)["env"].([]any)
+	if last := env[len(env)-1].(object); last["name"] != "WATCH_NAMESPACE" {
+		t.Errorf("the manager is not told its OperatorGroup's namespaces: %v", env)
 	}
 
 	supported := map[string]bool{}
 	for _, m := range spec["installModes"].([]any) {
 		supported[m.(object)["type"].(string)] = m.(object)["supported"].(bool)
 	}
-	if !supported["AllNamespaces"] || len(supported) != 4 {
+	if len(supported) != 4 || !supported["AllNamespaces"] || !supported["OwnNamespace"] || !supported["MultiNamespace"] || !supported["SingleNamespace"] {
 		t.Errorf("install modes = %v", supported)
 	}
 

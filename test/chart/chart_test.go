@@ -243,6 +243,36 @@ extraArgs: ["--zap-log-level=debug"]
 		Expect(vwcs.Items).To(BeEmpty())
 	})
 
+	It("upgrades to a watch-namespaces install: write access only in those namespaces, read access to what placement needs", func() {
+		for _, name := range []string{"team-a", "team-b"} {
+			Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+		}
+		upgrade := action.NewUpgrade(helm())
+		upgrade.Namespace, upgrade.Timeout = namespace, time.Minute
+		_, err := upgrade.RunWithContext(ctx, release, chrt, values(`
+image: {tag: test}
+webhook: {enabled: false}
+tenantIssuer: {create: false}
+watchNamespaces: [team-a, team-b]
+`))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(manager(deployment()).Args).To(ContainElement("--watch-namespaces=team-a,team-b"))
+		managerRole := release + "-strata-operator-manager"
+		Expect(exists(&rbacv1.ClusterRoleBinding{}, client.ObjectKey{Name: managerRole})).To(BeFalse(), "no cluster-wide binding of the manager's rules")
+		for _, ns := range []string{"team-a", "team-b"} {
+			rb := &rbacv1.RoleBinding{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: managerRole}, rb)).To(Succeed())
+			Expect(rb.RoleRef.Kind).To(Equal("ClusterRole"))
+			Expect(rb.RoleRef.Name).To(Equal(managerRole))
+		}
+		reader := &rbacv1.ClusterRole{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: release + "-strata-operator-cluster-reader"}, reader)).To(Succeed())
+		for _, r := range reader.Rules {
+			Expect(r.Verbs).NotTo(ContainElements("create", "update", "patch", "delete"), "cluster-wide access is read-only")
+		}
+		Expect(exists(&rbacv1.ClusterRoleBinding{}, client.ObjectKey{Name: release + "-strata-operator-cluster-reader"})).To(BeTrue())
+	})
+
 	It("renders flags the operator binary accepts: it starts with them and becomes ready", func() {
 		managerBin := os.Getenv("MANAGER_BIN")
 		if managerBin == "" {
