@@ -175,6 +175,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	internodePort := fs.Int("internode-port", internode.DefaultPort, "port of the internode service, the same on every node")
 	parity := fs.Int("parity", 0, "parity shards per erasure set (0: 1 for 2-3 drives, 2 for 4-5, 3 for 6-7, 4 for 8-16)")
 	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key (reloaded when they change); empty serves plain HTTP")
+	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
 	insecureInternode := fs.Bool("insecure-internode", false, "let a cluster run its internode service without mutual TLS (no --certs-dir, or no ca.crt in it); only for networks where nothing but the deployment's servers reaches the internode port")
 	noSync := fs.Bool("no-sync", false, "do not fsync data and metadata (NOT durable; for benchmarks that say so)")
@@ -243,7 +244,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	healer.ScanInterval, healer.BytesPerSecond = *scanInterval, *healRate
 	err = server.Run(ctx, server.Config{
 		Address: *address, Topology: topo, TopologyFile: *topologyFile, InternodePort: *internodePort,
-		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode,
+		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP,
 		CertsReloadInterval: *certsReload, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
 		Healer: healer, StaleUploadAge: *staleUploads,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, Log: log,
@@ -270,6 +271,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	versions := fs.String("versions-dir", "", "directory for older versions of objects (default: ROOT/.strata/versions)")
 	metadata := fs.String("metadata", string(gateway.MetadataAuto), "where object metadata lives: auto (xattrs when the filesystem has them), xattr or sidecar")
 	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key (reloaded when they change); empty serves plain HTTP")
+	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
 	largeDir := fs.Int("large-dir-threshold", 100000, "entries from which a directory is reported as large (metric and log); 0 turns the watch off")
 	largeScan := fs.Duration("large-dir-scan-interval", time.Hour, "pause between scans of the whole volume for large directories; 0: only directories written through S3 are counted")
@@ -297,7 +299,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 		return 2
 	}
 	cfg := gateway.Config{
-		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir,
+		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir, AdminOverHTTP: *adminOverHTTP,
 		CertsReloadInterval: *certsReload, UsersFile: getenv(iam.EnvIAMFile), LargeDirThreshold: *largeDir,
 		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
 	}

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/strata-storage/strata/engine/erasure"
@@ -108,8 +109,9 @@ type Node interface {
 }
 
 // Handler serves the admin API for node, checking the root credentials.
-// The heal endpoints exist only when node is a Node.
-func Handler(node Informer, access, secret string) http.Handler {
+// The heal endpoints exist only when node is a Node. Over plain HTTP it
+// answers only when allowHTTP.
+func Handler(node Informer, access, secret string, allowHTTP bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Prefix+"info", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, node.Info(r.Context())) })
 	if n, ok := node.(Node); ok {
@@ -141,29 +143,51 @@ func Handler(node Informer, access, secret string) http.Handler {
 			writeJSON(w, map[string]string{"status": "decommission cancelled"})
 		})
 	}
-	return authenticated(mux, access, secret, newLockout())
+	return authenticated(mux, access, secret, allowHTTP, newLockout())
 }
 
-// authenticated serves next to requests with the root credentials, and
-// locks out addresses that keep failing (lockout.go).
-func authenticated(next http.Handler, access, secret string, lock *lockout) http.Handler {
+// authenticated serves next to requests signed with the root credentials
+// (SigV4, sigv4.go), or carrying them as HTTP Basic over TLS; it refuses
+// plain HTTP unless allowHTTP, and locks out addresses that keep failing
+// (lockout.go).
+func authenticated(next http.Handler, access, secret string, allowHTTP bool, lock *lockout) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil && !allowHTTP {
+			http.Error(w, "admin API: refused over plain HTTP; serve TLS (--certs-dir) or start with --admin-over-http", http.StatusForbidden)
+			return
+		}
 		if locked, left := lock.locked(r.RemoteAddr); locked {
 			w.Header().Set("Retry-After", retryAfter(left))
 			http.Error(w, "admin API: too many failed logins from this address; retry later", http.StatusTooManyRequests)
 			return
 		}
-		user, pass, ok := r.BasicAuth()
-		if !ok || subtle.ConstantTimeCompare([]byte(user), []byte(access)) != 1 ||
-			subtle.ConstantTimeCompare([]byte(pass), []byte(secret)) != 1 {
+		if err := checkCredentials(r, access, secret); err != nil {
 			lock.failed(r.RemoteAddr)
-			w.Header().Set("WWW-Authenticate", `Basic realm="strata admin"`)
-			http.Error(w, "admin API: root credentials required", http.StatusUnauthorized)
+			w.Header().Set("WWW-Authenticate", sigV4Scheme)
+			http.Error(w, "admin API: "+err.Error(), http.StatusUnauthorized)
 			return
 		}
 		lock.succeeded(r.RemoteAddr)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// checkCredentials accepts a SigV4 signature by the root credentials, or
+// (only over TLS, for clients of builds before SigV4) HTTP Basic.
+func checkCredentials(r *http.Request, access, secret string) error {
+	if strings.HasPrefix(r.Header.Get("Authorization"), sigV4Scheme+" ") {
+		return verifySigV4(r, access, secret, time.Now())
+	}
+	user, pass, ok := r.BasicAuth()
+	switch {
+	case !ok:
+		return errors.New("root credentials required (AWS Signature Version 4)")
+	case r.TLS == nil:
+		return errors.New("HTTP Basic is refused over plain HTTP: sign with AWS Signature Version 4")
+	case subtle.ConstantTimeCompare([]byte(user), []byte(access)) != 1 || subtle.ConstantTimeCompare([]byte(pass), []byte(secret)) != 1:
+		return errors.New("root credentials required")
+	}
+	return nil
 }
 
 func writeError(w http.ResponseWriter, err error) {

@@ -14,11 +14,13 @@ func TestFailedLoginsLockOut(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	lock := newLockout()
 	lock.clock = func() time.Time { return now }
-	h := authenticated(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), "root", "secret", lock)
+	h := authenticated(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), "root", "secret", true, lock)
 	try := func(addr, pass string) int {
 		r := httptest.NewRequest(http.MethodGet, Prefix+"info", nil)
 		r.RemoteAddr = addr
-		r.SetBasicAuth("root", pass)
+		if err := Sign(r, "root", pass, time.Now()); err != nil {
+			t.Fatal(err)
+		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		return w.Code

@@ -73,14 +73,13 @@ func (e *StatusError) Error() string {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, auth bool, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
-	if err != nil {
-		return err
+	resp, err := c.send(ctx, method, path, auth, false)
+	if err == nil && auth && resp.StatusCode == http.StatusUnauthorized && strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") {
+		// A build from before SigV4 (it announces Basic): during an
+		// upgrade, ask it the old way.
+		resp.Body.Close()
+		resp, err = c.send(ctx, method, path, auth, true)
 	}
-	if auth {
-		req.SetBasicAuth(c.accessKey, c.secretKey)
-	}
-	resp, err := c.hc.Do(req)
 	if err != nil {
 		return err
 	}
@@ -101,6 +100,24 @@ func (c *Client) do(ctx context.Context, method, path string, auth bool, out any
 		return nil
 	}
 	return json.Unmarshal(body, out)
+}
+
+// send makes one request, signed with SigV4 by the root credentials (or,
+// for old builds, carrying them as HTTP Basic) when auth.
+func (c *Client) send(ctx context.Context, method, path string, auth, basic bool) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case auth && basic:
+		req.SetBasicAuth(c.accessKey, c.secretKey)
+	case auth:
+		if err := admin.Sign(req, c.accessKey, c.secretKey, time.Now()); err != nil {
+			return nil, err
+		}
+	}
+	return c.hc.Do(req)
 }
 
 // Info reads the deployment as the process sees it.

@@ -44,6 +44,8 @@ type Config struct {
 	Metadata MetadataMode
 	// CertsDir holds tls.crt and tls.key; empty = plain HTTP.
 	CertsDir string
+	// AdminOverHTTP serves the admin API over plain HTTP too (SigV4 only).
+	AdminOverHTTP bool
 	// CertsReloadInterval is how often they are checked for changes.
 	CertsReloadInterval time.Duration
 	RootUser            iam.Credentials
@@ -176,7 +178,7 @@ func Run(ctx context.Context, cfg Config) error {
 	err = s3front.Serve(serveCtx, be, s3front.ServeConfig{
 		Address: cfg.Address, RootAccess: cfg.RootUser.AccessKey, RootSecret: cfg.RootUser.SecretKey,
 		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
-		Routes: s3front.Routes(g, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), cfg.RootUser.AccessKey, cfg.RootUser.SecretKey),
+		Routes: s3front.Routes(g, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), cfg.RootUser.AccessKey, cfg.RootUser.SecretKey, cfg.AdminOverHTTP),
 		OnListen: func() {
 			g.ready.Store(true)
 			log.Info("serving S3", "address", cfg.Address, "tls", cfg.CertsDir != "")

@@ -51,6 +51,8 @@ type Config struct {
 	NoSync bool
 	// CertsDir holds tls.crt and tls.key (and ca.crt); empty = plain HTTP.
 	CertsDir string
+	// AdminOverHTTP serves the admin API over plain HTTP too (SigV4 only).
+	AdminOverHTTP bool
 	// InsecureInternode lets a clustered node run its internode service
 	// without mutual TLS (no CertsDir, or no ca.crt in it).
 	InsecureInternode bool
@@ -204,7 +206,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Address: cfg.Address, RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey,
 		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
 		SSE:    true,
-		Routes: s3front.Routes(n, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), cfg.Root.AccessKey, cfg.Root.SecretKey),
+		Routes: s3front.Routes(n, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), cfg.Root.AccessKey, cfg.Root.SecretKey, cfg.AdminOverHTTP),
 		OnListen: func() {
 			n.ready.Store(true)
 			log.Info("serving S3", "address", cfg.Address, "tls", cfg.CertsDir != "")

@@ -67,7 +67,7 @@ func TestServerStatefulSet(t *testing.T) {
 		pool:      testPool("pool-a", 4, 2),
 		group:     placement.Group{Replicas: 4},
 		wantName:  "media-pool-a",
-		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--insecure-internode"},
+		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--insecure-internode", "--admin-over-http"},
 		wantProbe: corev1.URISchemeHTTP,
 		wantVols:  []string{"root-credentials", "iam", "tmp", "topology"},
 	}, {

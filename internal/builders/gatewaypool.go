@@ -55,6 +55,9 @@ func GatewayDeployment(t *v1.Tenant, g *v1.GatewayPool, e Engine) *appsv1.Deploy
 	if g.Spec.Posix.Metadata == v1.PosixSidecar {
 		args = append(args, "--posix-metadata", string(v1.PosixSidecar))
 	}
+	if e.TLSSecret == "" {
+		args = append(args, "--admin-over-http") // tls.mode Disabled
+	}
 	c := e.container(args, []corev1.VolumeMount{{Name: "data", MountPath: GatewayDataPath}}, g.Spec.PodPlacement)
 	vols, _ := e.volumes()
 	vols = append(vols, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{

@@ -52,7 +52,7 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 	args := []string{"server", "--address", fmt.Sprintf(":%d", S3Port), "--topology", TopologyFile}
 	if e.TLSSecret == "" {
 		// tls.mode Disabled: the user chose plain internode traffic too.
-		args = append(args, "--insecure-internode")
+		args = append(args, "--insecure-internode", "--admin-over-http")
 	}
 	c := e.container(args, mounts, p.Spec.PodPlacement)
 

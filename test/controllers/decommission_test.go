@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/engine/admin"
 	"github.com/strata-storage/strata/internal/builders"
 	"github.com/strata-storage/strata/internal/engine"
 )
@@ -131,7 +132,7 @@ var _ = Describe("decommissioning a ServerPool against a real strata server", fu
 		}).WithTimeout(90 * time.Second).Should(Equal(v1.PoolStateDecommissioned))
 		Expect(poolCondition(old, v1.ConditionProgressing)()).To(Equal("False/" + v1.ReasonDecommissioned))
 		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/strata/admin/v1/pools/old/decommission", nil)
-		req.SetBasicAuth(access, secret)
+		Expect(admin.Sign(req, access, secret, time.Now())).To(Succeed())
 		resp, err := http.DefaultClient.Do(req)
 		Expect(err).NotTo(HaveOccurred())
 		body, _ := io.ReadAll(resp.Body)

@@ -112,7 +112,7 @@ var _ = Describe("against a real strata server", func() {
 // and returns its address once it is ready.
 func startEngine(env []string, args ...string) string {
 	addr := freeLocalAddr()
-	cmd := exec.Command(strataBin(), append([]string{"server", "--address", addr, "--no-sync"}, args...)...)
+	cmd := exec.Command(strataBin(), append([]string{"server", "--address", addr, "--no-sync", "--admin-over-http"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())

@@ -100,7 +100,7 @@ func (c *cluster) start(nodes []int) {
 		if s.bin == "" {
 			// Loopback or private namespaces, no TLS (the previous build
 			// has no such flag and runs without it).
-			s.args = append(s.args, "--insecure-internode")
+			s.args = append(s.args, "--insecure-internode", "--admin-over-http")
 		}
 		s.startProcess()
 		c.nodes[n] = s

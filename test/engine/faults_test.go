@@ -121,15 +121,8 @@ func (s *server) healStatus() healStatus {
 func (s *server) scan(t *testing.T) {
 	t.Helper()
 	before := s.healStatus().ScanCycles
-	req, _ := http.NewRequest("POST", s.url()+"/strata/admin/v1/heal", nil)
-	req.SetBasicAuth(rootUser, rootPassword)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("starting a scan: %d", resp.StatusCode)
+	if code, body := s.admin(http.MethodPost, "heal"); code != http.StatusAccepted {
+		t.Fatalf("starting a scan: %d %s", code, body)
 	}
 	waitFor(t, "integrity scan done", 60*time.Second, func() bool { return s.healStatus().ScanCycles > before })
 }

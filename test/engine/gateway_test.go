@@ -526,7 +526,7 @@ func TestGatewayUsersHealthMetricsAdmin(t *testing.T) {
 	writeUsers(`{"users":[{"accessKey":"reader","secretKey":"reader-secret","policy":"readonly","buckets":["photos"]},
 		{"accessKey":"writer","secretKey":"writer-secret","policy":"readwrite"}]}`)
 	g := &server{t: t, addr: freeAddr(t), env: []string{"STRATA_IAM_FILE=" + usersFile}}
-	g.args = []string{"gateway", "--address", g.addr, "--root", t.TempDir(), "--shutdown-delay", "0s"}
+	g.args = []string{"gateway", "--address", g.addr, "--root", t.TempDir(), "--shutdown-delay", "0s", "--admin-over-http"}
 	g.start()
 	t.Cleanup(g.kill)
 	root := g.aws()

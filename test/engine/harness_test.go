@@ -29,6 +29,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/minio/minio-go/v7"
 	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/strata-storage/strata/engine/admin"
 )
 
 const (
@@ -108,7 +109,7 @@ func startServer(t testing.TB, o serverOpts) *server {
 	for i := 1; i <= o.drives; i++ {
 		s.drives = append(s.drives, filepath.Join(root, fmt.Sprintf("d%d", i)))
 	}
-	s.args = append([]string{"server", "--address", s.addr, "--drive-monitor-interval", "500ms", "--shutdown-delay", "0s"}, o.extra...)
+	s.args = append([]string{"server", "--address", s.addr, "--drive-monitor-interval", "500ms", "--shutdown-delay", "0s", "--admin-over-http"}, o.extra...)
 	s.args = append(s.args, s.drives...)
 	s.start()
 	running.Store(t, s)
@@ -130,7 +131,7 @@ func startServer(t testing.TB, o serverOpts) *server {
 func startGateway(t testing.TB, root string, extra ...string) *server {
 	t.Helper()
 	s := &server{t: t, addr: freeAddr(t)}
-	s.args = append([]string{"gateway", "--address", s.addr, "--root", root, "--shutdown-delay", "0s"}, extra...)
+	s.args = append([]string{"gateway", "--address", s.addr, "--root", root, "--shutdown-delay", "0s", "--admin-over-http"}, extra...)
 	s.start()
 	running.Store(t, s)
 	t.Cleanup(func() {
@@ -281,11 +282,23 @@ func (s *server) adminGet(path string) (int, []byte) {
 // admin calls an admin API path with the root credentials.
 func (s *server) admin(method, path string) (int, []byte) {
 	s.t.Helper()
-	req, _ := http.NewRequest(method, s.url()+"/strata/admin/v1/"+path, nil)
-	req.SetBasicAuth(rootUser, rootPassword)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
+	send := func(basic bool) *http.Response {
+		req, _ := http.NewRequest(method, s.url()+"/strata/admin/v1/"+path, nil)
+		if basic {
+			req.SetBasicAuth(rootUser, rootPassword)
+		} else if err := admin.Sign(req, rootUser, rootPassword, time.Now()); err != nil {
+			s.t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		return resp
+	}
+	resp := send(false)
+	if resp.StatusCode == http.StatusUnauthorized && strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") {
+		resp.Body.Close()
+		resp = send(true) // the previous build
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

@@ -741,6 +741,15 @@ func TestHealthMetricsAndAdmin(t *testing.T) {
 			t.Errorf("%s: %d, want %d", path, resp.StatusCode, want)
 		}
 	}
+	// The root secret as HTTP Basic over plain HTTP is refused (the
+	// admin API takes SigV4; Basic only over TLS).
+	basic, _ := http.NewRequest(http.MethodGet, s.url()+"/strata/admin/v1/info", nil)
+	basic.SetBasicAuth(rootUser, rootPassword)
+	if resp, err := http.DefaultClient.Do(basic); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("root Basic over plain HTTP: %v %v, want 401", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	code, body := s.adminGet("info")
 	if code != 200 || !contains(string(body), `"setSize": 4`) || !contains(string(body), `"state": "online"`) {
 		t.Fatalf("admin info: %d %s", code, body)
