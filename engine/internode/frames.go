@@ -30,6 +30,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -131,13 +132,7 @@ func (s *Server) serveFrames(w http.ResponseWriter, r *http.Request) error {
 		inFlight <- struct{}{}
 		go func() {
 			defer func() { <-inFlight }()
-			var frame []byte
-			if op == frameShardRead {
-				frame = s.shardReadFrame(r.Context(), id, body)
-			} else {
-				out, err := s.runFrame(r.Context(), op, body)
-				frame = answerFrame(id, out, err)
-			}
+			frame := s.serveFrame(r.Context(), id, op, body)
 			wmu.Lock()
 			_ = conn.SetWriteDeadline(time.Now().Add(frameWriteTimeout))
 			_, werr := conn.Write(frame)
@@ -148,6 +143,22 @@ func (s *Server) serveFrames(w http.ResponseWriter, r *http.Request) error {
 			}
 		}()
 	}
+}
+
+// serveFrame answers one call. A panic in it becomes an error answer,
+// logged with its stack: one bad call never takes the node down.
+func (s *Server) serveFrame(ctx context.Context, id uint64, op byte, body []byte) (frame []byte) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.Log.Error("internode call panicked", "op", op, "panic", p, "stack", string(debug.Stack()))
+			frame = answerFrame(id, nil, fmt.Errorf("internode: the call failed on the peer: %v", p))
+		}
+	}()
+	if op == frameShardRead {
+		return s.shardReadFrame(ctx, id, body)
+	}
+	out, err := s.runFrame(ctx, op, body)
+	return answerFrame(id, out, err)
 }
 
 func (s *Server) runFrame(ctx context.Context, op byte, body []byte) ([]byte, error) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -305,4 +306,35 @@ func framed(p *Peer) bool {
 	p.fmu.Lock()
 	defer p.fmu.Unlock()
 	return p.fc != nil
+}
+
+// TestFramePanicsBecomeErrors: a call that panics on the node is answered
+// with an error; the node keeps serving its channel and its other calls.
+func TestFramePanicsBecomeErrors(t *testing.T) {
+	drives := newDrives(t, "d1")
+	n := startNode(t, "127.0.0.1:0", Protocol, drives)
+	serve := n.srv.Drive
+	n.srv.Drive = func(path string) *drive.Local {
+		if strings.HasSuffix(path, "/boom") {
+			panic("a drive lookup that panics")
+		}
+		return serve(path)
+	}
+	p := newPeer(t, n, Protocol)
+	_, errs := p.GetVersions(t.Context(), []erasure.GetItem{{Drive: p.Drive("/boom"), Bucket: "bk", Object: "k"}})
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "panic") {
+		t.Fatalf("a panicking call answered %v", errs[0])
+	}
+	if !p.Online() || !framed(p) {
+		t.Fatal("the node or its channel was lost to a panicking call")
+	}
+	roundTrip(t, p, n, "after")
+
+	// Over HTTP too (a drive call outside the channel).
+	if _, err := p.Drive("/boom").GetVersion(t.Context(), "bk", "k", nil); err == nil || !strings.Contains(err.Error(), "panic") {
+		t.Fatalf("a panicking HTTP call answered %v", err)
+	}
+	if !p.Online() {
+		t.Fatal("a panicking HTTP call marked the node offline")
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,7 +71,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	op := strings.TrimPrefix(r.URL.Path, Prefix)
 	w.Header().Set(hdrProtocol, strconv.Itoa(s.Version))
-	if err := s.handle(op, w, r); err != nil {
+	if err := s.handleRecovered(op, w, r); err != nil {
 		w.Header().Set(hdrError, errorCode(err))
 		status := http.StatusInternalServerError
 		if errorCode(err) != "Internal" {
@@ -78,6 +79,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		http.Error(w, err.Error(), status)
 	}
+}
+
+// handleRecovered is handle with a panic turned into an error answer
+// (logged with its stack). net/http would recover it too, but by dropping
+// the connection, which the caller would take for the node being down.
+func (s *Server) handleRecovered(op string, w http.ResponseWriter, r *http.Request) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.Log.Error("internode call panicked", "op", op, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("internode: the call failed on the peer: %v", p)
+		}
+	}()
+	return s.handle(op, w, r)
 }
 
 // drive returns the drive a request names.
