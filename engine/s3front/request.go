@@ -3,12 +3,16 @@ package s3front
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/valyala/fasthttp"
+	"github.com/versity/versitygw/s3err"
 )
 
 // The front end gives the backend the HTTP server's request context, which
@@ -45,15 +49,27 @@ type request struct {
 	// held: the response body ends the request when it is closed (a GET
 	// whose body is still to be read from the drives).
 	held bool
+	// release gives back the client's in-flight slot; nil once given.
+	release func()
 }
 
 type requestKey struct{}
 
-// requestContexts is the middleware giving each request its context.
-func requestContexts() fiber.Handler {
+// requestContexts is the middleware giving each request its context. It
+// also bounds the requests one client address has in flight (perClient),
+// so one client cannot take every slot of the process.
+func requestContexts(perClient int) fiber.Handler {
+	inFlight := &clients{max: perClient, n: map[netip.Addr]int{}}
 	return func(c fiber.Ctx) error {
 		rc := c.RequestCtx()
+		addr, _ := netip.AddrFromSlice(rc.RemoteIP())
+		addr = addr.Unmap()
+		if !inFlight.acquire(addr) {
+			return writeError(c, &s3err.APIError{Code: "SlowDown", HTTPStatusCode: http.StatusServiceUnavailable,
+				Description: fmt.Sprintf("Please reduce your request rate: this client has %d requests in flight.", perClient)})
+		}
 		r := newRequest(rc, rc.Conn())
+		r.release = func() { inFlight.release(addr) }
 		rc.SetUserValue(requestKey{}, r)
 		err := c.Next()
 		r.mu.Lock()
@@ -100,8 +116,41 @@ func (r *request) end() {
 	if r.timer != nil {
 		r.timer.Stop()
 	}
+	release := r.release
+	r.release = nil
 	r.mu.Unlock()
+	if release != nil {
+		release()
+	}
 	r.cancel(errRequestOver)
+}
+
+// clients counts requests in flight per client address.
+type clients struct {
+	mu  sync.Mutex
+	max int
+	n   map[netip.Addr]int
+}
+
+// acquire takes a slot for addr; false when it has max in flight.
+func (c *clients) acquire(addr netip.Addr) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[addr] >= c.max {
+		return false
+	}
+	c.n[addr]++
+	return true
+}
+
+func (c *clients) release(addr netip.Addr) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[addr] <= 1 {
+		delete(c.n, addr)
+		return
+	}
+	c.n[addr]--
 }
 
 // hold makes the response body end the request: it returns the function

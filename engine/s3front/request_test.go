@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
@@ -63,7 +65,7 @@ func (d gatedDrive) Versions(ctx context.Context, bucket, object string) ([]*dri
 
 // frontEnd serves a 2+2 set of gated drives on loopback, over TLS when
 // tlsOn, and returns a client and the gate.
-func frontEnd(t *testing.T, tlsOn bool) (*s3.Client, *atomic.Bool, chan error) {
+func frontEnd(t *testing.T, tlsOn bool, configure ...func(*ServeConfig)) (*s3.Client, *atomic.Bool, chan error) {
 	t.Helper()
 	armed, ended := &atomic.Bool{}, make(chan error, 16)
 	var ds []erasure.Drive
@@ -94,6 +96,9 @@ func frontEnd(t *testing.T, tlsOn bool) (*s3.Client, *atomic.Bool, chan error) {
 	if tlsOn {
 		cfg.CertsDir, scheme = t.TempDir(), "https"
 		testcerts.Write(t, cfg.CertsDir)
+	}
+	for _, f := range configure {
+		f(&cfg)
 	}
 	listening := make(chan struct{})
 	cfg.OnListen = func() { close(listening) }
@@ -188,4 +193,56 @@ func TestRequestContextEndsWithTheAnswer(t *testing.T) {
 		t.Fatal("a context from outside the front end was replaced")
 	}
 	hold(context.Background())() // no request: a no-op
+}
+
+// TestRequestsInFlightPerClient: a client address with its quota of
+// requests in flight is answered SlowDown until one ends; the slots come
+// back when requests end.
+func TestRequestsInFlightPerClient(t *testing.T) {
+	c, armed, ended := frontEnd(t, false, func(cfg *ServeConfig) { cfg.MaxRequestsPerClient = 2 })
+	ctx := t.Context()
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("bucket")}); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	hung, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range 2 { // two requests that hang on the drives
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = c.HeadObject(hung, &s3.HeadObjectInput{Bucket: aws.String("bucket"), Key: aws.String("k")})
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	_, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("bucket")})
+	if errStatus := httpStatus(err); errStatus != http.StatusServiceUnavailable {
+		t.Fatalf("a third request in flight: %v, want 503 SlowDown", err)
+	}
+	cancel()
+	wg.Wait()
+	armed.Store(false)
+	for len(ended) > 0 {
+		t.Logf("drained: %v", <-ended)
+	}
+	waitUntil := time.Now().Add(5 * time.Second)
+	for {
+		_, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("bucket")})
+		if err == nil {
+			break
+		}
+		if time.Now().After(waitUntil) {
+			t.Fatalf("the client's slots did not come back: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// httpStatus is the HTTP status of an SDK error (0 when none).
+func httpStatus(err error) int {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
 }

@@ -32,6 +32,9 @@ type Route struct {
 const (
 	DefaultMaxConnections = 16384
 	DefaultMaxRequests    = 4096
+	// DefaultMaxRequestsPerClient leaves three quarters of the process to
+	// other clients. Behind a proxy every client shares its address.
+	DefaultMaxRequestsPerClient = DefaultMaxRequests / 4
 )
 
 // ServeConfig configures the S3 listener shared by `strata server` and
@@ -59,6 +62,9 @@ type ServeConfig struct {
 	// MaxConnections and MaxRequests bound concurrency; requests beyond
 	// MaxRequests are refused with SlowDown. 0: the defaults below.
 	MaxConnections, MaxRequests int
+	// MaxRequestsPerClient bounds the requests one client address has in
+	// flight; beyond, SlowDown. 0: DefaultMaxRequestsPerClient.
+	MaxRequestsPerClient int
 	// SSE says the backend implements server-side encryption; otherwise
 	// requests asking for it are refused with NotImplemented.
 	SSE bool
@@ -89,7 +95,10 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 	// body-finishing middleware comes next, so the body reader it sets is
 	// the one versitygw's readers wrap; requests refused as unsupported are
 	// measured like any other.
-	opts := []s3api.Option{s3api.WithMiddleware("/", requestContexts()), s3api.WithMiddleware("/", finishBodies())}
+	if cfg.MaxRequestsPerClient == 0 {
+		cfg.MaxRequestsPerClient = DefaultMaxRequestsPerClient
+	}
+	opts := []s3api.Option{s3api.WithMiddleware("/", requestContexts(cfg.MaxRequestsPerClient)), s3api.WithMiddleware("/", finishBodies())}
 	for _, r := range cfg.Routes {
 		opts = append(opts, s3api.WithRoute(r.Method, r.Path, adaptor.HTTPHandler(r.Handler)))
 	}
