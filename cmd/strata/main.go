@@ -29,6 +29,7 @@ import (
 	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/internode"
 	"github.com/strata-storage/strata/engine/kms"
+	"github.com/strata-storage/strata/engine/s3front"
 	"github.com/strata-storage/strata/engine/server"
 )
 
@@ -175,6 +176,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	internodePort := fs.Int("internode-port", internode.DefaultPort, "port of the internode service, the same on every node")
 	parity := fs.Int("parity", 0, "parity shards per erasure set (0: 1 for 2-3 drives, 2 for 4-5, 3 for 6-7, 4 for 8-16)")
 	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key (reloaded when they change); empty serves plain HTTP")
+	limits := limitFlags(fs)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
 	insecureInternode := fs.Bool("insecure-internode", false, "let a cluster run its internode service without mutual TLS (no --certs-dir, or no ca.crt in it); only for networks where nothing but the deployment's servers reaches the internode port")
@@ -244,7 +246,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	healer.ScanInterval, healer.BytesPerSecond = *scanInterval, *healRate
 	err = server.Run(ctx, server.Config{
 		Address: *address, Topology: topo, TopologyFile: *topologyFile, InternodePort: *internodePort,
-		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP,
+		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
 		CertsReloadInterval: *certsReload, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
 		Healer: healer, StaleUploadAge: *staleUploads,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, Log: log,
@@ -271,6 +273,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	versions := fs.String("versions-dir", "", "directory for older versions of objects (default: ROOT/.strata/versions)")
 	metadata := fs.String("metadata", string(gateway.MetadataAuto), "where object metadata lives: auto (xattrs when the filesystem has them), xattr or sidecar")
 	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key (reloaded when they change); empty serves plain HTTP")
+	limits := limitFlags(fs)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
 	largeDir := fs.Int("large-dir-threshold", 100000, "entries from which a directory is reported as large (metric and log); 0 turns the watch off")
@@ -299,7 +302,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 		return 2
 	}
 	cfg := gateway.Config{
-		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir, AdminOverHTTP: *adminOverHTTP,
+		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
 		CertsReloadInterval: *certsReload, UsersFile: getenv(iam.EnvIAMFile), LargeDirThreshold: *largeDir,
 		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
 	}
@@ -355,4 +358,14 @@ func applyFormSpill(dir string, log *slog.Logger) error {
 		log.Info("POST form uploads over 16 MiB spill to a directory", "dir", dir)
 	}
 	return os.Setenv("TMPDIR", dir)
+}
+
+// limitFlags registers the S3 port's concurrency limits (docs/security.md).
+func limitFlags(fs *flag.FlagSet) *s3front.Limits {
+	l := &s3front.Limits{}
+	fs.IntVar(&l.MaxConnections, "max-connections", s3front.DefaultMaxConnections, "open connections to the S3 port at most")
+	fs.IntVar(&l.MaxRequests, "max-requests", s3front.DefaultMaxRequests, "requests in flight at most; beyond, SlowDown")
+	fs.IntVar(&l.MaxRequestsPerClient, "max-requests-per-client", s3front.DefaultMaxRequestsPerClient,
+		"requests in flight at most per client address; beyond, SlowDown (behind a proxy every client shares its address)")
+	return l
 }

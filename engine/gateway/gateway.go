@@ -46,6 +46,8 @@ type Config struct {
 	CertsDir string
 	// AdminOverHTTP serves the admin API over plain HTTP too (SigV4 only).
 	AdminOverHTTP bool
+	// Limits bound the S3 port's concurrency.
+	Limits s3front.Limits
 	// CertsReloadInterval is how often they are checked for changes.
 	CertsReloadInterval time.Duration
 	RootUser            iam.Credentials
@@ -178,6 +180,7 @@ func Run(ctx context.Context, cfg Config) error {
 	err = s3front.Serve(serveCtx, be, s3front.ServeConfig{
 		Address: cfg.Address, RootAccess: cfg.RootUser.AccessKey, RootSecret: cfg.RootUser.SecretKey,
 		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
+		Limits: cfg.Limits,
 		Routes: s3front.Routes(g, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), cfg.RootUser.AccessKey, cfg.RootUser.SecretKey, cfg.AdminOverHTTP),
 		OnListen: func() {
 			g.ready.Store(true)

@@ -59,18 +59,23 @@ type ServeConfig struct {
 	// (metrics).
 	Routes     []Route
 	Middleware fiber.Handler
-	// MaxConnections and MaxRequests bound concurrency; requests beyond
-	// MaxRequests are refused with SlowDown. 0: the defaults below.
-	MaxConnections, MaxRequests int
-	// MaxRequestsPerClient bounds the requests one client address has in
-	// flight; beyond, SlowDown. 0: DefaultMaxRequestsPerClient.
-	MaxRequestsPerClient int
+	Limits
 	// SSE says the backend implements server-side encryption; otherwise
 	// requests asking for it are refused with NotImplemented.
 	SSE bool
 	// OnListen is called once the listener accepts connections.
 	OnListen func()
 	Log      *slog.Logger
+}
+
+// Limits bound the S3 port's concurrency; 0 takes the default.
+type Limits struct {
+	// MaxConnections and MaxRequests bound concurrency per process;
+	// requests beyond MaxRequests are refused with SlowDown.
+	MaxConnections, MaxRequests int
+	// MaxRequestsPerClient bounds the requests one client address has in
+	// flight; beyond, SlowDown.
+	MaxRequestsPerClient int
 }
 
 // TLS file names inside CertsDir (those of a kubernetes.io/tls Secret).

@@ -53,6 +53,8 @@ type Config struct {
 	CertsDir string
 	// AdminOverHTTP serves the admin API over plain HTTP too (SigV4 only).
 	AdminOverHTTP bool
+	// Limits bound the S3 port's concurrency.
+	Limits s3front.Limits
 	// InsecureInternode lets a clustered node run its internode service
 	// without mutual TLS (no CertsDir, or no ca.crt in it).
 	InsecureInternode bool
@@ -205,7 +207,7 @@ func Run(ctx context.Context, cfg Config) error {
 	err = s3front.Serve(serveCtx, be, s3front.ServeConfig{
 		Address: cfg.Address, RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey,
 		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
-		SSE:    true,
+		SSE: true, Limits: cfg.Limits,
 		Routes: s3front.Routes(n, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), cfg.Root.AccessKey, cfg.Root.SecretKey, cfg.AdminOverHTTP),
 		OnListen: func() {
 			n.ready.Store(true)
