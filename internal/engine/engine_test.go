@@ -10,35 +10,52 @@ import (
 	"testing"
 )
 
-func TestInfoUsesBasicAuthAndDecodes(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// TestInfoSignsAndDecodes: the admin API is asked with a SigV4 signature
+// by the root keys; a server of an earlier build, which announces Basic,
+// is asked again with Basic; the answer decodes; a wrong key is an error;
+// an unknown CA is not trusted.
+func TestInfoSignsAndDecodes(t *testing.T) {
+	const answer = `{"version":"0.1.0","deploymentID":"d","pools":[{"name":"pool-a","state":"Active","sets":1,"setSize":4,"parity":2,
+		"drives":[{"endpoint":"e0","state":"online"},{"endpoint":"e1","state":"healing"}]}],"capacity":{"totalBytes":100,"usableBytes":50}}`
+	serve := func(allowed func(r *http.Request) bool, announce string) *httptest.Server {
+		return httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !allowed(r) {
+				w.Header().Set("WWW-Authenticate", announce)
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			if r.URL.Path != "/strata/admin/v1/info" {
+				w.WriteHeader(http.StatusNotFound)
+				return
+			}
+			_, _ = w.Write([]byte(answer))
+		}))
+	}
+	current := serve(func(r *http.Request) bool {
+		return strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=root/") && r.Header.Get("X-Amz-Date") != ""
+	}, "AWS4-HMAC-SHA256")
+	defer current.Close()
+	old := serve(func(r *http.Request) bool {
 		u, p, ok := r.BasicAuth()
-		if !ok || u != "root" || p != "secret" {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
+		return ok && u == "root" && p == "secret"
+	}, `Basic realm="strata admin"`)
+	defer old.Close()
+	for _, srv := range []*httptest.Server{current, old} {
+		ca := pemOf(srv.Certificate().Raw)
+		info, err := HTTPClient{}.Info(context.Background(), Endpoint{URL: srv.URL, AccessKey: "root", SecretKey: "secret", CA: ca})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if r.URL.Path != "/strata/admin/v1/info" {
-			w.WriteHeader(http.StatusNotFound)
-			return
+		if info.Pools[0].Drives[1].State != DriveHealing || info.Capacity.UsableBytes != 50 {
+			t.Fatalf("info = %+v", info)
 		}
-		_, _ = w.Write([]byte(`{"version":"0.1.0","deploymentID":"d","pools":[{"name":"pool-a","state":"Active","sets":1,"setSize":4,"parity":2,
-			"drives":[{"endpoint":"e0","state":"online"},{"endpoint":"e1","state":"healing"}]}],"capacity":{"totalBytes":100,"usableBytes":50}}`))
-	}))
-	defer srv.Close()
-	ca := pemOf(srv.Certificate().Raw)
-	info, err := HTTPClient{}.Info(context.Background(), Endpoint{URL: srv.URL, AccessKey: "root", SecretKey: "secret", CA: ca})
-	if err != nil {
-		t.Fatal(err)
+		if _, err := (HTTPClient{}).Info(context.Background(), Endpoint{URL: srv.URL}); err == nil {
+			t.Fatal("an unknown CA was trusted")
+		}
 	}
-	if info.Pools[0].Drives[1].State != DriveHealing || info.Capacity.UsableBytes != 50 {
-		t.Fatalf("info = %+v", info)
-	}
-	_, err = HTTPClient{}.Info(context.Background(), Endpoint{URL: srv.URL, AccessKey: "root", SecretKey: "wrong", CA: ca})
+	_, err := HTTPClient{}.Info(context.Background(), Endpoint{URL: old.URL, AccessKey: "root", SecretKey: "wrong", CA: pemOf(old.Certificate().Raw)})
 	if err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("err = %v", err)
-	}
-	if _, err := (HTTPClient{}).Info(context.Background(), Endpoint{URL: srv.URL}); err == nil {
-		t.Fatal("an unknown CA was trusted")
 	}
 }
 
