@@ -181,13 +181,9 @@ func verify(req *http.Request, secret []byte, seen *nonces) error {
 		return verifyLegacy(req, secret)
 	}
 	ts := req.Header.Get(hdrTime)
-	sec, err := strconv.ParseInt(ts, 10, 64)
+	at, err := signedAt(ts, maxSkewSigned)
 	if err != nil {
-		return errors.New("internode: missing time")
-	}
-	at := time.Unix(sec, 0)
-	if d := time.Since(at); d > maxSkewSigned || d < -maxSkewSigned {
-		return fmt.Errorf("internode: request time off by %s (clocks out of sync? nodes need them within %s)", d.Round(time.Second), maxSkewSigned)
+		return err
 	}
 	nonce, err := hex.DecodeString(req.Header.Get(hdrNonce))
 	if err != nil || len(nonce) != 16 {
@@ -228,6 +224,20 @@ func checkBody(req *http.Request, sum string) error {
 	return nil
 }
 
+// signedAt is a request's time (ts, Unix seconds), refused when it is
+// further than skew from this node's clock.
+func signedAt(ts string, skew time.Duration) (time.Time, error) {
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return time.Time{}, errors.New("internode: missing time")
+	}
+	at := time.Unix(sec, 0)
+	if d := time.Since(at); d > skew || d < -skew {
+		return time.Time{}, fmt.Errorf("internode: request time off by %s (clocks out of sync? nodes need them within %s)", d.Round(time.Second), skew)
+	}
+	return at, nil
+}
+
 // verifyLegacy checks a signature over method, path and time: accepted
 // only from a sender declaring a protocol before signedProtocol, so a
 // request of an upgraded node cannot be stripped down to it.
@@ -236,12 +246,8 @@ func verifyLegacy(req *http.Request, secret []byte) error {
 		return fmt.Errorf("internode: protocol %d requests must be signed over their query and body", v)
 	}
 	ts := req.Header.Get(hdrTime)
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return errors.New("internode: missing time")
-	}
-	if d := time.Since(time.Unix(sec, 0)); d > maxSkew || d < -maxSkew {
-		return fmt.Errorf("internode: request time off by %s (clocks out of sync?)", d.Round(time.Second))
+	if _, err := signedAt(ts, maxSkew); err != nil {
+		return err
 	}
 	got := req.Header.Get(hdrAuth)
 	want := authScheme + mac(secret, req.Method, req.URL.Path, ts)
