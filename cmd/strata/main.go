@@ -1,5 +1,7 @@
 // Command strata is the Strata storage engine: `strata server` runs the
-// erasure-coded S3 server, `strata gateway` the S3-to-POSIX gateway.
+// erasure-coded S3 server, `strata gateway` the S3-to-POSIX gateway, and
+// `strata selftest` checks an endpoint end to end (the tenant chart's helm
+// test runs it).
 package main
 
 import (
@@ -38,6 +40,7 @@ const usage = `usage: strata <command> [flags]
 commands:
   server    run the erasure-coded S3 server on this node's drives
   gateway   run the S3 gateway over a POSIX directory
+  selftest  write, read back and delete objects at an S3 endpoint (helm test)
   version   print the build version
 
 Root credentials come from STRATA_ROOT_USER and STRATA_ROOT_PASSWORD, or from
@@ -62,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		return runServer(args[1:], stderr, getenv)
 	case "gateway":
 		return runGateway(args[1:], stderr, getenv)
+	case "selftest":
+		return runSelftest(args[1:], stdout, stderr, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

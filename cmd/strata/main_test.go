@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
 
 func TestRun(t *testing.T) {
+	// server and gateway point TMPDIR away (applyFormSpill): restore it
+	// for the tests that follow.
+	t.Setenv("TMPDIR", os.Getenv("TMPDIR"))
 	cases := []struct {
 		args       []string
 		code       int
@@ -24,6 +28,12 @@ func TestRun(t *testing.T) {
 		{args: []string{"gateway", "--root", "/tmp", "extra"}, code: 2, wantStderr: "usage: strata gateway"},
 		{args: []string{"gateway", "--root", "/tmp"}, code: 2, wantStderr: "root credentials missing"},
 		{args: []string{"gateway", "--root", "/tmp", "--large-dir-threshold", "-1"}, code: 2, wantStderr: "--large-dir-threshold"},
+		{args: []string{"selftest"}, code: 2, wantStderr: "--endpoint is required"},
+		{args: []string{"selftest", "--endpoint", "media.storage.svc:443"}, code: 2, wantStderr: "want http://HOST:PORT or https://HOST:PORT"},
+		{args: []string{"selftest", "--endpoint", "ftp://media"}, code: 2, wantStderr: "want http://HOST:PORT"},
+		{args: []string{"selftest", "--endpoint", "http://media", "--ca-file", "/ca.crt"}, code: 2, wantStderr: "only used with an https endpoint"},
+		{args: []string{"selftest", "--endpoint", "https://media", "extra"}, code: 2, wantStderr: "usage: strata selftest"},
+		{args: []string{"selftest", "--endpoint", "https://media"}, code: 2, wantStderr: "root credentials missing"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer
