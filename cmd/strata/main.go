@@ -184,6 +184,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	limits := limitFlags(fs)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
+	metricsToken := metricsTokenFlag(fs)
 	insecureInternode := fs.Bool("insecure-internode", false, "let a cluster run its internode service without mutual TLS (no --certs-dir, or no ca.crt in it); only for networks where nothing but the deployment's servers reaches the internode port")
 	noSync := fs.Bool("no-sync", false, "do not fsync data and metadata (NOT durable; for benchmarks that say so)")
 	scanInterval := fs.Duration("scan-interval", erasure.DefaultHealerOptions.ScanInterval, "pause between two integrity scans of every object")
@@ -252,7 +253,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	err = server.Run(ctx, server.Config{
 		Address: *address, Topology: topo, TopologyFile: *topologyFile, InternodePort: *internodePort,
 		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
-		CertsReloadInterval: *certsReload, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
+		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
 		Healer: healer, StaleUploadAge: *staleUploads,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, Log: log,
 	})
@@ -281,6 +282,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	limits := limitFlags(fs)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
+	metricsToken := metricsTokenFlag(fs)
 	largeDir := fs.Int("large-dir-threshold", 100000, "entries from which a directory is reported as large (metric and log); 0 turns the watch off")
 	largeScan := fs.Duration("large-dir-scan-interval", time.Hour, "pause between scans of the whole volume for large directories; 0: only directories written through S3 are counted")
 	fsync := fs.Bool("fsync", false, "sync every written object (data, xattrs, directory entries) before acknowledging it; off: as VersityGW, durable once the filesystem flushes")
@@ -308,7 +310,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	}
 	cfg := gateway.Config{
 		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
-		CertsReloadInterval: *certsReload, UsersFile: getenv(iam.EnvIAMFile), LargeDirThreshold: *largeDir,
+		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, UsersFile: getenv(iam.EnvIAMFile), LargeDirThreshold: *largeDir,
 		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
 	}
 	if err := cfg.Check(); err != nil {
@@ -363,6 +365,12 @@ func applyFormSpill(dir string, log *slog.Logger) error {
 		log.Info("POST form uploads over 16 MiB spill to a directory", "dir", dir)
 	}
 	return os.Setenv("TMPDIR", dir)
+}
+
+// metricsTokenFlag registers --metrics-token-file.
+func metricsTokenFlag(fs *flag.FlagSet) *string {
+	return fs.String("metrics-token-file", "", "file holding the bearer token /strata/metrics requires (re-read when it changes, so a rotated Secret "+
+		"needs no restart); empty: /strata/metrics answers anyone who reaches the port, without authentication")
 }
 
 // limitFlags registers the S3 port's concurrency limits (docs/security.md).

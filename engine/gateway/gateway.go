@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/versity/versitygw/backend/meta"
 	"github.com/versity/versitygw/backend/posix"
 	"golang.org/x/sys/unix"
@@ -50,7 +49,10 @@ type Config struct {
 	Limits s3front.Limits
 	// CertsReloadInterval is how often they are checked for changes.
 	CertsReloadInterval time.Duration
-	RootUser            iam.Credentials
+	// MetricsTokenFile holds the bearer token /strata/metrics requires
+	// (re-read when it changes); empty: metrics are served to anyone.
+	MetricsTokenFile string
+	RootUser         iam.Credentials
 	// UsersFile is the users file (empty: root only).
 	UsersFile string
 	// LargeDirThreshold is the entry count from which a directory is
@@ -148,8 +150,16 @@ func Run(ctx context.Context, cfg Config) error {
 		px.Shutdown()
 		return err
 	}
+	token, err := metrics.OptionalToken(cfg.MetricsTokenFile, log)
+	if err != nil {
+		px.Shutdown()
+		return err
+	}
 	reg := metrics.NewRegistry()
 	s3m := metrics.NewS3(reg)
+	if cfg.CertsDir != "" {
+		metrics.RegisterCertificate(reg, filepath.Join(cfg.CertsDir, s3front.CertFile))
+	}
 	dirs := newDirWatch(l.root, cfg.LargeDirThreshold, time.Minute, log)
 	reg.MustRegister(dirs, g.volumeCollector())
 
@@ -181,7 +191,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Address: cfg.Address, RootAccess: cfg.RootUser.AccessKey, RootSecret: cfg.RootUser.SecretKey,
 		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
 		Limits: cfg.Limits,
-		Routes: s3front.Routes(g, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), cfg.RootUser.AccessKey, cfg.RootUser.SecretKey, cfg.AdminOverHTTP),
+		Routes: s3front.Routes(g, metrics.Handler(reg, token), cfg.RootUser.AccessKey, cfg.RootUser.SecretKey, cfg.AdminOverHTTP),
 		OnListen: func() {
 			g.ready.Store(true)
 			log.Info("serving S3", "address", cfg.Address, "tls", cfg.CertsDir != "")

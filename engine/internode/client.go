@@ -56,7 +56,8 @@ type Peer struct {
 	cancelEpoch context.CancelFunc
 
 	online  atomic.Bool
-	version atomic.Int32 // the peer's protocol, learned from pings
+	offline atomic.Uint64 // times the peer was marked offline
+	version atomic.Int32  // the peer's protocol, learned from pings
 	pinging atomic.Bool
 	closed  chan struct{}
 }
@@ -132,6 +133,9 @@ func (p *Peer) Close() {
 // Online reports whether the peer answers.
 func (p *Peer) Online() bool { return p.online.Load() }
 
+// OfflineEvents counts the times the peer stopped answering (metrics).
+func (p *Peer) OfflineEvents() uint64 { return p.offline.Load() }
+
 // Version is the protocol used with the peer: the lower of both sides.
 func (p *Peer) Version() int { return min(int(p.version.Load()), p.opts.Version) }
 
@@ -153,6 +157,7 @@ func (p *Peer) Ping(ctx context.Context) error {
 // it answers again.
 func (p *Peer) markOffline(err error) {
 	if p.online.CompareAndSwap(true, false) {
+		p.offline.Add(1)
 		p.opts.Log.Warn("node offline", "node", p.Host, "err", err)
 		p.emu.Lock()
 		p.cancelEpoch()

@@ -26,22 +26,68 @@ type Heal struct {
 	DrivesHealing                            int
 }
 
+// Set is one erasure set as the node sees it: how many of its drives
+// answer, how many are in sync, and how many a write needs.
+type Set struct {
+	Pool string
+	Set  int
+	// Drives in the set; Online answer (in sync or healing); Healthy are
+	// online and not being rebuilt.
+	Drives, Online, Healthy int
+	// WriteQuorum and ReadQuorum are the drives a write must commit to and
+	// a read must find.
+	WriteQuorum, ReadQuorum int
+}
+
+// Pool is a pool's state: Active, Draining or Decommissioned.
+type Pool struct {
+	Name, State string
+}
+
+// Drain is the progress of one set's drain that this node runs (the node
+// of the set's first drive), kept across restarts.
+type Drain struct {
+	Pool           string
+	Set            int
+	Objects, Bytes int64
+}
+
+// Peers counts the other nodes by whether they answer, and the times one
+// stopped answering.
+type Peers struct {
+	Online, Offline int
+	OfflineEvents   uint64
+}
+
 // Snapshot is what a node reports when scraped.
 type Snapshot struct {
 	Drives []Drive
+	Sets   []Set
+	Pools  []Pool
+	Drains []Drain
+	Peers  Peers
 	Heal   Heal
 }
+
+// PoolStates a pool can be in (the erasure layer's names).
+var PoolStates = []string{"Active", "Draining", "Decommissioned"}
 
 // nodeCollector turns a snapshot, taken at scrape time, into metrics.
 type nodeCollector struct {
 	snapshot func() Snapshot
 
 	driveState, driveTotal, driveFree *prometheus.Desc
+	setDrives, setOnline, setHealthy  *prometheus.Desc
+	setWriteQuorum, setReadQuorum     *prometheus.Desc
+	poolState                         *prometheus.Desc
+	drainObjects, drainBytes          *prometheus.Desc
+	peers, peerOfflineEvents          *prometheus.Desc
 	healQueue, healDrives             *prometheus.Desc
 	healCounters                      map[string]*prometheus.Desc
 }
 
-// RegisterNode registers a collector of the node's drives and healing.
+// RegisterNode registers a collector of the node's drives, erasure sets,
+// pools, drains, peers and healing.
 func RegisterNode(reg prometheus.Registerer, snapshot func() Snapshot) {
 	// A drive is named by its slot (pool, set, index): the metrics are
 	// served without authentication, so they name no internal host or path
@@ -53,8 +99,27 @@ func RegisterNode(reg prometheus.Registerer, snapshot func() Snapshot) {
 			append(labels, "state"), nil),
 		driveTotal: prometheus.NewDesc("strata_drive_total_bytes", "Capacity of the drive's filesystem.", labels, nil),
 		driveFree:  prometheus.NewDesc("strata_drive_free_bytes", "Free bytes of the drive's filesystem.", labels, nil),
-		healQueue:  prometheus.NewDesc("strata_heal_queue_length", "Objects waiting in the heal queue or being healed now.", nil, nil),
-		healDrives: prometheus.NewDesc("strata_heal_drives_healing", "Drives being rebuilt.", nil, nil),
+		// Sets as this node sees them: every server reports every set, and
+		// a node cut off from the others sees their drives offline (alerts
+		// take the best view: max across servers).
+		setDrives: prometheus.NewDesc("strata_erasure_set_drives", "Drives in the erasure set.", []string{"pool", "set"}, nil),
+		setOnline: prometheus.NewDesc("strata_erasure_set_drives_online",
+			"Drives of the set that answer (in sync or healing); writes fail below strata_erasure_set_write_quorum.", []string{"pool", "set"}, nil),
+		setHealthy: prometheus.NewDesc("strata_erasure_set_drives_healthy",
+			"Drives of the set that answer and are in sync; below strata_erasure_set_drives the set has less than full redundancy.", []string{"pool", "set"}, nil),
+		setWriteQuorum: prometheus.NewDesc("strata_erasure_set_write_quorum", "Drives of the set a write must commit to.", []string{"pool", "set"}, nil),
+		setReadQuorum:  prometheus.NewDesc("strata_erasure_set_read_quorum", "Drives of the set a read must find (the data shards).", []string{"pool", "set"}, nil),
+		poolState: prometheus.NewDesc("strata_pool_state", "1 for the pool's current state (Active, Draining, Decommissioned).",
+			[]string{"pool", "state"}, nil),
+		drainObjects: prometheus.NewDesc("strata_decommission_objects_moved",
+			"Objects the drain of a set has moved to other pools so far (reported by the node that drains the set; kept across restarts).", []string{"pool", "set"}, nil),
+		drainBytes: prometheus.NewDesc("strata_decommission_bytes_moved",
+			"Object bytes the drain of a set has moved to other pools so far.", []string{"pool", "set"}, nil),
+		peers: prometheus.NewDesc("strata_internode_peers", "Other nodes of the deployment by whether they answer this node (online, offline).",
+			[]string{"state"}, nil),
+		peerOfflineEvents: prometheus.NewDesc("strata_internode_peer_offline_total", "Times another node stopped answering this one.", nil, nil),
+		healQueue:         prometheus.NewDesc("strata_heal_queue_length", "Objects waiting in the heal queue or being healed now.", nil, nil),
+		healDrives:        prometheus.NewDesc("strata_heal_drives_healing", "Drives being rebuilt.", nil, nil),
 		healCounters: map[string]*prometheus.Desc{
 			"queued":  prometheus.NewDesc("strata_heal_queued_total", "Objects queued for healing (damaged on read, partial writes).", nil, nil),
 			"dropped": prometheus.NewDesc("strata_heal_dropped_total", "Objects not queued because the queue was full (the scanner heals them).", nil, nil),
@@ -74,6 +139,10 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.driveState
 	ch <- c.driveTotal
 	ch <- c.driveFree
+	for _, d := range []*prometheus.Desc{c.setDrives, c.setOnline, c.setHealthy, c.setWriteQuorum, c.setReadQuorum,
+		c.poolState, c.drainObjects, c.drainBytes, c.peers, c.peerOfflineEvents} {
+		ch <- d
+	}
 	ch <- c.healQueue
 	ch <- c.healDrives
 	for _, d := range c.healCounters {
@@ -95,6 +164,34 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.driveTotal, prometheus.GaugeValue, float64(d.TotalBytes), lv...)
 		ch <- prometheus.MustNewConstMetric(c.driveFree, prometheus.GaugeValue, float64(d.FreeBytes), lv...)
 	}
+	gauge := func(d *prometheus.Desc, v int, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), lv...)
+	}
+	for _, set := range s.Sets {
+		lv := []string{set.Pool, strconv.Itoa(set.Set)}
+		gauge(c.setDrives, set.Drives, lv...)
+		gauge(c.setOnline, set.Online, lv...)
+		gauge(c.setHealthy, set.Healthy, lv...)
+		gauge(c.setWriteQuorum, set.WriteQuorum, lv...)
+		gauge(c.setReadQuorum, set.ReadQuorum, lv...)
+	}
+	for _, p := range s.Pools {
+		for _, st := range PoolStates {
+			v := 0
+			if st == p.State {
+				v = 1
+			}
+			gauge(c.poolState, v, p.Name, st)
+		}
+	}
+	for _, d := range s.Drains {
+		lv := []string{d.Pool, strconv.Itoa(d.Set)}
+		ch <- prometheus.MustNewConstMetric(c.drainObjects, prometheus.GaugeValue, float64(d.Objects), lv...)
+		ch <- prometheus.MustNewConstMetric(c.drainBytes, prometheus.GaugeValue, float64(d.Bytes), lv...)
+	}
+	gauge(c.peers, s.Peers.Online, "online")
+	gauge(c.peers, s.Peers.Offline, "offline")
+	ch <- prometheus.MustNewConstMetric(c.peerOfflineEvents, prometheus.CounterValue, float64(s.Peers.OfflineEvents))
 	h := s.Heal
 	ch <- prometheus.MustNewConstMetric(c.healQueue, prometheus.GaugeValue, float64(h.QueueLength))
 	ch <- prometheus.MustNewConstMetric(c.healDrives, prometheus.GaugeValue, float64(h.DrivesHealing))

@@ -229,10 +229,42 @@ func (n *Node) snapshot(ctx context.Context) metrics.Snapshot {
 		}
 	}
 	for _, p := range info.Pools {
+		s.Pools = append(s.Pools, metrics.Pool{Name: p.Name, State: p.State})
+		sets := make([]metrics.Set, p.Sets)
+		lay, _ := erasure.NewLayout(p.SetSize, p.Parity)
+		for i := range sets {
+			sets[i] = metrics.Set{Pool: p.Name, Set: i, Drives: p.SetSize, WriteQuorum: lay.WriteQuorum(), ReadQuorum: lay.ReadQuorum()}
+		}
 		for _, d := range p.Drives {
 			s.Drives = append(s.Drives, metrics.Drive{Pool: p.Name, Set: d.Set, Index: d.Index,
 				State: d.State, TotalBytes: d.TotalBytes, FreeBytes: d.FreeBytes})
+			if d.Set >= len(sets) {
+				continue
+			}
+			// A healing drive takes writes (it counts for quorum) but
+			// lacks objects written while it was away.
+			switch d.State {
+			case "online":
+				sets[d.Set].Online++
+				sets[d.Set].Healthy++
+			case "healing":
+				sets[d.Set].Online++
+			}
 		}
+		s.Sets = append(s.Sets, sets...)
+	}
+	for pool, drains := range n.localDrains() {
+		for _, d := range drains {
+			s.Drains = append(s.Drains, metrics.Drain{Pool: pool, Set: d.Set, Objects: d.Marker.Objects, Bytes: d.Marker.Bytes})
+		}
+	}
+	for _, p := range n.dep.Peers() {
+		if p.Online() {
+			s.Peers.Online++
+		} else {
+			s.Peers.Offline++
+		}
+		s.Peers.OfflineEvents += p.OfflineEvents()
 	}
 	return s
 }

@@ -21,8 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/erasure"
@@ -60,7 +58,10 @@ type Config struct {
 	InsecureInternode bool
 	// CertsReloadInterval is how often they are checked for changes.
 	CertsReloadInterval time.Duration
-	Root                iam.Credentials
+	// MetricsTokenFile holds the bearer token /strata/metrics requires
+	// (re-read when it changes); empty: metrics are served to anyone.
+	MetricsTokenFile string
+	Root             iam.Credentials
 	// UsersFile is the users file (empty: root only).
 	UsersFile string
 	// KeysFile holds the master keys of SSE-S3 and SSE-KMS (engine/kms);
@@ -163,8 +164,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	token, err := metrics.OptionalToken(cfg.MetricsTokenFile, log)
+	if err != nil {
+		return err
+	}
 	reg := metrics.NewRegistry()
 	s3m := metrics.NewS3(reg)
+	if cfg.CertsDir != "" {
+		metrics.RegisterCertificate(reg, filepath.Join(cfg.CertsDir, s3front.CertFile))
+	}
 	// A scrape carries no context: its drive calls are bounded by the
 	// node's lifetime and a deadline shorter than Prometheus' scrape timeout.
 	metrics.RegisterNode(reg, func() metrics.Snapshot {
@@ -208,7 +216,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Address: cfg.Address, RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey,
 		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
 		SSE: true, Limits: cfg.Limits,
-		Routes: s3front.Routes(n, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), cfg.Root.AccessKey, cfg.Root.SecretKey, cfg.AdminOverHTTP),
+		Routes: s3front.Routes(n, metrics.Handler(reg, token), cfg.Root.AccessKey, cfg.Root.SecretKey, cfg.AdminOverHTTP),
 		OnListen: func() {
 			n.ready.Store(true)
 			log.Info("serving S3", "address", cfg.Address, "tls", cfg.CertsDir != "")
