@@ -5,10 +5,19 @@ SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 .DEFAULT_GOAL := help
 
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
-COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null)
-LDFLAGS := -X github.com/strata-storage/strata/engine/buildinfo.Version=$(VERSION) \
+# Release version and image names: hack/release.env is the one place they
+# are defined (`make generate` writes the files that repeat them).
+include hack/release.env
+VERSION ?= $(RELEASE_VERSION)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+# The commit's time: the images' creation time and file times (reproducible).
+SOURCE_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
+LDFLAGS := -s -w -buildid= \
+           -X github.com/strata-storage/strata/engine/buildinfo.Version=$(VERSION) \
            -X github.com/strata-storage/strata/engine/buildinfo.Commit=$(COMMIT)
+# Static, path-free binaries: the same ones run in tests, the demo and the
+# images (no cgo, so they need no libraries from the image).
+GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)"
 
 LOCALBIN := $(CURDIR)/bin
 export PATH := $(LOCALBIN):$(PATH)
@@ -33,7 +42,8 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types and the front end's S3 error decorator.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code, the front end's S3 error decorator, and every file naming the release's images (hack/release.env).
+	go run ./hack/release -root .
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 	go run ./hack/s3errors -out engine/s3front/zz_generated_errors.go
 
@@ -62,8 +72,9 @@ lint: ## gofmt check, go vet, and golangci-lint when it can be installed.
 verify: ## Fail when generated files (deepcopy, CRDs, RBAC, chart CRDs) or go.mod are stale.
 	hack/verify-generated.sh
 
-BUNDLE_VERSION ?= 0.1.0
-OPERATOR_IMAGE ?= ghcr.io/strata-storage/strata-operator:$(BUNDLE_VERSION)
+BUNDLE_VERSION ?= $(RELEASE_VERSION)
+OPERATOR_IMAGE ?= $(REGISTRY)/$(OPERATOR_IMAGE_NAME):$(RELEASE_VERSION)
+ENGINE_IMAGE   ?= $(REGISTRY)/$(ENGINE_IMAGE_NAME):$(RELEASE_VERSION)
 
 .PHONY: bundle
 bundle: manifests ## Generate the OLM bundle (bundle/); part of `make manifests`.
@@ -136,8 +147,8 @@ envtest-suites: envtest build ## Integration suites against a real kube-apiserve
 		go test $$(go list ./test/... | grep -v -e /test/engine -e /test/scale -e /test/localcluster) -ginkgo.v=false -timeout 20m
 
 .PHONY: localcluster-e2e
-localcluster-e2e: build control-plane ## End to end on a local cluster (as root): the operator brings up a Tenant, S3 through its endpoint, clean teardown.
-	KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_BIN="$(LOCALBIN)/strata" MANAGER_BIN="$(LOCALBIN)/manager" \
+localcluster-e2e: images control-plane ## End to end on a local cluster (as root): the operator brings up a Tenant from the images `make images` built, S3 through its endpoint, clean teardown.
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_IMAGES="$(IMAGES_DIR)" \
 		go test -count=1 ./test/localcluster/... -timeout 15m -v
 
 ##@ Demo
@@ -148,10 +159,10 @@ DEMO_STATE ?= /tmp/strata-localcluster
 DEMO_FLAGS ?=
 
 .PHONY: demo
-demo: build control-plane ## The main job: a local Kubernetes cluster (no Docker, needs root) running the operator and a demo Tenant; prints its S3 endpoint and keys.
+demo: images control-plane ## The main job: a local Kubernetes cluster (no Docker, needs root) running the operator and a demo Tenant from the images of `make images`; prints its S3 endpoint and keys.
 	go build -o $(LOCALBIN)/localcluster ./hack/localcluster
 	$(LOCALBIN)/localcluster up --state-dir $(DEMO_STATE) --assets "$$(hack/envtest.sh --control-plane)" \
-		--strata $(LOCALBIN)/strata --manager $(LOCALBIN)/manager $(DEMO_FLAGS)
+		--images $(IMAGES_DIR) $(DEMO_FLAGS)
 
 .PHONY: demo-status
 demo-status: ## Print the endpoints and keys of the running demo again.
@@ -165,13 +176,27 @@ demo-down: ## Stop the demo cluster and remove everything it made (processes, na
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/manager (operator) and bin/strata (engine).
-	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/manager .
-	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/strata ./cmd/strata
+build: ## Build bin/manager (operator) and bin/strata (engine), static.
+	$(GOBUILD) -o $(LOCALBIN)/manager .
+	$(GOBUILD) -o $(LOCALBIN)/strata ./cmd/strata
+
+# Where `make images` writes: an OCI layout per image (images/<name>/) and a
+# tarball `docker load`, `ctr import` and `kind load image-archive` take.
+IMAGES_DIR ?= $(LOCALBIN)/images
+
+.PHONY: images
+images: build ## Build both images (strata, strata-operator) without a daemon: OCI layouts and tarballs in bin/images, reproducible.
+	go run ./hack/images -out $(IMAGES_DIR) -version $(VERSION) -revision $(COMMIT) -created $(SOURCE_DATE) \
+		-binary strata=$(LOCALBIN)/strata -binary strata-operator=$(LOCALBIN)/manager
+
+.PHONY: docker-build
+docker-build: ## Build both images with the Dockerfile (needs a Docker daemon); the same images as `make images`.
+	docker build --target strata --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(ENGINE_IMAGE) .
+	docker build --target manager --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(OPERATOR_IMAGE) .
 
 .PHONY: run
 run: ## Run the operator against the cluster of the current kubeconfig (CRDs must be installed: make install).
-	go run -ldflags "$(LDFLAGS)" . --metrics-bind-address=:8443 --health-probe-bind-address=:8081 --enable-webhooks=false
+	go run . --metrics-bind-address=:8443 --health-probe-bind-address=:8081 --enable-webhooks=false
 
 .PHONY: install
 install: ## Install the CRDs into the cluster of the current kubeconfig.
@@ -219,7 +244,7 @@ bench-placement: ## Placement benchmark: a 64-server x 16-drive pool over 1,000 
 # bin/strata and the load generator, without the operator.
 .PHONY: bench-build
 bench-build:
-	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/strata ./cmd/strata
+	$(GOBUILD) -o $(LOCALBIN)/strata ./cmd/strata
 	go build -o $(LOCALBIN)/bench ./hack/bench
 
 ##@ Tools

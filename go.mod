@@ -13,6 +13,7 @@ require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/go-logr/logr v1.4.4
 	github.com/gofiber/fiber/v3 v3.5.0
+	github.com/google/go-containerregistry v0.22.1
 	github.com/google/uuid v1.6.0
 	github.com/klauspost/reedsolomon v1.14.2
 	github.com/minio/minio-go/v7 v7.4.1
@@ -23,6 +24,7 @@ require (
 	github.com/prometheus/client_golang v1.24.0
 	github.com/valyala/fasthttp v1.73.0
 	github.com/versity/versitygw v1.8.0
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	golang.org/x/sys v0.48.0
 	golang.org/x/time v0.15.0
 	golang.org/x/tools v0.50.0

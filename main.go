@@ -82,7 +82,7 @@ func parseFlags() (options, zap.Options) {
 		"Directory with tls.crt and tls.key for the webhook server (cert-manager mounts them); empty uses the controller-runtime default.")
 	flag.BoolVar(&o.enableHTTP2, "enable-http2", false,
 		"Serve metrics and webhooks over HTTP/2 (off by default: HTTP/2 rapid-reset CVE-2023-44487).")
-	flag.StringVar(&o.defaultStrataImage, "default-strata-image", "strata:"+buildinfo.Version,
+	flag.StringVar(&o.defaultStrataImage, "default-strata-image", buildinfo.EngineImage(),
 		"Engine image for Tenants that do not set spec.image.")
 	flag.IntVar(&o.maxConcurrentReconcs, "max-concurrent-reconciles", 2, "Reconciles run in parallel per kind.")
 	flag.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS domain of the cluster, for Service and pod names.")

@@ -9,6 +9,7 @@ cd "$root"
 # Everything generation writes. Keep in step with `make generate manifests`.
 generated=(
   api/v1alpha1/zz_generated.deepcopy.go
+  engine/buildinfo/zz_generated_release.go
   engine/s3front/zz_generated_errors.go
   config/crd/bases
   config/rbac/role.yaml
@@ -19,6 +20,17 @@ generated=(
   bundle/manifests
   bundle/metadata
   bundle/tests
+)
+
+# Files hack/release rewrites in place (the lines naming the release's
+# version and images): compared, not removed before generation.
+rewritten=(
+  Dockerfile
+  charts/strata-operator/Chart.yaml
+  charts/strata-operator/values.yaml
+  charts/strata-tenant/Chart.yaml
+  config/manager/kustomization.yaml
+  config/manager/manager.yaml
 )
 
 scratch=$(mktemp -d)
@@ -35,7 +47,8 @@ make -C "$scratch" --no-print-directory generate manifests >/dev/null
 cp -an "$scratch/bin/." bin/ 2>/dev/null || true
 
 status=0
-for g in "${generated[@]}"; do
+for g in "${generated[@]}" "${rewritten[@]}"; do
+  [[ -e $g || -e $scratch/$g ]] || continue
   if ! diff -ruN "$g" "$scratch/$g" >/dev/null 2>&1; then
     echo "stale generated file(s): $g" >&2
     diff -ruN "$g" "$scratch/$g" | head -40 >&2 || true

@@ -8,11 +8,16 @@ import (
 	"runtime/debug"
 )
 
-// Version and Commit are set with -ldflags -X at build time.
+// Version and Commit are set with -ldflags -X at build time; a build
+// without them reports the release of hack/release.env.
 var (
-	Version = "0.0.0-dev"
+	Version = Release
 	Commit  = ""
 )
+
+// EngineImage is the strata image of this build's version: what the
+// operator runs for Tenants that do not name an image.
+func EngineImage() string { return EngineRepository + ":" + Version }
 
 // The internode protocol this build speaks (engine/internode takes its
 // versions from here, so what `strata version` prints is what the wire

@@ -33,7 +33,7 @@ type agent struct {
 	cs         kubernetes.Interface
 	cfg        *runConfig
 	self       string // this binary, for pause and pod-init
-	images     imageMap
+	images     *imageStore
 	ipam       *ipam
 	recorders  func(node string) record.EventRecorder
 	pods       corelisters.PodLister

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1alpha1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/engine/buildinfo"
 	"github.com/strata-storage/strata/internal/builders"
 )
 
@@ -42,8 +43,8 @@ type runConfig struct {
 	State      string
 	Repo       string
 	Assets     string
-	StrataBin  string
-	ManagerBin string
+	Images     string // directory of OCI layouts (`make images`)
+	ManagerBin string // the operator, taken from its image by `run`
 	Nodes      int
 	Manifests  []string
 	Tenant     string // namespace/name to wait for and expose
@@ -61,8 +62,7 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.State, "state-dir", "", "state directory (kubeconfigs, volumes, pods, logs)")
 	fs.StringVar(&c.Repo, "repo", ".", "repository root (CRDs, RBAC, manifests)")
 	fs.StringVar(&c.Assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver, etcd, kube-controller-manager, kube-scheduler")
-	fs.StringVar(&c.StrataBin, "strata", "bin/strata", "the engine binary: image 'strata'")
-	fs.StringVar(&c.ManagerBin, "manager", "bin/manager", "the operator binary: image 'strata-operator'")
+	fs.StringVar(&c.Images, "images", "bin/images", "directory of the OCI image layouts `make images` writes: pods run these images, the operator runs from its image's /manager")
 	fs.IntVar(&c.Nodes, "nodes", 4, "number of fake Nodes")
 	fs.Var((*stringList)(&c.Manifests), "manifests", "YAML file or directory to apply once the operator runs (repeatable; default the demo tenant)")
 	fs.StringVar(&c.Tenant, "tenant", "default/media", "namespace/name of the Tenant to wait for and expose")
@@ -151,6 +151,17 @@ func cmdRun(args []string) error {
 	if err := writeInfo(c.State, in); err != nil {
 		return err
 	}
+	// Pods run the images `make images` built; the operator is the
+	// strata-operator image's own binary.
+	store, err := newImageStore(c.Images, c.State)
+	if err != nil {
+		return fail(err)
+	}
+	opImage, err := store.resolve(operatorImageRef())
+	if err != nil {
+		return fail(err)
+	}
+	c.ManagerBin = filepath.Join(opImage.rootfs, opImage.entry[0])
 
 	if err := setupClusterNetwork(ctx, c.Nodes); err != nil {
 		return fail(fmt.Errorf("cluster network: %w", err))
@@ -214,10 +225,7 @@ func cmdRun(args []string) error {
 
 	ag := &agent{
 		log: log.With("component", "agent"), cs: cs, cfg: &c, self: self, ipam: newIPAM(),
-		images: imageMap{
-			"strata":          {binary: c.StrataBin, entrypoint: "/strata", uid: 65532, gid: 65532},
-			"strata-operator": {binary: c.ManagerBin, entrypoint: "/manager", uid: 65532, gid: 65532},
-		},
+		images:     store,
 		recorders:  func(node string) record.EventRecorder { return recorders[node] },
 		pods:       podInf.Lister(),
 		secrets:    secretInf.Lister(),
@@ -361,7 +369,10 @@ func cmdRun(args []string) error {
 	return nil
 }
 
-// startOperator runs bin/manager as the user the operator's generated
+// operatorImageRef is the operator image of this release.
+func operatorImageRef() string { return buildinfo.OperatorRepository + ":" + buildinfo.Version }
+
+// startOperator runs the operator image's binary as the user the operator's generated
 // ClusterRole is bound to, so missing RBAC rules show up here too.
 func startOperator(ctx context.Context, c *runConfig, cp *controlPlane, cs kubernetes.Interface) (*process, error) {
 	const user = "strata-operator"

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"debug/elf"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,78 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
-
-// image is what an image reference runs here: a local binary mounted at the
-// image's entrypoint path, as the image's user.
-type image struct {
-	binary     string // on this machine
-	entrypoint string // path inside the container
-	uid, gid   int
-}
-
-// imageMap maps image repository names (the last path element, without tag
-// or digest) to local binaries: the two images of the Dockerfile.
-type imageMap map[string]image
-
-// resolve finds the binary of an image reference such as
-// ghcr.io/strata-storage/strata:0.1.0.
-func (m imageMap) resolve(ref string) (image, error) {
-	name := ref
-	if i := strings.Index(name, "@"); i >= 0 {
-		name = name[:i]
-	}
-	name = path.Base(name)
-	if i := strings.Index(name, ":"); i >= 0 {
-		name = name[:i]
-	}
-	img, ok := m[name]
-	if !ok {
-		known := make([]string, 0, len(m))
-		for k := range m {
-			known = append(known, k)
-		}
-		sort.Strings(known)
-		return image{}, fmt.Errorf("image %q: this node agent runs only images named %s (local binaries)", ref, strings.Join(known, ", "))
-	}
-	return img, nil
-}
-
-// dynamicallyLinked says whether a binary needs the host's shared libraries.
-func dynamicallyLinked(binary string) bool {
-	f, err := elf.Open(binary)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return true
-		}
-	}
-	return false
-}
-
-// hostLibraries mounts the host's library directories read-only for a
-// dynamically linked binary (the images are static; `go build` with cgo is
-// not), recreating /lib-style symlinks of merged-/usr systems.
-func hostLibraries() ([]mountSpec, map[string]string) {
-	var mounts []mountSpec
-	links := map[string]string{}
-	for _, d := range []string{"/lib", "/lib64", "/lib32", "/libx32", "/usr/lib", "/usr/lib64"} {
-		st, err := os.Lstat(d)
-		if err != nil {
-			continue
-		}
-		if st.Mode()&os.ModeSymlink != 0 {
-			if t, err := os.Readlink(d); err == nil && !strings.HasPrefix(d, "/usr/") {
-				links[strings.TrimPrefix(d, "/")] = t
-			}
-			continue
-		}
-		mounts = append(mounts, mountSpec{Source: d, Target: d, ReadOnly: true})
-	}
-	return mounts, links
-}
 
 // containerUser resolves uid, gid and groups from the security contexts.
 func containerUser(pod *corev1.Pod, c *corev1.Container, img image) (uid, gid int, groups []int, err error) {
@@ -287,13 +215,11 @@ func (w *podWorker) containerEnv(pod *corev1.Pod, c *corev1.Container, hostname 
 	return out, nil
 }
 
-// etcFiles are the files of a container's /etc the node agent writes: users
-// of the images (distroless's root and nonroot), name resolution through
-// /etc/hosts, and the hosts file itself.
+// etcFiles are the files of a container's /etc the node agent writes over
+// the image's, as a kubelet does: name resolution through /etc/hosts (the
+// cluster's DNS here), the hosts file itself and the hostname.
 func etcFiles(hosts, hostname string) map[string]string {
 	return map[string]string{
-		"passwd":        "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n",
-		"group":         "root:x:0:\nnonroot:x:65532:\n",
 		"nsswitch.conf": "hosts: files dns\n",
 		"resolv.conf":   "# cluster names resolve through /etc/hosts (the node agent keeps it current)\noptions ndots:1\n",
 		"hostname":      hostname + "\n",
@@ -334,32 +260,25 @@ func (w *podWorker) buildContainer(pod *corev1.Pod, c *corev1.Container, vols ma
 	if err != nil {
 		return p, err
 	}
+	env = withImageEnv(img.env, env)
 	envMap := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		envMap[k] = v
 	}
-	argv := []string{img.entrypoint}
-	if len(c.Command) > 0 {
-		argv = nil
-		for _, s := range c.Command {
-			argv = append(argv, expand(s, envMap))
-		}
-	}
-	for _, s := range c.Args {
-		argv = append(argv, expand(s, envMap))
-	}
+	argv := img.argv(c, func(s string) string { return expand(s, envMap) })
 
+	// A fresh root from the image at every start, as a runtime gives a
+	// restarted container (volumes are mounted, not in the root).
+	if err := os.RemoveAll(p.rootfs); err != nil {
+		return p, err
+	}
+	if err := linkTree(img.rootfs, p.rootfs); err != nil {
+		return p, fmt.Errorf("image %s: %w", img.ref, err)
+	}
 	if err := os.MkdirAll(filepath.Join(p.rootfs, "etc"), 0o755); err != nil {
 		return p, err
 	}
-	for _, d := range []string{"tmp", "home/nonroot", "root"} {
-		if err := os.MkdirAll(filepath.Join(p.rootfs, d), 0o755); err != nil {
-			return p, err
-		}
-	}
-	_ = os.Chmod(filepath.Join(p.rootfs, "tmp"), 0o1777)
-	_ = os.Chown(filepath.Join(p.rootfs, "home/nonroot"), 65532, 65532)
 	for name, content := range etcFiles(w.hostsFile(), w.hostname) {
 		if err := writeFileAtomic(filepath.Join(p.rootfs, "etc", name), []byte(content), 0o644); err != nil {
 			return p, err
@@ -371,7 +290,7 @@ func (w *podWorker) buildContainer(pod *corev1.Pod, c *corev1.Container, vols ma
 		NetNS:  fmt.Sprintf("/proc/%d/ns/net", w.pausePID),
 		UTSNS:  fmt.Sprintf("/proc/%d/ns/uts", w.pausePID),
 		UID:    uid, GID: gid, Groups: groups,
-		Argv: argv, Env: env, Dir: c.WorkingDir,
+		Argv: argv, Env: env, Dir: cmp.Or(c.WorkingDir, img.workdir),
 	}
 	if sc := c.SecurityContext; sc != nil {
 		spec.ReadOnlyRoot = ptr.Deref(sc.ReadOnlyRootFilesystem, false)
@@ -381,15 +300,6 @@ func (w *podWorker) buildContainer(pod *corev1.Pod, c *corev1.Container, vols ma
 	for _, dev := range []string{"null", "zero", "full", "random", "urandom"} {
 		spec.Mounts = append(spec.Mounts, mountSpec{Source: "/dev/" + dev, Target: "/dev/" + dev})
 	}
-	if _, err := os.Stat("/etc/ssl/certs"); err == nil {
-		spec.Mounts = append(spec.Mounts, mountSpec{Source: "/etc/ssl/certs", Target: "/etc/ssl/certs", ReadOnly: true})
-	}
-	if dynamicallyLinked(img.binary) {
-		libs, links := hostLibraries()
-		spec.Mounts = append(spec.Mounts, libs...)
-		spec.Symlinks = links
-	}
-	spec.Mounts = append(spec.Mounts, mountSpec{Source: img.binary, Target: img.entrypoint, ReadOnly: true})
 	var volMounts []mountSpec
 	for _, m := range c.VolumeMounts {
 		src, ok := vols[m.Name]

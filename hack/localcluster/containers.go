@@ -193,7 +193,10 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, c *cont
 	if err != nil {
 		return err
 	}
-	img, _ := w.a.images.resolve(c.spec.Image)
+	img, err := w.a.images.resolve(c.spec.Image)
+	if err != nil {
+		return err
+	}
 	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -221,7 +224,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, c *cont
 	c.waiting, c.waitingMsg = "", ""
 	c.stopProbes = cancel
 	c.stopRequest = false
-	c.imageID = "localcluster://" + img.binary
+	c.imageID = img.id
 	c.containerID = fmt.Sprintf("localcluster://%s/%d", w.uid, cmd.Process.Pid)
 	c.mu.Unlock()
 	w.logger().Info("container started", "container", c.spec.Name, "pid", cmd.Process.Pid)

@@ -3,8 +3,14 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -14,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	storagev1alpha1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/internal/images"
 )
 
 func TestClusterRecords(t *testing.T) {
@@ -79,21 +86,71 @@ func TestExpand(t *testing.T) {
 	}
 }
 
-func TestImageMapResolve(t *testing.T) {
-	m := imageMap{"strata": {binary: "/bin/strata", entrypoint: "/strata"}, "strata-operator": {binary: "/bin/manager", entrypoint: "/manager"}}
-	for ref, want := range map[string]string{
-		"ghcr.io/strata-storage/strata:0.1.0":          "/bin/strata",
-		"strata":                                       "/bin/strata",
-		"localhost:5000/strata@sha256:abc":             "/bin/strata",
-		"ghcr.io/strata-storage/strata-operator:0.1.0": "/bin/manager",
+// Pods run the images of the OCI layouts: found by their reference, not by
+// other tags or images, unpacked once, entrypoint and cmd combined with the
+// container's command and args as a runtime does, the image's environment
+// under the container's.
+func TestImageStore(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("unpacking keeps owners: needs root")
+	}
+	layouts, state := t.TempDir(), t.TempDir()
+	bin := filepath.Join(t.TempDir(), "strata")
+	if err := os.WriteFile(bin, []byte("engine"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := images.SpecNamed("strata")
+	b := images.Build{Version: "7.7.7", Revision: "r", Created: time.Unix(0, 0)}
+	img, err := spec.Image(b, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := layout.Write(filepath.Join(layouts, "strata"), empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{images.RefAnnotation: spec.Ref(b)})); err != nil {
+		t.Fatal(err)
+	}
+	store, err := newImageStore(layouts, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.resolve(spec.Ref(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(got.rootfs, "strata")); err != nil || string(data) != "engine" || got.uid != 65532 {
+		t.Fatalf("unpacked /strata %q %v, uid %d", data, err, got.uid)
+	}
+	if _, err := store.resolve(spec.Repository + ":0.0.1"); err == nil || !strings.Contains(err.Error(), spec.Ref(b)) {
+		t.Errorf("another tag must fail naming the images there are: %v", err)
+	}
+	id := func(s string) string { return s }
+	for _, tc := range []struct {
+		c    corev1.Container
+		want []string
+	}{
+		{corev1.Container{}, []string{"/strata"}},
+		{corev1.Container{Args: []string{"server", "x"}}, []string{"/strata", "server", "x"}},
+		{corev1.Container{Command: []string{"/other"}}, []string{"/other"}},
+		{corev1.Container{Command: []string{"/other"}, Args: []string{"a"}}, []string{"/other", "a"}},
 	} {
-		img, err := m.resolve(ref)
-		if err != nil || img.binary != want {
-			t.Errorf("resolve(%q) = %q, %v; want %q", ref, img.binary, err, want)
+		if argv := got.argv(&tc.c, id); !slices.Equal(argv, tc.want) {
+			t.Errorf("%+v: argv %v, want %v", tc.c, argv, tc.want)
 		}
 	}
-	if _, err := m.resolve("nginx:1.27"); err == nil || !strings.Contains(err.Error(), "strata, strata-operator") {
-		t.Errorf("an unknown image must say which run here: %v", err)
+	env := withImageEnv([]string{"PATH=/bin", "A=image"}, []string{"A=pod", "B=pod"})
+	if !slices.Equal(env, []string{"PATH=/bin", "A=pod", "B=pod"}) {
+		t.Errorf("env %v", env)
+	}
+	root := filepath.Join(t.TempDir(), "rootfs")
+	if err := linkTree(got.rootfs, root); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(root, "home/nonroot"))
+	if err != nil || st.Sys().(*syscall.Stat_t).Uid != 65532 {
+		t.Fatalf("home/nonroot: %v", err)
 	}
 }
 

@@ -26,9 +26,6 @@ type containerSpec struct {
 	UTSNS string `json:"utsns"`
 	// Mounts in order; targets are paths inside the container.
 	Mounts []mountSpec `json:"mounts"`
-	// Symlinks to create in the root before mounting (name -> target), such
-	// as /lib -> usr/lib for a dynamically linked binary.
-	Symlinks map[string]string `json:"symlinks,omitempty"`
 	// ReadOnlyRoot remounts "/" read-only (readOnlyRootFilesystem).
 	ReadOnlyRoot bool     `json:"readOnlyRoot"`
 	UID          int      `json:"uid"`
@@ -171,15 +168,6 @@ func setns(path string, kind int) error {
 func buildRoot(s containerSpec) error {
 	if err := unix.Mount(s.Rootfs, s.Rootfs, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind root: %w", err)
-	}
-	for name, target := range s.Symlinks {
-		p := filepath.Join(s.Rootfs, name)
-		if _, err := os.Lstat(p); err == nil {
-			continue
-		}
-		if err := os.Symlink(target, p); err != nil {
-			return err
-		}
 	}
 	for _, m := range s.Mounts {
 		target := filepath.Join(s.Rootfs, m.Target)

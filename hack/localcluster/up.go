@@ -44,7 +44,7 @@ func cmdUp(args []string) error {
 		return errors.New("needs root: it creates network and mount namespaces, veth pairs and bind mounts (see docs/localcluster.md)")
 	}
 	var err error
-	for _, p := range []*string{&c.State, &c.Repo, &c.StrataBin, &c.ManagerBin, &c.Assets} {
+	for _, p := range []*string{&c.State, &c.Repo, &c.Images, &c.Assets} {
 		if *p == "" {
 			continue
 		}
@@ -57,10 +57,8 @@ func cmdUp(args []string) error {
 			return err
 		}
 	}
-	for _, b := range []string{c.StrataBin, c.ManagerBin} {
-		if _, err := os.Stat(b); err != nil {
-			return fmt.Errorf("%w (run `make build`)", err)
-		}
+	if _, err := os.Stat(c.Images); err != nil {
+		return fmt.Errorf("%w (run `make images`)", err)
 	}
 	if c.Assets == "" {
 		return errors.New("--assets (or KUBEBUILDER_ASSETS) must name the control-plane binaries (`hack/envtest.sh --control-plane` prints the directory)")
@@ -132,7 +130,7 @@ func cmdUp(args []string) error {
 	}
 	runArgs := []string{"run",
 		"--state-dir", c.State, "--repo", c.Repo, "--assets", c.Assets,
-		"--strata", c.StrataBin, "--manager", c.ManagerBin,
+		"--images", c.Images,
 		"--nodes", strconv.Itoa(c.Nodes), "--tenant", c.Tenant, "--timeout", c.Timeout.String(),
 		"--api-port", strconv.Itoa(c.APIPort), "--s3-port", strconv.Itoa(c.S3Port),
 	}

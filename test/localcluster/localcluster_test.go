@@ -38,6 +38,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/strata-storage/strata/engine/buildinfo"
+	"github.com/strata-storage/strata/internal/images"
 )
 
 // info mirrors the harness's state-dir/info.json.
@@ -81,7 +84,7 @@ func missing(t *testing.T, why string) {
 	t.Skip(why)
 }
 
-func prerequisites(t *testing.T) (assets, strata, manager string) {
+func prerequisites(t *testing.T) (assets, imagesDir string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		missing(t, "the local cluster needs root (network and mount namespaces)")
@@ -95,11 +98,11 @@ func prerequisites(t *testing.T) (assets, strata, manager string) {
 			missing(t, fmt.Sprintf("%s not in KUBEBUILDER_ASSETS=%q: run `make localcluster-e2e`", b, assets))
 		}
 	}
-	return assets, binary(t, "STRATA_BIN", "strata"), binary(t, "MANAGER_BIN", "manager")
+	return assets, binary(t, "STRATA_IMAGES", "images")
 }
 
 func TestDemoTenantServesS3(t *testing.T) {
-	assets, strata, manager := prerequisites(t)
+	assets, imagesDir := prerequisites(t)
 	work := t.TempDir()
 	lc := filepath.Join(work, "localcluster")
 	build := exec.Command("go", "build", "-o", lc, "./hack/localcluster")
@@ -128,7 +131,7 @@ func TestDemoTenantServesS3(t *testing.T) {
 	}()
 
 	up := exec.CommandContext(ctx, lc, "up", "--state-dir", state, "--repo", repoRoot(), "--assets", assets,
-		"--strata", strata, "--manager", manager, "--api-port", "0", "--s3-port", "0", "--timeout", "6m")
+		"--images", imagesDir, "--api-port", "0", "--s3-port", "0", "--timeout", "6m")
 	up.Dir = repoRoot()
 	var out bytes.Buffer
 	up.Stdout, up.Stderr = &out, &out
@@ -178,6 +181,35 @@ func TestDemoTenantServesS3(t *testing.T) {
 		}
 		if len(pods.Items) != 4 || len(nodes) != 4 {
 			t.Errorf("want 4 server pods on 4 nodes, got %d pods on %d nodes", len(pods.Items), len(nodes))
+		}
+	})
+
+	t.Run("the pods run the image make images built", func(t *testing.T) {
+		loaded, err := images.LoadLayouts(imagesDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		engine, ok := images.Find(loaded, buildinfo.EngineImage())
+		if !ok {
+			t.Fatalf("no %s in %s", buildinfo.EngineImage(), imagesDir)
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", in.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := kubernetes.NewForConfigOrDie(cfg)
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			for _, c := range p.Status.ContainerStatuses {
+				// No spec.image in the demo Tenant: the operator's default,
+				// the engine image of its own release.
+				if c.Image != buildinfo.EngineImage() || c.ImageID != engine.Repository+"@"+engine.Digest {
+					t.Errorf("pod %s container %s: image %s (%s), want %s@%s", p.Name, c.Name, c.Image, c.ImageID, buildinfo.EngineImage(), engine.Digest)
+				}
+			}
 		}
 	})
 
