@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -61,7 +63,8 @@ type Reconcilers struct {
 	Config    Config
 }
 
-// Setup registers the field indexes and the three reconcilers.
+// Setup registers the field indexes, the operator's metrics and the three
+// reconcilers.
 func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 	r := Reconcilers{
 		Client:    mgr.GetClient(),
@@ -81,6 +84,9 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 		return []string{o.(*v1.GatewayPool).Spec.TenantRef.Name}
 	}); err != nil {
 		return err
+	}
+	if err := registerMetrics(ctrlmetrics.Registry, mgr.GetClient()); err != nil {
+		return fmt.Errorf("registering the operator's metrics: %w", err)
 	}
 	if err := (&TenantReconciler{Reconcilers: r}).SetupWithManager(mgr); err != nil {
 		return err

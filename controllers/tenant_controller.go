@@ -95,6 +95,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	var stepErr error
 	for _, step := range []func(context.Context, *tenantScope) error{
 		r.reconcileCredentials,
+		r.reconcileMetricsToken,
 		r.reconcileCertificates,
 		r.reconcileServices,
 		r.reconcileNetworkPolicy,

@@ -249,13 +249,19 @@ type ExposeSpec struct {
 // MonitoringSpec configures Prometheus integration. Objects are only created
 // when the prometheus-operator CRDs exist in the cluster.
 type MonitoringSpec struct {
-	// serviceMonitor scrapes /strata/metrics of every pod.
+	// serviceMonitor scrapes /strata/metrics of every server and gateway
+	// pod with the bearer token of Secret <tenant>-metrics-token (generated
+	// once, owned by the Tenant; the pods re-read it when it is rotated),
+	// and labels every series tenant=<name>.
 	// +optional
 	// +kubebuilder:default={enabled: true}
 	ServiceMonitor ServiceMonitorSpec `json:"serviceMonitor,omitempty"`
 
-	// prometheusRule installs alerts (drives offline, quorum at risk,
-	// capacity).
+	// prometheusRule installs the tenant's alerts: drives offline, erasure
+	// sets below full redundancy, write quorum at risk, pods and peers
+	// down, heal backlog growing or stalled, capacity over 80% and 90%,
+	// certificate expiring within 14 days, S3 5xx ratio and p99 latency,
+	// decommission stuck (docs/monitoring.md).
 	// +optional
 	// +kubebuilder:default={enabled: true}
 	PrometheusRule PrometheusRuleSpec `json:"prometheusRule,omitempty"`

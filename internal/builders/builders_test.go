@@ -58,27 +58,27 @@ func TestServerStatefulSet(t *testing.T) {
 		pool:      testPool("pool-a", 4, 2),
 		group:     placement.Group{Replicas: 4},
 		wantName:  "media-pool-a",
-		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--certs-dir", "/etc/strata/certs"},
+		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"},
 		wantProbe: corev1.URISchemeHTTPS,
-		wantVols:  []string{"root-credentials", "iam", "tmp", "certs", "topology"},
+		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology"},
 	}, {
 		name:      "TLS disabled: no certificates, HTTP probes",
 		tenant:    testTenant(func(t *v1.Tenant) { t.Spec.TLS.Mode = v1.TLSDisabled }),
 		pool:      testPool("pool-a", 4, 2),
 		group:     placement.Group{Replicas: 4},
 		wantName:  "media-pool-a",
-		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--insecure-internode", "--admin-over-http"},
+		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--insecure-internode", "--admin-over-http", "--metrics-token-file", "/etc/strata/metrics/token"},
 		wantProbe: corev1.URISchemeHTTP,
-		wantVols:  []string{"root-credentials", "iam", "tmp", "topology"},
+		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "topology"},
 	}, {
 		name:      "explicit domain: one StatefulSet per domain",
 		tenant:    testTenant(),
 		pool:      testPool("pool-a", 4, 2),
 		group:     placement.Group{Suffix: "rack1", Domain: "rack1", Replicas: 2, FirstServer: 2},
 		wantName:  "media-pool-a-rack1",
-		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--certs-dir", "/etc/strata/certs"},
+		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"},
 		wantProbe: corev1.URISchemeHTTPS,
-		wantVols:  []string{"root-credentials", "iam", "tmp", "certs", "topology"},
+		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,7 +277,7 @@ func TestGatewayDeploymentAndClaim(t *testing.T) {
 	}
 	d := GatewayDeployment(tn, g, EngineFor(tn, "strata:x", ""))
 	c := d.Spec.Template.Spec.Containers[0]
-	want := []string{"gateway", "--address", ":9000", "--root", "/data", "--posix-metadata", "sidecar", "--certs-dir", "/etc/strata/certs"}
+	want := []string{"gateway", "--address", ":9000", "--root", "/data", "--posix-metadata", "sidecar", "--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"}
 	if !slices.Equal(c.Args, want) {
 		t.Fatalf("args = %v", c.Args)
 	}

@@ -2,11 +2,11 @@ package builders
 
 import (
 	"fmt"
+	"io"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
@@ -18,12 +18,35 @@ import (
 const LabelMetrics = "storage.strata.dev/metrics"
 
 // MetricsPath is where every strata pod serves Prometheus metrics, on the
-// S3 port, without authentication (like kubelet and kube-state-metrics
-// endpoints; network policy is the place to restrict it).
+// S3 port, to scrapers that present the tenant's metrics token.
 const MetricsPath = "/strata/metrics"
 
-// ServiceMonitor scrapes every server and gateway pod of the tenant, over
-// TLS verified with the tenant's CA when TLS is on.
+// MetricsTokenKey is the key of the metrics token Secret.
+const MetricsTokenKey = "token"
+
+// LabelTenantTarget is the label the ServiceMonitor puts on every series
+// it scrapes: the tenant's name, which rules and dashboards select by.
+const LabelTenantTarget = "tenant"
+
+// NewMetricsToken generates the token Prometheus presents to the tenant's
+// pods: 32 bytes from random (crypto/rand in the operator). The caller
+// makes the Tenant its owner: unlike root keys, it protects no data, so
+// it goes with the Tenant.
+func NewMetricsToken(t *v1.Tenant, random io.Reader) (*corev1.Secret, error) {
+	token, err := randomKey(random, 32, 43)
+	if err != nil {
+		return nil, fmt.Errorf("generating metrics token: %w", err)
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: MetricsTokenSecretName(t.Name), Namespace: t.Namespace, Labels: TenantLabels(t.Name)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{MetricsTokenKey: []byte(token)},
+	}, nil
+}
+
+// ServiceMonitor scrapes every server and gateway pod of the tenant with
+// the tenant's metrics token, over TLS verified with the tenant's CA when
+// TLS is on, and labels every series with the tenant's name.
 func ServiceMonitor(t *v1.Tenant) *monitoringv1.ServiceMonitor {
 	sm := t.Spec.Monitoring.ServiceMonitor
 	interval := sm.Interval
@@ -35,7 +58,16 @@ func ServiceMonitor(t *v1.Tenant) *monitoringv1.ServiceMonitor {
 		Path:     MetricsPath,
 		Interval: monitoringv1.Duration(interval),
 		Scheme:   ptr.To(monitoringv1.SchemeHTTP),
+		// A constant, not a copy of a Service label: the rules and the
+		// dashboard need it on every series, whatever Service a pod is
+		// reached through.
+		RelabelConfigs: []monitoringv1.RelabelConfig{{Action: "replace", TargetLabel: LabelTenantTarget, Replacement: ptr.To(t.Name)}},
 	}
+	// prometheus-operator reads the Secret from the ServiceMonitor's
+	// namespace, which is the tenant's.
+	ep.Authorization = &monitoringv1.SafeAuthorization{Type: "Bearer", Credentials: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: MetricsTokenSecretName(t.Name)}, Key: MetricsTokenKey,
+	}}
 	if TLSEnabled(t) {
 		ep.Scheme = ptr.To(monitoringv1.SchemeHTTPS)
 		ep.TLSConfig = &monitoringv1.TLSConfig{SafeTLSConfig: monitoringv1.SafeTLSConfig{
@@ -54,37 +86,5 @@ func ServiceMonitor(t *v1.Tenant) *monitoringv1.ServiceMonitor {
 			NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{t.Namespace}},
 			Endpoints:         []monitoringv1.Endpoint{ep},
 		},
-	}
-}
-
-// PrometheusRule alerts on what a tenant's operators act on: drives
-// offline, pods not scraped, capacity running out, healing that does not
-// finish. Metric names are the engine's (engine/metrics).
-func PrometheusRule(t *v1.Tenant) *monitoringv1.PrometheusRule {
-	sel := fmt.Sprintf(`namespace=%q, service=~%q`, t.Namespace, t.Name+"(-.*)?")
-	rule := func(alert, expr, forDur, severity, summary string) monitoringv1.Rule {
-		d := monitoringv1.Duration(forDur)
-		return monitoringv1.Rule{
-			Alert: alert, Expr: intstr.FromString(expr), For: &d,
-			Labels:      map[string]string{"severity": severity},
-			Annotations: map[string]string{"summary": summary},
-		}
-	}
-	return &monitoringv1.PrometheusRule{
-		ObjectMeta: metav1.ObjectMeta{Name: t.Name, Namespace: t.Namespace,
-			Labels: merge(TenantLabels(t.Name), t.Spec.Monitoring.PrometheusRule.Labels)},
-		Spec: monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{{
-			Name: "strata-" + t.Name,
-			Rules: []monitoringv1.Rule{
-				rule("StrataDriveOffline", fmt.Sprintf(`max by (namespace, pool, endpoint) (strata_drive_state{%s, state="offline"}) == 1`, sel),
-					"5m", "warning", "A drive of tenant {{ $labels.namespace }}/"+t.Name+" is offline; objects are served from parity."),
-				rule("StrataPodDown", fmt.Sprintf(`up{%s} == 0`, sel),
-					"5m", "critical", "A strata pod of tenant {{ $labels.namespace }}/"+t.Name+" does not answer scrapes."),
-				rule("StrataCapacityLow", fmt.Sprintf(`sum by (namespace, pool) (strata_drive_free_bytes{%s}) / sum by (namespace, pool) (strata_drive_total_bytes{%s}) < 0.1`, sel, sel),
-					"15m", "warning", "Pool {{ $labels.pool }} of tenant "+t.Name+" has less than 10% of its drive space free."),
-				rule("StrataHealingStuck", fmt.Sprintf(`max by (namespace) (strata_heal_drives_healing{%s}) > 0`, sel),
-					"6h", "warning", "Drives of tenant "+t.Name+" have been healing for 6 hours."),
-			},
-		}}},
 	}
 }

@@ -43,6 +43,10 @@ func GeneratedRootSecretName(tenant string) string { return tenant + "-root-cred
 // IAMSecretName holds the rendered IAM users file.
 func IAMSecretName(tenant string) string { return tenant + "-iam" }
 
+// MetricsTokenSecretName holds the bearer token Prometheus presents to
+// the tenant's /strata/metrics.
+func MetricsTokenSecretName(tenant string) string { return tenant + "-metrics-token" }
+
 // TopologyConfigMapName holds topology.json (docs/topology.md).
 func TopologyConfigMapName(tenant string) string { return tenant + "-topology" }
 

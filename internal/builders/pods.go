@@ -15,6 +15,8 @@ const (
 	RootMountPath     = "/etc/strata/root"
 	IAMMountPath      = "/etc/strata/iam"
 	CertsMountPath    = "/etc/strata/certs"
+	MetricsMountPath  = "/etc/strata/metrics"
+	MetricsTokenFile  = MetricsMountPath + "/" + MetricsTokenKey
 	TopologyMountPath = "/etc/strata/topology"
 	TopologyFile      = TopologyMountPath + "/" + TopologyFileKey
 
@@ -38,24 +40,29 @@ const (
 // Engine is what every strata pod of a tenant shares: image, credentials,
 // certificates.
 type Engine struct {
-	Image           string
-	PullPolicy      corev1.PullPolicy
-	PullSecrets     []corev1.LocalObjectReference
-	RootSecret      string
-	IAMSecret       string
-	TLSSecret       string // "" serves plain HTTP
-	CredentialsHash string
+	Image       string
+	PullPolicy  corev1.PullPolicy
+	PullSecrets []corev1.LocalObjectReference
+	RootSecret  string
+	IAMSecret   string
+	TLSSecret   string // "" serves plain HTTP
+	// MetricsTokenSecret holds the token /strata/metrics requires.
+	MetricsTokenSecret string
+	CredentialsHash    string
 }
 
 // EngineFor derives the engine settings of a tenant.
 func EngineFor(t *v1.Tenant, defaultImage, credentialsHash string) Engine {
 	e := Engine{
-		Image:           Image(t, defaultImage),
-		PullPolicy:      corev1.PullPolicy(t.Spec.ImagePullPolicy),
-		RootSecret:      RootSecretName(t),
-		IAMSecret:       IAMSecretName(t.Name),
-		TLSSecret:       TLSSecretName(t),
-		CredentialsHash: credentialsHash,
+		Image:      Image(t, defaultImage),
+		PullPolicy: corev1.PullPolicy(t.Spec.ImagePullPolicy),
+		RootSecret: RootSecretName(t),
+		IAMSecret:  IAMSecretName(t.Name),
+		TLSSecret:  TLSSecretName(t),
+		// The engine re-reads the token when kubelet updates the mounted
+		// Secret: rotating it needs no restart, so it is not hashed.
+		MetricsTokenSecret: MetricsTokenSecretName(t.Name),
+		CredentialsHash:    credentialsHash,
 	}
 	if e.PullPolicy == "" {
 		e.PullPolicy = corev1.PullIfNotPresent
@@ -67,11 +74,12 @@ func EngineFor(t *v1.Tenant, defaultImage, credentialsHash string) Engine {
 }
 
 // args common to server and gateway after the subcommand's own.
-func (e Engine) tlsArgs() []string {
-	if e.TLSSecret == "" {
-		return nil
+func (e Engine) commonArgs() []string {
+	args := []string{"--metrics-token-file", MetricsTokenFile}
+	if e.TLSSecret != "" {
+		args = append(args, "--certs-dir", CertsMountPath)
 	}
-	return []string{"--certs-dir", CertsMountPath}
+	return args
 }
 
 func (e Engine) env() []corev1.EnvVar {
@@ -100,11 +108,13 @@ func (e Engine) volumes() ([]corev1.Volume, []corev1.VolumeMount) {
 	vols := []corev1.Volume{
 		secret("root-credentials", e.RootSecret, AccessKeyKey, SecretKeyKey),
 		secret("iam", e.IAMSecret),
+		secret("metrics-token", e.MetricsTokenSecret, MetricsTokenKey),
 		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(tmpSizeLimit)}}},
 	}
 	mounts := []corev1.VolumeMount{
 		{Name: "root-credentials", MountPath: RootMountPath, ReadOnly: true},
 		{Name: "iam", MountPath: IAMMountPath, ReadOnly: true},
+		{Name: "metrics-token", MountPath: MetricsMountPath, ReadOnly: true},
 		{Name: "tmp", MountPath: "/tmp"},
 	}
 	if e.TLSSecret != "" {
@@ -156,7 +166,7 @@ func (e Engine) container(args []string, extraMounts []corev1.VolumeMount, place
 		Name:            "strata",
 		Image:           e.Image,
 		ImagePullPolicy: e.PullPolicy,
-		Args:            append(args, e.tlsArgs()...),
+		Args:            append(args, e.commonArgs()...),
 		Env:             e.env(),
 		Ports:           []corev1.ContainerPort{{Name: "s3", ContainerPort: S3Port, Protocol: corev1.ProtocolTCP}},
 		VolumeMounts:    append(mounts, extraMounts...),

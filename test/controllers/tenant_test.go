@@ -115,7 +115,10 @@ var _ = Describe("a Tenant with a ServerPool and a GatewayPool", func() {
 		pod := sts.Spec.Template.Spec
 		c := container(pod)
 		Expect(c.Image).To(Equal(image))
-		Expect(c.Args).To(Equal([]string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--certs-dir", "/etc/strata/certs"}))
+		Expect(c.Args).To(Equal([]string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json",
+			"--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"}))
+		Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", "media-metrics-token")))
+		Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "metrics-token", MountPath: "/etc/strata/metrics", ReadOnly: true}))
 		Expect(c.Env).To(ContainElements(
 			corev1.EnvVar{Name: "STRATA_ROOT_USER_FILE", Value: "/etc/strata/root/accessKey"},
 			corev1.EnvVar{Name: "STRATA_ROOT_PASSWORD_FILE", Value: "/etc/strata/root/secretKey"},
@@ -154,8 +157,9 @@ var _ = Describe("a Tenant with a ServerPool and a GatewayPool", func() {
 		Expect(*d.Spec.Replicas).To(Equal(int32(2)))
 		Expect(d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue()).To(Equal(0))
 		gc := container(d.Spec.Template.Spec)
-		Expect(gc.Args).To(Equal([]string{"gateway", "--address", ":9000", "--root", "/data", "--certs-dir", "/etc/strata/certs"}))
+		Expect(gc.Args).To(Equal([]string{"gateway", "--address", ":9000", "--root", "/data", "--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"}))
 		Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", "media-nas-data")))
+		Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", "media-metrics-token")))
 		hpa := &autoscalingv2.HorizontalPodAutoscaler{}
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nas"), hpa) }).Should(Succeed())
 		Expect(*hpa.Spec.MinReplicas).To(Equal(int32(2)))

@@ -1,0 +1,212 @@
+package builders
+
+import (
+	"fmt"
+	"strings"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
+)
+
+// Alert thresholds (docs/monitoring.md lists them with the alerts).
+const (
+	// CapacityWarning and CapacityCritical are the used fractions of a
+	// pool's drives (or a gateway's volume) that warn and page.
+	CapacityWarning  = 0.8
+	CapacityCritical = 0.9
+	// CertificateWarningDays is how long before its expiry a serving
+	// certificate that was not renewed is reported.
+	CertificateWarningDays = 14
+	// ErrorRatio is the fraction of S3 requests answered 5xx that alerts.
+	ErrorRatio = 0.05
+	// LatencyP99Seconds bounds the 99th percentile of S3 requests whose
+	// duration does not grow with the object's size.
+	LatencyP99Seconds = 1
+)
+
+// sizedAPIs carry or copy an object's body within the request, so their
+// duration is the client's bandwidth or the object's size, not the
+// store's latency: the latency alert leaves them out.
+var sizedAPIs = []string{"PutObject", "UploadPart", "UploadPartCopy", "CopyObject", "PostObject",
+	"CompleteMultipartUpload", "DeleteObjects", "SelectObjectContent", "RestoreObject"}
+
+// alert is one alerting rule before it becomes a monitoringv1.Rule.
+type alert struct {
+	name, expr, forDur, severity, summary, description string
+}
+
+func (a alert) rule() monitoringv1.Rule {
+	d := monitoringv1.Duration(a.forDur)
+	return monitoringv1.Rule{
+		Alert: a.name, Expr: intstr.FromString(a.expr), For: &d,
+		Labels:      map[string]string{"severity": a.severity},
+		Annotations: map[string]string{"summary": a.summary, "description": a.description},
+	}
+}
+
+// PrometheusRule alerts on what a tenant's operators act on: drives and
+// nodes down, redundancy and write quorum, healing, capacity, certificate
+// expiry, S3 errors and latency, and stuck decommissions. Metric names are
+// the engine's (engine/metrics); every series carries the tenant label the
+// ServiceMonitor sets. Servers report every set and drive as they see
+// them, so rules take the best view across servers (max), or the view
+// every server shares (min) where one partitioned server must not page.
+func PrometheusRule(t *v1.Tenant) *monitoringv1.PrometheusRule {
+	var rules []monitoringv1.Rule
+	for _, a := range tenantAlerts(t) {
+		rules = append(rules, a.rule())
+	}
+	return &monitoringv1.PrometheusRule{
+		ObjectMeta: metav1.ObjectMeta{Name: t.Name, Namespace: t.Namespace,
+			Labels: merge(TenantLabels(t.Name), t.Spec.Monitoring.PrometheusRule.Labels)},
+		Spec: monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{{Name: "strata-" + t.Name, Rules: rules}}},
+	}
+}
+
+// tenantAlerts are the tenant's rules, in the order an operator triages.
+func tenantAlerts(t *v1.Tenant) []alert {
+	// sel selects the tenant's series; extra matchers follow.
+	sel := func(metric string, extra ...string) string {
+		m := append([]string{fmt.Sprintf("namespace=%q", t.Namespace), fmt.Sprintf("%s=%q", LabelTenantTarget, t.Name)}, extra...)
+		return metric + "{" + strings.Join(m, ", ") + "}"
+	}
+	const byTenant = "namespace, tenant"
+	const bySet = byTenant + ", pool, set"
+	const byDrive = bySet + ", index"
+	const byPool = byTenant + ", pool"
+	who := "tenant {{ $labels.namespace }}/{{ $labels.tenant }}"
+
+	poolUsed := fmt.Sprintf("1 - sum by (%[1]s) (max by (%[2]s) (%[3]s)) / sum by (%[1]s) (max by (%[2]s) (%[4]s))",
+		byPool, byDrive, sel("strata_drive_free_bytes"), sel("strata_drive_total_bytes"))
+	// A gateway's Service is <tenant>-<pool>: its pool label is the
+	// GatewayPool's name.
+	gatewayUsed := fmt.Sprintf(`label_replace(1 - max by (%[1]s, service) (%[2]s) / max by (%[1]s, service) (%[3]s), "pool", "$1", "service", %[4]q)`,
+		byTenant, sel("strata_gateway_volume_free_bytes"), sel("strata_gateway_volume_total_bytes"), t.Name+"-(.*)")
+	used := fmt.Sprintf("((%s) or (%s))", poolUsed, gatewayUsed)
+	capacityAction := "Add a ServerPool (new objects go to the pool with the most free space), delete objects or old versions, " +
+		"or grow the drives (storage.size, when the storage class allows expansion); for a GatewayPool, grow its volume."
+
+	alerts := []alert{{
+		name: "StrataDriveOffline", severity: "warning", forDur: "5m",
+		expr:    fmt.Sprintf(`min by (%s) (%s) == 1`, byDrive, sel("strata_drive_state", `state="offline"`)),
+		summary: "Drive {{ $labels.index }} of erasure set {{ $labels.set }} in pool {{ $labels.pool }} of " + who + " is offline.",
+		description: "Every server that reports the drive has seen it offline for 5 minutes. Objects of the set are served from parity " +
+			"and writes continue while the set keeps its write quorum (see StrataWriteQuorumAtRisk). GET /strata/admin/v1/info names " +
+			"the drive's endpoint: check that server pod, its node and its PersistentVolume. A drive that returns, or an empty " +
+			"replacement, is rebuilt by healing.",
+	}, {
+		name: "StrataErasureSetDegraded", severity: "warning", forDur: "15m",
+		expr: fmt.Sprintf(`max by (%[1]s) (%[2]s) < max by (%[1]s) (%[3]s)`,
+			bySet, sel("strata_erasure_set_drives_healthy"), sel("strata_erasure_set_drives")),
+		summary: "Erasure set {{ $labels.set }} of pool {{ $labels.pool }} of " + who + " is below full redundancy.",
+		description: "Only {{ $value }} drives of the set have been online and in sync for 15 minutes; the others are offline or " +
+			"healing, so the set survives fewer failures than its parity allows. StrataDriveOffline names the offline drives; " +
+			"GET /strata/admin/v1/heal shows healing progress. Avoid planned restarts of this pool's servers until it recovers.",
+	}, {
+		name: "StrataWriteQuorumAtRisk", severity: "critical", forDur: "1m",
+		expr: fmt.Sprintf(`max by (%[1]s) (%[2]s) - max by (%[1]s) (%[3]s) <= 0`,
+			bySet, sel("strata_erasure_set_drives_online"), sel("strata_erasure_set_write_quorum")),
+		summary: "Erasure set {{ $labels.set }} of pool {{ $labels.pool }} of " + who + " is at or below its write quorum.",
+		description: "The set has {{ $value }} drives to spare above its write quorum. At 0, losing one more drive or its server " +
+			"makes writes to the set fail with 503 SlowDown; below 0 they fail now (reads need fewer drives and may still work). " +
+			"Do not restart, drain or upgrade servers of this pool; bring the offline drives or servers back first (StrataDriveOffline, StrataPodDown).",
+	}, {
+		name: "StrataPodDown", severity: "critical", forDur: "5m",
+		expr:    fmt.Sprintf(`%s == 0`, sel("up")),
+		summary: "Strata pod {{ $labels.pod }} of " + who + " is down or cannot be scraped.",
+		description: "Prometheus has not scraped {{ $labels.pod }} ({{ $labels.instance }}) for 5 minutes. A server down takes its " +
+			"drives offline (StrataDriveOffline); a gateway down leaves the others its load. Check the pod's status, events and logs " +
+			"(kubectl describe pod, kubectl logs). A pod that runs but refuses the scrape answers 401: the token in Secret " +
+			MetricsTokenSecretName(t.Name) + " must be the one mounted in the pod (kubelet updates it within a minute or two).",
+	}, {
+		name: "StrataPeerOffline", severity: "warning", forDur: "5m",
+		expr:    fmt.Sprintf(`max by (%s) (%s) > 0`, byTenant, sel("strata_internode_peers", `state="offline"`)),
+		summary: "A server of " + who + " cannot reach {{ $value }} other server(s) over the internode port.",
+		description: "For 5 minutes a server has found other servers not answering on the internode port. With StrataPodDown, a " +
+			"node is down. Alone, the servers run but cannot reach each other: check the NetworkPolicy, DNS of the headless " +
+			"Service and the internode TLS certificates. The servers' logs name the node ('node offline').",
+	}, {
+		name: "StrataHealBacklogGrowing", severity: "warning", forDur: "30m",
+		expr: fmt.Sprintf(`(sum by (%[1]s) (%[2]s) > 0 and sum by (%[1]s) (delta(%[2]s[30m])) > 0) or sum by (%[1]s) (rate(%[3]s[30m])) > 0`,
+			byTenant, sel("strata_heal_queue_length"), sel("strata_heal_dropped_total")),
+		summary: "The heal queue of " + who + " keeps growing.",
+		description: "For the last hour objects have been found damaged faster than they are healed, or the queue is full and " +
+			"objects are left to the integrity scanner. Look for drives that are offline or failing (StrataDriveOffline, the " +
+			"servers' logs), and for healing throttled by --heal-bytes-per-second. GET /strata/admin/v1/heal shows the queue.",
+	}, {
+		name: "StrataHealingStalled", severity: "warning", forDur: "30m",
+		expr: fmt.Sprintf(`max by (%[1]s) (%[2]s) > 0 unless on (%[1]s) sum by (%[1]s) (rate(%[3]s[30m])) > 0`,
+			byTenant, sel("strata_heal_drives_healing"), sel("strata_heal_bytes_total")),
+		summary: "Drives of " + who + " are being rebuilt but nothing has been healed for an hour.",
+		description: "{{ $value }} drive(s) are marked healing and no object byte has been rebuilt for an hour. GET " +
+			"/strata/admin/v1/heal shows each drive's rebuild and its last error; the servers' logs say why a heal failed " +
+			"(commonly: too few drives of the set online to rebuild from).",
+	}, {
+		name: "StrataCapacityHigh", severity: "warning", forDur: "15m",
+		expr:        fmt.Sprintf(`%s > %g`, used, CapacityWarning),
+		summary:     "Pool {{ $labels.pool }} of " + who + " is {{ $value | humanizePercentage }} full.",
+		description: fmt.Sprintf("More than %.0f%% of the pool's space has been used for 15 minutes. %s", CapacityWarning*100, capacityAction),
+	}, {
+		name: "StrataCapacityCritical", severity: "critical", forDur: "5m",
+		expr:    fmt.Sprintf(`%s > %g`, used, CapacityCritical),
+		summary: "Pool {{ $labels.pool }} of " + who + " is {{ $value | humanizePercentage }} full.",
+		description: fmt.Sprintf("More than %.0f%% of the pool's space is used: when a set's drives fill, writes to it fail with "+
+			"503 SlowDown (a gateway's volume answers 507 or 500). %s", CapacityCritical*100, capacityAction),
+	}, {
+		name: "StrataS3ErrorsHigh", severity: "warning", forDur: "10m",
+		expr: fmt.Sprintf(`sum by (%[1]s) (rate(%[2]s[5m])) / sum by (%[1]s) (rate(%[3]s[5m])) > %g`,
+			byTenant, sel("strata_s3_requests_total", `status=~"5.."`), sel("strata_s3_requests_total"), ErrorRatio),
+		summary: "{{ $value | humanizePercentage }} of S3 requests to " + who + " fail with a 5xx status.",
+		description: fmt.Sprintf("More than %.0f%% of S3 requests have been answered 5xx for 10 minutes (requests refused for load "+
+			"are not counted here). 503 SlowDown means an erasure set lost its read or write quorum (StrataWriteQuorumAtRisk, "+
+			"StrataDriveOffline); 500 is an internal error: the pods' logs name it. The dashboard splits errors by API.", ErrorRatio*100),
+	}, {
+		name: "StrataS3LatencyHigh", severity: "warning", forDur: "15m",
+		expr: fmt.Sprintf(`histogram_quantile(0.99, sum by (%s, api, le) (rate(%s[5m]))) > %d`,
+			byTenant, sel("strata_s3_request_duration_seconds_bucket", fmt.Sprintf(`api!~%q`, strings.Join(sizedAPIs, "|"))), LatencyP99Seconds),
+		summary: "The 99th percentile of {{ $labels.api }} requests to " + who + " is {{ $value | humanizeDuration }}.",
+		description: fmt.Sprintf("For 15 minutes 1%% of {{ $labels.api }} requests have taken longer than %ds (uploads and copies, "+
+			"whose time grows with their size, are not measured here). Look for a slow or failing drive (the dashboard's drive "+
+			"panels, kernel logs of its node), servers short of CPU (requests and limits), healing competing for I/O, or "+
+			"listings of very large prefixes.", LatencyP99Seconds),
+	}, {
+		name: "StrataDecommissionStuck", severity: "warning", forDur: "30m",
+		expr: fmt.Sprintf(`max by (%[1]s) (%[2]s) == 1 unless on (%[1]s) sum by (%[1]s) (changes(%[3]s[1h])) > 0`,
+			byPool, sel("strata_pool_state", `state="Draining"`), sel("strata_decommission_objects_moved")),
+		summary: "The decommission of pool {{ $labels.pool }} of " + who + " has made no progress for over an hour.",
+		description: "The pool is Draining and no object has moved to the other pools for an hour and a half. GET " +
+			"/strata/admin/v1/pools/{{ $labels.pool }}/decommission shows each set's progress and error; the other pools need free " +
+			"space for what moves, and every server of the pool must be up. Setting the ServerPool's spec.decommission back to " +
+			"false cancels the drain (what moved stays moved).",
+	}}
+	if TLSEnabled(t) {
+		alerts = append(alerts, alert{
+			name: "StrataCertificateExpiring", severity: "warning", forDur: "1h",
+			expr: fmt.Sprintf(`min by (%s) (%s) - time() < %d * 86400`,
+				byTenant, sel("strata_tls_certificate_expiry_timestamp_seconds"), CertificateWarningDays),
+			summary:     "The serving certificate of " + who + " expires in {{ $value | humanizeDuration }}.",
+			description: certificateAction(t),
+		})
+	}
+	return alerts
+}
+
+// certificateAction says what to do about an expiring certificate in the
+// tenant's TLS mode.
+func certificateAction(t *v1.Tenant) string {
+	lead := fmt.Sprintf("A pod serves a certificate that expires within %d days (negative: it has expired). ", CertificateWarningDays)
+	tail := " Pods load a renewed certificate from the Secret without a restart."
+	switch t.Spec.TLS.Mode {
+	case v1.TLSExternal:
+		return lead + "With tls.mode External, replace tls.crt and tls.key in Secret " + TLSSecretName(t) + "." + tail
+	case v1.TLSCertManager:
+		return lead + "cert-manager should have renewed it: check Certificate " + t.Name + " (kubectl describe certificate), " +
+			"its issuer and the Tenant's CertificatesReady condition." + tail
+	default:
+		return lead + "The operator renews it a third of its life before expiry: check the Tenant's CertificatesReady condition, " +
+			"its Events and the operator's logs; deleting Secret " + TLSSecretName(t) + " makes the operator issue a new one." + tail
+	}
+}
