@@ -104,13 +104,15 @@ var _ = AfterSuite(func() {
 
 // helm is an action configuration talking to the test API server, as
 // `helm --kubeconfig ... --namespace strata-system` would.
-func helm() *action.Configuration {
+func helm() *action.Configuration { return helmIn(namespace) }
+
+// helmIn is helm for releases in namespace ns.
+func helmIn(ns string) *action.Configuration {
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = &kubeconfig
-	ns := namespace
 	flags.Namespace = &ns
 	cfg := new(action.Configuration)
-	Expect(cfg.Init(flags, namespace, "secret", func(format string, v ...any) {
+	Expect(cfg.Init(flags, ns, "secret", func(format string, v ...any) {
 		fmt.Fprintf(GinkgoWriter, format+"\n", v...)
 	})).To(Succeed())
 	return cfg
