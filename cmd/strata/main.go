@@ -41,6 +41,7 @@ commands:
   server    run the erasure-coded S3 server on this node's drives
   gateway   run the S3 gateway over a POSIX directory
   selftest  write, read back and delete objects at an S3 endpoint (helm test)
+  admin     day-2: a tenant's pools, drives, healing, users, decommission
   version   print the build version
 
 Root credentials come from STRATA_ROOT_USER and STRATA_ROOT_PASSWORD, or from
@@ -67,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		return runGateway(args[1:], stderr, getenv)
 	case "selftest":
 		return runSelftest(args[1:], stdout, stderr, getenv)
+	case "admin":
+		return runAdmin(args[1:], stdout, stderr, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

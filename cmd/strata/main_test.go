@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/strata-storage/strata/engine/buildinfo"
 )
 
 func TestRun(t *testing.T) {
@@ -17,7 +19,7 @@ func TestRun(t *testing.T) {
 		wantStdout string
 		wantStderr string
 	}{
-		{args: []string{"version"}, code: 0, wantStdout: "strata 0.0.0-dev"},
+		{args: []string{"version"}, code: 0, wantStdout: "strata " + buildinfo.Release + " ("},
 		{args: nil, code: 2, wantStderr: "usage: strata"},
 		{args: []string{"bogus"}, code: 2, wantStderr: `unknown command "bogus"`},
 		{args: []string{"server"}, code: 2, wantStderr: "usage: strata server"},

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/iam"
 )
 
 // Prefix of the admin API.
@@ -108,12 +109,34 @@ type Node interface {
 	CancelDecommission(ctx context.Context, pool string) error
 }
 
+// UserInfo is a user of the users file as the admin API lists it: never
+// its secret key.
+type UserInfo struct {
+	AccessKey string   `json:"accessKey"`
+	Policy    string   `json:"policy"`
+	Buckets   []string `json:"buckets,omitempty"` // empty: every bucket
+}
+
+// Users lists the users the process accepts (besides root).
+type Users interface {
+	Grants() []iam.User
+}
+
 // Handler serves the admin API for node, checking the root credentials.
-// The heal endpoints exist only when node is a Node. Over plain HTTP it
-// answers only when allowHTTP.
-func Handler(node Informer, access, secret string, allowHTTP bool) http.Handler {
+// The heal endpoints exist only when node is a Node; the user listing
+// when users is not nil. Over plain HTTP it answers only when allowHTTP.
+func Handler(node Informer, users Users, access, secret string, allowHTTP bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Prefix+"info", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, node.Info(r.Context())) })
+	if users != nil {
+		mux.HandleFunc("GET "+Prefix+"users", func(w http.ResponseWriter, _ *http.Request) {
+			out := []UserInfo{}
+			for _, u := range users.Grants() {
+				out = append(out, UserInfo{AccessKey: u.AccessKey, Policy: string(u.Policy), Buckets: u.Buckets})
+			}
+			writeJSON(w, out)
+		})
+	}
 	if n, ok := node.(Node); ok {
 		mux.HandleFunc("GET "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, n.HealStatus()) })
 		mux.HandleFunc("POST "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) {

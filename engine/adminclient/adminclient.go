@@ -127,6 +127,13 @@ func (c *Client) Info(ctx context.Context) (admin.Info, error) {
 	return info, err
 }
 
+// Users lists the users the process accepts besides root (no secrets).
+func (c *Client) Users(ctx context.Context) ([]admin.UserInfo, error) {
+	var users []admin.UserInfo
+	err := c.do(ctx, http.MethodGet, admin.Prefix+"users", true, &users)
+	return users, err
+}
+
 // Heal reads the healing progress.
 func (c *Client) Heal(ctx context.Context) (erasure.HealStatus, error) {
 	var st erasure.HealStatus

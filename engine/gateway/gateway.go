@@ -191,7 +191,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Address: cfg.Address, RootAccess: cfg.RootUser.AccessKey, RootSecret: cfg.RootUser.SecretKey,
 		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
 		Limits: cfg.Limits,
-		Routes: s3front.Routes(g, metrics.Handler(reg, token), cfg.RootUser.AccessKey, cfg.RootUser.SecretKey, cfg.AdminOverHTTP),
+		Routes: s3front.Routes(g, metrics.Handler(reg, token), users, cfg.RootUser.AccessKey, cfg.RootUser.SecretKey, cfg.AdminOverHTTP),
 		OnListen: func() {
 			g.ready.Store(true)
 			log.Info("serving S3", "address", cfg.Address, "tls", cfg.CertsDir != "")

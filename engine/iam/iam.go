@@ -268,6 +268,21 @@ func (u *Users) ListUserAccounts() ([]auth.Account, error) {
 	return out, nil
 }
 
+// Grants lists the users with their policies and buckets, sorted by access
+// key, without their secret keys (the admin API's user listing).
+func (u *Users) Grants() []User {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	out := make([]User, 0, len(u.users))
+	for _, usr := range u.users {
+		usr.SecretKey = ""
+		usr.Buckets = slices.Clone(usr.Buckets)
+		out = append(out, usr)
+	}
+	slices.SortFunc(out, func(a, b User) int { return strings.Compare(a.AccessKey, b.AccessKey) })
+	return out
+}
+
 // CreateAccount implements auth.IAMService (refused).
 func (u *Users) CreateAccount(auth.Account) error { return ErrReadOnly }
 

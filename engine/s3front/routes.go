@@ -9,8 +9,8 @@ import (
 
 // Routes are the non-S3 endpoints of a strata process (server or gateway):
 // health, metrics, and the admin API when c also implements admin.Informer
-// (heal endpoints when it is an admin.Node).
-func Routes(c health.Checker, metricsHandler http.Handler, rootAccess, rootSecret string, adminOverHTTP bool) []Route {
+// (heal endpoints when it is an admin.Node; the user listing of users).
+func Routes(c health.Checker, metricsHandler http.Handler, users admin.Users, rootAccess, rootSecret string, adminOverHTTP bool) []Route {
 	routes := []Route{
 		{Method: "GET", Path: health.PathLive, Handler: health.Live()},
 		{Method: "GET", Path: health.PathReady, Handler: health.Ready(c)},
@@ -18,7 +18,7 @@ func Routes(c health.Checker, metricsHandler http.Handler, rootAccess, rootSecre
 		{Method: "GET", Path: "/strata/metrics", Handler: metricsHandler},
 	}
 	if a, ok := c.(admin.Informer); ok {
-		h := admin.Handler(a, rootAccess, rootSecret, adminOverHTTP)
+		h := admin.Handler(a, users, rootAccess, rootSecret, adminOverHTTP)
 		routes = append(routes,
 			Route{Method: "GET", Path: admin.Prefix + "*", Handler: h},
 			Route{Method: "POST", Path: admin.Prefix + "*", Handler: h},

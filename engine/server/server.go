@@ -216,7 +216,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Address: cfg.Address, RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey,
 		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
 		SSE: true, Limits: cfg.Limits,
-		Routes: s3front.Routes(n, metrics.Handler(reg, token), cfg.Root.AccessKey, cfg.Root.SecretKey, cfg.AdminOverHTTP),
+		Routes: s3front.Routes(n, metrics.Handler(reg, token), users, cfg.Root.AccessKey, cfg.Root.SecretKey, cfg.AdminOverHTTP),
 		OnListen: func() {
 			n.ready.Store(true)
 			log.Info("serving S3", "address", cfg.Address, "tls", cfg.CertsDir != "")
