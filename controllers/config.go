@@ -85,7 +85,7 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 	}); err != nil {
 		return err
 	}
-	if err := registerMetrics(ctrlmetrics.Registry, mgr.GetClient()); err != nil {
+	if err := RegisterMetrics(ctrlmetrics.Registry, mgr.GetClient()); err != nil {
 		return fmt.Errorf("registering the operator's metrics: %w", err)
 	}
 	if err := (&TenantReconciler{Reconcilers: r}).SetupWithManager(mgr); err != nil {

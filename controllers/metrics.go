@@ -36,10 +36,10 @@ func newTenantCollector(reader client.Reader) *tenantCollector {
 	}
 }
 
-// registerMetrics adds the operator's own metrics to reg (the manager's
+// RegisterMetrics adds the operator's own metrics to reg (the manager's
 // registry, served on its metrics endpoint). A second registration (tests
 // that set up several managers in one process) keeps the first.
-func registerMetrics(reg prometheus.Registerer, reader client.Reader) error {
+func RegisterMetrics(reg prometheus.Registerer, reader client.Reader) error {
 	err := reg.Register(newTenantCollector(reader))
 	if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
 		return nil

@@ -33,10 +33,10 @@ func TestUpgradePausedMetric(t *testing.T) {
 		tenant("other", "media", ""),
 	).Build()
 	reg := prometheus.NewRegistry()
-	if err := registerMetrics(reg, c); err != nil {
+	if err := RegisterMetrics(reg, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := registerMetrics(reg, c); err != nil {
+	if err := RegisterMetrics(reg, c); err != nil {
 		t.Fatalf("a second registration must keep the first: %v", err)
 	}
 	want := `
