@@ -85,8 +85,8 @@ bundle: manifests ## Generate the OLM bundle (bundle/); part of `make manifests`
 test: verify lint unit fuzz-smoke engine-integration conformance envtest-suites localcluster-e2e ## Everything CI runs: verify, lint, unit, fuzz targets (briefly), engine integration, S3 conformance, envtest suites and the local-cluster end-to-end test.
 
 .PHONY: unit
-unit: ## Unit tests (no API server); fuzz targets run their seed corpora.
-	go test $$(go list ./... | grep -v /test/)
+unit: ## Unit tests (no API server); fuzz targets run their seed corpora; the alerting rules' unit tests.
+	go test $$(go list ./... | grep -v /test/) ./test/monitoring/...
 
 .PHONY: fuzz-smoke
 fuzz-smoke: ## Each fuzz target of the engine for 2 s.
@@ -137,19 +137,24 @@ conformance: build ## S3 conformance: ceph/s3-tests against strata server (HTTPS
 envtest: ## Make kube-apiserver and etcd available to envtest (builds them offline if needed).
 	@hack/envtest.sh >/dev/null
 
+.PHONY: cli-tools
+cli-tools: ## Build bin/kubectl and bin/helm from the Go module proxy (what docs/install.md runs).
+	@hack/cli-tools.sh >/dev/null
+
 .PHONY: control-plane
 control-plane: ## Also build kube-controller-manager and kube-scheduler (local cluster harness).
 	@hack/envtest.sh --control-plane >/dev/null
 
 .PHONY: envtest-suites
 envtest-suites: envtest build ## Integration suites against a real kube-apiserver + etcd.
-	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" MANAGER_BIN="$(LOCALBIN)/manager" \
-		go test $$(go list ./test/... | grep -v -e /test/engine -e /test/scale -e /test/localcluster) -ginkgo.v=false -timeout 20m
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" MANAGER_BIN="$(LOCALBIN)/manager" STRATA_BIN="$(LOCALBIN)/strata" \
+		go test $$(go list ./test/... | grep -v -e /test/engine -e /test/scale -e /test/localcluster -e /test/monitoring) -ginkgo.v=false -timeout 20m
 
 .PHONY: localcluster-e2e
-localcluster-e2e: images control-plane ## End to end on a local cluster (as root): the operator brings up a Tenant from the images `make images` built, S3 through its endpoint, clean teardown.
-	KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_IMAGES="$(IMAGES_DIR)" \
-		go test -count=1 ./test/localcluster/... -timeout 15m -v
+localcluster-e2e: images control-plane pyclients cli-tools ## End to end on a local cluster (as root): a Tenant from the images `make images` built, S3 through its endpoint, clean teardown; docs/install.md run as written (Helm, kubectl, aws, strata admin).
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_IMAGES="$(IMAGES_DIR)" STRATA_BIN="$(LOCALBIN)/strata" \
+		STRATA_CLI_TOOLS="$$(hack/cli-tools.sh)" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" \
+		go test -count=1 ./test/localcluster/... -timeout 30m -v
 
 ##@ Demo
 

@@ -29,6 +29,7 @@ rewritten=(
   charts/strata-operator/Chart.yaml
   charts/strata-operator/values.yaml
   charts/strata-tenant/Chart.yaml
+  charts/strata-tenant/values.yaml
   config/manager/kustomization.yaml
   config/manager/manager.yaml
 )

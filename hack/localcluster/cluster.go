@@ -48,12 +48,19 @@ type runConfig struct {
 	Nodes      int
 	Manifests  []string
 	Tenant     string // namespace/name to wait for and expose
-	APIPort    int    // host port of the API server listener (fd 3)
-	S3Port     int    // host port of the S3 listener (fd 4)
+	// Bare runs the cluster without the operator process and without
+	// applying manifests: for installing the operator with its Helm chart,
+	// as a pod running its image (docs/install.md).
+	Bare    bool
+	APIPort int // host port of the API server listener (fd 3)
+	S3Port  int // host port of the S3 listener (fd 4)
 	// Expose lists more Services to serve on the host, "namespace/name=port"
 	// (fds 5, 6, ... in order), such as a GatewayPool's.
 	Expose  []string
 	Timeout time.Duration
+	// Monitoring also runs prometheus-operator and a Prometheus that
+	// scrapes the tenants (images and CRDs from hack/monitoring-images.sh).
+	Monitoring bool
 }
 
 func (c *runConfig) logFile(name string) string { return filepath.Join(c.State, "logs", name) }
@@ -66,8 +73,10 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Nodes, "nodes", 4, "number of fake Nodes")
 	fs.Var((*stringList)(&c.Manifests), "manifests", "YAML file or directory to apply once the operator runs (repeatable; default the demo tenant)")
 	fs.StringVar(&c.Tenant, "tenant", "default/media", "namespace/name of the Tenant to wait for and expose")
+	fs.BoolVar(&c.Bare, "bare", false, "no operator process, no manifests: ready once the cluster runs; install the operator and a tenant with Helm (docs/install.md). The tenant's S3 Service is still exposed once it exists")
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "how long to wait for the Tenant to be Ready")
 	fs.Var((*stringList)(&c.Expose), "expose", "another Service to serve on 127.0.0.1, namespace/name=port (repeatable; port 0 picks one)")
+	fs.BoolVar(&c.Monitoring, "monitoring", false, "also run prometheus-operator and a Prometheus scraping every tenant through its ServiceMonitor, with its rules (images and CRDs from hack/monitoring-images.sh in --images)")
 }
 
 // parseExpose splits "namespace/name=port".
@@ -95,11 +104,14 @@ type info struct {
 	AccessKey  string `json:"accessKey,omitempty"`
 	SecretKey  string `json:"secretKey,omitempty"`
 	Tenant     string `json:"tenant"`
+	Bare       bool   `json:"bare,omitempty"`
 	Logs       string `json:"logs"`
 	ReadyAfter string `json:"readyAfter,omitempty"`
 	// Exposed maps "namespace/name" of the --expose Services to their URLs.
 	Exposed  map[string]string `json:"exposed,omitempty"`
 	InnerPID int               `json:"innerPID"`
+	// PrometheusURL is Prometheus' HTTP API on the host (--monitoring).
+	PrometheusURL string `json:"prometheusURL,omitempty"`
 }
 
 func writeInfo(state string, in info) error {
@@ -138,7 +150,7 @@ func cmdRun(args []string) error {
 	defer stop()
 	started := time.Now()
 	in := info{
-		Status: "starting", Tenant: c.Tenant, Logs: filepath.Join(c.State, "logs"),
+		Status: "starting", Tenant: c.Tenant, Bare: c.Bare, Logs: filepath.Join(c.State, "logs"),
 		Kubeconfig: filepath.Join(c.State, "kubeconfig"),
 		S3URL:      fmt.Sprintf("https://localhost:%d", c.S3Port),
 		InnerPID:   os.Getpid(),
@@ -162,6 +174,12 @@ func cmdRun(args []string) error {
 		return fail(err)
 	}
 	c.ManagerBin = filepath.Join(opImage.rootfs, opImage.entry[0])
+	var monitoring monitoringImages
+	if c.Monitoring {
+		if monitoring, err = resolveMonitoringImages(store); err != nil {
+			return fail(err)
+		}
+	}
 
 	if err := setupClusterNetwork(ctx, c.Nodes); err != nil {
 		return fail(fmt.Errorf("cluster network: %w", err))
@@ -286,6 +304,13 @@ func cmdRun(args []string) error {
 			return fail(fmt.Errorf("log server of %s: %w", nodeName(n), err))
 		}
 	}
+	if c.Monitoring {
+		// Before the operator: Prometheus comes up while the tenant does.
+		if err := startMonitoring(ctx, &cfg, monitoring); err != nil {
+			return fail(fmt.Errorf("monitoring: %w", err))
+		}
+		log.Info("prometheus-operator and Prometheus created", "namespace", monitoringNamespace)
+	}
 	defer func() {
 		// Pods first (they are the only ones with data in flight), then the
 		// operator and the control plane (deferred above and below).
@@ -299,11 +324,15 @@ func cmdRun(args []string) error {
 		}
 	}()
 
-	op, err := startOperator(ctx, &c, cp, cs)
-	if err != nil {
-		return fail(err)
+	var opExited <-chan struct{} // nil (never) without the operator process
+	if !c.Bare {
+		op, err := startOperator(ctx, &c, cp, cs)
+		if err != nil {
+			return fail(err)
+		}
+		defer op.stop(15 * time.Second)
+		opExited = op.exited()
 	}
-	defer op.stop(15 * time.Second)
 
 	ns, name, _ := strings.Cut(c.Tenant, "/")
 	go exposeService(s3Ln, proxy, ns, builders.S3ServiceName(name))
@@ -320,10 +349,23 @@ func cmdRun(args []string) error {
 		defer ln.Close()
 		sns, sname, _ := strings.Cut(svc, "/")
 		go exposeService(ln, proxy, sns, sname)
+		if svc == prometheusService {
+			in.PrometheusURL = fmt.Sprintf("http://localhost:%d", port)
+			continue
+		}
 		if in.Exposed == nil {
 			in.Exposed = map[string]string{}
 		}
 		in.Exposed[svc] = fmt.Sprintf("https://localhost:%d", port)
+	}
+
+	if c.Bare {
+		in.Status, in.ReadyAfter = "ready", time.Since(started).Round(time.Second).String()
+		_ = writeInfo(c.State, in)
+		log.Info("cluster ready (bare: no operator, no manifests)", "after", in.ReadyAfter)
+		<-ctx.Done()
+		log.Info("stopping")
+		return nil
 	}
 
 	scheme := runtime.NewScheme()
@@ -353,6 +395,13 @@ func cmdRun(args []string) error {
 			_ = fail(fmt.Errorf("tenant %s not Ready after %s: %w (see %s)", c.Tenant, c.Timeout, err, in.Logs))
 			return
 		}
+		if c.Monitoring {
+			log.Info("tenant ready; waiting for Prometheus", "tenant", c.Tenant, "after", time.Since(started).Round(time.Second))
+			if err := waitPrometheus(waitCtx, &cfg); err != nil {
+				_ = fail(fmt.Errorf("%w (see %s)", err, in.Logs))
+				return
+			}
+		}
 		in.Status, in.ReadyAfter = "ready", time.Since(started).Round(time.Second).String()
 		_ = writeInfo(c.State, in)
 		log.Info("tenant ready", "tenant", c.Tenant, "after", in.ReadyAfter)
@@ -361,7 +410,7 @@ func cmdRun(args []string) error {
 	select {
 	case <-ctx.Done():
 		log.Info("stopping")
-	case <-op.exited():
+	case <-opExited:
 		log.Error("the operator exited", "log", c.logFile("operator.log"))
 		_ = fail(errors.New("the operator exited; see " + c.logFile("operator.log")))
 		<-ctx.Done()

@@ -33,7 +33,24 @@ func startControlPlane(ctx context.Context, c *runConfig) (*controlPlane, error)
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: c.Assets,
 	}
+	if c.Monitoring {
+		// Installed before the operator starts, which watches the
+		// ServiceMonitors and PrometheusRules it owns only when their
+		// kinds exist then.
+		env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, monitoringCRDDir(c.Images))
+	}
 	api := env.ControlPlane.GetAPIServer()
+	// Our own serving certificate, valid for the names pods use.
+	api.CertDir = filepath.Join(c.State, "kube", "apiserver")
+	ca, err := writeAPIServerCerts(api.CertDir)
+	if err != nil {
+		return nil, fmt.Errorf("API server certificates: %w", err)
+	}
+	api.CA = ca
+	// Pods get their service account token, the cluster CA and namespace
+	// mounted (kube-api-access-*), as in a real cluster: the operator runs
+	// in a pod when installed with Helm (docs/install.md).
+	api.Configure().Disable("disable-admission-plugins")
 	// envtest's defaults, said out loud: the service range the proxy serves.
 	api.Configure().Set("service-cluster-ip-range", serviceCIDR)
 	// The cluster namespace has no default route to guess an address from;
@@ -60,6 +77,9 @@ func startControlPlane(ctx context.Context, c *runConfig) (*controlPlane, error)
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",
 		"--cluster-name=localcluster",
+		// Publishes kube-root-ca.crt in every namespace (the CA of
+		// in-cluster clients).
+		"--root-ca-file=" + filepath.Join(api.CertDir, "ca.crt"),
 	}, c.logFile("kube-controller-manager.log"))
 	sched := newProcess("kube-scheduler", filepath.Join(c.Assets, "kube-scheduler"), []string{
 		"--kubeconfig=" + adminKubeconfig,

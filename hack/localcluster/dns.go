@@ -42,6 +42,12 @@ func clusterRecords(services []*corev1.Service, slices []*discoveryv1.EndpointSl
 			continue
 		case ip != corev1.ClusterIPNone:
 			recs = append(recs, rec{ip, fqdn})
+			// What cluster DNS resolves through the pods' search path
+			// (svc.cluster.local): <service>.<namespace>.svc and
+			// <service>.<namespace>.
+			for _, short := range shortNames(svc) {
+				recs = append(recs, rec{ip, short})
+			}
 			continue
 		}
 		for _, s := range bySvc[svc.Namespace+"/"+svc.Name] {
@@ -54,6 +60,9 @@ func clusterRecords(services []*corev1.Service, slices []*discoveryv1.EndpointSl
 				}
 				for _, a := range ep.Addresses {
 					recs = append(recs, rec{a, fqdn})
+					for _, short := range shortNames(svc) {
+						recs = append(recs, rec{a, short})
+					}
 					if ep.Hostname != nil && *ep.Hostname != "" {
 						recs = append(recs, rec{a, *ep.Hostname + "." + fqdn})
 					}
@@ -77,6 +86,12 @@ func clusterRecords(services []*corev1.Service, slices []*discoveryv1.EndpointSl
 		fmt.Fprintf(&b, "%s\t%s\n", r.ip, r.name)
 	}
 	return b.String()
+}
+
+// shortNames are a Service's names other than its FQDN that resolve in
+// every namespace.
+func shortNames(svc *corev1.Service) []string {
+	return []string{svc.Name + "." + svc.Namespace + ".svc", svc.Name + "." + svc.Namespace}
 }
 
 // nodeRecords names the Nodes (the API server reaches their log servers

@@ -44,11 +44,18 @@ func TestClusterRecords(t *testing.T) {
 		},
 	}
 	got := clusterRecords([]*corev1.Service{svc("media", "10.0.0.9"), svc("media-hl", corev1.ClusterIPNone), svc("pending", "")}, []*discoveryv1.EndpointSlice{slice})
+	// FQDNs, and the short names the pods' DNS search path resolves.
 	want := strings.Join([]string{
+		"10.244.1.2\tmedia-hl.store",
+		"10.244.2.2\tmedia-hl.store",
+		"10.244.1.2\tmedia-hl.store.svc",
+		"10.244.2.2\tmedia-hl.store.svc",
 		"10.244.1.2\tmedia-hl.store.svc.cluster.local",
 		"10.244.2.2\tmedia-hl.store.svc.cluster.local",
 		"10.244.1.2\tmedia-nvme-0.media-hl.store.svc.cluster.local",
 		"10.244.2.2\tmedia-nvme-1.media-hl.store.svc.cluster.local",
+		"10.0.0.9\tmedia.store",
+		"10.0.0.9\tmedia.store.svc",
 		"10.0.0.9\tmedia.store.svc.cluster.local",
 	}, "\n") + "\n"
 	if got != want {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +35,7 @@ func cmdUp(args []string) error {
 	fs.IntVar(&c.APIPort, "api-port", 16443, "port of the API server on 127.0.0.1 (0 picks one)")
 	fs.IntVar(&c.S3Port, "s3-port", 19000, "port of the tenant's S3 endpoint on 127.0.0.1 (0 picks one)")
 	foreground := fs.Bool("foreground", false, "stay in the foreground until interrupted, then stop the cluster")
+	prometheusPort := fs.Int("prometheus-port", 19090, "with --monitoring, the port of Prometheus' HTTP API on 127.0.0.1 (0 picks one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,6 +61,15 @@ func cmdUp(args []string) error {
 	}
 	if _, err := os.Stat(c.Images); err != nil {
 		return fmt.Errorf("%w (run `make images`)", err)
+	}
+	if c.Monitoring {
+		if _, err := os.Stat(monitoringCRDDir(c.Images)); err != nil {
+			return fmt.Errorf("--monitoring: %w (run `hack/monitoring-images.sh %s`)", err, c.Images)
+		}
+		// Prometheus' API on the host, served like any --expose.
+		if !slices.ContainsFunc(c.Expose, func(e string) bool { return strings.HasPrefix(e, prometheusService+"=") }) {
+			c.Expose = append(c.Expose, fmt.Sprintf("%s=%d", prometheusService, *prometheusPort))
+		}
 	}
 	if c.Assets == "" {
 		return errors.New("--assets (or KUBEBUILDER_ASSETS) must name the control-plane binaries (`hack/envtest.sh --control-plane` prints the directory)")
@@ -131,7 +142,7 @@ func cmdUp(args []string) error {
 	runArgs := []string{"run",
 		"--state-dir", c.State, "--repo", c.Repo, "--assets", c.Assets,
 		"--images", c.Images,
-		"--nodes", strconv.Itoa(c.Nodes), "--tenant", c.Tenant, "--timeout", c.Timeout.String(),
+		"--nodes", strconv.Itoa(c.Nodes), "--tenant", c.Tenant, "--timeout", c.Timeout.String(), "--bare=" + strconv.FormatBool(c.Bare),
 		"--api-port", strconv.Itoa(c.APIPort), "--s3-port", strconv.Itoa(c.S3Port),
 	}
 	for _, m := range c.Manifests {
@@ -139,6 +150,9 @@ func cmdUp(args []string) error {
 	}
 	for _, e := range c.Expose {
 		runArgs = append(runArgs, "--expose", e)
+	}
+	if c.Monitoring {
+		runArgs = append(runArgs, "--monitoring")
 	}
 	logf, err := os.OpenFile(c.logFile("cluster.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -268,6 +282,15 @@ func readInfo(state string) (info, error) {
 func printUsage(w io.Writer, in info, state string) {
 	env := filepath.Join(state, "env")
 	var b strings.Builder
+	if in.Bare {
+		fmt.Fprintf(&b, "export KUBECONFIG=%s\n", in.Kubeconfig)
+		_ = os.WriteFile(env, []byte(b.String()), 0o600)
+		fmt.Fprintf(w, "\nLocal cluster ready (after %s), without the operator: install it and a tenant with Helm (docs/install.md).\n\n", in.ReadyAfter)
+		fmt.Fprintf(w, "  export KUBECONFIG=%s\n", in.Kubeconfig)
+		fmt.Fprintf(w, "S3 of tenant %s, once installed: %s\n", in.Tenant, in.S3URL)
+		fmt.Fprintf(w, "Logs: %s\nStop and remove everything: make demo-down\n", in.Logs)
+		return
+	}
 	fmt.Fprintf(&b, "export KUBECONFIG=%s\n", in.Kubeconfig)
 	fmt.Fprintf(&b, "export AWS_ACCESS_KEY_ID=%s\n", in.AccessKey)
 	fmt.Fprintf(&b, "export AWS_SECRET_ACCESS_KEY=%s\n", in.SecretKey)
@@ -290,6 +313,10 @@ func printUsage(w io.Writer, in info, state string) {
 	}
 	for svc, url := range in.Exposed {
 		fmt.Fprintf(w, "Service %s: %s (same keys and CA)\n", svc, url)
+	}
+	if in.PrometheusURL != "" {
+		fmt.Fprintf(w, "Prometheus (scraping the tenant through its ServiceMonitor, with its rules): %s\n", in.PrometheusURL)
+		fmt.Fprintf(w, "  curl -s '%s/api/v1/query?query=strata_drive_state' | head -c 300; curl -s %s/api/v1/rules | head -c 300\n", in.PrometheusURL, in.PrometheusURL)
 	}
 	fmt.Fprintf(w, "\nAll of the above as environment variables, then the AWS CLI:\n")
 	fmt.Fprintf(w, "  source %s\n", env)

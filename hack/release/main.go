@@ -99,6 +99,9 @@ func run(root string) error {
 			{regexp.MustCompile(`(?m)^(image:\n  repository: ).*$`), "${1}" + r.operator()},
 			{regexp.MustCompile(`(?m)^(engineImage:\n  repository: ).*$`), "${1}" + r.engine()},
 		},
+		"charts/strata-tenant/values.yaml": {
+			{regexp.MustCompile(`(?m)^(  image:\n    repository: ).*$`), "${1}" + r.engine()},
+		},
 		"config/manager/kustomization.yaml": {
 			{regexp.MustCompile(`(?m)^(  newName: ).*$`), "${1}" + r.operator()},
 			{regexp.MustCompile(`(?m)^(  newTag: ).*$`), "${1}" + fmt.Sprintf("%q", r.Version)},
