@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -58,6 +60,7 @@ type options struct {
 	webhookCertDir       string
 	enableHTTP2          bool
 	defaultStrataImage   string
+	monitoringLabels     string
 	maxConcurrentReconcs int
 	clusterDomain        string
 	defaultIssuer        string
@@ -94,6 +97,8 @@ func parseFlags() (options, zap.Options) {
 	flag.StringVar(&o.watchNamespaces, "watch-namespaces", os.Getenv("WATCH_NAMESPACE"),
 		"Comma-separated namespaces whose Tenants and pools the operator manages (default $WATCH_NAMESPACE, which OLM sets; empty: every namespace). "+
 			"With a list, the operator needs write access in those namespaces only.")
+	flag.StringVar(&o.monitoringLabels, "monitoring-labels", "",
+		"Labels added to every Tenant's ServiceMonitor and PrometheusRule, as k=v,k2=v2 (e.g. release=kube-prometheus-stack, what that chart's Prometheus selects); a Tenant's own spec.monitoring labels win.")
 	flag.DurationVar(&o.engineRefresh, "engine-refresh", time.Minute, "How often running tenants' admin API is read for drive states and capacity.")
 	zo := zap.Options{Development: false}
 	zo.BindFlags(flag.CommandLine)
@@ -156,16 +161,21 @@ func run(o options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
+	monLabels, err := labels.ConvertSelectorToLabelsMap(o.monitoringLabels)
+	if err != nil {
+		return fmt.Errorf("--monitoring-labels: %w", err)
+	}
 	ctx := ctrl.SetupSignalHandler()
 	if err := controllers.Setup(ctx, mgr, controllers.Config{
-		DefaultImage:  o.defaultStrataImage,
-		ClusterDomain: o.clusterDomain,
-		DefaultIssuer: cmmeta.IssuerReference{Name: o.defaultIssuer, Kind: o.defaultIssuerKind, Group: "cert-manager.io"},
-		Engine:        engine.HTTPClient{Timeout: 5 * time.Second},
-		Random:        rand.Reader,
-		Now:           time.Now,
-		EngineRefresh: o.engineRefresh,
-		RolloutPoll:   5 * time.Second,
+		MonitoringLabels: monLabels,
+		DefaultImage:     o.defaultStrataImage,
+		ClusterDomain:    o.clusterDomain,
+		DefaultIssuer:    cmmeta.IssuerReference{Name: o.defaultIssuer, Kind: o.defaultIssuerKind, Group: "cert-manager.io"},
+		Engine:           engine.HTTPClient{Timeout: 5 * time.Second},
+		Random:           rand.Reader,
+		Now:              time.Now,
+		EngineRefresh:    o.engineRefresh,
+		RolloutPoll:      5 * time.Second,
 	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}

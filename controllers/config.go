@@ -39,6 +39,11 @@ type Config struct {
 	// DefaultIssuer signs certificates of TLS mode CertManager without
 	// spec.tls.issuerRef.
 	DefaultIssuer cmmeta.IssuerReference
+	// MonitoringLabels go on every Tenant's ServiceMonitor and
+	// PrometheusRule (--monitoring-labels), so the cluster's Prometheus
+	// selects them without each Tenant saying so; a Tenant's own
+	// spec.monitoring labels win.
+	MonitoringLabels map[string]string
 	// Engine talks to running tenants (admin API, buckets).
 	Engine engine.Client
 	// Random is crypto/rand.Reader in production.

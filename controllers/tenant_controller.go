@@ -406,6 +406,7 @@ func (r *TenantReconciler) reconcileMonitoring(ctx context.Context, s *tenantSco
 	t := s.tenant
 	if hasKind(r.Mapper, monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.ServiceMonitorsKind)) {
 		sm := builders.ServiceMonitor(t)
+		sm.Labels = builders.WithDefaults(sm.Labels, r.Config.MonitoringLabels)
 		if enabled(t.Spec.Monitoring.ServiceMonitor.Enabled) {
 			if _, err := apply(ctx, r.Client, r.Scheme, t, sm, serviceMonitorOps); err != nil {
 				return err
@@ -416,6 +417,7 @@ func (r *TenantReconciler) reconcileMonitoring(ctx context.Context, s *tenantSco
 	}
 	if hasKind(r.Mapper, monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusRuleKind)) {
 		pr := builders.PrometheusRule(t)
+		pr.Labels = builders.WithDefaults(pr.Labels, r.Config.MonitoringLabels)
 		if enabled(t.Spec.Monitoring.PrometheusRule.Enabled) {
 			if _, err := apply(ctx, r.Client, r.Scheme, t, pr, prometheusRuleOps); err != nil {
 				return err

@@ -58,3 +58,9 @@ func merge(maps ...map[string]string) map[string]string {
 	}
 	return out
 }
+
+// WithDefaults returns labels with defaults added where labels does not
+// set the key.
+func WithDefaults(labels, defaults map[string]string) map[string]string {
+	return merge(defaults, labels)
+}

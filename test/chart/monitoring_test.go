@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -52,6 +54,21 @@ var _ = Describe("the strata-operator chart's monitoring assets", func() {
 		Expect(err).NotTo(HaveOccurred())
 		return b
 	}
+
+	It("passes tenantMonitoringLabels to the operator, sorted, and nothing without them", func() {
+		args := func(vals string) []string {
+			for _, doc := range render(vals, "Deployment") {
+				var d appsv1.Deployment
+				Expect(yaml.Unmarshal([]byte(doc), &d)).To(Succeed())
+				return d.Spec.Template.Spec.Containers[0].Args
+			}
+			Fail("no Deployment rendered")
+			return nil
+		}
+		Expect(args(`tenantMonitoringLabels: {team: storage, release: kube-prometheus-stack}`)).To(
+			ContainElement("--monitoring-labels=release=kube-prometheus-stack,team=storage"))
+		Expect(args("")).NotTo(ContainElement(HavePrefix("--monitoring-labels")))
+	})
 
 	It("ships the dashboard in a ConfigMap labelled for Grafana's sidecar, in the namespace asked for", func() {
 		docs := render("", "ConfigMap")

@@ -49,6 +49,10 @@ dashboards: {enabled: true, labels: {grafana_dashboard: "1"}}
 		},
 		Entry("a count given as a string", `replicaCount: "2"`,
 			"at '/replicaCount'", "got string, want integer"),
+		// (Helm's schema library names the wrong key in the path of a
+		// propertyNames failure; the message itself names the label.)
+		Entry("a monitoring label key with a space", `tenantMonitoringLabels: {"my label": x}`,
+			"invalid propertyName 'my label'"),
 		Entry("a misspelt top-level key", `webhooks: {enabled: false}`,
 			"additional properties 'webhooks' not allowed"),
 		Entry("the engine image under its old key", `defaultStrataImage: ghcr.io/strata-storage/strata:0.1.0`,

@@ -47,6 +47,7 @@ var _ = Describe("monitoring", Ordered, func() {
 		sm := &monitoringv1.ServiceMonitor{}
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media"), sm) }).Should(Succeed())
 		Expect(sm.Spec.Selector.MatchLabels).To(HaveKeyWithValue("storage.strata.dev/metrics", "true"))
+		Expect(sm.Labels).To(HaveKeyWithValue("release", "kube-prometheus-stack"), "the operator's --monitoring-labels")
 		ep := sm.Spec.Endpoints[0]
 		Expect(ep.Path).To(Equal("/strata/metrics"))
 		Expect(ep.Port).To(Equal("https"))
@@ -59,12 +60,19 @@ var _ = Describe("monitoring", Ordered, func() {
 		Expect(ep.RelabelConfigs).To(ContainElement(HaveField("TargetLabel", "tenant")))
 		pr := &monitoringv1.PrometheusRule{}
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media"), pr) }).Should(Succeed())
+		Expect(pr.Labels).To(HaveKeyWithValue("team", "storage"), "the operator's --monitoring-labels")
 		var alerts []string
 		for _, r := range pr.Spec.Groups[0].Rules {
 			alerts = append(alerts, r.Alert)
 		}
 		Expect(alerts).To(ContainElements("StrataDriveOffline", "StrataWriteQuorumAtRisk", "StrataPodDown", "StrataCapacityCritical",
 			"StrataCertificateExpiring", "StrataDecommissionStuck"))
+
+		update(t, func(t *v1.Tenant) { t.Spec.Monitoring.ServiceMonitor.Labels = map[string]string{"release": "prom-b"} })
+		Eventually(func() map[string]string {
+			Expect(k8s.Get(ctx, key(ns, "media"), sm)).To(Succeed())
+			return sm.Labels
+		}).Should(And(HaveKeyWithValue("release", "prom-b"), HaveKeyWithValue("team", "storage")), "the Tenant's own labels win")
 
 		update(t, func(t *v1.Tenant) { t.Spec.Monitoring.ServiceMonitor.Enabled = ptr.To(false) })
 		Eventually(func() bool {

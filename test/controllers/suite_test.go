@@ -97,11 +97,13 @@ var _ = BeforeSuite(func() {
 	Expect(controllers.Setup(ctx, mgr, controllers.Config{
 		DefaultImage:  image,
 		ClusterDomain: "cluster.local",
-		Engine:        fakeEn,
-		Random:        rand.Reader,
-		Now:           time.Now,
-		EngineRefresh: time.Hour,
-		RolloutPoll:   200 * time.Millisecond,
+		// --monitoring-labels; a Tenant's own labels win.
+		MonitoringLabels: map[string]string{"release": "kube-prometheus-stack", "team": "storage"},
+		Engine:           fakeEn,
+		Random:           rand.Reader,
+		Now:              time.Now,
+		EngineRefresh:    time.Hour,
+		RolloutPoll:      200 * time.Millisecond,
 	})).To(Succeed())
 	Expect(webhooks.Setup(mgr, mgr.GetAPIReader())).To(Succeed())
 	go func() {
