@@ -53,8 +53,9 @@ func (img image) argv(c *corev1.Container, expand func(string) string) []string 
 // imageStore resolves image references against the loaded layouts and
 // unpacks each image the first time a container needs it.
 type imageStore struct {
-	dir    string // <state>/images
-	loaded map[string]images.Local
+	dir     string // <state>/images
+	layouts string // where the OCI layouts are
+	loaded  map[string]images.Local
 
 	mu       sync.Mutex
 	unpacked map[string]image // by digest
@@ -68,7 +69,7 @@ func newImageStore(layouts, state string) (*imageStore, error) {
 	if len(loaded) == 0 {
 		return nil, fmt.Errorf("no OCI image layouts in %s (run `make images`)", layouts)
 	}
-	return &imageStore{dir: filepath.Join(state, "images"), loaded: loaded, unpacked: map[string]image{}}, nil
+	return &imageStore{dir: filepath.Join(state, "images"), layouts: layouts, loaded: loaded, unpacked: map[string]image{}}, nil
 }
 
 // refs are the references the store runs, for error messages.
@@ -76,6 +77,18 @@ func (s *imageStore) refs() []string {
 	var out []string
 	for _, l := range s.loaded {
 		if !slices.Contains(out, l.Ref) {
+			out = append(out, l.Ref)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// refsOf are the references of the images of one repository.
+func (s *imageStore) refsOf(repository string) []string {
+	var out []string
+	for _, l := range s.loaded {
+		if l.Repository == repository && !slices.Contains(out, l.Ref) {
 			out = append(out, l.Ref)
 		}
 	}
