@@ -3,11 +3,14 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -307,9 +310,8 @@ func (w *podWorker) buildContainer(pod *corev1.Pod, c *corev1.Container, vols ma
 			return p, fmt.Errorf("volume mount %q has no volume", m.Name)
 		}
 		if m.SubPath != "" {
-			src = filepath.Join(src, expand(m.SubPath, envMap))
-			if err := os.MkdirAll(src, 0o755); err != nil {
-				return p, err
+			if src, err = subPathSource(src, expand(m.SubPath, envMap)); err != nil {
+				return p, fmt.Errorf("volume mount %q: %w", m.Name, err)
 			}
 		}
 		volMounts = append(volMounts, mountSpec{Source: src, Target: m.MountPath, ReadOnly: m.ReadOnly})
@@ -331,6 +333,24 @@ func (w *podWorker) buildContainer(pod *corev1.Pod, c *corev1.Container, vols ma
 		return p, err
 	}
 	return p, nil
+}
+
+// subPathSource is what a volume mount with subPath binds: a file or
+// directory of the volume (a Secret's key through its symlink, as
+// prometheus-operator mounts web-config.yaml), or a directory made for it
+// when there is none yet, as the kubelet does. Like the kubelet, it refuses
+// a subPath that is absolute or climbs out of the volume.
+func subPathSource(volume, subPath string) (string, error) {
+	if path.IsAbs(subPath) || slices.Contains(strings.Split(subPath, "/"), "..") {
+		return "", fmt.Errorf("subPath %q must be a relative path inside the volume", subPath)
+	}
+	src := filepath.Join(volume, subPath)
+	if _, err := os.Stat(src); err == nil {
+		return src, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	return src, os.MkdirAll(src, 0o755)
 }
 
 // sameGroup says whether a file belongs to group gid.

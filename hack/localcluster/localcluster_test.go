@@ -211,6 +211,35 @@ func TestWriteProjection(t *testing.T) {
 	}
 }
 
+// A subPath names a file of the volume (a Secret key, through the
+// projection's symlink) or a directory, made when missing; never a path
+// out of the volume.
+func TestSubPathSource(t *testing.T) {
+	vol := t.TempDir()
+	if err := writeProjection(vol, map[string]projectedFile{"web-config.yaml": {data: []byte("tls_server_config: {}"), mode: 0o644}}, -1); err != nil {
+		t.Fatal(err)
+	}
+	src, err := subPathSource(vol, "web-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(src); err != nil || st.IsDir() {
+		t.Fatalf("a Secret key's subPath: %v %v", st, err)
+	}
+	src, err = subPathSource(vol, "data/prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(src); err != nil || !st.IsDir() {
+		t.Fatalf("a missing subPath becomes a directory: %v", err)
+	}
+	for _, bad := range []string{"/etc", "../other", "a/../../b"} {
+		if _, err := subPathSource(vol, bad); err == nil {
+			t.Errorf("subPath %q accepted", bad)
+		}
+	}
+}
+
 func TestWriteInPlaceNeverShrinks(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "hosts")
 	if err := os.WriteFile(p, []byte("127.0.0.1 localhost\n10.0.0.9 media\n"), 0o644); err != nil {
