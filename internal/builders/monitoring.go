@@ -44,6 +44,14 @@ func NewMetricsToken(t *v1.Tenant, random io.Reader) (*corev1.Secret, error) {
 	}, nil
 }
 
+// The scrape schemes in lower case: prometheus-operator's CRDs accept
+// only "http" and "https" up to v0.86 (both cases from v0.87, whose Go
+// constants are the upper-case ones), so these work with either.
+const (
+	schemeHTTP  monitoringv1.Scheme = "http"
+	schemeHTTPS monitoringv1.Scheme = "https"
+)
+
 // ServiceMonitor scrapes every server and gateway pod of the tenant with
 // the tenant's metrics token, over TLS verified with the tenant's CA when
 // TLS is on, and labels every series with the tenant's name.
@@ -57,7 +65,7 @@ func ServiceMonitor(t *v1.Tenant) *monitoringv1.ServiceMonitor {
 		Port:     s3ServicePort(t).Name,
 		Path:     MetricsPath,
 		Interval: monitoringv1.Duration(interval),
-		Scheme:   ptr.To(monitoringv1.SchemeHTTP),
+		Scheme:   ptr.To(schemeHTTP),
 		// A constant, not a copy of a Service label: the rules and the
 		// dashboard need it on every series, whatever Service a pod is
 		// reached through.
@@ -69,7 +77,7 @@ func ServiceMonitor(t *v1.Tenant) *monitoringv1.ServiceMonitor {
 		LocalObjectReference: corev1.LocalObjectReference{Name: MetricsTokenSecretName(t.Name)}, Key: MetricsTokenKey,
 	}}
 	if TLSEnabled(t) {
-		ep.Scheme = ptr.To(monitoringv1.SchemeHTTPS)
+		ep.Scheme = ptr.To(schemeHTTPS)
 		ep.TLSConfig = &monitoringv1.TLSConfig{SafeTLSConfig: monitoringv1.SafeTLSConfig{
 			CA: monitoringv1.SecretOrConfigMap{Secret: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: TLSSecretName(t)}, Key: "ca.crt",

@@ -76,7 +76,8 @@ func TestServiceMonitor(t *testing.T) {
 				t.Errorf("labels = %v", sm.Labels)
 			}
 			ep := sm.Spec.Endpoints[0]
-			if ep.Path != MetricsPath || !strings.EqualFold(string(*ep.Scheme), tc.scheme) {
+			// Lower case exactly: older prometheus-operator CRDs refuse "HTTPS".
+			if ep.Path != MetricsPath || string(*ep.Scheme) != tc.scheme {
 				t.Errorf("endpoint %s %s", *ep.Scheme, ep.Path)
 			}
 			a := ep.Authorization
