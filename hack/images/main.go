@@ -7,6 +7,13 @@
 //
 //	go run ./hack/images -out bin/images -version 0.1.0 -revision abc123 \
 //	    -created 2026-11-24T08:00:00Z -binary strata=bin/strata -binary strata-operator=bin/manager
+//
+// With -image it writes only the layouts of other binaries, each under the
+// reference given (hack/monitoring-images.sh: prometheus-operator and
+// Prometheus for the local cluster):
+//
+//	go run ./hack/images -out bin/images \
+//	    -image ref=quay.io/prometheus/prometheus:v3.5.0,entrypoint=/bin/prometheus,user=65534:65534,binary=/path/to/prometheus
 package main
 
 import (
@@ -41,6 +48,44 @@ func (b binaries) Set(v string) error {
 	return nil
 }
 
+// binaryImages collects -image flags: an image of a binary outside the
+// release.
+type binaryImages []binaryImage
+
+type binaryImage struct {
+	images.BinaryImage
+	binary string
+}
+
+func (b *binaryImages) String() string { return fmt.Sprint(len(*b)) }
+func (b *binaryImages) Set(v string) error {
+	var bi binaryImage
+	for _, kv := range strings.Split(v, ",") {
+		k, val, _ := strings.Cut(kv, "=")
+		switch k {
+		case "ref":
+			bi.Ref = val
+		case "entrypoint":
+			bi.Entrypoint = val
+		case "user":
+			bi.User = val
+		case "workdir":
+			bi.WorkingDir = val
+		case "source":
+			bi.Source = val
+		case "binary":
+			bi.binary = val
+		default:
+			return fmt.Errorf("unknown key %q (want ref, entrypoint, binary, and optionally user, workdir, source)", k)
+		}
+	}
+	if bi.Ref == "" || bi.Entrypoint == "" || bi.binary == "" {
+		return fmt.Errorf("%q: ref, entrypoint and binary are required", v)
+	}
+	*b = append(*b, bi)
+	return nil
+}
+
 func main() {
 	out := flag.String("out", "bin/images", "directory for the layouts and tarballs")
 	var b images.Build
@@ -50,6 +95,8 @@ func main() {
 	bins := binaries{}
 	flag.Var(bins, "binary", "name=path of an image's binary (repeat); every image of the release must have one")
 	baseRootfs := flag.String("base-rootfs", "", "only write the base layer's files into this directory (the Dockerfile's base stage)")
+	var others binaryImages
+	flag.Var(&others, "image", "ref=REPO:TAG,entrypoint=PATH,binary=PATH[,user=UID:GID][,workdir=DIR][,source=URL]: only write the layout of this image of another binary (repeat)")
 	flag.Parse()
 	if *baseRootfs != "" {
 		if err := images.WriteBase(*baseRootfs); err != nil {
@@ -62,6 +109,20 @@ func main() {
 		fail("-created: %v", err)
 	}
 	b.Created = t.UTC()
+	if len(others) > 0 {
+		for _, o := range others {
+			s, ob, err := o.Spec(b.Created)
+			if err != nil {
+				fail("%v", err)
+			}
+			digest, err := write(*out, s, ob, o.binary, false)
+			if err != nil {
+				fail("%s: %v", o.Ref, err)
+			}
+			fmt.Printf("%s@%s\n", o.Ref, digest)
+		}
+		return
+	}
 	if b.Version == "" || b.Revision == "" {
 		fail("-version and -revision are required")
 	}
@@ -70,7 +131,7 @@ func main() {
 		if !ok {
 			fail("no -binary for image %s", s.Name)
 		}
-		digest, err := write(*out, s, b, bin)
+		digest, err := write(*out, s, b, bin, true)
 		if err != nil {
 			fail("%s: %v", s.Name, err)
 		}
@@ -78,9 +139,9 @@ func main() {
 	}
 }
 
-// write builds one image and writes its layout and tarball, replacing what
-// a previous run left.
-func write(out string, s images.Spec, b images.Build, binary string) (string, error) {
+// write builds one image and writes its layout and, when withTarball, its
+// tarball, replacing what a previous run left.
+func write(out string, s images.Spec, b images.Build, binary string, withTarball bool) (string, error) {
 	img, err := s.Image(b, binary)
 	if err != nil {
 		return "", err
@@ -101,6 +162,9 @@ func write(out string, s images.Spec, b images.Build, binary string) (string, er
 		images.RefAnnotation: s.Ref(b),
 	})); err != nil {
 		return "", err
+	}
+	if !withTarball {
+		return digest.String(), nil
 	}
 	tag, err := name.NewTag(s.Ref(b))
 	if err != nil {

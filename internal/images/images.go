@@ -12,15 +12,19 @@ package images
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -53,6 +57,13 @@ type Spec struct {
 	Ports []int
 	// Title and Description are the OCI annotation labels.
 	Title, Description string
+	// User is "uid:gid" the image runs as; empty: UID:GID.
+	User string
+	// WorkingDir is the image's working directory; empty: "/".
+	WorkingDir string
+	// Source is the org.opencontainers.image.source label; empty: this
+	// repository (buildinfo.Source).
+	Source string
 }
 
 // Specs are the release's images; the names and repositories come from
@@ -80,6 +91,39 @@ func SpecNamed(name string) (Spec, bool) {
 	return Spec{}, false
 }
 
+// BinaryImage is an image of one static binary that is not part of the
+// release, under a reference of the caller's choosing: the local cluster
+// runs prometheus-operator and Prometheus so, under the references
+// prometheus-operator names in the pods it creates. It has the release
+// images' base and layout; only the binary, its place and the user differ.
+type BinaryImage struct {
+	Ref        string // repository and tag: quay.io/prometheus/prometheus:v3.5.0
+	Entrypoint string // where the binary goes, and what runs: /bin/prometheus
+	User       string // "uid:gid"; empty: UID:GID
+	WorkingDir string // empty: "/"
+	Source     string // the source label: the binary's upstream
+}
+
+// Spec is the image's spec and the build whose version is the tag, so
+// that spec.Ref(build) is bi.Ref.
+func (bi BinaryImage) Spec(created time.Time) (Spec, Build, error) {
+	tag, err := name.NewTag(bi.Ref, name.StrictValidation)
+	if err != nil {
+		return Spec{}, Build{}, fmt.Errorf("image reference %q: %w (want repository:tag)", bi.Ref, err)
+	}
+	if !strings.HasPrefix(bi.Entrypoint, "/") {
+		return Spec{}, Build{}, fmt.Errorf("entrypoint %q is not an absolute path", bi.Entrypoint)
+	}
+	repo := tag.Context().Name()
+	short := path.Base(tag.RepositoryStr())
+	s := Spec{
+		Name: short, Repository: repo, Entrypoint: bi.Entrypoint,
+		Title: short, Description: short + ", packaged by strata's image builder",
+		User: bi.User, WorkingDir: bi.WorkingDir, Source: bi.Source,
+	}
+	return s, Build{Version: tag.TagStr(), Revision: tag.TagStr(), Created: created}, nil
+}
+
 // Build is what varies between builds of one release.
 type Build struct {
 	Version  string    // image tag and org.opencontainers.image.version
@@ -97,7 +141,7 @@ func (s Spec) Labels(b Build) map[string]string {
 		"org.opencontainers.image.description": s.Description,
 		"org.opencontainers.image.version":     b.Version,
 		"org.opencontainers.image.revision":    b.Revision,
-		"org.opencontainers.image.source":      buildinfo.Source,
+		"org.opencontainers.image.source":      cmp.Or(s.Source, buildinfo.Source),
 	}
 }
 
@@ -109,8 +153,8 @@ func (s Spec) Config(b Build) v1.Config {
 	}
 	return v1.Config{
 		Entrypoint:   []string{s.Entrypoint},
-		User:         fmt.Sprintf("%d:%d", UID, GID),
-		WorkingDir:   "/",
+		User:         cmp.Or(s.User, fmt.Sprintf("%d:%d", UID, GID)),
+		WorkingDir:   cmp.Or(s.WorkingDir, "/"),
 		Env:          []string{"PATH=/usr/local/bin:/usr/bin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
 		ExposedPorts: ports,
 		Labels:       s.Labels(b),
@@ -127,7 +171,7 @@ func (s Spec) Image(b Build, binary string) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("base layer: %w", err)
 	}
-	app, err := layer([]file{{path: s.Entrypoint[1:], mode: 0o755, data: bin}}, b.Created)
+	app, err := layer(binaryFiles(s.Entrypoint, bin), b.Created)
 	if err != nil {
 		return nil, fmt.Errorf("binary layer: %w", err)
 	}
@@ -149,6 +193,17 @@ func (s Spec) Image(b Build, binary string) (v1.Image, error) {
 	cf.Created = v1.Time{Time: b.Created}
 	cf.Config = s.Config(b)
 	return mutate.ConfigFile(img, cf)
+}
+
+// binaryFiles are the binary layer's entries: the binary at entrypoint,
+// after its parent directories (/bin/prometheus needs /bin).
+func binaryFiles(entrypoint string, bin []byte) []file {
+	rel := strings.TrimPrefix(path.Clean(entrypoint), "/")
+	var out []file
+	for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+		out = append(out, file{path: d, dir: true, mode: 0o755})
+	}
+	return append(out, file{path: rel, mode: 0o755, data: bin})
 }
 
 // file is one entry of a layer: a directory when data is nil and dir set.

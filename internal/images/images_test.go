@@ -125,6 +125,62 @@ func TestImageContents(t *testing.T) {
 	}
 }
 
+// An image of another binary: under the reference asked for, with its
+// entrypoint (parents included), user, working directory and source; the
+// release's base under it.
+func TestBinaryImage(t *testing.T) {
+	bi := BinaryImage{
+		Ref: "quay.io/prometheus/prometheus:v3.5.0", Entrypoint: "/bin/prometheus",
+		User: "65534:65534", WorkingDir: "/prometheus", Source: "https://github.com/prometheus/prometheus",
+	}
+	s, b, err := bi.Spec(testBuild.Created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Ref(b) != bi.Ref || s.Name != "prometheus" {
+		t.Fatalf("ref %s name %s", s.Ref(b), s.Name)
+	}
+	img, err := s.Image(b, fakeBinary(t, "#!prometheus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cf.Config
+	if !slices.Equal(c.Entrypoint, []string{"/bin/prometheus"}) || c.User != "65534:65534" || c.WorkingDir != "/prometheus" {
+		t.Fatalf("entrypoint %v user %q workdir %q", c.Entrypoint, c.User, c.WorkingDir)
+	}
+	if c.Labels["org.opencontainers.image.source"] != bi.Source || c.Labels["org.opencontainers.image.version"] != "v3.5.0" {
+		t.Fatalf("labels %v", c.Labels)
+	}
+	files := map[string]int64{}
+	tr := tar.NewReader(mutate.Extract(img))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name] = h.Mode
+	}
+	if files["bin"] != 0o755 || files["bin/prometheus"] != 0o755 || files["etc/passwd"] == 0 {
+		t.Fatalf("files %v", files)
+	}
+
+	for _, bad := range []BinaryImage{
+		{Ref: "quay.io/prometheus/prometheus", Entrypoint: "/bin/prometheus"}, // no tag
+		{Ref: "quay.io/prometheus/prometheus:v3.5.0", Entrypoint: "bin/prometheus"},
+	} {
+		if _, _, err := bad.Spec(testBuild.Created); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}
+
 func countCerts(t *testing.T, data []byte) int {
 	n := 0
 	for {
