@@ -53,6 +53,8 @@ type info struct {
 	AccessKey  string `json:"accessKey"`
 	SecretKey  string `json:"secretKey"`
 	ReadyAfter string `json:"readyAfter"`
+	// PrometheusURL is Prometheus' API on the host (--monitoring).
+	PrometheusURL string `json:"prometheusURL"`
 }
 
 func repoRoot() string {
@@ -101,37 +103,38 @@ func prerequisites(t *testing.T) (assets, imagesDir string) {
 	return assets, binary(t, "STRATA_IMAGES", "images")
 }
 
-func TestDemoTenantServesS3(t *testing.T) {
-	assets, imagesDir := prerequisites(t)
+// cluster is a local cluster brought up by a test.
+type cluster struct {
+	lc, state string
+	in        info
+	out       string // what `up` printed
+	tornDown  bool
+}
+
+// startCluster builds the harness and brings a cluster up (the demo tenant
+// unless args say otherwise), failing the test when the tenant is not
+// Ready in time. It is torn down when the test ends, after its logs are
+// printed if the test failed, unless the test called down itself.
+func startCluster(ctx context.Context, t *testing.T, assets, imagesDir string, args ...string) *cluster {
+	t.Helper()
 	work := t.TempDir()
-	lc := filepath.Join(work, "localcluster")
-	build := exec.Command("go", "build", "-o", lc, "./hack/localcluster")
+	c := &cluster{lc: filepath.Join(work, "localcluster"), state: filepath.Join(work, "state")}
+	build := exec.Command("go", "build", "-o", c.lc, "./hack/localcluster")
 	build.Dir = repoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the harness: %v\n%s", err, out)
 	}
-	state := filepath.Join(work, "state")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	down := func() {
-		cmd := exec.Command(lc, "down", "--state-dir", state)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("localcluster down: %v\n%s", err, out)
-		}
-	}
-	var tornDown bool
-	defer func() {
-		if !tornDown {
+	t.Cleanup(func() {
+		if !c.tornDown {
 			if t.Failed() {
-				dumpLogs(t, state)
+				dumpLogs(t, c.state)
 			}
-			down()
+			c.stop(t)
 		}
-	}()
-
-	up := exec.CommandContext(ctx, lc, "up", "--state-dir", state, "--repo", repoRoot(), "--assets", assets,
-		"--images", imagesDir, "--api-port", "0", "--s3-port", "0", "--timeout", "6m")
+	})
+	upArgs := append([]string{"up", "--state-dir", c.state, "--repo", repoRoot(), "--assets", assets,
+		"--images", imagesDir, "--api-port", "0", "--s3-port", "0", "--timeout", "6m"}, args...)
+	up := exec.CommandContext(ctx, c.lc, upArgs...)
 	up.Dir = repoRoot()
 	var out bytes.Buffer
 	up.Stdout, up.Stderr = &out, &out
@@ -139,21 +142,67 @@ func TestDemoTenantServesS3(t *testing.T) {
 	if err := up.Run(); err != nil {
 		t.Fatalf("localcluster up: %v\n%s", err, out.String())
 	}
-	t.Logf("tenant Ready after %s", time.Since(start).Round(time.Second))
-
-	data, err := os.ReadFile(filepath.Join(state, "info.json"))
+	t.Logf("localcluster up returned after %s", time.Since(start).Round(time.Second))
+	c.out = out.String()
+	data, err := os.ReadFile(filepath.Join(c.state, "info.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var in info
-	if err := json.Unmarshal(data, &in); err != nil {
+	if err := json.Unmarshal(data, &c.in); err != nil {
 		t.Fatal(err)
 	}
-	if in.Status != "ready" {
-		t.Fatalf("status %q: %s", in.Status, in.Message)
+	if c.in.Status != "ready" {
+		t.Fatalf("status %q: %s", c.in.Status, c.in.Message)
 	}
-	if !strings.Contains(out.String(), in.S3URL) || !strings.Contains(out.String(), "export KUBECONFIG="+in.Kubeconfig) {
-		t.Errorf("up did not print the S3 URL and kubeconfig:\n%s", out.String())
+	return c
+}
+
+func (c *cluster) stop(t *testing.T) {
+	cmd := exec.Command(c.lc, "down", "--state-dir", c.state)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("localcluster down: %v\n%s", err, out)
+	}
+}
+
+// down tears the cluster down and checks that nothing of it is left: no
+// state directory, process, interface or listener (the host ports in urls).
+func (c *cluster) down(t *testing.T, urls ...string) {
+	t.Helper()
+	c.tornDown = true
+	if t.Failed() {
+		dumpLogs(t, c.state)
+	}
+	start := time.Now()
+	c.stop(t)
+	t.Logf("torn down in %s", time.Since(start).Round(100*time.Millisecond))
+	if _, err := os.Stat(c.state); !os.IsNotExist(err) {
+		t.Errorf("state directory left behind: %v", err)
+	}
+	if pids := processesUnder(c.state); len(pids) > 0 {
+		t.Errorf("processes left behind: %v", pids)
+	}
+	ifaces, _ := net.Interfaces()
+	for _, i := range ifaces {
+		if strings.HasPrefix(i.Name, "lcbr") || strings.HasPrefix(i.Name, "lcv") {
+			t.Errorf("interface %s left in the host's namespace", i.Name)
+		}
+	}
+	for _, u := range urls {
+		if conn, err := net.DialTimeout("tcp", strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://"), time.Second); err == nil {
+			conn.Close()
+			t.Errorf("%s still accepts connections", u)
+		}
+	}
+}
+
+func TestDemoTenantServesS3(t *testing.T) {
+	assets, imagesDir := prerequisites(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c := startCluster(ctx, t, assets, imagesDir)
+	in := c.in
+	if !strings.Contains(c.out, in.S3URL) || !strings.Contains(c.out, "export KUBECONFIG="+in.Kubeconfig) {
+		t.Errorf("up did not print the S3 URL and kubeconfig:\n%s", c.out)
 	}
 
 	t.Run("every server pod Ready on its own node", func(t *testing.T) {
@@ -295,29 +344,7 @@ func TestDemoTenantServesS3(t *testing.T) {
 	})
 
 	// Down, then nothing of the cluster is left.
-	tornDown = true
-	if t.Failed() {
-		dumpLogs(t, state)
-	}
-	start = time.Now()
-	down()
-	t.Logf("torn down in %s", time.Since(start).Round(100*time.Millisecond))
-	if _, err := os.Stat(state); !os.IsNotExist(err) {
-		t.Errorf("state directory left behind: %v", err)
-	}
-	if pids := processesUnder(state); len(pids) > 0 {
-		t.Errorf("processes left behind: %v", pids)
-	}
-	ifaces, _ := net.Interfaces()
-	for _, i := range ifaces {
-		if strings.HasPrefix(i.Name, "lcbr") || strings.HasPrefix(i.Name, "lcv") {
-			t.Errorf("interface %s left in the host's namespace", i.Name)
-		}
-	}
-	if conn, err := net.DialTimeout("tcp", strings.TrimPrefix(strings.TrimPrefix(in.S3URL, "https://"), "http://"), time.Second); err == nil {
-		conn.Close()
-		t.Errorf("%s still accepts connections", in.S3URL)
-	}
+	c.down(t, in.S3URL)
 }
 
 func podReady(p *corev1.Pod) bool {
