@@ -29,9 +29,10 @@ const installPage = "docs/install.md"
 
 // pageBlock is one ```sh block of the page.
 type pageBlock struct {
-	line   int
-	script string
-	notRun string // why the test does not run it ("" = it runs)
+	line    int
+	section string // the ## heading it is under
+	script  string
+	notRun  string // why the test does not run it ("" = it runs)
 }
 
 // pageBlocks reads the shell blocks of a Markdown page. A block preceded
@@ -45,18 +46,20 @@ func pageBlocks(t *testing.T, path string) []pageBlock {
 	defer f.Close()
 	var blocks []pageBlock
 	var cur *pageBlock
-	var lastComment string
+	var lastComment, section string
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		switch {
+		case cur == nil && strings.HasPrefix(line, "## "):
+			section = strings.TrimPrefix(line, "## ")
 		case cur != nil && strings.HasPrefix(line, "```"):
 			blocks = append(blocks, *cur)
 			cur = nil
 		case cur != nil:
 			cur.script += line + "\n"
 		case strings.HasPrefix(line, "```sh"):
-			cur = &pageBlock{line: n}
+			cur = &pageBlock{line: n, section: section}
 			if why, ok := strings.CutPrefix(lastComment, "<!-- not run by the test:"); ok {
 				cur.notRun = strings.TrimSpace(strings.TrimSuffix(why, "-->"))
 				if cur.notRun == "" {
@@ -97,9 +100,10 @@ func TestInstallPage(t *testing.T) {
 	}
 	strataBin := binary(t, "STRATA_BIN", "strata")
 
+	// Two scripts: the page up to its removal section, checked from
+	// outside while the tenant runs, then the removal.
 	blocks := pageBlocks(t, filepath.Join(repoRoot(), installPage))
-	var script strings.Builder
-	script.WriteString("set -euo pipefail\n")
+	var scripts [2]strings.Builder
 	run := 0
 	for _, b := range blocks {
 		if b.notRun != "" {
@@ -107,10 +111,14 @@ func TestInstallPage(t *testing.T) {
 			continue
 		}
 		run++
-		fmt.Fprintf(&script, "echo '>>> %s:%d'\nset -x\n%sset +x\n", installPage, b.line, b.script)
+		phase := 0
+		if strings.Contains(b.section, "Removing") {
+			phase = 1
+		}
+		fmt.Fprintf(&scripts[phase], "echo '>>> %s:%d'\nset -x\n%sset +x\n", installPage, b.line, b.script)
 	}
-	if run < 8 {
-		t.Fatalf("only %d runnable blocks in %s: the page lost its commands", run, installPage)
+	if run < 10 || scripts[1].Len() == 0 {
+		t.Fatalf("only %d runnable blocks in %s (or no removal section): the page lost its commands", run, installPage)
 	}
 
 	work := t.TempDir()
@@ -164,24 +172,30 @@ func TestInstallPage(t *testing.T) {
 	if err := os.Symlink(strataBin, filepath.Join(home, "bin", "strata")); err != nil {
 		t.Fatal(err)
 	}
-	sh := exec.CommandContext(ctx, "bash", "-c", script.String())
-	sh.Dir = page
-	sh.Env = []string{
-		"PATH=" + strings.Join([]string{filepath.Join(home, "bin"), tools, py, "/usr/local/bin", "/usr/bin", "/bin"}, ":"),
-		"HOME=" + home,
-		"KUBECONFIG=" + in.Kubeconfig,
-		// What the page's port-forward block gives on a real cluster: the
-		// local cluster forwards this host port to the tenant's Service.
-		"S3_ENDPOINT=" + in.S3URL,
-	}
 	var out bytes.Buffer
-	sh.Stdout, sh.Stderr = &out, &out
-	start := time.Now()
-	err = sh.Run()
-	t.Logf("the page's %d blocks ran in %s:\n%s", run, time.Since(start).Round(time.Second), out.String())
-	if err != nil {
-		t.Fatalf("%s: %v", installPage, err)
+	runPage := func(phase int) {
+		t.Helper()
+		sh := exec.CommandContext(ctx, "bash", "-c", "set -euo pipefail\n"+scripts[phase].String())
+		sh.Dir = page
+		sh.Env = []string{
+			"PATH=" + strings.Join([]string{filepath.Join(home, "bin"), tools, py, "/usr/local/bin", "/usr/bin", "/bin"}, ":"),
+			"HOME=" + home,
+			"KUBECONFIG=" + in.Kubeconfig,
+			// What the page's port-forward block gives on a real cluster:
+			// the local cluster forwards this host port to the tenant's
+			// Service.
+			"S3_ENDPOINT=" + in.S3URL,
+		}
+		out.Reset()
+		sh.Stdout, sh.Stderr = &out, &out
+		start := time.Now()
+		err := sh.Run()
+		t.Logf("the page's blocks (part %d) ran in %s:\n%s", phase+1, time.Since(start).Round(time.Second), out.String())
+		if err != nil {
+			t.Fatalf("%s: %v", installPage, err)
+		}
 	}
+	runPage(0)
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", in.Kubeconfig)
 	if err != nil {
@@ -241,6 +255,32 @@ func TestInstallPage(t *testing.T) {
 		readme, _ := os.ReadFile(filepath.Join(repoRoot(), "README.md"))
 		if !bytes.Equal(copied, readme) {
 			t.Errorf("README.copy read back through S3 differs from README.md")
+		}
+	})
+
+	runPage(1)
+	t.Run("removal leaves no pods and keeps the data's claims", func(t *testing.T) {
+		waitFor := func(what string, cond func() bool) {
+			t.Helper()
+			deadline := time.Now().Add(2 * time.Minute)
+			for !cond() {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s after 2 minutes", what)
+				}
+				time.Sleep(time.Second)
+			}
+		}
+		waitFor("pods left in media and strata-system", func() bool {
+			a, err1 := cs.CoreV1().Pods("media").List(ctx, metav1.ListOptions{})
+			b, err2 := cs.CoreV1().Pods("strata-system").List(ctx, metav1.ListOptions{})
+			return err1 == nil && err2 == nil && len(a.Items)+len(b.Items) == 0
+		})
+		claims, err := cs.CoreV1().PersistentVolumeClaims("media").List(ctx, metav1.ListOptions{})
+		if err != nil || len(claims.Items) != 24 {
+			t.Errorf("claims after removal with deletionPolicy Retain: %d (%v), want the 24 drives' (16 + 8)", len(claims.Items), err)
+		}
+		if _, err := cs.CoreV1().Secrets("media").Get(ctx, "media-root-credentials", metav1.GetOptions{}); err != nil {
+			t.Errorf("root keys after removal with deletionPolicy Retain: %v", err)
 		}
 	})
 }
