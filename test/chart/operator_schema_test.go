@@ -29,6 +29,22 @@ var _ = Describe("the strata-operator chart's values schema", func() {
 		Expect(render("")).To(Succeed())
 	})
 
+	It("prints NOTES with the next step, the default engine image and the CRD upgrade step", func() {
+		install := action.NewInstall(helm())
+		install.ReleaseName, install.Namespace = "notes", namespace
+		install.DryRun, install.ClientOnly, install.Replace = true, true, true
+		install.KubeVersion = &chartutil.KubeVersion{Version: "v1.36.3", Major: "1", Minor: "36"}
+		rel, err := install.RunWithContext(ctx, chrt, values(`webhook: {enabled: false}`))
+		Expect(err).NotTo(HaveOccurred())
+		fmt.Fprintln(GinkgoWriter, rel.Info.Notes)
+		Expect(rel.Info.Notes).To(And(
+			ContainSubstring("helm install media charts/strata-tenant"),
+			ContainSubstring("kubectl apply --server-side --force-conflicts -f charts/strata-operator/crds/"),
+			ContainSubstring("ghcr.io/strata-storage/strata:"+chrt.Metadata.AppVersion),
+			ContainSubstring("Admission webhooks are off"),
+		))
+	})
+
 	It("leaves metrics and dashboards open for monitoring settings", func() {
 		Expect(render(`
 metrics:
