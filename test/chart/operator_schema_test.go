@@ -45,12 +45,12 @@ var _ = Describe("the strata-operator chart's values schema", func() {
 		))
 	})
 
-	It("leaves metrics and dashboards open for monitoring settings", func() {
+	It("accepts the monitoring settings", func() {
 		Expect(render(`
 metrics:
-  serviceMonitor: {enabled: true, interval: 1m, labels: {release: kube-prometheus-stack}, honorLabels: true}
+  serviceMonitor: {enabled: true, interval: 1m, labels: {release: kube-prometheus-stack}}
   prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack}}
-dashboards: {enabled: true, labels: {grafana_dashboard: "1"}}
+dashboards: {enabled: true, namespace: monitoring, labels: {team: storage}, annotations: {grafana_folder: Strata}}
 `)).To(Succeed())
 	})
 
@@ -69,6 +69,10 @@ dashboards: {enabled: true, labels: {grafana_dashboard: "1"}}
 		// propertyNames failure; the message itself names the label.)
 		Entry("a monitoring label key with a space", `tenantMonitoringLabels: {"my label": x}`,
 			"invalid propertyName 'my label'"),
+		Entry("a misspelt ServiceMonitor setting", `metrics: {serviceMonitor: {enable: true}}`,
+			"at '/metrics/serviceMonitor'", "additional properties 'enable' not allowed"),
+		Entry("a dashboard namespace that cannot be one", `dashboards: {namespace: Monitoring}`,
+			"at '/dashboards/namespace'", "does not match pattern"),
 		Entry("a misspelt top-level key", `webhooks: {enabled: false}`,
 			"additional properties 'webhooks' not allowed"),
 		Entry("the engine image under its old key", `defaultStrataImage: ghcr.io/strata-storage/strata:0.1.0`,
