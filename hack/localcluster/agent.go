@@ -137,6 +137,10 @@ type podWorker struct {
 	initDone   bool
 	lastStatus *corev1.PodStatus
 	conditions map[corev1.PodConditionType]corev1.PodCondition
+
+	// tokens are the projected service account tokens, kept until they
+	// are due for renewal; only the worker's own goroutine uses them.
+	tokens map[string]saToken
 }
 
 func newPodWorker(a *agent, p *corev1.Pod, node int) *podWorker {
@@ -153,6 +157,7 @@ func newPodWorker(a *agent, p *corev1.Pod, node int) *podWorker {
 		hostname: hostname, subdomain: p.Spec.Subdomain,
 		kick:       make(chan struct{}, 1),
 		conditions: map[corev1.PodConditionType]corev1.PodCondition{},
+		tokens:     map[string]saToken{},
 	}
 	for i := range p.Spec.InitContainers {
 		w.containers = append(w.containers, newContainerState(p.Spec.InitContainers[i], true))

@@ -240,6 +240,19 @@ func TestSubPathSource(t *testing.T) {
 	}
 }
 
+func TestTokenRenewal(t *testing.T) {
+	issued := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	for life, want := range map[time.Duration]time.Duration{
+		3607 * time.Second: 2885600 * time.Millisecond, // kube-api-access: 80% of an hour and 7 s
+		10 * time.Minute:   8 * time.Minute,
+		48 * time.Hour:     24 * time.Hour, // renewed daily however long it lives
+	} {
+		if got := tokenRenewal(issued, issued.Add(life)); got.Sub(issued) != want {
+			t.Errorf("a token living %s renewed after %s, want %s", life, got.Sub(issued), want)
+		}
+	}
+}
+
 func TestWriteInPlaceNeverShrinks(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "hosts")
 	if err := os.WriteFile(p, []byte("127.0.0.1 localhost\n10.0.0.9 media\n"), 0o644); err != nil {

@@ -357,22 +357,53 @@ func (w *podWorker) projected(ctx context.Context, pod *corev1.Pod, pv *corev1.P
 			}
 			add(m)
 		case src.ServiceAccountToken != nil:
-			tok, err := w.a.cs.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, pod.Spec.ServiceAccountName, &authenticationv1.TokenRequest{
-				Spec: authenticationv1.TokenRequestSpec{
-					Audiences:         nonEmpty(src.ServiceAccountToken.Audience),
-					ExpirationSeconds: src.ServiceAccountToken.ExpirationSeconds,
-					BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-				},
-			}, metav1.CreateOptions{})
+			tok, err := w.serviceAccountToken(ctx, pod, src.ServiceAccountToken)
 			if err != nil {
-				return nil, fmt.Errorf("service account token: %w", err)
+				return nil, err
 			}
-			out[src.ServiceAccountToken.Path] = projectedFile{data: []byte(tok.Status.Token), mode: os.FileMode(ptr.Deref(pv.DefaultMode, 0o644))}
+			out[src.ServiceAccountToken.Path] = projectedFile{data: []byte(tok), mode: os.FileMode(ptr.Deref(pv.DefaultMode, 0o644))}
 		case src.ClusterTrustBundle != nil, src.PodCertificate != nil:
 			return nil, fmt.Errorf("projected volume source not supported by this node agent")
 		}
 	}
 	return out, nil
+}
+
+// saToken is a service account token and when to replace it.
+type saToken struct {
+	token string
+	renew time.Time
+}
+
+// serviceAccountToken is the token of a projected volume source, bound to
+// the pod: requested through the TokenRequest API and kept until it is due
+// for renewal. Volumes are refreshed on every pass of the worker; a new
+// token each time would sign one and rewrite the volume every few seconds.
+func (w *podWorker) serviceAccountToken(ctx context.Context, pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection) (string, error) {
+	key := fmt.Sprintf("%s|%s|%d", pod.Spec.ServiceAccountName, src.Audience, ptr.Deref(src.ExpirationSeconds, 0))
+	now := time.Now()
+	if t, ok := w.tokens[key]; ok && now.Before(t.renew) {
+		return t.token, nil
+	}
+	tok, err := w.a.cs.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, pod.Spec.ServiceAccountName, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			Audiences:         nonEmpty(src.Audience),
+			ExpirationSeconds: src.ExpirationSeconds,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("service account token: %w", err)
+	}
+	w.tokens[key] = saToken{token: tok.Status.Token, renew: tokenRenewal(now, tok.Status.ExpirationTimestamp.Time)}
+	return tok.Status.Token, nil
+}
+
+// tokenRenewal is when a token issued at issued and expiring at expires is
+// replaced: once 80% of its life has passed, and after a day at most, the
+// kubelet's rule.
+func tokenRenewal(issued, expires time.Time) time.Time {
+	return issued.Add(min(expires.Sub(issued)*8/10, 24*time.Hour))
 }
 
 func nonEmpty(s string) []string {
