@@ -229,11 +229,11 @@ func cmdUp(args []string) error {
 		if *foreground {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			if err := <-exited; err != nil {
-				return cleanup(c.State, fmt.Errorf("tenant not ready; the cluster process: %w", err))
+				return cleanup(c.State, fmt.Errorf("not ready; the cluster process: %w", err))
 			}
-			return cleanup(c.State, errors.New("tenant not ready; cluster stopped"))
+			return cleanup(c.State, errors.New("not ready; cluster stopped"))
 		}
-		return errors.New("tenant not ready")
+		return errors.New("not ready (the tenant, or Prometheus with --monitoring)")
 	}
 	printUsage(os.Stdout, in, c.State)
 	if *foreground {
