@@ -151,7 +151,7 @@ envtest-suites: envtest build ## Integration suites against a real kube-apiserve
 		go test $$(go list ./test/... | grep -v -e /test/engine -e /test/scale -e /test/localcluster -e /test/monitoring) -ginkgo.v=false -timeout 20m
 
 .PHONY: localcluster-e2e
-localcluster-e2e: images control-plane pyclients cli-tools ## End to end on a local cluster (as root): a Tenant from the images `make images` built, S3 through its endpoint, clean teardown; docs/install.md run as written (Helm, kubectl, aws, strata admin).
+localcluster-e2e: images control-plane pyclients cli-tools monitoring-images ## End to end on a local cluster (as root): a Tenant from the images `make images` built, S3 through its endpoint, clean teardown; docs/install.md run as written (Helm, kubectl, aws, strata admin); with --monitoring, a real Prometheus scrapes the tenant.
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_IMAGES="$(IMAGES_DIR)" STRATA_BIN="$(LOCALBIN)/strata" \
 		STRATA_CLI_TOOLS="$$(hack/cli-tools.sh)" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" \
 		go test -count=1 ./test/localcluster/... -timeout 30m -v
@@ -164,7 +164,7 @@ DEMO_STATE ?= /tmp/strata-localcluster
 DEMO_FLAGS ?=
 
 .PHONY: demo
-demo: images control-plane ## The main job: a local Kubernetes cluster (no Docker, needs root) running the operator and a demo Tenant from the images of `make images`; prints its S3 endpoint and keys.
+demo: images control-plane $(if $(findstring --monitoring,$(DEMO_FLAGS)),monitoring-images) ## The main job: a local Kubernetes cluster (no Docker, needs root) running the operator and a demo Tenant from the images of `make images`; prints its S3 endpoint and keys. DEMO_FLAGS=--monitoring adds prometheus-operator and Prometheus (API on localhost:19090).
 	go build -o $(LOCALBIN)/localcluster ./hack/localcluster
 	$(LOCALBIN)/localcluster up --state-dir $(DEMO_STATE) --assets "$$(hack/envtest.sh --control-plane)" \
 		--images $(IMAGES_DIR) $(DEMO_FLAGS)
@@ -193,6 +193,10 @@ IMAGES_DIR ?= $(LOCALBIN)/images
 images: build ## Build both images (strata, strata-operator) without a daemon: OCI layouts and tarballs in bin/images, reproducible.
 	go run ./hack/images -out $(IMAGES_DIR) -version $(VERSION) -revision $(COMMIT) -created $(SOURCE_DATE) \
 		-binary strata=$(LOCALBIN)/strata -binary strata-operator=$(LOCALBIN)/manager
+
+.PHONY: monitoring-images
+monitoring-images: ## Images of prometheus-operator v0.85.0 and Prometheus v3.5.0 (built once from the Go module proxy, cached in ~/.cache/strata/monitoring) and the operator's CRDs in bin/images, for `localcluster up --monitoring`.
+	hack/monitoring-images.sh $(IMAGES_DIR)
 
 .PHONY: docker-build
 docker-build: ## Build both images with the Dockerfile (needs a Docker daemon); the same images as `make images`.
