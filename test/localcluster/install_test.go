@@ -139,7 +139,7 @@ func TestInstallPage(t *testing.T) {
 			t.Errorf("localcluster down: %v\n%s", err, out)
 		}
 	}()
-	up := exec.CommandContext(ctx, lc, "up", "--bare", "--state-dir", state, "--repo", repoRoot(), "--assets", assets,
+	up := exec.CommandContext(ctx, lc, "up", "--bare", "--monitoring", "--prometheus-port", "0", "--state-dir", state, "--repo", repoRoot(), "--assets", assets,
 		"--images", imagesDir, "--tenant", "media/media", "--api-port", "0", "--s3-port", "0", "--timeout", "3m")
 	up.Dir = repoRoot()
 	if out, err := up.CombinedOutput(); err != nil {
@@ -185,6 +185,9 @@ func TestInstallPage(t *testing.T) {
 			// the local cluster forwards this host port to the tenant's
 			// Service.
 			"S3_ENDPOINT=" + in.S3URL,
+			// What the page's kube-prometheus-stack block gives: the local
+			// cluster's own Prometheus (--monitoring).
+			"PROMETHEUS_URL=" + in.PrometheusURL,
 		}
 		out.Reset()
 		sh.Stdout, sh.Stderr = &out, &out
