@@ -138,7 +138,7 @@ envtest: ## Make kube-apiserver and etcd available to envtest (builds them offli
 	@hack/envtest.sh >/dev/null
 
 .PHONY: cli-tools
-cli-tools: ## Build bin/kubectl and bin/helm from the Go module proxy (what docs/install.md runs).
+cli-tools: ## Build bin/kubectl, bin/helm and bin/mc from the Go module proxy (what docs/install.md runs).
 	@hack/cli-tools.sh >/dev/null
 
 .PHONY: control-plane

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds the command-line tools docs/install.md uses, for the test that runs
 # that page (test/localcluster/install_test.go): kubectl at the version of
-# the envtest control plane and helm at the version go.mod pins, from the Go
-# module proxy (no release downloads needed). Each is built once into bin/
-# under a versioned name and linked as bin/kubectl and bin/helm.
+# the envtest control plane, helm at the version go.mod pins and MinIO's mc
+# at MC_VERSION, from the Go module proxy (no release downloads needed).
+# Each is built once into bin/ under a versioned name and linked as
+# bin/kubectl, bin/helm and bin/mc.
 #
-#   hack/cli-tools.sh            # prints the directory holding both
+#   hack/cli-tools.sh            # prints the directory holding them
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin"
@@ -56,4 +57,14 @@ if [[ ! -x $helm ]]; then
   rm -rf "$scratch_bin"
 fi
 ln -sf "$(basename "$helm")" "$bin/helm"
+# mc has no tagged module versions; this is the newest the proxy serves.
+mc_version=${MC_VERSION:-v0.0.0-20250313080218-cf909e1063a9}
+mc="$bin/mc-$mc_version"
+if [[ ! -x $mc ]]; then
+  scratch_bin=$(mktemp -d)
+  GOBIN="$scratch_bin" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "github.com/minio/mc@$mc_version" >&2
+  mv "$scratch_bin/mc" "$mc"
+  rm -rf "$scratch_bin"
+fi
+ln -sf "$(basename "$mc")" "$bin/mc"
 echo "$bin"

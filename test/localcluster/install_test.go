@@ -91,9 +91,9 @@ func pageBlocks(t *testing.T, path string) []pageBlock {
 // CRD upgrade. Then it checks what the page promises from outside.
 func TestInstallPage(t *testing.T) {
 	assets, imagesDir := prerequisites(t)
-	tools := os.Getenv("STRATA_CLI_TOOLS") // kubectl and helm (hack/cli-tools.sh)
+	tools := os.Getenv("STRATA_CLI_TOOLS") // kubectl, helm and mc (hack/cli-tools.sh)
 	py := os.Getenv("STRATA_PYCLIENTS")    // the aws CLI (make pyclients)
-	for _, tool := range []string{filepath.Join(tools, "kubectl"), filepath.Join(tools, "helm"), filepath.Join(py, "aws")} {
+	for _, tool := range []string{filepath.Join(tools, "kubectl"), filepath.Join(tools, "helm"), filepath.Join(tools, "mc"), filepath.Join(py, "aws")} {
 		if _, err := os.Stat(tool); tools == "" || py == "" || err != nil {
 			missing(t, fmt.Sprintf("%s missing (STRATA_CLI_TOOLS=%q, STRATA_PYCLIENTS=%q): run `make localcluster-e2e`", tool, tools, py))
 		}
