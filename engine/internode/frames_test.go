@@ -3,11 +3,13 @@ package internode
 import (
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -273,7 +275,13 @@ func TestFramesOverMutualTLS(t *testing.T) {
 		t.Fatal("the batches did not use the framed channel")
 	}
 	// A client without a certificate is refused.
-	bare := &tls.Config{RootCAs: clientCfg.RootCAs, MinVersion: tls.VersionTLS12}
+	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca)
+	bare := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	anon := newPeerNoPing(t, n, bare)
 	if _, err := anon.frames(t.Context(), frameBatchGet, binaryUvarint(0)); err == nil {
 		t.Fatal("a client without a certificate opened the channel")
