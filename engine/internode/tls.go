@@ -11,80 +11,44 @@ import (
 	"time"
 )
 
-// certSource serves a certificate from files, re-read when they change
-// (cert-manager renews them in place).
-type certSource struct {
-	certFile, keyFile string
-	interval          time.Duration // between checks for a change
-	mu                sync.Mutex
-	cert              *tls.Certificate
-	stamp             time.Time
-	checked           time.Time
-}
-
-func (c *certSource) get() (*tls.Certificate, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cert != nil && time.Since(c.checked) < c.interval {
-		return c.cert, nil
-	}
-	c.checked = time.Now()
-	fi, err := os.Stat(c.certFile)
-	if err != nil {
-		if c.cert != nil {
-			return c.cert, nil
-		}
-		return nil, err
-	}
-	if c.cert != nil && fi.ModTime().Equal(c.stamp) {
-		return c.cert, nil
-	}
-	cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
-	if err != nil {
-		if c.cert != nil {
-			return c.cert, nil // keep serving the old one
-		}
-		return nil, err
-	}
-	c.cert, c.stamp = &cert, fi.ModTime()
-	return c.cert, nil
-}
-
-// caSource serves the CA pool from ca.crt, re-read when the file changes:
-// during a CA rotation the file holds the old and the new CA, and every
-// certificate in it is trusted. A file that goes missing or stops parsing
-// keeps the last good pool (a half-written Secret must not cut the
-// cluster off).
-type caSource struct {
-	file     string
+// reloaded is a value loaded from files and loaded again when the first
+// of them changes (cert-manager and kubelet replace Secret files in place),
+// checked at most every interval. A load that fails keeps the last good
+// value: a half-written Secret must not cut the cluster off.
+type reloaded[T any] struct {
+	file     string // whose modification time says when to reload
 	interval time.Duration
+	load     func() (T, error)
 	mu       sync.Mutex
-	pool     *x509.CertPool
+	val      T
+	ok       bool
 	stamp    time.Time
 	checked  time.Time
 }
 
-func (c *caSource) get() *x509.CertPool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if time.Since(c.checked) < c.interval {
-		return c.pool
+func (r *reloaded[T]) get() (T, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ok && time.Since(r.checked) < r.interval {
+		return r.val, nil
 	}
-	c.checked = time.Now()
-	fi, err := os.Stat(c.file)
-	if err != nil || fi.ModTime().Equal(c.stamp) {
-		return c.pool
+	r.checked = time.Now()
+	fi, err := os.Stat(r.file)
+	if err == nil && r.ok && fi.ModTime().Equal(r.stamp) {
+		return r.val, nil
 	}
-	data, err := os.ReadFile(c.file)
+	var v T
+	if err == nil {
+		v, err = r.load()
+	}
 	if err != nil {
-		return c.pool
+		if r.ok {
+			return r.val, nil
+		}
+		return v, err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(data) {
-		return c.pool
-	}
-	c.pool, c.stamp = pool, fi.ModTime()
-	return c.pool
+	r.val, r.ok, r.stamp = v, true, fi.ModTime()
+	return r.val, nil
 }
 
 // reloadInterval is how often the certificate files are checked for a
@@ -102,7 +66,11 @@ func TLSConfigs(dir string) (server, client *tls.Config, err error) {
 }
 
 func tlsConfigs(dir string, interval time.Duration) (server, client *tls.Config, err error) {
-	src := &certSource{certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key"), interval: interval}
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	src := &reloaded[*tls.Certificate]{file: certFile, interval: interval, load: func() (*tls.Certificate, error) {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		return &cert, err
+	}}
 	if _, err := src.get(); err != nil {
 		return nil, nil, fmt.Errorf("internode TLS: %w", err)
 	}
@@ -114,7 +82,7 @@ func tlsConfigs(dir string, interval time.Duration) (server, client *tls.Config,
 	client = &tls.Config{
 		MinVersion:           tls.VersionTLS12,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return src.get() },
-		// Verification is VerifyPeer's, against the CA pool as of the
+		// Verification is verifyPeer's, against the CA pool as of the
 		// handshake; crypto/tls's own would use a pool fixed at start.
 		InsecureSkipVerify: true,
 	}
@@ -125,19 +93,35 @@ func tlsConfigs(dir string, interval time.Duration) (server, client *tls.Config,
 		// authenticate them.
 		return server, client, nil
 	}
-	cas := &caSource{file: caFile, interval: interval}
-	if cas.get() == nil {
-		return nil, nil, fmt.Errorf("internode TLS: %s holds no certificate", caFile)
+	// During a CA rotation ca.crt holds the old and the new CA: every
+	// certificate in it is trusted.
+	cas := &reloaded[*x509.CertPool]{file: caFile, interval: interval, load: func() (*x509.CertPool, error) {
+		data, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(data) {
+			return nil, fmt.Errorf("internode TLS: %s holds no certificate", caFile)
+		}
+		return pool, nil
+	}}
+	pool, err := cas.get()
+	if err != nil {
+		return nil, nil, err
 	}
 	server.ClientAuth = tls.RequireAndVerifyClientCert
-	server.ClientCAs = cas.get()
+	server.ClientCAs = pool
 	server.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		c := server.Clone()
 		c.GetConfigForClient = nil
-		c.ClientCAs = cas.get()
+		c.ClientCAs, _ = cas.get() // never fails once loaded
 		return c, nil
 	}
-	client.VerifyConnection = func(cs tls.ConnectionState) error { return verifyPeer(cs, cas.get()) }
+	client.VerifyConnection = func(cs tls.ConnectionState) error {
+		pool, _ := cas.get()
+		return verifyPeer(cs, pool)
+	}
 	return server, client, nil
 }
 
