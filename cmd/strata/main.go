@@ -183,12 +183,14 @@ pool list from a file (docs/topology.md) and follows its changes.
 	topologyFile := fs.String("topology", "", "topology file listing the pools (docs/topology.md); re-read when it changes")
 	internodePort := fs.Int("internode-port", internode.DefaultPort, "port of the internode service, the same on every node")
 	parity := fs.Int("parity", 0, "parity shards per erasure set (0: 1 for 2-3 drives, 2 for 4-5, 3 for 6-7, 4 for 8-16)")
-	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key (reloaded when they change); empty serves plain HTTP")
+	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key, and ca.crt that internode peers are verified against (without it: the system roots); "+
+		"reloaded when they change; empty serves plain HTTP")
 	limits := limitFlags(fs)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
-	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
+	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate or CA bundle")
 	metricsToken := metricsTokenFlag(fs)
-	insecureInternode := fs.Bool("insecure-internode", false, "let a cluster run its internode service without mutual TLS (no --certs-dir, or no ca.crt in it); only for networks where nothing but the deployment's servers reaches the internode port")
+	insecureInternode := fs.Bool("insecure-internode", false, "let a cluster run its internode service without TLS (no --certs-dir); only for networks where nothing but the deployment's servers reaches the internode port. "+
+		"With --certs-dir peers are always verified")
 	noSync := fs.Bool("no-sync", false, "do not fsync data and metadata (NOT durable; for benchmarks that say so)")
 	scanInterval := fs.Duration("scan-interval", erasure.DefaultHealerOptions.ScanInterval, "pause between two integrity scans of every object")
 	healRate := fs.Float64("heal-bytes-per-second", erasure.DefaultHealerOptions.BytesPerSecond, "bound on the bytes healing and scanning read per second")

@@ -5,13 +5,15 @@
 // rest of that minute.
 //
 //	GET    /strata/admin/v1/info                        version, deployment, pools, sets, drives, capacity
+//	GET    /strata/admin/v1/tls                         the certificates served and the CAs trusted, as loaded
 //	GET    /strata/admin/v1/heal                        healing progress
 //	POST   /strata/admin/v1/heal                        start an integrity scan now
 //	GET    /strata/admin/v1/pools/{pool}/decommission   a pool's decommission progress
 //	POST   /strata/admin/v1/pools/{pool}/decommission   start decommissioning a pool
 //	DELETE /strata/admin/v1/pools/{pool}/decommission   cancel it
 //
-// A gateway serves only info (Mode "gateway", its volume as Capacity).
+// A gateway serves only info (Mode "gateway", its volume as Capacity), tls
+// and users.
 package admin
 
 import (
@@ -93,10 +95,11 @@ type SetDrain struct {
 // ErrNoSuchPool answers 404.
 var ErrNoSuchPool = errors.New("no such pool")
 
-// Informer is what every strata process answers: its info. A gateway is
-// only an Informer; a server is a Node.
+// Informer is what every strata process answers: its info and its TLS. A
+// gateway is only an Informer; a server is a Node.
 type Informer interface {
 	Info(ctx context.Context) Info
+	TLS() TLSInfo
 }
 
 // Node is what the admin API reads and asks of the server.
@@ -128,6 +131,7 @@ type Users interface {
 func Handler(node Informer, users Users, access, secret string, allowHTTP bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Prefix+"info", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, node.Info(r.Context())) })
+	mux.HandleFunc("GET "+Prefix+"tls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, node.TLS()) })
 	if users != nil {
 		mux.HandleFunc("GET "+Prefix+"users", func(w http.ResponseWriter, _ *http.Request) {
 			out := []UserInfo{}

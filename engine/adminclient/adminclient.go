@@ -127,6 +127,22 @@ func (c *Client) Info(ctx context.Context) (admin.Info, error) {
 	return info, err
 }
 
+// TLSInfo and CertInfo are the admin API's (package admin), named here
+// so the operator, which imports no engine package but this one, can name
+// them too.
+type (
+	TLSInfo  = admin.TLSInfo
+	CertInfo = admin.CertInfo
+)
+
+// TLS reads the certificates the process serves and the CAs it trusts, as
+// its TLS stack holds them now.
+func (c *Client) TLS(ctx context.Context) (admin.TLSInfo, error) {
+	var info admin.TLSInfo
+	err := c.do(ctx, http.MethodGet, admin.Prefix+"tls", true, &info)
+	return info, err
+}
+
 // Users lists the users the process accepts besides root (no secrets).
 func (c *Client) Users(ctx context.Context) ([]admin.UserInfo, error) {
 	var users []admin.UserInfo

@@ -25,6 +25,7 @@ import (
 
 	"github.com/strata-storage/strata/engine/admin"
 	"github.com/strata-storage/strata/engine/buildinfo"
+	"github.com/strata-storage/strata/engine/certfiles"
 	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/metrics"
 	"github.com/strata-storage/strata/engine/s3front"
@@ -41,7 +42,8 @@ type Config struct {
 	// Metadata is where object metadata lives (auto: xattrs when the
 	// filesystem stores them, sidecar files otherwise).
 	Metadata MetadataMode
-	// CertsDir holds tls.crt and tls.key; empty = plain HTTP.
+	// CertsDir holds tls.crt and tls.key (and ca.crt, reported by GET tls
+	// and the CA expiry metric); empty = plain HTTP.
 	CertsDir string
 	// AdminOverHTTP serves the admin API over plain HTTP too (SigV4 only).
 	AdminOverHTTP bool
@@ -91,6 +93,10 @@ type Gateway struct {
 	stopping atomic.Bool
 	// volume is what the last probe of the volume found.
 	volume atomic.Pointer[volumeState]
+	// served is the S3 listener's certificate; trust is ca.crt as last
+	// read (nil without CertsDir).
+	served *s3front.ServedCertificate
+	trust  *certfiles.Trust
 }
 
 // Run serves until ctx ends, then drains: readiness drops, in-flight
@@ -102,7 +108,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	g := &Gateway{cfg: cfg, layout: l, started: time.Now()}
+	g := &Gateway{cfg: cfg, layout: l, started: time.Now(), served: &s3front.ServedCertificate{}}
+	if cfg.CertsDir != "" {
+		g.trust = certfiles.NewTrust(filepath.Join(cfg.CertsDir, certfiles.CAFile), certfiles.Interval(cfg.CertsReloadInterval), nil)
+	}
 	g.volume.Store(&volumeState{})
 
 	versions := cfg.VersionsDir
@@ -158,7 +167,7 @@ func Run(ctx context.Context, cfg Config) error {
 	reg := metrics.NewRegistry()
 	s3m := metrics.NewS3(reg)
 	if cfg.CertsDir != "" {
-		metrics.RegisterCertificate(reg, filepath.Join(cfg.CertsDir, s3front.CertFile))
+		metrics.RegisterCertificate(reg, filepath.Join(cfg.CertsDir, certfiles.CertFile), filepath.Join(cfg.CertsDir, certfiles.CAFile))
 	}
 	dirs := newDirWatch(l.root, cfg.LargeDirThreshold, time.Minute, log)
 	reg.MustRegister(dirs, g.volumeCollector())
@@ -189,7 +198,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	err = s3front.Serve(serveCtx, be, s3front.ServeConfig{
 		Address: cfg.Address, RootAccess: cfg.RootUser.AccessKey, RootSecret: cfg.RootUser.SecretKey,
-		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
+		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: g.served, Middleware: s3m.Middleware(), Log: log,
 		Limits: cfg.Limits,
 		Routes: s3front.Routes(g, metrics.Handler(reg, token), users, cfg.RootUser.AccessKey, cfg.RootUser.SecretKey, cfg.AdminOverHTTP),
 		OnListen: func() {
@@ -298,6 +307,13 @@ func (g *Gateway) Info(context.Context) admin.Info {
 		info.Capacity = admin.Capacity{TotalBytes: v.total, FreeBytes: v.free, UsedBytes: v.total - v.free, UsableBytes: v.free}
 	}
 	return info
+}
+
+// TLS implements admin.Informer: the leaf the S3 listener serves and ca.crt
+// as last read (a gateway has no peers; the operator still asks it, so a
+// CA leaves the bundle only once every pod has let it go).
+func (g *Gateway) TLS() admin.TLSInfo {
+	return admin.NewTLSInfo(g.served.Leaf(), nil, g.trust.CAs())
 }
 
 func statfs(dir string) (total, free uint64, err error) {

@@ -264,12 +264,12 @@ func TestFramesNeedProtocol3OnBothSides(t *testing.T) {
 func TestFramesOverMutualTLS(t *testing.T) {
 	dir := t.TempDir()
 	testcerts.Write(t, dir)
-	serverCfg, clientCfg, err := TLSConfigs(dir)
+	tl, err := LoadTLS(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := startTLSNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1", "d2"), serverCfg)
-	p := newTLSPeer(t, n, Protocol, clientCfg)
+	n := startTLSNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1", "d2"), tl.Server)
+	p := newTLSPeer(t, n, Protocol, tl.Client)
 	roundTrip(t, p, n, "a")
 	if !framed(p) {
 		t.Fatal("the batches did not use the framed channel")

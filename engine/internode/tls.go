@@ -5,141 +5,121 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sync"
 	"time"
+
+	"github.com/strata-storage/strata/engine/certfiles"
 )
 
-// reloaded is a value loaded from files and loaded again when the first
-// of them changes (cert-manager and kubelet replace Secret files in place),
-// checked at most every interval. A load that fails keeps the last good
-// value: a half-written Secret must not cut the cluster off.
-type reloaded[T any] struct {
-	file     string // whose modification time says when to reload
-	interval time.Duration
-	load     func() (T, error)
-	mu       sync.Mutex
-	val      T
-	ok       bool
-	stamp    time.Time
-	checked  time.Time
+// TLS is a node's internode TLS: the configurations of its service
+// (Server) and of its clients of the peers (Client), over the certificate
+// and the trust bundle of a certificate directory, both re-read when their
+// files change, so renewed certificates and a rotated CA take effect
+// without a restart; connections already open keep working.
+//
+// Peers are always verified. With ca.crt, each side verifies the other's
+// certificate against it (mutual TLS; every CA of the bundle is trusted).
+// Without, the client verifies the server's certificate and name against
+// the system roots (a publicly-trusted certificate), and the service asks
+// no client certificate: a client certificate cannot be checked against a
+// name, so the system roots would accept anyone's, and the requests'
+// signatures authenticate the peer anyway. A ca.crt that appears later is
+// used from then on.
+type TLS struct {
+	Server, Client *tls.Config
+	cert           *certfiles.Reloaded[*tls.Certificate]
+	trust          *certfiles.Trust
 }
 
-func (r *reloaded[T]) get() (T, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ok && time.Since(r.checked) < r.interval {
-		return r.val, nil
-	}
-	r.checked = time.Now()
-	fi, err := os.Stat(r.file)
-	if err == nil && r.ok && fi.ModTime().Equal(r.stamp) {
-		return r.val, nil
-	}
-	var v T
-	if err == nil {
-		v, err = r.load()
-	}
+// LoadTLS reads tls.crt, tls.key and ca.crt (when present) from dir,
+// checking them for a change every interval (0: certfiles.DefaultInterval).
+func LoadTLS(dir string, interval time.Duration) (*TLS, error) {
+	roots, err := x509.SystemCertPool()
 	if err != nil {
-		if r.ok {
-			return r.val, nil
-		}
-		return v, err
+		// No system roots: without a ca.crt no peer verifies, which is
+		// what a peer that cannot be verified must get.
+		roots = x509.NewCertPool()
 	}
-	r.val, r.ok, r.stamp = v, true, fi.ModTime()
-	return r.val, nil
+	return loadTLS(dir, certfiles.Interval(interval), roots)
 }
 
-// reloadInterval is how often the certificate files are checked for a
-// change.
-const reloadInterval = 10 * time.Second
-
-// TLSConfigs returns the internode server and client TLS configurations
-// from a certificate directory (tls.crt, tls.key, and ca.crt when present):
-// both sides present the node's certificate, and with a CA each side
-// verifies the other's (mutual TLS). All three files are re-read when they
-// change, so renewed certificates and a rotated CA take effect without a
-// restart; connections already open keep working.
-func TLSConfigs(dir string) (server, client *tls.Config, err error) {
-	return tlsConfigs(dir, reloadInterval)
+// loadTLS is LoadTLS with the roots used without ca.crt given.
+func loadTLS(dir string, interval time.Duration, roots *x509.CertPool) (*TLS, error) {
+	t := &TLS{
+		cert:  certfiles.NewKeyPair(filepath.Join(dir, certfiles.CertFile), filepath.Join(dir, certfiles.KeyFile), interval),
+		trust: certfiles.NewTrust(filepath.Join(dir, certfiles.CAFile), interval, roots),
+	}
+	if _, err := t.cert.Get(); err != nil {
+		return nil, fmt.Errorf("internode TLS: %w", err)
+	}
+	if _, err := t.trust.Get(); err != nil {
+		return nil, fmt.Errorf("internode TLS: %w", err)
+	}
+	t.Server, t.Client = t.serverConfig(), t.clientConfig()
+	return t, nil
 }
 
-func tlsConfigs(dir string, interval time.Duration) (server, client *tls.Config, err error) {
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	src := &reloaded[*tls.Certificate]{file: certFile, interval: interval, load: func() (*tls.Certificate, error) {
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-		return &cert, err
-	}}
-	if _, err := src.get(); err != nil {
-		return nil, nil, fmt.Errorf("internode TLS: %w", err)
-	}
-	server = &tls.Config{
+// Certificate is the leaf this node presents now.
+func (t *TLS) Certificate() *x509.Certificate {
+	c, _ := t.cert.Get() // never fails once loaded
+	return certfiles.Leaf(c)
+}
+
+// Trust is the bundle peers are verified against now.
+func (t *TLS) Trust() *certfiles.Trust { return t.trust }
+
+func (t *TLS) serverConfig() *tls.Config {
+	server := &tls.Config{
 		MinVersion:     tls.VersionTLS12,
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return src.get() },
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return t.cert.Get() },
 		NextProtos:     []string{"h2", "http/1.1"},
 	}
-	client = &tls.Config{
-		MinVersion:           tls.VersionTLS12,
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return src.get() },
-		// Verification is verifyPeer's, against the CA pool as of the
-		// handshake; crypto/tls's own would use a pool fixed at start.
-		InsecureSkipVerify: true,
-	}
-	caFile := filepath.Join(dir, "ca.crt")
-	if _, statErr := os.Stat(caFile); errors.Is(statErr, os.ErrNotExist) {
-		// Without a CA the peers cannot be verified by certificate (only
-		// with --insecure-internode); the requests' signatures still
-		// authenticate them.
-		return server, client, nil
-	}
-	// During a CA rotation ca.crt holds the old and the new CA: every
-	// certificate in it is trusted.
-	cas := &reloaded[*x509.CertPool]{file: caFile, interval: interval, load: func() (*x509.CertPool, error) {
-		data, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, err
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(data) {
-			return nil, fmt.Errorf("internode TLS: %s holds no certificate", caFile)
-		}
-		return pool, nil
-	}}
-	pool, err := cas.get()
-	if err != nil {
-		return nil, nil, err
-	}
-	server.ClientAuth = tls.RequireAndVerifyClientCert
-	server.ClientCAs = pool
+	// Each handshake takes the bundle as of then.
 	server.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		c := server.Clone()
 		c.GetConfigForClient = nil
-		c.ClientCAs, _ = cas.get() // never fails once loaded
+		if b, _ := t.trust.Get(); b.FromCAFile() {
+			c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, b.Pool
+		}
 		return c, nil
 	}
-	client.VerifyConnection = func(cs tls.ConnectionState) error {
-		pool, _ := cas.get()
-		return verifyPeer(cs, pool)
-	}
-	return server, client, nil
+	return server
 }
 
-// verifyPeer checks the server's chain against pool and its name, as
+func (t *TLS) clientConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion:           tls.VersionTLS12,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return t.cert.Get() },
+		// Verification is verifyPeer's, against the bundle as of the
+		// handshake; crypto/tls's own would use a pool fixed at start.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			b, _ := t.trust.Get()
+			return verifyPeer(cs, b)
+		},
+	}
+}
+
+// verifyPeer checks the server's chain against the bundle and its name, as
 // crypto/tls would with RootCAs set. The name is the one the client sent as
 // SNI: crypto/tls sends none for an IP address, so a peer addressed by IP
 // (tests on loopback; clusters name their peers) is verified as holding a
-// certificate of the deployment's CA, not as holding that IP.
-func verifyPeer(cs tls.ConnectionState, pool *x509.CertPool) error {
+// certificate of the deployment's CA (ca.crt), not as holding that IP.
+// Against the system roots a certificate without a name proves nothing
+// (anyone can hold a publicly-trusted one), so such a peer is refused.
+func verifyPeer(cs tls.ConnectionState, b certfiles.Bundle) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("internode TLS: the peer sent no certificate")
+	}
+	if cs.ServerName == "" && !b.FromCAFile() {
+		return errors.New("internode TLS: a peer addressed by IP cannot be verified against the system roots; give ca.crt in --certs-dir, or address peers by name")
 	}
 	inter := x509.NewCertPool()
 	for _, c := range cs.PeerCertificates[1:] {
 		inter.AddCert(c)
 	}
 	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
-		Roots: pool, Intermediates: inter, DNSName: cs.ServerName,
+		Roots: b.Pool, Intermediates: inter, DNSName: cs.ServerName,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 	if err != nil {

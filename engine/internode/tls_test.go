@@ -41,8 +41,9 @@ func newTestCA(t *testing.T, name string) testCA {
 	return testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
 
-// writeNode writes a node certificate signed by ca and the CA bundle into
-// dir, stamped at, so a reload sees a change.
+// writeNode writes a node certificate signed by ca (for 127.0.0.1 and
+// node.test) and, unless nil, the CA bundle into dir, stamped at, so a
+// reload sees a change.
 func writeNode(t *testing.T, dir string, ca testCA, bundle []byte, at time.Time) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -51,26 +52,42 @@ func writeNode(t *testing.T, dir string, ca testCA, bundle []byte, at time.Time)
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "node"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"node.test"}, KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kder, _ := x509.MarshalECPrivateKey(key)
-	for name, data := range map[string][]byte{
-		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}),
-		"ca.crt":  bundle,
-	} {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, at, at); err != nil {
-			t.Fatal(err)
-		}
+	writeStamped(t, filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), at)
+	writeStamped(t, filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), at)
+	if bundle != nil {
+		writeStamped(t, filepath.Join(dir, "ca.crt"), bundle, at)
 	}
+}
+
+func writeStamped(t *testing.T, path string, data []byte, at time.Time) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, at, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loadTestTLS loads dir, re-read at every handshake, with roots as the
+// system roots (nil: none).
+func loadTestTLS(t *testing.T, dir string, roots *x509.CertPool) *TLS {
+	t.Helper()
+	if roots == nil {
+		roots = x509.NewCertPool()
+	}
+	tl, err := loadTLS(dir, 0, roots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tl
 }
 
 // handshake connects a client to a server over loopback TCP (net.Pipe is
@@ -126,18 +143,9 @@ func TestTLSReloadsCertificatesAndCAs(t *testing.T) {
 	writeNode(t, serverDir, ca1, ca1.pem, t0)
 	writeNode(t, clientDir, ca1, ca1.pem, t0)
 	writeNode(t, staleDir, ca1, ca1.pem, t0)
-	server, _, err := tlsConfigs(serverDir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, client, err := tlsConfigs(clientDir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, stale, err := tlsConfigs(staleDir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	server := loadTestTLS(t, serverDir, nil).Server
+	client := loadTestTLS(t, clientDir, nil).Client
+	stale := loadTestTLS(t, staleDir, nil).Client
 	if err := handshake(server, client, "127.0.0.1"); err != nil {
 		t.Fatalf("same CA: %v", err)
 	}
@@ -147,10 +155,7 @@ func TestTLSReloadsCertificatesAndCAs(t *testing.T) {
 	// A peer from another deployment (another CA) is refused.
 	otherDir := t.TempDir()
 	writeNode(t, otherDir, ca2, ca2.pem, t0)
-	other, _, err := tlsConfigs(otherDir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := loadTestTLS(t, otherDir, nil).Server
 	if err := handshake(other, client, "127.0.0.1"); err == nil {
 		t.Fatal("a server with another CA's certificate was accepted")
 	}
@@ -186,5 +191,54 @@ func TestTLSReloadsCertificatesAndCAs(t *testing.T) {
 	}
 	if err := handshake(server, client, "127.0.0.1"); err != nil {
 		t.Fatalf("after a broken ca.crt: %v", err)
+	}
+}
+
+// Without ca.crt the peers are still verified: the client checks the
+// server's chain and name against the system roots (here a given pool) and
+// refuses a server they do not vouch for, or one it cannot name; the
+// service asks no client certificate. A ca.crt that appears later replaces
+// the roots on both sides.
+func TestTLSWithoutCAVerifiesAgainstSystemRoots(t *testing.T) {
+	public, private := newTestCA(t, "public"), newTestCA(t, "private")
+	roots := x509.NewCertPool()
+	roots.AddCert(public.cert)
+	serverDir, clientDir, otherDir := t.TempDir(), t.TempDir(), t.TempDir()
+	t0 := time.Now().Add(-time.Minute)
+	writeNode(t, serverDir, public, nil, t0)
+	writeNode(t, clientDir, private, nil, t0)
+	writeNode(t, otherDir, private, nil, t0)
+	server := loadTestTLS(t, serverDir, roots).Server
+	client := loadTestTLS(t, clientDir, roots).Client
+	other := loadTestTLS(t, otherDir, roots).Server
+	if err := handshake(server, client, "node.test"); err != nil {
+		t.Fatalf("a server the roots vouch for: %v", err)
+	}
+	for name, err := range map[string]error{
+		"another CA's server": handshake(other, client, "node.test"),
+		"a wrong name":        handshake(server, client, "other.test"),
+		"no name (an IP)":     handshake(server, client, "127.0.0.1"),
+	} {
+		if err == nil {
+			t.Errorf("%s was accepted without ca.crt", name)
+		}
+	}
+	bare := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	if err := handshake(server, bare, "node.test"); err != nil {
+		t.Fatalf("without ca.crt the service asked a client certificate: %v", err)
+	}
+
+	// ca.crt appears: the client trusts the private CA only, by IP too;
+	// the service now requires a client certificate of its CA.
+	writeStamped(t, filepath.Join(clientDir, "ca.crt"), private.pem, t0.Add(time.Second))
+	writeStamped(t, filepath.Join(serverDir, "ca.crt"), public.pem, t0.Add(time.Second))
+	if err := handshake(other, client, "127.0.0.1"); err != nil {
+		t.Fatalf("after ca.crt appeared, a server of its CA: %v", err)
+	}
+	if err := handshake(server, client, "node.test"); err == nil {
+		t.Fatal("after ca.crt appeared, the system roots were still trusted")
+	}
+	if err := handshake(server, bare, "node.test"); err == nil {
+		t.Fatal("after ca.crt appeared, the service accepted a client without a certificate")
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/versity/versitygw/backend"
 	"github.com/versity/versitygw/embedgw"
 	"github.com/versity/versitygw/s3api"
+
+	"github.com/strata-storage/strata/engine/certfiles"
 )
 
 // Route is an extra HTTP endpoint on the S3 listener (health, metrics,
@@ -65,7 +67,9 @@ type ServeConfig struct {
 	SSE bool
 	// OnListen is called once the listener accepts connections.
 	OnListen func()
-	Log      *slog.Logger
+	// Served, when set, is told which certificate the listener serves.
+	Served *ServedCertificate
+	Log    *slog.Logger
 }
 
 // Limits bound the S3 port's concurrency; 0 takes the default.
@@ -80,8 +84,8 @@ type Limits struct {
 
 // TLS file names inside CertsDir (those of a kubernetes.io/tls Secret).
 const (
-	CertFile = "tls.crt"
-	KeyFile  = "tls.key"
+	CertFile = certfiles.CertFile
+	KeyFile  = certfiles.KeyFile
 )
 
 // Serve runs the S3 front end over be until ctx ends, then finishes the
@@ -122,6 +126,9 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 	if cfg.OnListen != nil {
 		opts = append(opts, s3api.WithOnListen(cfg.OnListen))
 	}
+	if cfg.Served != nil {
+		opts = append(opts, cfg.Served.observe())
+	}
 	gw := &embedgw.Config{
 		RootUserAccess: cfg.RootAccess, RootUserSecret: cfg.RootSecret, Region: cfg.Region,
 		Ports: []string{cfg.Address}, MaxConnections: cfg.MaxConnections, MaxRequests: cfg.MaxRequests,
@@ -131,11 +138,7 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 		gw.CertFile, gw.KeyFile = filepath.Join(cfg.CertsDir, CertFile), filepath.Join(cfg.CertsDir, KeyFile)
 		reload := make(chan struct{}, 1)
 		gw.SigHup = reload
-		every := cfg.CertsReloadInterval
-		if every <= 0 {
-			every = 10 * time.Second
-		}
-		go watchFiles(ctx, []string{gw.CertFile, gw.KeyFile}, every, reload, cfg.Log)
+		go watchFiles(ctx, []string{gw.CertFile, gw.KeyFile}, certfiles.Interval(cfg.CertsReloadInterval), reload, cfg.Log)
 	}
 	err := embedgw.RunVersityGW(ctx, be, gw)
 	if errors.Is(err, context.Canceled) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"time"
 
@@ -267,4 +268,15 @@ func (n *Node) snapshot(ctx context.Context) metrics.Snapshot {
 		s.Peers.OfflineEvents += p.OfflineEvents()
 	}
 	return s
+}
+
+// TLS implements admin.Informer: the leaf the S3 listener serves, the one
+// internode connections present, and the CAs peers are verified against,
+// as the listeners hold them now.
+func (n *Node) TLS() admin.TLSInfo {
+	var inter *x509.Certificate
+	if n.internodeTLS != nil {
+		inter = n.internodeTLS.Certificate()
+	}
+	return admin.NewTLSInfo(n.served.Leaf(), inter, n.trust.CAs())
 }

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-storage/strata/engine/certfiles"
 	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/erasure"
@@ -54,9 +55,10 @@ type Config struct {
 	// Limits bound the S3 port's concurrency.
 	Limits s3front.Limits
 	// InsecureInternode lets a clustered node run its internode service
-	// without mutual TLS (no CertsDir, or no ca.crt in it).
+	// without TLS (no CertsDir). With CertsDir peers are always verified.
 	InsecureInternode bool
-	// CertsReloadInterval is how often they are checked for changes.
+	// CertsReloadInterval is how often they are checked for changes
+	// (0: certfiles.DefaultInterval).
 	CertsReloadInterval time.Duration
 	// MetricsTokenFile holds the bearer token /strata/metrics requires
 	// (re-read when it changes); empty: metrics are served to anyone.
@@ -89,6 +91,13 @@ type Node struct {
 	stopping atomic.Bool
 	bg       context.Context
 
+	// What the listeners hold, for GET tls: the S3 leaf, the internode
+	// TLS (nil unless clustered with TLS), the CAs trusted (nil without
+	// CertsDir).
+	served       *s3front.ServedCertificate
+	internodeTLS *internode.TLS
+	trust        *certfiles.Trust
+
 	mu      sync.Mutex
 	healers map[string]*erasure.Healer // by pool
 	// healerStops end the healers' runs (a removed pool's).
@@ -111,17 +120,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	secret := internode.Secret(cfg.Root.SecretKey)
 	peerOpts := internode.PeerOptions{Secret: secret, Version: cfg.InternodeProtocol, Log: log}
-	var serverTLS *tls.Config
-	if clustered(cfg.Topology) {
-		if err := internodeTrust(cfg, log); err != nil {
-			return err
-		}
-		if cfg.CertsDir != "" {
-			var err error
-			if serverTLS, peerOpts.TLS, err = internode.TLSConfigs(cfg.CertsDir); err != nil {
-				return err
-			}
-		}
+	itls, err := internodeTLS(cfg, log)
+	if err != nil {
+		return err
+	}
+	if itls != nil {
+		peerOpts.TLS = itls.Client
 	}
 	dep := cluster.NewDeployment(cluster.Options{
 		Locality: locality(cfg, 3*time.Minute), InternodePort: cfg.InternodePort,
@@ -130,7 +134,8 @@ func Run(ctx context.Context, cfg Config) error {
 	defer dep.Close()
 	bg, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
-	n := &Node{cfg: cfg, dep: dep, started: time.Now(), bg: bg, healers: map[string]*erasure.Healer{}, healerStops: map[string]context.CancelFunc{}, drains: map[drainKey]*drainState{}}
+	n := &Node{cfg: cfg, dep: dep, started: time.Now(), bg: bg, healers: map[string]*erasure.Healer{}, healerStops: map[string]context.CancelFunc{}, drains: map[drainKey]*drainState{},
+		served: &s3front.ServedCertificate{}, internodeTLS: itls, trust: trusted(cfg, itls)}
 
 	// Peers ask for this node's drives while the deployment agrees on its
 	// format, so the internode service starts first.
@@ -142,7 +147,7 @@ func Run(ctx context.Context, cfg Config) error {
 				}
 			},
 			Node: n}
-		stop, err := serveInternode(cfg.Address, cfg.InternodePort, srv, serverTLS, log)
+		stop, err := serveInternode(cfg.Address, cfg.InternodePort, srv, itls, log)
 		if err != nil {
 			return err
 		}
@@ -171,7 +176,7 @@ func Run(ctx context.Context, cfg Config) error {
 	reg := metrics.NewRegistry()
 	s3m := metrics.NewS3(reg)
 	if cfg.CertsDir != "" {
-		metrics.RegisterCertificate(reg, filepath.Join(cfg.CertsDir, s3front.CertFile))
+		metrics.RegisterCertificate(reg, filepath.Join(cfg.CertsDir, certfiles.CertFile), filepath.Join(cfg.CertsDir, certfiles.CAFile))
 	}
 	// A scrape carries no context: its drive calls are bounded by the
 	// node's lifetime and a deadline shorter than Prometheus' scrape timeout.
@@ -214,7 +219,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	err = s3front.Serve(serveCtx, be, s3front.ServeConfig{
 		Address: cfg.Address, RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey,
-		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Middleware: s3m.Middleware(), Log: log,
+		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: n.served, Middleware: s3m.Middleware(), Log: log,
 		SSE: true, Limits: cfg.Limits,
 		Routes: s3front.Routes(n, metrics.Handler(reg, token), users, cfg.Root.AccessKey, cfg.Root.SecretKey, cfg.AdminOverHTTP),
 		OnListen: func() {
@@ -255,7 +260,7 @@ func locality(cfg Config, wait time.Duration) cluster.Locality {
 	}}
 }
 
-func serveInternode(address string, port int, srv *internode.Server, tlsCfg *tls.Config, log *slog.Logger) (func(), error) {
+func serveInternode(address string, port int, srv *internode.Server, itls *internode.TLS, log *slog.Logger) (func(), error) {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, err
@@ -269,10 +274,10 @@ func serveInternode(address string, port int, srv *internode.Server, tlsCfg *tls
 		HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: 2 << 20, MaxReceiveBufferPerConnection: 3 << 20, SendPingTimeout: 10 * time.Second}}
 	// HTTP/1.1 only opens the framed channel (internode/frames.go).
 	hs.Protocols.SetHTTP1(true)
-	if tlsCfg != nil {
-		hs.TLSConfig = tlsCfg
+	if itls != nil {
+		hs.TLSConfig = itls.Server
 		hs.Protocols.SetHTTP2(true)
-		l = tls.NewListener(l, tlsCfg)
+		l = tls.NewListener(l, itls.Server)
 	} else {
 		hs.Protocols.SetUnencryptedHTTP2(true)
 	}
@@ -281,7 +286,7 @@ func serveInternode(address string, port int, srv *internode.Server, tlsCfg *tls
 			log.Error("internode service stopped", "err", err)
 		}
 	}()
-	log.Info("serving internode", "address", addr, "tls", tlsCfg != nil)
+	log.Info("serving internode", "address", addr, "tls", itls != nil)
 	return func() {
 		_ = hs.Close()
 		srv.Close()
@@ -422,26 +427,40 @@ func AbortStaleUploads(ctx context.Context, p *erasure.Pools, age time.Duration)
 	return aborted, nil
 }
 
-// internodeTrust refuses to run a cluster whose internode traffic would not
-// be mutually authenticated by TLS (no certificates, or no ca.crt to verify
-// peers with), unless InsecureInternode says to, which is then logged.
-// Requests are signed either way; TLS is what keeps them private and their
-// answers genuine.
-func internodeTrust(cfg Config, log *slog.Logger) error {
-	missing := ""
-	if cfg.CertsDir == "" {
-		missing = "no --certs-dir"
-	} else if _, err := os.Stat(filepath.Join(cfg.CertsDir, "ca.crt")); err != nil {
-		missing = "no ca.crt in " + cfg.CertsDir + " to verify peers with"
+// internodeTLS loads a clustered node's internode TLS: nil for a lone
+// node, and without --certs-dir, which only InsecureInternode allows (then
+// logged). Requests
+// are signed either way; TLS is what keeps them private and their answers
+// genuine. With certificates peers are always verified: against ca.crt,
+// or against the system roots until a ca.crt appears (logged).
+func internodeTLS(cfg Config, log *slog.Logger) (*internode.TLS, error) {
+	if !clustered(cfg.Topology) {
+		return nil, nil
 	}
-	if missing == "" {
+	if cfg.CertsDir == "" {
+		if !cfg.InsecureInternode {
+			return nil, errors.New("internode traffic would not be encrypted nor its peers verified (no --certs-dir): give --certs-dir with tls.crt and tls.key " +
+				"(and ca.crt, the CA of the peers' certificates), or --insecure-internode when only this deployment's servers can reach the internode port")
+		}
+		log.Warn("internode traffic is not encrypted nor its peers verified (--insecure-internode): only this deployment's servers may reach the internode port",
+			"internodePort", cfg.InternodePort)
+		return nil, nil
+	}
+	if _, err := os.Stat(filepath.Join(cfg.CertsDir, certfiles.CAFile)); err != nil {
+		log.Info("no ca.crt in --certs-dir: peers' certificates are verified against the system roots (and their names), and peers need no client certificate, until a ca.crt appears",
+			"certsDir", cfg.CertsDir)
+	}
+	return internode.LoadTLS(cfg.CertsDir, cfg.CertsReloadInterval)
+}
+
+// trusted is the CA bundle the node reports trusting: the internode one
+// when clustered with TLS, else ca.crt as the process last read it.
+func trusted(cfg Config, itls *internode.TLS) *certfiles.Trust {
+	switch {
+	case itls != nil:
+		return itls.Trust()
+	case cfg.CertsDir == "":
 		return nil
 	}
-	if !cfg.InsecureInternode {
-		return fmt.Errorf("internode traffic would not be mutually authenticated (%s): give --certs-dir with tls.crt, tls.key and ca.crt, "+
-			"or --insecure-internode when only this deployment's servers can reach the internode port", missing)
-	}
-	log.Warn("internode traffic is not mutually authenticated (--insecure-internode): only this deployment's servers may reach the internode port",
-		"reason", missing, "internodePort", cfg.InternodePort)
-	return nil
+	return certfiles.NewTrust(filepath.Join(cfg.CertsDir, certfiles.CAFile), certfiles.Interval(cfg.CertsReloadInterval), nil)
 }

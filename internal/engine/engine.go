@@ -78,6 +78,14 @@ type Capacity struct {
 	UsableBytes int64 `json:"usableBytes"`
 }
 
+// TLSInfo is GET /strata/admin/v1/tls, the engine's own type
+// (admin.TLSInfo, named through adminclient): the leaves a pod serves and
+// the CAs it trusts, as its TLS stack holds them.
+type TLSInfo = adminclient.TLSInfo
+
+// CertInfo is one certificate of a TLSInfo.
+type CertInfo = adminclient.CertInfo
+
 // Bucket is a bucket to create, with its versioning state ("" leaves it).
 type Bucket struct {
 	Name       string
@@ -96,6 +104,11 @@ type Client interface {
 	// would without this server (the upgrade gate). nil means yes; the
 	// error carries the engine's reason.
 	ClusterHealth(ctx context.Context, ep Endpoint, maintenance bool) error
+	// TLS asks one pod (ep.URL is that pod's address) which certificates
+	// it serves and which CAs it trusts, as its TLS stack holds them now:
+	// a CA rotation moves leaves to a new CA only once every pod trusts
+	// it, and drops the old CA only once no pod serves a leaf of it.
+	TLS(ctx context.Context, ep Endpoint) (TLSInfo, error)
 }
 
 // HTTPClient is the production Client.
@@ -170,6 +183,20 @@ func (c HTTPClient) ClusterHealth(ctx context.Context, ep Endpoint, maintenance 
 		return fmt.Errorf("cluster health: %w", err)
 	}
 	return nil
+}
+
+// TLS implements Client: GET /strata/admin/v1/tls, signed like Info.
+func (c HTTPClient) TLS(ctx context.Context, ep Endpoint) (TLSInfo, error) {
+	ac, err := c.admin(ep)
+	if err != nil {
+		return TLSInfo{}, err
+	}
+	defer ac.Close()
+	info, err := ac.TLS(ctx)
+	if err != nil {
+		return TLSInfo{}, fmt.Errorf("admin API: %w", err)
+	}
+	return info, nil
 }
 
 // EnsureBuckets implements Client with the S3 API (aws-sdk-go-v2,

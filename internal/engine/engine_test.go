@@ -121,3 +121,30 @@ func TestClusterHealthGate(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestTLSSignsAndDecodes: a pod's TLS is asked of the admin API, signed
+// like Info, and decodes into the engine's own type.
+func TestTLSSignsAndDecodes(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=root/") || r.URL.Path != "/strata/admin/v1/tls" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write([]byte(`{"certificate":{"sha256":"aa","subject":"CN=pod","issuer":"CN=ca-2","notAfter":"2031-05-17T12:00:00Z"},
+			"trustedCAs":[{"sha256":"c1","subject":"CN=ca-1"},{"sha256":"c2","subject":"CN=ca-2"}]}`))
+	}))
+	defer srv.Close()
+	ep := Endpoint{URL: srv.URL, AccessKey: "root", SecretKey: "secret", CA: pemOf(srv.Certificate().Raw)}
+	info, err := HTTPClient{}.TLS(context.Background(), ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Certificate == nil || info.Certificate.Issuer != "CN=ca-2" || info.InternodeCertificate != nil ||
+		len(info.TrustedCAs) != 2 || info.TrustedCAs[1].SHA256 != "c2" {
+		t.Fatalf("TLS = %+v", info)
+	}
+	ep.AccessKey = "other"
+	if _, err := (HTTPClient{}).TLS(context.Background(), ep); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("unsigned by root: %v", err)
+	}
+}

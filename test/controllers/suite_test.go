@@ -226,6 +226,13 @@ func (e *recordingEngine) Info(ctx context.Context, ep engine.Endpoint) (engine.
 	return e.info, nil
 }
 
+func (e *recordingEngine) TLS(ctx context.Context, ep engine.Endpoint) (engine.TLSInfo, error) {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.TLS(ctx, local)
+	}
+	return engine.TLSInfo{}, nil
+}
+
 func (e *recordingEngine) EnsureBuckets(ctx context.Context, ep engine.Endpoint, b []engine.Bucket) error {
 	if local, ok := e.real(ep); ok {
 		return engine.HTTPClient{}.EnsureBuckets(ctx, local, b)
