@@ -37,8 +37,13 @@ type Config struct {
 	// ClusterDomain of Service DNS names (cluster.local).
 	ClusterDomain string
 	// DefaultIssuer signs certificates of TLS mode CertManager without
-	// spec.tls.issuerRef.
+	// spec.tls.issuerRef; with no name, each such tenant gets a CA of its
+	// own from cert-manager (builders.CertManagerCA).
 	DefaultIssuer cmmeta.IssuerReference
+	// CAOverlap is how long a new CA is in a tenant's trust bundle before
+	// certificates it signed are served, so clients that fetch the bundle
+	// now and then (ConfigMap <tenant>-ca-bundle) have it in time.
+	CAOverlap time.Duration
 	// MonitoringLabels go on every Tenant's ServiceMonitor and
 	// PrometheusRule (--monitoring-labels), so the cluster's Prometheus
 	// selects them without each Tenant saying so; a Tenant's own

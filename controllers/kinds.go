@@ -139,6 +139,11 @@ var certificateOps = kindOps[*cmv1.Certificate]{
 	merge: func(l, d *cmv1.Certificate) { l.Spec = d.Spec },
 }
 
+var issuerOps = kindOps[*cmv1.Issuer]{
+	same:  func(l, d *cmv1.Issuer) bool { return derivative(d.Spec, l.Spec) },
+	merge: func(l, d *cmv1.Issuer) { l.Spec = d.Spec },
+}
+
 var serviceMonitorOps = kindOps[*monitoringv1.ServiceMonitor]{
 	same:  func(l, d *monitoringv1.ServiceMonitor) bool { return derivative(d.Spec, l.Spec) },
 	merge: func(l, d *monitoringv1.ServiceMonitor) { l.Spec = d.Spec },

@@ -27,7 +27,6 @@ import (
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
 	"github.com/strata-storage/strata/internal/builders"
-	"github.com/strata-storage/strata/internal/certs"
 	"github.com/strata-storage/strata/internal/engine"
 )
 
@@ -36,7 +35,8 @@ import (
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // A Tenant being deleted deletes its pools (deletionPolicy runs in theirs).
 // +kubebuilder:rbac:groups=storage.strata.dev,resources=serverpools;gatewaypools,verbs=delete
-// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates;issuers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors;prometheusrules,verbs=get;list;watch;create;update;patch;delete
 
 // TenantReconciler turns a Tenant into its credentials, certificates,
@@ -57,8 +57,11 @@ type tenantScope struct {
 	log      logr.Logger
 	rootKeys [2]string
 	ca       []byte // PEM CA of the serving certificate, when known
-	servers  []v1.ServerPool
-	gateways []v1.GatewayPool
+	// certificateExpiring says the served certificate expires within
+	// certificateWarning (it makes the tenant Degraded).
+	certificateExpiring string
+	servers             []v1.ServerPool
+	gateways            []v1.GatewayPool
 	// the pools' workloads, for roll-out progress
 	statefulSets []appsv1.StatefulSet
 	deployments  []appsv1.Deployment
@@ -207,134 +210,6 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, s *tenantSc
 func (r *TenantReconciler) credentialsMissing(s *tenantScope, msg string) error {
 	setCondition(&s.tenant.Status.Conditions, s.tenant.Generation, v1.ConditionCredentialsReady, false, v1.ReasonSecretMissing, msg)
 	return errWaiting
-}
-
-// reconcileCertificates provides the serving certificate for the TLS mode.
-func (r *TenantReconciler) reconcileCertificates(ctx context.Context, s *tenantScope) error {
-	t := s.tenant
-	gen := t.Generation
-	switch t.Spec.TLS.Mode {
-	case v1.TLSDisabled:
-		setCondition(&t.Status.Conditions, gen, v1.ConditionCertificatesReady, true, v1.ReasonReconciled, "TLS is disabled: S3 is served over plain HTTP")
-		return nil
-	case v1.TLSExternal:
-		sec := &corev1.Secret{}
-		name := builders.TLSSecretName(t)
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, sec)
-		if apierrors.IsNotFound(err) || (err == nil && (len(sec.Data[corev1.TLSCertKey]) == 0 || len(sec.Data[corev1.TLSPrivateKeyKey]) == 0)) {
-			setCondition(&t.Status.Conditions, gen, v1.ConditionCertificatesReady, false, v1.ReasonSecretMissing,
-				fmt.Sprintf("Secret %q named by spec.tls.secretRef does not exist or lacks tls.crt/tls.key", name))
-			return errWaiting
-		}
-		if err != nil {
-			return fmt.Errorf("reading TLS Secret: %w", err)
-		}
-		s.ca = sec.Data["ca.crt"]
-		setCondition(&t.Status.Conditions, gen, v1.ConditionCertificatesReady, true, v1.ReasonReconciled, "using Secret "+name)
-		return nil
-	case v1.TLSCertManager:
-		return r.reconcileCertManager(ctx, s)
-	default:
-		return r.reconcileOperatorCA(ctx, s)
-	}
-}
-
-func (r *TenantReconciler) gatewayNames(ctx context.Context, t *v1.Tenant) ([]string, error) {
-	list := &v1.GatewayPoolList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingFields{indexTenantRef: t.Name}); err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, g := range list.Items {
-		out = append(out, g.Name)
-	}
-	return out, nil
-}
-
-func (r *TenantReconciler) reconcileCertManager(ctx context.Context, s *tenantScope) error {
-	t := s.tenant
-	if !hasKind(r.Mapper, cmv1.SchemeGroupVersion.WithKind("Certificate")) {
-		setCondition(&t.Status.Conditions, t.Generation, v1.ConditionCertificatesReady, false, v1.ReasonCertManagerMissing,
-			"spec.tls.mode is CertManager but the cert-manager CRDs are not installed: install cert-manager, or use mode Operator")
-		s.requeueWithin(5 * time.Minute)
-		return errWaiting
-	}
-	gws, err := r.gatewayNames(ctx, t)
-	if err != nil {
-		return err
-	}
-	cert := builders.Certificate(t, builders.DNSNames(t, gws, r.Config.ClusterDomain), r.Config.DefaultIssuer)
-	if _, err := apply(ctx, r.Client, r.Scheme, t, cert, certificateOps); err != nil {
-		return err
-	}
-	live := &cmv1.Certificate{}
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(cert), live); err != nil {
-		return fmt.Errorf("reading Certificate: %w", err)
-	}
-	for _, c := range live.Status.Conditions {
-		if c.Type == cmv1.CertificateConditionReady && c.Status == "True" {
-			sec := &corev1.Secret{}
-			if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: cert.Spec.SecretName}, sec); err == nil {
-				s.ca = sec.Data["ca.crt"]
-			}
-			setCondition(&t.Status.Conditions, t.Generation, v1.ConditionCertificatesReady, true, v1.ReasonReconciled,
-				"cert-manager issued Certificate "+cert.Name)
-			return nil
-		}
-	}
-	setCondition(&t.Status.Conditions, t.Generation, v1.ConditionCertificatesReady, false, v1.ReasonCreating,
-		"waiting for cert-manager to issue Certificate "+cert.Name)
-	return errWaiting
-}
-
-// reconcileOperatorCA keeps a CA per tenant and a serving certificate it
-// issued, renewed a third of its life before expiry.
-func (r *TenantReconciler) reconcileOperatorCA(ctx context.Context, s *tenantScope) error {
-	t := s.tenant
-	now := r.Config.Now()
-	caSecret := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: builders.CASecretName(t.Name)}, caSecret)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading CA: %w", err)
-	}
-	ca := certs.Pair{Cert: caSecret.Data[corev1.TLSCertKey], Key: caSecret.Data[corev1.TLSPrivateKeyKey]}
-	if !certs.ValidCA(ca, now) {
-		if ca, err = certs.NewCA(t.Name+"."+t.Namespace+" strata CA", now, r.Config.Random); err != nil {
-			return fmt.Errorf("creating CA: %w", err)
-		}
-		if _, err := apply(ctx, r.Client, r.Scheme, t, builders.CASecret(t, ca), secretOps); err != nil {
-			return err
-		}
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "CAIssued", "CreateCA", "created the tenant CA in Secret %s", builders.CASecretName(t.Name))
-	}
-	gws, err := r.gatewayNames(ctx, t)
-	if err != nil {
-		return err
-	}
-	names := builders.DNSNames(t, gws, r.Config.ClusterDomain)
-	tlsSecret := &corev1.Secret{}
-	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: builders.TLSSecretName(t)}, tlsSecret)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading serving certificate: %w", err)
-	}
-	serving := certs.Pair{Cert: tlsSecret.Data[corev1.TLSCertKey], Key: tlsSecret.Data[corev1.TLSPrivateKeyKey]}
-	if !certs.Valid(serving, ca, names, now) || string(tlsSecret.Data["ca.crt"]) != string(ca.Cert) {
-		if serving, err = certs.Issue(ca, names, now, r.Config.Random); err != nil {
-			return fmt.Errorf("issuing serving certificate: %w", err)
-		}
-		if _, err := apply(ctx, r.Client, r.Scheme, t, builders.ServingSecret(t, serving, ca.Cert), secretOps); err != nil {
-			return err
-		}
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "CertificateIssued", "IssueCertificate",
-			"issued the serving certificate in Secret %s for %d names", builders.TLSSecretName(t), len(names))
-	}
-	if renew, err := certs.RenewAt(serving.Cert); err == nil {
-		s.requeueWithin(renew.Sub(now) + time.Minute)
-	}
-	s.ca = ca.Cert
-	setCondition(&t.Status.Conditions, t.Generation, v1.ConditionCertificatesReady, true, v1.ReasonReconciled,
-		"serving certificate in Secret "+builders.TLSSecretName(t)+" from the operator-managed CA")
-	return nil
 }
 
 // reconcileServices: the client Service and the headless Service for pod
@@ -625,7 +500,7 @@ func tenantsUsingSecret(ctx context.Context, c client.Client, o client.Object) [
 }
 
 func tenantUsesSecret(t *v1.Tenant, name string) bool {
-	if builders.RootSecretName(t) == name || builders.TLSSecretName(t) == name {
+	if builders.RootSecretName(t) == name || builders.TLSSecretName(t) == name || builders.TLSSourceSecretName(t) == name {
 		return true
 	}
 	for _, u := range t.Spec.Users {

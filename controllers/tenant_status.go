@@ -23,7 +23,7 @@ func computeTenantStatus(t *v1.Tenant, s *tenantScope, clusterDomain, image stri
 	setTenantEndpoints(t, s, pools, clusterDomain)
 	setTenantCapacity(&t.Status, s)
 	setTenantReady(t, s, pools)
-	setTenantDegraded(t, pools)
+	setTenantDegraded(t, pools, s.certificateExpiring)
 	setTenantProgressing(t)
 }
 
@@ -153,15 +153,20 @@ func setTenantReady(t *v1.Tenant, s *tenantScope, pools tenantPools) {
 	}
 }
 
-// setTenantDegraded sets Degraded from the pools' own; a degraded tenant
-// that is not Pending is in phase Degraded. Runs after setTenantReady.
-func setTenantDegraded(t *v1.Tenant, pools tenantPools) {
+// setTenantDegraded sets Degraded from the pools' own and from a served
+// certificate close to expiry; a degraded tenant that is not Pending is in
+// phase Degraded. Runs after setTenantReady.
+func setTenantDegraded(t *v1.Tenant, pools tenantPools, certificateExpiring string) {
 	st := &t.Status
-	if len(pools.degraded) == 0 {
+	switch {
+	case len(pools.degraded) > 0:
+		setCondition(&st.Conditions, t.Generation, v1.ConditionDegraded, true, pools.degradedReason, fmt.Sprint(pools.degraded))
+	case certificateExpiring != "":
+		setCondition(&st.Conditions, t.Generation, v1.ConditionDegraded, true, v1.ReasonCertificateExpiring, certificateExpiring)
+	default:
 		setCondition(&st.Conditions, t.Generation, v1.ConditionDegraded, false, v1.ReasonReconciled, "every pool has its full redundancy")
 		return
 	}
-	setCondition(&st.Conditions, t.Generation, v1.ConditionDegraded, true, pools.degradedReason, fmt.Sprint(pools.degraded))
 	if st.Phase != v1.TenantPending {
 		st.Phase = v1.TenantDegraded
 	}

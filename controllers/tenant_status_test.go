@@ -281,6 +281,7 @@ func TestSetTenantDegraded(t *testing.T) {
 		name        string
 		phase, want v1.TenantPhase
 		pools       tenantPools
+		expiring    string
 		condition   want
 	}{
 		{name: "full redundancy", phase: v1.TenantReady, want: v1.TenantReady,
@@ -294,12 +295,18 @@ func TestSetTenantDegraded(t *testing.T) {
 		{name: "a pending tenant stays pending", phase: v1.TenantPending, want: v1.TenantPending,
 			pools:     tenantPools{degraded: []string{"a"}, degradedReason: v1.ReasonHealing},
 			condition: want{metav1.ConditionTrue, v1.ReasonHealing, "[a]"}},
+		{name: "a certificate close to expiry degrades a ready tenant", phase: v1.TenantReady, want: v1.TenantDegraded,
+			expiring:  "the served certificate expires at X",
+			condition: want{metav1.ConditionTrue, v1.ReasonCertificateExpiring, "the served certificate expires at X"}},
+		{name: "a degraded pool says more than the certificate", phase: v1.TenantReady, want: v1.TenantDegraded,
+			pools: tenantPools{degraded: []string{"a"}, degradedReason: v1.ReasonHealing}, expiring: "soon",
+			condition: want{metav1.ConditionTrue, v1.ReasonHealing, "[a]"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tn := &v1.Tenant{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
 			tn.Status.Phase = tc.phase
-			setTenantDegraded(tn, tc.pools)
+			setTenantDegraded(tn, tc.pools, tc.expiring)
 			checkCondition(t, tn.Status.Conditions, v1.ConditionDegraded, 2, tc.condition)
 			if tn.Status.Phase != tc.want {
 				t.Errorf("phase %s, want %s", tn.Status.Phase, tc.want)

@@ -58,6 +58,15 @@ const (
 	// The operator never invents replacement credentials.
 	ReasonSecretMissing = "SecretMissing"
 
+	// ReasonCertificateInvalid: the certificate offered for the tenant (an
+	// External Secret, or one cert-manager wrote) cannot serve it; the
+	// message says why. Pods keep the last good certificate.
+	ReasonCertificateInvalid = "CertificateInvalid"
+
+	// ReasonCertificateExpiring: the certificate the pods serve expires in
+	// less than 14 days and has not been renewed.
+	ReasonCertificateExpiring = "CertificateExpiring"
+
 	// ReasonCertManagerMissing: TLS mode CertManager was asked for but the
 	// cert-manager CRDs are not installed.
 	ReasonCertManagerMissing = "CertManagerMissing"
@@ -141,3 +150,9 @@ const (
 	PoolStateDraining       = "Draining"
 	PoolStateDecommissioned = "Decommissioned"
 )
+
+// AnnotationRotateCA on a Tenant in TLS mode Operator starts a CA rotation
+// now (a suspected key compromise, a drill) rather than when the CA is a
+// third of its life from expiry. Each new value starts one rotation; the
+// sequence is the scheduled one (docs/tls.md).
+const AnnotationRotateCA = "storage.strata.dev/rotate-ca"

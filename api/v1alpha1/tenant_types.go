@@ -206,6 +206,50 @@ type TLSSpec struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
 	DNSNames []string `json:"dnsNames,omitempty"`
+
+	// ipAddresses are extra IP subject alternative names added to generated
+	// certificates: 127.0.0.1 for a kubectl port-forward, a fixed load
+	// balancer address. The S3 Service's external IPs and load balancer
+	// ingress IPs are added without being listed here.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=45
+	// +kubebuilder:validation:XValidation:rule="self.all(a, isIP(a))",message="tls.ipAddresses must hold IPv4 or IPv6 addresses such as 127.0.0.1"
+	IPAddresses []string `json:"ipAddresses,omitempty"`
+}
+
+// CertificateStatus describes the certificate the tenant's pods serve.
+type CertificateStatus struct {
+	// notAfter is when the serving certificate expires.
+	// +optional
+	NotAfter *metav1.Time `json:"notAfter,omitempty"`
+
+	// renewal says what a certificate rotation in progress waits for; empty
+	// when none is.
+	// +optional
+	Renewal string `json:"renewal,omitempty"`
+
+	// trustedCAs are the CAs of the trust bundle (Secret <tenant>-tls key
+	// ca.crt, ConfigMap <tenant>-ca-bundle), with when each expires. During a
+	// CA rotation there are two.
+	// +optional
+	// +listType=atomic
+	TrustedCAs []TrustedCA `json:"trustedCAs,omitempty"`
+}
+
+// TrustedCA is one CA of the trust bundle.
+type TrustedCA struct {
+	// subject of the CA certificate.
+	Subject string `json:"subject"`
+	// sha256 fingerprint of the CA certificate (hex).
+	SHA256 string `json:"sha256"`
+	// notAfter is when the CA expires.
+	NotAfter metav1.Time `json:"notAfter"`
+	// publishedAt is when the CA joined the trust bundle; certificates it
+	// signed are served no sooner than the operator's --ca-overlap later.
+	// +optional
+	PublishedAt *metav1.Time `json:"publishedAt,omitempty"`
 }
 
 // IssuerReference names a cert-manager issuer.
@@ -410,6 +454,10 @@ type TenantStatus struct {
 	// (generated or referenced).
 	// +optional
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+
+	// certificate the pods serve, when TLS is on.
+	// +optional
+	Certificate *CertificateStatus `json:"certificate,omitempty"`
 }
 
 // UpgradeProgress counts the pods of a roll-out.

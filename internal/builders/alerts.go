@@ -201,12 +201,13 @@ func certificateAction(t *v1.Tenant) string {
 	tail := " Pods load a renewed certificate from the Secret without a restart."
 	switch t.Spec.TLS.Mode {
 	case v1.TLSExternal:
-		return lead + "With tls.mode External, replace tls.crt and tls.key in Secret " + TLSSecretName(t) + "." + tail
+		return lead + "With tls.mode External, replace tls.crt and tls.key (and ca.crt) in Secret " + TLSSourceSecretName(t) +
+			"; the operator stages them into Secret " + TLSSecretName(t) + " (the Tenant's CertificatesReady condition says if it cannot)." + tail
 	case v1.TLSCertManager:
 		return lead + "cert-manager should have renewed it: check Certificate " + t.Name + " (kubectl describe certificate), " +
-			"its issuer and the Tenant's CertificatesReady condition." + tail
+			"its issuer and the Tenant's CertificatesReady condition and status.certificate.renewal." + tail
 	default:
 		return lead + "The operator renews it a third of its life before expiry: check the Tenant's CertificatesReady condition, " +
-			"its Events and the operator's logs; deleting Secret " + TLSSecretName(t) + " makes the operator issue a new one." + tail
+			"status.certificate.renewal, its Events and the operator's logs." + tail
 	}
 }

@@ -50,24 +50,47 @@ func MetricsTokenSecretName(tenant string) string { return tenant + "-metrics-to
 // TopologyConfigMapName holds topology.json (docs/topology.md).
 func TopologyConfigMapName(tenant string) string { return tenant + "-topology" }
 
-// TLSSecretName is the serving certificate Secret mounted by every pod; ""
-// when TLS is disabled.
+// TLSSecretName is the serving certificate Secret mounted by every pod,
+// written by the operator in every TLS mode (docs/tls.md: the operator
+// stages a new certificate there once every pod trusts its CA); "" when
+// TLS is disabled.
 func TLSSecretName(t *v1.Tenant) string {
-	switch t.Spec.TLS.Mode {
-	case v1.TLSDisabled:
+	if t.Spec.TLS.Mode == v1.TLSDisabled {
 		return ""
+	}
+	return t.Name + "-tls"
+}
+
+// TLSSourceSecretName is the Secret a new certificate comes from: the one
+// cert-manager writes (mode CertManager) or the user's (mode External); ""
+// in mode Operator, which issues into TLSSecretName itself.
+func TLSSourceSecretName(t *v1.Tenant) string {
+	switch t.Spec.TLS.Mode {
+	case v1.TLSCertManager:
+		return t.Name + "-cert-manager-tls"
 	case v1.TLSExternal:
 		if t.Spec.TLS.SecretRef != nil {
 			return t.Spec.TLS.SecretRef.Name
 		}
-		return ""
-	default:
-		return t.Name + "-tls"
 	}
+	return ""
 }
 
-// CASecretName holds the operator-managed CA (TLS mode Operator).
+// TrustBundleName is the ConfigMap with the tenant's trust bundle (key
+// ca.crt) for clients: every CA a pod may serve a certificate from.
+func TrustBundleName(tenant string) string { return tenant + "-ca-bundle" }
+
+// CASecretName holds the tenant's CA: the operator's (mode Operator) or the
+// one cert-manager bootstraps (mode CertManager without an issuerRef).
 func CASecretName(tenant string) string { return tenant + "-ca" }
+
+// SelfSignedIssuerName is the cert-manager Issuer that signs the tenant's
+// CA (mode CertManager without an issuerRef).
+func SelfSignedIssuerName(tenant string) string { return tenant + "-selfsigned" }
+
+// CAIssuerName is the cert-manager CA Issuer that signs the tenant's
+// serving certificate from Secret CASecretName.
+func CAIssuerName(tenant string) string { return tenant + "-ca" }
 
 // ServerPoolName is the base name of a ServerPool's StatefulSets and PDB.
 func ServerPoolName(tenant, pool string) string { return tenant + "-" + pool }
@@ -122,6 +145,12 @@ func Image(t *v1.Tenant, defaultImage string) string {
 		return t.Spec.Image
 	}
 	return defaultImage
+}
+
+// PodNameURL is the address of a server pod, by name, through the headless
+// Service (the operator asks each pod what certificates it uses).
+func PodNameURL(t *v1.Tenant, pod, clusterDomain string) string {
+	return fmt.Sprintf("%s://%s.%s.%s.svc.%s:%d", Scheme(t), pod, HeadlessServiceName(t.Name), t.Namespace, clusterDomain, S3Port)
 }
 
 // PodURL is the address of one server pod through the headless Service

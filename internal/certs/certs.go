@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"net"
 	"slices"
 	"time"
 )
@@ -54,8 +55,8 @@ func NewCA(commonName string, now time.Time, random io.Reader) (Pair, error) {
 }
 
 // Issue signs a serving (and client: internode mTLS) certificate for
-// dnsNames with the CA.
-func Issue(ca Pair, dnsNames []string, now time.Time, random io.Reader) (Pair, error) {
+// dnsNames and ips with the CA.
+func Issue(ca Pair, dnsNames []string, ips []net.IP, now time.Time, random io.Reader) (Pair, error) {
 	caCert, caKey, err := parse(ca)
 	if err != nil {
 		return Pair{}, fmt.Errorf("reading CA: %w", err)
@@ -68,6 +69,7 @@ func Issue(ca Pair, dnsNames []string, now time.Time, random io.Reader) (Pair, e
 		SerialNumber: serial(random),
 		Subject:      pkix.Name{CommonName: dnsNames[0], Organization: []string{"strata"}},
 		DNSNames:     dnsNames,
+		IPAddresses:  ips,
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(ServingLifetime),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
@@ -92,8 +94,8 @@ func RenewAt(certPEM []byte) (time.Time, error) {
 }
 
 // Valid reports whether a serving certificate is signed by ca, covers
-// exactly dnsNames and is not due for renewal at now.
-func Valid(serving, ca Pair, dnsNames []string, now time.Time) bool {
+// exactly dnsNames and ips and is not due for renewal at now.
+func Valid(serving, ca Pair, dnsNames []string, ips []net.IP, now time.Time) bool {
 	c, err := parseCert(serving.Cert)
 	if err != nil {
 		return false
@@ -105,7 +107,7 @@ func Valid(serving, ca Pair, dnsNames []string, now time.Time) bool {
 	if _, err := parseKey(serving.Key); err != nil {
 		return false
 	}
-	if !slices.Equal(c.DNSNames, dnsNames) {
+	if !slices.Equal(c.DNSNames, dnsNames) || !slices.EqualFunc(c.IPAddresses, ips, net.IP.Equal) {
 		return false
 	}
 	renew, _ := RenewAt(serving.Cert)

@@ -16,18 +16,18 @@ func TestIssueAndRenew(t *testing.T) {
 		t.Fatal("ValidCA")
 	}
 	names := []string{"media", "*.media-hl.store.svc"}
-	s, err := Issue(ca, names, now, rand.Reader)
+	s, err := Issue(ca, names, nil, now, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !Valid(s, ca, names, now) {
+	if !Valid(s, ca, names, nil, now) {
 		t.Fatal("a fresh certificate is not valid")
 	}
-	if Valid(s, ca, []string{"media"}, now) {
+	if Valid(s, ca, []string{"media"}, nil, now) {
 		t.Fatal("valid for other names")
 	}
 	other, _ := NewCA("other", now, rand.Reader)
-	if Valid(s, other, names, now) {
+	if Valid(s, other, names, nil, now) {
 		t.Fatal("valid under another CA")
 	}
 	renew, err := RenewAt(s.Cert)
@@ -37,7 +37,7 @@ func TestIssueAndRenew(t *testing.T) {
 	if !renew.After(now.Add(50*24*time.Hour)) || !renew.Before(now.Add(70*24*time.Hour)) {
 		t.Fatalf("renew at %v", renew)
 	}
-	if Valid(s, ca, names, renew.Add(time.Minute)) {
+	if Valid(s, ca, names, nil, renew.Add(time.Minute)) {
 		t.Fatal("still valid after its renewal time")
 	}
 }

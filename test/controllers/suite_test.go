@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,7 +59,16 @@ var (
 	ctx    context.Context
 	cancel context.CancelFunc
 	fakeEn = &recordingEngine{}
+	clock  = &testClock{}
 )
+
+// testClock is the operator's clock: the real time plus an offset a spec
+// may move forward (and must reset).
+type testClock struct{ offset atomic.Int64 }
+
+func (c *testClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *testClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+func (c *testClock) Reset()                  { c.offset.Store(0) }
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
@@ -101,7 +111,8 @@ var _ = BeforeSuite(func() {
 		MonitoringLabels: map[string]string{"release": "kube-prometheus-stack", "team": "storage"},
 		Engine:           fakeEn,
 		Random:           rand.Reader,
-		Now:              time.Now,
+		Now:              clock.Now,
+		CAOverlap:        3 * time.Second,
 		EngineRefresh:    time.Hour,
 		RolloutPoll:      200 * time.Millisecond,
 	})).To(Succeed())

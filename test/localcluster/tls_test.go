@@ -1,0 +1,424 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/internal/builders"
+	"github.com/strata-storage/strata/internal/certs"
+)
+
+// TestCertificateRotationUnderLoad renews and rotates the demo tenant's
+// certificates while clients write and read over HTTPS, in mode Operator
+// and then External (the test acting as the user who maintains the
+// Secret): a renewal under the same CA, then a CA rotation. Every request
+// must succeed, no pod may restart, and every server pod must end up
+// serving the new certificate. The clients trust what the tenant publishes
+// (ConfigMap media-ca-bundle), re-read every two seconds as a client that
+// mounts the ConfigMap would, and open a connection per request so every
+// request verifies the certificate served at that moment.
+func TestCertificateRotationUnderLoad(t *testing.T) {
+	assets, imagesDir := prerequisites(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	c := startCluster(ctx, t, assets, imagesDir)
+	kc := kubeClient(t, c.in.Kubeconfig)
+	ns := "default"
+	pods := serverPods(ctx, t, kc)
+	restarts := restartCounts(ctx, t, kc)
+
+	trust := &trustSource{}
+	refresh := func() error {
+		cm := &corev1.ConfigMap{}
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: builders.TrustBundleName("media")}, cm); err != nil {
+			return err
+		}
+		return trust.set([]byte(cm.Data["ca.crt"]))
+	}
+	if err := refresh(); err != nil {
+		t.Fatal(err)
+	}
+	load := startLoad(ctx, t, c.in, trust, refresh)
+
+	step := func(name string, act func(), target func(*x509.Certificate) bool, bundle int) {
+		t.Helper()
+		start := time.Now()
+		act()
+		waitFor(ctx, t, 4*time.Minute, func() error { return everyPodServes(pods, target) })
+		waitFor(ctx, t, 2*time.Minute, func() error { return bundleHas(ctx, kc, ns, bundle) })
+		t.Logf("%s: every server pod serves the new certificate after %s; %s", name, time.Since(start).Round(time.Second), load.figures())
+	}
+
+	// Mode Operator: a renewal (the operator issues a new certificate when
+	// the one it keeps is gone), then a CA rotation on request.
+	before := servedLeaf(t, pods[0])
+	step("operator renewal", func() {
+		patchSecret(ctx, t, kc, ns, "media-ca", func(d map[string][]byte) { delete(d, "leaf.crt"); delete(d, "leaf.key") })
+	}, func(c *x509.Certificate) bool { return !c.Equal(before) && c.Issuer.String() == before.Issuer.String() }, 1)
+	oldCA := before.Issuer.String()
+	step("operator CA rotation", func() {
+		patchTenant(ctx, t, kc, ns, func(tn *v1.Tenant) {
+			if tn.Annotations == nil {
+				tn.Annotations = map[string]string{}
+			}
+			tn.Annotations[v1.AnnotationRotateCA] = "e2e"
+		})
+	}, func(c *x509.Certificate) bool { return c.Issuer.String() != oldCA }, 1)
+
+	// Mode External: the user's Secret, from a CA of the user's.
+	names := append(builders.DNSNames(&v1.Tenant{ObjectMeta: metaOf(ns, "media")}, nil, "cluster.local"), "localhost")
+	caA := mustCA(t, "user CA A")
+	leafA := mustLeaf(t, caA, names)
+	user := &corev1.Secret{ObjectMeta: metaOf(ns, "media-user-tls"), Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{"tls.crt": leafA.Cert, "tls.key": leafA.Key, "ca.crt": caA.Cert}}
+	step("switch to External", func() {
+		if err := kc.Create(ctx, user); err != nil {
+			t.Fatal(err)
+		}
+		patchTenant(ctx, t, kc, ns, func(tn *v1.Tenant) {
+			tn.Spec.TLS = v1.TLSSpec{Mode: v1.TLSExternal, SecretRef: &v1.SecretReference{Name: user.Name}, DNSNames: []string{"localhost"}}
+		})
+	}, issuedBy("user CA A"), 1)
+	leafA2 := mustLeaf(t, caA, names)
+	step("External renewal", func() {
+		patchSecret(ctx, t, kc, ns, user.Name, func(d map[string][]byte) { d["tls.crt"], d["tls.key"] = leafA2.Cert, leafA2.Key })
+	}, func(c *x509.Certificate) bool { return certEquals(c, leafA2.Cert) }, 1)
+	caB := mustCA(t, "user CA B")
+	leafB := mustLeaf(t, caB, names)
+	step("External CA rotation", func() {
+		// What a user's tooling does at once: the new CA and a certificate
+		// from it; the operator holds the certificate until the new CA is
+		// trusted everywhere.
+		patchSecret(ctx, t, kc, ns, user.Name, func(d map[string][]byte) {
+			d["tls.crt"], d["tls.key"], d["ca.crt"] = leafB.Cert, leafB.Key, caB.Cert
+		})
+	}, issuedBy("user CA B"), 1)
+
+	total, failed, attempts, errs := load.stop()
+	t.Logf("load: %d requests, %d failed; %d attempts failed before the SDK's retries", total, failed, attempts)
+	if failed > 0 || attempts > 0 {
+		t.Errorf("requests failed during the rotations: %d (attempts: %d); first errors: %v", failed, attempts, errs)
+	}
+	if total < 100 {
+		t.Errorf("only %d requests ran: the load did not run through the rotations", total)
+	}
+	if after := restartCounts(ctx, t, kc); fmt.Sprint(after) != fmt.Sprint(restarts) {
+		t.Errorf("pods restarted: %v -> %v", restarts, after)
+	}
+	c.down(t, c.in.S3URL)
+}
+
+// trustSource is the clients' CA pool, replaced as the bundle changes.
+type trustSource struct{ pool atomic.Pointer[x509.CertPool] }
+
+func (s *trustSource) set(pemData []byte) error {
+	p := x509.NewCertPool()
+	if !p.AppendCertsFromPEM(pemData) {
+		return errors.New("the trust bundle holds no certificate")
+	}
+	s.pool.Store(p)
+	return nil
+}
+
+// verify checks the server's chain against the pool of the moment.
+func (s *trustSource) verify(cs tls.ConnectionState) error {
+	inter := x509.NewCertPool()
+	for _, c := range cs.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: s.pool.Load(), Intermediates: inter, DNSName: cs.ServerName})
+	return err
+}
+
+// load is clients writing and reading objects until stopped.
+type load struct {
+	stopCh                  chan struct{}
+	wg                      sync.WaitGroup
+	total, failed, attempts atomic.Int64
+	mu                      sync.Mutex
+	errs                    []string
+}
+
+func (l *load) record(err error) {
+	l.total.Add(1)
+	if err != nil {
+		l.failed.Add(1)
+		l.note(err.Error())
+	}
+}
+
+func (l *load) note(msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.errs) < 10 {
+		l.errs = append(l.errs, msg)
+	}
+}
+
+func (l *load) figures() string {
+	return fmt.Sprintf("so far %d requests, %d failed, %d attempts failed", l.total.Load(), l.failed.Load(), l.attempts.Load())
+}
+
+func (l *load) stop() (total, failed, attempts int64, errs []string) {
+	close(l.stopCh)
+	l.wg.Wait()
+	return l.total.Load(), l.failed.Load(), l.attempts.Load(), l.errs
+}
+
+// countingTransport counts attempts that failed (transport errors and 5xx)
+// before the SDK retries them.
+type countingTransport struct {
+	next http.RoundTripper
+	l    *load
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	switch {
+	case err != nil:
+		c.l.attempts.Add(1)
+		c.l.note("attempt: " + err.Error())
+	case resp.StatusCode >= 500:
+		c.l.attempts.Add(1)
+		c.l.note(fmt.Sprintf("attempt: %s %s: %d", r.Method, r.URL.Path, resp.StatusCode))
+	}
+	return resp, err
+}
+
+// startLoad runs three clients (PUT, GET and check, HEAD, and a LIST every
+// tenth round) with the SDK's standard retries, and refreshes the trust
+// pool every two seconds.
+func startLoad(ctx context.Context, t *testing.T, in info, trust *trustSource, refresh func() error) *load {
+	l := &load{stopCh: make(chan struct{})}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true, VerifyConnection: trust.verify, MinVersion: tls.VersionTLS12} //nolint:gosec // verified by trust.verify
+	cl := s3.New(s3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(in.S3URL), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(in.AccessKey, in.SecretKey, ""),
+		HTTPClient:  &http.Client{Transport: countingTransport{next: tr, l: l}, Timeout: time.Minute},
+	})
+	if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("rotation")}); err != nil {
+		t.Fatal(err)
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for {
+			select {
+			case <-l.stopCh:
+				return
+			case <-time.After(2 * time.Second):
+				if err := refresh(); err != nil {
+					l.note("refreshing the trust bundle: " + err.Error())
+				}
+			}
+		}
+	}()
+	for w := range 3 {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			body := bytes.Repeat([]byte{byte('a' + w)}, 4096)
+			for i := 0; ; i++ {
+				select {
+				case <-l.stopCh:
+					return
+				default:
+				}
+				l.round(ctx, cl, fmt.Sprintf("w%d/%06d", w, i), body, i%10 == 0)
+			}
+		}()
+	}
+	return l
+}
+
+func (l *load) round(ctx context.Context, cl *s3.Client, key string, body []byte, list bool) {
+	b, k := aws.String("rotation"), aws.String(key)
+	_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: k, Body: bytes.NewReader(body)})
+	l.record(err)
+	if err != nil {
+		return
+	}
+	out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: k})
+	if err == nil {
+		got, rerr := io.ReadAll(out.Body)
+		out.Body.Close()
+		if rerr != nil || !bytes.Equal(got, body) {
+			err = fmt.Errorf("GET %s: %d bytes, read error %w", key, len(got), rerr)
+		}
+	}
+	l.record(err)
+	_, err = cl.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: k})
+	l.record(err)
+	if list {
+		_, err = cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b, MaxKeys: aws.Int32(10)})
+		l.record(err)
+	}
+}
+
+func kubeClient(t *testing.T, kubeconfig string) client.Client {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+// serverPods are the S3 addresses (pod IP:port) of the tenant's servers.
+func serverPods(ctx context.Context, t *testing.T, kc client.Client) []string {
+	list := &corev1.PodList{}
+	if err := kc.List(ctx, list, client.MatchingLabels(builders.ServerSelector("media"))); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range list.Items {
+		out = append(out, net.JoinHostPort(p.Status.PodIP, fmt.Sprint(builders.S3Port)))
+	}
+	sort.Strings(out)
+	if len(out) != 4 {
+		t.Fatalf("want 4 server pods, got %v", out)
+	}
+	return out
+}
+
+func restartCounts(ctx context.Context, t *testing.T, kc client.Client) map[string]int32 {
+	list := &corev1.PodList{}
+	if err := kc.List(ctx, list, client.MatchingLabels{builders.LabelInstance: "media"}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int32{}
+	for _, p := range list.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			out[p.Name+"/"+string(p.UID)] += cs.RestartCount
+		}
+	}
+	return out
+}
+
+// served is the leaf a pod presents on addr (read, not trusted).
+func served(addr string) (*x509.Certificate, error) {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", addr,
+		&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // reads the certificate only
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+func servedLeaf(t *testing.T, addr string) *x509.Certificate {
+	c, err := served(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func everyPodServes(pods []string, target func(*x509.Certificate) bool) error {
+	for _, p := range pods {
+		c, err := served(p)
+		if err != nil {
+			return err
+		}
+		if !target(c) {
+			return fmt.Errorf("%s still serves %s (issuer %s)", p, c.SerialNumber, c.Issuer.CommonName)
+		}
+	}
+	return nil
+}
+
+func bundleHas(ctx context.Context, kc client.Client, ns string, n int) error {
+	cm := &corev1.ConfigMap{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: builders.TrustBundleName("media")}, cm); err != nil {
+		return err
+	}
+	if got := certs.ParseBundle([]byte(cm.Data["ca.crt"])); len(got) != n {
+		return fmt.Errorf("the trust bundle holds %d CAs, want %d", len(got), n)
+	}
+	return nil
+}
+
+func issuedBy(cn string) func(*x509.Certificate) bool {
+	return func(c *x509.Certificate) bool { return c.Issuer.CommonName == cn }
+}
+
+func certEquals(c *x509.Certificate, pemData []byte) bool {
+	want, err := certs.Leaf(pemData)
+	return err == nil && c.Equal(want)
+}
+
+func patchSecret(ctx context.Context, t *testing.T, kc client.Client, ns, name string, edit func(map[string][]byte)) {
+	sec := &corev1.Secret{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sec); err != nil {
+		t.Fatal(err)
+	}
+	edit(sec.Data)
+	if err := kc.Update(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func patchTenant(ctx context.Context, t *testing.T, kc client.Client, ns string, edit func(*v1.Tenant)) {
+	tn := &v1.Tenant{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "media"}, tn); err != nil {
+		t.Fatal(err)
+	}
+	edit(tn)
+	if err := kc.Update(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustCA(t *testing.T, cn string) certs.Pair {
+	ca, err := certs.NewCA(cn, time.Now(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+func mustLeaf(t *testing.T, ca certs.Pair, names []string) certs.Pair {
+	leaf, err := certs.Issue(ca, names, nil, time.Now(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leaf
+}
+
+func metaOf(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
