@@ -64,6 +64,7 @@ type options struct {
 	maxConcurrentReconcs int
 	clusterDomain        string
 	defaultIssuer        string
+	caOverlap            time.Duration
 	defaultIssuerKind    string
 	enableWebhooks       bool
 	engineRefresh        time.Duration
@@ -89,8 +90,10 @@ func parseFlags() (options, zap.Options) {
 		"Engine image for Tenants that do not set spec.image.")
 	flag.IntVar(&o.maxConcurrentReconcs, "max-concurrent-reconciles", 2, "Reconciles run in parallel per kind.")
 	flag.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS domain of the cluster, for Service and pod names.")
-	flag.StringVar(&o.defaultIssuer, "default-issuer", "strata-selfsigned-ca",
-		"cert-manager issuer for Tenants with tls.mode CertManager and no tls.issuerRef (the chart installs it).")
+	flag.StringVar(&o.defaultIssuer, "default-issuer", "",
+		"cert-manager issuer for Tenants with tls.mode CertManager and no tls.issuerRef; empty gives each such Tenant a CA of its own through cert-manager (docs/tls.md).")
+	flag.DurationVar(&o.caOverlap, "ca-overlap", 24*time.Hour,
+		"How long a new CA is in a Tenant's trust bundle (ConfigMap <tenant>-ca-bundle) before certificates it signed are served, so clients can fetch it (docs/tls.md).")
 	flag.StringVar(&o.defaultIssuerKind, "default-issuer-kind", "ClusterIssuer", "Kind of --default-issuer: Issuer or ClusterIssuer.")
 	flag.BoolVar(&o.enableWebhooks, "enable-webhooks", true,
 		"Serve the defaulting and validating webhooks (needs tls.crt and tls.key in --webhook-cert-dir).")
@@ -176,6 +179,7 @@ func run(o options) error {
 		Now:              time.Now,
 		EngineRefresh:    o.engineRefresh,
 		RolloutPoll:      5 * time.Second,
+		CAOverlap:        o.caOverlap,
 	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}

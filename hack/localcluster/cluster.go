@@ -451,6 +451,8 @@ func startOperator(ctx context.Context, c *runConfig, cp *controlPlane, cs kuber
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=127.0.0.1:8081",
 		"--engine-refresh=20s",
+		// A CA rotation shows its overlap without waiting a day.
+		"--ca-overlap=15s",
 	}, c.logFile("operator.log"))
 	if err := op.start(nil); err != nil {
 		return nil, err
