@@ -8,10 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
@@ -19,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,6 +38,7 @@ import (
 	"github.com/strata-storage/strata/controllers"
 	"github.com/strata-storage/strata/engine/buildinfo"
 	"github.com/strata-storage/strata/internal/engine"
+	"github.com/strata-storage/strata/internal/webhookcert"
 	"github.com/strata-storage/strata/internal/webhooks"
 )
 
@@ -58,6 +62,11 @@ type options struct {
 	leaderElect          bool
 	leaderElectionNS     string
 	webhookCertDir       string
+	webhookPort          int
+	webhookCertSecret    string
+	webhookService       string
+	validatingWebhooks   string
+	mutatingWebhooks     string
 	enableHTTP2          bool
 	defaultStrataImage   string
 	monitoringLabels     string
@@ -83,7 +92,17 @@ func parseFlags() (options, zap.Options) {
 	flag.StringVar(&o.leaderElectionNS, "leader-election-namespace", "",
 		"Namespace of the leader election Lease; defaults to the pod's namespace in a cluster.")
 	flag.StringVar(&o.webhookCertDir, "webhook-cert-dir", "",
-		"Directory with tls.crt and tls.key for the webhook server (cert-manager mounts them); empty uses the controller-runtime default.")
+		"Directory with tls.crt and tls.key for the webhook server (cert-manager mounts them); empty uses the controller-runtime default. Not with --webhook-cert-secret.")
+	flag.IntVar(&o.webhookPort, "webhook-port", webhook.DefaultPort, "Port of the webhook server.")
+	flag.StringVar(&o.webhookCertSecret, "webhook-cert-secret", "",
+		"Issue, rotate and serve the webhook certificate without cert-manager: a self-signed CA and a serving certificate for --webhook-service, kept in this Secret "+
+			"of the Service's namespace, the CA written into --validating-webhook-configuration and --mutating-webhook-configuration. Empty: certificate files (--webhook-cert-dir).")
+	flag.StringVar(&o.webhookService, "webhook-service", "",
+		"NAMESPACE/NAME of the webhook Service the API server calls, with --webhook-cert-secret: the certificate is for NAME.NAMESPACE.svc and NAME.NAMESPACE.svc.<cluster-domain>.")
+	flag.StringVar(&o.validatingWebhooks, "validating-webhook-configuration", "",
+		"With --webhook-cert-secret: the ValidatingWebhookConfiguration whose webhooks get the CA bundle.")
+	flag.StringVar(&o.mutatingWebhooks, "mutating-webhook-configuration", "",
+		"With --webhook-cert-secret: the MutatingWebhookConfiguration whose webhooks get the CA bundle.")
 	flag.BoolVar(&o.enableHTTP2, "enable-http2", false,
 		"Serve metrics and webhooks over HTTP/2 (off by default: HTTP/2 rapid-reset CVE-2023-44487).")
 	flag.StringVar(&o.defaultStrataImage, "default-strata-image", buildinfo.EngineImage(),
@@ -96,7 +115,7 @@ func parseFlags() (options, zap.Options) {
 		"How long a new CA is in a Tenant's trust bundle (ConfigMap <tenant>-ca-bundle) before certificates it signed are served, so clients can fetch it (docs/tls.md).")
 	flag.StringVar(&o.defaultIssuerKind, "default-issuer-kind", "ClusterIssuer", "Kind of --default-issuer: Issuer or ClusterIssuer.")
 	flag.BoolVar(&o.enableWebhooks, "enable-webhooks", true,
-		"Serve the defaulting and validating webhooks (needs tls.crt and tls.key in --webhook-cert-dir).")
+		"Serve the defaulting and validating webhooks (with tls.crt and tls.key from --webhook-cert-dir, or a certificate of the operator's own with --webhook-cert-secret).")
 	flag.StringVar(&o.watchNamespaces, "watch-namespaces", os.Getenv("WATCH_NAMESPACE"),
 		"Comma-separated namespaces whose Tenants and pools the operator manages (default $WATCH_NAMESPACE, which OLM sets; empty: every namespace). "+
 			"With a list, the operator needs write access in those namespaces only.")
@@ -140,8 +159,17 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
+	scheme := newScheme()
+	webhookTLSOpts := tlsOpts
+	var webhookCert *webhookcert.Keeper
+	if o.enableWebhooks && o.webhookCertSecret != "" {
+		if webhookCert, err = newWebhookCertKeeper(cfg, scheme, o); err != nil {
+			return err
+		}
+		webhookTLSOpts = append(slices.Clone(tlsOpts), webhookCert.TLSOption)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: newScheme(),
+		Scheme: scheme,
 		Cache:  cacheOptions(splitNamespaces(o.watchNamespaces)),
 		// Secrets are read straight from the API server when needed and
 		// watched as metadata only: caching every Secret of the cluster
@@ -156,8 +184,9 @@ func run(o options) error {
 		// Stepping down quickly on shutdown lets a new leader start at once.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: webhook.NewServer(webhook.Options{
+			Port:    o.webhookPort,
 			CertDir: o.webhookCertDir,
-			TLSOpts: tlsOpts,
+			TLSOpts: webhookTLSOpts,
 		}),
 	})
 	if err != nil {
@@ -195,12 +224,52 @@ func run(o options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding ready check: %w", err)
 	}
+	if webhookCert != nil {
+		// Ready once the API server can call this replica's webhooks, so
+		// `helm install --wait` returns when creating a Tenant works.
+		if err := mgr.Add(webhookCert); err != nil {
+			return fmt.Errorf("adding the webhook certificate keeper: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("webhook-certificate", webhookCert.Ready); err != nil {
+			return fmt.Errorf("adding ready check: %w", err)
+		}
+	}
 
 	log.Info("starting manager")
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
+}
+
+// newWebhookCertKeeper is the webhook certificate of --webhook-cert-secret.
+// Its client does not cache: it reads one Secret and two configurations,
+// and must see what other replicas wrote.
+func newWebhookCertKeeper(cfg *rest.Config, scheme *runtime.Scheme, o options) (*webhookcert.Keeper, error) {
+	if o.webhookCertDir != "" {
+		return nil, fmt.Errorf("--webhook-cert-dir and --webhook-cert-secret are two sources of the webhook certificate: give one")
+	}
+	ns, name, ok := strings.Cut(o.webhookService, "/")
+	if !ok || ns == "" || name == "" {
+		return nil, fmt.Errorf("--webhook-service must be NAMESPACE/NAME with --webhook-cert-secret, got %q", o.webhookService)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating the webhook certificate's client: %w", err)
+	}
+	return webhookcert.New(webhookcert.Config{
+		Client:                         c,
+		Secret:                         types.NamespacedName{Namespace: ns, Name: o.webhookCertSecret},
+		ValidatingWebhookConfiguration: o.validatingWebhooks,
+		MutatingWebhookConfiguration:   o.mutatingWebhooks,
+		DNSNames:                       serviceDNSNames(ns, name, o.clusterDomain),
+	})
+}
+
+// serviceDNSNames are the names the API server may call a Service by: it
+// uses NAME.NAMESPACE.svc; the full name is there for other clients.
+func serviceDNSNames(ns, name, clusterDomain string) []string {
+	return []string{name + "." + ns + ".svc", name + "." + ns + ".svc." + clusterDomain}
 }
 
 // cacheOptions keep the informer caches small: no managedFields on any

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
@@ -31,4 +32,33 @@ func TestWatchNamespaces(t *testing.T) {
 		}
 	}
 	t.Fatal("CSIStorageCapacity limited to the watched namespaces")
+}
+
+// TestWebhookCertFlags: --webhook-cert-secret takes the Service as
+// NAMESPACE/NAME and excludes --webhook-cert-dir; the certificate is for
+// the names the API server calls the Service by.
+func TestWebhookCertFlags(t *testing.T) {
+	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
+	ok := options{
+		webhookCertSecret: "op-webhook-ca", webhookService: "strata-system/op-webhook", clusterDomain: "cluster.local",
+		validatingWebhooks: "op-validating", mutatingWebhooks: "op-mutating",
+	}
+	if _, err := newWebhookCertKeeper(cfg, newScheme(), ok); err != nil {
+		t.Fatalf("valid flags refused: %v", err)
+	}
+	for name, change := range map[string]func(*options){
+		"a certificate directory too": func(o *options) { o.webhookCertDir = "/certs" },
+		"a Service without namespace": func(o *options) { o.webhookService = "op-webhook" },
+		"no mutating configuration":   func(o *options) { o.mutatingWebhooks = "" },
+	} {
+		o := ok
+		change(&o)
+		if _, err := newWebhookCertKeeper(cfg, newScheme(), o); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	want := []string{"op-webhook.strata-system.svc", "op-webhook.strata-system.svc.example.org"}
+	if got := serviceDNSNames("strata-system", "op-webhook", "example.org"); !slices.Equal(got, want) {
+		t.Errorf("names %v, want %v", got, want)
+	}
 }

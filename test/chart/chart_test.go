@@ -2,6 +2,8 @@ package chart_test
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
@@ -154,7 +156,7 @@ var _ = Describe("the strata-operator chart", Ordered, func() {
 		Expect(linter.HighestSeverity).To(BeNumerically("<", support.WarningSev), "helm lint reported warnings or errors (see the log)")
 	})
 
-	It("installs with the default values: CRDs, RBAC, the operator, its webhooks and certificates", func() {
+	It("installs with the default values: CRDs, RBAC, the operator, its webhooks and the operator's own webhook certificate", func() {
 		install := action.NewInstall(helm())
 		install.ReleaseName, install.Namespace, install.CreateNamespace = release, namespace, true
 		install.Timeout = time.Minute
@@ -178,11 +180,13 @@ var _ = Describe("the strata-operator chart", Ordered, func() {
 			}).WithTimeout(30*time.Second).Should(BeTrue(), plural)
 		}
 
-		By("running the operator image with webhooks on")
+		By("running the operator image with webhooks on, keeping their certificate itself")
 		d := deployment()
 		c := manager(d)
 		Expect(c.Image).To(Equal("ghcr.io/strata-storage/strata-operator:" + chrt.Metadata.AppVersion))
-		Expect(c.Args).To(ContainElements("--leader-elect=true", "--webhook-cert-dir=/etc/strata-operator/webhook-certs"))
+		Expect(c.Args).To(ContainElements("--leader-elect=true", operatorCertFlags[0], operatorCertFlags[1], operatorCertFlags[2], operatorCertFlags[3]))
+		Expect(c.Args).NotTo(ContainElement(HavePrefix("--webhook-cert-dir")))
+		Expect(c.VolumeMounts).To(BeEmpty())
 		Expect(*d.Spec.Template.Spec.SecurityContext.RunAsNonRoot).To(BeTrue())
 		Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal(release + "-strata-operator"))
 
@@ -207,21 +211,86 @@ var _ = Describe("the strata-operator chart", Ordered, func() {
 		// The secure metrics endpoint authenticates scrapers itself.
 		Expect(rules).To(ContainElement(rbacv1.PolicyRule{Verbs: []string{"create"}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}}))
 
-		By("creating the webhook's certificate through cert-manager and wiring its CA into the webhooks")
-		Expect(exists(&certmanagerv1.Certificate{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-webhook"})).To(BeTrue())
-		Expect(exists(&certmanagerv1.Issuer{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-selfsigned"})).To(BeTrue())
-		Expect(exists(&certmanagerv1.ClusterIssuer{}, client.ObjectKey{Name: "strata-selfsigned-ca"})).To(BeTrue())
-		vwcs := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
-		Expect(k8s.List(ctx, vwcs)).To(Succeed())
-		Expect(vwcs.Items).NotTo(BeEmpty())
-		for _, w := range vwcs.Items {
-			Expect(w.Annotations).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", namespace+"/"+release+"-strata-operator-webhook"))
-			for _, hook := range w.Webhooks {
-				Expect(hook.ClientConfig.Service.Name).To(Equal(release + "-strata-operator-webhook"))
-				Expect(hook.ClientConfig.Service.Namespace).To(Equal(namespace))
-			}
+		By("leaving cert-manager out of the webhook: no Issuer, no Certificate, no CA injection")
+		Expect(exists(&certmanagerv1.Certificate{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-webhook"})).To(BeFalse())
+		Expect(exists(&certmanagerv1.Issuer{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-selfsigned"})).To(BeFalse())
+		Expect(exists(&certmanagerv1.ClusterIssuer{}, client.ObjectKey{Name: "strata-selfsigned-ca"})).To(BeTrue(), "the Tenants' default issuer is another value")
+		for _, w := range webhookConfigurations() {
+			Expect(w.GetAnnotations()).NotTo(HaveKey("cert-manager.io/inject-ca-from"), w.GetName())
 		}
 		Expect(exists(&corev1.Service{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-webhook"})).To(BeTrue())
+
+		By("creating the operator's Secret empty, and letting the operator write it and the two configurations, by name")
+		Expect(webhookCASecret().Data).To(BeEmpty())
+		Expect(rulesBoundTo(namespace)).To(ContainElements(
+			rbacv1.PolicyRule{Verbs: []string{"get", "update"}, APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{release + "-strata-operator-webhook-ca"}},
+			rbacv1.PolicyRule{Verbs: []string{"get", "update"}, APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{release + "-strata-operator-validating"}},
+			rbacv1.PolicyRule{Verbs: []string{"get", "update"}, APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations"}, ResourceNames: []string{release + "-strata-operator-mutating"}},
+		))
+		for _, w := range webhookConfigurations() {
+			Expect(caBundles(w)).To(HaveEach(BeEmpty()), "nothing but the operator writes the caBundle")
+		}
+	})
+
+	It("runs the operator binary with the rendered flags as its ServiceAccount: it fills the Secret, writes every caBundle, and becomes ready", func() {
+		// The chart's RBAC is all it has, as in a cluster.
+		saKubeconfig := serviceAccountKubeconfig()
+		started := time.Now()
+		session, probe := startManager(manager(deployment()).Args, saKubeconfig)
+		waitReady(session, probe)
+		fmt.Fprintf(GinkgoWriter, "operator binary ready %v after it started (Secret filled, both configurations written)\n", time.Since(started).Round(time.Millisecond))
+		session.Kill()
+
+		secret := webhookCASecret()
+		Expect(secret.Data).To(HaveKey("ca.crt"))
+		Expect(secret.Data).To(HaveKey("tls.crt"))
+		cert := parseCert(secret.Data["tls.crt"])
+		Expect(cert.DNSNames).To(ConsistOf(
+			release+"-strata-operator-webhook."+namespace+".svc",
+			release+"-strata-operator-webhook."+namespace+".svc.cluster.local"))
+		roots := x509.NewCertPool()
+		Expect(roots.AppendCertsFromPEM(secret.Data["ca.crt"])).To(BeTrue())
+		_, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: release + "-strata-operator-webhook." + namespace + ".svc"})
+		Expect(err).NotTo(HaveOccurred())
+		for _, w := range webhookConfigurations() {
+			Expect(caBundles(w)).To(HaveEach(Equal(secret.Data["ca.crt"])), w.GetName())
+		}
+	})
+
+	It("keeps the operator's caBundle and Secret through a helm upgrade", func() {
+		before := webhookCASecret().Data
+		upgrade := action.NewUpgrade(helm())
+		upgrade.Namespace, upgrade.Timeout = namespace, time.Minute
+		_, err := upgrade.RunWithContext(ctx, release, chrt, values(`extraArgs: ["--zap-log-level=debug"]`))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(manager(deployment()).Args).To(ContainElement("--zap-log-level=debug"))
+		Expect(webhookCASecret().Data).To(Equal(before))
+		for _, w := range webhookConfigurations() {
+			Expect(caBundles(w)).To(HaveEach(Equal(before["ca.crt"])), w.GetName())
+		}
+	})
+
+	It("upgrades to webhook.certificates=certManager: cert-manager's Issuer, Certificate and CA injection, the certificate mounted, no operator Secret or roles", func() {
+		upgrade := action.NewUpgrade(helm())
+		upgrade.Namespace, upgrade.Timeout = namespace, time.Minute
+		_, err := upgrade.RunWithContext(ctx, release, chrt, values(`webhook: {certificates: certManager}`))
+		Expect(err).NotTo(HaveOccurred())
+		c := manager(deployment())
+		Expect(c.Args).To(ContainElement("--webhook-cert-dir=/etc/strata-operator/webhook-certs"))
+		for _, f := range operatorCertFlags {
+			Expect(c.Args).NotTo(ContainElement(f))
+		}
+		Expect(c.VolumeMounts).To(ConsistOf(HaveField("MountPath", "/etc/strata-operator/webhook-certs")))
+		Expect(exists(&certmanagerv1.Certificate{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-webhook"})).To(BeTrue())
+		Expect(exists(&certmanagerv1.Issuer{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-selfsigned"})).To(BeTrue())
+		configs := webhookConfigurations()
+		Expect(configs).To(HaveLen(2))
+		for _, w := range configs {
+			Expect(w.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", namespace+"/"+release+"-strata-operator-webhook"))
+		}
+		Expect(exists(&corev1.Secret{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-webhook-ca"})).To(BeFalse())
+		Expect(exists(&rbacv1.ClusterRole{}, client.ObjectKey{Name: release + "-strata-operator-webhook-configurations"})).To(BeFalse())
+		Expect(exists(&rbacv1.Role{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-webhook-certificate"})).To(BeFalse())
 	})
 
 	It("upgrades to values without webhooks or the tenant issuer, dropping what they made", func() {
@@ -276,39 +345,8 @@ watchNamespaces: [team-a, team-b]
 	})
 
 	It("renders flags the operator binary accepts: it starts with them and becomes ready", func() {
-		managerBin := os.Getenv("MANAGER_BIN")
-		if managerBin == "" {
-			var err error
-			managerBin, err = gexec.Build("github.com/strata-storage/strata")
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(gexec.CleanupBuildArtifacts)
-		}
-		probe, metrics := freeAddr(), freeAddr()
-		var args []string
-		for _, a := range manager(deployment()).Args {
-			switch {
-			case strings.HasPrefix(a, "--health-probe-bind-address="):
-				a = "--health-probe-bind-address=" + probe
-			case strings.HasPrefix(a, "--metrics-bind-address="):
-				a = "--metrics-bind-address=" + metrics
-			}
-			args = append(args, a)
-		}
-		// Out of a cluster the Lease's namespace is not the pod's.
-		args = append(args, "--leader-election-namespace="+namespace)
-		cmd := exec.Command(managerBin, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-		session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { session.Kill() })
-		Eventually(func() (int, error) {
-			resp, err := http.Get("http://" + probe + "/readyz")
-			if err != nil {
-				return 0, err
-			}
-			resp.Body.Close()
-			return resp.StatusCode, nil
-		}).WithTimeout(60 * time.Second).Should(Equal(http.StatusOK))
+		session, probe := startManager(manager(deployment()).Args, kubeconfig)
+		waitReady(session, probe)
 		Consistently(session).WithTimeout(2 * time.Second).ShouldNot(gexec.Exit())
 	})
 
@@ -386,6 +424,163 @@ metrics:
 		Expect(exists(&storagev1alpha1.Tenant{}, client.ObjectKey{Namespace: "tenants", Name: "media"})).To(BeTrue())
 	})
 })
+
+// The flags of webhook.certificates=operator for this release.
+var operatorCertFlags = []string{
+	"--webhook-cert-secret=" + release + "-strata-operator-webhook-ca",
+	"--webhook-service=" + namespace + "/" + release + "-strata-operator-webhook",
+	"--validating-webhook-configuration=" + release + "-strata-operator-validating",
+	"--mutating-webhook-configuration=" + release + "-strata-operator-mutating",
+}
+
+// startManager runs the operator binary (MANAGER_BIN, or built here) with
+// the Deployment's args, its probe and metrics on free local ports, talking
+// to the test API server through kubeconfig; it is killed after the spec.
+func startManager(deploymentArgs []string, kubeconfig string) (*gexec.Session, string) {
+	managerBin := os.Getenv("MANAGER_BIN")
+	if managerBin == "" {
+		var err error
+		managerBin, err = gexec.Build("github.com/strata-storage/strata")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(gexec.CleanupBuildArtifacts)
+	}
+	probe, metrics, webhooks := freeAddr(), freeAddr(), freeAddr()
+	_, webhookPort, _ := net.SplitHostPort(webhooks)
+	var args []string
+	for _, a := range deploymentArgs {
+		switch {
+		case strings.HasPrefix(a, "--health-probe-bind-address="):
+			a = "--health-probe-bind-address=" + probe
+		case strings.HasPrefix(a, "--metrics-bind-address="):
+			a = "--metrics-bind-address=" + metrics
+		}
+		args = append(args, a)
+	}
+	// Out of a cluster the Lease's namespace is not the pod's, and the
+	// webhook server's port (9443 in the pod) may be taken.
+	args = append(args, "--leader-election-namespace="+namespace, "--webhook-port="+webhookPort)
+	cmd := exec.Command(managerBin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { session.Kill() })
+	return session, probe
+}
+
+// waitReady waits for the operator's /readyz.
+func waitReady(session *gexec.Session, probe string) {
+	Eventually(func() (int, error) {
+		Expect(session).NotTo(gexec.Exit(), "the operator exited")
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}).WithTimeout(60 * time.Second).Should(Equal(http.StatusOK))
+}
+
+// serviceAccountKubeconfig is a kubeconfig for the chart's ServiceAccount:
+// a client certificate with the identity a pod's token would carry.
+func serviceAccountKubeconfig() string {
+	user, err := env.ControlPlane.AddUser(envtest.User{
+		Name:   "system:serviceaccount:" + namespace + ":" + release + "-strata-operator",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	data, err := user.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
+	return path
+}
+
+// rulesBoundTo lists the rules of every ClusterRole and Role (in ns)
+// bound to the chart's ServiceAccount.
+func rulesBoundTo(ns string) []rbacv1.PolicyRule {
+	sa := func(subjects []rbacv1.Subject) bool {
+		return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == "ServiceAccount" && s.Namespace == namespace && s.Name == release+"-strata-operator"
+		})
+	}
+	var rules []rbacv1.PolicyRule
+	crbs := &rbacv1.ClusterRoleBindingList{}
+	Expect(k8s.List(ctx, crbs)).To(Succeed())
+	for _, b := range crbs.Items {
+		if sa(b.Subjects) {
+			cr := &rbacv1.ClusterRole{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Name: b.RoleRef.Name}, cr)).To(Succeed())
+			rules = append(rules, cr.Rules...)
+		}
+	}
+	rbs := &rbacv1.RoleBindingList{}
+	Expect(k8s.List(ctx, rbs, client.InNamespace(ns))).To(Succeed())
+	for _, b := range rbs.Items {
+		if sa(b.Subjects) && b.RoleRef.Kind == "Role" {
+			r := &rbacv1.Role{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: b.RoleRef.Name}, r)).To(Succeed())
+			rules = append(rules, r.Rules...)
+		}
+	}
+	return rules
+}
+
+func webhookCASecret() *corev1.Secret {
+	s := &corev1.Secret{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-webhook-ca"}, s)).To(Succeed())
+	return s
+}
+
+// webhookConfigurations are the release's two configurations.
+func webhookConfigurations() []client.Object {
+	var out []client.Object
+	vwcs := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+	Expect(k8s.List(ctx, vwcs)).To(Succeed())
+	for i := range vwcs.Items {
+		out = append(out, &vwcs.Items[i])
+	}
+	mwcs := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+	Expect(k8s.List(ctx, mwcs)).To(Succeed())
+	for i := range mwcs.Items {
+		out = append(out, &mwcs.Items[i])
+	}
+	for _, w := range out {
+		Expect(w.GetName()).To(HavePrefix(release+"-strata-operator-"), "a configuration from elsewhere")
+	}
+	return out
+}
+
+// caBundles lists the caBundle of every webhook of a configuration, and
+// checks each calls the chart's webhook Service.
+func caBundles(obj client.Object) [][]byte {
+	var configs []admissionregistrationv1.WebhookClientConfig
+	switch c := obj.(type) {
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for _, w := range c.Webhooks {
+			configs = append(configs, w.ClientConfig)
+		}
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for _, w := range c.Webhooks {
+			configs = append(configs, w.ClientConfig)
+		}
+	}
+	Expect(configs).NotTo(BeEmpty(), obj.GetName())
+	var out [][]byte
+	for _, cc := range configs {
+		Expect(cc.Service.Name).To(Equal(release + "-strata-operator-webhook"))
+		Expect(cc.Service.Namespace).To(Equal(namespace))
+		out = append(out, cc.CABundle)
+	}
+	return out
+}
+
+func parseCert(p []byte) *x509.Certificate {
+	block, _ := pem.Decode(p)
+	Expect(block).NotTo(BeNil())
+	c, err := x509.ParseCertificate(block.Bytes)
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
 
 func freeAddr() string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -29,7 +29,7 @@ var _ = Describe("the strata-operator chart's values schema", func() {
 		Expect(render("")).To(Succeed())
 	})
 
-	It("prints NOTES with the next step, the default engine image and the CRD upgrade step", func() {
+	It("prints NOTES with the next step, the default engine image, the CRD upgrade step and where the webhook certificate comes from", func() {
 		install := action.NewInstall(helm())
 		install.ReleaseName, install.Namespace = "notes", namespace
 		install.DryRun, install.ClientOnly, install.Replace = true, true, true
@@ -43,6 +43,16 @@ var _ = Describe("the strata-operator chart's values schema", func() {
 			ContainSubstring("ghcr.io/strata-storage/strata:"+chrt.Metadata.AppVersion),
 			ContainSubstring("Admission webhooks are off"),
 		))
+
+		rel, err = install.RunWithContext(ctx, chrt, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rel.Info.Notes).To(And(
+			ContainSubstring("certificate is the operator's own (Secret\nnotes-strata-operator-webhook-ca"),
+			ContainSubstring("kubectl get validatingwebhookconfiguration notes-strata-operator-validating -o jsonpath='{.webhooks[0].clientConfig.caBundle}'"),
+		))
+		rel, err = install.RunWithContext(ctx, chrt, values(`webhook: {certificates: certManager}`))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rel.Info.Notes).To(ContainSubstring("certificate comes from cert-manager"))
 	})
 
 	It("accepts the monitoring settings", func() {
@@ -91,5 +101,7 @@ dashboards: {enabled: true, namespace: monitoring, labels: {team: storage}, anno
 			"at '/metrics/serviceMonitor/interval'", "got number, want string"),
 		Entry("a misspelt webhook key", `webhook: {enable: false}`,
 			"at '/webhook'", "additional properties 'enable' not allowed"),
+		Entry("a webhook certificate source that does not exist", `webhook: {certificates: selfSigned}`,
+			"at '/webhook/certificates'", "'operator', 'certManager'"),
 	)
 })

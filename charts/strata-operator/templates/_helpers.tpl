@@ -26,3 +26,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default "default" .Values.serviceAccount.name -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+Where the webhook certificate comes from: "operator" (its own, the
+default; also when an upgrade with --reuse-values carries values from a
+chart that did not have the key) or "certManager".
+*/}}
+{{- define "strata-operator.webhookCertificates" -}}
+{{- .Values.webhook.certificates | default "operator" -}}
+{{- end -}}
