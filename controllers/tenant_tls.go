@@ -189,7 +189,7 @@ func (r *TenantReconciler) certManagerSource(ctx context.Context, s *tenantScope
 	if own {
 		// A renewed CA is trusted as soon as cert-manager writes it, before
 		// the CA Issuer signs a certificate with it.
-		caData, err := r.readSecret(ctx, t.Namespace, builders.CASecretName(t.Name))
+		caData, err := r.readSecret(ctx, t.Namespace, builders.CertManagerCASecretName(t.Name))
 		if err != nil {
 			return tlsSource{}, err
 		}
@@ -289,7 +289,7 @@ func (r *TenantReconciler) advanceCA(t *v1.Tenant, data, served map[string][]byt
 	current := pairOf(data, corev1.TLSCertKey, caSignerKey)
 	next := pairOf(data, caNextCert, caNextKey)
 	newCA := func() (certs.Pair, error) {
-		return certs.NewCA(t.Name+"."+t.Namespace+" strata CA "+now.UTC().Format("2006-01-02"), now, r.Config.Random)
+		return certs.NewCA(t.Name+"."+t.Namespace+" strata CA "+now.UTC().Format(time.RFC3339), now, r.Config.Random)
 	}
 	switch {
 	case len(next.Cert) > 0 && signedBy(served[corev1.TLSCertKey], next.Cert):
@@ -364,13 +364,13 @@ func (r *TenantReconciler) stage(ctx context.Context, s *tenantScope, src tlsSou
 	pending := checkErr == nil && string(src.leaf.Cert) != string(staged.Cert)
 	var pods []podTLS
 	var unseen []string
-	if pending || len(prev) > len(src.cas) || !sameCAs(prev, src.cas) {
+	if pending || !sameCAs(prev, src.cas) {
 		pods, unseen = r.observePods(ctx, s, prev)
 	}
 	bundle := retain(prev, src.cas, staged, pods, unseen, now)
-	hold := ""
+	hold, retry := "", rotationPoll
 	if pending {
-		hold = r.holdReason(t, src.leaf, staged, bundle, pods, unseen, now)
+		hold, retry = r.holdReason(t, src.leaf, staged, bundle, pods, unseen, now)
 		if hold == "" {
 			staged = src.leaf
 			bundle = retain(prev, src.cas, staged, pods, unseen, now)
@@ -386,7 +386,7 @@ func (r *TenantReconciler) stage(ctx context.Context, s *tenantScope, src tlsSou
 	}
 	s.ca = bundle.PEM()
 	if hold != "" || !sameCAs(bundle, src.cas) {
-		s.requeueWithin(rotationPoll)
+		s.requeueWithin(retry)
 	}
 	r.certificateStatus(s, src, staged, bundle, hold, checkErr, now)
 	return nil
@@ -440,24 +440,26 @@ func retain(prev, need certs.Bundle, staged certs.Pair, pods []podTLS, unseen []
 }
 
 // holdReason says why the source's certificate may not be staged yet, ""
-// when it may: a certificate from a CA not every server trusts, or one the
-// bundle has carried for less than Config.CAOverlap (clients need time to
-// fetch it), waits unless the staged one is unusable.
-func (r *TenantReconciler) holdReason(t *v1.Tenant, next, staged certs.Pair, bundle certs.Bundle, pods []podTLS, unseen []string, now time.Time) string {
+// when it may, and when to look again: a certificate from a CA not every
+// server trusts, or one the bundle has carried for less than
+// Config.CAOverlap (clients need time to fetch it), waits unless the
+// staged one is unusable.
+func (r *TenantReconciler) holdReason(t *v1.Tenant, next, staged certs.Pair, bundle certs.Bundle, pods []podTLS, unseen []string, now time.Time) (string, time.Duration) {
 	leaf, err := certs.Leaf(next.Cert)
 	if err != nil {
-		return ""
+		return "", 0
 	}
 	cur, err := certs.Leaf(staged.Cert)
 	if err != nil || now.After(cur.NotAfter.Add(-time.Hour)) {
-		return "" // nothing usable is served: the new one cannot make it worse
+		return "", 0 // nothing usable is served: the new one cannot make it worse
 	}
 	ca := bundle.Signer(leaf)
 	if ca == nil || (certs.Bundle{ca}).Signer(cur) != nil {
-		return "" // a public chain, or a renewal under the CA already served
+		return "", 0 // a public chain, or a renewal under the CA already served
 	}
 	if len(unseen) > 0 {
-		return fmt.Sprintf("waiting to ask %s which CAs they trust before serving a certificate from CA %q", strings.Join(unseen, ", "), ca.Subject.CommonName)
+		return fmt.Sprintf("waiting to ask %s which CAs they trust before serving a certificate from CA %q",
+			strings.Join(unseen, ", "), ca.Subject.CommonName), rotationPoll
 	}
 	var doubters []string
 	for _, p := range pods {
@@ -466,13 +468,14 @@ func (r *TenantReconciler) holdReason(t *v1.Tenant, next, staged certs.Pair, bun
 		}
 	}
 	if len(doubters) > 0 {
-		return fmt.Sprintf("waiting for %s to trust CA %q before serving a certificate it signed", strings.Join(doubters, ", "), ca.Subject.CommonName)
+		return fmt.Sprintf("waiting for %s to trust CA %q before serving a certificate it signed",
+			strings.Join(doubters, ", "), ca.Subject.CommonName), rotationPoll
 	}
 	if since := publishedAt(t, ca, now); now.Sub(since) < r.Config.CAOverlap {
 		return fmt.Sprintf("CA %q is in the trust bundle (ConfigMap %s) since %s; certificates move to it after %s, so clients can fetch it",
-			ca.Subject.CommonName, builders.TrustBundleName(t.Name), since.UTC().Format(time.RFC3339), r.Config.CAOverlap)
+			ca.Subject.CommonName, builders.TrustBundleName(t.Name), since.UTC().Format(time.RFC3339), r.Config.CAOverlap), since.Add(r.Config.CAOverlap).Sub(now) + time.Second
 	}
-	return ""
+	return "", 0
 }
 
 // publishedAt is when a CA joined the tenant's trust bundle, as status

@@ -110,18 +110,18 @@ func CertManagerCA(t *v1.Tenant) (selfSigned *cmv1.Issuer, ca *cmv1.Certificate,
 	selfSigned = &cmv1.Issuer{ObjectMeta: meta(SelfSignedIssuerName(t.Name)),
 		Spec: cmv1.IssuerSpec{IssuerConfig: cmv1.IssuerConfig{SelfSigned: &cmv1.SelfSignedIssuer{}}}}
 	ca = &cmv1.Certificate{
-		ObjectMeta: meta(CASecretName(t.Name)),
+		ObjectMeta: meta(CAIssuerName(t.Name)),
 		Spec: cmv1.CertificateSpec{
 			IsCA:       true,
 			CommonName: t.Name + "." + t.Namespace + " strata CA",
-			SecretName: CASecretName(t.Name),
+			SecretName: CertManagerCASecretName(t.Name),
 			Duration:   &metav1.Duration{Duration: certManagerCADuration},
 			IssuerRef:  cmmeta.IssuerReference{Name: SelfSignedIssuerName(t.Name), Kind: "Issuer", Group: "cert-manager.io"},
 			PrivateKey: &cmv1.CertificatePrivateKey{Algorithm: cmv1.ECDSAKeyAlgorithm, Size: 256, RotationPolicy: cmv1.RotationPolicyAlways},
 		},
 	}
 	caIssuer = &cmv1.Issuer{ObjectMeta: meta(CAIssuerName(t.Name)),
-		Spec: cmv1.IssuerSpec{IssuerConfig: cmv1.IssuerConfig{CA: &cmv1.CAIssuer{SecretName: CASecretName(t.Name)}}}}
+		Spec: cmv1.IssuerSpec{IssuerConfig: cmv1.IssuerConfig{CA: &cmv1.CAIssuer{SecretName: CertManagerCASecretName(t.Name)}}}}
 	return selfSigned, ca, caIssuer
 }
 

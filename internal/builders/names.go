@@ -80,16 +80,20 @@ func TLSSourceSecretName(t *v1.Tenant) string {
 // ca.crt) for clients: every CA a pod may serve a certificate from.
 func TrustBundleName(tenant string) string { return tenant + "-ca-bundle" }
 
-// CASecretName holds the tenant's CA: the operator's (mode Operator) or the
-// one cert-manager bootstraps (mode CertManager without an issuerRef).
+// CASecretName holds the operator's CA of a tenant (mode Operator).
 func CASecretName(tenant string) string { return tenant + "-ca" }
+
+// CertManagerCASecretName holds the CA cert-manager bootstraps for a tenant
+// (mode CertManager without an issuerRef).
+func CertManagerCASecretName(tenant string) string { return tenant + "-cert-manager-ca" }
 
 // SelfSignedIssuerName is the cert-manager Issuer that signs the tenant's
 // CA (mode CertManager without an issuerRef).
 func SelfSignedIssuerName(tenant string) string { return tenant + "-selfsigned" }
 
 // CAIssuerName is the cert-manager CA Issuer that signs the tenant's
-// serving certificate from Secret CASecretName.
+// serving certificate from Secret CertManagerCASecretName; the CA's
+// Certificate has the same name.
 func CAIssuerName(tenant string) string { return tenant + "-ca" }
 
 // ServerPoolName is the base name of a ServerPool's StatefulSets and PDB.

@@ -214,7 +214,7 @@ var _ = Describe("the strata-operator chart", Ordered, func() {
 		By("leaving cert-manager out of the webhook: no Issuer, no Certificate, no CA injection")
 		Expect(exists(&certmanagerv1.Certificate{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-webhook"})).To(BeFalse())
 		Expect(exists(&certmanagerv1.Issuer{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-selfsigned"})).To(BeFalse())
-		Expect(exists(&certmanagerv1.ClusterIssuer{}, client.ObjectKey{Name: "strata-selfsigned-ca"})).To(BeTrue(), "the Tenants' default issuer is another value")
+		Expect(c.Args).NotTo(ContainElement(HavePrefix("--default-issuer")), "without tenantIssuer.name each CertManager Tenant gets its own CA")
 		for _, w := range webhookConfigurations() {
 			Expect(w.GetAnnotations()).NotTo(HaveKey("cert-manager.io/inject-ca-from"), w.GetName())
 		}
@@ -293,13 +293,13 @@ var _ = Describe("the strata-operator chart", Ordered, func() {
 		Expect(exists(&rbacv1.Role{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-webhook-certificate"})).To(BeFalse())
 	})
 
-	It("upgrades to values without webhooks or the tenant issuer, dropping what they made", func() {
+	It("upgrades to values without webhooks and with a tenant issuer of the user's, dropping what the webhooks made", func() {
 		upgrade := action.NewUpgrade(helm())
 		upgrade.Namespace, upgrade.Timeout = namespace, time.Minute
 		_, err := upgrade.RunWithContext(ctx, release, chrt, values(`
 image: {tag: test}
 webhook: {enabled: false}
-tenantIssuer: {create: false}
+tenantIssuer: {name: corp-ca}
 extraArgs: ["--zap-log-level=debug"]
 `))
 		Expect(err).NotTo(HaveOccurred())
@@ -308,7 +308,7 @@ extraArgs: ["--zap-log-level=debug"]
 		Expect(c.Args).To(ContainElements("--enable-webhooks=false", "--zap-log-level=debug"))
 		Expect(c.Args).NotTo(ContainElement(HavePrefix("--webhook-cert-dir")))
 		Expect(exists(&certmanagerv1.Certificate{}, client.ObjectKey{Namespace: namespace, Name: release + "-strata-operator-webhook"})).To(BeFalse())
-		Expect(exists(&certmanagerv1.ClusterIssuer{}, client.ObjectKey{Name: "strata-selfsigned-ca"})).To(BeFalse())
+		Expect(c.Args).To(ContainElements("--default-issuer=corp-ca", "--default-issuer-kind=ClusterIssuer"))
 		vwcs := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
 		Expect(k8s.List(ctx, vwcs)).To(Succeed())
 		Expect(vwcs.Items).To(BeEmpty())
@@ -323,7 +323,6 @@ extraArgs: ["--zap-log-level=debug"]
 		_, err := upgrade.RunWithContext(ctx, release, chrt, values(`
 image: {tag: test}
 webhook: {enabled: false}
-tenantIssuer: {create: false}
 watchNamespaces: [team-a, team-b]
 `))
 		Expect(err).NotTo(HaveOccurred())

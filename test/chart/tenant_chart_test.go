@@ -237,7 +237,7 @@ var _ = Describe("the strata-tenant chart", Ordered, func() {
 			"Root keys (Secret media-root-credentials, keys accessKey and secretKey)",
 			"kubectl -n storage get secret media-root-credentials -o jsonpath='{.data.accessKey}' | base64 -d",
 			"kubectl -n storage get secret media-root-credentials -o jsonpath='{.data.secretKey}' | base64 -d",
-			"kubectl -n storage get secret media-tls -o jsonpath='{.data.ca\\.crt}' | base64 -d > media-ca.crt",
+			"kubectl -n storage get configmap media-ca-bundle -o jsonpath='{.data.ca\\.crt}' > media-ca.crt",
 			"helm test media -n storage",
 		} {
 			Expect(notes).To(ContainSubstring(want))
@@ -247,7 +247,7 @@ var _ = Describe("the strata-tenant chart", Ordered, func() {
 		Expect(notes).To(ContainSubstring("Root keys (Secret media-root,"))
 		Expect(notes).To(ContainSubstring("GatewayPool nas: Service media-nas, https://media-nas.storage.svc:8443"))
 		Expect(notes).To(ContainSubstring("The Services are of type LoadBalancer"))
-		Expect(notes).To(ContainSubstring("CA certificate (TLS mode CertManager: Secret media-tls, key ca.crt)"))
+		Expect(notes).To(ContainSubstring("CA bundle (TLS mode CertManager): ConfigMap media-ca-bundle, key ca.crt."))
 
 		notes = mustRender(`tenant: {tls: {mode: Disabled}}`).Info.Notes
 		Expect(notes).To(ContainSubstring("http://media.storage.svc:80"))

@@ -135,7 +135,7 @@ var _ = Describe("certificates", func() {
 		Expect(k8s.Get(ctx, key(ns, "media-selfsigned"), selfSigned)).To(Succeed())
 		Expect(selfSigned.Spec.SelfSigned).NotTo(BeNil())
 		Expect(k8s.Get(ctx, key(ns, "media-ca"), caIssuer)).To(Succeed())
-		Expect(caIssuer.Spec.CA.SecretName).To(Equal("media-ca"))
+		Expect(caIssuer.Spec.CA.SecretName).To(Equal("media-cert-manager-ca"))
 		Expect(k8s.Get(ctx, key(ns, "media-ca"), caCert)).To(Succeed())
 		Expect(caCert.Spec.IsCA).To(BeTrue())
 		Expect(caCert.Spec.IssuerRef.Name).To(Equal("media-selfsigned"))
@@ -147,7 +147,7 @@ var _ = Describe("certificates", func() {
 		By("acting as cert-manager: the CA Secret, then the serving Secret")
 		names := leafCert.Spec.DNSNames
 		ca1, leaf1 := caAndLeaf("cm CA 1", names, clock.Now(), 90*24*time.Hour, net.ParseIP("127.0.0.1"))
-		Expect(k8s.Create(ctx, certManagerSecret(ns, "media-ca", ca1, ca1.Cert))).To(Succeed())
+		Expect(k8s.Create(ctx, certManagerSecret(ns, "media-cert-manager-ca", ca1, ca1.Cert))).To(Succeed())
 		Expect(k8s.Create(ctx, certManagerSecret(ns, "media-cert-manager-tls", leaf1, ca1.Cert))).To(Succeed())
 		Eventually(servedIssuer(ns)).Should(Equal("cm CA 1"))
 		Eventually(tenantCondition(t, v1.ConditionCertificatesReady)).Should(Equal("True/Reconciled"))
@@ -155,8 +155,8 @@ var _ = Describe("certificates", func() {
 		By("the CA renews: it is trusted at once, while the certificate still comes from the old one")
 		ca2, leaf2 := caAndLeaf("cm CA 2", names, clock.Now(), 90*24*time.Hour, net.ParseIP("127.0.0.1"))
 		sec := &corev1.Secret{}
-		Expect(k8s.Get(ctx, key(ns, "media-ca"), sec)).To(Succeed())
-		sec.Data = certManagerSecret(ns, "media-ca", ca2, ca2.Cert).Data
+		Expect(k8s.Get(ctx, key(ns, "media-cert-manager-ca"), sec)).To(Succeed())
+		sec.Data = certManagerSecret(ns, "media-cert-manager-ca", ca2, ca2.Cert).Data
 		Expect(k8s.Update(ctx, sec)).To(Succeed())
 		Eventually(bundleSubjects(ns)).Should(ConsistOf("cm CA 1", "cm CA 2"))
 		Expect(servedIssuer(ns)()).To(Equal("cm CA 1"))

@@ -11,7 +11,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,9 +24,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,9 +40,10 @@ import (
 )
 
 // TestCertificateRotationUnderLoad renews and rotates the demo tenant's
-// certificates while clients write and read over HTTPS, in mode Operator
-// and then External (the test acting as the user who maintains the
-// Secret): a renewal under the same CA, then a CA rotation. Every request
+// certificates while clients write and read over HTTPS, in mode Operator,
+// then External (the test acting as the user who maintains the Secret),
+// then CertManager (the test acting as cert-manager's controller): in each
+// a renewal under the same CA, then a CA rotation. Every request
 // must succeed, no pod may restart, and every server pod must end up
 // serving the new certificate. The clients trust what the tenant publishes
 // (ConfigMap media-ca-bundle), re-read every two seconds as a client that
@@ -68,18 +76,18 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		act()
-		waitFor(ctx, t, 4*time.Minute, func() error { return everyPodServes(pods, target) })
+		waitFor(ctx, t, 4*time.Minute, func() error { return everyPodServes(c.state, pods, target) })
 		waitFor(ctx, t, 2*time.Minute, func() error { return bundleHas(ctx, kc, ns, bundle) })
 		t.Logf("%s: every server pod serves the new certificate after %s; %s", name, time.Since(start).Round(time.Second), load.figures())
 	}
 
 	// Mode Operator: a renewal (the operator issues a new certificate when
 	// the one it keeps is gone), then a CA rotation on request.
-	before := servedLeaf(t, pods[0])
+	before := servedLeaf(t, c.state, pods[0])
 	step("operator renewal", func() {
 		patchSecret(ctx, t, kc, ns, "media-ca", func(d map[string][]byte) { delete(d, "leaf.crt"); delete(d, "leaf.key") })
 	}, func(c *x509.Certificate) bool { return !c.Equal(before) && c.Issuer.String() == before.Issuer.String() }, 1)
-	oldCA := before.Issuer.String()
+	fromOperatorCA := signedByCAIn(ctx, kc, ns, builders.CASecretName("media"))
 	step("operator CA rotation", func() {
 		patchTenant(ctx, t, kc, ns, func(tn *v1.Tenant) {
 			if tn.Annotations == nil {
@@ -87,7 +95,9 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 			}
 			tn.Annotations[v1.AnnotationRotateCA] = "e2e"
 		})
-	}, func(c *x509.Certificate) bool { return c.Issuer.String() != oldCA }, 1)
+	}, func(c *x509.Certificate) bool {
+		return fromOperatorCA(c) && c.Issuer.String() != before.Issuer.String()
+	}, 1)
 
 	// Mode External: the user's Secret, from a CA of the user's.
 	names := append(builders.DNSNames(&v1.Tenant{ObjectMeta: metaOf(ns, "media")}, nil, "cluster.local"), "localhost")
@@ -117,6 +127,30 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 			d["tls.crt"], d["tls.key"], d["ca.crt"] = leafB.Cert, leafB.Key, caB.Cert
 		})
 	}, issuedBy("user CA B"), 1)
+
+	// Mode CertManager: the tenant's own CA chain, issued by a stand-in
+	// for cert-manager's controller.
+	installCertManagerCRDs(ctx, t, kc)
+	cm := &fakeCertManager{kc: kc, ns: ns, renew: map[string]bool{}}
+	cmCtx, stopCM := context.WithCancel(ctx)
+	defer stopCM()
+	go cm.run(cmCtx, t)
+	fromCMCA := signedByCAIn(ctx, kc, ns, builders.CertManagerCASecretName("media"))
+	step("switch to CertManager", func() {
+		patchTenant(ctx, t, kc, ns, func(tn *v1.Tenant) {
+			tn.Spec.TLS = v1.TLSSpec{Mode: v1.TLSCertManager, DNSNames: []string{"localhost"}}
+		})
+	}, fromCMCA, 1)
+	cmLeaf := servedLeaf(t, c.state, pods[0])
+	step("CertManager renewal", func() { cm.requestRenewal("media") },
+		func(c *x509.Certificate) bool { return !c.Equal(cmLeaf) && fromCMCA(c) }, 1)
+	step("CertManager CA rotation", func() {
+		cm.requestRenewal(builders.CAIssuerName("media"))
+		// cert-manager renews a leaf on its own schedule, not when its CA
+		// changes: here the next renewal comes once the new CA is out.
+		waitFor(ctx, t, time.Minute, func() error { return bundleHas(ctx, kc, ns, 2) })
+		cm.requestRenewal("media")
+	}, fromCMCA, 1)
 
 	total, failed, attempts, errs := load.stop()
 	t.Logf("load: %d requests, %d failed; %d attempts failed before the SDK's retries", total, failed, attempts)
@@ -286,12 +320,14 @@ func kubeClient(t *testing.T, kubeconfig string) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheme := runtime.NewScheme()
+	scheme := kruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	if err := v1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
+	for _, add := range []func(*kruntime.Scheme) error{v1.AddToScheme, cmv1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
 	}
 	kc, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -331,28 +367,67 @@ func restartCounts(ctx context.Context, t *testing.T, kc client.Client) map[stri
 	return out
 }
 
-// served is the leaf a pod presents on addr (read, not trusted).
-func served(addr string) (*x509.Certificate, error) {
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", addr,
-		&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // reads the certificate only
+// dialInCluster connects to addr from inside the cluster's network
+// namespace (the pods' addresses exist only there): the socket is created
+// by a thread that has joined it, and keeps it after the thread leaves.
+func dialInCluster(state, addr string) (net.Conn, error) {
+	pid, err := os.ReadFile(filepath.Join(state, "pid"))
 	if err != nil {
 		return nil, err
 	}
+	runtime.LockOSThread()
+	own, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	defer own.Close()
+	target, err := os.Open("/proc/" + strings.TrimSpace(string(pid)) + "/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	conn, dialErr := net.DialTimeout("tcp", addr, 3*time.Second)
+	if err := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); err != nil {
+		// The thread stays locked and dies with the goroutine rather than
+		// run other goroutines in the cluster's namespace.
+		return nil, fmt.Errorf("leaving the cluster's network namespace: %w", err)
+	}
+	runtime.UnlockOSThread()
+	return conn, dialErr
+}
+
+// served is the leaf a pod presents on addr (read, not trusted).
+func served(state, addr string) (*x509.Certificate, error) {
+	raw, err := dialInCluster(state, addr)
+	if err != nil {
+		return nil, err
+	}
+	conn := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // reads the certificate only
 	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	if err := conn.Handshake(); err != nil {
+		return nil, err
+	}
 	return conn.ConnectionState().PeerCertificates[0], nil
 }
 
-func servedLeaf(t *testing.T, addr string) *x509.Certificate {
-	c, err := served(addr)
+func servedLeaf(t *testing.T, state, addr string) *x509.Certificate {
+	c, err := served(state, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func everyPodServes(pods []string, target func(*x509.Certificate) bool) error {
+func everyPodServes(state string, pods []string, target func(*x509.Certificate) bool) error {
 	for _, p := range pods {
-		c, err := served(p)
+		c, err := served(state, p)
 		if err != nil {
 			return err
 		}
