@@ -43,9 +43,9 @@ import (
 // certificates while clients write and read over HTTPS, in mode Operator,
 // then External (the test acting as the user who maintains the Secret),
 // then CertManager (the test acting as cert-manager's controller): in each
-// a renewal under the same CA, then a CA rotation. Every request
-// must succeed, no pod may restart, and every server pod must end up
-// serving the new certificate. The clients trust what the tenant publishes
+// a renewal under the same CA, then a CA rotation. Every request must
+// succeed, no pod may restart, and every pod (four servers, two gateways)
+// must end up serving the new certificate. The clients trust what the tenant publishes
 // (ConfigMap media-ca-bundle), re-read every two seconds as a client that
 // mounts the ConfigMap would, and open a connection per request so every
 // request verifies the certificate served at that moment.
@@ -53,10 +53,11 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 	assets, imagesDir := prerequisites(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	c := startCluster(ctx, t, assets, imagesDir)
+	c := startCluster(ctx, t, assets, imagesDir, "--manifests", "hack/localcluster/demo", "--manifests", "hack/localcluster/demo-gateway")
 	kc := kubeClient(t, c.in.Kubeconfig)
 	ns := "default"
-	pods := serverPods(ctx, t, kc)
+	pods := tenantPods(ctx, t, kc, builders.TenantLabels("media"), 6)
+	servers := tenantPods(ctx, t, kc, builders.ServerSelector("media"), 4)
 	restarts := restartCounts(ctx, t, kc)
 
 	trust := &trustSource{}
@@ -71,6 +72,11 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	load := startLoad(ctx, t, c.in, trust, refresh)
+	mon := newTrustMonitor(kc, ns, c.state, pods, servers)
+	monCtx, stopMon := context.WithCancel(ctx)
+	monDone := make(chan struct{})
+	go func() { defer close(monDone); mon.run(monCtx) }()
+	defer func() { stopMon(); <-monDone }()
 
 	step := func(name string, act func(), target func(*x509.Certificate) bool, bundle int) {
 		t.Helper()
@@ -78,7 +84,7 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 		act()
 		waitFor(ctx, t, 4*time.Minute, func() error { return everyPodServes(c.state, pods, target) })
 		waitFor(ctx, t, 2*time.Minute, func() error { return bundleHas(ctx, kc, ns, bundle) })
-		t.Logf("%s: every server pod serves the new certificate after %s; %s", name, time.Since(start).Round(time.Second), load.figures())
+		t.Logf("%s: every pod serves the new certificate after %s; %s", name, time.Since(start).Round(time.Second), load.figures())
 	}
 
 	// Mode Operator: a renewal (the operator issues a new certificate when
@@ -100,8 +106,9 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 	}, 1)
 
 	// Mode External: the user's Secret, from a CA of the user's.
-	names := append(builders.DNSNames(&v1.Tenant{ObjectMeta: metaOf(ns, "media")}, nil, "cluster.local"), "localhost")
+	names := append(builders.DNSNames(&v1.Tenant{ObjectMeta: metaOf(ns, "media")}, []string{"nas"}, "cluster.local"), "localhost")
 	caA := mustCA(t, "user CA A")
+	mon.learn(caA)
 	leafA := mustLeaf(t, caA, names)
 	user := &corev1.Secret{ObjectMeta: metaOf(ns, "media-user-tls"), Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{"tls.crt": leafA.Cert, "tls.key": leafA.Key, "ca.crt": caA.Cert}}
@@ -118,6 +125,7 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 		patchSecret(ctx, t, kc, ns, user.Name, func(d map[string][]byte) { d["tls.crt"], d["tls.key"] = leafA2.Cert, leafA2.Key })
 	}, func(c *x509.Certificate) bool { return certEquals(c, leafA2.Cert) }, 1)
 	caB := mustCA(t, "user CA B")
+	mon.learn(caB)
 	leafB := mustLeaf(t, caB, names)
 	step("External CA rotation", func() {
 		// What a user's tooling does at once: the new CA and a certificate
@@ -152,6 +160,16 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 		cm.requestRenewal("media")
 	}, fromCMCA, 1)
 
+	stopMon()
+	<-monDone
+	checks, violations := mon.result()
+	t.Logf("trust: %d checks that every server trusts the CA of every certificate served, %d violations", checks, len(violations))
+	if len(violations) > 0 {
+		t.Errorf("a pod served a certificate some server did not trust: %v", violations)
+	}
+	if checks < 100 {
+		t.Errorf("only %d trust checks ran", checks)
+	}
 	total, failed, attempts, errs := load.stop()
 	t.Logf("load: %d requests, %d failed; %d attempts failed before the SDK's retries", total, failed, attempts)
 	if failed > 0 || attempts > 0 {
@@ -336,10 +354,11 @@ func kubeClient(t *testing.T, kubeconfig string) client.Client {
 	return kc
 }
 
-// serverPods are the S3 addresses (pod IP:port) of the tenant's servers.
-func serverPods(ctx context.Context, t *testing.T, kc client.Client) []string {
+// tenantPods are the S3 addresses (pod IP:port) of the tenant's pods with
+// the labels, want of them.
+func tenantPods(ctx context.Context, t *testing.T, kc client.Client, labels map[string]string, want int) []string {
 	list := &corev1.PodList{}
-	if err := kc.List(ctx, list, client.MatchingLabels(builders.ServerSelector("media"))); err != nil {
+	if err := kc.List(ctx, list, client.MatchingLabels(labels)); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
@@ -347,8 +366,8 @@ func serverPods(ctx context.Context, t *testing.T, kc client.Client) []string {
 		out = append(out, net.JoinHostPort(p.Status.PodIP, fmt.Sprint(builders.S3Port)))
 	}
 	sort.Strings(out)
-	if len(out) != 4 {
-		t.Fatalf("want 4 server pods, got %v", out)
+	if len(out) != want {
+		t.Fatalf("want %d pods labelled %v, got %v", want, labels, out)
 	}
 	return out
 }
