@@ -1,29 +1,22 @@
 package localcluster
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
@@ -73,7 +66,7 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 	if err := refresh(); err != nil {
 		t.Fatal(err)
 	}
-	load := startLoad(ctx, t, c.in, trust, refresh)
+	load := startLoad(ctx, t, c.in, "rotation", trust.verify, refresh)
 	mon := newTrustMonitor(kc, ns, c.state, pods, servers)
 	monCtx, stopMon := context.WithCancel(ctx)
 	monDone := make(chan struct{})
@@ -206,133 +199,6 @@ func (s *trustSource) verify(cs tls.ConnectionState) error {
 	}
 	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: s.pool.Load(), Intermediates: inter, DNSName: cs.ServerName})
 	return err
-}
-
-// load is clients writing and reading objects until stopped.
-type load struct {
-	stopCh                  chan struct{}
-	wg                      sync.WaitGroup
-	total, failed, attempts atomic.Int64
-	mu                      sync.Mutex
-	errs                    []string
-}
-
-func (l *load) record(err error) {
-	l.total.Add(1)
-	if err != nil {
-		l.failed.Add(1)
-		l.note(err.Error())
-	}
-}
-
-func (l *load) note(msg string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.errs) < 10 {
-		l.errs = append(l.errs, msg)
-	}
-}
-
-func (l *load) figures() string {
-	return fmt.Sprintf("so far %d requests, %d failed, %d attempts failed", l.total.Load(), l.failed.Load(), l.attempts.Load())
-}
-
-func (l *load) stop() (total, failed, attempts int64, errs []string) {
-	close(l.stopCh)
-	l.wg.Wait()
-	return l.total.Load(), l.failed.Load(), l.attempts.Load(), l.errs
-}
-
-// countingTransport counts attempts that failed (transport errors and 5xx)
-// before the SDK retries them.
-type countingTransport struct {
-	next http.RoundTripper
-	l    *load
-}
-
-func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := c.next.RoundTrip(r)
-	switch {
-	case err != nil:
-		c.l.attempts.Add(1)
-		c.l.note("attempt: " + err.Error())
-	case resp.StatusCode >= 500:
-		c.l.attempts.Add(1)
-		c.l.note(fmt.Sprintf("attempt: %s %s: %d", r.Method, r.URL.Path, resp.StatusCode))
-	}
-	return resp, err
-}
-
-// startLoad runs three clients (PUT, GET and check, HEAD, and a LIST every
-// tenth round) with the SDK's standard retries, and refreshes the trust
-// pool every two seconds.
-func startLoad(ctx context.Context, t *testing.T, in info, trust *trustSource, refresh func() error) *load {
-	l := &load{stopCh: make(chan struct{})}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DisableKeepAlives = true
-	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true, VerifyConnection: trust.verify, MinVersion: tls.VersionTLS12} //nolint:gosec // verified by trust.verify
-	cl := s3.New(s3.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(in.S3URL), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(in.AccessKey, in.SecretKey, ""),
-		HTTPClient:  &http.Client{Transport: countingTransport{next: tr, l: l}, Timeout: time.Minute},
-	})
-	if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("rotation")}); err != nil {
-		t.Fatal(err)
-	}
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		for {
-			select {
-			case <-l.stopCh:
-				return
-			case <-time.After(2 * time.Second):
-				if err := refresh(); err != nil {
-					l.note("refreshing the trust bundle: " + err.Error())
-				}
-			}
-		}
-	}()
-	for w := range 3 {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			body := bytes.Repeat([]byte{byte('a' + w)}, 4096)
-			for i := 0; ; i++ {
-				select {
-				case <-l.stopCh:
-					return
-				default:
-				}
-				l.round(ctx, cl, fmt.Sprintf("w%d/%06d", w, i), body, i%10 == 0)
-			}
-		}()
-	}
-	return l
-}
-
-func (l *load) round(ctx context.Context, cl *s3.Client, key string, body []byte, list bool) {
-	b, k := aws.String("rotation"), aws.String(key)
-	_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: k, Body: bytes.NewReader(body)})
-	l.record(err)
-	if err != nil {
-		return
-	}
-	out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: k})
-	if err == nil {
-		got, rerr := io.ReadAll(out.Body)
-		out.Body.Close()
-		if rerr != nil || !bytes.Equal(got, body) {
-			err = fmt.Errorf("GET %s: %d bytes, read error %w", key, len(got), rerr)
-		}
-	}
-	l.record(err)
-	_, err = cl.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: k})
-	l.record(err)
-	if list {
-		_, err = cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b, MaxKeys: aws.Int32(10)})
-		l.record(err)
-	}
 }
 
 func kubeClient(t *testing.T, kubeconfig string) client.Client {

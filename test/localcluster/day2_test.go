@@ -1,0 +1,158 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
+)
+
+// TestExpansionUnderLoad adds a ServerPool to the demo tenant while clients
+// write and read over HTTPS, and a second one while the first is still
+// coming up (issue 16, the short form of the expansion scenario). Every
+// request must succeed with the SDK's standard retries, no pod that was
+// there before may restart, and every object written before, during and
+// after is read back at the end. It reports the attempts that failed
+// before retries (what a client with retries off would have seen) and p99
+// latency during the step against steady state.
+func TestExpansionUnderLoad(t *testing.T) {
+	if os.Getenv("STRATA_DAY2") != "1" {
+		// Not in `make test` yet: it fails on main (issue 16, open). The
+		// new pool's servers answer "drive not served by that node" for
+		// seconds after the pool is Ready, so PUTs lose write quorum (503
+		// SlowDown past the SDK's retries) and a multipart upload begun
+		// then is not found at completion (404 NoSuchUpload).
+		t.Skip("issue 16: fails on main today; run it with `make day2-e2e`")
+	}
+	assets, imagesDir := prerequisites(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c := startCluster(ctx, t, assets, imagesDir)
+	kc := kubeClient(t, c.in.Kubeconfig)
+	ns := "default"
+	restarts := restartCounts(ctx, t, kc)
+
+	l := startLoad(ctx, t, c.in, "expansion", staticTrust(t, c.in.CAFile), nil)
+	steadyFrom := time.Now()
+	time.Sleep(20 * time.Second)
+	stepFrom := time.Now()
+	for i, name := range []string{"nvme2", "nvme3"} {
+		if i > 0 {
+			time.Sleep(5 * time.Second) // the first is still coming up
+		}
+		if err := kc.Create(ctx, extraPool(ns, name)); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("created ServerPool %s; %s", name, l.figures())
+	}
+	waitFor(ctx, t, 8*time.Minute, func() error { return tenantServes(ctx, kc, ns, 3) })
+	stepTo := time.Now()
+	t.Logf("both pools joined after %s; %s", stepTo.Sub(stepFrom).Round(time.Second), l.figures())
+	time.Sleep(15 * time.Second)
+	total, failed, attempts, errs := l.stop()
+
+	steady, nSteady := l.p99(steadyFrom, stepFrom)
+	during, nDuring := l.p99(stepFrom, stepTo)
+	t.Logf("load: %d requests, %d failed with the SDK's retries, %d attempts failed before them; p99 steady %s (%d requests), during the step %s (%d requests, %.1fx)",
+		total, failed, attempts, steady, nSteady, during, nDuring, float64(during)/float64(max(steady, 1)))
+	if failed > 0 {
+		t.Errorf("requests failed during the expansion: %d; first errors: %v", failed, errs)
+	}
+	if after := restartCounts(ctx, t, kc); !sameRestarts(restarts, after) {
+		t.Errorf("pods that were there before restarted: %v -> %v", restarts, after)
+	}
+	readBack(ctx, t, c.in, "expansion", l)
+	c.down(t, c.in.S3URL)
+}
+
+// extraPool is a pool like the demo's: four servers of two drives, one per
+// node.
+func extraPool(ns, name string) *v1.ServerPool {
+	return &v1.ServerPool{
+		ObjectMeta: metaOf(ns, name),
+		Spec: v1.ServerPoolSpec{
+			TenantRef:        v1.TenantReference{Name: "media"},
+			Servers:          4,
+			VolumesPerServer: 2,
+			Storage: v1.StorageSpec{Media: v1.MediaLocalNVMe, StorageClassNames: []string{"nvme-local"},
+				Size: resource.MustParse("10Gi")},
+			Topology: v1.TopologySpec{FailureDomainKey: "kubernetes.io/hostname", Tolerate: v1.ToleranceSpec{Domains: ptr.To[int32](1)}},
+		},
+	}
+}
+
+// tenantServes says why the tenant does not yet serve from pools pools.
+func tenantServes(ctx context.Context, kc client.Client, ns string, pools int) error {
+	tn := &v1.Tenant{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "media"}, tn); err != nil {
+		return err
+	}
+	ready := 0
+	for _, p := range tn.Status.Pools {
+		if p.Kind == "ServerPool" && p.Ready {
+			ready++
+		}
+	}
+	if !meta.IsStatusConditionTrue(tn.Status.Conditions, v1.ConditionReady) || ready != pools {
+		return fmt.Errorf("tenant: %d of %d server pools ready, conditions %v", ready, pools, tn.Status.Conditions)
+	}
+	return nil
+}
+
+func sameRestarts(before, after map[string]int32) bool {
+	for pod, n := range before {
+		if after[pod] != n {
+			return false
+		}
+	}
+	return true
+}
+
+// staticTrust verifies servers against the CA file the harness wrote.
+func staticTrust(t *testing.T, caFile string) func(tls.ConnectionState) error {
+	data, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &trustSource{}
+	if err := src.set(data); err != nil {
+		t.Fatal(err)
+	}
+	return src.verify
+}
+
+// readBack reads every object the load wrote, with a client of its own.
+func readBack(ctx context.Context, t *testing.T, in info, bucket string, l *load) {
+	cl := s3Client(t, in)
+	bad := 0
+	for key, want := range l.objects() {
+		out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err == nil {
+			var got []byte
+			got, err = io.ReadAll(out.Body)
+			out.Body.Close()
+			if err == nil && (int64(len(got)) != want.size || got[0] != want.fill) {
+				err = fmt.Errorf("%d bytes starting %q, want %d starting %q", len(got), got[:1], want.size, want.fill)
+			}
+		}
+		if err != nil {
+			bad++
+			if bad <= 5 {
+				t.Errorf("object %s: %v", key, err)
+			}
+		}
+	}
+	t.Logf("read back %d objects written under load, %d wrong or missing", len(l.objects()), bad)
+}
