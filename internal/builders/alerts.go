@@ -20,6 +20,9 @@ const (
 	// CertificateWarningDays is how long before its expiry a serving
 	// certificate that was not renewed is reported.
 	CertificateWarningDays = 14
+	// CAWarningDays is how long before its expiry a trusted CA raises an
+	// alert: long enough to roll a new CA out with the overlap clients need.
+	CAWarningDays = 30
 	// ErrorRatio is the fraction of S3 requests answered 5xx that alerts.
 	ErrorRatio = 0.05
 	// LatencyP99Seconds bounds the 99th percentile of S3 requests whose
@@ -189,9 +192,32 @@ func tenantAlerts(t *v1.Tenant) []alert {
 				byTenant, sel("strata_tls_certificate_expiry_timestamp_seconds"), CertificateWarningDays),
 			summary:     "The serving certificate of " + who + " expires in {{ $value | humanizeDuration }}.",
 			description: certificateAction(t),
+		}, alert{
+			name: "StrataCAExpiring", severity: "warning", forDur: "1h",
+			expr: fmt.Sprintf(`min by (%s) (%s) - time() < %d * 86400`,
+				byTenant, sel("strata_tls_ca_expiry_timestamp_seconds"), CAWarningDays),
+			summary:     "A CA that " + who + " trusts expires in {{ $value | humanizeDuration }}.",
+			description: caAction(t),
 		})
 	}
 	return alerts
+}
+
+// caAction says what to do about an expiring CA in the tenant's TLS mode.
+func caAction(t *v1.Tenant) string {
+	lead := fmt.Sprintf("A CA in the tenant's trust bundle (ca.crt of Secret %s) expires within %d days; every certificate it "+
+		"signed stops verifying then. status.certificate.trustedCAs lists the CAs with their expiry. ", TLSSecretName(t), CAWarningDays)
+	switch t.Spec.TLS.Mode {
+	case v1.TLSExternal:
+		return lead + "With tls.mode External, put a new CA next to the old one in ca.crt of Secret " + TLSSourceSecretName(t) +
+			", then a certificate it signed; the operator moves the pods in order (docs/tls.md)."
+	case v1.TLSCertManager:
+		return lead + "cert-manager renews the tenant's own CA a third of its life before expiry: check Certificate " +
+			CAIssuerName(t.Name) + " or the issuer named in spec.tls.issuerRef."
+	default:
+		return lead + "The operator replaces its CA a third of its life before expiry, or at once with " +
+			"`kubectl annotate tenant " + t.Name + " " + v1.AnnotationRotateCA + "=$(date +%s) --overwrite`; check status.certificate.renewal and the operator's logs."
+	}
 }
 
 // certificateAction says what to do about an expiring certificate in the

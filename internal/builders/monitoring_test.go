@@ -121,13 +121,13 @@ func TestPrometheusRule(t *testing.T) {
 	}
 	want := []string{"StrataDriveOffline", "StrataErasureSetDegraded", "StrataWriteQuorumAtRisk", "StrataPodDown", "StrataPeerOffline",
 		"StrataHealBacklogGrowing", "StrataHealingStalled", "StrataCapacityHigh", "StrataCapacityCritical", "StrataS3ErrorsHigh",
-		"StrataS3LatencyHigh", "StrataDecommissionStuck", "StrataCertificateExpiring"}
+		"StrataS3LatencyHigh", "StrataDecommissionStuck", "StrataCertificateExpiring", "StrataCAExpiring"}
 	if !slices.Equal(names, want) {
 		t.Errorf("alerts = %v, want %v", names, want)
 	}
 	plain := PrometheusRule(testTenant(func(t *v1.Tenant) { t.Spec.TLS.Mode = v1.TLSDisabled }))
 	for _, r := range plain.Spec.Groups[0].Rules {
-		if r.Alert == "StrataCertificateExpiring" {
+		if r.Alert == "StrataCertificateExpiring" || r.Alert == "StrataCAExpiring" {
 			t.Error("a tenant without TLS has no certificate to expire")
 		}
 	}

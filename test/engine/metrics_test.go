@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -92,6 +93,11 @@ func TestShippedMetricNamesAreExported(t *testing.T) {
 
 	certs := t.TempDir()
 	cert := writeCert(t, certs, 1)
+	// A trust bundle too, as every pod of a tenant has: the CA expiry
+	// metric the StrataCAExpiring alert reads comes from it.
+	if err := os.WriteFile(filepath.Join(certs, "ca.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}

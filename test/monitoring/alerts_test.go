@@ -204,6 +204,17 @@ func TestAlerts(t *testing.T) {
 		name: "a certificate valid for 30 days", alert: "StrataCertificateExpiring", at: 2 * time.Hour,
 		input: []inputSeries{{ts("strata_tls_certificate_expiry_timestamp_seconds", pod0), "2592000x120"}},
 	}, {
+		name: "a trusted CA expiring in 20 days beside one valid for years", alert: "StrataCAExpiring", at: 2 * time.Hour,
+		input: []inputSeries{
+			{ts("strata_tls_ca_expiry_timestamp_seconds", pod0, `fingerprint="0011223344556677"`), "1728000x120"},
+			{ts("strata_tls_ca_expiry_timestamp_seconds", pod0, `fingerprint="8899aabbccddeeff"`), "315360000x120"},
+		},
+		want:    []map[string]string{alertLabels("StrataCAExpiring", "warning")},
+		summary: "expires in 19d 22h",
+	}, {
+		name: "trusted CAs valid for 60 days", alert: "StrataCAExpiring", at: 2 * time.Hour,
+		input: []inputSeries{{ts("strata_tls_ca_expiry_timestamp_seconds", pod0, `fingerprint="0011223344556677"`), "5184000x120"}},
+	}, {
 		name: "a roll-out paused by the health gate", alert: "StrataUpgradePaused", at: 6 * time.Minute,
 		input: []inputSeries{
 			{`strata_operator_tenant_upgrade_paused{namespace="strata-system", pod="strata-operator-0", tenant_namespace="store", tenant="media"}`, "1x6"},
