@@ -6,17 +6,22 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/engine/buildinfo"
+	"github.com/strata-storage/strata/internal/builders"
 )
 
 // TestExpansionUnderLoad adds a ServerPool to the demo tenant while clients
@@ -75,6 +80,90 @@ func TestExpansionUnderLoad(t *testing.T) {
 	}
 	readBack(ctx, t, c.in, "expansion", l)
 	c.down(t, c.in.S3URL)
+}
+
+// TestRollingUpgradeUnderLoad rolls the demo tenant's servers to another
+// build of the engine (the same code linked with another version, as an
+// image under another tag) and back while clients write and read over
+// HTTPS (issue 16, the short form of the upgrade scenario): no request may
+// fail with the SDK's standard retries, and every server ends on the image
+// asked for.
+func TestRollingUpgradeUnderLoad(t *testing.T) {
+	if os.Getenv("STRATA_DAY2") != "1" {
+		t.Skip("issue 16: runs with `make day2-e2e` until the day-2 scenarios pass")
+	}
+	assets, imagesDir := prerequisites(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	next := "ghcr.io/strata-storage/strata:0.1.0-next"
+	c := startCluster(ctx, t, assets, imagesWithNextBuild(t, imagesDir, next))
+	kc := kubeClient(t, c.in.Kubeconfig)
+	ns := "default"
+	l := startLoad(ctx, t, c.in, "upgrade", staticTrust(t, c.in.CAFile), nil)
+	steadyFrom := time.Now()
+	time.Sleep(20 * time.Second)
+	for _, step := range []struct{ name, image string }{{"upgrade", next}, {"rollback", ""}} {
+		from := time.Now()
+		patchTenant(ctx, t, kc, ns, func(tn *v1.Tenant) { tn.Spec.Image = step.image })
+		want := step.image
+		if want == "" {
+			want = buildinfo.EngineImage()
+		}
+		waitFor(ctx, t, 10*time.Minute, func() error { return serversRun(ctx, kc, ns, want) })
+		to := time.Now()
+		during, n := l.p99(from, to)
+		t.Logf("%s to %s: every server runs it after %s; p99 %s over %d requests; %s", step.name, want, to.Sub(from).Round(time.Second), during, n, l.figures())
+	}
+	steady, nSteady := l.p99(steadyFrom, steadyFrom.Add(20*time.Second))
+	total, failed, attempts, errs := l.stop()
+	t.Logf("load: %d requests, %d failed with the SDK's retries, %d attempts failed before them; p99 steady %s (%d requests)",
+		total, failed, attempts, steady, nSteady)
+	if failed > 0 {
+		t.Errorf("requests failed during the roll-outs: %d; first errors: %v", failed, errs)
+	}
+	readBack(ctx, t, c.in, "upgrade", l)
+	c.down(t, c.in.S3URL)
+}
+
+// imagesWithNextBuild is a directory with the images in dir (hard links)
+// and the engine relinked with version 0.1.0-next as image ref.
+func imagesWithNextBuild(t *testing.T, dir, ref string) string {
+	work := t.TempDir()
+	out := filepath.Join(work, "images")
+	bin := filepath.Join(work, "strata-next")
+	steps := [][]string{
+		{"cp", "-al", dir, out},
+		{"go", "build", "-trimpath", "-ldflags", "-s -w -buildid= -X github.com/strata-storage/strata/engine/buildinfo.Version=0.1.0-next",
+			"-o", bin, "./cmd/strata"},
+		{"go", "run", "./hack/images", "-out", filepath.Join(work, "next"), "-image", "ref=" + ref + ",entrypoint=/strata,binary=" + bin},
+		{"mv", filepath.Join(work, "next", "strata"), filepath.Join(out, "strata-next")},
+	}
+	for _, s := range steps {
+		cmd := exec.Command(s[0], s[1:]...)
+		cmd.Dir = repoRoot()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", s, err, b)
+		}
+	}
+	return out
+}
+
+// serversRun says why not every server pod runs image, Ready.
+func serversRun(ctx context.Context, kc client.Client, ns, image string) error {
+	list := &corev1.PodList{}
+	if err := kc.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(builders.ServerSelector("media"))); err != nil {
+		return err
+	}
+	if len(list.Items) != 4 {
+		return fmt.Errorf("%d server pods", len(list.Items))
+	}
+	for _, p := range list.Items {
+		if !podReady(&p) || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].Image != image {
+			return fmt.Errorf("pod %s not yet Ready on %s", p.Name, image)
+		}
+	}
+	return nil
 }
 
 // extraPool is a pool like the demo's: four servers of two drives, one per
