@@ -157,10 +157,10 @@ localcluster-e2e: images control-plane pyclients cli-tools monitoring-images ## 
 		go test -count=1 ./test/localcluster/... -timeout 30m -v
 
 .PHONY: day2-e2e
-day2-e2e: images control-plane pyclients cli-tools ## Day-2 scenarios under load on a local cluster (issue 16, work in progress; not in `make test` yet): expansion by two ServerPools (fails today), a rolling upgrade to another build and back.
+day2-e2e: images control-plane pyclients cli-tools ## Day-2 scenarios under load on a local cluster (issue 16, work in progress; not in `make test` yet): expansion by two ServerPools (fails today), a rolling upgrade to another build and back, a decommission with writes going on.
 	STRATA_DAY2=1 KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_IMAGES="$(IMAGES_DIR)" STRATA_BIN="$(LOCALBIN)/strata" \
 		STRATA_CLI_TOOLS="$$(hack/cli-tools.sh)" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" \
-		go test -count=1 ./test/localcluster/... -run 'TestExpansionUnderLoad|TestRollingUpgradeUnderLoad' -timeout 40m -v
+		go test -count=1 ./test/localcluster/... -run 'TestExpansionUnderLoad|TestRollingUpgradeUnderLoad|TestDecommissionUnderLoad' -timeout 40m -v
 
 ##@ Demo
 

@@ -166,6 +166,63 @@ func serversRun(ctx context.Context, kc client.Client, ns, image string) error {
 	return nil
 }
 
+// TestDecommissionUnderLoad drains the demo tenant's first pool into a
+// second one while clients keep writing and reading over HTTPS (issue 16,
+// the short form of the decommission scenario), then deletes it: no request
+// may fail with the SDK's standard retries, and every object written before
+// and during the drain is read back from the remaining pool.
+func TestDecommissionUnderLoad(t *testing.T) {
+	if os.Getenv("STRATA_DAY2") != "1" {
+		t.Skip("issue 16: runs with `make day2-e2e` until the day-2 scenarios pass")
+	}
+	assets, imagesDir := prerequisites(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	c := startCluster(ctx, t, assets, imagesDir)
+	kc := kubeClient(t, c.in.Kubeconfig)
+	ns := "default"
+	if err := kc.Create(ctx, extraPool(ns, "nvme2")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, 6*time.Minute, func() error { return tenantServes(ctx, kc, ns, 2) })
+	l := startLoad(ctx, t, c.in, "drain", staticTrust(t, c.in.CAFile), nil)
+	steadyFrom := time.Now()
+	time.Sleep(30 * time.Second)
+	from := time.Now()
+	pool := &v1.ServerPool{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nvme"}, pool); err != nil {
+		t.Fatal(err)
+	}
+	pool.Spec.Decommission = true
+	if err := kc.Update(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, 10*time.Minute, func() error {
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nvme"}, pool); err != nil {
+			return err
+		}
+		if pool.Status.PoolState != v1.PoolStateDecommissioned {
+			return fmt.Errorf("pool nvme is %q", pool.Status.PoolState)
+		}
+		return nil
+	})
+	drained := time.Now()
+	if err := kc.Delete(ctx, pool); err != nil {
+		t.Fatalf("deleting the decommissioned pool: %v", err)
+	}
+	time.Sleep(20 * time.Second)
+	during, n := l.p99(from, drained)
+	steady, nSteady := l.p99(steadyFrom, from)
+	total, failed, attempts, errs := l.stop()
+	t.Logf("drained in %s; load: %d requests, %d failed with the SDK's retries, %d attempts failed before them; p99 steady %s (%d), during the drain %s (%d)",
+		drained.Sub(from).Round(time.Second), total, failed, attempts, steady, nSteady, during, n)
+	if failed > 0 {
+		t.Errorf("requests failed during the decommission: %d; first errors: %v", failed, errs)
+	}
+	readBack(ctx, t, c.in, "drain", l)
+	c.down(t, c.in.S3URL)
+}
+
 // extraPool is a pool like the demo's: four servers of two drives, one per
 // node.
 func extraPool(ns, name string) *v1.ServerPool {
