@@ -88,7 +88,11 @@ func newRequest(rc *fasthttp.RequestCtx, conn net.Conn) *request {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &request{Context: ctx, rc: rc, cancel: cancel, conn: conn}
 	if conn != nil && watchable(conn) {
+		// Set under the lock check takes: the timer may fire before the
+		// assignment is seen otherwise.
+		r.mu.Lock()
 		r.timer = time.AfterFunc(watchAfter, r.check)
+		r.mu.Unlock()
 	}
 	return r
 }
