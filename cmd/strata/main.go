@@ -245,6 +245,8 @@ pool list from a file (docs/topology.md) and follows its changes.
 			protocol = p
 		}
 	}
+	// Only for tests of a node's start-up: wait before opening each drive.
+	openDelay, _ := time.ParseDuration(getenv("STRATA_TEST_DRIVE_OPEN_DELAY"))
 	root, err := iam.RootFromEnv(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "strata server:", err)
@@ -260,7 +262,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
 		Healer: healer, StaleUploadAge: *staleUploads,
-		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, Log: log,
+		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, DriveOpenDelay: openDelay, Log: log,
 	})
 	if err != nil {
 		log.Error("server stopped", "err", err)

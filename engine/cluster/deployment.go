@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,6 +24,11 @@ type Options struct {
 	Drive         drive.Options
 	Peer          internode.PeerOptions
 	Log           *slog.Logger
+	// DriveOpenDelay is waited before each of this node's drives is
+	// opened: a test seam (STRATA_TEST_DRIVE_OPEN_DELAY) that widens a
+	// node's start-up, as a slow disk or a metadata store with a long
+	// journal to replay would.
+	DriveOpenDelay time.Duration
 }
 
 // Deployment is this node's view of every pool: its own drives opened
@@ -34,8 +41,10 @@ type Deployment struct {
 
 	mu     sync.Mutex
 	pools  []*PoolRuntime
+	opened []*PoolRuntime // by Open, until Bootstrap builds them
 	peers  map[string]*internode.Peer
-	locals map[string]*drive.Local // by path, for the internode server
+	locals map[string]*drive.Local  // by path, for the internode server
+	hosts  atomic.Pointer[[]string] // this node's names (LocalHosts)
 }
 
 // PoolRuntime is one pool as this node runs it.
@@ -43,8 +52,11 @@ type PoolRuntime struct {
 	Layout PoolLayout
 	Entry  *erasure.PoolEntry
 	dep    *Deployment
+	index  int // in the topology
 	mu     sync.Mutex
 	local  map[int]*drive.Local // slot -> this node's drive (nil: offline)
+	// drives are the slots' drives between openPool and buildPool.
+	drives []erasure.Drive
 	// Fresh are this node's slots formatted into an existing pool at
 	// start-up (new or wiped drives): their objects must be rebuilt.
 	Fresh []int
@@ -114,16 +126,44 @@ func (d *Deployment) Close() error {
 	return errors.Join(errs...)
 }
 
-// Bootstrap brings up every pool of the topology, waiting for peers as
-// long as the deployment cannot yet agree on its identity.
-func (d *Deployment) Bootstrap(ctx context.Context, t Topology) error {
+// Open resolves every pool of the topology and opens this node's drives,
+// which the internode service then serves (LocalDrive): it runs before that
+// service answers anyone, so a starting node never tells a peer that it
+// does not serve a drive it is about to serve. A drive that does not open
+// stays offline (the drive monitor retries it). Bootstrap follows.
+func (d *Deployment) Open(t Topology) error {
 	if t.DeploymentID != "" {
 		d.ID = uuid.MustParse(t.DeploymentID)
 	}
-	var entries []*erasure.PoolEntry
 	for i, spec := range t.Pools {
-		pr, err := d.setupPool(ctx, spec, i)
+		pr, err := d.openPool(spec, i)
 		if err != nil {
+			d.mu.Lock()
+			opened := d.opened
+			d.opened = nil
+			d.mu.Unlock()
+			for _, o := range opened {
+				o.closeLocal()
+			}
+			return err
+		}
+		d.mu.Lock()
+		d.opened = append(d.opened, pr)
+		d.mu.Unlock()
+	}
+	return nil
+}
+
+// Bootstrap brings up the pools Open opened, waiting for peers as long as
+// the deployment cannot yet agree on its identity.
+func (d *Deployment) Bootstrap(ctx context.Context) error {
+	d.mu.Lock()
+	opened := d.opened
+	d.opened = nil
+	d.mu.Unlock()
+	var entries []*erasure.PoolEntry
+	for _, pr := range opened {
+		if err := d.buildPool(ctx, pr); err != nil {
 			return err
 		}
 		d.mu.Lock()
@@ -132,23 +172,50 @@ func (d *Deployment) Bootstrap(ctx context.Context, t Topology) error {
 		entries = append(entries, pr.Entry)
 	}
 	d.Pools = erasure.NewPools(entries...)
+	if len(entries) > 1 {
+		go d.copyBuckets(ctx)
+	}
 	return nil
 }
 
 // AddPool brings up a pool appended to the topology while running.
 func (d *Deployment) AddPool(ctx context.Context, spec PoolSpec, index int) (*PoolRuntime, error) {
-	pr, err := d.setupPool(ctx, spec, index)
+	pr, err := d.openPool(spec, index)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.buildPool(ctx, pr); err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
 	d.pools = append(d.pools, pr)
 	d.mu.Unlock()
 	d.Pools.Add(pr.Entry)
-	if err := d.Pools.HealBuckets(ctx); err != nil {
-		d.opts.Log.Warn("buckets not yet copied to the new pool", "pool", spec.Name, "err", err)
-	}
+	go d.copyBuckets(ctx)
 	return pr, nil
+}
+
+// copyBuckets copies the first pool's bucket records to the pools that
+// miss them (a pool added to the topology), trying again (from 1 s,
+// doubling up to 30 s) while a pool does not answer, its servers still
+// starting, until ctx ends. Every node of the deployment does so at its
+// start and when it adds a pool: a pool without a bucket's record stores
+// objects, but refuses changes to the bucket.
+func (d *Deployment) copyBuckets(ctx context.Context) {
+	wait := time.Second
+	for {
+		err := d.Pools.HealBuckets(ctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		d.opts.Log.Warn("bucket records not yet copied to every pool; trying again", "retryIn", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
 }
 
 // RemovePool takes a decommissioned pool out of the deployment: out of the
@@ -167,23 +234,67 @@ func (d *Deployment) RemovePool(name string) {
 	}
 }
 
+// ServedDrives lists the paths of the drives this node serves now (open),
+// which its pings report to its peers.
+func (d *Deployment) ServedDrives() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.locals))
+	for path := range d.locals {
+		out = append(out, path)
+	}
+	return out
+}
+
+// LocalHosts lists the names this node has in the topology (the hosts of
+// its drives' endpoints), for every internode request it answers; the
+// slice is shared, not to be changed.
+func (d *Deployment) LocalHosts() []string {
+	if h := d.hosts.Load(); h != nil {
+		return *h
+	}
+	return nil
+}
+
+// addLocalHosts records this node's names in a pool's layout.
+func (d *Deployment) addLocalHosts(l PoolLayout) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	hosts := d.LocalHosts()
+	for _, ep := range l.Drives {
+		if ep.Local && ep.Host != "" && !slices.Contains(hosts, ep.Host) {
+			hosts = append(slices.Clip(hosts), ep.Host)
+		}
+	}
+	d.hosts.Store(&hosts)
+}
+
+// Peer returns the client of the node known by host in the topology (nil
+// when none).
+func (d *Deployment) Peer(host string) *internode.Peer {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.peers[host]
+}
+
 // slotState is what one drive says about its format.
 type slotState struct {
 	format *drive.Format
 	err    error // ErrUnformatted, or why it did not answer
 }
 
-// setupPool opens this node's drives of a pool, agrees on the format with
-// the pool's other nodes and builds its sets.
-func (d *Deployment) setupPool(ctx context.Context, spec PoolSpec, index int) (*PoolRuntime, error) {
+// openPool resolves a pool's layout and opens this node's drives of it
+// (served from then on); the others are reached through their nodes.
+func (d *Deployment) openPool(spec PoolSpec, index int) (*PoolRuntime, error) {
 	layout, err := spec.Layout(d.opts.Locality)
 	if err != nil {
 		return nil, err
 	}
-	pr := &PoolRuntime{Layout: layout, dep: d, local: map[int]*drive.Local{}}
-	drives := make([]erasure.Drive, len(layout.Drives))
+	d.addLocalHosts(layout)
+	pr := &PoolRuntime{Layout: layout, dep: d, index: index, local: map[int]*drive.Local{}, drives: make([]erasure.Drive, len(layout.Drives))}
 	for slot, ep := range layout.Drives {
 		if ep.Local {
+			time.Sleep(d.opts.DriveOpenDelay)
 			l, err := drive.OpenLocal(ep.Path, d.opts.Drive)
 			if err != nil {
 				d.opts.Log.Error("drive offline: cannot open", "drive", ep.Path, "err", err)
@@ -196,39 +307,61 @@ func (d *Deployment) setupPool(ctx context.Context, spec PoolSpec, index int) (*
 			d.mu.Lock()
 			d.locals[ep.Path] = l
 			d.mu.Unlock()
-			drives[slot] = l
+			pr.drives[slot] = l
 			continue
 		}
 		p, err := d.peer(ep.Host)
 		if err != nil {
+			pr.closeLocal()
 			return nil, err
 		}
-		drives[slot] = p.Drive(ep.Path)
+		pr.drives[slot] = p.Drive(ep.Path)
 	}
-	if err := d.agree(ctx, pr, drives, index); err != nil {
+	return pr, nil
+}
+
+// buildPool agrees on an opened pool's format with its other nodes and
+// builds its sets.
+func (d *Deployment) buildPool(ctx context.Context, pr *PoolRuntime) error {
+	layout, drives := pr.Layout, pr.drives
+	pr.drives = nil
+	if err := d.agree(ctx, pr, drives, pr.index); err != nil {
 		pr.closeLocal()
-		return nil, err
+		return err
 	}
 	var sets []*erasure.Set
 	for s := 0; s < layout.Sets; s++ {
 		set, err := erasure.NewSet(drives[s*layout.SetSize:(s+1)*layout.SetSize], layout.Parity)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sets = append(sets, set)
 	}
 	pool, err := erasure.NewPool(d.ID, sets)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pr.Entry = erasure.NewPoolEntry(layout.Name, pool, layout.State)
 	d.opts.Log.Info("pool ready", "pool", layout.String(), "deployment", d.ID, "localDrives", len(pr.local), "fresh", len(pr.Fresh))
-	return pr, nil
+	return nil
 }
 
 func (pr *PoolRuntime) closeLocal() {
-	for _, l := range pr.local {
-		_ = l.Close()
+	for slot, l := range pr.local {
+		if l != nil {
+			pr.dep.unregister(pr.Layout.Drives[slot].Path, l)
+			_ = l.Close()
+		}
+	}
+}
+
+// unregister stops serving a local drive that is being closed (unless
+// another one was registered at its path since).
+func (d *Deployment) unregister(path string, l *drive.Local) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.locals[path] == l {
+		delete(d.locals, path)
 	}
 }
 
@@ -302,6 +435,7 @@ func (d *Deployment) agree(ctx context.Context, pr *PoolRuntime, drives []erasur
 				}
 				if err := l.WriteFormat(f); err != nil {
 					d.opts.Log.Error("drive offline: cannot format", "drive", l.Root(), "err", err)
+					d.unregister(layout.Drives[slot].Path, l)
 					_ = l.Close()
 					pr.local[slot] = nil
 					drives[slot] = nil
@@ -384,6 +518,7 @@ func (pr *PoolRuntime) Reopen(ctx context.Context, slot int) (fresh bool, err er
 	set := pr.Entry.Pool.Sets()[slot/l.SetSize]
 	if old := pr.local[slot]; old != nil {
 		set.SetDrive(slot%l.SetSize, nil)
+		pr.dep.unregister(ep.Path, old)
 		_ = old.Close()
 		pr.local[slot] = nil
 	}
@@ -426,7 +561,7 @@ func (pr *PoolRuntime) Reopen(ctx context.Context, slot int) (fresh bool, err er
 }
 
 // Online reports whether a slot's drive can be used: a local drive that is
-// open, or a remote one whose node answers.
+// open, or a remote one whose node answers and says it serves it.
 func (pr *PoolRuntime) Online(slot int) bool {
 	l := pr.Layout
 	d := pr.Entry.Pool.Sets()[slot/l.SetSize].Drives()[slot%l.SetSize]
@@ -434,7 +569,7 @@ func (pr *PoolRuntime) Online(slot int) bool {
 	case nil:
 		return false
 	case *internode.RemoteDrive:
-		return x.Peer().Online()
+		return x.Online()
 	}
 	return true
 }

@@ -35,6 +35,8 @@ type HealResult struct {
 	// Skipped is the number of drives that could not be examined (offline
 	// or failing): the object must be healed again when they return.
 	Skipped int
+	// SkippedDrives has bit i set when the drive at position i was skipped.
+	SkippedDrives uint32
 	// SkipReason is the first such drive's error.
 	SkipReason string
 }
@@ -46,6 +48,7 @@ func (r *HealResult) add(o HealResult) {
 	r.Purged += o.Purged
 	r.Unrecoverable += o.Unrecoverable
 	r.Skipped = max(r.Skipped, o.Skipped)
+	r.SkippedDrives |= o.SkippedDrives
 }
 
 // HealObject brings every online drive of the set to the agreed state of an
@@ -70,12 +73,18 @@ func (s *Set) healObject(ctx context.Context, bucket, object string, deep bool, 
 		return err
 	})
 	skipped := len(errs) - countNil(errs)
+	var skippedDrives uint32
 	reason := ""
 	if skipped > 0 {
 		reason = detail(errs)
+		for pos, err := range errs {
+			if err != nil {
+				skippedDrives |= 1 << pos
+			}
+		}
 	}
 	if countNil(errs) < s.layout.ReadQuorum() {
-		return HealResult{Skipped: skipped, SkipReason: reason}, fmt.Errorf("%w: %d of %d drives answered (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
+		return HealResult{Skipped: skipped, SkippedDrives: skippedDrives, SkipReason: reason}, fmt.Errorf("%w: %d of %d drives answered (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
 	}
 	byKey := map[versionKey][]*drive.Record{}
 	var order []versionKey
@@ -89,7 +98,7 @@ func (s *Set) healObject(ctx context.Context, bucket, object string, deep bool, 
 			byKey[k][pos] = r
 		}
 	}
-	res := HealResult{Skipped: skipped, SkipReason: reason}
+	res := HealResult{Skipped: skipped, SkippedDrives: skippedDrives, SkipReason: reason}
 	var firstErr error
 	for _, k := range order {
 		if settle > 0 && time.Since(time.Unix(0, k.modTime)) < settle {

@@ -303,3 +303,80 @@ func TestHealerRetriesWhenADriveReturns(t *testing.T) {
 		t.Fatalf("the returned drive was not healed: %v", err)
 	}
 }
+
+// TestHealerReportsDrivesBehind: a drive that missed a write while away
+// is reported behind until the object is healed onto it (a maintenance
+// gate must not count it as holding every object before then).
+func TestHealerReportsDrivesBehind(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	up := &atomic.Bool{}
+	up.Store(true)
+	tp.Sets()[0].SetDrive(3, flaky{Drive: tp.drives[3], up: up})
+	h := NewHealer(tp.Pool, HealerOptions{QueueSize: 10, BytesPerSecond: 1 << 30, ScanInterval: time.Hour}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(ctx)
+	if b := h.Behind(); len(b) != 0 {
+		t.Fatalf("behind before anything was missed: %v", b)
+	}
+	up.Store(false)
+	tp.put(t, "missed", randomBytes(1000))
+	waitUntil(t, func() bool { return h.Status().Deferred == 1 })
+	if b := h.Behind(); b[0] != 1<<3 {
+		t.Fatalf("behind with drive 3 away: %v, want set 0: drive 3", b)
+	}
+	up.Store(true) // back, but still without the object until healed
+	waitUntil(t, func() bool { return len(h.Behind()) == 0 })
+	if _, err := tp.drives[3].GetVersion(ctx, "bk", "missed", nil); err != nil {
+		t.Fatalf("reported caught up before the object was healed: %v", err)
+	}
+}
+
+// TestDriveRebuildWaitsForQuorum: a drive rebuild started while its set
+// lacks read quorum (its other nodes still starting) waits for it instead
+// of stopping for good.
+func TestDriveRebuildWaitsForQuorum(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	tp.put(t, "kept", randomBytes(1000))
+	up := &atomic.Bool{}
+	for pos := 1; pos < 4; pos++ {
+		tp.Sets()[0].SetDrive(pos, flakyAll{flaky{Drive: tp.drives[pos], up: up}})
+	}
+	h := NewHealer(tp.Pool, HealerOptions{QueueSize: 10, BytesPerSecond: 1 << 30, ScanInterval: time.Hour}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.HealDrive(ctx, 0, 0)
+	time.Sleep(200 * time.Millisecond)
+	if st := h.Status().Drives[0]; st.Done || st.Error != "" || !h.Healing(0, 0) {
+		t.Fatalf("rebuild without quorum: %+v, want it waiting", st)
+	}
+	if b := h.Behind(); b[0] != 1 {
+		t.Fatalf("a drive being rebuilt is not reported behind: %v", b)
+	}
+	up.Store(true)
+	waitUntil(t, func() bool { return h.Status().Drives[0].Done })
+}
+
+// flakyAll is flaky for every call a walk makes.
+type flakyAll struct{ flaky }
+
+func (f flakyAll) ListBuckets(ctx context.Context) ([]drive.BucketInfo, error) {
+	if !f.up.Load() {
+		return nil, errors.New("node offline")
+	}
+	return f.Drive.ListBuckets(ctx)
+}
+
+func (f flakyAll) StatBucket(ctx context.Context, name string) (drive.BucketInfo, error) {
+	if !f.up.Load() {
+		return drive.BucketInfo{}, errors.New("node offline")
+	}
+	return f.Drive.StatBucket(ctx, name)
+}
+
+func (f flakyAll) WalkObjects(ctx context.Context, bucket, prefix, startAfter string, latestOnly bool, fn func(string, []*drive.Record) bool) error {
+	if !f.up.Load() {
+		return errors.New("node offline")
+	}
+	return f.Drive.WalkObjects(ctx, bucket, prefix, startAfter, latestOnly, fn)
+}

@@ -2,6 +2,7 @@ package erasure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -29,7 +30,12 @@ type Healer struct {
 	queue   chan healItem
 	mu      sync.Mutex
 	pending map[healItem]bool
+	// healing are the queued objects being healed now.
+	healing map[healItem]bool
 	drives  map[drivePos]*DriveHeal
+	// behind has, per set, the positions of the drives that missed objects
+	// deferred since the set's backlog was last empty (Behind).
+	behind map[int]uint32
 	// deferred are objects healed while some of their drives could not be
 	// reached; they are healed again when those drives return.
 	deferred map[healItem]bool
@@ -121,6 +127,8 @@ func NewHealer(pool *Pool, opts HealerOptions, log *slog.Logger) *Healer {
 		pool: pool, log: log, opts: opts,
 		queue:    make(chan healItem, opts.QueueSize),
 		pending:  map[healItem]bool{},
+		healing:  map[healItem]bool{},
+		behind:   map[int]uint32{},
 		drives:   map[drivePos]*DriveHeal{},
 		deferred: map[healItem]bool{},
 		limiter:  rate.NewLimiter(rate.Limit(opts.BytesPerSecond), int(max(opts.BytesPerSecond, 4<<20))),
@@ -138,23 +146,25 @@ func (h *Healer) Enqueue(bucket, object string) {
 }
 
 func (h *Healer) enqueue(set int, bucket, object string) {
-	it := healItem{set, bucket, object}
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.enqueueLocked(healItem{set, bucket, object})
+}
+
+// enqueueLocked queues an object unless it is queued already; h.mu is held
+// (the send does not wait: a full queue drops the object, left to the scan).
+func (h *Healer) enqueueLocked(it healItem) {
 	if h.pending[it] {
-		h.mu.Unlock()
 		return
 	}
 	h.pending[it] = true
-	h.mu.Unlock()
 	h.outstanding.Add(1)
 	select {
 	case h.queue <- it:
 		h.stats.queued.Add(1)
 	default:
 		h.outstanding.Add(-1)
-		h.mu.Lock()
 		delete(h.pending, it)
-		h.mu.Unlock()
 		h.stats.dropped.Add(1)
 	}
 }
@@ -163,10 +173,12 @@ func (h *Healer) enqueue(set int, bucket, object string) {
 // it, the integrity scan heals the rest.
 const maxDeferred = 100000
 
-// defer remembers an object to heal again when its missing drives return.
-func (h *Healer) deferHeal(it healItem) {
+// defer remembers an object to heal again when its missing drives return
+// (missed: their positions).
+func (h *Healer) deferHeal(it healItem, missed uint32) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.behind[it.set] |= missed
 	if len(h.deferred) >= maxDeferred {
 		h.stats.dropped.Add(1)
 		return
@@ -198,22 +210,23 @@ func (h *Healer) watchReturns(ctx context.Context) {
 			if returned == 0 && tick%30 != 0 {
 				continue
 			}
+			// Moved to the queue under the lock: Behind never sees the
+			// objects in neither place.
 			h.mu.Lock()
-			var items []healItem
+			n, first := 0, ""
 			for it := range h.deferred {
 				if it.set == i {
-					items = append(items, it)
+					if n == 0 {
+						first = it.bucket + "/" + it.object
+					}
+					n++
 					delete(h.deferred, it)
+					h.enqueueLocked(it)
 				}
 			}
-			h.outstanding.Add(int64(len(items))) // counted until queued
 			h.mu.Unlock()
-			if len(items) > 0 {
-				h.log.Info("healing again what drives missed while away", "set", i, "objects", len(items), "first", items[0].bucket+"/"+items[0].object)
-			}
-			for _, it := range items {
-				h.enqueue(it.set, it.bucket, it.object)
-				h.outstanding.Add(-1)
+			if n > 0 {
+				h.log.Info("healing again what drives missed while away", "set", i, "objects", n, "first", first)
 			}
 		}
 	}
@@ -230,10 +243,14 @@ func (h *Healer) Run(ctx context.Context) {
 		case it := <-h.queue:
 			h.mu.Lock()
 			delete(h.pending, it)
+			h.healing[it] = true
 			h.mu.Unlock()
 			// Queued objects were found damaged or missed a write: their
 			// shards are read and verified, not just counted.
 			h.healOne(ctx, it, true, 0)
+			h.mu.Lock()
+			delete(h.healing, it)
+			h.mu.Unlock()
 			h.outstanding.Add(-1)
 		}
 	}
@@ -252,7 +269,7 @@ func (h *Healer) healOne(ctx context.Context, it healItem, deep bool, settle tim
 	h.stats.purged.Add(int64(res.Purged))
 	if res.Skipped > 0 {
 		h.log.Debug("heal deferred until drives return", "bucket", it.bucket, "object", it.object, "drives", res.Skipped, "reason", res.SkipReason)
-		h.deferHeal(it)
+		h.deferHeal(it, res.SkippedDrives)
 	}
 	if err != nil {
 		h.stats.failed.Add(1)
@@ -269,16 +286,37 @@ func (h *Healer) HealDrive(ctx context.Context, set, index int) {
 	h.drives[drivePos{set, index}] = dh
 	h.mu.Unlock()
 	go func() {
-		err := h.walkSet(ctx, set, false, func() { dh.Objects.Add(1) })
-		if err != nil {
-			dh.Err.Store(err.Error())
-			h.log.Error("drive heal stopped", "set", set, "index", index, "err", err)
-			return
+		// A set that lacks quorum now (its other nodes still starting, say)
+		// is waited for: the drive would otherwise stay unhealed until the
+		// next integrity scan.
+		wait := time.Second
+		for {
+			err := h.walkSet(ctx, set, false, func() { dh.Objects.Add(1) })
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil || !errors.Is(err, ErrReadQuorum) && !errors.Is(err, ErrWriteQuorum) {
+				dh.Err.Store(err.Error())
+				h.log.Error("drive heal stopped", "set", set, "index", index, "err", err)
+				return
+			}
+			h.log.Warn("drive heal waits for its set's drives", "set", set, "index", index, "retryIn", wait, "err", err)
+			select {
+			case <-ctx.Done():
+				dh.Err.Store(ctx.Err().Error())
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, maxDriveHealWait)
 		}
 		dh.Done.Store(true)
 		h.log.Info("drive healed", "set", set, "index", index, "objects", dh.Objects.Load())
 	}()
 }
+
+// maxDriveHealWait bounds the pause between two tries of a drive rebuild
+// whose set lacks quorum.
+const maxDriveHealWait = 30 * time.Second
 
 // walkSet heals every object of a set's buckets (deep: reading shards),
 // at the healer's rate.
@@ -404,6 +442,37 @@ func (h *Healer) Status() HealStatus {
 	}
 	h.mu.Unlock()
 	return st
+}
+
+// Behind reports, per set, the positions of the drives that lack objects
+// this healer has still to rebuild on them: drives that missed writes
+// while they were away (the objects deferred, queued or being healed) and
+// drives being rebuilt. Sets with none are left out. A node's maintenance
+// gate counts these drives as not holding every object. Objects dropped
+// past maxDeferred are not known here (the scan heals them).
+func (h *Healer) Behind() map[int]uint32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	busy := map[int]bool{}
+	for _, items := range []map[healItem]bool{h.deferred, h.pending, h.healing} {
+		for it := range items {
+			busy[it.set] = true
+		}
+	}
+	out := map[int]uint32{}
+	for set, missed := range h.behind {
+		if !busy[set] {
+			delete(h.behind, set) // the backlog drained: caught up
+			continue
+		}
+		out[set] = missed
+	}
+	for pos, d := range h.drives {
+		if !d.Done.Load() && d.Err.Load() == nil {
+			out[pos.set] |= 1 << pos.index
+		}
+	}
+	return out
 }
 
 // Healing reports whether a drive is being rebuilt.

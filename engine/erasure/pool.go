@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"sort"
 	"sync"
 	"time"
@@ -322,4 +323,15 @@ func (p *Pool) ListObjectVersions(ctx context.Context, bucket, prefix, keyMarker
 func (p *Pool) String() string {
 	l := p.sets[0].layout
 	return fmt.Sprintf("%d sets of %d+%d", len(p.sets), l.Data, l.Parity)
+}
+
+// writable reports whether every set of the pool has write quorum of
+// drives that can be used now (online, and on a node that serves them).
+func (p *Pool) writable() bool {
+	for _, s := range p.sets {
+		if bits.OnesCount32(s.onlineMask()) < s.layout.WriteQuorum() {
+			return false
+		}
+	}
+	return true
 }

@@ -3,6 +3,7 @@ package erasure
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"sync"
@@ -214,31 +215,35 @@ func (ps *Pools) DeleteBucket(ctx context.Context, name string) error {
 }
 
 // HealBuckets copies the first pool's buckets to pools that miss them (a
-// pool added later).
+// pool added later). A pool that cannot tell whether it has a bucket (its
+// drives do not answer yet) is an error, so the caller tries again.
 func (ps *Pools) HealBuckets(ctx context.Context) error {
 	buckets, err := ps.first().ListBuckets(ctx)
 	if err != nil {
 		return err
 	}
 	src := ps.first()
+	var errs []error
 	for _, e := range ps.live() {
 		if e.Pool == src {
 			continue
 		}
 		for _, b := range buckets {
-			if _, err := e.Pool.readBucket(ctx, b.Name); errors.Is(err, ErrBucketNotFound) {
+			_, err := e.Pool.readBucket(ctx, b.Name)
+			if errors.Is(err, ErrBucketNotFound) {
 				err = e.Pool.forEachSet(func(s *Set) error {
 					errs := s.forEach(func(_ int, d Drive) error { return d.SetBucket(committing(ctx), b) })
 					return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), ErrWriteQuorum))
 				})
-				if err != nil {
-					return err
-				}
 				e.Pool.ForgetBucket(b.Name)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("pool %s, bucket %s: %w", e.Name, b.Name, err))
+				break // this pool does not answer now; the next one may
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // fullFraction is how full a drive may be before its pool takes no new
@@ -282,17 +287,27 @@ func (e *PoolEntry) freeSpace(ctx context.Context) (uint64, bool) {
 var ErrNoPoolSpace = errors.New("no pool has room for new objects (every active pool has a drive over 85% full)")
 
 // placement picks the pool of a new object: weighted by free space among
-// active pools that are not full.
+// active pools that are not full, and among those, the pools whose every
+// set can reach write quorum now (when any can): a pool whose servers are
+// still starting, or do not yet know the pool (a pool just added to the
+// topology), would only refuse the write.
 func (ps *Pools) placement(ctx context.Context) (*PoolEntry, error) {
 	var candidates []*PoolEntry
 	var weights []uint64
 	var total uint64
+	writableSeen := false
 	for _, e := range ps.Entries() {
 		if e.State() != StateActive {
 			continue
 		}
 		free, full := e.freeSpace(ctx)
 		if full {
+			continue
+		}
+		switch writable := e.Pool.writable(); {
+		case writable && !writableSeen:
+			candidates, weights, total, writableSeen = nil, nil, 0, true
+		case !writable && writableSeen:
 			continue
 		}
 		candidates = append(candidates, e)

@@ -2,6 +2,7 @@ package erasure
 
 import (
 	"bytes"
+	"sync/atomic"
 	"testing"
 )
 
@@ -37,5 +38,54 @@ func TestDecommissionedPoolWithItsDrivesGoneIsLeftOut(t *testing.T) {
 	}
 	if err := ps.DeleteBucket(t.Context(), "photos"); err != nil {
 		t.Fatalf("delete bucket: %v", err)
+	}
+}
+
+// A pool whose drives cannot all be used yet (its servers starting, or
+// not yet aware of the pool) takes no new objects while another pool can
+// take them; with no such pool, placement is as before.
+func TestNewObjectsAvoidAPoolWithoutWriteQuorum(t *testing.T) {
+	ready, coming := newTestPool(t, 1, 4, 2), newTestPool(t, 1, 4, 2)
+	up := &atomic.Bool{}
+	for pos := 1; pos < 4; pos++ {
+		coming.Sets()[0].SetDrive(pos, flaky{Drive: coming.drives[pos], up: up})
+	}
+	ps := NewPools(NewPoolEntry("coming", coming.Pool, StateActive), NewPoolEntry("ready", ready.Pool, StateActive))
+	for i := 0; i < 20; i++ {
+		e, err := ps.placement(t.Context())
+		if err != nil || e.Name != "ready" {
+			t.Fatalf("placement with pool coming at 1 of 4 drives: %v, %v", e.Name, err)
+		}
+	}
+	for pos := 0; pos < 4; pos++ {
+		ready.Sets()[0].SetDrive(pos, nil)
+	}
+	if _, err := ps.placement(t.Context()); err != nil {
+		t.Fatalf("placement with no pool writable: %v", err)
+	}
+}
+
+// Copying bucket records to a pool whose drives do not answer yet is an
+// error (its caller tries again), and succeeds once they answer.
+func TestBucketsReachAPoolOnceItAnswers(t *testing.T) {
+	first, added := newTestPool(t, 1, 4, 2), newTestPool(t, 1, 4, 2)
+	ps := NewPools(NewPoolEntry("first", first.Pool, StateActive))
+	if err := ps.MakeBucket(t.Context(), "photos"); err != nil {
+		t.Fatal(err)
+	}
+	up := &atomic.Bool{}
+	for pos := 0; pos < 4; pos++ {
+		added.Sets()[0].SetDrive(pos, flakyAll{flaky{Drive: added.drives[pos], up: up}})
+	}
+	ps.Add(NewPoolEntry("added", added.Pool, StateActive))
+	if err := ps.HealBuckets(t.Context()); err == nil {
+		t.Fatal("buckets copied to a pool whose drives do not answer")
+	}
+	up.Store(true)
+	if err := ps.HealBuckets(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.UpdateBucket(t.Context(), "photos", func(b *BucketInfo) { b.Tags = map[string]string{"k": "v"} }); err != nil {
+		t.Fatalf("changing the bucket once it reached every pool: %v", err)
 	}
 }

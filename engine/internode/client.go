@@ -58,8 +58,15 @@ type Peer struct {
 	online  atomic.Bool
 	offline atomic.Uint64 // times the peer was marked offline
 	version atomic.Int32  // the peer's protocol, learned from pings
+	served  atomic.Pointer[servedDrives]
 	pinging atomic.Bool
 	closed  chan struct{}
+}
+
+// servedDrives is what a peer last said of its drives (pingAnswer).
+type servedDrives struct {
+	starting bool
+	paths    map[string]bool
 }
 
 // NewPeer returns the client of the node whose S3 address is host,
@@ -116,7 +123,7 @@ func (p *Peer) heartbeat() {
 			continue // the reconnect pinger runs
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := p.ping(ctx)
+		err := p.ping(ctx, nil)
 		cancel()
 		if err != nil {
 			p.markOffline(err)
@@ -139,18 +146,61 @@ func (p *Peer) OfflineEvents() uint64 { return p.offline.Load() }
 // Version is the protocol used with the peer: the lower of both sides.
 func (p *Peer) Version() int { return min(int(p.version.Load()), p.opts.Version) }
 
-// Ping asks the peer for its protocol version; it marks the peer online
-// or offline.
+// Serves reports whether the peer serves the drive at path, as it said at
+// its last ping: a node still starting serves none for this purpose (its
+// peers may not all use it yet), nor one that lacks the drive (it did not
+// open). A node that says nothing of its drives (an older build, or not
+// pinged yet) serves them all.
+func (p *Peer) Serves(path string) bool {
+	s := p.served.Load()
+	return s == nil || (!s.starting && s.paths[path])
+}
+
+// Ping asks the peer for its protocol version and drives; it marks the
+// peer online or offline.
 func (p *Peer) Ping(ctx context.Context) error {
-	var out struct{ Protocol int }
+	var out pingAnswer
 	err := p.call(ctx, opPing.name, nil, nil, false, // a liveness check answers at once: no retries
 		func(r io.Reader) error { return json.NewDecoder(r).Decode(&out) })
 	if err != nil {
 		return err
 	}
-	p.version.Store(int32(out.Protocol))
-	p.online.Store(true)
+	p.pinged(out)
 	return nil
+}
+
+// Check pings the peer now, whether or not it is held offline, and marks
+// it offline when it does not answer: a view of now, for a node that says
+// it is back or for a decision that must not rest on the last heartbeat.
+func (p *Peer) Check(ctx context.Context) error {
+	err := p.ping(ctx, nil)
+	if transportErr(err) {
+		p.markOffline(err)
+	}
+	return err
+}
+
+// Hello tells the peer that this node, known as from in the topology, is
+// back and serves its drives: a peer of this build pings it back before
+// answering (an older one takes it as a ping).
+func (p *Peer) Hello(ctx context.Context, from string) error {
+	return p.ping(ctx, url.Values{"from": {from}})
+}
+
+// pinged records a ping's answer: the peer answers.
+func (p *Peer) pinged(a pingAnswer) {
+	p.version.Store(int32(a.Protocol))
+	var s *servedDrives
+	if a.Drives != nil {
+		s = &servedDrives{starting: a.Starting, paths: map[string]bool{}}
+		for _, path := range *a.Drives {
+			s.paths[path] = true
+		}
+	}
+	p.served.Store(s)
+	if !p.online.Swap(true) {
+		p.opts.Log.Info("node back online", "node", p.Host, "protocol", a.Protocol)
+	}
 }
 
 // markOffline records that the peer stopped answering and pings it until
@@ -178,10 +228,9 @@ func (p *Peer) markOffline(err error) {
 			case <-t.C:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			err := p.ping(ctx)
+			err := p.ping(ctx, nil)
 			cancel()
 			if err == nil {
-				p.opts.Log.Info("node back online", "node", p.Host, "protocol", p.version.Load())
 				return
 			}
 		}
@@ -196,15 +245,14 @@ func (p *Peer) currentEpoch() context.Context {
 	return p.epoch
 }
 
-// ping is Ping without the offline short-cut.
-func (p *Peer) ping(ctx context.Context) error {
-	var out struct{ Protocol int }
-	err := p.do(ctx, opPing.name, nil, nil, nil, func(r io.Reader) error { return json.NewDecoder(r).Decode(&out) })
+// ping is Ping without the offline short-cut, with the query q.
+func (p *Peer) ping(ctx context.Context, q url.Values) error {
+	var out pingAnswer
+	err := p.do(ctx, opPing.name, q, nil, nil, func(r io.Reader) error { return json.NewDecoder(r).Decode(&out) })
 	if err != nil {
 		return err
 	}
-	p.version.Store(int32(out.Protocol))
-	p.online.Store(true)
+	p.pinged(out)
 	return nil
 }
 
@@ -311,17 +359,25 @@ func (p *Peer) do(ctx context.Context, op string, q url.Values, body []byte, str
 		return err
 	}
 	sign(req, p.opts.Secret, p.Version(), sum)
+	p.addressed(req)
 	resp, err := p.hc.Do(req)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	return p.answer(resp, out)
+	err = p.answer(resp, out)
+	resp.Body.Close()
+	if errors.Is(err, ErrWrongNode) {
+		p.hc.CloseIdleConnections() // the next call dials, resolving the name again
+	}
+	return err
 }
 
 func (p *Peer) answer(resp *http.Response, out func(io.Reader) error) error {
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if err := wrongNode(resp, string(bytes.TrimSpace(msg))); err != nil {
+			return err
+		}
 		if code := resp.Header.Get(hdrError); code != "" {
 			return decodeError(code, string(bytes.TrimSpace(msg)))
 		}

@@ -454,6 +454,7 @@ func (p *Peer) dialFrames(ctx context.Context) (*frameConn, error) {
 	}
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", framesUpgrade)
+	p.addressed(req)
 	sign(req, p.opts.Secret, p.Version(), bodySum(nil))
 	br := bufio.NewReader(conn)
 	if err := req.Write(conn); err != nil {

@@ -30,8 +30,9 @@ var (
 	_ erasure.Batched = (*RemoteDrive)(nil)
 )
 
-// Online implements erasure.Liveness.
-func (d *RemoteDrive) Online() bool { return d.peer.Online() }
+// Online implements erasure.Liveness: the node answers and says it serves
+// the drive.
+func (d *RemoteDrive) Online() bool { return d.peer.Online() && d.peer.Serves(d.path) }
 
 // Batcher implements erasure.Batched.
 func (d *RemoteDrive) Batcher() erasure.NodeBatcher { return d.peer.batcher() }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/strata-storage/strata/engine/drive"
 )
@@ -35,6 +36,17 @@ type Server struct {
 	NoSync bool
 	// Node answers node-level requests (status, pool state); nil: none.
 	Node NodeHooks
+	// Served reports, for pings, the paths of the drives this node serves
+	// and whether it is still starting; nil: not reported (peers then
+	// count every drive of the node, as with older builds).
+	Served func() (paths []string, starting bool)
+	// Names are this node's hosts in the topology: a request for another
+	// node is refused (identity.go). nil or empty: not checked.
+	Names func() []string
+	// OnHello is told that the node known as host in the topology is back
+	// (a ping with from=host); it pings that node back before the ping is
+	// answered. nil: ignored.
+	OnHello func(ctx context.Context, host string)
 
 	// The framed channels served (see frames.go).
 	connMu sync.Mutex
@@ -67,6 +79,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	v, _ := strconv.Atoi(r.Header.Get(hdrProtocol))
 	if v < MinProtocol || v > s.Version {
 		http.Error(w, fmt.Sprintf("internode protocol %d not served (this node speaks %d..%d)", v, MinProtocol, s.Version), http.StatusUpgradeRequired)
+		return
+	}
+	if why := s.misdirected(r); why != "" {
+		http.Error(w, why, http.StatusMisdirectedRequest)
 		return
 	}
 	op := strings.TrimPrefix(r.URL.Path, Prefix)
@@ -132,8 +148,34 @@ func (s *Server) handle(name string, w http.ResponseWriter, r *http.Request) err
 	return o.handle(s, d, w, r)
 }
 
-func (s *Server) ping(w http.ResponseWriter, _ *http.Request) error {
-	return writeJSON(w, map[string]int{"protocol": s.Version})
+// pingAnswer is what a node says of itself to a ping: its protocol, and
+// (from this build on) the drives it serves and whether it is still
+// starting. An older node sends the protocol alone; an older client reads
+// it alone.
+type pingAnswer struct {
+	Protocol int       `json:"protocol"`
+	Drives   *[]string `json:"drives,omitempty"`
+	Starting bool      `json:"starting,omitempty"`
+}
+
+// helloTimeout bounds the ping back to a node that says it is back.
+const helloTimeout = 2 * time.Second
+
+func (s *Server) ping(w http.ResponseWriter, r *http.Request) error {
+	if from := r.URL.Query().Get("from"); from != "" && s.OnHello != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), helloTimeout)
+		s.OnHello(ctx, from)
+		cancel()
+	}
+	a := pingAnswer{Protocol: s.Version}
+	if s.Served != nil {
+		paths, starting := s.Served()
+		if paths == nil {
+			paths = []string{} // none, which null would not say
+		}
+		a.Drives, a.Starting = &paths, starting
+	}
+	return writeJSON(w, a)
 }
 
 func (s *Server) bucketChanged(_ http.ResponseWriter, r *http.Request) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/strata-storage/strata/engine/admin"
@@ -64,15 +65,108 @@ func writeQuorum(l cluster.PoolLayout) int {
 
 // ClusterHealthy implements health.Checker: every set has write quorum;
 // with maintenance, it would keep it with this node down (the operator's
-// upgrade gate).
+// upgrade gate). The gate pings every peer first, so it answers from what
+// the peers say now: a node that stopped a moment ago (before the next
+// heartbeat) or that no longer serves a drive is not counted.
 func (n *Node) ClusterHealthy(maintenance bool) (bool, string) {
+	if maintenance {
+		n.checkPeers()
+	}
 	if ok, why := n.quorum(false, writeQuorum); !ok {
 		return false, why
 	}
 	if maintenance {
-		return n.quorum(true, writeQuorum)
+		if ok, why := n.quorum(true, writeQuorum); !ok {
+			return false, why
+		}
+		return n.readableWithout()
 	}
 	return true, ""
+}
+
+// readableWithout checks that every set keeps read quorum without this
+// node's drives counting only drives that hold every object: not a drive
+// that a node still has writes to heal onto (it missed them while away)
+// nor one being rebuilt. With one node's drives equal to a set's parity,
+// an object written while another node was away has no copy to spare
+// until that node has caught up.
+func (n *Node) readableWithout() (bool, string) {
+	ctx, cancel := context.WithTimeout(n.bg, gatePingTimeout)
+	defer cancel()
+	behind := map[string]map[int]uint32{}
+	add := func(b map[string]map[int]uint32) {
+		for pool, sets := range b {
+			if behind[pool] == nil {
+				behind[pool] = map[int]uint32{}
+			}
+			for set, missed := range sets {
+				behind[pool][set] |= missed
+			}
+		}
+	}
+	add(n.behind())
+	for _, st := range n.remoteStatus(ctx) {
+		add(st.Behind)
+	}
+	for _, pr := range n.dep.PoolRuntimes() {
+		if pr.Entry.State() == erasure.StateDecommissioned {
+			continue
+		}
+		l := pr.Layout
+		need := l.SetSize - l.Parity
+		for s := 0; s < l.Sets; s++ {
+			whole, lagging := 0, 0
+			for i := 0; i < l.SetSize; i++ {
+				slot := s*l.SetSize + i
+				if l.Drives[slot].Local || !pr.Online(slot) {
+					continue
+				}
+				if behind[l.Name][s]&(1<<i) != 0 {
+					lagging++
+					continue
+				}
+				whole++
+			}
+			if whole < need {
+				return false, fmt.Sprintf("pool %s set %d would have %d drives holding every object without this node, %d needed: %d still heal what they missed",
+					l.Name, s, whole, need, lagging)
+			}
+		}
+	}
+	return true, ""
+}
+
+// behind is what this node's healers have still to rebuild, by pool and
+// set (erasure.Healer.Behind).
+func (n *Node) behind() map[string]map[int]uint32 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := map[string]map[int]uint32{}
+	for pool, h := range n.healers {
+		if b := h.Behind(); len(b) > 0 {
+			out[pool] = b
+		}
+	}
+	return out
+}
+
+// gatePingTimeout bounds the pings of the maintenance gate (the operator
+// waits 5 s for its answer).
+const gatePingTimeout = 2 * time.Second
+
+// checkPeers pings every peer at once (Peer.Check).
+func (n *Node) checkPeers() {
+	ctx, cancel := context.WithTimeout(n.bg, gatePingTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, p := range n.dep.Peers() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = p.Check(ctx)
+		}()
+	}
+	wg.Wait()
 }
 
 // driveState names a slot's state as this node sees it.
@@ -129,10 +223,14 @@ func (n *Node) Info(ctx context.Context) admin.Info {
 	return info
 }
 
-// nodeStatus is what a node says of itself to its peers.
+// nodeStatus is what a node says of itself to its peers. Behind came
+// later: an older node does not send it.
 type nodeStatus struct {
 	Drives map[string]driveStatus  `json:"drives"`
 	Drains map[string][]drainEntry `json:"drains"`
+	// Behind: by pool and set, the positions of the drives this node has
+	// objects to heal onto (erasure.Healer.Behind).
+	Behind map[string]map[int]uint32 `json:"behind,omitempty"`
 }
 
 type driveStatus struct {
@@ -143,7 +241,7 @@ type driveStatus struct {
 
 // NodeStatus implements internode.NodeHooks.
 func (n *Node) NodeStatus(ctx context.Context) any {
-	st := nodeStatus{Drives: map[string]driveStatus{}, Drains: n.localDrains()}
+	st := nodeStatus{Drives: map[string]driveStatus{}, Drains: n.localDrains(), Behind: n.behind()}
 	for _, pr := range n.dep.PoolRuntimes() {
 		for _, slot := range pr.LocalSlots() {
 			ds := driveStatus{State: n.driveState(pr, slot)}

@@ -79,7 +79,10 @@ type Config struct {
 	// ShutdownDelay is how long readiness is reported down before the
 	// listener stops, so load balancers stop sending new requests first.
 	ShutdownDelay time.Duration
-	Log           *slog.Logger
+	// DriveOpenDelay is waited before each local drive is opened (a test
+	// seam: STRATA_TEST_DRIVE_OPEN_DELAY).
+	DriveOpenDelay time.Duration
+	Log            *slog.Logger
 }
 
 // Node is a running server.
@@ -89,7 +92,10 @@ type Node struct {
 	started  time.Time
 	ready    atomic.Bool
 	stopping atomic.Bool
-	bg       context.Context
+	// announced: every peer that answers was told this node is back
+	// (announce); until then its pings say it is starting.
+	announced atomic.Bool
+	bg        context.Context
 
 	// What the listeners hold, for GET tls: the S3 leaf, the internode
 	// TLS (nil unless clustered with TLS), the CAs trusted (nil without
@@ -129,7 +135,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	dep := cluster.NewDeployment(cluster.Options{
 		Locality: locality(cfg, 3*time.Minute), InternodePort: cfg.InternodePort,
-		Drive: drive.Options{NoSync: cfg.NoSync, Log: log}, Peer: peerOpts, Log: log,
+		Drive: drive.Options{NoSync: cfg.NoSync, Log: log}, Peer: peerOpts, Log: log, DriveOpenDelay: cfg.DriveOpenDelay,
 	})
 	defer dep.Close()
 	bg, stopBg := context.WithCancel(context.Background())
@@ -137,8 +143,13 @@ func Run(ctx context.Context, cfg Config) error {
 	n := &Node{cfg: cfg, dep: dep, started: time.Now(), bg: bg, healers: map[string]*erasure.Healer{}, healerStops: map[string]context.CancelFunc{}, drains: map[drainKey]*drainState{},
 		served: &s3front.ServedCertificate{}, internodeTLS: itls, trust: trusted(cfg, itls)}
 
-	// Peers ask for this node's drives while the deployment agrees on its
-	// format, so the internode service starts first.
+	// This node's drives are open before the internode service answers
+	// anyone (a peer is never told a drive is not served while it is being
+	// opened); the service then runs while the deployment agrees on its
+	// format, as peers ask for this node's drives' formats.
+	if err := dep.Open(cfg.Topology); err != nil {
+		return err
+	}
 	if clustered(cfg.Topology) {
 		srv := &internode.Server{Drive: dep.LocalDrive, Secret: secret, Version: cfg.InternodeProtocol, Log: log, NoSync: cfg.NoSync,
 			OnBucketChanged: func(b string) {
@@ -146,16 +157,20 @@ func Run(ctx context.Context, cfg Config) error {
 					dep.Pools.ForgetBucket(b)
 				}
 			},
-			Node: n}
+			Served:  func() ([]string, bool) { return dep.ServedDrives(), !n.announced.Load() },
+			Names:   dep.LocalHosts,
+			OnHello: n.helloFrom,
+			Node:    n}
 		stop, err := serveInternode(cfg.Address, cfg.InternodePort, srv, itls, log)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	if err := dep.Bootstrap(ctx, cfg.Topology); err != nil {
+	if err := dep.Bootstrap(ctx); err != nil {
 		return err
 	}
+	n.announce(ctx)
 	dep.Pools.OnBucketChange = func(b string) {
 		for _, p := range dep.Peers() {
 			go func() { _ = p.NotifyBucketChanged(bg, b) }()
@@ -291,6 +306,50 @@ func serveInternode(address string, port int, srv *internode.Server, itls *inter
 		_ = hs.Close()
 		srv.Close()
 	}, nil
+}
+
+// announceTimeout bounds announce: a peer that does not answer is not
+// waited for (it finds this node at its next ping).
+const announceTimeout = 5 * time.Second
+
+// announce tells every peer that this node is back, by name, and waits
+// until each that answers has pinged it back (helloFrom): a peer that held
+// it offline would otherwise find it only at its next ping, and meanwhile
+// count its drives as lost while another peer already counts them, so a
+// maintenance gate asked there could let a second node go. Until then this
+// node's pings say it is starting, so no peer's gate counts its drives.
+func (n *Node) announce(ctx context.Context) {
+	defer n.announced.Store(true)
+	hosts := n.dep.LocalHosts()
+	peers := n.dep.Peers()
+	if len(hosts) == 0 || len(peers) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, announceTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, p := range peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, h := range hosts {
+				if err := p.Hello(ctx, h); err != nil {
+					n.cfg.Log.Debug("peer not told this node is back", "peer", p.Host, "err", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// helloFrom answers a peer that says it is back: it is pinged at once.
+func (n *Node) helloFrom(ctx context.Context, host string) {
+	if p := n.dep.Peer(host); p != nil {
+		if err := p.Check(ctx); err != nil {
+			n.cfg.Log.Warn("a node said it is back but does not answer", "node", host, "err", err)
+		}
+	}
 }
 
 // startPool starts the healer of a pool and rebuilds its fresh drives.

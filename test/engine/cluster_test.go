@@ -90,6 +90,15 @@ func (c *cluster) writeTopology(pools ...map[string]any) {
 // are ready.
 func (c *cluster) start(nodes []int) {
 	c.t.Helper()
+	c.launch(nodes)
+	for _, n := range nodes {
+		c.nodes[n].waitReady()
+	}
+}
+
+// launch starts the given nodes (processes) without waiting for them.
+func (c *cluster) launch(nodes []int) {
+	c.t.Helper()
 	for _, n := range nodes {
 		s := &server{t: c.t, addr: net.JoinHostPort(c.ip(n), strconv.Itoa(c.port)), env: c.env[n], bin: c.bins[n]}
 		if c.net != nil {
@@ -117,9 +126,6 @@ func (c *cluster) start(nodes []int) {
 				c.t.Logf("node %s log: %s", s.addr, f)
 			}
 		})
-	}
-	for _, n := range nodes {
-		c.nodes[n].waitReady()
 	}
 }
 
