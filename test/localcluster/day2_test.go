@@ -33,14 +33,10 @@ import (
 // before retries (what a client with retries off would have seen) and p99
 // latency during the step against steady state.
 func TestExpansionUnderLoad(t *testing.T) {
-	if os.Getenv("STRATA_DAY2") != "1" {
-		// Not in `make test` yet: it fails on main (issue 16, open). The
-		// new pool's servers answer "drive not served by that node" for
-		// seconds after the pool is Ready, so PUTs lose write quorum (503
-		// SlowDown past the SDK's retries) and a multipart upload begun
-		// then is not found at completion (404 NoSuchUpload).
-		t.Skip("issue 16: fails on main today; run it with `make day2-e2e`")
-	}
+	// It fails on main (issue 16, open): since 81c4828 no write is lost,
+	// but GETs right after PUTs answer NoSuchKey while the nodes load the
+	// new topology at different times.
+	day2Only(t)
 	assets, imagesDir := prerequisites(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -89,9 +85,7 @@ func TestExpansionUnderLoad(t *testing.T) {
 // fail with the SDK's standard retries, and every server ends on the image
 // asked for.
 func TestRollingUpgradeUnderLoad(t *testing.T) {
-	if os.Getenv("STRATA_DAY2") != "1" {
-		t.Skip("issue 16: runs with `make day2-e2e` until the day-2 scenarios pass")
-	}
+	day2Only(t)
 	assets, imagesDir := prerequisites(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -172,9 +166,7 @@ func serversRun(ctx context.Context, kc client.Client, ns, image string) error {
 // may fail with the SDK's standard retries, and every object written before
 // and during the drain is read back from the remaining pool.
 func TestDecommissionUnderLoad(t *testing.T) {
-	if os.Getenv("STRATA_DAY2") != "1" {
-		t.Skip("issue 16: runs with `make day2-e2e` until the day-2 scenarios pass")
-	}
+	day2Only(t)
 	assets, imagesDir := prerequisites(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -221,6 +213,18 @@ func TestDecommissionUnderLoad(t *testing.T) {
 	}
 	readBack(ctx, t, c.in, "drain", l)
 	c.down(t, c.in.S3URL)
+}
+
+// day2Only skips a day-2 scenario outside `make day2-e2e` (STRATA_DAY2=1).
+// They are not in `make test` yet: the expansion one fails on main, and
+// each starts a cluster of its own (2.5-4 min) while `make test` is already
+// at about 29 minutes; they join it on one shared cluster once all pass
+// (issue 16).
+func day2Only(t *testing.T) {
+	t.Helper()
+	if os.Getenv("STRATA_DAY2") != "1" {
+		t.Skip("issue 16: a day-2 scenario, run by `make day2-e2e` (not yet in `make test`)")
+	}
 }
 
 // extraPool is a pool like the demo's: four servers of two drives, one per
