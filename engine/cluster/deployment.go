@@ -187,10 +187,12 @@ func (d *Deployment) AddPool(ctx context.Context, spec PoolSpec, index int) (*Po
 	if err := d.buildPool(ctx, pr); err != nil {
 		return nil, err
 	}
+	// In the namespace before in the pools this node reports: a peer told
+	// this node knows the pool may place objects there at once.
+	d.Pools.Add(pr.Entry)
 	d.mu.Lock()
 	d.pools = append(d.pools, pr)
 	d.mu.Unlock()
-	d.Pools.Add(pr.Entry)
 	go d.copyBuckets(ctx)
 	return pr, nil
 }
@@ -216,6 +218,18 @@ func (d *Deployment) copyBuckets(ctx context.Context) {
 		}
 		wait = min(2*wait, 30*time.Second)
 	}
+}
+
+// PoolNames lists the pools this node reads and writes, which its pings
+// report to its peers.
+func (d *Deployment) PoolNames() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.pools))
+	for _, p := range d.pools {
+		out = append(out, p.Layout.Name)
+	}
+	return out
 }
 
 // RemovePool takes a decommissioned pool out of the deployment: out of the

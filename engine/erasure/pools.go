@@ -20,6 +20,11 @@ type Pools struct {
 	// OnBucketChange is told when a bucket is created, changed or
 	// removed here, so peers drop their cached record; nil: nobody.
 	OnBucketChange func(bucket string)
+	// KnownEverywhere reports whether every node that serves reads knows
+	// the pool named (a pool just added to the topology is not known to a
+	// node that has not loaded it yet, which would not find an object put
+	// there); nil: always. Set before the pools serve.
+	KnownEverywhere func(pool string) bool
 }
 
 // PoolEntry is one pool of the deployment.
@@ -287,15 +292,16 @@ func (e *PoolEntry) freeSpace(ctx context.Context) (uint64, bool) {
 var ErrNoPoolSpace = errors.New("no pool has room for new objects (every active pool has a drive over 85% full)")
 
 // placement picks the pool of a new object: weighted by free space among
-// active pools that are not full, and among those, the pools whose every
-// set can reach write quorum now (when any can): a pool whose servers are
-// still starting, or do not yet know the pool (a pool just added to the
-// topology), would only refuse the write.
+// active pools that are not full, and among those, the ones known to every
+// node (when any is), and among those, the pools whose every set can reach
+// write quorum now (when any can): an object in a pool some node does not
+// know yet would be missing from that node's reads, and a pool whose
+// servers are still starting would only refuse the write.
 func (ps *Pools) placement(ctx context.Context) (*PoolEntry, error) {
 	var candidates []*PoolEntry
 	var weights []uint64
 	var total uint64
-	writableSeen := false
+	best := -1
 	for _, e := range ps.Entries() {
 		if e.State() != StateActive {
 			continue
@@ -304,10 +310,17 @@ func (ps *Pools) placement(ctx context.Context) (*PoolEntry, error) {
 		if full {
 			continue
 		}
-		switch writable := e.Pool.writable(); {
-		case writable && !writableSeen:
-			candidates, weights, total, writableSeen = nil, nil, 0, true
-		case !writable && writableSeen:
+		rank := 0
+		if ps.KnownEverywhere == nil || ps.KnownEverywhere(e.Name) {
+			rank += 2
+		}
+		if e.Pool.writable() {
+			rank++
+		}
+		switch {
+		case rank > best:
+			candidates, weights, total, best = nil, nil, 0, rank
+		case rank < best:
 			continue
 		}
 		candidates = append(candidates, e)

@@ -65,6 +65,39 @@ func TestNewObjectsAvoidAPoolWithoutWriteQuorum(t *testing.T) {
 	}
 }
 
+// A pool some node does not know yet takes no new objects while a pool
+// every node knows can take them (an object there would be missing from
+// that node's reads); once every node knows it, it takes its share.
+func TestNewObjectsGoOnlyWhereEveryNodeLooks(t *testing.T) {
+	known, added := newTestPool(t, 1, 4, 2), newTestPool(t, 1, 4, 2)
+	everywhere := &atomic.Bool{}
+	ps := NewPools(NewPoolEntry("known", known.Pool, StateActive), NewPoolEntry("added", added.Pool, StateActive))
+	ps.KnownEverywhere = func(pool string) bool { return pool == "known" || everywhere.Load() }
+	seen := map[string]int{}
+	for range 40 {
+		e, err := ps.placement(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[e.Name]++
+	}
+	if seen["added"] > 0 {
+		t.Fatalf("placement while a node does not know pool added: %v", seen)
+	}
+	everywhere.Store(true)
+	clear(seen)
+	for range 200 {
+		e, err := ps.placement(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[e.Name]++
+	}
+	if seen["added"] == 0 || seen["known"] == 0 {
+		t.Fatalf("placement once every node knows both pools: %v", seen)
+	}
+}
+
 // Copying bucket records to a pool whose drives do not answer yet is an
 // error (its caller tries again), and succeeds once they answer.
 func TestBucketsReachAPoolOnceItAnswers(t *testing.T) {

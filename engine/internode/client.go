@@ -55,12 +55,14 @@ type Peer struct {
 	epoch       context.Context
 	cancelEpoch context.CancelFunc
 
-	online  atomic.Bool
-	offline atomic.Uint64 // times the peer was marked offline
-	version atomic.Int32  // the peer's protocol, learned from pings
-	served  atomic.Pointer[servedDrives]
-	pinging atomic.Bool
-	closed  chan struct{}
+	online   atomic.Bool
+	offline  atomic.Uint64 // times the peer was marked offline
+	version  atomic.Int32  // the peer's protocol, learned from pings
+	served   atomic.Pointer[servedDrives]
+	pools    atomic.Pointer[map[string]bool] // nil: the peer does not say
+	answered atomic.Bool                     // it answered a ping
+	pinging  atomic.Bool
+	closed   chan struct{}
 }
 
 // servedDrives is what a peer last said of its drives (pingAnswer).
@@ -156,6 +158,17 @@ func (p *Peer) Serves(path string) bool {
 	return s == nil || (!s.starting && s.paths[path])
 }
 
+// KnowsPool reports whether the peer reads and writes the pool named, as
+// it said at its last ping: not before it answered one; always when it
+// does not say (an older build, which cannot be asked).
+func (p *Peer) KnowsPool(name string) bool {
+	if !p.answered.Load() {
+		return false
+	}
+	known := p.pools.Load()
+	return known == nil || (*known)[name]
+}
+
 // Ping asks the peer for its protocol version and drives; it marks the
 // peer online or offline.
 func (p *Peer) Ping(ctx context.Context) error {
@@ -198,6 +211,16 @@ func (p *Peer) pinged(a pingAnswer) {
 		}
 	}
 	p.served.Store(s)
+	var pools *map[string]bool
+	if a.Pools != nil {
+		m := make(map[string]bool, len(*a.Pools))
+		for _, name := range *a.Pools {
+			m[name] = true
+		}
+		pools = &m
+	}
+	p.pools.Store(pools)
+	p.answered.Store(true)
 	if !p.online.Swap(true) {
 		p.opts.Log.Info("node back online", "node", p.Host, "protocol", a.Protocol)
 	}

@@ -40,6 +40,10 @@ type Server struct {
 	// and whether it is still starting; nil: not reported (peers then
 	// count every drive of the node, as with older builds).
 	Served func() (paths []string, starting bool)
+	// Pools reports, for pings, the names of the pools this node reads
+	// and writes; nil: not reported (peers then take it that the node
+	// knows every pool, as with older builds).
+	Pools func() []string
 	// Names are this node's hosts in the topology: a request for another
 	// node is refused (identity.go). nil or empty: not checked.
 	Names func() []string
@@ -149,13 +153,14 @@ func (s *Server) handle(name string, w http.ResponseWriter, r *http.Request) err
 }
 
 // pingAnswer is what a node says of itself to a ping: its protocol, and
-// (from this build on) the drives it serves and whether it is still
-// starting. An older node sends the protocol alone; an older client reads
+// (from later builds on) the drives it serves, whether it is still
+// starting and the pools it knows. An older node sends the protocol alone; an older client reads
 // it alone.
 type pingAnswer struct {
 	Protocol int       `json:"protocol"`
 	Drives   *[]string `json:"drives,omitempty"`
 	Starting bool      `json:"starting,omitempty"`
+	Pools    *[]string `json:"pools,omitempty"`
 }
 
 // helloTimeout bounds the ping back to a node that says it is back.
@@ -174,6 +179,13 @@ func (s *Server) ping(w http.ResponseWriter, r *http.Request) error {
 			paths = []string{} // none, which null would not say
 		}
 		a.Drives, a.Starting = &paths, starting
+	}
+	if s.Pools != nil {
+		names := s.Pools()
+		if names == nil {
+			names = []string{}
+		}
+		a.Pools = &names
 	}
 	return writeJSON(w, a)
 }

@@ -158,6 +158,7 @@ func Run(ctx context.Context, cfg Config) error {
 				}
 			},
 			Served:  func() ([]string, bool) { return dep.ServedDrives(), !n.announced.Load() },
+			Pools:   dep.PoolNames,
 			Names:   dep.LocalHosts,
 			OnHello: n.helloFrom,
 			Node:    n}
@@ -169,6 +170,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if err := dep.Bootstrap(ctx); err != nil {
 		return err
+	}
+	dep.Pools.KnownEverywhere = func(pool string) bool {
+		for _, p := range dep.Peers() {
+			if p.Online() && !p.KnowsPool(pool) {
+				return false
+			}
+		}
+		return true
 	}
 	n.announce(ctx)
 	dep.Pools.OnBucketChange = func(b string) {

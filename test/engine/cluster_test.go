@@ -30,6 +30,9 @@ type cluster struct {
 	rpcPort  int
 	root     string
 	topoFile string
+	// topoFiles gives some nodes a topology file of their own (as pods
+	// whose ConfigMap volume kubelet updates each at its own time).
+	topoFiles map[int]string
 	nodes    map[int]*server // by last octet
 	// env adds environment variables for some nodes.
 	env map[int][]string
@@ -76,12 +79,29 @@ func (c *cluster) poolSpec(name string, nodes []int, drives int) map[string]any 
 
 func (c *cluster) writeTopology(pools ...map[string]any) {
 	c.t.Helper()
+	c.writeTopologyTo(c.topoFile, pools...)
+}
+
+// writeTopologyFor writes the topology file of the given nodes only.
+func (c *cluster) writeTopologyFor(nodes []int, pools ...map[string]any) {
+	c.t.Helper()
+	if c.topoFiles == nil {
+		c.topoFiles = map[int]string{}
+	}
+	for _, n := range nodes {
+		c.topoFiles[n] = filepath.Join(c.root, fmt.Sprintf("topology-n%d.json", n))
+		c.writeTopologyTo(c.topoFiles[n], pools...)
+	}
+}
+
+func (c *cluster) writeTopologyTo(path string, pools ...map[string]any) {
+	c.t.Helper()
 	b, _ := json.MarshalIndent(map[string]any{"version": 1, "pools": pools}, "", "  ")
-	tmp := c.topoFile + ".tmp"
+	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		c.t.Fatal(err)
 	}
-	if err := os.Rename(tmp, c.topoFile); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -104,7 +124,11 @@ func (c *cluster) launch(nodes []int) {
 		if c.net != nil {
 			s.netns = c.net.join(n)
 		}
-		s.args = []string{"server", "--address", s.addr, "--internode-port", strconv.Itoa(c.rpcPort), "--topology", c.topoFile,
+		topo := c.topoFile
+		if f, ok := c.topoFiles[n]; ok {
+			topo = f
+		}
+		s.args = []string{"server", "--address", s.addr, "--internode-port", strconv.Itoa(c.rpcPort), "--topology", topo,
 			"--drive-monitor-interval", "500ms", "--shutdown-delay", "0s", "--log-level", "debug"}
 		if s.bin == "" {
 			// Loopback or private namespaces, no TLS (the previous build

@@ -357,3 +357,88 @@ func TestClusterPoolAddedUnderLoad(t *testing.T) {
 		t.Fatalf("changing the bucket after the pool was added: %v", err)
 	}
 }
+
+// TestClusterPoolAddedWhileNodesDisagree adds a pool that two of the four
+// running nodes learn of 12 s after the others (in Kubernetes each pod's
+// copy of the topology ConfigMap is updated at its own time). Objects are
+// written through the nodes that know the new pool and read back at once
+// through those that do not yet: none may be placed where a node that
+// serves reads cannot look, so every GET finds what its PUT wrote. Once
+// every node knows the pool, it takes new objects.
+func TestClusterPoolAddedWhileNodesDisagree(t *testing.T) {
+	c := newCluster(t)
+	first, added := []int{11, 12, 13, 14}, []int{15, 16, 17, 18}
+	a, b := c.poolSpec("pool-a", first, 2), c.poolSpec("pool-b", added, 2)
+	a["parity"], b["parity"] = 2, 2
+	c.writeTopologyFor(first, a)
+	c.start(first)
+	mustCreateBucket(t, c.nodes[11].aws(), "split")
+
+	var requests, failed atomic.Int64
+	var mu sync.Mutex
+	var failures []string
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			put, read := c.nodes[11+w].aws(), c.nodes[13+w].aws() // knows pool-b early / late
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
+				key := fmt.Sprintf("w%d/k%05d", w, i)
+				data := randomBytes([]int{4 << 10, 256 << 10}[i%2])
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				requests.Add(2)
+				_, err := put.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("split"), Key: &key, Body: bytes.NewReader(data)})
+				var got []byte
+				if err == nil {
+					var out *s3.GetObjectOutput
+					if out, err = read.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("split"), Key: &key}); err == nil {
+						got, err = io.ReadAll(out.Body)
+						out.Body.Close()
+						if err == nil && !bytes.Equal(got, data) {
+							err = fmt.Errorf("%d bytes, not the %d written", len(got), len(data))
+						}
+					}
+				}
+				cancel()
+				if err != nil {
+					failed.Add(1)
+					mu.Lock()
+					if len(failures) < 5 {
+						failures = append(failures, key+": "+err.Error())
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+
+	c.writeTopologyFor(added, a, b)
+	c.launch(added)
+	c.writeTopologyFor([]int{11, 12}, a, b)
+	for _, n := range added {
+		c.nodes[n].waitReady()
+	}
+	time.Sleep(12 * time.Second) // nodes 13 and 14 still know pool-a alone
+	c.writeTopologyFor([]int{13, 14}, a, b)
+	shards := func() int {
+		got, _ := filepath.Glob(filepath.Join(c.root, "n15", "pool-b-d1", ".strata", "data", "*", "*"))
+		return len(got)
+	}
+	waitFor(t, "pool-b takes new objects once every node knows it", 30*time.Second, func() bool { return shards() > 0 })
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d requests while nodes disagreed on the pools and after, %d failed; pool-b holds %d objects' shards on one drive",
+		requests.Load(), failed.Load(), shards())
+	if failed.Load() > 0 {
+		t.Fatalf("%d PUT+GET pairs failed; the first:\n%s", failed.Load(), strings.Join(failures, "\n"))
+	}
+}
