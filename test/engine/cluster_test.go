@@ -33,7 +33,7 @@ type cluster struct {
 	// topoFiles gives some nodes a topology file of their own (as pods
 	// whose ConfigMap volume kubelet updates each at its own time).
 	topoFiles map[int]string
-	nodes    map[int]*server // by last octet
+	nodes     map[int]*server // by last octet
 	// env adds environment variables for some nodes.
 	env map[int][]string
 	// bins runs some nodes with another strata binary.
