@@ -139,8 +139,31 @@ func conditionChanged(before, after []metav1.Condition, typ string) bool {
 // recordConditionEvents records an Event for each listed condition whose
 // status, reason or message changed in this pass.
 func recordConditionEvents(rec recorder.EventRecorder, obj runtime.Object, before, after []metav1.Condition, types ...string) {
+	recordChanges(rec, obj, before, after, conditionChanged, types)
+}
+
+// recordStepEvents records an Event for each listed condition whose status
+// or reason changed in this pass: the steps of a process (a roll-out, a
+// drain) whose message counts progress, which would otherwise make an
+// Event per server.
+func recordStepEvents(rec recorder.EventRecorder, obj runtime.Object, before, after []metav1.Condition, types ...string) {
+	stepChanged := func(before, after []metav1.Condition, typ string) bool {
+		a, b := meta.FindStatusCondition(before, typ), meta.FindStatusCondition(after, typ)
+		switch {
+		case b == nil:
+			return false
+		case a == nil: // a step begins, not a resource that is created idle
+			return b.Status == metav1.ConditionTrue || conditionBad(typ, b)
+		}
+		return a.Status != b.Status || a.Reason != b.Reason
+	}
+	recordChanges(rec, obj, before, after, stepChanged, types)
+}
+
+func recordChanges(rec recorder.EventRecorder, obj runtime.Object, before, after []metav1.Condition,
+	changed func(before, after []metav1.Condition, typ string) bool, types []string) {
 	for _, typ := range types {
-		if !conditionChanged(before, after, typ) {
+		if !changed(before, after, typ) {
 			continue
 		}
 		c := meta.FindStatusCondition(after, typ)
@@ -148,12 +171,25 @@ func recordConditionEvents(rec recorder.EventRecorder, obj runtime.Object, befor
 			continue
 		}
 		kind := corev1.EventTypeNormal
-		bad := (c.Status == metav1.ConditionFalse) != (typ == v1.ConditionDegraded)
-		if bad && c.Reason != v1.ReasonCreating && c.Reason != v1.ReasonWaitingForPods && c.Reason != v1.ReasonWaitingForTopology {
+		if conditionBad(typ, c) {
 			kind = corev1.EventTypeWarning
 		}
 		rec.Eventf(obj, nil, kind, c.Reason, typ, "%s: %s", typ, c.Message)
 	}
+}
+
+// conditionBad says whether a condition asks for attention (a Warning
+// Event): Degraded when true; Progressing and Upgrading only when stuck;
+// the others when false, except while things are being created.
+func conditionBad(typ string, c *metav1.Condition) bool {
+	switch typ {
+	case v1.ConditionDegraded:
+		return c.Status == metav1.ConditionTrue
+	case v1.ConditionProgressing, v1.ConditionUpgrading:
+		return c.Reason == v1.ReasonHealthGateFailed || c.Reason == v1.ReasonPlacementRefused
+	}
+	return c.Status == metav1.ConditionFalse && c.Reason != v1.ReasonCreating &&
+		c.Reason != v1.ReasonWaitingForPods && c.Reason != v1.ReasonWaitingForTopology
 }
 
 // requeueOnConflict turns a write conflict (the cache was a write behind

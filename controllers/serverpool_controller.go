@@ -125,10 +125,6 @@ func (r *ServerPoolReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		}
 	}
 	r.recordPoolTransitions(p, before.Conditions, p.Status.Conditions)
-	if c := meta.FindStatusCondition(p.Status.Conditions, v1.ConditionUpgrading); c != nil && c.Reason == v1.ReasonHealthGateFailed &&
-		conditionChanged(before.Conditions, p.Status.Conditions, v1.ConditionUpgrading) {
-		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, v1.ReasonHealthGateFailed, "Upgrade", "%s", c.Message)
-	}
 	if stepErr != nil && !errors.Is(stepErr, errWaiting) {
 		return reconcile.Result{}, stepErr
 	}
@@ -138,6 +134,8 @@ func (r *ServerPoolReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 func (r *ServerPoolReconciler) recordPoolTransitions(obj client.Object, before, after []metav1.Condition) {
 	recordConditionEvents(r.Recorder, obj, before, after,
 		v1.ConditionTenantFound, v1.ConditionStorageReady, v1.ConditionReady, v1.ConditionDegraded)
+	// A drain, a decommission and a roll-out narrated by their steps.
+	recordStepEvents(r.Recorder, obj, before, after, v1.ConditionProgressing, v1.ConditionUpgrading)
 }
 
 // reconcileTenant: the pool waits (no requeue; the Tenant watch wakes it)

@@ -140,6 +140,8 @@ func (r *TenantReconciler) writeStatus(ctx context.Context, t *v1.Tenant, before
 func (r *TenantReconciler) recordTransitions(t *v1.Tenant, before *v1.TenantStatus) {
 	recordConditionEvents(r.Recorder, t, before.Conditions, t.Status.Conditions,
 		v1.ConditionCredentialsReady, v1.ConditionCertificatesReady, v1.ConditionBucketsReady, v1.ConditionReady, v1.ConditionDegraded)
+	// A roll-out's start, pause and end.
+	recordStepEvents(r.Recorder, t, before.Conditions, t.Status.Conditions, v1.ConditionUpgrading)
 }
 
 // reconcileCredentials makes sure root keys exist (generating them once),

@@ -131,6 +131,7 @@ var _ = Describe("decommissioning a ServerPool against a real strata server", fu
 			return old.Status.PoolState, err
 		}).WithTimeout(90 * time.Second).Should(Equal(v1.PoolStateDecommissioned))
 		Expect(poolCondition(old, v1.ConditionProgressing)()).To(Equal("False/" + v1.ReasonDecommissioned))
+		Eventually(eventsFor(ns, old.Name)).Should(ContainElements(v1.ReasonDraining, v1.ReasonDecommissioned))
 		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/strata/admin/v1/pools/old/decommission", nil)
 		Expect(admin.Sign(req, access, secret, time.Now())).To(Succeed())
 		resp, err := http.DefaultClient.Do(req)

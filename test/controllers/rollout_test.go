@@ -65,6 +65,7 @@ var _ = Describe("a health-gated roll-out", func() {
 		Expect(sp.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("set 0 would lose write quorum"))))
 		Eventually(tenantCondition(t, v1.ConditionUpgrading)).Should(Equal("False/HealthGateFailed"))
 		Eventually(eventsFor(ns, "nvme")).Should(ContainElements("RolloutStep", "HealthGateFailed"))
+		Eventually(eventsFor(ns, "media")).Should(ContainElements(v1.ReasonRollingUpdate, v1.ReasonHealthGateFailed))
 		Expect(fakeEn.gatedURLs()).To(ContainElement("https://media-nvme-3.media-hl." + ns + ".svc.cluster.local:9000"))
 
 		By("resuming when the engine allows it")
@@ -74,5 +75,7 @@ var _ = Describe("a health-gated roll-out", func() {
 		Eventually(tenantCondition(t, v1.ConditionUpgrading)).Should(Equal("False/Reconciled"))
 		Expect(t.Status.CurrentImage).To(Equal("registry.example/strata:next"))
 		Eventually(poolCondition(sp, v1.ConditionUpgrading)).Should(Equal("False/Reconciled"))
+		// The tenant's Events tell the roll-out: started, paused, done.
+		Eventually(eventNotesFor(ns, "media")).Should(ContainElement(HavePrefix(v1.ReasonReconciled + " Upgrading: ")))
 	})
 })

@@ -275,6 +275,24 @@ func newNamespace() string {
 	return ns.Name
 }
 
+// eventNotesFor lists the Events recorded about an object as
+// "reason note".
+func eventNotesFor(ns, name string) func() []string {
+	return func() []string {
+		list := &eventsv1.EventList{}
+		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return nil
+		}
+		var out []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == name {
+				out = append(out, e.Reason+" "+e.Note)
+			}
+		}
+		return out
+	}
+}
+
 // eventsFor lists the reasons of the Events recorded about an object.
 func eventsFor(ns, name string) func() []string {
 	return func() []string {
