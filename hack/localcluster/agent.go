@@ -44,6 +44,9 @@ type agent struct {
 	services   corelisters.ServiceLister
 
 	records atomic.Value // string: cluster DNS records
+	// power says which nodes are down (`localcluster node down`): no new
+	// pods start there, and their workers keep everything stopped.
+	power *nodePower
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
@@ -79,6 +82,9 @@ func (a *agent) sync(ctx context.Context) {
 		}
 		if _, ok := a.workers[p.UID]; ok {
 			continue
+		}
+		if a.power.isDown(p.Spec.NodeName) {
+			continue // a dead kubelet starts nothing
 		}
 		w := newPodWorker(a, p, n)
 		a.workers[p.UID] = w
@@ -141,6 +147,8 @@ type podWorker struct {
 	// tokens are the projected service account tokens, kept until they
 	// are due for renewal; only the worker's own goroutine uses them.
 	tokens map[string]saToken
+	// off: the node is down and the pod's processes are gone (nodeloss.go).
+	off bool
 }
 
 func newPodWorker(a *agent, p *corev1.Pod, node int) *podWorker {
@@ -197,6 +205,14 @@ func (w *podWorker) run(ctx context.Context) {
 			return
 		case <-w.kick:
 		case <-tick.C:
+		}
+		if w.a.power.isDown(w.nodeName) {
+			// A dead machine: nothing runs, nothing is reported.
+			w.powerOff()
+			continue
+		}
+		if w.isOff() {
+			w.powerOn()
 		}
 		if done := w.sync(ctx); done {
 			return
@@ -274,7 +290,11 @@ func (w *podWorker) createSandbox(ctx context.Context) error {
 	if err := attachPod(ctx, w.pausePID, veth, ip); err != nil {
 		return err
 	}
-	w.started = metav1.Now()
+	if w.started.IsZero() {
+		// The pod's start time stays when the sandbox is made again
+		// after its node came back.
+		w.started = metav1.Now()
+	}
 	if err := os.MkdirAll(filepath.Join(w.dir, "containers"), 0o755); err != nil {
 		return err
 	}

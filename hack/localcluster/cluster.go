@@ -61,6 +61,9 @@ type runConfig struct {
 	// Monitoring also runs prometheus-operator and a Prometheus that
 	// scrapes the tenants (images and CRDs from hack/monitoring-images.sh).
 	Monitoring bool
+	// NodeGrace is how long a node that is down (`localcluster node
+	// down`) stays Ready before it is marked Unknown and tainted.
+	NodeGrace time.Duration
 }
 
 func (c *runConfig) logFile(name string) string { return filepath.Join(c.State, "logs", name) }
@@ -76,6 +79,7 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Bare, "bare", false, "no operator process, no manifests: ready once the cluster runs; install the operator and a tenant with Helm (docs/install.md). The tenant's S3 Service is still exposed once it exists")
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "how long to wait for the Tenant to be Ready")
 	fs.Var((*stringList)(&c.Expose), "expose", "another Service to serve on 127.0.0.1, namespace/name=port (repeatable; port 0 picks one)")
+	fs.DurationVar(&c.NodeGrace, "node-monitor-grace-period", 15*time.Second, "how long after `localcluster node down` the node turns Unknown, gets the unreachable taints and its pods lose Ready (the node lifecycle controller's --node-monitor-grace-period, 40-50 s in Kubernetes)")
 	fs.BoolVar(&c.Monitoring, "monitoring", false, "also run prometheus-operator and a Prometheus scraping every tenant through its ServiceMonitor, with its rules (images and CRDs from hack/monitoring-images.sh in --images)")
 }
 
@@ -240,6 +244,7 @@ func cmdRun(args []string) error {
 	for n := 1; n <= c.Nodes; n++ {
 		recorders[nodeName(n)] = broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: nodeName(n)})
 	}
+	power := &nodePower{}
 
 	ag := &agent{
 		log: log.With("component", "agent"), cs: cs, cfg: &c, self: self, ipam: newIPAM(),
@@ -252,6 +257,7 @@ func cmdRun(args []string) error {
 		volumes:    pvInf.Lister(),
 		services:   svcInf.Lister(),
 		workers:    map[types.UID]*podWorker{},
+		power:      power,
 	}
 	ag.records.Store("")
 	prov := &provisioner{
@@ -298,7 +304,15 @@ func cmdRun(args []string) error {
 		},
 		"storage": func() { prov.sync(ctx) },
 	})
-	go heartbeatNodes(ctx, cs, c.Nodes)
+	go heartbeatNodes(ctx, cs, c.Nodes, power)
+	lifecycle := &nodeLifecycle{
+		log: log.With("component", "node-lifecycle"), cs: cs, power: power, agent: ag,
+		pods: podInf.Lister(), grace: c.NodeGrace, dir: nodesDir(c.State),
+		kubelet:  func(node string) record.EventRecorder { return recorders[node] },
+		recorder: broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "node-controller"}),
+		kickPods: func() { kicks.kick("pods") },
+	}
+	go lifecycle.run(ctx)
 	for n := 1; n <= c.Nodes; n++ {
 		if err := serveContainerLogs(ctx, log, n, filepath.Join(c.State, "logs", "pods")); err != nil {
 			return fail(fmt.Errorf("log server of %s: %w", nodeName(n), err))

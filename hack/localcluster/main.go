@@ -9,6 +9,7 @@
 //
 //	localcluster up   [flags]   start in the background, wait, print how to use it
 //	localcluster down [flags]   stop everything and remove the state directory
+//	localcluster node down|up NODE [flags]   a node loses power / comes back
 //
 // The other subcommands (run, pause, pod-init) are the harness's own
 // processes; docs/localcluster.md describes the whole.
@@ -25,6 +26,7 @@ commands:
   up      start the cluster in the background and wait for the demo Tenant
   down    stop the cluster and remove its state directory
   status  print how to use a running cluster
+  node    'node down NODE' / 'node up NODE': a node loses power / comes back
 
 'localcluster <command> -h' lists a command's flags. Needs root (namespaces,
 mounts, veth pairs). docs/localcluster.md explains the harness.
@@ -43,6 +45,8 @@ func main() {
 		err = cmdDown(args)
 	case "status":
 		err = cmdStatus(args)
+	case "node":
+		err = cmdNode(args)
 	case "run":
 		err = cmdRun(args)
 	case "pause":

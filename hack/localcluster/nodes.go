@@ -130,7 +130,8 @@ func clearNotReadyTaint(ctx context.Context, cs kubernetes.Interface, name strin
 
 // heartbeatNodes refreshes the Ready condition's heartbeat now and then, as
 // a kubelet would, so `kubectl describe node` looks alive.
-func heartbeatNodes(ctx context.Context, cs kubernetes.Interface, count int) {
+// Nodes that are down (`localcluster node down`) get none.
+func heartbeatNodes(ctx context.Context, cs kubernetes.Interface, count int, power *nodePower) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
@@ -140,8 +141,11 @@ func heartbeatNodes(ctx context.Context, cs kubernetes.Interface, count int) {
 		case <-t.C:
 		}
 		for n := 1; n <= count; n++ {
+			if power.isDown(nodeName(n)) {
+				continue
+			}
 			node, err := cs.CoreV1().Nodes().Get(ctx, nodeName(n), metav1.GetOptions{})
-			if err != nil {
+			if err != nil || power.isDown(nodeName(n)) {
 				continue
 			}
 			now := metav1.Now()

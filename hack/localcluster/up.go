@@ -144,6 +144,7 @@ func cmdUp(args []string) error {
 		"--images", c.Images,
 		"--nodes", strconv.Itoa(c.Nodes), "--tenant", c.Tenant, "--timeout", c.Timeout.String(), "--bare=" + strconv.FormatBool(c.Bare),
 		"--api-port", strconv.Itoa(c.APIPort), "--s3-port", strconv.Itoa(c.S3Port),
+		"--node-monitor-grace-period", c.NodeGrace.String(),
 	}
 	for _, m := range c.Manifests {
 		runArgs = append(runArgs, "--manifests", m)
