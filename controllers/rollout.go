@@ -89,21 +89,42 @@ func (r *ServerPoolReconciler) gate(ctx context.Context, s *poolScope, sts *apps
 		client.MatchingLabels(builders.ServerSelector(s.tenant.Name))); err != nil {
 		return "", fmt.Errorf("listing the tenant's StatefulSets: %w", err)
 	}
+	// The next server may itself be the one not ready: a roll-out to an
+	// image that does not start, reverted. Replacing it takes nothing
+	// away, and no other way out exists (the StatefulSet restarts pods
+	// from the highest ordinal down).
+	nextDown, err := r.serverDown(ctx, s.tenant.Namespace, fmt.Sprintf("%s-%d", sts.Name, p-1))
+	if err != nil {
+		return "", err
+	}
 	for _, o := range all.Items {
-		if o.Status.ReadyReplicas < ptrValue(o.Spec.Replicas) {
+		down := ptrValue(o.Spec.Replicas) - o.Status.ReadyReplicas
+		if o.Name == sts.Name && nextDown {
+			down--
+		}
+		if down > 0 {
 			return fmt.Sprintf("waiting for every server to be ready (%s: %d of %d)", o.Name, o.Status.ReadyReplicas, ptrValue(o.Spec.Replicas)), nil
 		}
 	}
-	if r.Config.Engine == nil {
+	if r.Config.Engine == nil || nextDown {
 		return "", nil
 	}
-	err := r.Config.Engine.ClusterHealth(ctx, engine.Endpoint{
+	err = r.Config.Engine.ClusterHealth(ctx, engine.Endpoint{
 		URL: builders.PodURL(s.tenant, sts.Name, p-1, r.Config.ClusterDomain), CA: s.ca,
 	}, true)
 	if err != nil {
 		return fmt.Sprintf("%s-%d may not restart yet: %s", sts.Name, p-1, err), nil
 	}
 	return "", nil
+}
+
+// serverDown reports whether the pod exists and is not Ready.
+func (r *ServerPoolReconciler) serverDown(ctx context.Context, ns, name string) (bool, error) {
+	pod := &corev1.Pod{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return !podReady(pod), nil
 }
 
 func (r *ServerPoolReconciler) checkTimeout(s *poolScope, since time.Time, pod, why string) {

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
@@ -77,5 +78,60 @@ var _ = Describe("a health-gated roll-out", func() {
 		Eventually(poolCondition(sp, v1.ConditionUpgrading)).Should(Equal("False/Reconciled"))
 		// The tenant's Events tell the roll-out: started, paused, done.
 		Eventually(eventNotesFor(ns, "media")).Should(ContainElement(HavePrefix(v1.ReasonReconciled + " Upgrading: ")))
+	})
+})
+
+// notReadyPod creates server pod name with condition Ready=False, as a pod
+// whose image does not start.
+func notReadyPod(ns, name string) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "strata", Image: "registry.example/strata:broken"}}}}
+	Expect(k8s.Create(ctx, pod)).To(Succeed())
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"}}
+	Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+}
+
+// stuckStatefulSet reports the StatefulSet with one server not ready and
+// none updated, and returns its partition.
+func stuckStatefulSet(ns, name string) func() (int32, error) {
+	return func() (int32, error) {
+		sts := &appsv1.StatefulSet{}
+		if err := k8s.Get(ctx, key(ns, name), sts); err != nil {
+			return -1, err
+		}
+		n := *sts.Spec.Replicas
+		sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: n, ReadyReplicas: n - 1, AvailableReplicas: n - 1,
+			CurrentReplicas: n, CurrentRevision: "broken", UpdateRevision: "reverted"}
+		if err := k8s.Status().Update(ctx, sts); err != nil {
+			return -1, err
+		}
+		return *sts.Spec.UpdateStrategy.RollingUpdate.Partition, nil
+	}
+}
+
+var _ = Describe("a roll-out reverted after its image did not start", func() {
+	It("replaces the server that is down first, and only that one", func() {
+		ns := newNamespace()
+		t := tenant(ns)
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		sp := nvmePool(ns)
+		Expect(k8s.Create(ctx, sp)).To(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), &appsv1.StatefulSet{}) }).Should(Succeed())
+		Eventually(simulateStatefulSet(ns, "media-nvme")).Should(Equal(int32(0)))
+		Eventually(poolCondition(sp, v1.ConditionReady)).Should(Equal("True/Reconciled"))
+
+		By("holding the roll-out while a server other than the next one is down")
+		notReadyPod(ns, "media-nvme-1")
+		update(t, func(t *v1.Tenant) { t.Spec.Image = "registry.example/strata:reverted" })
+		Eventually(stuckStatefulSet(ns, "media-nvme")).Should(Equal(int32(4)))
+		Consistently(stuckStatefulSet(ns, "media-nvme")).WithTimeout(2 * time.Second).Should(Equal(int32(4)))
+
+		By("restarting the next server when it is the one down, without asking its engine")
+		Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "media-nvme-1"}})).To(Succeed())
+		notReadyPod(ns, "media-nvme-3")
+		pod3 := "https://media-nvme-3.media-hl." + ns + ".svc.cluster.local:9000"
+		fakeEn.closeGate(pod3, errors.New("connection refused"))
+		DeferCleanup(func() { fakeEn.closeGate(pod3, nil) })
+		Eventually(stuckStatefulSet(ns, "media-nvme")).Should(Equal(int32(3)))
 	})
 })
