@@ -365,7 +365,12 @@ func (n *Node) applyTopology(ctx context.Context, topo cluster.Topology) error {
 		}
 		var o struct{ State string }
 		overridden := readJSONFile(pr, pr.LocalSlots(), overrideFile, &o) && o.State != ""
-		if !overridden && pr.Entry.State() != layout.State {
+		// Decommissioned is for good: a topology that still says Draining
+		// (written before the drain ended, or loaded late) does not take a
+		// drained pool back, which would have its gone servers looked at
+		// for every object.
+		final := pr.Entry.State() == erasure.StateDecommissioned
+		if !overridden && !final && pr.Entry.State() != layout.State {
 			n.cfg.Log.Info("pool state from the topology", "pool", spec.Name, "state", layout.State)
 			pr.Entry.SetState(layout.State)
 		}

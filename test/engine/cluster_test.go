@@ -505,6 +505,20 @@ func TestClusterAddPoolLiveThenDecommission(t *testing.T) {
 	if err != nil || len(vs.Versions) != 60 {
 		t.Fatalf("versions after the move: %d (%v)", len(vs.Versions), err)
 	}
+	// A topology that still says Draining (the operator's ConfigMap,
+	// written before the drain ended, or loaded late by a node) does not
+	// take the pool back from Decommissioned on any node, those without a
+	// drive in it included.
+	poolA["state"] = "Draining"
+	c.writeTopology(poolA, poolB)
+	time.Sleep(5 * time.Second) // two of the watcher's reads
+	for _, n := range []int{11, 12, 13, 14} {
+		var got decomStatus
+		_, body := c.nodes[n].admin("GET", "pools/pool-a/decommission")
+		if err := json.Unmarshal(body, &got); err != nil || got.State != "Decommissioned" {
+			t.Fatalf("node %d after a topology saying Draining: %s", n, body)
+		}
+	}
 	// Pool A's nodes can go: everything is served from pool B.
 	c.writeTopology(poolB)
 	waitFor(t, "pool-a gone from every node's admin info", 30*time.Second, func() bool {
