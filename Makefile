@@ -154,13 +154,13 @@ envtest-suites: envtest build ## Integration suites against a real kube-apiserve
 localcluster-e2e: images control-plane pyclients cli-tools monitoring-images ## End to end on a local cluster (as root): a Tenant from the images `make images` built, S3 through its endpoint, clean teardown; docs/install.md run as written (Helm, kubectl, aws, strata admin); with --monitoring, a real Prometheus scrapes the tenant.
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_IMAGES="$(IMAGES_DIR)" STRATA_BIN="$(LOCALBIN)/strata" \
 		STRATA_CLI_TOOLS="$$(hack/cli-tools.sh)" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" \
-		go test -count=1 ./test/localcluster/... -timeout 30m -v
+		go test -count=1 ./test/localcluster/... -timeout 50m -v
 
 .PHONY: day2-e2e
-day2-e2e: images control-plane pyclients cli-tools ## Day-2 scenarios under load on a local cluster (issue 16, work in progress; not in `make test` yet): expansion by two ServerPools (fails today), a rolling upgrade to another build and back, a decommission with writes going on.
-	STRATA_DAY2=1 KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_IMAGES="$(IMAGES_DIR)" STRATA_BIN="$(LOCALBIN)/strata" \
+day2-e2e: images control-plane pyclients cli-tools ## The long form of the day-2 test of `make test` (docs/operations.md run under load: upgrade and roll-back, a paused roll-out, expansion, decommission, node drain and loss, gateway scaling), each state held a minute.
+	STRATA_DAY2_LONG=1 KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_IMAGES="$(IMAGES_DIR)" STRATA_BIN="$(LOCALBIN)/strata" \
 		STRATA_CLI_TOOLS="$$(hack/cli-tools.sh)" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" \
-		go test -count=1 ./test/localcluster/... -run 'TestExpansionUnderLoad|TestRollingUpgradeUnderLoad|TestDecommissionUnderLoad' -timeout 40m -v
+		go test -count=1 ./test/localcluster/... -run TestDayTwoUnderLoad -timeout 60m -v
 
 ##@ Demo
 

@@ -24,7 +24,17 @@ func computeTenantStatus(t *v1.Tenant, s *tenantScope, clusterDomain, image stri
 	setTenantCapacity(&t.Status, s)
 	setTenantReady(t, s, pools)
 	setTenantDegraded(t, pools, s.certificateExpiring)
+	setTenantUpgradingPhase(&t.Status)
 	setTenantProgressing(t)
+}
+
+// setTenantUpgradingPhase: a roll-out under way is the phase, over the
+// degradation it causes (one server restarting at a time); a paused one
+// (Upgrading=False, HealthGateFailed) leaves the phase to the rest.
+func setTenantUpgradingPhase(st *v1.TenantStatus) {
+	if st.Phase != v1.TenantPending && meta.IsStatusConditionTrue(st.Conditions, v1.ConditionUpgrading) {
+		st.Phase = v1.TenantUpgrading
+	}
 }
 
 // tenantPools is what a tenant's pools report, in status order: server

@@ -408,3 +408,24 @@ func TestComputeImages(t *testing.T) {
 		})
 	}
 }
+
+func TestTenantPhaseDuringARollOut(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		phase     v1.TenantPhase
+		upgrading metav1.ConditionStatus
+		want      v1.TenantPhase
+	}{
+		{name: "a roll-out under way", phase: v1.TenantDegraded, upgrading: metav1.ConditionTrue, want: v1.TenantUpgrading},
+		{name: "a paused one", phase: v1.TenantDegraded, upgrading: metav1.ConditionFalse, want: v1.TenantDegraded},
+		{name: "no credentials yet", phase: v1.TenantPending, upgrading: metav1.ConditionTrue, want: v1.TenantPending},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &v1.TenantStatus{Phase: tc.phase, Conditions: []metav1.Condition{{Type: v1.ConditionUpgrading, Status: tc.upgrading}}}
+			setTenantUpgradingPhase(st)
+			if st.Phase != tc.want {
+				t.Fatalf("phase %s, want %s", st.Phase, tc.want)
+			}
+		})
+	}
+}

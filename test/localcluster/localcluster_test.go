@@ -55,6 +55,8 @@ type info struct {
 	ReadyAfter string `json:"readyAfter"`
 	// PrometheusURL is Prometheus' API on the host (--monitoring).
 	PrometheusURL string `json:"prometheusURL"`
+	// Exposed are the --expose Services' URLs, by namespace/name.
+	Exposed map[string]string `json:"exposed"`
 }
 
 func repoRoot() string {

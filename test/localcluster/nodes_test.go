@@ -11,7 +11,7 @@ import (
 // harness's --node-monitor-grace-period (15 s unless `up` was given another)
 // the Node turns Unknown with the unreachable taints and its pods lose
 // Ready. It returns once the processes are dead.
-func (c *cluster) nodeDown(t *testing.T, node string) { //nolint:unused // for the day-2 scenarios
+func (c *cluster) nodeDown(t *testing.T, node string) {
 	t.Helper()
 	c.node(t, "down", node)
 }
@@ -19,12 +19,12 @@ func (c *cluster) nodeDown(t *testing.T, node string) { //nolint:unused // for t
 // nodeUp brings a node back (`localcluster node up`): Ready, untainted, its
 // pods' containers started again (restart counts up by one). It returns
 // once the Node is Ready; the pods become Ready when their probes pass.
-func (c *cluster) nodeUp(t *testing.T, node string) { //nolint:unused // for the day-2 scenarios
+func (c *cluster) nodeUp(t *testing.T, node string) {
 	t.Helper()
 	c.node(t, "up", node)
 }
 
-func (c *cluster) node(t *testing.T, action, node string) { //nolint:unused // nodeDown, nodeUp
+func (c *cluster) node(t *testing.T, action, node string) {
 	t.Helper()
 	start := time.Now()
 	out, err := exec.Command(c.lc, "node", action, node, "--state-dir", c.state).CombinedOutput()

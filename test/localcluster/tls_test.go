@@ -26,6 +26,7 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -357,13 +358,18 @@ func patchSecret(ctx context.Context, t *testing.T, kc client.Client, ns, name s
 	}
 }
 
+// patchTenant edits the Tenant, again on a conflict with the operator's
+// own writes.
 func patchTenant(ctx context.Context, t *testing.T, kc client.Client, ns string, edit func(*v1.Tenant)) {
-	tn := &v1.Tenant{}
-	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "media"}, tn); err != nil {
-		t.Fatal(err)
-	}
-	edit(tn)
-	if err := kc.Update(ctx, tn); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		tn := &v1.Tenant{}
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "media"}, tn); err != nil {
+			return err
+		}
+		edit(tn)
+		return kc.Update(ctx, tn)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
