@@ -36,17 +36,25 @@ func simulateStatefulSet(ns, name string) func() (int32, error) {
 	}
 }
 
+// servingPool creates the tenant t and its pool nvme, and plays the
+// StatefulSet controller until the pool is Ready.
+func servingPool(t *v1.Tenant) *v1.ServerPool {
+	ns := t.Namespace
+	Expect(k8s.Create(ctx, t)).To(Succeed())
+	sp := nvmePool(ns)
+	Expect(k8s.Create(ctx, sp)).To(Succeed())
+	Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), &appsv1.StatefulSet{}) }).Should(Succeed())
+	Eventually(simulateStatefulSet(ns, "media-nvme")).Should(Equal(int32(0)))
+	Eventually(poolCondition(sp, v1.ConditionReady)).Should(Equal("True/Reconciled"))
+	return sp
+}
+
 var _ = Describe("a health-gated roll-out", func() {
 	It("restarts one server at a time, only when the tenant keeps write quorum without it", func() {
 		ns := newNamespace()
 		t := tenant(ns)
 		t.Spec.Upgrade = v1.UpgradeSpec{Strategy: v1.UpgradeRolling, HealthGateTimeout: &metav1.Duration{Duration: 3 * time.Second}}
-		Expect(k8s.Create(ctx, t)).To(Succeed())
-		sp := nvmePool(ns)
-		Expect(k8s.Create(ctx, sp)).To(Succeed())
-		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), &appsv1.StatefulSet{}) }).Should(Succeed())
-		Eventually(simulateStatefulSet(ns, "media-nvme")).Should(Equal(int32(0)))
-		Eventually(poolCondition(sp, v1.ConditionReady)).Should(Equal("True/Reconciled"))
+		sp := servingPool(t)
 
 		By("holding every server back when the image changes")
 		pod1 := "https://media-nvme-1.media-hl." + ns + ".svc.cluster.local:9000"
@@ -113,12 +121,7 @@ var _ = Describe("a roll-out reverted after its image did not start", func() {
 	It("replaces the server that is down first, and only that one", func() {
 		ns := newNamespace()
 		t := tenant(ns)
-		Expect(k8s.Create(ctx, t)).To(Succeed())
-		sp := nvmePool(ns)
-		Expect(k8s.Create(ctx, sp)).To(Succeed())
-		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), &appsv1.StatefulSet{}) }).Should(Succeed())
-		Eventually(simulateStatefulSet(ns, "media-nvme")).Should(Equal(int32(0)))
-		Eventually(poolCondition(sp, v1.ConditionReady)).Should(Equal("True/Reconciled"))
+		servingPool(t)
 
 		By("holding the roll-out while a server other than the next one is down")
 		notReadyPod(ns, "media-nvme-1")

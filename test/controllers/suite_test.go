@@ -278,23 +278,16 @@ func newNamespace() string {
 // eventNotesFor lists the Events recorded about an object as
 // "reason note".
 func eventNotesFor(ns, name string) func() []string {
-	return func() []string {
-		list := &eventsv1.EventList{}
-		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return nil
-		}
-		var out []string
-		for _, e := range list.Items {
-			if e.Regarding.Name == name {
-				out = append(out, e.Reason+" "+e.Note)
-			}
-		}
-		return out
-	}
+	return eventsAbout(ns, name, func(e eventsv1.Event) string { return e.Reason + " " + e.Note })
 }
 
 // eventsFor lists the reasons of the Events recorded about an object.
 func eventsFor(ns, name string) func() []string {
+	return eventsAbout(ns, name, func(e eventsv1.Event) string { return e.Reason })
+}
+
+// eventsAbout lists what show says of each Event recorded about an object.
+func eventsAbout(ns, name string, show func(eventsv1.Event) string) func() []string {
 	return func() []string {
 		list := &eventsv1.EventList{}
 		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
@@ -303,7 +296,7 @@ func eventsFor(ns, name string) func() []string {
 		var out []string
 		for _, e := range list.Items {
 			if e.Regarding.Name == name {
-				out = append(out, e.Reason)
+				out = append(out, show(e))
 			}
 		}
 		return out
