@@ -84,12 +84,9 @@ func TestDayTwoUnderLoad(t *testing.T) {
 	boto := startBoto3(t, py, c.in, "day2-boto3")
 	steadyFrom := time.Now()
 	time.Sleep(2 * hold)
-	steadyTo := time.Now()
-	{
-		p, n := servers.p99(steadyFrom, steadyTo)
-		gp, gn := gateways.p99(steadyFrom, steadyTo)
-		t.Logf("steady state: p99 %s over %d requests through the servers, %s over %d through the gateways", p, n, gp, gn)
-	}
+	steady, nSteady := servers.p99(steadyFrom, time.Now())
+	gwSteady, gwNSteady := gateways.p99(steadyFrom, time.Now())
+	t.Logf("steady state: p99 %s over %d requests through the servers, %s over %d through the gateways", steady, nSteady, gwSteady, gwNSteady)
 
 	var results []stepResult
 	contended, failure := false, false
@@ -152,7 +149,7 @@ func TestDayTwoUnderLoad(t *testing.T) {
 		})
 		book.run(ctx, "Upgrade", 0, "NEW_IMAGE=ghcr.io/strata-storage/strata:0.0.0-missing")
 		waitFor(ctx, t, 5*time.Minute, func() error {
-			return tenantCondition(ctx, kc, ns, v1.ConditionUpgrading, metav1False, v1.ReasonHealthGateFailed)
+			return tenantCondition(ctx, kc, ns, v1.ConditionUpgrading, metav1.ConditionFalse, v1.ReasonHealthGateFailed)
 		})
 		out := book.run(ctx, "When a roll-out pauses", -1)
 		if !strings.Contains(out, "paused at") || !strings.Contains(out, v1.ReasonHealthGateFailed) {
@@ -205,8 +202,6 @@ func TestDayTwoUnderLoad(t *testing.T) {
 	total, failed, attempts, errs := servers.stop()
 	gwTotal, gwFailed, gwAttempts, gwErrs := gateways.stop()
 	py3 := boto.stop(t)
-	steady, nSteady := servers.p99(steadyFrom, steadyTo)
-	gwSteady, _ := gateways.p99(steadyFrom, steadyTo)
 	watch.stop()
 
 	t.Logf("servers' Service: %d requests, %d failed with the SDK's retries, %d attempts failed before them; p99 steady %s (%d requests)",
@@ -272,8 +267,6 @@ type stepResult struct {
 	failure bool
 }
 
-const metav1False = string(metav1.ConditionFalse)
-
 func durationOf(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
 
 // runbook runs the shell blocks of docs/operations.md.
@@ -316,9 +309,9 @@ func (b runbook) run(ctx context.Context, section string, i int, env ...string) 
 
 // boto3Load is the boto3 client of testdata/boto3_load.py.
 type boto3Load struct {
-	cmd  *exec.Cmd
-	out  bytes.Buffer
-	stop func(t *testing.T) boto3Figures
+	cmd         *exec.Cmd
+	out, stderr bytes.Buffer
+	stopFile    string
 }
 
 type boto3Figures struct {
@@ -330,33 +323,33 @@ type boto3Figures struct {
 }
 
 func startBoto3(t *testing.T, py string, in info, bucket string) *boto3Load {
-	stopFile := filepath.Join(t.TempDir(), "stop")
-	l := &boto3Load{}
+	l := &boto3Load{stopFile: filepath.Join(t.TempDir(), "stop")}
 	l.cmd = exec.Command(filepath.Join(py, "python3"), filepath.Join(repoRoot(), "test", "localcluster", "testdata", "boto3_load.py"))
 	l.cmd.Env = append(os.Environ(), "S3_ENDPOINT="+in.S3URL, "AWS_ACCESS_KEY_ID="+in.AccessKey, "AWS_SECRET_ACCESS_KEY="+in.SecretKey,
-		"AWS_CA_BUNDLE="+in.CAFile, "BUCKET="+bucket, "STOP_FILE="+stopFile)
-	var stderr bytes.Buffer
-	l.cmd.Stdout, l.cmd.Stderr = &l.out, &stderr
+		"AWS_CA_BUNDLE="+in.CAFile, "BUCKET="+bucket, "STOP_FILE="+l.stopFile)
+	l.cmd.Stdout, l.cmd.Stderr = &l.out, &l.stderr
 	if err := l.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	l.stop = func(t *testing.T) boto3Figures {
-		if err := os.WriteFile(stopFile, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.cmd.Wait(); err != nil {
-			t.Fatalf("the boto3 client: %v\n%s", err, stderr.String())
-		}
-		var f boto3Figures
-		if err := json.Unmarshal(l.out.Bytes(), &f); err != nil {
-			t.Fatalf("the boto3 client's figures %q: %v", l.out.String(), err)
-		}
-		if f.Requests < 100 {
-			t.Errorf("the boto3 client made only %d requests", f.Requests)
-		}
-		return f
-	}
 	return l
+}
+
+// stop ends the client and returns its figures.
+func (l *boto3Load) stop(t *testing.T) boto3Figures {
+	if err := os.WriteFile(l.stopFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.cmd.Wait(); err != nil {
+		t.Fatalf("the boto3 client: %v\n%s", err, l.stderr.String())
+	}
+	var f boto3Figures
+	if err := json.Unmarshal(l.out.Bytes(), &f); err != nil {
+		t.Fatalf("the boto3 client's figures %q: %v", l.out.String(), err)
+	}
+	if f.Requests < 100 {
+		t.Errorf("the boto3 client made only %d requests", f.Requests)
+	}
+	return f
 }
 
 // watch samples, every half second, how many servers of each pool are
@@ -487,13 +480,13 @@ func (w *watch) checkNarration(t *testing.T) {
 }
 
 // tenantCondition says why the Tenant's condition typ is not status/reason.
-func tenantCondition(ctx context.Context, kc client.Client, ns, typ, status, reason string) error {
+func tenantCondition(ctx context.Context, kc client.Client, ns, typ string, status metav1.ConditionStatus, reason string) error {
 	tn := &v1.Tenant{}
 	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "media"}, tn); err != nil {
 		return err
 	}
 	c := meta.FindStatusCondition(tn.Status.Conditions, typ)
-	if c == nil || string(c.Status) != status || c.Reason != reason {
+	if c == nil || c.Status != status || c.Reason != reason {
 		return fmt.Errorf("condition %s is %+v, want %s/%s", typ, c, status, reason)
 	}
 	return nil
