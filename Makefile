@@ -232,12 +232,12 @@ peers: ## Install the benchmark peers, MinIO and VersityGW, into hack/peers/bin 
 
 .PHONY: bench
 bench: peers bench-build ## Run bench-engine then bench-gateway.
-	$(LOCALBIN)/bench suite engine -strata $(LOCALBIN)/strata -timeout 12m $(BENCH_FLAGS)
+	$(LOCALBIN)/bench suite engine -strata $(LOCALBIN)/strata -timeout 16m $(BENCH_FLAGS)
 	$(LOCALBIN)/bench suite gateway -strata $(LOCALBIN)/strata -timeout 10m $(BENCH_FLAGS)
 
 .PHONY: bench-engine
-bench-engine: peers bench-build ## Benchmark strata server against MinIO (4 drives, EC 2+2) and VersityGW; JSON in bench-results/.
-	$(LOCALBIN)/bench suite engine -strata $(LOCALBIN)/strata -timeout 12m $(BENCH_FLAGS)
+bench-engine: peers bench-build ## Benchmark strata server (plain, and with SSE-S3 by bucket default) against MinIO (4 drives, EC 2+2) and VersityGW; JSON in bench-results/.
+	$(LOCALBIN)/bench suite engine -strata $(LOCALBIN)/strata -timeout 16m $(BENCH_FLAGS)
 
 .PHONY: bench-gateway
 bench-gateway: peers bench-build ## Benchmark strata gateway against VersityGW, with HEAD/s of one and two replicas.

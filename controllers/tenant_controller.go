@@ -100,6 +100,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	var stepErr error
 	for _, step := range []func(context.Context, *tenantScope) error{
 		r.reconcileCredentials,
+		r.reconcileEncryptionKeys,
 		r.reconcileMetricsToken,
 		r.reconcileCertificates,
 		r.reconcileServices,
@@ -206,6 +207,48 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, s *tenantSc
 	}
 	setCondition(&t.Status.Conditions, t.Generation, v1.ConditionCredentialsReady, true, v1.ReasonReconciled,
 		fmt.Sprintf("root keys in Secret %s; %d user(s) rendered into Secret %s", name, len(t.Spec.Users), iam.Name))
+	return nil
+}
+
+// reconcileEncryptionKeys makes sure the encryption master keys exist
+// (generating them once) and that the servers can read them. They are
+// credentials: a problem with them holds CredentialsReady.
+func (r *TenantReconciler) reconcileEncryptionKeys(ctx context.Context, s *tenantScope) error {
+	t := s.tenant
+	name := builders.EncryptionKeysSecretName(t)
+	keys := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, keys)
+	generatedBefore := t.Status.Encryption != nil && t.Status.Encryption.KeysSecret == name
+	switch {
+	case apierrors.IsNotFound(err) && t.Spec.Encryption.KeysSecretRef != nil:
+		return r.credentialsMissing(s, fmt.Sprintf("Secret %q named by spec.encryption.keysSecretRef does not exist: create it with key %s (the keys file, docs/operator.md)",
+			name, builders.EncryptionKeysFileKey))
+	case apierrors.IsNotFound(err) && generatedBefore:
+		// New keys would not open what the old ones sealed.
+		return r.credentialsMissing(s, fmt.Sprintf("the generated encryption keys Secret %q was deleted: encrypted objects cannot be read without it; restore it from a backup",
+			name))
+	case apierrors.IsNotFound(err):
+		gen, err := builders.NewEncryptionKeys(t, r.Config.Random)
+		if err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, gen); err != nil {
+			return fmt.Errorf("creating encryption keys: %w", err)
+		}
+		r.Recorder.Eventf(t, gen, corev1.EventTypeNormal, "EncryptionKeysGenerated", "CreateSecret", "generated encryption master keys in Secret %s", gen.Name)
+		keys = gen
+	case err != nil:
+		return fmt.Errorf("reading encryption keys: %w", err)
+	}
+	st, err := builders.EncryptionKeysIn(keys)
+	if err != nil {
+		return r.credentialsMissing(s, err.Error())
+	}
+	t.Status.Encryption = st
+	if c := meta.FindStatusCondition(t.Status.Conditions, v1.ConditionCredentialsReady); c != nil && c.Status == metav1.ConditionTrue {
+		setCondition(&t.Status.Conditions, t.Generation, v1.ConditionCredentialsReady, true, v1.ReasonReconciled,
+			fmt.Sprintf("%s; encryption keys in Secret %s (default key %s, %d key(s))", c.Message, name, st.DefaultKey, st.Keys))
+	}
 	return nil
 }
 
@@ -366,12 +409,7 @@ func (r *TenantReconciler) reconcileBuckets(ctx context.Context, s *tenantScope)
 		c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation {
 		return nil
 	}
-	var buckets []engine.Bucket
-	var names []string
-	for _, b := range t.Spec.Buckets {
-		buckets = append(buckets, engine.Bucket{Name: b.Name, Versioning: b.Versioning})
-		names = append(names, b.Name)
-	}
+	buckets, applied := declaredBuckets(t)
 	if gen, ok := r.bucketsEnsured.Load(t.UID); !ok || gen.(int64) != t.Generation {
 		if err := r.Config.Engine.EnsureBuckets(ctx, r.endpoint(s), buckets); err != nil {
 			setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, false, v1.ReasonBucketCreateFailed, err.Error())
@@ -379,6 +417,11 @@ func (r *TenantReconciler) reconcileBuckets(ctx context.Context, s *tenantScope)
 			return nil
 		}
 		r.bucketsEnsured.Store(t.UID, t.Generation)
+	}
+	t.Status.Buckets = applied
+	names := make([]string, len(applied))
+	for i, b := range applied {
+		names[i] = b.Name
 	}
 	setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, true, v1.ReasonReconciled,
 		"buckets exist: "+strings.Join(names, ", "))
@@ -415,10 +458,20 @@ func (r *TenantReconciler) reconcileDelete(ctx context.Context, s *tenantScope, 
 		}
 		return ctrl.Result{}, nil // pool deletions bring us back
 	}
-	if t.Spec.DeletionPolicy == v1.DeletionPolicyDelete && t.Spec.Credentials.SecretRef == nil {
-		gen := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: builders.GeneratedRootSecretName(t.Name)}}
-		if err := client.IgnoreNotFound(r.Client.Delete(ctx, gen)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting root credentials: %w", err)
+	if t.Spec.DeletionPolicy == v1.DeletionPolicyDelete {
+		// The data is gone: so go the generated keys that opened it.
+		var generated []string
+		if t.Spec.Credentials.SecretRef == nil {
+			generated = append(generated, builders.GeneratedRootSecretName(t.Name))
+		}
+		if t.Spec.Encryption.KeysSecretRef == nil {
+			generated = append(generated, builders.GeneratedEncryptionKeysSecretName(t.Name))
+		}
+		for _, name := range generated {
+			gen := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: name}}
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, gen)); err != nil {
+				return ctrl.Result{}, fmt.Errorf("deleting Secret %s: %w", name, err)
+			}
 		}
 	}
 	r.bucketsEnsured.Delete(t.UID)
@@ -502,7 +555,8 @@ func tenantsUsingSecret(ctx context.Context, c client.Client, o client.Object) [
 }
 
 func tenantUsesSecret(t *v1.Tenant, name string) bool {
-	if builders.RootSecretName(t) == name || builders.TLSSecretName(t) == name || builders.TLSSourceSecretName(t) == name {
+	if builders.RootSecretName(t) == name || builders.TLSSecretName(t) == name || builders.TLSSourceSecretName(t) == name ||
+		builders.EncryptionKeysSecretName(t) == name {
 		return true
 	}
 	for _, u := range t.Spec.Users {

@@ -195,6 +195,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	scanInterval := fs.Duration("scan-interval", erasure.DefaultHealerOptions.ScanInterval, "pause between two integrity scans of every object")
 	healRate := fs.Float64("heal-bytes-per-second", erasure.DefaultHealerOptions.BytesPerSecond, "bound on the bytes healing and scanning read per second")
 	staleUploads := fs.Duration("stale-uploads-expiry", 24*time.Hour, "abort multipart uploads unfinished after this long")
+	lifecycleEvery := fs.Duration("lifecycle-interval", server.DefaultLifecycleInterval, "pause between two passes of the buckets' lifecycle rules")
 	monitor := fs.Duration("drive-monitor-interval", 10*time.Second, "how often drives are checked (offline retried, wiped detected)")
 	shutdownDelay := fs.Duration("shutdown-delay", 5*time.Second, "readiness reports down this long before the listener stops")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -238,15 +239,17 @@ pool list from a file (docs/topology.md) and follows its changes.
 			return 2
 		}
 	}
-	protocol := internode.Protocol
+	protocol := buildinfo.Protocol()
 	if v := getenv("STRATA_INTERNODE_PROTOCOL"); v != "" {
 		// Only for testing a rolling upgrade: speak an older protocol.
-		if p, err := strconv.Atoi(v); err == nil && p >= internode.MinProtocol && p <= internode.Protocol {
+		if p, err := strconv.Atoi(v); err == nil && p >= internode.MinProtocol && p <= protocol {
 			protocol = p
 		}
 	}
 	// Only for tests of a node's start-up: wait before opening each drive.
 	openDelay, _ := time.ParseDuration(getenv("STRATA_TEST_DRIVE_OPEN_DELAY"))
+	// Only for tests of lifecycle rules: the length of their day.
+	lifecycleDay, _ := time.ParseDuration(getenv("STRATA_TEST_LIFECYCLE_DAY"))
 	root, err := iam.RootFromEnv(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "strata server:", err)
@@ -261,7 +264,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 		Address: *address, Topology: topo, TopologyFile: *topologyFile, InternodePort: *internodePort,
 		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
-		Healer: healer, StaleUploadAge: *staleUploads,
+		Healer: healer, StaleUploadAge: *staleUploads, LifecycleInterval: *lifecycleEvery, LifecycleDay: lifecycleDay,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, DriveOpenDelay: openDelay, Log: log,
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 )
 
 // Version and Commit are set with -ldflags -X at build time; a build
@@ -29,6 +30,21 @@ const (
 	MinProtocolVersion = 1
 )
 
+// speakProtocol, set with -X .../buildinfo.speakProtocol=N, makes a binary
+// speak an older protocol than ProtocolVersion: it stands in for a previous
+// release in upgrade tests (test/localcluster's day-2 test rolls a cluster
+// between such a build and this one).
+var speakProtocol string
+
+// Protocol is the internode protocol this binary speaks: ProtocolVersion,
+// or the older version the build was linked to speak.
+func Protocol() int {
+	if p, err := strconv.Atoi(speakProtocol); err == nil && p >= MinProtocolVersion && p < ProtocolVersion {
+		return p
+	}
+	return ProtocolVersion
+}
+
 // String describes the build in one line.
 func String() string {
 	commit := Commit
@@ -45,5 +61,5 @@ func String() string {
 		commit = "unknown"
 	}
 	return fmt.Sprintf("%s (commit %s, protocol %d, %s, %s/%s)",
-		Version, commit, ProtocolVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		Version, commit, Protocol(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

@@ -54,6 +54,12 @@ type BucketInfo struct {
 	// Ownership is the bucket's object-ownership control (S3's
 	// BucketOwnerEnforced, BucketOwnerPreferred or ObjectWriter).
 	Ownership string `json:"ownership,omitempty"`
+	// Lifecycle is the bucket's lifecycle configuration (S3's XML document,
+	// as engine/lifecycle checked it); empty when not set.
+	Lifecycle []byte `json:"lifecycle,omitempty"`
+	// PublicAccessBlock is the bucket's public access block (the S3 front
+	// end's JSON); empty when not set.
+	PublicAccessBlock []byte `json:"publicAccessBlock,omitempty"`
 	// Updated is the time of the last change to the record; when drives
 	// disagree, the latest change wins.
 	Updated time.Time `json:"updated,omitzero"`

@@ -142,7 +142,7 @@ func (s *Set) PutObjectPart(ctx context.Context, bucket, object string, uploadID
 		}
 	}
 	part := &drive.PartRecord{Number: number, ID: uuid.New(), Checksum: opts.Checksum}
-	st, err := s.stageShards(ctx, drives, part.ID, 1, u.Erasure.Distribution, r, size)
+	st, err := s.stageShards(ctx, drives, part.ID, 1, u.Erasure.Distribution, r, size, etag == nil)
 	if err != nil {
 		return PartInfo{}, err
 	}

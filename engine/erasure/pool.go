@@ -131,8 +131,13 @@ func (p *Pool) StatBucket(ctx context.Context, name string) (drive.BucketInfo, e
 		return e.info, e.err
 	}
 	info, err := p.readBucket(ctx, name)
-	if err == nil || errors.Is(err, ErrBucketNotFound) {
-		p.buckets.put(name, info, err)
+	if err == nil {
+		// Only buckets that exist are kept: a "not found" read while the
+		// bucket was being created could be put back after the create
+		// forgot the name, and then answer NoSuchBucket for a bucket that
+		// exists (a HEAD right after a CreateBucket did, in the conformance
+		// suite).
+		p.buckets.put(name, info, nil)
 	}
 	return info, err
 }

@@ -168,12 +168,12 @@ func ownRecord(rec *drive.Record, pos int, inline [][]byte) *drive.Record {
 }
 
 func (s *Set) putInline(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string) (ObjectInfo, error) {
-	sum := md5.Sum(data)
 	rec.Flags |= drive.FlagInline
 	rec.Size = int64(len(data))
-	rec.ETag = hex.EncodeToString(sum[:])
-	if etag != "" {
-		rec.ETag = etag
+	rec.ETag = etag
+	if etag == "" {
+		sum := md5.Sum(data)
+		rec.ETag = hex.EncodeToString(sum[:])
 	}
 	shards, err := s.inlineShards(data)
 	if err != nil {
@@ -210,7 +210,7 @@ type staged struct {
 // while write quorum of drives keep up; otherwise everything staged is
 // removed and the error returned. size < 0 means unknown; a body shorter or
 // longer than a known size fails the same way.
-func (s *Set) stageShards(ctx context.Context, drives []Drive, id [16]byte, part int, dist []int, r io.Reader, size int64) (staged, error) {
+func (s *Set) stageShards(ctx context.Context, drives []Drive, id [16]byte, part int, dist []int, r io.Reader, size int64, hash bool) (staged, error) {
 	sinks := make([]*shardSink, len(drives))
 	writers := make([]BlockWriter, len(drives))
 	openErrs := forEachDrive(drives, func(pos int, d Drive) error {
@@ -235,8 +235,14 @@ func (s *Set) stageShards(ctx context.Context, drives []Drive, id [16]byte, part
 		})
 	}
 
+	// The MD5 of the stored bytes is the ETag, unless the caller has it
+	// from elsewhere (an encrypted body's plaintext): then it is not spent.
 	md5sum := md5.New()
-	n, writeErrs, err := s.codec.Encode(io.TeeReader(r, md5sum), writers, s.layout.WriteQuorum())
+	src := r
+	if hash {
+		src = io.TeeReader(r, md5sum)
+	}
+	n, writeErrs, err := s.codec.Encode(src, writers, s.layout.WriteQuorum())
 	switch {
 	case err == nil && size >= 0 && n < size:
 		err = ErrIncompleteBody
@@ -278,7 +284,7 @@ func (s *Set) stageShards(ctx context.Context, drives []Drive, id [16]byte, part
 
 func (s *Set) putStreaming(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
 	rec.DataDir = uuid.New()
-	st, err := s.stageShards(ctx, drives, rec.DataDir, 1, rec.Erasure.Distribution, r, size)
+	st, err := s.stageShards(ctx, drives, rec.DataDir, 1, rec.Erasure.Distribution, r, size, opts.BodyETag == nil && opts.ETag == "")
 	if err != nil {
 		return ObjectInfo{}, err
 	}

@@ -231,6 +231,9 @@ func (p *Peer) pinged(a pingAnswer) {
 func (p *Peer) markOffline(err error) {
 	if p.online.CompareAndSwap(true, false) {
 		p.offline.Add(1)
+		// It may come back as another build (a roll-back to an older
+		// protocol): ask at the oldest until a ping says again.
+		p.version.Store(int32(MinProtocol))
 		p.opts.Log.Warn("node offline", "node", p.Host, "err", err)
 		p.emu.Lock()
 		p.cancelEpoch()
@@ -403,6 +406,12 @@ func (p *Peer) answer(resp *http.Response, out func(io.Reader) error) error {
 		}
 		if code := resp.Header.Get(hdrError); code != "" {
 			return decodeError(code, string(bytes.TrimSpace(msg)))
+		}
+		if resp.StatusCode == http.StatusUpgradeRequired {
+			// The peer no longer speaks the protocol learnt from it (it
+			// restarted as an older build between two pings): the next
+			// call asks at the oldest, and the next ping learns it again.
+			p.version.Store(int32(MinProtocol))
 		}
 		return &statusError{code: resp.StatusCode, msg: string(bytes.TrimSpace(msg))}
 	}

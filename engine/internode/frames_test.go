@@ -242,6 +242,51 @@ func TestFramedChannelSurvivesARestart(t *testing.T) {
 	roundTrip(t, p, n2, "after")
 }
 
+// A node that comes back as an older build (a roll-back, or a roll-out
+// reverted) is spoken to in its protocol: the protocol learnt from the
+// node before it went away does not keep it offline.
+func TestANodeRolledBackToAnOlderProtocolComesBackOnline(t *testing.T) {
+	drives := newDrives(t, "d1", "d2")
+	n := startNode(t, "127.0.0.1:0", Protocol, drives)
+	p := newPeer(t, n, Protocol)
+	roundTrip(t, p, n, "before")
+	if p.Version() != Protocol {
+		t.Fatalf("speaks %d with a node of this build, want %d", p.Version(), Protocol)
+	}
+	n.stop()
+	for p.Online() {
+		_ = p.Check(t.Context())
+	}
+	old := startNode(t, n.addr, framesProtocol, drives)
+	deadline := time.Now().Add(10 * time.Second)
+	for !p.Online() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the node back as a protocol %d build stays offline", framesProtocol)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	roundTrip(t, p, old, "after")
+	if p.Version() != framesProtocol {
+		t.Errorf("speaks %d with the older build, want %d", p.Version(), framesProtocol)
+	}
+
+	// Restarted between two pings, without being seen offline: the first
+	// call is refused (426), the next ones are understood.
+	old.stop()
+	n3 := startNode(t, n.addr, framesProtocol-1, drives)
+	for i := 0; ; i++ {
+		err := p.Ping(t.Context())
+		if err == nil {
+			break
+		}
+		if i == 20 {
+			t.Fatalf("a node restarted as a protocol %d build is never reached: %v", framesProtocol-1, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	roundTrip(t, p, n3, "after a quick restart")
+}
+
 // A node speaking protocol 2 gets the batches over HTTP/2; a client
 // speaking 2 never opens the channel either.
 func TestFramesNeedProtocol3OnBothSides(t *testing.T) {

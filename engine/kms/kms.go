@@ -10,62 +10,28 @@ package kms
 
 import (
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/strata-storage/strata/engine/keysfile"
 )
 
-// EnvKeysFile names the keys file.
-const EnvKeysFile = "STRATA_KMS_KEYS_FILE"
+// The keys file's format is defined once, in engine/keysfile, which the
+// operator (which writes the file) may import.
+const (
+	EnvKeysFile = keysfile.EnvVar
+	KeySize     = keysfile.KeySize
+)
 
-// KeySize is the size of a master key in bytes (AES-256).
-const KeySize = 32
+// File is the keys file (keysfile.File).
+type File = keysfile.File
 
-// File is the keys file:
-//
-//	{"default": "tenant-key-2", "keys": {"tenant-key-1": "<base64>", "tenant-key-2": "<base64>"}}
-//
-// SSE-S3 and SSE-KMS requests without a key ID use the default key.
-type File struct {
-	Default string            `json:"default"`
-	Keys    map[string]string `json:"keys"`
-}
-
-// Parse decodes and checks a keys file.
-func Parse(data []byte) (map[string][]byte, string, error) {
-	var f File
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return nil, "", fmt.Errorf("keys file: %w", err)
-	}
-	keys := make(map[string][]byte, len(f.Keys))
-	for id, enc := range f.Keys {
-		k, err := base64.StdEncoding.DecodeString(enc)
-		if err != nil || len(k) != KeySize {
-			return nil, "", fmt.Errorf("keys file: key %q is not %d base64-encoded bytes", id, KeySize)
-		}
-		keys[id] = k
-	}
-	if len(keys) == 0 {
-		return nil, "", fmt.Errorf("keys file: no keys")
-	}
-	if f.Default == "" && len(keys) == 1 {
-		for id := range keys {
-			f.Default = id
-		}
-	}
-	if _, ok := keys[f.Default]; !ok {
-		return nil, "", fmt.Errorf("keys file: default key %q is not among the keys", f.Default)
-	}
-	return keys, f.Default, nil
-}
+// Parse decodes and checks a keys file (keysfile.Parse).
+func Parse(data []byte) (map[string][]byte, string, error) { return keysfile.Parse(data) }
 
 // Keys are the master keys, reloaded from their file.
 type Keys struct {

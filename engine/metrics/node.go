@@ -59,14 +59,26 @@ type Peers struct {
 	OfflineEvents   uint64
 }
 
+// Lifecycle is the lifecycle pass's counters (on the node that runs it).
+type Lifecycle struct {
+	// Runs are completed passes; Versions the versions they looked at.
+	Runs, Versions int64
+	// Actions count what the passes did, by lifecycle.ActionKind name and
+	// "abort-upload"; "kept-locked" counts versions a lock kept.
+	Actions map[string]int64
+	// LastRunEnd is when the last pass ended (Unix seconds; 0: never).
+	LastRunEnd float64
+}
+
 // Snapshot is what a node reports when scraped.
 type Snapshot struct {
-	Drives []Drive
-	Sets   []Set
-	Pools  []Pool
-	Drains []Drain
-	Peers  Peers
-	Heal   Heal
+	Drives    []Drive
+	Sets      []Set
+	Pools     []Pool
+	Drains    []Drain
+	Peers     Peers
+	Heal      Heal
+	Lifecycle Lifecycle
 }
 
 // PoolStates a pool can be in (the erasure layer's names).
@@ -84,6 +96,8 @@ type nodeCollector struct {
 	peers, peerOfflineEvents          *prometheus.Desc
 	healQueue, healDrives             *prometheus.Desc
 	healCounters                      map[string]*prometheus.Desc
+	lcRuns, lcVersions, lcActions     *prometheus.Desc
+	lcLastRun                         *prometheus.Desc
 }
 
 // RegisterNode registers a collector of the node's drives, erasure sets,
@@ -131,6 +145,11 @@ func RegisterNode(reg prometheus.Registerer, snapshot func() Snapshot) {
 			"cycles":  prometheus.NewDesc("strata_scanner_cycles_total", "Completed integrity scans of every object.", nil, nil),
 			"scanned": prometheus.NewDesc("strata_scanner_objects_total", "Objects read and verified by the integrity scanner.", nil, nil),
 		},
+		lcRuns:     prometheus.NewDesc("strata_lifecycle_runs_total", "Completed lifecycle passes over the buckets that have lifecycle rules.", nil, nil),
+		lcVersions: prometheus.NewDesc("strata_lifecycle_versions_scanned_total", "Object versions the lifecycle passes looked at.", nil, nil),
+		lcActions: prometheus.NewDesc("strata_lifecycle_actions_total",
+			"What lifecycle rules did: expire-current, delete-noncurrent, remove-delete-marker, abort-upload, and kept-locked (a version a lock kept).", []string{"action"}, nil),
+		lcLastRun: prometheus.NewDesc("strata_lifecycle_last_run_end_timestamp_seconds", "When the last lifecycle pass ended (0: none yet on this node).", nil, nil),
 	}
 	reg.MustRegister(c)
 }
@@ -146,6 +165,9 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.healQueue
 	ch <- c.healDrives
 	for _, d := range c.healCounters {
+		ch <- d
+	}
+	for _, d := range []*prometheus.Desc{c.lcRuns, c.lcVersions, c.lcActions, c.lcLastRun} {
 		ch <- d
 	}
 }
@@ -201,4 +223,14 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	} {
 		ch <- prometheus.MustNewConstMetric(c.healCounters[name], prometheus.CounterValue, float64(v))
 	}
+	lc := s.Lifecycle
+	ch <- prometheus.MustNewConstMetric(c.lcRuns, prometheus.CounterValue, float64(lc.Runs))
+	ch <- prometheus.MustNewConstMetric(c.lcVersions, prometheus.CounterValue, float64(lc.Versions))
+	for _, a := range LifecycleActions {
+		ch <- prometheus.MustNewConstMetric(c.lcActions, prometheus.CounterValue, float64(lc.Actions[a]), a)
+	}
+	ch <- prometheus.MustNewConstMetric(c.lcLastRun, prometheus.GaugeValue, lc.LastRunEnd)
 }
+
+// LifecycleActions are the action label's values.
+var LifecycleActions = []string{"expire-current", "delete-noncurrent", "remove-delete-marker", "abort-upload", "kept-locked"}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -29,6 +30,8 @@ type Backend struct {
 	hooks      Hooks
 	access     Access
 	log        *slog.Logger
+	// day is the lifecycle day (Options.LifecycleDay).
+	day time.Duration
 }
 
 // Access says which buckets users other than root see in ListBuckets (what
@@ -52,6 +55,9 @@ type Options struct {
 	// refused (SSE-C needs none).
 	Keys KeyRing
 	Log  *slog.Logger
+	// LifecycleDay, for tests only, shortens the day of lifecycle rules
+	// (expiry headers and the lifecycle pass); 0 is S3's day.
+	LifecycleDay time.Duration
 }
 
 // New returns the S3 backend over an object layer. Its every call answers
@@ -66,7 +72,7 @@ func newBackend(layer ObjectLayer, opts Options) *Backend {
 	if opts.Region == "" {
 		opts.Region = "us-east-1"
 	}
-	return &Backend{pool: layer, region: opts.Region, rootAccess: opts.RootAccess, keys: opts.Keys, hooks: opts.Hooks, access: opts.Access, log: opts.Log}
+	return &Backend{pool: layer, region: opts.Region, rootAccess: opts.RootAccess, keys: opts.Keys, hooks: opts.Hooks, access: opts.Access, log: opts.Log, day: opts.LifecycleDay}
 }
 
 // String names the backend in versitygw's logs.

@@ -130,6 +130,12 @@ func (b *Backend) GetBucketAcl(ctx context.Context, in *s3.GetBucketAclInput) ([
 		return nil, err
 	}
 	if len(bk.ACL) > 0 {
+		// What the front end evaluates: public grants count neither under
+		// IgnorePublicAcls nor for reading an object (a public-read bucket
+		// lists, its objects stay private, as in S3).
+		if p := bucketPublicAccessBlock(bk); aclEvaluation(ctx) && (p != nil && p.IgnorePublicAcls || objectRead(ctx)) {
+			return withoutPublicGrants(bk.ACL), nil
+		}
 		return bk.ACL, nil
 	}
 	return OwnerOnlyACL(b.ownerOf(bk))
@@ -167,6 +173,14 @@ func (b *Backend) DeleteBucketOwnershipControls(ctx context.Context, bucket stri
 // PutBucketPolicy stores a bucket policy (validated by the front end).
 func (b *Backend) PutBucketPolicy(ctx context.Context, bucket string, policy []byte) error {
 	policy = clone(policy)
+	own(&bucket)
+	bk, err := b.pool.StatBucket(ctx, bucket)
+	if err != nil {
+		return err
+	}
+	if err := checkPublicPolicy(bk, policy); err != nil {
+		return err
+	}
 	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Policy = policy })
 }
 
@@ -174,7 +188,12 @@ func (b *Backend) PutBucketPolicy(ctx context.Context, bucket string, policy []b
 // in it: their grants are identity policies (engine/iam).
 func (b *Backend) GetBucketPolicy(ctx context.Context, bucket string) ([]byte, error) {
 	own(&bucket)
-	p, err := b.bucketDoc(ctx, bucket, func(bk erasure.BucketInfo) []byte { return bk.Policy })
+	p, err := b.bucketDoc(ctx, bucket, func(bk erasure.BucketInfo) []byte {
+		if pab := bucketPublicAccessBlock(bk); pab != nil && pab.RestrictPublicBuckets && anonymousEvaluation(ctx) {
+			return nil // a public policy grants anonymous requests nothing
+		}
+		return bk.Policy
+	})
 	if err == nil && len(p) == 0 {
 		err = s3err.GetAPIError(s3err.ErrNoSuchBucketPolicy)
 	}

@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/gofiber/fiber/v3"
 	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/backend"
-	"github.com/versity/versitygw/s3api/utils"
 	"github.com/versity/versitygw/s3err"
 
 	"github.com/strata-storage/strata/engine/erasure"
@@ -32,27 +30,26 @@ type bucketEncrypter interface {
 }
 
 func serveBucketEncryption(be backend.Backend, enc bucketEncrypter, iam auth.IAMService) fiber.Handler {
-	return func(c fiber.Ctx) error {
-		err := c.Next()
-		if !c.RequestCtx().QueryArgs().Has("encryption") || c.Response().StatusCode() != http.StatusNotImplemented {
-			return err
-		}
-		acct, ok := utils.ContextKeyAccount.Get(c).(auth.Account)
-		if !ok {
-			return err // not authenticated: the front end's answer stands
-		}
-		c.Response().ResetBody()
-		c.Response().Header.Del("Content-Type")
-		if aerr := encryptionRequest(c, be, enc, iam, acct); aerr != nil {
-			var s3e s3err.S3Error
-			if !errors.As(aerr, &s3e) {
-				s3e = s3err.GetAPIError(s3err.ErrInternalError)
+	return serveSubresourceDoc(be, iam, subresourceDoc{
+		query: "encryption", getAction: auth.GetEncryptionConfigurationAction, putAction: auth.PutEncryptionConfigurationAction,
+		get: func(ctx context.Context, bucket string) ([]byte, error) {
+			cfg, err := enc.GetBucketEncryption(ctx, bucket)
+			if err != nil {
+				return nil, err
 			}
-			base := s3e.BaseError()
-			return writeError(c, &base)
-		}
-		return nil
-	}
+			doc := sseConfiguration{XMLNS: "http://s3.amazonaws.com/doc/2006-03-01/", Rules: make([]sseRule, 1)}
+			doc.Rules[0].Default.Algorithm, doc.Rules[0].Default.KeyID = string(cfg.Mode), cfg.KeyID
+			return marshalDoc(doc), nil
+		},
+		put: func(ctx context.Context, bucket string, body []byte) error {
+			cfg, err := parseEncryption(body)
+			if err != nil {
+				return err
+			}
+			return enc.PutBucketEncryption(ctx, bucket, cfg)
+		},
+		del: enc.DeleteBucketEncryption,
+	})
 }
 
 // The S3 document of a bucket's default encryption.
@@ -70,60 +67,24 @@ type sseRule struct {
 	BucketKeyEnabled *bool `xml:"BucketKeyEnabled,omitempty"`
 }
 
-func encryptionRequest(c fiber.Ctx, be backend.Backend, enc bucketEncrypter, iam auth.IAMService, acct auth.Account) error {
-	bucket, _ := splitBucketPath(c.Path())
-	action, perm := auth.GetEncryptionConfigurationAction, auth.PermissionRead
-	if c.Method() != http.MethodGet {
-		action, perm = auth.PutEncryptionConfigurationAction, auth.PermissionWrite
+// parseEncryption reads a ServerSideEncryptionConfiguration document.
+func parseEncryption(body []byte) (bucketEncryption, error) {
+	var doc sseConfiguration
+	if xml.Unmarshal(body, &doc) != nil || len(doc.Rules) != 1 {
+		return bucketEncryption{}, s3err.GetAPIError(s3err.ErrMalformedXML)
 	}
-	isRoot, _ := utils.ContextKeyIsRoot.Get(c).(bool)
-	parsedACL, _ := utils.ContextKeyParsedAcl.Get(c).(auth.ACL)
-	if err := auth.VerifyAccess(c, be, auth.AccessOptions{
-		Acl: parsedACL, AclPermission: perm, IsRoot: isRoot, Acc: acct, Bucket: bucket,
-		Actions: []auth.Action{action}, Iam: iam,
-	}); err != nil {
-		return err
+	d := doc.Rules[0].Default
+	switch types.ServerSideEncryption(d.Algorithm) {
+	case types.ServerSideEncryptionAes256:
+		if d.KeyID != "" {
+			return bucketEncryption{}, s3err.GetAPIError(s3err.ErrMalformedXML)
+		}
+	case types.ServerSideEncryptionAwsKms, types.ServerSideEncryptionAwsKmsDsse:
+		d.Algorithm = string(sseKMS)
+	default:
+		return bucketEncryption{}, s3err.GetAPIError(s3err.ErrMalformedXML)
 	}
-	ctx := c.RequestCtx()
-	switch c.Method() {
-	case http.MethodGet:
-		cfg, err := enc.GetBucketEncryption(ctx, bucket)
-		if err != nil {
-			return err
-		}
-		doc := sseConfiguration{XMLNS: "http://s3.amazonaws.com/doc/2006-03-01/", Rules: make([]sseRule, 1)}
-		doc.Rules[0].Default.Algorithm, doc.Rules[0].Default.KeyID = string(cfg.Mode), cfg.KeyID
-		c.Response().Header.SetContentType(fiber.MIMEApplicationXML)
-		return c.Status(http.StatusOK).Send(marshalDoc(doc))
-	case http.MethodPut:
-		// The front end read the body whole and checked it against its
-		// signed hash.
-		var doc sseConfiguration
-		if xml.Unmarshal(c.Body(), &doc) != nil || len(doc.Rules) != 1 {
-			return s3err.GetAPIError(s3err.ErrMalformedXML)
-		}
-		d := doc.Rules[0].Default
-		switch types.ServerSideEncryption(d.Algorithm) {
-		case types.ServerSideEncryptionAes256:
-			if d.KeyID != "" {
-				return s3err.GetAPIError(s3err.ErrMalformedXML)
-			}
-		case types.ServerSideEncryptionAwsKms, types.ServerSideEncryptionAwsKmsDsse:
-			d.Algorithm = string(sseKMS)
-		default:
-			return s3err.GetAPIError(s3err.ErrMalformedXML)
-		}
-		if err := enc.PutBucketEncryption(ctx, bucket, bucketEncryption{Mode: sseMode(d.Algorithm), KeyID: d.KeyID}); err != nil {
-			return err
-		}
-		return c.SendStatus(http.StatusOK)
-	case http.MethodDelete:
-		if err := enc.DeleteBucketEncryption(ctx, bucket); err != nil {
-			return err
-		}
-		return c.SendStatus(http.StatusNoContent)
-	}
-	return s3err.GetAPIError(s3err.ErrNotImplemented)
+	return bucketEncryption{Mode: sseMode(d.Algorithm), KeyID: d.KeyID}, nil
 }
 
 var errNoBucketEncryption = s3err.APIError{Code: "ServerSideEncryptionConfigurationNotFoundError",

@@ -40,6 +40,11 @@ func guard(c fiber.Ctx) *s3err.APIError {
 		return &s3err.APIError{Code: "InvalidBucketName", HTTPStatusCode: http.StatusBadRequest,
 			Description: "The bucket name " + ReservedBucket + " is reserved for the server's own endpoints (/" + ReservedBucket + "/...)."}
 	}
+	if exp := q.Peek("X-Amz-Expires"); len(exp) > 0 && exp[0] == '-' && q.Has("X-Amz-Signature") {
+		// A presigned URL made to expire before it was signed has expired
+		// (S3 answers 403, as for any expired URL, not a parameter error).
+		return &s3err.APIError{Code: "AccessDenied", HTTPStatusCode: http.StatusForbidden, Description: "Request has expired"}
+	}
 	if carriesData(c.Method(), bucket, object, q.Has) {
 		return nil
 	}

@@ -162,6 +162,7 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 	}
 	info = plainInfo(info)
 	setSSEHeaders(ctx, info.Meta)
+	b.setExpirationHeader(ctx, bk, key, info)
 	out := s3response.PutObjectOutput{ETag: *quote(info.ETag), Size: &info.Size}
 	if v := writtenVersionID(info.VersionID); v != nil {
 		out.VersionID = *v
@@ -362,6 +363,10 @@ func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string,
 		return nil, nil, span{}, nil, err
 	}
 	setSSEHeaders(ctx, info.Meta)
+	bk, _ := b.pool.StatBucket(ctx, bucket) // gone since: no versioning, no rules
+	if versionID == "" {
+		b.setExpirationHeader(ctx, bk, key, info)
+	}
 	mode, until, hold := lockHeaders(info.Meta)
 	out := &s3.HeadObjectOutput{
 		ContentLength: &sp.length, ContentRange: sp.contentRange, PartsCount: sp.partsCount,
@@ -371,7 +376,7 @@ func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string,
 		ContentLanguage: metaPtr(info.Meta, metaContentLanguage), CacheControl: metaPtr(info.Meta, metaCacheControl),
 		ExpiresString: metaPtr(info.Meta, metaExpires), WebsiteRedirectLocation: metaPtr(info.Meta, metaRedirect),
 		TagCount: tagCount(info.Meta), StorageClass: types.StorageClassStandard,
-		VersionId:      versionIDOut(info.VersionID, b.versioning(ctx, bucket)),
+		VersionId:      versionIDOut(info.VersionID, bk.Versioning),
 		ObjectLockMode: mode, ObjectLockRetainUntilDate: until, ObjectLockLegalHoldStatus: hold,
 	}
 	// Checksums describe the whole object; a part answers its own.

@@ -124,6 +124,7 @@ func postForm(c fiber.Ctx, lookup SecretLookup, region string) *s3err.APIError {
 	if !ok {
 		return nil // not a form we can read: the front end answers it
 	}
+	substituted := substituteFilename(parts)
 	fields := map[string]string{}
 	for _, p := range parts {
 		if p.name != "file" {
@@ -140,10 +141,32 @@ func postForm(c fiber.Ctx, lookup SecretLookup, region string) *s3err.APIError {
 		}
 		return rewriteForm(c, parts, boundary, policy, added)
 	}
-	if slices.ContainsFunc(parts, fieldAsFile) || !fileLast(parts) {
+	if substituted || slices.ContainsFunc(parts, fieldAsFile) || !fileLast(parts) {
 		return rewriteForm(c, parts, boundary, "", nil)
 	}
 	return nil
+}
+
+// substituteFilename puts the uploaded file's name where the form's key
+// says ${filename}, as S3 does before it checks the policy's conditions;
+// it reports whether it changed the form.
+func substituteFilename(parts []formPart) bool {
+	file := slices.IndexFunc(parts, func(p formPart) bool { return p.name == "file" })
+	key := slices.IndexFunc(parts, func(p formPart) bool { return p.name == "key" })
+	if file < 0 || key < 0 || !bytes.Contains(parts[key].body, []byte("${filename}")) {
+		return false
+	}
+	_, params, err := mime.ParseMediaType(parts[file].header.Get("Content-Disposition"))
+	name := params["filename"]
+	if err != nil || name == "" {
+		return false
+	}
+	// Browsers send a base name; some send a path (C:\dir\f.txt).
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	parts[key].body = bytes.ReplaceAll(parts[key].body, []byte("${filename}"), []byte(name))
+	return true
 }
 
 // fileLast reports whether the form's file, if any, is its last part.

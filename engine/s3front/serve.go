@@ -123,6 +123,14 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 	if enc, ok := be.(bucketEncrypter); ok && cfg.SSE {
 		opts = append(opts, s3api.WithMiddleware("/", serveBucketEncryption(be, enc, cfg.IAM)))
 	}
+	if pab, ok := be.(publicAccessBlocker); ok {
+		if acls, ok := be.(publicACLChecker); ok {
+			opts = append(opts, s3api.WithMiddleware("/", servePublicAccessBlock(be, pab, acls, cfg.IAM)))
+		}
+	}
+	if lc, ok := be.(bucketLifecycler); ok {
+		opts = append(opts, s3api.WithMiddleware("/", serveBucketLifecycle(be, lc, cfg.IAM)))
+	}
 	if cfg.OnListen != nil {
 		opts = append(opts, s3api.WithOnListen(cfg.OnListen))
 	}

@@ -303,7 +303,7 @@ func (k *sseKey) sealBody(bucket, object string, body io.Reader, size int64, met
 // sealStream encrypts a body (part 0: a whole object) with a data key.
 func sealStream(body io.Reader, size int64, mode sseMode, dek []byte, part int) (io.Reader, int64, func() string, error) {
 	sum := newPlainSum(body, mode, dek)
-	r, err := newSealReader(sum, dek, part)
+	r, err := newSealReader(sum, dek, part, size)
 	if err != nil {
 		return nil, 0, nil, err
 	}

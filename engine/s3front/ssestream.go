@@ -74,12 +74,19 @@ type sealReader struct {
 	err    error
 }
 
-func newSealReader(src io.Reader, key []byte, part int) (*sealReader, error) {
+// newSealReader encrypts src, of size plaintext bytes (-1: unknown). A body
+// smaller than a package gets buffers of its size: it is one package
+// either way, and a 4 KiB PUT need not allocate two of 64 KiB.
+func newSealReader(src io.Reader, key []byte, part int, size int64) (*sealReader, error) {
 	aead, err := newGCM(key)
 	if err != nil {
 		return nil, err
 	}
-	return &sealReader{src: src, aead: aead, part: part, plain: make([]byte, pkgPlain), sealed: make([]byte, 0, pkgSealed)}, nil
+	plain := pkgPlain
+	if size >= 0 && size < pkgPlain {
+		plain = int(size) + 1 // +1: the read that finds the end
+	}
+	return &sealReader{src: src, aead: aead, part: part, plain: make([]byte, plain), sealed: make([]byte, 0, plain+pkgOverhead)}, nil
 }
 
 func (s *sealReader) Read(p []byte) (int, error) {
@@ -125,8 +132,11 @@ func newOpenWriter(dst io.Writer, key []byte, part int, first uint64, skip, limi
 	if err != nil {
 		return nil, err
 	}
+	// Buffers as large as a package, or as what is read when it is less (a
+	// small object's GET); append grows them should more arrive.
+	n := min(skip+limit+pkgOverhead, pkgSealed)
 	return &openWriter{dst: dst, aead: aead, part: part, index: first, skip: skip, limit: limit,
-		buf: make([]byte, 0, pkgSealed), plain: make([]byte, 0, pkgPlain)}, nil
+		buf: make([]byte, 0, n), plain: make([]byte, 0, min(n, pkgPlain))}, nil
 }
 
 func (w *openWriter) Write(p []byte) (int, error) {

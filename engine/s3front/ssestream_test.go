@@ -14,7 +14,7 @@ func TestSealedPackagesRoundTripAndRanges(t *testing.T) {
 	for _, size := range []int64{0, 1, pkgPlain - 1, pkgPlain, pkgPlain + 1, 3*pkgPlain + 17} {
 		plain := make([]byte, size)
 		_, _ = rand.Read(plain)
-		r, err := newSealReader(bytes.NewReader(plain), key, 3)
+		r, err := newSealReader(bytes.NewReader(plain), key, 3, -1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -24,6 +24,24 @@ func TestSealedPackagesRoundTripAndRanges(t *testing.T) {
 		}
 		if int64(len(sealed)) != sealedSize(size) || plainSize(int64(len(sealed))) != size {
 			t.Fatalf("size %d: sealed %d, sealedSize %d, plainSize %d", size, len(sealed), sealedSize(size), plainSize(int64(len(sealed))))
+		}
+		// Sealed with the size known (small bodies get small buffers), the
+		// layout is the same.
+		known, err := newSealReader(bytes.NewReader(plain), key, 3, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := io.ReadAll(known); err != nil || len(again) != len(sealed) {
+			t.Fatalf("size %d known: %d sealed bytes (%v), want %d", size, len(again), err, len(sealed))
+		} else if size > 0 {
+			var out bytes.Buffer
+			w, err := newOpenWriter(&out, key, 3, 0, 0, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(again); err != nil || w.Close() != nil || !bytes.Equal(out.Bytes(), plain) {
+				t.Fatalf("size %d known: does not open to the plaintext (%v)", size, err)
+			}
 		}
 		// A run of 16 random bytes shows up in ciphertext by chance with
 		// negligible probability; a shorter one would (1 byte: about 1 in 9).

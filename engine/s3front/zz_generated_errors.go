@@ -63,6 +63,12 @@ func (b s3Errors) DeleteBucketEncryption(a0 context.Context, a1 string) error {
 	return b.toS3(stopped(ctx, r0), a1)
 }
 
+func (b s3Errors) DeleteBucketLifecycle(a0 context.Context, a1 string) error {
+	ctx := operation(a0)
+	r0 := b.Backend.DeleteBucketLifecycle(ctx, a1)
+	return b.toS3(stopped(ctx, r0), a1)
+}
+
 func (b s3Errors) DeleteBucketOwnershipControls(a0 context.Context, a1 string) error {
 	ctx := operation(a0)
 	r0 := b.Backend.DeleteBucketOwnershipControls(ctx, a1)
@@ -99,6 +105,12 @@ func (b s3Errors) DeleteObjects(a0 context.Context, a1 *s3.DeleteObjectsInput) (
 	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
+func (b s3Errors) DeletePublicAccessBlock(a0 context.Context, a1 string) error {
+	ctx := operation(a0)
+	r0 := b.Backend.DeletePublicAccessBlock(ctx, a1)
+	return b.toS3(stopped(ctx, r0), a1)
+}
+
 func (b s3Errors) GetBucketAcl(a0 context.Context, a1 *s3.GetBucketAclInput) ([]byte, error) {
 	ctx := operation(a0)
 	r0, r1 := b.Backend.GetBucketAcl(ctx, a1)
@@ -114,6 +126,12 @@ func (b s3Errors) GetBucketCors(a0 context.Context, a1 string) ([]byte, error) {
 func (b s3Errors) GetBucketEncryption(a0 context.Context, a1 string) (*bucketEncryption, error) {
 	ctx := operation(a0)
 	r0, r1 := b.Backend.GetBucketEncryption(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), a1)
+}
+
+func (b s3Errors) GetBucketLifecycle(a0 context.Context, a1 string) ([]byte, error) {
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetBucketLifecycle(ctx, a1)
 	return r0, b.toS3(stopped(ctx, r1), a1)
 }
 
@@ -183,6 +201,12 @@ func (b s3Errors) GetObjectTagging(a0 context.Context, a1 string, a2 string, a3 
 	return r0, b.toS3(stopped(ctx, r1), a1)
 }
 
+func (b s3Errors) GetPublicAccessBlock(a0 context.Context, a1 string) ([]byte, error) {
+	ctx := operation(a0)
+	r0, r1 := b.Backend.GetPublicAccessBlock(ctx, a1)
+	return r0, b.toS3(stopped(ctx, r1), a1)
+}
+
 func (b s3Errors) HeadBucket(a0 context.Context, a1 *s3.HeadBucketInput) (*s3.HeadBucketOutput, error) {
 	ctx := operation(a0)
 	r0, r1 := b.Backend.HeadBucket(ctx, a1)
@@ -249,6 +273,12 @@ func (b s3Errors) PutBucketEncryption(a0 context.Context, a1 string, a2 bucketEn
 	return b.toS3(stopped(ctx, r0), a1)
 }
 
+func (b s3Errors) PutBucketLifecycle(a0 context.Context, a1 string, a2 []byte) error {
+	ctx := operation(a0)
+	r0 := b.Backend.PutBucketLifecycle(ctx, a1, a2)
+	return b.toS3(stopped(ctx, r0), a1)
+}
+
 func (b s3Errors) PutBucketOwnershipControls(a0 context.Context, a1 string, a2 types.ObjectOwnership) error {
 	ctx := operation(a0)
 	r0 := b.Backend.PutBucketOwnershipControls(ctx, a1, a2)
@@ -306,6 +336,12 @@ func (b s3Errors) PutObjectRetention(a0 context.Context, a1 string, a2 string, a
 func (b s3Errors) PutObjectTagging(a0 context.Context, a1 string, a2 string, a3 string, a4 map[string]string) error {
 	ctx := operation(a0)
 	r0 := b.Backend.PutObjectTagging(ctx, a1, a2, a3, a4)
+	return b.toS3(stopped(ctx, r0), a1)
+}
+
+func (b s3Errors) PutPublicAccessBlock(a0 context.Context, a1 string, a2 []byte) error {
+	ctx := operation(a0)
+	r0 := b.Backend.PutPublicAccessBlock(ctx, a1, a2)
 	return b.toS3(stopped(ctx, r0), a1)
 }
 

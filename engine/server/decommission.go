@@ -135,14 +135,7 @@ func (n *Node) setPoolStateEverywhere(ctx context.Context, pool, state string) e
 // runDecommissions starts and stops the drains of the sets this node
 // leads, following the pools' states.
 func (n *Node) runDecommissions(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick(ctx, time.Second, func() {
 		for _, pr := range n.dep.PoolRuntimes() {
 			draining := pr.Entry.State() == erasure.StateDraining
 			for set := 0; set < pr.Layout.Sets; set++ {
@@ -164,7 +157,7 @@ func (n *Node) runDecommissions(ctx context.Context) {
 				n.completeIfDrained(ctx, pr)
 			}
 		}
-	}
+	})
 }
 
 // startDrain drains one set in the background from its saved marker.

@@ -73,6 +73,10 @@ type Config struct {
 	// StaleUploadAge is how old an unfinished multipart upload gets before
 	// it is aborted.
 	StaleUploadAge time.Duration
+	// LifecycleInterval is the pause between two lifecycle passes
+	// (0: DefaultLifecycleInterval); LifecycleDay, for tests only, is the
+	// length of a lifecycle rule's day (0: S3's).
+	LifecycleInterval, LifecycleDay time.Duration
 	// MonitorInterval is how often drives are checked (offline drives
 	// retried, wiped drives detected).
 	MonitorInterval time.Duration
@@ -109,6 +113,7 @@ type Node struct {
 	// healerStops end the healers' runs (a removed pool's).
 	healerStops map[string]context.CancelFunc
 	drains      map[drainKey]*drainState
+	lifecycle   *s3front.Lifecycle
 }
 
 // Run serves until ctx ends, then drains: readiness drops, in-flight
@@ -212,7 +217,7 @@ func Run(ctx context.Context, cfg Config) error {
 	opts := s3front.Options{
 		Hooks:  s3front.Hooks{Heal: n.heal, FirstByte: s3m.ObserveFirstByte},
 		Access: users, RootAccess: cfg.Root.AccessKey,
-		Log: log,
+		Log: log, LifecycleDay: cfg.LifecycleDay,
 	}
 	if cfg.KeysFile != "" {
 		keys, err := kms.Load(cfg.KeysFile, log)
@@ -223,6 +228,8 @@ func Run(ctx context.Context, cfg Config) error {
 		go keys.Watch(5*time.Second, bg.Done())
 	}
 	be := s3front.New(dep.Pools, opts)
+	n.lifecycle = s3front.NewLifecycle(dep.Pools, opts, s3front.LifecycleOptions{})
+	go n.runLifecycle(bg)
 	go n.monitorDrives(bg)
 	go n.cleanStaleUploads(bg)
 	go n.runDecommissions(bg)
@@ -451,15 +458,7 @@ func (n *Node) monitorDrives(ctx context.Context) {
 
 // cleanStaleUploads aborts multipart uploads older than StaleUploadAge.
 func (n *Node) cleanStaleUploads(ctx context.Context) {
-	every := min(n.cfg.StaleUploadAge/4, time.Hour)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick(ctx, min(n.cfg.StaleUploadAge/4, time.Hour), func() {
 		aborted, err := AbortStaleUploads(ctx, n.dep.Pools, n.cfg.StaleUploadAge)
 		if err != nil {
 			n.cfg.Log.Warn("stale upload cleanup stopped", "err", err)
@@ -467,7 +466,7 @@ func (n *Node) cleanStaleUploads(ctx context.Context) {
 		if aborted > 0 {
 			n.cfg.Log.Info("aborted stale multipart uploads", "count", aborted, "olderThan", n.cfg.StaleUploadAge)
 		}
-	}
+	})
 }
 
 // AbortStaleUploads aborts every upload started more than age ago.

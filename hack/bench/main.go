@@ -183,7 +183,7 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		strataBin  = fs.String("strata", "bin/strata", "strata binary")
 		strataArgs = fs.String("strata-args", "", "extra flags for strata server/gateway, space-separated (e.g. --no-sync; reported with the figures)")
 		peersDir   = fs.String("peers", "hack/peers/bin", "directory holding the minio and versitygw binaries (hack/peers.sh)")
-		only       = fs.String("targets", "", "comma-separated subset of targets to run (strata, minio, versitygw)")
+		only       = fs.String("targets", "", "comma-separated subset of targets to run (strata, strata-sse-s3, minio, versitygw)")
 		outDir     = fs.String("out", "bench-results", "directory for the JSON report and server logs")
 		keepAlive  = fs.Bool("versitygw-keepalive", true, "start VersityGW with --keep-alive (it closes every connection otherwise)")
 		timeout    = fs.Duration("timeout", 20*time.Minute, "hard bound on the whole suite")
@@ -229,7 +229,11 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if name == "gateway" {
 		kinds[0] = strataGatewayKind(*strataBin, extra)
 	} else {
-		kinds = append(kinds, minioKind(filepath.Join(*peersDir, "minio")))
+		sse, err := strataSSEKind(*strataBin, extra)
+		if err != nil {
+			return err
+		}
+		kinds = append(kinds, sse, minioKind(filepath.Join(*peersDir, "minio")))
 	}
 	kinds = append(kinds, versitygwKind(filepath.Join(*peersDir, "versitygw"), *keepAlive))
 

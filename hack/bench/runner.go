@@ -10,7 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // requestGrace bounds how long in-flight requests may outlive a workload's
@@ -27,6 +29,8 @@ type Runner struct {
 	Procs []int
 	// payload holds random (incompressible) bytes, shared by every PUT.
 	payload []byte
+	// BucketEncryption, when set, is the bucket's default encryption.
+	BucketEncryption string
 }
 
 func newRunner(t Target, o ClientOptions, bucket string, maxSize int64) *Runner {
@@ -42,11 +46,29 @@ func newRunner(t Target, o ClientOptions, bucket string, maxSize int64) *Runner 
 
 func (r *Runner) client(i int) *s3.Client { return r.Clients[i%len(r.Clients)] }
 
+// ensureBucket creates the bucket unless it exists, with its default
+// encryption when the target has one.
+func (r *Runner) ensureBucket(ctx context.Context) error {
+	if err := ensureBucket(ctx, r.client(0), r.Bucket); err != nil {
+		return fmt.Errorf("creating bucket %s: %s", r.Bucket, errorCode(err))
+	}
+	if r.BucketEncryption == "" {
+		return nil
+	}
+	_, err := r.client(0).PutBucketEncryption(ctx, &s3.PutBucketEncryptionInput{Bucket: aws.String(r.Bucket),
+		ServerSideEncryptionConfiguration: &types.ServerSideEncryptionConfiguration{Rules: []types.ServerSideEncryptionRule{{
+			ApplyServerSideEncryptionByDefault: &types.ServerSideEncryptionByDefault{SSEAlgorithm: types.ServerSideEncryption(r.BucketEncryption)}}}}})
+	if err != nil {
+		return fmt.Errorf("setting the default encryption of bucket %s: %s", r.Bucket, errorCode(err))
+	}
+	return nil
+}
+
 // Prepare writes objects [0, n) of the set under prefix, concurrency at a
 // time. It is not measured.
 func (r *Runner) Prepare(ctx context.Context, prefix string, size int64, n, concurrency int) error {
-	if err := ensureBucket(ctx, r.client(0), r.Bucket); err != nil {
-		return fmt.Errorf("creating bucket %s: %s", r.Bucket, errorCode(err))
+	if err := r.ensureBucket(ctx); err != nil {
+		return err
 	}
 	var next atomic.Int64
 	var firstErr error
@@ -79,8 +101,8 @@ func (r *Runner) Prepare(ctx context.Context, prefix string, size int64, n, conc
 // Measure runs the measured phase of p against objects under prefix (which
 // Prepare must have filled when the op needs them).
 func (r *Runner) Measure(ctx context.Context, p Plan, prefix string) (Result, error) {
-	if err := ensureBucket(ctx, r.client(0), r.Bucket); err != nil {
-		return Result{}, fmt.Errorf("creating bucket %s: %s", r.Bucket, errorCode(err))
+	if err := r.ensureBucket(ctx); err != nil {
+		return Result{}, err
 	}
 	workers := make([]*worker, p.Concurrency)
 	for i := range workers {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +42,9 @@ type serverKind struct {
 	// healthPath, when set, must answer 200 before the server counts as up
 	// (an S3 ListBuckets must succeed too).
 	healthPath string
+	// bucketEncryption, when set, is the benchmark bucket's default
+	// encryption (clients send no encryption headers).
+	bucketEncryption string
 }
 
 func driveDirs(root string, n int) error {
@@ -138,6 +143,30 @@ func strataServerKind(bin string, extra []string) serverKind {
 		},
 		healthPath: "/strata/health/ready",
 	}
+}
+
+// strataSSEKind is strataServerKind with a master key and the benchmark
+// bucket encrypted by default with SSE-S3: what encryption costs.
+func strataSSEKind(bin string, extra []string) (serverKind, error) {
+	k := strataServerKind(bin, extra)
+	dir, err := os.MkdirTemp("", "strata-bench-keys-")
+	if err != nil {
+		return k, err
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return k, err
+	}
+	doc := fmt.Sprintf(`{"default": "bench", "keys": {"bench": %q}}`, base64.StdEncoding.EncodeToString(key))
+	keys := filepath.Join(dir, "keys.json")
+	if err := os.WriteFile(keys, []byte(doc), 0o600); err != nil {
+		return k, err
+	}
+	k.name = "strata-sse-s3"
+	k.description += "; bucket default encryption SSE-S3"
+	k.env = append(k.env, "STRATA_KMS_KEYS_FILE="+keys)
+	k.bucketEncryption = "AES256"
+	return k, nil
 }
 
 func strataGatewayKind(bin string, extra []string) serverKind {

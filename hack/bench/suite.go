@@ -176,6 +176,7 @@ func runTarget(ctx context.Context, c SuiteConfig, kind serverKind, stps []Step,
 	target := Target{Name: kind.name, Endpoints: []string{primary.endpoint}, AccessKey: benchUser, SecretKey: benchPassword}
 	runner := newRunner(target, c.Client, "strata-bench", maxSize)
 	runner.Procs = []int{primary.pid()}
+	runner.BucketEncryption = kind.bucketEncryption
 	prepared := map[string]int{} // dataset -> objects written
 
 	rep.Status = "ok"

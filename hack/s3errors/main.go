@@ -48,6 +48,8 @@ func main() {
 	ifaces := []*types.Interface{
 		be.Types.Scope().Lookup("Backend").Type().Underlying().(*types.Interface),
 		fe.Scope().Lookup("bucketEncrypter").Type().Underlying().(*types.Interface),
+		fe.Scope().Lookup("bucketLifecycler").Type().Underlying().(*types.Interface),
+		fe.Scope().Lookup("publicAccessBlocker").Type().Underlying().(*types.Interface),
 	}
 	// The methods Backend declares itself (not the promoted NotImplemented
 	// answers of backend.BackendUnsupported).

@@ -60,7 +60,7 @@ func TestServerStatefulSet(t *testing.T) {
 		wantName:  "media-pool-a",
 		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"},
 		wantProbe: corev1.URISchemeHTTPS,
-		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology"},
+		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology", "encryption-keys"},
 	}, {
 		name:      "TLS disabled: no certificates, HTTP probes",
 		tenant:    testTenant(func(t *v1.Tenant) { t.Spec.TLS.Mode = v1.TLSDisabled }),
@@ -69,7 +69,7 @@ func TestServerStatefulSet(t *testing.T) {
 		wantName:  "media-pool-a",
 		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--insecure-internode", "--admin-over-http", "--metrics-token-file", "/etc/strata/metrics/token"},
 		wantProbe: corev1.URISchemeHTTP,
-		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "topology"},
+		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "topology", "encryption-keys"},
 	}, {
 		name:      "explicit domain: one StatefulSet per domain",
 		tenant:    testTenant(),
@@ -78,7 +78,7 @@ func TestServerStatefulSet(t *testing.T) {
 		wantName:  "media-pool-a-rack1",
 		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"},
 		wantProbe: corev1.URISchemeHTTPS,
-		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology"},
+		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology", "encryption-keys"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,6 +121,9 @@ func TestServerStatefulSet(t *testing.T) {
 				if sts.Spec.Template.Labels[k] != v {
 					t.Errorf("pod labels %v do not match selector %v", sts.Spec.Template.Labels, sel)
 				}
+			}
+			if !slices.Contains(c.Env, corev1.EnvVar{Name: "STRATA_KMS_KEYS_FILE", Value: "/etc/strata/kms/keys.json"}) {
+				t.Errorf("the keys file is not given to the server: %v", c.Env)
 			}
 			if sts.Spec.Template.Annotations[AnnotationCredentialsHash] != "abc" {
 				t.Error("no credentials hash on the pod template")
@@ -287,6 +290,9 @@ func TestGatewayDeploymentAndClaim(t *testing.T) {
 	found := false
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		found = found || (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "shared-fs")
+		if v.Name == "encryption-keys" {
+			t.Error("the gateway, which encrypts nothing, mounts the encryption keys")
+		}
 	}
 	if !found {
 		t.Fatal("claim not mounted")
@@ -408,5 +414,40 @@ func TestServerNetworkPolicy(t *testing.T) {
 	}
 	if !NetworkPolicyEnabled(tn) {
 		t.Error("enabled by default")
+	}
+}
+
+func TestEncryptionKeys(t *testing.T) {
+	tn := testTenant()
+	gen, err := NewEncryptionKeys(tn, bytes.NewReader(bytes.Repeat([]byte{9}, 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gen.Name != "media-encryption-keys" || len(gen.OwnerReferences) != 0 {
+		t.Fatalf("generated Secret %s with owners %v: want media-encryption-keys without owner", gen.Name, gen.OwnerReferences)
+	}
+	st, err := EncryptionKeysIn(gen)
+	if err != nil || st.DefaultKey != "media-1" || st.Keys != 1 || st.KeysSecret != "media-encryption-keys" {
+		t.Fatalf("generated keys read back as %+v, %v", st, err)
+	}
+	if _, err := NewEncryptionKeys(tn, bytes.NewReader(make([]byte, 8))); err == nil {
+		t.Error("no error from a short random source")
+	}
+	for doc, want := range map[string]string{
+		"":                            "has no keys.json",
+		`{"keys": {"k": "c2hvcnQ="}}`: `key "k" is not 32`,
+		`{"default": "x", "keys": {"k": "` + strings.Repeat("A", 43) + `="}}`: `default key "x"`,
+	} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mine"}, Data: map[string][]byte{}}
+		if doc != "" {
+			s.Data[EncryptionKeysFileKey] = []byte(doc)
+		}
+		if _, err := EncryptionKeysIn(s); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `"mine"`) {
+			t.Errorf("keys file %q: %v, want an error naming the Secret and %q", doc, err, want)
+		}
+	}
+	ref := testTenant(func(t *v1.Tenant) { t.Spec.Encryption.KeysSecretRef = &v1.SecretReference{Name: "vault-keys"} })
+	if EncryptionKeysSecretName(ref) != "vault-keys" || EngineFor(ref, "x", "").EncryptionSecret != "vault-keys" {
+		t.Error("spec.encryption.keysSecretRef not used")
 	}
 }

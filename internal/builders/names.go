@@ -40,6 +40,18 @@ func RootSecretName(t *v1.Tenant) string {
 // GeneratedRootSecretName is where generated root keys live.
 func GeneratedRootSecretName(tenant string) string { return tenant + "-root-credentials" }
 
+// EncryptionKeysSecretName is the Secret of the tenant's encryption master
+// keys: the one spec.encryption names, else the generated one.
+func EncryptionKeysSecretName(t *v1.Tenant) string {
+	if t.Spec.Encryption.KeysSecretRef != nil {
+		return t.Spec.Encryption.KeysSecretRef.Name
+	}
+	return GeneratedEncryptionKeysSecretName(t.Name)
+}
+
+// GeneratedEncryptionKeysSecretName is where generated master keys live.
+func GeneratedEncryptionKeysSecretName(tenant string) string { return tenant + "-encryption-keys" }
+
 // IAMSecretName holds the rendered IAM users file.
 func IAMSecretName(tenant string) string { return tenant + "-iam" }
 

@@ -48,7 +48,9 @@ type Engine struct {
 	TLSSecret   string // "" serves plain HTTP
 	// MetricsTokenSecret holds the token /strata/metrics requires.
 	MetricsTokenSecret string
-	CredentialsHash    string
+	// EncryptionSecret holds the servers' encryption master keys.
+	EncryptionSecret string
+	CredentialsHash  string
 }
 
 // EngineFor derives the engine settings of a tenant.
@@ -62,7 +64,10 @@ func EngineFor(t *v1.Tenant, defaultImage, credentialsHash string) Engine {
 		// The engine re-reads the token when kubelet updates the mounted
 		// Secret: rotating it needs no restart, so it is not hashed.
 		MetricsTokenSecret: MetricsTokenSecretName(t.Name),
-		CredentialsHash:    credentialsHash,
+		// Re-read by the engine when kubelet updates the file: a rotation
+		// needs no restart, so it is not hashed either.
+		EncryptionSecret: EncryptionKeysSecretName(t),
+		CredentialsHash:  credentialsHash,
 	}
 	if e.PullPolicy == "" {
 		e.PullPolicy = corev1.PullIfNotPresent

@@ -54,7 +54,10 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 		// tls.mode Disabled: the user chose plain internode traffic too.
 		args = append(args, "--insecure-internode", "--admin-over-http")
 	}
-	c := e.container(args, mounts, p.Spec.PodPlacement)
+	keyVols, keyMounts, keyEnv := e.encryptionKeys()
+	vols = append(vols, keyVols...)
+	c := e.container(args, append(mounts, keyMounts...), p.Spec.PodPlacement)
+	c.Env = append(c.Env, keyEnv...)
 
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: labels},

@@ -90,7 +90,34 @@ type CertInfo = adminclient.CertInfo
 type Bucket struct {
 	Name       string
 	Versioning string
+	// ObjectLock, when set, creates the bucket with object lock; Mode and
+	// Days (both or neither) are its default retention.
+	ObjectLock *ObjectLock
+	// Encryption, when set, is the bucket's default encryption.
+	Encryption *Encryption
+	// Lifecycle, when set, is the bucket's one lifecycle rule.
+	Lifecycle *Lifecycle
 }
+
+// ObjectLock is a bucket's object lock and default retention.
+type ObjectLock struct {
+	Mode string // GOVERNANCE or COMPLIANCE; "" with Days 0: no default
+	Days int32
+}
+
+// Encryption is a bucket's default encryption.
+type Encryption struct {
+	Algorithm string // AES256 or aws:kms
+	KMSKeyID  string
+}
+
+// Lifecycle is a rule over the whole bucket; nil fields are not part of it.
+type Lifecycle struct {
+	ExpirationDays, NoncurrentDays, AbortUploadDays *int32
+}
+
+// LifecycleRuleID names the rule the operator keeps.
+const LifecycleRuleID = "strata-operator"
 
 // Client talks to a running tenant.
 type Client interface {
@@ -221,7 +248,11 @@ func (c HTTPClient) EnsureBuckets(ctx context.Context, ep Endpoint, buckets []Bu
 			if !errors.As(err, &notFound) && !strings.Contains(err.Error(), "StatusCode: 404") {
 				return fmt.Errorf("bucket %s: %w", b.Name, err)
 			}
-			if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b.Name)}); err != nil {
+			in := &s3.CreateBucketInput{Bucket: aws.String(b.Name)}
+			if b.ObjectLock != nil {
+				in.ObjectLockEnabledForBucket = aws.Bool(true)
+			}
+			if _, err := cl.CreateBucket(ctx, in); err != nil {
 				var owned *s3types.BucketAlreadyOwnedByYou
 				if !errors.As(err, &owned) {
 					return fmt.Errorf("creating bucket %s: %w", b.Name, err)
@@ -236,6 +267,58 @@ func (c HTTPClient) EnsureBuckets(ctx context.Context, ep Endpoint, buckets []Bu
 			if err != nil {
 				return fmt.Errorf("setting versioning of bucket %s: %w", b.Name, err)
 			}
+		}
+		if err := ensureBucketDefaults(ctx, cl, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureBucketDefaults applies a declared bucket's object lock, default
+// encryption and lifecycle rule, each read back: a bucket that cannot hold
+// what was declared is an error, never a silent success.
+func ensureBucketDefaults(ctx context.Context, cl *s3.Client, b Bucket) error {
+	if l := b.ObjectLock; l != nil {
+		got, err := cl.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String(b.Name)})
+		if err != nil || got.ObjectLockConfiguration == nil || got.ObjectLockConfiguration.ObjectLockEnabled != s3types.ObjectLockEnabledEnabled {
+			return fmt.Errorf("bucket %s exists without object lock, which S3 turns on only when a bucket is created: "+
+				"declare the lock on a new bucket, or remove objectLock from this one (%v)", b.Name, err)
+		}
+		cfg := &s3types.ObjectLockConfiguration{ObjectLockEnabled: s3types.ObjectLockEnabledEnabled}
+		if l.Mode != "" {
+			cfg.Rule = &s3types.ObjectLockRule{DefaultRetention: &s3types.DefaultRetention{
+				Mode: s3types.ObjectLockRetentionMode(l.Mode), Days: aws.Int32(l.Days)}}
+		}
+		if _, err := cl.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: aws.String(b.Name), ObjectLockConfiguration: cfg}); err != nil {
+			return fmt.Errorf("setting the default retention of bucket %s: %w", b.Name, err)
+		}
+	}
+	if e := b.Encryption; e != nil {
+		def := &s3types.ServerSideEncryptionByDefault{SSEAlgorithm: s3types.ServerSideEncryption(e.Algorithm)}
+		if e.KMSKeyID != "" {
+			def.KMSMasterKeyID = aws.String(e.KMSKeyID)
+		}
+		if _, err := cl.PutBucketEncryption(ctx, &s3.PutBucketEncryptionInput{Bucket: aws.String(b.Name),
+			ServerSideEncryptionConfiguration: &s3types.ServerSideEncryptionConfiguration{
+				Rules: []s3types.ServerSideEncryptionRule{{ApplyServerSideEncryptionByDefault: def}}}}); err != nil {
+			return fmt.Errorf("setting the default encryption of bucket %s: %w", b.Name, err)
+		}
+	}
+	if lc := b.Lifecycle; lc != nil {
+		rule := s3types.LifecycleRule{ID: aws.String(LifecycleRuleID), Status: s3types.ExpirationStatusEnabled, Filter: &s3types.LifecycleRuleFilter{}}
+		if lc.ExpirationDays != nil {
+			rule.Expiration = &s3types.LifecycleExpiration{Days: lc.ExpirationDays}
+		}
+		if lc.NoncurrentDays != nil {
+			rule.NoncurrentVersionExpiration = &s3types.NoncurrentVersionExpiration{NoncurrentDays: lc.NoncurrentDays}
+		}
+		if lc.AbortUploadDays != nil {
+			rule.AbortIncompleteMultipartUpload = &s3types.AbortIncompleteMultipartUpload{DaysAfterInitiation: lc.AbortUploadDays}
+		}
+		if _, err := cl.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String(b.Name),
+			LifecycleConfiguration: &s3types.BucketLifecycleConfiguration{Rules: []s3types.LifecycleRule{rule}}}); err != nil {
+			return fmt.Errorf("setting the lifecycle of bucket %s: %w", b.Name, err)
 		}
 	}
 	return nil

@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
@@ -45,7 +47,11 @@ var _ = Describe("against a real strata server", func() {
 		ns := newNamespace()
 		t := tenant(ns)
 		t.Spec.TLS.Mode = v1.TLSDisabled
-		t.Spec.Buckets = []v1.BucketSpec{{Name: "photos", Versioning: "Enabled"}, {Name: "logs"}}
+		days := func(n int32) *int32 { return &n }
+		t.Spec.Buckets = []v1.BucketSpec{{Name: "photos", Versioning: "Enabled"},
+			{Name: "logs", Encryption: &v1.BucketEncryption{Algorithm: "AES256"},
+				Lifecycle: &v1.BucketLifecycle{ExpirationDays: days(30), AbortIncompleteMultipartUploadDays: days(2)}},
+			{Name: "vault", ObjectLock: &v1.BucketObjectLock{Mode: "COMPLIANCE", Days: 30}, Encryption: &v1.BucketEncryption{Algorithm: "aws:kms"}}}
 		t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "app-keys"}, Policy: "readonly", Buckets: []string{"*"}}}
 		Expect(k8s.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1ObjectMeta(ns, "app-keys"),
@@ -56,12 +62,14 @@ var _ = Describe("against a real strata server", func() {
 		Expect(k8s.Create(ctx, sp)).To(Succeed())
 
 		By("starting the engine with the operator's root keys and IAM file, mounted as files")
-		root, iam := &corev1.Secret{}, &corev1.Secret{}
+		root, iam, keys := &corev1.Secret{}, &corev1.Secret{}, &corev1.Secret{}
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-root-credentials"), root) }).Should(Succeed())
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-iam"), iam) }).Should(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-encryption-keys"), keys) }).Should(Succeed())
 		dir := GinkgoT().TempDir()
 		files := map[string][]byte{
 			"accessKey": root.Data[builders.AccessKeyKey], "secretKey": root.Data[builders.SecretKeyKey], "iam.json": iam.Data[builders.IAMFileKey],
+			"keys.json": keys.Data[builders.EncryptionKeysFileKey],
 		}
 		for name, data := range files {
 			Expect(os.WriteFile(filepath.Join(dir, name), data, 0o600)).To(Succeed())
@@ -73,6 +81,7 @@ var _ = Describe("against a real strata server", func() {
 			builders.EnvRootUserFile + "=" + filepath.Join(dir, "accessKey"),
 			builders.EnvRootPasswordFile + "=" + filepath.Join(dir, "secretKey"),
 			builders.EnvIAMFile + "=" + filepath.Join(dir, "iam.json"),
+			"STRATA_KMS_KEYS_FILE=" + filepath.Join(dir, "keys.json"),
 		}, filepath.Join(dir, "d{1...4}"))
 		fakeEn.route(ns, "http://"+addr)
 
@@ -91,10 +100,43 @@ var _ = Describe("against a real strata server", func() {
 		for _, b := range list.Buckets {
 			names = append(names, aws.ToString(b.Name))
 		}
-		Expect(names).To(ConsistOf("photos", "logs"))
+		Expect(names).To(ConsistOf("photos", "logs", "vault"))
 		v, err := cl.GetBucketVersioning(context.Background(), &s3.GetBucketVersioningInput{Bucket: aws.String("photos")})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(v.Status)).To(Equal("Enabled"))
+
+		By("finding the declared lock, default encryption and lifecycle through S3")
+		bg := context.Background()
+		lock, err := cl.GetObjectLockConfiguration(bg, &s3.GetObjectLockConfigurationInput{Bucket: aws.String("vault")})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lock.ObjectLockConfiguration.Rule.DefaultRetention.Mode).To(Equal(s3types.ObjectLockRetentionModeCompliance))
+		Expect(aws.ToInt32(lock.ObjectLockConfiguration.Rule.DefaultRetention.Days)).To(Equal(int32(30)))
+		enc, err := cl.GetBucketEncryption(bg, &s3.GetBucketEncryptionInput{Bucket: aws.String("logs")})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(enc.ServerSideEncryptionConfiguration.Rules[0].ApplyServerSideEncryptionByDefault.SSEAlgorithm).To(Equal(s3types.ServerSideEncryptionAes256))
+		lc, err := cl.GetBucketLifecycleConfiguration(bg, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String("logs")})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lc.Rules).To(HaveLen(1))
+		Expect(aws.ToString(lc.Rules[0].ID)).To(Equal("strata-operator"))
+		Expect(aws.ToInt32(lc.Rules[0].Expiration.Days)).To(Equal(int32(30)))
+		Expect(aws.ToInt32(lc.Rules[0].AbortIncompleteMultipartUpload.DaysAfterInitiation)).To(Equal(int32(2)))
+		put, err := cl.PutObject(bg, &s3.PutObjectInput{Bucket: aws.String("vault"), Key: aws.String("backup"), Body: strings.NewReader("immutable")})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(put.ServerSideEncryption).To(Equal(s3types.ServerSideEncryptionAwsKms), "the bucket's default encryption with the tenant's key")
+		_, err = cl.DeleteObject(bg, &s3.DeleteObjectInput{Bucket: aws.String("vault"), Key: aws.String("backup"), VersionId: put.VersionId})
+		Expect(err).To(HaveOccurred(), "a version under the default COMPLIANCE retention was deleted")
+		Expect(k8s.Get(ctx, key(ns, "media"), t)).To(Succeed())
+		Expect(t.Status.Buckets).To(ContainElement(v1.BucketStatus{Name: "vault", Versioning: "Enabled", ObjectLock: "COMPLIANCE 30 days", Encryption: "aws:kms"}))
+		Expect(t.Status.Buckets).To(ContainElement(v1.BucketStatus{Name: "logs", Encryption: "AES256", Lifecycle: "expire after 30 days, abort uploads after 2 days"}))
+
+		By("refusing to pretend: a lock declared on a bucket that exists without one")
+		_, err = cl.CreateBucket(bg, &s3.CreateBucketInput{Bucket: aws.String("plain")})
+		Expect(err).NotTo(HaveOccurred())
+		update(t, func(t *v1.Tenant) {
+			t.Spec.Buckets = append(t.Spec.Buckets, v1.BucketSpec{Name: "plain", ObjectLock: &v1.BucketObjectLock{}})
+		})
+		Eventually(tenantCondition(t, v1.ConditionBucketsReady)).WithTimeout(60 * time.Second).Should(Equal("False/BucketCreateFailed"))
+		Expect(t.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("bucket plain exists without object lock"))))
 
 		By("reading capacity from the admin API")
 		Eventually(func() (int64, error) {

@@ -1,8 +1,11 @@
 package controllers_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,6 +16,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -291,16 +295,30 @@ var _ = Describe("a Tenant with a ServerPool and a GatewayPool", func() {
 			}
 			return out
 		}
-		// Converged: two samples two seconds apart agree; from then on
-		// nothing is written.
+		// Converged: first the end state this spec can reach without pods
+		// (the operator shares its work queue with every earlier spec's
+		// tenants, so a quiet moment alone says little under load), then
+		// two samples three seconds apart agree; from then on nothing is
+		// written.
+		Eventually(tenantCondition(t, v1.ConditionCertificatesReady)).WithTimeout(30 * time.Second).Should(Equal("True/Reconciled"))
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("True/Reconciled"))
+		Eventually(tenantCondition(t, v1.ConditionReady)).Should(Equal("False/WaitingForPods"))
+		Eventually(func() (int64, error) {
+			err := k8s.Get(ctx, key(ns, "media"), t)
+			if c := meta.FindStatusCondition(t.Status.Conditions, v1.ConditionReady); c != nil {
+				return c.ObservedGeneration, err
+			}
+			return -1, err
+		}).Should(Equal(t.Generation))
 		last := versions()
 		Eventually(func() bool {
 			cur := versions()
 			same := fmt.Sprint(cur) == fmt.Sprint(last)
 			last = cur
 			return same
-		}).WithTimeout(30 * time.Second).WithPolling(2 * time.Second).Should(BeTrue())
-		Consistently(versions).WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Equal(last))
+		}).WithTimeout(30 * time.Second).WithPolling(3 * time.Second).Should(BeTrue())
+		Consistently(versions).WithTimeout(5*time.Second).WithPolling(time.Second).Should(Equal(last),
+			"an object was written after the tenant converged; its resourceVersion moved")
 	})
 })
 
@@ -415,6 +433,95 @@ var _ = Describe("missing and invalid references", func() {
 		Consistently(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, key(ns, "media-root-credentials"), &corev1.Secret{}))
 		}).Should(BeTrue())
+	})
+
+	It("encryption master keys: generated once and mounted into servers, a referenced Secret checked, a deleted one never re-minted", func() {
+		ns := newNamespace()
+		t := tenant(ns)
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		Expect(k8s.Create(ctx, nvmePool(ns))).To(Succeed())
+		keys := &corev1.Secret{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-encryption-keys"), keys) }).Should(Succeed())
+		Expect(keys.OwnerReferences).To(BeEmpty(), "the keys outlive the Tenant with its data")
+		Eventually(func() (*v1.EncryptionStatus, error) {
+			err := k8s.Get(ctx, key(ns, "media"), t)
+			return t.Status.Encryption, err
+		}).Should(Equal(&v1.EncryptionStatus{KeysSecret: "media-encryption-keys", DefaultKey: "media-1", Keys: 1}))
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("True/Reconciled"))
+		Expect(t.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("encryption keys in Secret media-encryption-keys (default key media-1"))))
+		Eventually(eventsFor(ns, "media")).Should(ContainElement("EncryptionKeysGenerated"))
+		sts := &appsv1.StatefulSet{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), sts) }).Should(Succeed())
+		Expect(sts.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "STRATA_KMS_KEYS_FILE", Value: "/etc/strata/kms/keys.json"}))
+		Expect(sts.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "media-encryption-keys")))
+
+		By("a rotation (a second key made the default) is read, not reverted")
+		rotated := `{"default": "media-2", "keys": {"media-1": "` + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32)) +
+			`", "media-2": "` + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{2}, 32)) + `"}}`
+		keys.Data["keys.json"] = []byte(rotated)
+		Expect(k8s.Update(ctx, keys)).To(Succeed())
+		Eventually(func() (string, error) {
+			err := k8s.Get(ctx, key(ns, "media"), t)
+			return t.Status.Encryption.DefaultKey, err
+		}).Should(Equal("media-2"))
+		Expect(k8s.Get(ctx, key(ns, "media-encryption-keys"), keys)).To(Succeed())
+		Expect(string(keys.Data["keys.json"])).To(Equal(rotated))
+
+		By("a broken keys file is reported, naming no key")
+		keys.Data["keys.json"] = []byte(`{"default": "nope", "keys": {"media-1": "c2hvcnQ="}}`)
+		Expect(k8s.Update(ctx, keys)).To(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("False/SecretMissing"))
+		Expect(t.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring(`key "media-1" is not 32 base64-encoded bytes`))))
+		Expect(t.Status.Conditions).NotTo(ContainElement(HaveField("Message", ContainSubstring("c2hvcnQ"))))
+
+		By("deleted, it is reported and not re-minted")
+		Expect(k8s.Delete(ctx, keys)).To(Succeed())
+		Eventually(func() []metav1.Condition {
+			_ = k8s.Get(ctx, key(ns, "media"), t)
+			return t.Status.Conditions
+		}).Should(ContainElement(HaveField("Message", ContainSubstring("encrypted objects cannot be read without it"))))
+		Consistently(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, key(ns, "media-encryption-keys"), &corev1.Secret{}))
+		}).Should(BeTrue())
+
+		By("a referenced Secret that does not exist is waited for")
+		update(t, func(t *v1.Tenant) { t.Spec.Encryption.KeysSecretRef = &v1.SecretReference{Name: "vault-keys"} })
+		Eventually(func() []metav1.Condition {
+			_ = k8s.Get(ctx, key(ns, "media"), t)
+			return t.Status.Conditions
+		}).Should(ContainElement(HaveField("Message", ContainSubstring(`Secret "vault-keys" named by spec.encryption.keysSecretRef does not exist`))))
+		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vault-keys"},
+			StringData: map[string]string{"keys.json": rotated}})).To(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("True/Reconciled"))
+		Expect(t.Status.Encryption.KeysSecret).To(Equal("vault-keys"))
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), sts) }).Should(Succeed())
+		Eventually(func() []corev1.Volume {
+			_ = k8s.Get(ctx, key(ns, "media-nvme"), sts)
+			return sts.Spec.Template.Spec.Volumes
+		}).Should(ContainElement(HaveField("Secret.SecretName", "vault-keys")))
+	})
+
+	It("bucket defaults that cannot be honoured are refused by the API server, saying why", func() {
+		ns := newNamespace()
+		seven := int32(7)
+		for want, b := range map[string]v1.BucketSpec{
+			"versioning cannot be Suspended":       {Name: "locked", Versioning: "Suspended", ObjectLock: &v1.BucketObjectLock{}},
+			"needs both mode and days":             {Name: "locked", ObjectLock: &v1.BucketObjectLock{Mode: "GOVERNANCE"}},
+			"kmsKeyID goes with algorithm aws:kms": {Name: "sealed", Encryption: &v1.BucketEncryption{Algorithm: "AES256", KMSKeyID: "k1"}},
+			"a lifecycle needs at least one of":    {Name: "logs", Lifecycle: &v1.BucketLifecycle{}},
+			"should be greater than or equal to 1": {Name: "logs", Lifecycle: &v1.BucketLifecycle{ExpirationDays: new(int32)}},
+			"supported values":                     {Name: "logs", Encryption: &v1.BucketEncryption{Algorithm: "aws:kms:dsse"}},
+		} {
+			t := tenant(ns)
+			t.Spec.Buckets = []v1.BucketSpec{b}
+			err := k8s.Create(ctx, t)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%+v: %v", b, err)
+			Expect(strings.ToLower(err.Error())).To(ContainSubstring(strings.ToLower(want)))
+		}
+		t := tenant(ns)
+		t.Spec.Buckets = []v1.BucketSpec{{Name: "backups", Versioning: "Enabled", ObjectLock: &v1.BucketObjectLock{Mode: "COMPLIANCE", Days: 30},
+			Encryption: &v1.BucketEncryption{Algorithm: "aws:kms", KMSKeyID: "k1"}, Lifecycle: &v1.BucketLifecycle{NoncurrentVersionExpirationDays: &seven}}}
+		Expect(k8s.Create(ctx, t)).To(Succeed())
 	})
 
 	It("a tenant moving from referenced to generated root keys gets generated ones", func() {

@@ -86,6 +86,11 @@ func abuses() []attack {
 			req, _ := http.NewRequest(http.MethodPut, u, strings.NewReader("x"))
 			return rawSend(t, req)
 		}},
+		{"a presigned URL that expired before it was signed", []string{"AccessDenied"}, 403, func(t *testing.T, s *server) (int, string) {
+			u := strings.Replace(presign(t, s, "negative", time.Minute), "X-Amz-Expires=60", "X-Amz-Expires=-1000", 1)
+			req, _ := http.NewRequest(http.MethodPut, u, strings.NewReader("x"))
+			return rawSend(t, req)
+		}},
 		{"a presigned URL sent to another key", []string{"SignatureDoesNotMatch", "AccessDenied"}, 403, func(t *testing.T, s *server) (int, string) {
 			u := strings.Replace(presign(t, s, "granted", time.Minute), "/granted?", "/stolen?", 1)
 			req, _ := http.NewRequest(http.MethodPut, u, strings.NewReader("x"))

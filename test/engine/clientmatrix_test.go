@@ -120,6 +120,13 @@ func (tg *tlsTarget) httpClient() *http.Client {
 // /strata/health/ready answers 200 over verified TLS.
 func startTLSTarget(t *testing.T, kind string) *tlsTarget {
 	t.Helper()
+	return startTLSTargetWith(t, kind, nil)
+}
+
+// startTLSTargetWith is startTLSTarget with env added to the process's
+// environment and extra flags.
+func startTLSTargetWith(t *testing.T, kind string, env []string, extra ...string) *tlsTarget {
+	t.Helper()
 	certs := t.TempDir()
 	cert := writeCert(t, certs, 1)
 	pem, err := os.ReadFile(filepath.Join(certs, "tls.crt"))
@@ -131,17 +138,17 @@ func startTLSTarget(t *testing.T, kind string) *tlsTarget {
 		t.Fatal(err)
 	}
 	tg.pool.AddCert(cert)
-	s := &server{t: t, addr: freeAddr(t)}
+	s := &server{t: t, addr: freeAddr(t), env: env}
 	switch kind {
 	case "server":
 		root := t.TempDir()
 		for i := 1; i <= 4; i++ {
 			s.drives = append(s.drives, filepath.Join(root, fmt.Sprintf("d%d", i)))
 		}
-		s.args = append([]string{"server", "--address", s.addr, "--certs-dir", certs,
-			"--drive-monitor-interval", "500ms", "--shutdown-delay", "0s"}, s.drives...)
+		s.args = append(append([]string{"server", "--address", s.addr, "--certs-dir", certs,
+			"--drive-monitor-interval", "500ms", "--shutdown-delay", "0s"}, extra...), s.drives...)
 	case "gateway":
-		s.args = []string{"gateway", "--address", s.addr, "--root", t.TempDir(), "--certs-dir", certs, "--shutdown-delay", "0s"}
+		s.args = append([]string{"gateway", "--address", s.addr, "--root", t.TempDir(), "--certs-dir", certs, "--shutdown-delay", "0s"}, extra...)
 	default:
 		t.Fatalf("unknown target %q", kind)
 	}

@@ -59,12 +59,16 @@ func TestFormUploadsSignedWithV2(t *testing.T) {
 				fieldsAsFiles  bool
 				status         int
 				code           string
+				stored         string // the key stored, when not key
 			}{
-				{"browser form", "up/one", rootUser, rootPassword, false, http.StatusNoContent, ""},
-				{"every field a file part", "up/two", rootUser, rootPassword, true, http.StatusNoContent, ""},
-				{"wrong signature", "up/three", rootUser, "not-the-secret", false, http.StatusForbidden, "SignatureDoesNotMatch"},
-				{"unknown access key", "up/four", "nobody", rootPassword, false, http.StatusForbidden, "InvalidAccessKeyId"},
-				{"key outside the policy", "elsewhere", rootUser, rootPassword, false, http.StatusForbidden, "AccessDenied"},
+				{"browser form", "up/one", rootUser, rootPassword, false, http.StatusNoContent, "", ""},
+				// ${filename} is the file part's name, before the policy's
+				// conditions are checked.
+				{"key from the file's name", "up/${filename}", rootUser, rootPassword, false, http.StatusNoContent, "", "up/upload.txt"},
+				{"every field a file part", "up/two", rootUser, rootPassword, true, http.StatusNoContent, "", ""},
+				{"wrong signature", "up/three", rootUser, "not-the-secret", false, http.StatusForbidden, "SignatureDoesNotMatch", ""},
+				{"unknown access key", "up/four", "nobody", rootPassword, false, http.StatusForbidden, "InvalidAccessKeyId", ""},
+				{"key outside the policy", "elsewhere", rootUser, rootPassword, false, http.StatusForbidden, "AccessDenied", ""},
 			}
 			for _, tc := range cases {
 				body := "content of " + tc.key
@@ -72,7 +76,11 @@ func TestFormUploadsSignedWithV2(t *testing.T) {
 				if status != tc.status || !strings.Contains(answer, tc.code) {
 					t.Errorf("%s: %d %s, want %d %s", tc.what, status, answer, tc.status, tc.code)
 				}
-				got, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("forms"), Key: aws.String(tc.key)})
+				stored := tc.key
+				if tc.stored != "" {
+					stored = tc.stored
+				}
+				got, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("forms"), Key: aws.String(stored)})
 				switch {
 				case tc.status == http.StatusNoContent && err != nil:
 					t.Errorf("%s: the upload is not readable: %v", tc.what, err)

@@ -654,8 +654,12 @@ func TestUnsupportedIsRefusedAndStoresNothing(t *testing.T) {
 		t.Fatalf("bucket default encryption without keys: %v", err)
 	}
 	if _, err := c.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String("bkt"), LifecycleConfiguration: &types.BucketLifecycleConfiguration{
-		Rules: []types.LifecycleRule{{ID: aws.String("r"), Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("")}, Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)}}}}}); errCode(err) != "NotImplemented" {
-		t.Fatalf("lifecycle: %v", err)
+		Rules: []types.LifecycleRule{{ID: aws.String("r"), Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("")},
+			Transitions: []types.Transition{{Days: aws.Int32(30), StorageClass: types.TransitionStorageClassGlacier}}}}}}); errCode(err) != "InvalidStorageClass" {
+		t.Fatalf("lifecycle transition: %v", err)
+	}
+	if _, err := c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String("bkt")}); errCode(err) != "NoSuchLifecycleConfiguration" {
+		t.Fatalf("a refused lifecycle document was stored: %v", err)
 	}
 	// An object ACL granting more than the owner's full control.
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String("public"), Body: strings.NewReader("x"),

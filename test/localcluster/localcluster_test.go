@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -287,6 +288,23 @@ func TestDemoTenantServesS3(t *testing.T) {
 		if err != nil || len(list.Contents) != 1 {
 			t.Fatalf("list: %v, %d objects", err, len(list.Contents))
 		}
+		// SSE-S3 with the master key the operator generated for the tenant
+		// (mounted from <tenant>-encryption-keys).
+		secret := bytes.Repeat([]byte("sealed at rest "), 1000)
+		put, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("sealed"), Body: bytes.NewReader(secret),
+			ServerSideEncryption: s3types.ServerSideEncryptionAes256})
+		if err != nil || put.ServerSideEncryption != s3types.ServerSideEncryptionAes256 {
+			t.Fatalf("SSE-S3 put: %v (encryption %q)", err, put.ServerSideEncryption)
+		}
+		sealed, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("sealed")})
+		if err != nil {
+			t.Fatalf("SSE-S3 get: %v", err)
+		}
+		read, err = io.ReadAll(sealed.Body)
+		sealed.Body.Close()
+		if err != nil || !bytes.Equal(read, secret) || sealed.ServerSideEncryption != s3types.ServerSideEncryptionAes256 {
+			t.Fatalf("SSE-S3 read back %d bytes (err %v, encryption %q), want the %d written", len(read), err, sealed.ServerSideEncryption, len(secret))
+		}
 		// The Tenant's declared bucket was created by the operator through
 		// the same Service.
 		if _, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("photos")}); err != nil {
@@ -361,6 +379,18 @@ func podReady(p *corev1.Pod) bool {
 // s3Client talks to the endpoint with the root keys, trusting the tenant CA.
 func s3Client(t *testing.T, in info) *s3.Client {
 	t.Helper()
+	return s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(in.S3URL),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(in.AccessKey, in.SecretKey, ""),
+		HTTPClient:   tenantHTTPClient(t, in),
+	})
+}
+
+// tenantHTTPClient is an HTTP client that trusts the tenant CA.
+func tenantHTTPClient(t *testing.T, in info) *http.Client {
+	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if in.CAFile != "" {
 		pem, err := os.ReadFile(in.CAFile)
@@ -373,13 +403,7 @@ func s3Client(t *testing.T, in info) *s3.Client {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return s3.New(s3.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(in.S3URL),
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(in.AccessKey, in.SecretKey, ""),
-		HTTPClient:   &http.Client{Transport: tr, Timeout: time.Minute},
-	})
+	return &http.Client{Transport: tr, Timeout: time.Minute}
 }
 
 // processesUnder lists processes whose command line, root or working

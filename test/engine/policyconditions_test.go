@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"crypto/tls"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// TestBucketPolicyConditions: the condition keys users write bucket
+// policies with are evaluated against the request, over HTTPS:
+// aws:SecureTransport, aws:SourceIp (the client is 127.0.0.1) and
+// s3:prefix, for a tenant user whose own grant does not cover the bucket
+// and for anonymous requests.
+func TestBucketPolicyConditions(t *testing.T) {
+	users := filepath.Join(t.TempDir(), "users.json")
+	if err := os.WriteFile(users, []byte(`{"users":[{"accessKey":"reader","secretKey":"reader-secret","policy":"readonly","buckets":["elsewhere"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg := startTLSTargetWith(t, "server", []string{"STRATA_IAM_FILE=" + users})
+	client := func(creds aws.CredentialsProvider) *s3.Client {
+		hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.TLSClientConfig = &tls.Config{RootCAs: tg.pool, MinVersion: tls.VersionTLS12}
+		})
+		return s3.New(s3.Options{BaseEndpoint: aws.String(tg.endpoint()), UsePathStyle: true, Region: "us-east-1",
+			Credentials: creds, RetryMaxAttempts: 1, HTTPClient: hc})
+	}
+	root := tg.sdkClient(nil)
+	reader := client(credentials.NewStaticCredentialsProvider("reader", "reader-secret", ""))
+	anon := client(aws.AnonymousCredentials{})
+	mustCreateBucket(t, root, "cond")
+	put(t, root, "cond", "docs/a.txt", []byte("a"))
+	put(t, root, "cond", "tmp/b.txt", []byte("b"))
+	policy := func(statements ...string) {
+		t.Helper()
+		if _, err := root.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String("cond"),
+			Policy: aws.String(`{"Version":"2012-10-17","Statement":[` + strings.Join(statements, ",") + `]}`)}); err != nil {
+			t.Fatalf("PutBucketPolicy: %v", err)
+		}
+	}
+	readerGet := func() error {
+		_, err := reader.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("cond"), Key: aws.String("docs/a.txt")})
+		return err
+	}
+	getFor := func(principal, condition string) string {
+		return `{"Effect":"Allow","Principal":` + principal + `,"Action":"s3:GetObject","Resource":"arn:aws:s3:::cond/*","Condition":` + condition + `}`
+	}
+	if err := readerGet(); errCode(err) != "AccessDenied" {
+		t.Fatalf("the reader's own grant does not cover cond: %v", err)
+	}
+	for _, c := range []struct {
+		what, condition string
+		allowed         bool
+	}{
+		{"aws:SecureTransport true over HTTPS", `{"Bool":{"aws:SecureTransport":"true"}}`, true},
+		{"aws:SecureTransport false over HTTPS", `{"Bool":{"aws:SecureTransport":"false"}}`, false},
+		{"aws:SourceIp matching the client", `{"IpAddress":{"aws:SourceIp":"127.0.0.0/8"}}`, true},
+		{"aws:SourceIp not matching", `{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}`, false},
+		{"aws:SourceIp excluded", `{"NotIpAddress":{"aws:SourceIp":"127.0.0.1/32"}}`, false},
+	} {
+		policy(getFor(`{"AWS":["reader"]}`, c.condition))
+		err := readerGet()
+		if c.allowed && err != nil || !c.allowed && errCode(err) != "AccessDenied" {
+			t.Errorf("%s: reader GET %v, want allowed=%v", c.what, err, c.allowed)
+		}
+	}
+
+	// s3:prefix limits what a listing may ask for.
+	policy(`{"Effect":"Allow","Principal":{"AWS":["reader"]},"Action":"s3:ListBucket","Resource":"arn:aws:s3:::cond","Condition":{"StringLike":{"s3:prefix":"docs/*"}}}`)
+	list := func(prefix string) error {
+		_, err := reader.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("cond"), Prefix: aws.String(prefix)})
+		return err
+	}
+	if err := list("docs/"); err != nil {
+		t.Errorf("listing docs/ allowed by s3:prefix: %v", err)
+	}
+	for _, p := range []string{"tmp/", ""} {
+		if err := list(p); errCode(err) != "AccessDenied" {
+			t.Errorf("listing %q outside s3:prefix docs/*: %v, want AccessDenied", p, err)
+		}
+	}
+
+	// Anonymous reads allowed from the loopback network only.
+	policy(getFor(`"*"`, `{"IpAddress":{"aws:SourceIp":"127.0.0.0/8"}}`))
+	if _, err := anon.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("cond"), Key: aws.String("docs/a.txt")}); err != nil {
+		t.Errorf("anonymous GET from 127.0.0.1 allowed by aws:SourceIp: %v", err)
+	}
+	policy(getFor(`"*"`, `{"IpAddress":{"aws:SourceIp":"192.0.2.0/24"}}`))
+	if _, err := anon.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("cond"), Key: aws.String("docs/a.txt")}); errStatus(err) != 403 {
+		t.Errorf("anonymous GET from outside the policy's network: %v, want 403", err)
+	}
+}
