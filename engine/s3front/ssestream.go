@@ -94,24 +94,46 @@ func (s *sealReader) Read(p []byte) (int, error) {
 		if s.err != nil {
 			return 0, s.err
 		}
-		n, err := io.ReadFull(s.src, s.plain)
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			err = io.EOF
-		}
-		s.sealed, s.pos = s.sealed[:0], 0
-		if n > 0 {
-			nonce := s.sealed[:pkgNonce]
-			if _, rerr := rand.Read(nonce); rerr != nil {
-				return 0, rerr
+		if len(p) >= len(s.plain)+pkgOverhead {
+			// Room for a whole package: sealed straight into p, without
+			// a copy (the erasure encoder reads whole blocks).
+			sealed, err := s.seal(p[:0])
+			if len(sealed) > 0 || err != nil {
+				return len(sealed), err
 			}
-			s.sealed = s.aead.Seal(nonce, nonce, s.plain[:n], pkgAAD(s.part, s.index))
-			s.index++
+			continue
 		}
-		s.err = err
+		sealed, err := s.seal(s.sealed[:0])
+		if err != nil {
+			return 0, err
+		}
+		s.sealed, s.pos = sealed, 0
 	}
 	n := copy(p, s.sealed[s.pos:])
 	s.pos += n
 	return n, nil
+}
+
+// seal reads the next package's plaintext and appends it, sealed, to dst
+// (nothing at the end of the source, which s.err then holds).
+func (s *sealReader) seal(dst []byte) ([]byte, error) {
+	n, err := io.ReadFull(s.src, s.plain)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		s.err, err = io.EOF, nil
+	}
+	if err != nil {
+		s.err = err
+		return dst, err
+	}
+	if n == 0 {
+		return dst, nil
+	}
+	nonce := dst[len(dst) : len(dst)+pkgNonce]
+	if _, err := rand.Read(nonce); err != nil {
+		return dst, err
+	}
+	s.index++
+	return s.aead.Seal(dst[:len(dst)+pkgNonce], nonce, s.plain[:n], pkgAAD(s.part, s.index-1)), nil
 }
 
 // openWriter decrypts a stream of whole packages, starting at package
@@ -142,11 +164,22 @@ func newOpenWriter(dst io.Writer, key []byte, part int, first uint64, skip, limi
 func (w *openWriter) Write(p []byte) (int, error) {
 	total := len(p)
 	for len(p) > 0 {
+		if len(w.buf) == 0 && len(p) >= pkgSealed {
+			// A whole package in what was written: opened where it lies,
+			// without a copy (a large GET's usual case).
+			if err := w.open(p[:pkgSealed]); err != nil {
+				return total - len(p), err
+			}
+			p = p[pkgSealed:]
+			continue
+		}
 		n := min(len(p), pkgSealed-len(w.buf))
 		w.buf = append(w.buf, p[:n]...)
 		p = p[n:]
 		if len(w.buf) == pkgSealed {
-			if err := w.open(); err != nil {
+			err := w.open(w.buf)
+			w.buf = w.buf[:0]
+			if err != nil {
 				return total - len(p), err
 			}
 		}
@@ -159,15 +192,18 @@ func (w *openWriter) Close() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	return w.open()
+	err := w.open(w.buf)
+	w.buf = w.buf[:0]
+	return err
 }
 
-func (w *openWriter) open() error {
-	if len(w.buf) <= pkgOverhead {
+// open decrypts one sealed package and writes the part of its plaintext
+// the reader asked for.
+func (w *openWriter) open(sealed []byte) error {
+	if len(sealed) <= pkgOverhead {
 		return errTampered
 	}
-	plain, err := w.aead.Open(w.plain[:0], w.buf[:pkgNonce], w.buf[pkgNonce:], pkgAAD(w.part, w.index))
-	w.buf = w.buf[:0]
+	plain, err := w.aead.Open(w.plain[:0], sealed[:pkgNonce], sealed[pkgNonce:], pkgAAD(w.part, w.index))
 	w.index++
 	if err != nil {
 		return errTampered

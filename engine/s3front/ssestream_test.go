@@ -25,6 +25,24 @@ func TestSealedPackagesRoundTripAndRanges(t *testing.T) {
 		if int64(len(sealed)) != sealedSize(size) || plainSize(int64(len(sealed))) != size {
 			t.Fatalf("size %d: sealed %d, sealedSize %d, plainSize %d", size, len(sealed), sealedSize(size), plainSize(int64(len(sealed))))
 		}
+		// Read a block at a time, as the erasure encoder does (packages
+		// sealed straight into the caller's buffer), the layout is the
+		// same.
+		blocks, err := newSealReader(bytes.NewReader(plain), key, 3, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var whole bytes.Buffer
+		if _, err := io.CopyBuffer(&whole, struct{ io.Reader }{blocks}, make([]byte, 1<<20)); err != nil || whole.Len() != len(sealed) {
+			t.Fatalf("size %d read in blocks: %d sealed bytes (%v), want %d", size, whole.Len(), err, len(sealed))
+		}
+		if size > 0 {
+			var out bytes.Buffer
+			w, _ := newOpenWriter(&out, key, 3, 0, 0, size)
+			if _, err := w.Write(whole.Bytes()); err != nil || w.Close() != nil || !bytes.Equal(out.Bytes(), plain) {
+				t.Fatalf("size %d read in blocks: does not open to the plaintext (%v)", size, err)
+			}
+		}
 		// Sealed with the size known (small bodies get small buffers), the
 		// layout is the same.
 		known, err := newSealReader(bytes.NewReader(plain), key, 3, size)
@@ -41,6 +59,21 @@ func TestSealedPackagesRoundTripAndRanges(t *testing.T) {
 			}
 			if _, err := w.Write(again); err != nil || w.Close() != nil || !bytes.Equal(out.Bytes(), plain) {
 				t.Fatalf("size %d known: does not open to the plaintext (%v)", size, err)
+			}
+			// Written in pieces that split packages anywhere (a package
+			// partly buffered, then whole ones in one write, then a tail).
+			for _, first := range []int{1000, pkgSealed - 1, pkgSealed, pkgSealed + 5} {
+				out.Reset()
+				w, _ := newOpenWriter(&out, key, 3, 0, 0, size)
+				for rest, n := again, min(first, len(again)); len(rest) > 0; n = min(2*pkgSealed+3, len(rest)) {
+					if _, err := w.Write(rest[:n]); err != nil {
+						t.Fatalf("size %d, first write %d: %v", size, first, err)
+					}
+					rest = rest[n:]
+				}
+				if err := w.Close(); err != nil || !bytes.Equal(out.Bytes(), plain) {
+					t.Fatalf("size %d, first write %d: does not open to the plaintext (%v)", size, first, err)
+				}
 			}
 		}
 		// A run of 16 random bytes shows up in ciphertext by chance with
@@ -90,6 +123,30 @@ func TestSealedPackagesRoundTripAndRanges(t *testing.T) {
 			if !errors.Is(err, errTampered) {
 				t.Fatalf("size %d, wrong %s: %v", size, name, err)
 			}
+		}
+	}
+}
+
+// BenchmarkOpenWriter: decrypting a 1 MiB object as a GET does (the erasure
+// decoder writes it in blocks of a few packages).
+func BenchmarkOpenWriter(b *testing.B) {
+	key := make([]byte, 32)
+	plain := make([]byte, 1<<20)
+	_, _ = rand.Read(plain)
+	r, _ := newSealReader(bytes.NewReader(plain), key, 1, int64(len(plain)))
+	sealed, _ := io.ReadAll(r)
+	b.SetBytes(int64(len(plain)))
+	for b.Loop() {
+		w, _ := newOpenWriter(io.Discard, key, 1, 0, 0, int64(len(plain)))
+		for rest := sealed; len(rest) > 0; {
+			n := min(256<<10, len(rest))
+			if _, err := w.Write(rest[:n]); err != nil {
+				b.Fatal(err)
+			}
+			rest = rest[n:]
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
