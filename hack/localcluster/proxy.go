@@ -106,22 +106,31 @@ func (p *serviceProxy) serve(l *svcListener) {
 	}
 }
 
+// endpointDialTimeouts are the tries forward makes, each at the next ready
+// endpoint, as kube-proxy's userspace mode did (250 ms, 500 ms, 1 s, 2 s):
+// a connection to an endpoint whose process just died, before the node's
+// loss marks it not ready, goes to another one instead of being reset.
+var endpointDialTimeouts = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
+
 // forward connects conn to a ready endpoint of the Service port.
 func (p *serviceProxy) forward(conn net.Conn, namespace, service string, port corev1.ServicePort) {
-	target, err := p.endpoint(namespace, service, port)
-	if err != nil {
-		conn.Close()
+	for _, timeout := range endpointDialTimeouts {
+		target, err := p.endpoint(namespace, service, port)
+		if err != nil {
+			break
+		}
+		if r, ok := p.rewrite[target]; ok {
+			target = r
+		}
+		backend, err := dialTimeout(context.Background(), target, timeout)
+		if err != nil {
+			p.log.Debug("service endpoint refused; trying the next", "service", namespace+"/"+service, "endpoint", target, "err", err)
+			continue
+		}
+		splice(conn, backend)
 		return
 	}
-	if r, ok := p.rewrite[target]; ok {
-		target = r
-	}
-	backend, err := dialTimeout(context.Background(), target, 5*time.Second)
-	if err != nil {
-		conn.Close()
-		return
-	}
-	splice(conn, backend)
+	conn.Close()
 }
 
 // endpoint picks a ready endpoint address of a Service port.

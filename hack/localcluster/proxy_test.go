@@ -1,0 +1,67 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// TestProxySkipsAnEndpointThatRefuses: of a Service's two ready endpoints,
+// one refuses connections (its process died; the node's loss has not
+// marked it not ready yet). Every connection through the proxy reaches the
+// other, as kube-proxy's userspace mode did.
+func TestProxySkipsAnEndpointThatRefuses(t *testing.T) {
+	live, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	go func() {
+		for {
+			c, err := live.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("live"))
+			c.Close()
+		}
+	}()
+	dead, _ := net.Listen("tcp", "127.0.0.1:0")
+	deadAddr := dead.Addr().String()
+	dead.Close() // nothing listens there now: connections are refused
+
+	port := func(addr string) (string, int32) {
+		h, p, _ := net.SplitHostPort(addr)
+		n, _ := strconv.Atoi(p)
+		return h, int32(n)
+	}
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for i, addr := range []string{deadAddr, live.Addr().String()} {
+		host, p := port(addr)
+		_ = idx.Add(&discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "ns", Name: "s3-" + strconv.Itoa(i), Labels: map[string]string{discoveryv1.LabelServiceName: "s3"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("s3"), Port: ptr.To(p)}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{host}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		})
+	}
+	p := newServiceProxy(slog.New(slog.DiscardHandler), nil, discoverylisters.NewEndpointSliceLister(idx))
+	for i := range 6 {
+		client, server := net.Pipe()
+		go p.forward(server, "ns", "s3", corev1.ServicePort{Name: "s3"})
+		got, _ := io.ReadAll(client)
+		client.Close()
+		if string(got) != "live" {
+			t.Fatalf("connection %d: read %q, want the live endpoint's answer", i, got)
+		}
+	}
+}
