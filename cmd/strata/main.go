@@ -27,6 +27,7 @@ import (
 	"github.com/strata-storage/strata/engine/buildinfo"
 	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/hlc"
 	"github.com/strata-storage/strata/engine/gateway"
 	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/internode"
@@ -250,6 +251,12 @@ pool list from a file (docs/topology.md) and follows its changes.
 	openDelay, _ := time.ParseDuration(getenv("STRATA_TEST_DRIVE_OPEN_DELAY"))
 	// Only for tests of lifecycle rules: the length of their day.
 	lifecycleDay, _ := time.ParseDuration(getenv("STRATA_TEST_LIFECYCLE_DAY"))
+	// Only for tests of ordering under clock skew: this node's clock for
+	// versions is off by this much (a node whose clock is wrong).
+	if skew, err := time.ParseDuration(getenv("STRATA_TEST_CLOCK_SKEW")); err == nil && skew != 0 {
+		log.Warn("STRATA_TEST_CLOCK_SKEW: this node's version clock is skewed, for tests only", "skew", skew)
+		hlc.Skew(skew)
+	}
 	root, err := iam.RootFromEnv(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "strata server:", err)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/hlc"
 )
 
 // DeleteMode says how a DELETE without a version ID behaves, by the bucket's
@@ -40,7 +40,7 @@ type DeleteResult struct {
 func (s *Set) DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error) {
 	drives := s.Drives()
 	if versionID == nil && mode != DeleteUnversioned {
-		marker := &drive.Record{ModTime: time.Now().UnixNano(), Flags: drive.FlagDeleteMarker}
+		marker := &drive.Record{ModTime: hlc.Default.Now(), Flags: drive.FlagDeleteMarker}
 		if mode == DeleteVersioned {
 			marker.VersionID = uuid.New()
 		}

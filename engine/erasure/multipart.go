@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/hlc"
 )
 
 // Multipart limits (S3's).
@@ -148,7 +149,7 @@ func (s *Set) PutObjectPart(ctx context.Context, bucket, object string, uploadID
 	}
 	// Timed when its data is in, not when it started: of two uploads of one
 	// part number, the one that finishes last wins, as in S3.
-	part.ModTime = time.Now().UnixNano()
+	part.ModTime = hlc.Default.Now()
 	part.Size, part.ETag = st.size, st.etag
 	if etag != nil {
 		part.ETag = etag()
@@ -286,7 +287,7 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 	}
 	modTime := opts.ModTime
 	if modTime.IsZero() {
-		modTime = time.Now()
+		modTime = hlc.Now()
 	}
 	src := u.Meta
 	if opts.Meta != nil {

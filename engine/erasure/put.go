@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/hlc"
 	"github.com/strata-storage/strata/engine/vfs"
 )
 
@@ -59,7 +60,7 @@ func (o PutOptions) etag() string {
 func (s *Set) PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
 	modTime := opts.ModTime
 	if modTime.IsZero() {
-		modTime = time.Now()
+		modTime = hlc.Now() // see package hlc: never older than what this node saw
 	}
 	rec := &drive.Record{
 		VersionID: opts.VersionID,
@@ -291,7 +292,7 @@ func (s *Set) putStreaming(ctx context.Context, drives []Drive, bucket, object s
 	if opts.ModTime.IsZero() {
 		// The version's time is when it commits, not when its upload
 		// began: last writer wins by completion, as S3 reports it.
-		rec.ModTime = time.Now().UnixNano()
+		rec.ModTime = hlc.Default.Now()
 	}
 	afterBody(rec, opts)
 	rec.Size = st.size

@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/hlc"
 )
 
 // PeerOptions configure the client of one peer.
@@ -62,7 +63,10 @@ type Peer struct {
 	pools    atomic.Pointer[map[string]bool] // nil: the peer does not say
 	answered atomic.Bool                     // it answered a ping
 	pinging  atomic.Bool
-	closed   chan struct{}
+	// clockOffset is the peer's wall clock minus this node's at its last
+	// ping answer (ns; within the ping's round trip).
+	clockOffset atomic.Int64
+	closed      chan struct{}
 }
 
 // servedDrives is what a peer last said of its drives (pingAnswer).
@@ -142,6 +146,11 @@ func (p *Peer) Close() {
 // Online reports whether the peer answers.
 func (p *Peer) Online() bool { return p.online.Load() }
 
+// ClockOffset is how far the peer's wall clock was ahead of this node's
+// (behind: negative) at its last ping answer; 0 before one, or from an
+// older build.
+func (p *Peer) ClockOffset() time.Duration { return time.Duration(p.clockOffset.Load()) }
+
 // OfflineEvents counts the times the peer stopped answering (metrics).
 func (p *Peer) OfflineEvents() uint64 { return p.offline.Load() }
 
@@ -203,6 +212,12 @@ func (p *Peer) Hello(ctx context.Context, from string) error {
 // pinged records a ping's answer: the peer answers.
 func (p *Peer) pinged(a pingAnswer) {
 	p.version.Store(int32(a.Protocol))
+	if a.Wall > 0 {
+		p.clockOffset.Store(int64(hlc.Default.PeerWall(a.Wall)))
+	}
+	if a.Clock > 0 {
+		hlc.Default.Observe(a.Clock)
+	}
 	var s *servedDrives
 	if a.Drives != nil {
 		s = &servedDrives{starting: a.Starting, paths: map[string]bool{}}

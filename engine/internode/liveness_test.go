@@ -9,9 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/hlc"
 )
 
 // TestPingsSayWhichDrivesAreServed: a node's pings say which drives it
@@ -173,4 +175,34 @@ func TestNodesRefuseCallsForAnotherNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	roundTrip(t, p, n, "addressed")
+}
+
+// TestPingsCarryClocks: a ping answer carries the node's hybrid and wall
+// clocks (an older node's, neither: the peer's offset stays 0), and the
+// pinging side records the offset and never stamps a time before the
+// answer's.
+func TestPingsCarryClocks(t *testing.T) {
+	n := startNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1"))
+	p := newPeer(t, n, Protocol)
+	if err := p.Ping(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// One process, one clock: the offset is the time the answer took.
+	if off := p.ClockOffset(); off > 0 || off < -time.Second {
+		t.Fatalf("offset to a node on the same clock: %s", off)
+	}
+	peerClock := hlc.Default.Peek() + int64(30*time.Second)
+	peerWall := hlc.Default.Wall() + int64(30*time.Second)
+	p.pinged(pingAnswer{Protocol: Protocol, Clock: peerClock, Wall: peerWall})
+	if off := p.ClockOffset(); off < 29*time.Second || off > 30*time.Second {
+		t.Fatalf("offset to a node 30 s ahead: %s", off)
+	}
+	if now := hlc.Default.Now(); now <= peerClock {
+		t.Fatalf("stamped %d after a ping answered %d", now, peerClock)
+	}
+	old := &Peer{opts: PeerOptions{Log: slog.New(slog.DiscardHandler)}}
+	old.pinged(pingAnswer{Protocol: 3})
+	if old.ClockOffset() != 0 {
+		t.Fatalf("an older node's answer gave an offset of %s", old.ClockOffset())
+	}
 }

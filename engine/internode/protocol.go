@@ -34,6 +34,7 @@ import (
 
 	"github.com/strata-storage/strata/engine/buildinfo"
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/hlc"
 )
 
 // Protocol versions, defined in buildinfo so the version a binary prints
@@ -51,8 +52,12 @@ const (
 	hdrProtocol = "X-Strata-Protocol"
 	hdrTime     = "X-Strata-Time"
 	hdrError    = "X-Strata-Error"
-	hdrAuth     = "Authorization"
-	authScheme  = "Strata "
+	// hdrClock is the sender's hybrid clock (Unix ns), which the receiver
+	// moves its own to (package hlc). Older builds neither send nor read
+	// it; it is a hint, not signed: a value far ahead is not followed.
+	hdrClock   = "X-Strata-Clock"
+	hdrAuth    = "Authorization"
+	authScheme = "Strata "
 	// From signedProtocol on.
 	hdrNonce         = "X-Strata-Nonce"
 	hdrBodySum       = "X-Strata-Content-Sha256"
@@ -143,6 +148,7 @@ func mac(secret []byte, method, path, ts string) string {
 func sign(req *http.Request, secret []byte, version int, bodySum string) {
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	req.Header.Set(hdrTime, ts)
+	req.Header.Set(hdrClock, strconv.FormatInt(hlc.Default.Peek(), 10))
 	req.Header.Set(hdrProtocol, strconv.Itoa(version))
 	if version < signedProtocol {
 		req.Header.Set(hdrAuth, authScheme+mac(secret, req.Method, req.URL.Path, ts))
@@ -154,6 +160,13 @@ func sign(req *http.Request, secret []byte, version int, bodySum string) {
 	req.Header.Set(hdrNonce, nonce)
 	req.Header.Set(hdrBodySum, bodySum)
 	req.Header.Set(hdrAuth, authSchemeSigned+signature(secret, req, ts, nonce, bodySum))
+}
+
+// observeClock moves this node's hybrid clock to a peer's (hdrClock).
+func observeClock(v string) {
+	if t, err := strconv.ParseInt(v, 10, 64); err == nil && t > 0 {
+		hlc.Default.Observe(t)
+	}
 }
 
 // signature is the MAC of a version-4 request.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/hlc"
 )
 
 // Server serves this node's drives to its peers.
@@ -80,6 +81,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusUnauthorized)
 		return
 	}
+	observeClock(r.Header.Get(hdrClock))
 	v, _ := strconv.Atoi(r.Header.Get(hdrProtocol))
 	if v < MinProtocol || v > s.Version {
 		http.Error(w, fmt.Sprintf("internode protocol %d not served (this node speaks %d..%d)", v, MinProtocol, s.Version), http.StatusUpgradeRequired)
@@ -157,7 +159,11 @@ func (s *Server) handle(name string, w http.ResponseWriter, r *http.Request) err
 // starting and the pools it knows. An older node sends the protocol alone; an older client reads
 // it alone.
 type pingAnswer struct {
-	Protocol int       `json:"protocol"`
+	Protocol int `json:"protocol"`
+	// Clock is the node's hybrid clock and Wall its wall clock (Unix ns;
+	// 0 from older builds): see package hlc.
+	Clock    int64     `json:"clock,omitempty"`
+	Wall     int64     `json:"wall,omitempty"`
 	Drives   *[]string `json:"drives,omitempty"`
 	Starting bool      `json:"starting,omitempty"`
 	Pools    *[]string `json:"pools,omitempty"`
@@ -187,6 +193,7 @@ func (s *Server) ping(w http.ResponseWriter, r *http.Request) error {
 		}
 		a.Pools = &names
 	}
+	a.Clock, a.Wall = hlc.Default.Peek(), hlc.Default.Wall()
 	return writeJSON(w, a)
 }
 

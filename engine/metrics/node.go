@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -57,6 +58,9 @@ type Drain struct {
 type Peers struct {
 	Online, Offline int
 	OfflineEvents   uint64
+	// ClockOffset is the largest difference, either way, between another
+	// node's clock and this one's at their last pings.
+	ClockOffset time.Duration
 }
 
 // Lifecycle is the lifecycle pass's counters (on the node that runs it).
@@ -94,6 +98,7 @@ type nodeCollector struct {
 	poolState                         *prometheus.Desc
 	drainObjects, drainBytes          *prometheus.Desc
 	peers, peerOfflineEvents          *prometheus.Desc
+	peerClockOffset                   *prometheus.Desc
 	healQueue, healDrives             *prometheus.Desc
 	healCounters                      map[string]*prometheus.Desc
 	lcRuns, lcVersions, lcActions     *prometheus.Desc
@@ -132,8 +137,10 @@ func RegisterNode(reg prometheus.Registerer, snapshot func() Snapshot) {
 		peers: prometheus.NewDesc("strata_internode_peers", "Other nodes of the deployment by whether they answer this node (online, offline).",
 			[]string{"state"}, nil),
 		peerOfflineEvents: prometheus.NewDesc("strata_internode_peer_offline_total", "Times another node stopped answering this one.", nil, nil),
-		healQueue:         prometheus.NewDesc("strata_heal_queue_length", "Objects waiting in the heal queue or being healed now.", nil, nil),
-		healDrives:        prometheus.NewDesc("strata_heal_drives_healing", "Drives being rebuilt.", nil, nil),
+		peerClockOffset: prometheus.NewDesc("strata_internode_clock_offset_seconds",
+			"Largest difference, either way, between another online node's wall clock and this node's at their last pings (versions are stamped with the nodes' clocks).", nil, nil),
+		healQueue:  prometheus.NewDesc("strata_heal_queue_length", "Objects waiting in the heal queue or being healed now.", nil, nil),
+		healDrives: prometheus.NewDesc("strata_heal_drives_healing", "Drives being rebuilt.", nil, nil),
 		healCounters: map[string]*prometheus.Desc{
 			"queued":  prometheus.NewDesc("strata_heal_queued_total", "Objects queued for healing (damaged on read, partial writes).", nil, nil),
 			"dropped": prometheus.NewDesc("strata_heal_dropped_total", "Objects not queued because the queue was full (the scanner heals them).", nil, nil),
@@ -159,7 +166,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.driveTotal
 	ch <- c.driveFree
 	for _, d := range []*prometheus.Desc{c.setDrives, c.setOnline, c.setHealthy, c.setWriteQuorum, c.setReadQuorum,
-		c.poolState, c.drainObjects, c.drainBytes, c.peers, c.peerOfflineEvents} {
+		c.poolState, c.drainObjects, c.drainBytes, c.peers, c.peerOfflineEvents, c.peerClockOffset} {
 		ch <- d
 	}
 	ch <- c.healQueue
@@ -214,6 +221,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.peers, s.Peers.Online, "online")
 	gauge(c.peers, s.Peers.Offline, "offline")
 	ch <- prometheus.MustNewConstMetric(c.peerOfflineEvents, prometheus.CounterValue, float64(s.Peers.OfflineEvents))
+	ch <- prometheus.MustNewConstMetric(c.peerClockOffset, prometheus.GaugeValue, s.Peers.ClockOffset.Seconds())
 	h := s.Heal
 	ch <- prometheus.MustNewConstMetric(c.healQueue, prometheus.GaugeValue, float64(h.QueueLength))
 	ch <- prometheus.MustNewConstMetric(c.healDrives, prometheus.GaugeValue, float64(h.DrivesHealing))

@@ -302,28 +302,21 @@ func (n *Node) CancelDecommission(ctx context.Context, pool string) error {
 // are refused (the running configuration is kept).
 func (n *Node) watchTopology(ctx context.Context) {
 	last, _ := os.ReadFile(n.cfg.TopologyFile)
-	t := time.NewTicker(2 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick(ctx, 2*time.Second, func() {
 		data, err := os.ReadFile(n.cfg.TopologyFile)
 		if err != nil || string(data) == string(last) {
-			continue
+			return
 		}
 		last = data
 		topo, err := cluster.ParseTopology(data)
 		if err != nil {
 			n.cfg.Log.Error("topology file not applied; keeping the running configuration", "err", err)
-			continue
+			return
 		}
 		if err := n.applyTopology(ctx, topo); err != nil {
 			n.cfg.Log.Error("topology file not fully applied", "err", err)
 		}
-	}
+	})
 }
 
 func (n *Node) applyTopology(ctx context.Context, topo cluster.Topology) error {

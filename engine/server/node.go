@@ -360,6 +360,7 @@ func (n *Node) snapshot(ctx context.Context) metrics.Snapshot {
 	for _, p := range n.dep.Peers() {
 		if p.Online() {
 			s.Peers.Online++
+			s.Peers.ClockOffset = max(s.Peers.ClockOffset, p.ClockOffset(), -p.ClockOffset())
 		} else {
 			s.Peers.Offline++
 		}

@@ -28,6 +28,9 @@ const (
 	// LatencyP99Seconds bounds the 99th percentile of S3 requests whose
 	// duration does not grow with the object's size.
 	LatencyP99Seconds = 1
+	// ClockSkewSeconds is the clock difference between servers that
+	// alerts: versions are stamped with the servers' clocks (engine/hlc).
+	ClockSkewSeconds = 1
 )
 
 // sizedAPIs carry or copy an object's body within the request, so their
@@ -131,6 +134,14 @@ func tenantAlerts(t *v1.Tenant) []alert {
 		description: "For 5 minutes a server has found other servers not answering on the internode port. With StrataPodDown, a " +
 			"node is down. Alone, the servers run but cannot reach each other: check the NetworkPolicy, DNS of the headless " +
 			"Service and the internode TLS certificates. The servers' logs name the node ('node offline').",
+	}, {
+		name: "StrataClockSkew", severity: "warning", forDur: "10m",
+		expr:    fmt.Sprintf(`max by (%s) (%s) > %g`, byTenant, sel("strata_internode_clock_offset_seconds"), float64(ClockSkewSeconds)),
+		summary: "The clocks of the servers of " + who + " are {{ $value }} s apart.",
+		description: "For 10 minutes a server has seen another's clock more than 1 s from its own. Versions are ordered by the " +
+			"servers' clocks: each server follows the peers ahead of it (so no write is stamped before one it follows), but every " +
+			"server then stamps Last-Modified ahead of real time, and a server more than 2 minutes off is refused by the others. " +
+			"Check NTP (chrony, systemd-timesyncd) on the nodes of the pods the servers' logs name.",
 	}, {
 		name: "StrataHealBacklogGrowing", severity: "warning", forDur: "30m",
 		expr: fmt.Sprintf(`(sum by (%[1]s) (%[2]s) > 0 and sum by (%[1]s) (delta(%[2]s[30m])) > 0) or sum by (%[1]s) (rate(%[3]s[30m])) > 0`,

@@ -122,6 +122,14 @@ func TestAlerts(t *testing.T) {
 		name: "every peer online", alert: "StrataPeerOffline", at: 6 * time.Minute,
 		input: []inputSeries{{ts("strata_internode_peers", pod0, `state="offline"`), "0x6"}},
 	}, {
+		name: "clocks 3 s apart", alert: "StrataClockSkew", at: 12 * time.Minute,
+		input:   []inputSeries{{ts("strata_internode_clock_offset_seconds", pod0), "3x12"}, {ts("strata_internode_clock_offset_seconds", pod1), "0.1x12"}},
+		want:    []map[string]string{alertLabels("StrataClockSkew", "warning")},
+		summary: "are 3 s apart",
+	}, {
+		name: "clocks within a second", alert: "StrataClockSkew", at: 12 * time.Minute,
+		input: []inputSeries{{ts("strata_internode_clock_offset_seconds", pod0), "0.4x12"}},
+	}, {
 		name: "a heal queue growing for an hour", alert: "StrataHealBacklogGrowing", at: 90 * time.Minute,
 		input: []inputSeries{{ts("strata_heal_queue_length", pod0), "0+10x90"}, {ts("strata_heal_dropped_total", pod0), "0x90"}},
 		want:  []map[string]string{alertLabels("StrataHealBacklogGrowing", "warning")},
