@@ -165,9 +165,18 @@ func TestClusterServesFromEveryNode(t *testing.T) {
 	for _, n := range nodes {
 		checkCorpus(t, c.nodes[n], "shared", objs)
 	}
-	code, body := c.nodes[12].adminGet("info")
-	if code != 200 || strings.Count(string(body), `"state": "online"`) != 8 {
-		t.Fatalf("admin info from a node: %d %s", code, body)
+	// A node learns that a peer finished starting (and serves its drives)
+	// at its next ping, within a second.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, body := c.nodes[12].adminGet("info")
+		if code == 200 && strings.Count(string(body), `"state": "online"`) == 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("admin info from a node: %d %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	// Every node's health gate: one node may go down for maintenance.
 	for _, n := range nodes {
