@@ -304,6 +304,38 @@ func TestHealerRetriesWhenADriveReturns(t *testing.T) {
 	}
 }
 
+// TestHealerRetriesADriveThatNeverLookedAway: a node restarted between
+// two pings never looks offline to its peers, so no return is seen; the
+// objects its drive missed are still healed within retryEvery seconds
+// (the gate waits on them), not at the next 30 s sweep.
+func TestHealerRetriesADriveThatNeverLookedAway(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	up := &atomic.Bool{}
+	up.Store(true)
+	tp.Sets()[0].SetDrive(3, alwaysOnline{flaky{Drive: tp.drives[3], up: up}})
+	h := NewHealer(tp.Pool, HealerOptions{QueueSize: 10, BytesPerSecond: 1 << 30, ScanInterval: time.Hour}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(ctx)
+	up.Store(false)
+	tp.put(t, "missed", randomBytes(1000))
+	waitUntil(t, func() bool { return h.Status().Deferred == 1 })
+	up.Store(true)
+	began := time.Now()
+	waitUntil(t, func() bool { return len(h.Behind()) == 0 })
+	if took := time.Since(began); took > (retryEvery+2)*time.Second {
+		t.Fatalf("healed after %s, want within %d s", took, retryEvery+2)
+	}
+	if _, err := tp.drives[3].GetVersion(ctx, "bk", "missed", nil); err != nil {
+		t.Fatalf("the drive was not healed: %v", err)
+	}
+}
+
+// alwaysOnline is a drive whose node always answers its pings.
+type alwaysOnline struct{ flaky }
+
+func (alwaysOnline) Online() bool { return true }
+
 // TestHealerReportsDrivesBehind: a drive that missed a write while away
 // is reported behind until the object is healed onto it (a maintenance
 // gate must not count it as holding every object before then).

@@ -37,8 +37,9 @@ type Healer struct {
 	// deferred since the set's backlog was last empty (Behind).
 	behind map[int]uint32
 	// deferred are objects healed while some of their drives could not be
-	// reached; they are healed again when those drives return.
-	deferred map[healItem]bool
+	// reached, with those drives' positions; they are healed again when
+	// one of those drives is back.
+	deferred map[healItem]uint32
 	// outstanding counts objects queued, being healed, or on their way
 	// from deferred back to the queue: Status reports it as the queue's
 	// length, so "queue empty, nothing deferred" means the work is done,
@@ -130,7 +131,7 @@ func NewHealer(pool *Pool, opts HealerOptions, log *slog.Logger) *Healer {
 		healing:  map[healItem]bool{},
 		behind:   map[int]uint32{},
 		drives:   map[drivePos]*DriveHeal{},
-		deferred: map[healItem]bool{},
+		deferred: map[healItem]uint32{},
 		limiter:  rate.NewLimiter(rate.Limit(opts.BytesPerSecond), int(max(opts.BytesPerSecond, 4<<20))),
 	}
 	for i, s := range pool.sets {
@@ -179,15 +180,25 @@ func (h *Healer) deferHeal(it healItem, missed uint32) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.behind[it.set] |= missed
-	if len(h.deferred) >= maxDeferred {
+	if _, ok := h.deferred[it]; !ok && len(h.deferred) >= maxDeferred {
 		h.stats.dropped.Add(1)
 		return
 	}
-	h.deferred[it] = true
+	h.deferred[it] |= missed
 }
 
-// watchReturns re-queues deferred objects of a set when one of its drives
-// comes back (a restarted node, a drive reopened).
+// retryEvery is how often, in watchReturns' ticks (seconds), deferred
+// objects whose missed drives look online are tried again without a drive
+// having been seen to return: a node restarted between two pings never
+// looks away, and a drive its node reports online may still refuse calls
+// (opening, or failing).
+const retryEvery = 5
+
+// watchReturns re-queues deferred objects when one of the drives they
+// missed comes back (a restarted node, a drive reopened), and every
+// retryEvery ticks those whose missed drives are online now. It moves no
+// more than the queue has room for: the rest wait for the next tick
+// instead of being dropped to the integrity scan.
 func (h *Healer) watchReturns(ctx context.Context) {
 	masks := make([]uint32, len(h.pool.sets))
 	for i, s := range h.pool.sets {
@@ -201,32 +212,45 @@ func (h *Healer) watchReturns(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		retry := make([]uint32, len(h.pool.sets))
+		some := false
 		for i, s := range h.pool.sets {
 			m := s.onlineMask()
-			returned := m &^ masks[i]
+			retry[i] = m &^ masks[i]
 			masks[i] = m
-			// Also retry now and then: a drive may have come and gone
-			// between two looks.
-			if returned == 0 && tick%30 != 0 {
+			if tick%retryEvery == 0 {
+				retry[i] = m
+			}
+			some = some || retry[i] != 0
+		}
+		if !some {
+			continue
+		}
+		// Moved to the queue under the lock: Behind never sees the
+		// objects in neither place.
+		h.mu.Lock()
+		room := cap(h.queue) - len(h.queue)
+		moved := make([]int, len(retry))
+		first := make([]string, len(retry))
+		for it, missed := range h.deferred {
+			if room == 0 {
+				break
+			}
+			if missed&retry[it.set] == 0 {
 				continue
 			}
-			// Moved to the queue under the lock: Behind never sees the
-			// objects in neither place.
-			h.mu.Lock()
-			n, first := 0, ""
-			for it := range h.deferred {
-				if it.set == i {
-					if n == 0 {
-						first = it.bucket + "/" + it.object
-					}
-					n++
-					delete(h.deferred, it)
-					h.enqueueLocked(it)
-				}
+			if moved[it.set] == 0 {
+				first[it.set] = it.bucket + "/" + it.object
 			}
-			h.mu.Unlock()
+			moved[it.set]++
+			room--
+			delete(h.deferred, it)
+			h.enqueueLocked(it)
+		}
+		h.mu.Unlock()
+		for set, n := range moved {
 			if n > 0 {
-				h.log.Info("healing again what drives missed while away", "set", i, "objects", n, "first", first)
+				h.log.Info("healing again what drives missed while away", "set", set, "objects", n, "first", first[set])
 			}
 		}
 	}
@@ -454,7 +478,10 @@ func (h *Healer) Behind() map[int]uint32 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	busy := map[int]bool{}
-	for _, items := range []map[healItem]bool{h.deferred, h.pending, h.healing} {
+	for it := range h.deferred {
+		busy[it.set] = true
+	}
+	for _, items := range []map[healItem]bool{h.pending, h.healing} {
 		for it := range items {
 			busy[it.set] = true
 		}
