@@ -254,8 +254,10 @@ func (d *Deployment) ServedDrives() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := make([]string, 0, len(d.locals))
-	for path := range d.locals {
-		out = append(out, path)
+	for path, l := range d.locals {
+		if l.Online() { // a failed metadata store is served no more
+			out = append(out, path)
+		}
 	}
 	return out
 }
@@ -521,21 +523,35 @@ func (pr *PoolRuntime) Local(slot int) *drive.Local {
 	return pr.local[slot]
 }
 
+// TakeOffline takes this node's drive at a slot out of its set and closes
+// it (its metadata store failed); Reopen brings it back.
+func (pr *PoolRuntime) TakeOffline(slot int) error {
+	pr.mu.Lock()
+	old := pr.local[slot]
+	if old == nil {
+		pr.mu.Unlock()
+		return nil
+	}
+	l := pr.Layout
+	pr.Entry.Pool.Sets()[slot/l.SetSize].SetDrive(slot%l.SetSize, nil)
+	pr.dep.unregister(l.Drives[slot].Path, old)
+	pr.local[slot] = nil
+	pr.mu.Unlock()
+	return old.Close() // not under the lock: a failed store may be slow to close
+}
+
 // Reopen opens this node's drive at a slot again (it went offline, or was
 // wiped while running) and puts it back into its set. An empty drive is
 // formatted into its slot; fresh reports that its objects must be rebuilt.
+// The drive is opened without holding the runtime's lock: opening a store
+// replays its log, which a slow disk makes slow. Only the drive monitor
+// calls it.
 func (pr *PoolRuntime) Reopen(ctx context.Context, slot int) (fresh bool, err error) {
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
+	if err := pr.TakeOffline(slot); err != nil {
+		pr.dep.opts.Log.Warn("closing a drive to reopen it", "drive", pr.Layout.Drives[slot].Path, "err", err)
+	}
 	l := pr.Layout
 	ep := l.Drives[slot]
-	set := pr.Entry.Pool.Sets()[slot/l.SetSize]
-	if old := pr.local[slot]; old != nil {
-		set.SetDrive(slot%l.SetSize, nil)
-		pr.dep.unregister(ep.Path, old)
-		_ = old.Close()
-		pr.local[slot] = nil
-	}
 	d, err := drive.OpenLocal(ep.Path, pr.dep.opts.Drive)
 	if err != nil {
 		return false, err
@@ -566,16 +582,18 @@ func (pr *PoolRuntime) Reopen(ctx context.Context, slot int) (fresh bool, err er
 		}
 		fresh = d.StoreRecreated
 	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	pr.local[slot] = d
 	pr.dep.mu.Lock()
 	pr.dep.locals[ep.Path] = d
 	pr.dep.mu.Unlock()
-	set.SetDrive(slot%l.SetSize, d)
+	pr.Entry.Pool.Sets()[slot/l.SetSize].SetDrive(slot%l.SetSize, d)
 	return fresh, nil
 }
 
 // Online reports whether a slot's drive can be used: a local drive that is
-// open, or a remote one whose node answers and says it serves it.
+// open and whose metadata store has not failed, or a remote one whose node answers and says it serves it.
 func (pr *PoolRuntime) Online(slot int) bool {
 	l := pr.Layout
 	d := pr.Entry.Pool.Sets()[slot/l.SetSize].Drives()[slot%l.SetSize]
@@ -583,6 +601,8 @@ func (pr *PoolRuntime) Online(slot int) bool {
 	case nil:
 		return false
 	case *internode.RemoteDrive:
+		return x.Online()
+	case *drive.Local:
 		return x.Online()
 	}
 	return true

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -86,7 +85,7 @@ type Options struct {
 type Local struct {
 	root   string
 	fs     vfs.FS
-	db     *pebble.DB
+	meta   *store
 	noSync bool
 
 	// locks serialise read-modify-write of one object's records on this
@@ -134,7 +133,7 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 		opts.Log = slog.Default()
 	}
 	opts.Log = opts.Log.With("drive", root)
-	db, err := openStore(d.path("meta"), opts)
+	meta, err := openStore(d.path("meta"), opts)
 	if pebble.IsCorruptionError(err) {
 		// The store cannot be trusted: set it aside (for post-mortems) and
 		// start an empty one. The drive keeps its slot and is rebuilt by
@@ -145,22 +144,22 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 		}
 		opts.Log.Warn("metadata store corrupt: set aside, starting empty", "err", err, "aside", aside)
 		d.StoreRecreated = true
-		db, err = openStore(d.path("meta"), opts)
+		meta, err = openStore(d.path("meta"), opts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("drive %s: opening metadata store: %w", root, err)
 	}
-	d.db = db
+	d.meta = meta
 	data, err := vfs.ReadFile(fsys, d.path(formatFileName))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		_ = db.Close()
+		_ = meta.Close()
 		return nil, fmt.Errorf("drive %s: reading format: %w", root, err)
 	default:
 		f, err := DecodeFormat(data)
 		if err != nil {
-			_ = db.Close()
+			_ = meta.Close()
 			return nil, fmt.Errorf("drive %s: %w", root, err)
 		}
 		d.format = &f
@@ -179,7 +178,7 @@ const (
 )
 
 // openStore opens the metadata store at dir.
-func openStore(dir string, o Options) (*pebble.DB, error) {
+func openStore(dir string, o Options) (*store, error) {
 	size := o.CacheSize
 	if size <= 0 {
 		size = DefaultCacheSize
@@ -188,8 +187,15 @@ func openStore(dir string, o Options) (*pebble.DB, error) {
 	defer c.Unref() // the open store holds its own reference
 	opts := storeOptions(c)
 	opts.FS = o.MetaFS
-	opts.Logger = storeLogger{o.Log}
-	return pebble.Open(dir, opts)
+	s := &store{log: o.Log}
+	opts.Logger = storeLogger{log: o.Log, store: s}
+	opts.EventListener = &pebble.EventListener{BackgroundError: s.backgroundError}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.db = db
+	return s, nil
 }
 
 func storeOptions(c *pebble.Cache) *pebble.Options {
@@ -215,9 +221,17 @@ func (d *Local) Root() string { return d.root }
 // itself panics on a second Close).
 func (d *Local) Close() error {
 	var err error
-	d.closeOnce.Do(func() { err = d.db.Close() })
+	d.closeOnce.Do(func() { err = d.meta.Close() })
 	return err
 }
+
+// Failed is ErrStoreFailed, with its reason, once the drive's metadata
+// store failed fatally; nil while it works.
+func (d *Local) Failed() error { return d.meta.err() }
+
+// Online implements erasure.Liveness: a drive whose metadata store failed
+// is offline.
+func (d *Local) Online() bool { return d.Failed() == nil }
 
 // Format returns the drive's identity, or ErrUnformatted.
 func (d *Local) Format(ctx context.Context) (Format, error) {
@@ -257,7 +271,7 @@ func (d *Local) MakeBucket(ctx context.Context, b BucketInfo) error {
 	lock := d.lockFor(b.Name, "")
 	lock.Lock()
 	defer lock.Unlock()
-	if _, closer, err := d.db.Get(k); err == nil {
+	if _, closer, err := d.meta.Get(k); err == nil {
 		_ = closer.Close()
 		return ErrBucketExists
 	} else if !errors.Is(err, pebble.ErrNotFound) {
@@ -275,7 +289,7 @@ func (d *Local) putBucket(b BucketInfo) error {
 	if err != nil {
 		return err
 	}
-	return d.db.Set(bucketKey(b.Name), v, d.writeOpts())
+	return d.meta.Set(bucketKey(b.Name), v, d.writeOpts())
 }
 
 // StatBucket returns a bucket's record.
@@ -283,7 +297,7 @@ func (d *Local) StatBucket(ctx context.Context, name string) (BucketInfo, error)
 	if err := ended(ctx); err != nil {
 		return BucketInfo{}, err
 	}
-	v, closer, err := d.db.Get(bucketKey(name))
+	v, closer, err := d.meta.Get(bucketKey(name))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return BucketInfo{}, ErrBucketNotFound
 	}
@@ -303,7 +317,7 @@ func (d *Local) ListBuckets(ctx context.Context) ([]BucketInfo, error) {
 	if err := ended(ctx); err != nil {
 		return nil, err
 	}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: bucketPrefix, UpperBound: prefixEnd(bucketPrefix)})
+	it, err := d.meta.NewIter(&pebble.IterOptions{LowerBound: bucketPrefix, UpperBound: prefixEnd(bucketPrefix)})
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +330,7 @@ func (d *Local) ListBuckets(ctx context.Context) ([]BucketInfo, error) {
 		}
 		out = append(out, b)
 	}
-	return out, it.Error()
+	return out, d.meta.after(it.Error())
 }
 
 // DeleteBucket removes an empty bucket (force removes its records too).
@@ -326,17 +340,19 @@ func (d *Local) DeleteBucket(ctx context.Context, name string, force bool) error
 	}
 	p := bucketObjectsPrefix(name)
 	if !force {
-		it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+		it, err := d.meta.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 		if err != nil {
 			return err
 		}
 		nonEmpty := it.First()
-		_ = it.Close()
+		if err := d.meta.after(it.Close()); err != nil {
+			return err
+		}
 		if nonEmpty {
 			return ErrBucketNotEmpty
 		}
 	}
-	b := d.db.NewBatch()
+	b := d.meta.NewBatch()
 	defer b.Close()
 	if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
 		return err
@@ -344,7 +360,7 @@ func (d *Local) DeleteBucket(ctx context.Context, name string, force bool) error
 	if err := b.Delete(bucketKey(name), nil); err != nil {
 		return err
 	}
-	return b.Commit(d.writeOpts())
+	return d.meta.Commit(b, d.writeOpts())
 }
 
 func (d *Local) lockFor(bucket, object string) *sync.Mutex {
@@ -468,25 +484,6 @@ func (d *Local) clearTmp() error {
 		}
 	}
 	return nil
-}
-
-// storeLogger sends the metadata store's messages to the server's log:
-// its informational chatter at debug level, its errors as errors. A fatal
-// error still ends the process, as pebble requires (its state is not
-// trustworthy after one); the log record says which drive failed.
-type storeLogger struct{ log *slog.Logger }
-
-func (l storeLogger) Infof(format string, args ...any) {
-	l.log.Debug("metadata store: " + fmt.Sprintf(format, args...))
-}
-
-func (l storeLogger) Errorf(format string, args ...any) {
-	l.log.Error("metadata store: " + fmt.Sprintf(format, args...))
-}
-
-func (l storeLogger) Fatalf(format string, args ...any) {
-	l.log.Error("metadata store failed fatally; exiting: " + fmt.Sprintf(format, args...))
-	os.Exit(1)
 }
 
 // walkCheck is how many entries a walk reads between checks of its context.

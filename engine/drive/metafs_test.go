@@ -89,7 +89,7 @@ func TestMetadataFaultsAreErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := d.db.Flush(); err != nil { // the records now live in a table file
+	if err := d.meta.Flush(); err != nil { // the records now live in a table file
 		t.Fatal(err)
 	}
 	if err := d.Close(); err != nil {
@@ -107,5 +107,56 @@ func TestMetadataFaultsAreErrors(t *testing.T) {
 	reads.on.Store(false)
 	if _, err := d.StatBucket(t.Context(), "b"); err != nil {
 		t.Fatalf("after the fault cleared: %v", err)
+	}
+}
+
+// TestStoreFailureTakesTheDriveOffline: a metadata store that cannot write
+// its log fails fatally in pebble's terms. The drive answers
+// ErrStoreFailed to the write that met it (pebble's commit would otherwise
+// report success) and to every call after, the process goes on, and the
+// drive opens again once its disk works.
+func TestStoreFailureTakesTheDriveOffline(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	writes := &switchable{kind: errorfs.OpIsWrite}
+	mem := pebblevfs.NewMem()
+	root := t.TempDir()
+	opts := Options{MetaFS: errorfs.Wrap(mem, writes), Log: log}
+	d, err := OpenLocal(root, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.MakeBucket(t.Context(), BucketInfo{Name: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	if !d.Online() {
+		t.Fatal("a working drive says it is offline")
+	}
+	writes.on.Store(true)
+	err = d.MakeBucket(t.Context(), BucketInfo{Name: "lost"})
+	if !errors.Is(err, ErrStoreFailed) {
+		t.Fatalf("a write to a store whose log fails: %v, want ErrStoreFailed", err)
+	}
+	if d.Online() || d.Failed() == nil {
+		t.Fatal("the drive still says it is online")
+	}
+	writes.on.Store(false) // the disk is fine again: the store stays failed
+	if _, err := d.StatBucket(t.Context(), "kept"); !errors.Is(err, ErrStoreFailed) {
+		t.Fatalf("a read from a failed store: %v, want ErrStoreFailed", err)
+	}
+	if _, err := d.ListBuckets(t.Context()); !errors.Is(err, ErrStoreFailed) {
+		t.Fatalf("a walk of a failed store: %v, want ErrStoreFailed", err)
+	}
+	if !strings.Contains(logs.String(), "metadata store failed") {
+		t.Fatalf("the failure was not logged:\n%s", logs.String())
+	}
+	_ = d.Close() // may report the failure; must return
+	d, err = OpenLocal(root, opts)
+	if err != nil {
+		t.Fatalf("reopening once the disk works: %v", err)
+	}
+	defer d.Close()
+	if _, err := d.StatBucket(t.Context(), "kept"); err != nil {
+		t.Fatalf("an acknowledged bucket after reopening: %v", err)
 	}
 }

@@ -82,7 +82,7 @@ func (d *Local) PutUpload(ctx context.Context, u *Upload) error {
 	if err != nil {
 		return err
 	}
-	return d.db.Set(uploadKey(u.Bucket, u.Object, u.ID), v, d.writeOpts())
+	return d.meta.Set(uploadKey(u.Bucket, u.Object, u.ID), v, d.writeOpts())
 }
 
 // GetUpload returns an upload's record.
@@ -90,7 +90,7 @@ func (d *Local) GetUpload(ctx context.Context, bucket, object string, id [16]byt
 	if err := ended(ctx); err != nil {
 		return nil, err
 	}
-	v, closer, err := d.db.Get(uploadKey(bucket, object, id))
+	v, closer, err := d.meta.Get(uploadKey(bucket, object, id))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrUploadNotFound
 	}
@@ -109,7 +109,7 @@ func (d *Local) GetUpload(ctx context.Context, bucket, object string, id [16]byt
 // prefix, in (object, upload ID) order, until fn returns false.
 func (d *Local) WalkUploads(ctx context.Context, bucket, prefix string, fn func(u *Upload) bool) error {
 	lower := append(uploadsPrefix(bucket), prefix...)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	it, err := d.meta.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (d *Local) WalkUploads(ctx context.Context, bucket, prefix string, fn func(
 			break
 		}
 	}
-	return it.Error()
+	return d.meta.after(it.Error())
 }
 
 // CommitPart moves a part's staged shard (staged with CreateStaged under the
@@ -171,7 +171,7 @@ func (d *Local) CommitPart(ctx context.Context, u *Upload, p *PartRecord) error 
 	if err != nil {
 		return err
 	}
-	if err := d.db.Set(partKey(u.ID, p.Number), v, d.writeOpts()); err != nil {
+	if err := d.meta.Set(partKey(u.ID, p.Number), v, d.writeOpts()); err != nil {
 		return err
 	}
 	if old != nil && old.ID != p.ID {
@@ -181,7 +181,7 @@ func (d *Local) CommitPart(ctx context.Context, u *Upload, p *PartRecord) error 
 }
 
 func (d *Local) getPart(uploadID [16]byte, number int) (*PartRecord, error) {
-	v, closer, err := d.db.Get(partKey(uploadID, number))
+	v, closer, err := d.meta.Get(partKey(uploadID, number))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrUploadNotFound
 	}
@@ -202,7 +202,7 @@ func (d *Local) ListParts(ctx context.Context, uploadID [16]byte) ([]PartRecord,
 		return nil, err
 	}
 	p := partsPrefix(uploadID)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	it, err := d.meta.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (d *Local) ListParts(ctx context.Context, uploadID [16]byte) ([]PartRecord,
 		}
 		out = append(out, pr)
 	}
-	return out, it.Error()
+	return out, d.meta.after(it.Error())
 }
 
 // CompleteUpload turns an upload into an object version: the chosen parts'
@@ -248,7 +248,7 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 		return PutResult{}, err
 	}
 	recs, res := insertVersion(recs, rec)
-	b := d.db.NewBatch()
+	b := d.meta.NewBatch()
 	defer b.Close()
 	if !res.Superseded {
 		if err := b.Set(objectKey(u.Bucket, u.Object), encodeVersions(recs), nil); err != nil {
@@ -262,7 +262,7 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 	if err := b.DeleteRange(pp, prefixEnd(pp), nil); err != nil {
 		return res, err
 	}
-	if err := b.Commit(d.writeOpts()); err != nil {
+	if err := d.meta.Commit(b, d.writeOpts()); err != nil {
 		return res, fmt.Errorf("drive %s: committing completed upload: %w", d.root, err)
 	}
 	// Shards of parts uploaded but not chosen.
@@ -299,7 +299,7 @@ func (d *Local) AbortUpload(ctx context.Context, bucket, object string, id [16]b
 	if err != nil {
 		return err
 	}
-	b := d.db.NewBatch()
+	b := d.meta.NewBatch()
 	defer b.Close()
 	if err := b.Delete(uploadKey(bucket, object, id), nil); err != nil {
 		return err
@@ -308,7 +308,7 @@ func (d *Local) AbortUpload(ctx context.Context, bucket, object string, id [16]b
 	if err := b.DeleteRange(pp, prefixEnd(pp), nil); err != nil {
 		return err
 	}
-	if err := b.Commit(d.writeOpts()); err != nil {
+	if err := d.meta.Commit(b, d.writeOpts()); err != nil {
 		return err
 	}
 	return d.fs.RemoveAll(d.dataDirPath(u.DataDir))

@@ -93,7 +93,7 @@ var NotStaged [16]byte
 
 // loadVersions reads an object's versions (nil when it has none).
 func (d *Local) loadVersions(bucket, object string, limit int) ([]*Record, error) {
-	v, closer, err := d.db.Get(objectKey(bucket, object))
+	v, closer, err := d.meta.Get(objectKey(bucket, object))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
 	}
@@ -111,9 +111,9 @@ func (d *Local) loadVersions(bucket, object string, limit int) ([]*Record, error
 // storeVersions writes an object's versions (none: removes the key).
 func (d *Local) storeVersions(bucket, object string, recs []*Record) error {
 	if len(recs) == 0 {
-		return d.db.Delete(objectKey(bucket, object), d.writeOpts())
+		return d.meta.Delete(objectKey(bucket, object), d.writeOpts())
 	}
-	return d.db.Set(objectKey(bucket, object), encodeVersions(recs), d.writeOpts())
+	return d.meta.Set(objectKey(bucket, object), encodeVersions(recs), d.writeOpts())
 }
 
 // insertVersion adds rec to a version list (newest first). A null version
@@ -296,7 +296,7 @@ func (d *Local) WalkObjects(ctx context.Context, bucket, prefix, startAfter stri
 	if bytes.Compare(lower, upper) >= 0 {
 		return nil
 	}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := d.meta.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
 	}
@@ -324,5 +324,5 @@ func (d *Local) WalkObjects(ctx context.Context, bucket, prefix, startAfter stri
 			return nil
 		}
 	}
-	return it.Error()
+	return d.meta.after(it.Error())
 }

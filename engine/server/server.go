@@ -418,11 +418,13 @@ func (n *Node) heal(bucket, object string) {
 }
 
 // monitorDrives retries this node's offline drives and notices drives
-// wiped or replaced under a running server: such a drive is reopened,
-// formatted into its slot and rebuilt.
+// wiped or replaced under a running server, or whose metadata store failed:
+// such a drive is reopened (formatted into its slot when empty) and
+// rebuilt.
 func (n *Node) monitorDrives(ctx context.Context) {
 	t := time.NewTicker(n.cfg.MonitorInterval)
 	defer t.Stop()
+	offline := map[string]string{} // why each offline drive was last said to be
 	for {
 		select {
 		case <-ctx.Done():
@@ -433,19 +435,36 @@ func (n *Node) monitorDrives(ctx context.Context) {
 			for _, slot := range pr.LocalSlots() {
 				path := pr.Layout.Drives[slot].Path
 				d := pr.Local(slot)
-				if d != nil {
+				switch {
+				case d == nil:
+				case d.Failed() != nil:
+					n.cfg.Log.Error("drive offline: its metadata store failed; reopened once its disk takes writes again", "drive", path, "err", d.Failed())
+					if err := pr.TakeOffline(slot); err != nil {
+						n.cfg.Log.Warn("closing a failed drive", "drive", path, "err", err)
+					}
+					continue
+				default:
 					if _, err := os.Stat(drive.FormatPath(path)); err == nil || !errors.Is(err, os.ErrNotExist) {
 						continue
 					}
 					n.cfg.Log.Warn("drive lost its format while running (wiped or replaced); reopening", "drive", path)
 				}
-				fresh, err := pr.Reopen(ctx, slot)
+				// A disk that refuses writes (full, failing) is not opened:
+				// pebble would wait on it without end.
+				err := drive.Probe(path)
+				fresh := false
+				if err == nil {
+					fresh, err = pr.Reopen(ctx, slot)
+				}
 				if err != nil {
-					if d != nil {
+					// Said once per reason, not at every look.
+					if why := err.Error(); d != nil || offline[path] != why {
 						n.cfg.Log.Error("drive offline", "drive", path, "err", err)
+						offline[path] = why
 					}
 					continue
 				}
+				delete(offline, path)
 				n.cfg.Log.Info("drive back online", "drive", path, "fresh", fresh)
 				// A drive that was away missed writes; an empty one missed all.
 				if h := n.healer(pr.Layout.Name); h != nil {

@@ -3,14 +3,17 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -201,6 +204,86 @@ func TestDriveWipedWhileRunning(t *testing.T) {
 	wipe(t, s.drives[1])
 	s.restart()
 	checkCorpus(t, s, "live", objs)
+}
+
+// TestMetadataStoreFailureTakesOnlyItsDriveOffline: a drive whose disk
+// fills up under its metadata store (pebble cannot write its log: a
+// failure pebble calls fatal) goes offline on its own while the process
+// and the other drives keep serving every write. Once the disk has room
+// again the drive is reopened and rebuilt: it alone plus one other drive
+// then serve everything, including what was written while it was out.
+// The drive is a small tmpfs (root; skipped elsewhere outside CI).
+func TestMetadataStoreFailureTakesOnlyItsDriveOffline(t *testing.T) {
+	if os.Geteuid() != 0 {
+		skipOutsideCI(t, "mounting a small filesystem needs root")
+	}
+	root := t.TempDir()
+	small := filepath.Join(root, "small")
+	if err := os.MkdirAll(small, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", small).CombinedOutput(); err != nil {
+		t.Fatalf("mount: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", small).Run() })
+	s := startServer(t, serverOpts{drives: 4, at: map[int]string{4: small}})
+
+	objs := writeCorpus(t, s, "full")
+	filler := filepath.Join(small, "filler")
+	fill(t, filler)
+	// Writes until the store's log rolls over into the full disk (a new
+	// log file is preallocated, so the first writes still land).
+	c := s.aws()
+	n := 0
+	for ; n < 2000 && !strings.Contains(s.logs(), "metadata store failed"); n++ {
+		key := fmt.Sprintf("while-full/%04d", n)
+		objs[key] = randomBytes(60 << 10)
+		put(t, c, "full", key, objs[key])
+	}
+	if !strings.Contains(s.logs(), "metadata store failed") {
+		t.Fatalf("%d writes to a full disk and its metadata store never failed", n)
+	}
+	t.Logf("the store failed after %d writes to the full disk", n)
+	waitFor(t, "the drive reported offline", 10*time.Second, func() bool {
+		_, body := s.adminGet("info")
+		return strings.Contains(string(body), `"state": "offline"`)
+	})
+	for i := range 20 { // still serving, with the drive out
+		key := fmt.Sprintf("while-out/%02d", i)
+		objs[key] = randomBytes(1000 + i<<12)
+		put(t, c, "full", key, objs[key])
+	}
+	checkCorpus(t, s, "full", objs)
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the drive back online", 30*time.Second, func() bool { return strings.Contains(s.logs(), "drive back online") })
+	s.waitHealed(t)
+	s.stop()
+	wipe(t, s.drives[0])
+	wipe(t, s.drives[1])
+	s.restart()
+	checkCorpus(t, s, "full", objs)
+}
+
+// fill writes a file until its filesystem is full.
+func fill(t *testing.T, name string) {
+	t.Helper()
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
 }
 
 // TestCorruptMetadataStore: a drive whose metadata store is damaged keeps

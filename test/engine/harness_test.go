@@ -85,8 +85,11 @@ type server struct {
 
 type serverOpts struct {
 	drives int
-	extra  []string // extra flags
-	env    []string
+	// at, when set, puts drive i (from 1) at at[i] instead of in a fresh
+	// directory.
+	at    map[int]string
+	extra []string // extra flags
+	env   []string
 }
 
 // freeAddr returns a 127.0.0.1 address nothing listens on.
@@ -107,7 +110,11 @@ func startServer(t testing.TB, o serverOpts) *server {
 	root := t.TempDir()
 	s := &server{t: t, addr: freeAddr(t), env: o.env}
 	for i := 1; i <= o.drives; i++ {
-		s.drives = append(s.drives, filepath.Join(root, fmt.Sprintf("d%d", i)))
+		d := filepath.Join(root, fmt.Sprintf("d%d", i))
+		if at, ok := o.at[i]; ok {
+			d = at
+		}
+		s.drives = append(s.drives, d)
 	}
 	s.args = append([]string{"server", "--address", s.addr, "--drive-monitor-interval", "500ms", "--shutdown-delay", "0s", "--admin-over-http"}, o.extra...)
 	s.args = append(s.args, s.drives...)

@@ -1,0 +1,227 @@
+package drive
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/strata-storage/strata/engine/vfs"
+)
+
+// ErrStoreFailed: the drive's metadata store failed fatally (its log or
+// manifest could not be written: EIO, ENOSPC, a vanished directory) and is
+// used no more. The drive is offline until it is reopened; the process and
+// the other drives keep serving.
+var ErrStoreFailed = errors.New("metadata store failed")
+
+// store is a drive's metadata store with its failure. Pebble reports a
+// failure it cannot continue from through its logger's Fatalf, from the
+// goroutine that met it: a commit's (then Fatalf's return lets the commit
+// answer success), or a flush's or compaction's in the background. Fatalf
+// here marks the store failed instead of ending the process; every call
+// checks the mark before touching pebble and again after it returns, so
+// the call that met the failure answers ErrStoreFailed too and nothing the
+// store may not have kept is acknowledged.
+type store struct {
+	db     *pebble.DB
+	failed atomic.Pointer[string]
+	log    *slog.Logger
+	// lastBackground is when pebble last reported a background error
+	// (unix nanoseconds), lastLogged when one was last logged.
+	lastBackground, lastLogged atomic.Int64
+}
+
+// backgroundPause is how long a background error that follows another
+// within it holds up the flush or compaction that met it. Pebble retries a
+// failed flush at once, forever (a full or failing disk would otherwise
+// spin a core and fill the log); it calls BackgroundError from the failing
+// job, so pausing there paces the retries.
+const backgroundPause = time.Second
+
+// backgroundError is pebble's BackgroundError event: logged at most every
+// backgroundPause, and a repeat is paced.
+func (s *store) backgroundError(err error) {
+	now := time.Now().UnixNano()
+	last := s.lastBackground.Swap(now)
+	if logged := s.lastLogged.Load(); now-logged >= int64(backgroundPause) && s.lastLogged.CompareAndSwap(logged, now) {
+		s.log.Error("metadata store: background error (retried)", "err", err, "failed", s.err() != nil)
+	}
+	if now-last < int64(backgroundPause) {
+		time.Sleep(backgroundPause)
+	}
+}
+
+// fail marks the store failed (the first reason is kept); it reports
+// whether this call did.
+func (s *store) fail(reason string) bool {
+	return s.failed.CompareAndSwap(nil, &reason)
+}
+
+// err is ErrStoreFailed with its reason once the store failed, else nil.
+func (s *store) err() error {
+	if r := s.failed.Load(); r != nil {
+		return fmt.Errorf("%w: %s", ErrStoreFailed, *r)
+	}
+	return nil
+}
+
+// after is err once the store failed during a call, else the call's own
+// error.
+func (s *store) after(err error) error {
+	if ferr := s.err(); ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+func (s *store) Get(key []byte) ([]byte, io.Closer, error) {
+	if err := s.err(); err != nil {
+		return nil, nil, err
+	}
+	v, closer, err := s.db.Get(key)
+	if ferr := s.err(); ferr != nil {
+		if err == nil {
+			_ = closer.Close()
+		}
+		return nil, nil, ferr
+	}
+	return v, closer, err
+}
+
+func (s *store) Set(key, value []byte, o *pebble.WriteOptions) error {
+	if err := s.err(); err != nil {
+		return err
+	}
+	return s.after(s.db.Set(key, value, o))
+}
+
+func (s *store) Delete(key []byte, o *pebble.WriteOptions) error {
+	if err := s.err(); err != nil {
+		return err
+	}
+	return s.after(s.db.Delete(key, o))
+}
+
+// NewIter opens an iterator; whoever walks it ends with after(it.Error()).
+func (s *store) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
+	if err := s.err(); err != nil {
+		return nil, err
+	}
+	return s.db.NewIter(o)
+}
+
+// NewBatch starts a batch, committed with Commit.
+func (s *store) NewBatch() *pebble.Batch { return s.db.NewBatch() }
+
+func (s *store) Commit(b *pebble.Batch, o *pebble.WriteOptions) error {
+	if err := s.err(); err != nil {
+		return err
+	}
+	return s.after(b.Commit(o))
+}
+
+// Flush writes the memtable to a table file (tests).
+func (s *store) Flush() error {
+	if err := s.err(); err != nil {
+		return err
+	}
+	return s.after(s.db.Flush())
+}
+
+// closeFailedWait bounds the close of a failed store: pebble's Close waits
+// for its background work, which a failed disk may hold up. A store that
+// does not close in time is left open, and its lock with it: the drive
+// then stays offline until the process restarts.
+const closeFailedWait = 10 * time.Second
+
+// Close closes the store; a failed one gets closeFailedWait.
+func (s *store) Close() error {
+	if s.err() == nil {
+		return s.db.Close()
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil { // pebble asserts its invariants on close
+				done <- fmt.Errorf("closing a failed metadata store: %v", p)
+			}
+		}()
+		done <- s.db.Close()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(closeFailedWait):
+		return fmt.Errorf("a failed metadata store did not close in %s; the drive stays offline until the process restarts", closeFailedWait)
+	}
+}
+
+// storeLogger sends the metadata store's messages to the server's log:
+// its informational chatter at debug level, its errors as errors, and a
+// fatal error marks the store failed (see store).
+type storeLogger struct {
+	log   *slog.Logger
+	store *store
+}
+
+func (l storeLogger) Infof(format string, args ...any) {
+	l.log.Debug("metadata store: " + fmt.Sprintf(format, args...))
+}
+
+func (l storeLogger) Errorf(format string, args ...any) {
+	if l.store.err() == nil { // a failed store's complaints were said once
+		l.log.Error("metadata store: " + fmt.Sprintf(format, args...))
+	}
+}
+
+func (l storeLogger) Fatalf(format string, args ...any) {
+	reason := fmt.Sprintf(format, args...)
+	if l.store.fail(reason) {
+		l.log.Error("metadata store failed: the drive is offline until it is reopened", "err", reason)
+	}
+}
+
+// ProbeFree is the free space a drive needs before its metadata store is
+// opened again after a failure: opening replays the store's log into a
+// table file, and pebble waits for that flush without end while the disk
+// refuses it.
+const ProbeFree = 4 * defaultMemTableSize
+
+// Probe checks that the drive at root can be written again: ProbeFree
+// bytes free, and a small file written, synced and removed.
+func Probe(root string) error {
+	fsys := vfs.Default
+	if st, err := fsys.Stat(root); err != nil {
+		return err
+	} else if !st.IsDir() {
+		return fmt.Errorf("drive %s: not a directory", root)
+	}
+	dir := filepath.Join(root, metaDir, "tmp")
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	u, err := fsys.Usage(root)
+	if err != nil {
+		return err
+	}
+	if u.Free < ProbeFree {
+		return fmt.Errorf("drive %s: %d bytes free, %d needed", root, u.Free, ProbeFree)
+	}
+	name := filepath.Join(dir, "probe")
+	f, err := fsys.Create(name)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(make([]byte, 64<<10))
+	err = errors.Join(err, f.Sync(), f.Close(), fsys.Remove(name))
+	if err != nil {
+		return fmt.Errorf("drive %s: probe write: %w", root, err)
+	}
+	return nil
+}
