@@ -78,6 +78,11 @@ func decodeVersions(data []byte, limit int) ([]*Record, error) {
 	return out, nil
 }
 
+// ErrSuperseded: the drive already held a newer null version of the object,
+// so the write was dropped (last writer wins). The erasure layer does not
+// report such a write as done: see erasure.Set.finishPut.
+var ErrSuperseded = errors.New("a newer version of the object is committed")
+
 // PutResult says what a PutVersion did.
 type PutResult struct {
 	// Superseded: the drive already held a newer null version, so this

@@ -66,7 +66,8 @@ func groupByNode(drives []Drive) (map[NodeBatcher][]int, []int) {
 
 // putVersions commits rec(pos) on every online drive (errDriveOffline for
 // the others), one round trip per node. A position whose rec is nil is
-// skipped with the error rec returned.
+// skipped with the error rec returned; a drive that held a newer null
+// version answers drive.ErrSuperseded.
 func putVersions(ctx context.Context, drives []Drive, bucket, object string, rec func(pos int) (*drive.Record, [16]byte, error)) []error {
 	errs := make([]error, len(drives))
 	for pos, d := range drives {
@@ -85,7 +86,10 @@ func putVersions(ctx context.Context, drives []Drive, bucket, object string, rec
 				errs[pos] = err
 				return
 			}
-			_, errs[pos] = drives[pos].PutVersion(committing(ctx), bucket, object, r, stage)
+			var res drive.PutResult
+			if res, errs[pos] = drives[pos].PutVersion(committing(ctx), bucket, object, r, stage); errs[pos] == nil && res.Superseded {
+				errs[pos] = drive.ErrSuperseded
+			}
 		}()
 	}
 	for nb, positions := range groups {

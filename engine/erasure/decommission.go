@@ -161,6 +161,7 @@ func (s *Set) putMarker(ctx context.Context, bucket, object string, rec *drive.R
 	errs := putVersions(ctx, drives, bucket, object, func(int) (*drive.Record, [16]byte, error) {
 		return &marker, drive.NotStaged, nil
 	})
+	acceptSuperseded(errs)
 	_, err := s.finishPut(ctx, drives, bucket, object, &marker, errs)
 	return err
 }

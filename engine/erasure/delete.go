@@ -44,9 +44,7 @@ func (s *Set) DeleteObject(ctx context.Context, bucket, object string, versionID
 		if mode == DeleteVersioned {
 			marker.VersionID = uuid.New()
 		}
-		errs := putVersions(ctx, drives, bucket, object, func(int) (*drive.Record, [16]byte, error) {
-			return marker, drive.NotStaged, nil
-		})
+		errs := s.commitRecord(ctx, drives, bucket, object, marker, nil, false)
 		if _, err := s.finishPut(ctx, drives, bucket, object, marker, errs); err != nil {
 			return DeleteResult{}, err
 		}

@@ -90,7 +90,7 @@ func (s *Set) PutObject(ctx context.Context, bucket, object string, r io.Reader,
 			return ObjectInfo{}, ErrBodyTooLong
 		case int64(len(buf)) <= s.inlineLimit:
 			afterBody(rec, opts)
-			return s.putInline(ctx, drives, bucket, object, rec, buf, opts.etag())
+			return s.putInline(ctx, drives, bucket, object, rec, buf, opts.etag(), !opts.ModTime.IsZero())
 		}
 		head = buf
 	}
@@ -168,7 +168,7 @@ func ownRecord(rec *drive.Record, pos int, inline [][]byte) *drive.Record {
 	return &own
 }
 
-func (s *Set) putInline(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string) (ObjectInfo, error) {
+func (s *Set) putInline(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string, moved bool) (ObjectInfo, error) {
 	rec.Flags |= drive.FlagInline
 	rec.Size = int64(len(data))
 	rec.ETag = etag
@@ -180,9 +180,7 @@ func (s *Set) putInline(ctx context.Context, drives []Drive, bucket, object stri
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	errs := putVersions(ctx, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
-		return ownRecord(rec, pos, shards), drive.NotStaged, nil
-	})
+	errs := s.commitRecord(ctx, drives, bucket, object, rec, shards, moved)
 	return s.finishPut(ctx, drives, bucket, object, rec, errs)
 }
 
@@ -311,12 +309,26 @@ func (s *Set) putStreaming(ctx context.Context, drives []Drive, bucket, object s
 			_ = drives[pos].AbortStaged(committing(ctx), rec.DataDir)
 		}
 	}
+	if !opts.ModTime.IsZero() {
+		acceptSuperseded(errs)
+	}
 	return s.finishPut(ctx, drives, bucket, object, rec, errs)
 }
 
 // finishPut checks write quorum and rolls back a write that missed it, so a
 // failed PUT leaves no visible version. A write that reached quorum but not
 // every drive is reported to the heal hook.
+//
+// A write that drives dropped because they hold a newer null version
+// (drive.ErrSuperseded) is not done either: it would answer success and
+// never be seen. That happens to a write stamped in the same instant as
+// another, or through a node whose clock lags one that wrote before it by
+// more than the pings have yet told it (see package hlc). The write fails
+// with ErrWriteQuorum (503 SlowDown, which clients retry) after this
+// node's clock has moved past the newer version's stamp, so a retry wins.
+// Writes whose data is all in the record are retried here first
+// (commitRecord); a write of shard files cannot be, its staged files are
+// gone from the drives that dropped it.
 func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, errs []error) (ObjectInfo, error) {
 	if countNil(errs) >= s.layout.WriteQuorum() {
 		if countNil(errs) < len(errs) {
@@ -330,8 +342,79 @@ func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object stri
 		}
 		return nil
 	})
+	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, drive.ErrSuperseded) }) {
+		observeNewest(ctx, drives, bucket, object)
+		return ObjectInfo{}, fmt.Errorf("%w: %w: %s/%s was written with a later stamp while this write committed (%d of %d drives hold the newer one); retry",
+			ErrWriteQuorum, drive.ErrSuperseded, bucket, object, countIs(errs, drive.ErrSuperseded), len(errs))
+	}
 	return ObjectInfo{}, fmt.Errorf("%w: %d of %d drives committed %s/%s, %d needed (%s)",
 		ErrWriteQuorum, countNil(errs), len(errs), bucket, object, s.layout.WriteQuorum(), detail(errs))
+}
+
+// commitRecord commits a version whose data is all in its record (an
+// inline object, a delete marker) on every drive. When drives dropped it
+// as older than a null version they hold (drive.ErrSuperseded) and it
+// missed quorum, it is stamped again, past that version, and committed
+// once more (up to maxRestamps times): a write concurrent with another, or through a node whose
+// clock lags, ends as the latest instead of failing (see finishPut). The
+// drives that took the first stamp take the second over it. A moved
+// version (its own time) is not restamped: there the newer one rightly
+// wins.
+func (s *Set) commitRecord(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, inline [][]byte, moved bool) []error {
+	own := func(pos int) (*drive.Record, [16]byte, error) {
+		return ownRecord(rec, pos, inline), drive.NotStaged, nil
+	}
+	errs := putVersions(ctx, drives, bucket, object, own)
+	if moved {
+		acceptSuperseded(errs)
+		return errs
+	}
+	for range maxRestamps {
+		if countNil(errs) >= s.layout.WriteQuorum() || countIs(errs, drive.ErrSuperseded) == 0 {
+			break
+		}
+		observeNewest(ctx, drives, bucket, object)
+		rec.ModTime = hlc.Default.Now()
+		errs = putVersions(ctx, drives, bucket, object, own)
+	}
+	return errs
+}
+
+// maxRestamps bounds commitRecord's new stamps: each loses only to a write
+// committed meanwhile with a later one (writers racing on one key).
+const maxRestamps = 8
+
+// observeNewest moves this node's clock past the stamps of the latest
+// versions the drives hold.
+func observeNewest(ctx context.Context, drives []Drive, bucket, object string) {
+	recs, _ := getVersions(ctx, drives, bucket, object, nil)
+	for _, r := range recs {
+		if r != nil {
+			hlc.Default.Observe(r.ModTime)
+		}
+	}
+}
+
+// acceptSuperseded counts a drive that held a newer null version as done,
+// for writes that carry their own time (a version moved by a
+// decommission): the newer version rightly wins there.
+func acceptSuperseded(errs []error) {
+	for pos, err := range errs {
+		if errors.Is(err, drive.ErrSuperseded) {
+			errs[pos] = nil
+		}
+	}
+}
+
+// countIs counts the errors that are target.
+func countIs(errs []error, target error) int {
+	n := 0
+	for _, err := range errs {
+		if errors.Is(err, target) {
+			n++
+		}
+	}
+	return n
 }
 
 func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }

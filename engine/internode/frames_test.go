@@ -198,6 +198,34 @@ func TestFramedBatchesAndShardReads(t *testing.T) {
 	}
 }
 
+// TestBatchedPutSaysSuperseded: a null version that a drive drops because
+// it holds a newer one comes back from a batch as drive.ErrSuperseded,
+// not as success (the coordinator must not acknowledge it).
+func TestBatchedPutSaysSuperseded(t *testing.T) {
+	n := startNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1", "d2"))
+	p := newPeer(t, n, Protocol)
+	put := func(modTime time.Time) []error {
+		var items []erasure.PutItem
+		for path := range n.drives {
+			rec := record(100)
+			rec.VersionID, rec.ModTime = [16]byte{}, modTime.UnixNano()
+			items = append(items, erasure.PutItem{Drive: p.Drive(path), Bucket: "bk", Object: "null", Rec: rec, Stage: drive.NotStaged})
+		}
+		return p.PutVersions(t.Context(), items)
+	}
+	now := time.Now()
+	for i, err := range put(now) {
+		if err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	for i, err := range put(now.Add(-time.Second)) {
+		if !errors.Is(err, drive.ErrSuperseded) {
+			t.Fatalf("older put %d: %v, want ErrSuperseded", i, err)
+		}
+	}
+}
+
 // Many calls in flight on one connection get their own answers.
 func TestFramedCallsMultiplex(t *testing.T) {
 	n := startNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1", "d2"))

@@ -95,6 +95,7 @@ var wireErrors = map[string]error{
 	"CorruptRecord":   drive.ErrCorruptRecord,
 	"DriveNotServed":  ErrDriveNotServed,
 	"Bitrot":          drive.ErrBitrot,
+	"Superseded":      drive.ErrSuperseded,
 }
 
 // errorCode names an error for the wire ("Internal" when it is not a

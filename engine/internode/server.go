@@ -416,7 +416,13 @@ func (s *Server) batchPut(ctx context.Context, body []byte) ([]byte, error) {
 	for i := range items {
 		go func(it *item) {
 			if it.err == nil {
-				_, it.err = it.d.PutVersion(ctx, it.bucket, it.object, it.rec, it.stage)
+				var res drive.PutResult
+				// Superseded travels as an error: a coordinator of an
+				// older build, which knows no such code, sees a failed
+				// write, never a silent success.
+				if res, it.err = it.d.PutVersion(ctx, it.bucket, it.object, it.rec, it.stage); it.err == nil && res.Superseded {
+					it.err = drive.ErrSuperseded
+				}
 			}
 			done <- struct{}{}
 		}(&items[i])
