@@ -1,6 +1,7 @@
 package drive
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -105,11 +106,39 @@ func (d *Local) GetUpload(ctx context.Context, bucket, object string, id [16]byt
 	return u, nil
 }
 
+// UploadPos is a place in a listing of uploads, which runs in (object,
+// upload ID) order; the zero UploadPos is before the first.
+type UploadPos struct {
+	Object string
+	ID     [16]byte
+}
+
+// Less orders positions as listings run.
+func (p UploadPos) Less(q UploadPos) bool {
+	if p.Object != q.Object {
+		return p.Object < q.Object
+	}
+	return string(p.ID[:]) < string(q.ID[:])
+}
+
+// Pos is the upload's place in a listing.
+func (u *Upload) Pos() UploadPos { return UploadPos{u.Object, u.ID} }
+
 // WalkUploads calls fn for each upload of a bucket whose object starts with
-// prefix, in (object, upload ID) order, until fn returns false.
-func (d *Local) WalkUploads(ctx context.Context, bucket, prefix string, fn func(u *Upload) bool) error {
+// prefix and that comes after after, in (object, upload ID) order, until fn
+// returns false.
+func (d *Local) WalkUploads(ctx context.Context, bucket, prefix string, after UploadPos, fn func(u *Upload) bool) error {
 	lower := append(uploadsPrefix(bucket), prefix...)
-	it, err := d.meta.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	upper := prefixEnd(lower)
+	if after != (UploadPos{}) {
+		if past := append(uploadKey(bucket, after.Object, after.ID), 0); bytes.Compare(past, lower) > 0 {
+			lower = past
+		}
+	}
+	if bytes.Compare(lower, upper) >= 0 {
+		return nil
+	}
+	it, err := d.meta.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
 	}

@@ -154,7 +154,8 @@ func insertVersion(recs []*Record, rec *Record) (out []*Record, res PutResult) {
 // missing data. (A PUT stages under the data directory's own name; a heal
 // under a name of its own, so two heals of one object never mix files.)
 // A null version replaces the existing null version unless that one is
-// newer.
+// newer; then the write is dropped (Superseded) and its staged files are
+// left for the writer to commit again or abort.
 func (d *Local) PutVersion(ctx context.Context, bucket, object string, rec *Record, stageID [16]byte) (PutResult, error) {
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
@@ -167,9 +168,8 @@ func (d *Local) PutVersion(ctx context.Context, bucket, object string, rec *Reco
 	}
 	recs, res := insertVersion(recs, rec)
 	if res.Superseded {
-		if staged {
-			_ = d.AbortStaged(ctx, stageID)
-		}
+		// The staged files stay: the writer may stamp the version again
+		// and commit it with them, or abort them (AbortStaged).
 		return res, nil
 	}
 	if staged {

@@ -97,8 +97,12 @@ func setEmpty(ctx context.Context, s *Set, buckets []BucketInfo) (bool, error) {
 		if err != nil || len(entries) > 0 {
 			return false, err
 		}
-		us, err := s.uploads(ctx, b.Name, "")
-		if err != nil || len(us) > 0 {
+		found := false
+		err = eachUpload(ctx, s.uploadsPage, b.Name, "", drive.UploadPos{}, func(UploadInfo) (bool, error) {
+			found = true
+			return false, nil
+		})
+		if err != nil || found {
 			return false, err
 		}
 	}

@@ -326,7 +326,10 @@ func (s *Set) rebuild(ctx context.Context, h *ObjectHandle, targets []int) error
 	for _, pos := range targets {
 		d := h.drives[pos]
 		if errs[pos] == nil {
-			_, errs[pos] = d.PutVersion(ctx, h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, nil), stage)
+			var res drive.PutResult
+			if res, errs[pos] = d.PutVersion(ctx, h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, nil), stage); errs[pos] == nil && res.Superseded {
+				_ = d.AbortStaged(ctx, stage) // a newer version is there: nothing to heal
+			}
 		}
 		if errs[pos] != nil {
 			_ = d.AbortStaged(ctx, stage)

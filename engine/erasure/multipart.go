@@ -73,7 +73,7 @@ type CompletePart struct {
 // NewMultipartUpload starts an upload; its ID names it from now on.
 func (s *Set) NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (UploadInfo, error) {
 	u := &drive.Upload{
-		ID: uuid.New(), Bucket: bucket, Object: object, Initiated: time.Now().UnixNano(),
+		ID: uuid.Must(uuid.NewV7()), Bucket: bucket, Object: object, Initiated: time.Now().UnixNano(),
 		DataDir: uuid.New(), Meta: meta, Erasure: s.erasureInfo(bucket, object),
 	}
 	errs := s.forEach(func(_ int, d Drive) error { return d.PutUpload(committing(ctx), u) })
@@ -340,49 +340,121 @@ func (s *Set) AbortMultipartUpload(ctx context.Context, bucket, object string, u
 	return nil
 }
 
-// uploads lists a set's uploads of a bucket under prefix, as read quorum
-// of its drives hold them, ordered by (object, initiated, ID).
-func (s *Set) uploads(ctx context.Context, bucket, prefix string) ([]UploadInfo, error) {
+// uploadPage is one batch of a walk over uploads, in (object, upload ID)
+// order: every upload after the position asked for and up to next, and
+// whether more may follow next.
+type uploadPage struct {
+	uploads []UploadInfo
+	next    drive.UploadPos
+	more    bool
+}
+
+// uploadPager reads a batch of at most limit uploads after a position: a
+// set, a pool and the pools of a deployment are pagers.
+type uploadPager func(ctx context.Context, bucket, prefix string, after drive.UploadPos, limit int) (uploadPage, error)
+
+// uploadsPage reads the set's uploads after a position, at most limit from
+// each drive, keeping those read quorum of drives hold. A drive that
+// filled its batch may hold more, so the page ends at the smallest last
+// position of such a drive: memory is bounded by limit per drive, however
+// many uploads the bucket has.
+func (s *Set) uploadsPage(ctx context.Context, bucket, prefix string, after drive.UploadPos, limit int) (uploadPage, error) {
 	drives := s.Drives()
 	lists := make([][]*drive.Upload, len(drives))
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
-		return d.WalkUploads(ctx, bucket, prefix, func(u *drive.Upload) bool {
+		return d.WalkUploads(ctx, bucket, prefix, after, func(u *drive.Upload) bool {
 			lists[pos] = append(lists[pos], u)
-			return true
+			return len(lists[pos]) < limit
 		})
 	})
 	if countNil(errs) < s.layout.ReadQuorum() {
-		return nil, fmt.Errorf("%w: %d of %d drives listed uploads (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
+		return uploadPage{}, fmt.Errorf("%w: %d of %d drives listed uploads (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
+	}
+	var page uploadPage
+	for pos, l := range lists {
+		if errs[pos] == nil && len(l) == limit {
+			if last := l[len(l)-1].Pos(); !page.more || last.Less(page.next) {
+				page.next = last
+			}
+			page.more = true
+		}
 	}
 	counts := map[[16]byte]int{}
 	byID := map[[16]byte]*drive.Upload{}
 	for _, l := range lists {
 		for _, u := range l {
+			if page.more && page.next.Less(u.Pos()) {
+				continue // past the complete part of the page
+			}
 			counts[u.ID]++
 			byID[u.ID] = u
 		}
 	}
-	var out []UploadInfo
 	for id, n := range counts {
 		if n >= s.layout.ReadQuorum() {
-			out = append(out, uploadInfo(byID[id]))
+			page.uploads = append(page.uploads, uploadInfo(byID[id]))
 		}
 	}
-	sortUploads(out)
-	return out, nil
+	sortUploads(page.uploads)
+	return page, nil
 }
 
+// mergeUploadPages merges the batches of several pagers (the sets of a
+// pool, the pools of a deployment): only positions up to the smallest
+// next of a pager that may have more are complete.
+func mergeUploadPages(ctx context.Context, pagers []uploadPager, bucket, prefix string, after drive.UploadPos, limit int) (uploadPage, error) {
+	var page uploadPage
+	var all []UploadInfo
+	for _, p := range pagers {
+		b, err := p(ctx, bucket, prefix, after, limit)
+		if err != nil {
+			return uploadPage{}, err
+		}
+		if b.more && (!page.more || b.next.Less(page.next)) {
+			page.next, page.more = b.next, true
+		}
+		all = append(all, b.uploads...)
+	}
+	for _, u := range all {
+		if !page.more || !page.next.Less(u.pos()) {
+			page.uploads = append(page.uploads, u)
+		}
+	}
+	sortUploads(page.uploads)
+	return page, nil
+}
+
+// eachUpload calls fn for every upload a pager lists under prefix, in
+// order, a batch at a time, until fn returns false or an error.
+func eachUpload(ctx context.Context, pager uploadPager, bucket, prefix string, after drive.UploadPos, fn func(UploadInfo) (bool, error)) error {
+	for {
+		page, err := pager(ctx, bucket, prefix, after, uploadBatch)
+		if err != nil {
+			return err
+		}
+		for _, u := range page.uploads {
+			if goOn, err := fn(u); !goOn || err != nil {
+				return err
+			}
+		}
+		if !page.more || !after.Less(page.next) {
+			return nil
+		}
+		after = page.next
+	}
+}
+
+// uploadBatch is how many uploads a listing reads per drive at a time (a
+// variable for tests).
+var uploadBatch = 1000
+
+func (u UploadInfo) pos() drive.UploadPos { return drive.UploadPos{Object: u.Object, ID: u.ID} }
+
+// sortUploads orders uploads as listings run: by object, then upload ID.
+// IDs are time-ordered (UUIDv7) for uploads started by this release, so an
+// object's uploads list in the order they began, as S3 lists them.
 func sortUploads(us []UploadInfo) {
-	sort.Slice(us, func(i, j int) bool {
-		a, b := us[i], us[j]
-		if a.Object != b.Object {
-			return a.Object < b.Object
-		}
-		if !a.Initiated.Equal(b.Initiated) {
-			return a.Initiated.Before(b.Initiated)
-		}
-		return string(a.ID[:]) < string(b.ID[:])
-	})
+	sort.Slice(us, func(i, j int) bool { return us[i].pos().Less(us[j].pos()) })
 }
 
 // UploadList is one page of a multipart upload listing.
@@ -394,43 +466,51 @@ type UploadList struct {
 	NextUploadID   [16]byte
 }
 
-// listUploads pages through uploads (already merged and sorted) after
-// (keyMarker, uploadIDMarker), grouping by delimiter.
-func listUploads(all []UploadInfo, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) UploadList {
+// listUploads reads one page of a ListMultipartUploads from a pager,
+// after (keyMarker, uploadIDMarker), grouping by delimiter; it reads the
+// pager's batches until the page is full.
+func listUploads(ctx context.Context, pager uploadPager, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error) {
 	var res UploadList
-	lastPrefix := ""
-	for _, u := range all {
-		if keyMarker != "" {
-			if u.Object < keyMarker {
-				continue
-			}
-			if u.Object == keyMarker && (uploadIDMarker == NullVersion || string(u.ID[:]) <= string(uploadIDMarker[:])) {
-				// Without an upload-id marker every upload of the marker key is skipped.
-				continue
-			}
+	var after drive.UploadPos
+	if keyMarker != "" {
+		// Without an upload-id marker every upload of the marker key is
+		// skipped; a marker that is a common prefix skips all under it.
+		after = drive.UploadPos{Object: keyMarker, ID: uploadIDMarker}
+		if uploadIDMarker == NullVersion {
+			after.ID = lastUploadID
 		}
+		if cp, ok := commonPrefix(keyMarker, prefix, delimiter); ok && cp == keyMarker {
+			after = drive.UploadPos{Object: keyMarker + maxListKey}
+		}
+	}
+	lastPrefix := ""
+	err := eachUpload(ctx, pager, bucket, prefix, after, func(u UploadInfo) (bool, error) {
 		if cp, ok := commonPrefix(u.Object, prefix, delimiter); ok {
-			if cp == lastPrefix || (keyMarker != "" && cp <= keyMarker && strings.HasPrefix(keyMarker, cp)) {
-				continue
+			if cp == lastPrefix {
+				return true, nil
 			}
 			if len(res.Uploads)+len(res.CommonPrefixes) == maxUploads {
 				res.IsTruncated = true
-				return res
+				return false, nil
 			}
 			res.CommonPrefixes = append(res.CommonPrefixes, cp)
 			lastPrefix = cp
 			res.NextKeyMarker, res.NextUploadID = cp, NullVersion
-			continue
+			return true, nil
 		}
 		if len(res.Uploads)+len(res.CommonPrefixes) == maxUploads {
 			res.IsTruncated = true
-			return res
+			return false, nil
 		}
 		res.Uploads = append(res.Uploads, u)
 		res.NextKeyMarker, res.NextUploadID = u.Object, u.ID
-	}
-	return res
+		return true, nil
+	})
+	return res, err
 }
+
+// lastUploadID sorts after every upload ID.
+var lastUploadID = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
 // NewMultipartUpload starts an upload in the object's set.
 func (p *Pool) NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (UploadInfo, error) {
@@ -467,25 +547,23 @@ func (p *Pool) AbortMultipartUpload(ctx context.Context, bucket, object string, 
 	return p.SetFor(bucket, object).AbortMultipartUpload(ctx, bucket, object, uploadID)
 }
 
-// Uploads lists the pool's uploads of a bucket under prefix, sorted.
-func (p *Pool) Uploads(ctx context.Context, bucket, prefix string) ([]UploadInfo, error) {
-	var all []UploadInfo
-	for _, s := range p.sets {
-		us, err := s.uploads(ctx, bucket, prefix)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, us...)
+// uploadsPage merges a batch of the pool's sets.
+func (p *Pool) uploadsPage(ctx context.Context, bucket, prefix string, after drive.UploadPos, limit int) (uploadPage, error) {
+	pagers := make([]uploadPager, len(p.sets))
+	for i, s := range p.sets {
+		pagers[i] = s.uploadsPage
 	}
-	sortUploads(all)
-	return all, nil
+	return mergeUploadPages(ctx, pagers, bucket, prefix, after, limit)
+}
+
+// EachUpload calls fn for each of the pool's uploads of a bucket under
+// prefix, in (object, upload ID) order, until fn returns false or an error;
+// memory stays bounded however many uploads there are.
+func (p *Pool) EachUpload(ctx context.Context, bucket, prefix string, fn func(UploadInfo) (bool, error)) error {
+	return eachUpload(ctx, p.uploadsPage, bucket, prefix, drive.UploadPos{}, fn)
 }
 
 // ListMultipartUploads pages through a bucket's uploads.
 func (p *Pool) ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error) {
-	all, err := p.Uploads(ctx, bucket, prefix)
-	if err != nil {
-		return UploadList{}, err
-	}
-	return listUploads(all, prefix, keyMarker, uploadIDMarker, delimiter, maxUploads), nil
+	return listUploads(ctx, p.uploadsPage, bucket, prefix, keyMarker, uploadIDMarker, delimiter, maxUploads)
 }

@@ -229,16 +229,12 @@ func (p *Pool) hasObjects(ctx context.Context, name string) (bool, error) {
 // abortUploads aborts every unfinished multipart upload of a bucket: S3
 // deletes a bucket that holds only uploads, and the uploads with it.
 func (p *Pool) abortUploads(ctx context.Context, name string) error {
-	uploads, err := p.Uploads(ctx, name, "")
-	if err != nil {
-		return err
-	}
-	for _, u := range uploads {
+	return p.EachUpload(ctx, name, "", func(u UploadInfo) (bool, error) {
 		if err := p.AbortMultipartUpload(ctx, name, u.Object, u.ID); err != nil && !errors.Is(err, ErrUploadNotFound) {
-			return err
+			return false, err
 		}
-	}
-	return nil
+		return true, nil
+	})
 }
 
 // DeleteBucket removes a bucket without objects from every drive, with

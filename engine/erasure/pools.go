@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/strata-storage/strata/engine/drive"
 )
 
 // Pools are the server pools of a deployment: one namespace. A new object
@@ -569,25 +571,22 @@ func (ps *Pools) AbortMultipartUpload(ctx context.Context, bucket, object string
 	return p.AbortMultipartUpload(ctx, bucket, object, uploadID)
 }
 
-// Uploads lists every pool's uploads of a bucket.
-func (ps *Pools) Uploads(ctx context.Context, bucket, prefix string) ([]UploadInfo, error) {
-	var all []UploadInfo
+// uploadsPage merges a batch of every live pool.
+func (ps *Pools) uploadsPage(ctx context.Context, bucket, prefix string, after drive.UploadPos, limit int) (uploadPage, error) {
+	var pagers []uploadPager
 	for _, e := range ps.live() {
-		us, err := e.Pool.Uploads(ctx, bucket, prefix)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, us...)
+		pagers = append(pagers, e.Pool.uploadsPage)
 	}
-	sortUploads(all)
-	return all, nil
+	return mergeUploadPages(ctx, pagers, bucket, prefix, after, limit)
+}
+
+// EachUpload calls fn for each upload of a bucket in every pool (see
+// Pool.EachUpload).
+func (ps *Pools) EachUpload(ctx context.Context, bucket, prefix string, fn func(UploadInfo) (bool, error)) error {
+	return eachUpload(ctx, ps.uploadsPage, bucket, prefix, drive.UploadPos{}, fn)
 }
 
 // ListMultipartUploads pages through the uploads of every pool.
 func (ps *Pools) ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error) {
-	all, err := ps.Uploads(ctx, bucket, prefix)
-	if err != nil {
-		return UploadList{}, err
-	}
-	return listUploads(all, prefix, keyMarker, uploadIDMarker, delimiter, maxUploads), nil
+	return listUploads(ctx, ps.uploadsPage, bucket, prefix, keyMarker, uploadIDMarker, delimiter, maxUploads)
 }

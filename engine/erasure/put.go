@@ -180,7 +180,9 @@ func (s *Set) putInline(ctx context.Context, drives []Drive, bucket, object stri
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	errs := s.commitRecord(ctx, drives, bucket, object, rec, shards, moved)
+	errs := s.commitVersion(ctx, drives, bucket, object, rec, func(pos int) (*drive.Record, [16]byte, error) {
+		return ownRecord(rec, pos, shards), drive.NotStaged, nil
+	}, moved)
 	return s.finishPut(ctx, drives, bucket, object, rec, errs)
 }
 
@@ -298,19 +300,16 @@ func (s *Set) putStreaming(ctx context.Context, drives []Drive, bucket, object s
 	if etag := opts.etag(); etag != "" {
 		rec.ETag = etag
 	}
-	errs := putVersions(ctx, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
+	errs := s.commitVersion(ctx, drives, bucket, object, rec, func(pos int) (*drive.Record, [16]byte, error) {
 		if st.errs[pos] != nil {
 			return nil, drive.NotStaged, st.errs[pos]
 		}
 		return ownRecord(rec, pos, nil), rec.DataDir, nil
-	})
+	}, !opts.ModTime.IsZero())
 	for pos, err := range errs {
 		if err != nil && st.errs[pos] == nil && drives[pos] != nil {
 			_ = drives[pos].AbortStaged(committing(ctx), rec.DataDir)
 		}
-	}
-	if !opts.ModTime.IsZero() {
-		acceptSuperseded(errs)
 	}
 	return s.finishPut(ctx, drives, bucket, object, rec, errs)
 }
@@ -325,10 +324,9 @@ func (s *Set) putStreaming(ctx context.Context, drives []Drive, bucket, object s
 // another, or through a node whose clock lags one that wrote before it by
 // more than the pings have yet told it (see package hlc). The write fails
 // with ErrWriteQuorum (503 SlowDown, which clients retry) after this
-// node's clock has moved past the newer version's stamp, so a retry wins.
-// Writes whose data is all in the record are retried here first
-// (commitRecord); a write of shard files cannot be, its staged files are
-// gone from the drives that dropped it.
+// node's clock has moved past the newer version's stamp, so a retry wins;
+// commitVersion has stamped it again first, so that is left to a write
+// that lost maxRestamps races in a row.
 func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, errs []error) (ObjectInfo, error) {
 	if countNil(errs) >= s.layout.WriteQuorum() {
 		if countNil(errs) < len(errs) {
@@ -351,38 +349,48 @@ func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object stri
 		ErrWriteQuorum, countNil(errs), len(errs), bucket, object, s.layout.WriteQuorum(), detail(errs))
 }
 
-// commitRecord commits a version whose data is all in its record (an
-// inline object, a delete marker) on every drive. When drives dropped it
-// as older than a null version they hold (drive.ErrSuperseded) and it
-// missed quorum, it is stamped again, past that version, and committed
-// once more (up to maxRestamps times): a write concurrent with another, or through a node whose
-// clock lags, ends as the latest instead of failing (see finishPut). The
-// drives that took the first stamp take the second over it. A moved
-// version (its own time) is not restamped: there the newer one rightly
-// wins.
-func (s *Set) commitRecord(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, inline [][]byte, moved bool) []error {
-	own := func(pos int) (*drive.Record, [16]byte, error) {
-		return ownRecord(rec, pos, inline), drive.NotStaged, nil
-	}
+// commitVersion commits a version on every drive (own: each drive's record
+// and staged files, as putVersions takes them). When drives dropped it as
+// older than a null version they hold (drive.ErrSuperseded) and it missed
+// quorum, it is stamped again, past the newest stamp the drives hold, and
+// committed once more (up to maxRestamps times): a write concurrent with
+// another, or through a node whose clock lags, ends as the latest instead
+// of failing. A drive that dropped it kept its staged files for this; one
+// that committed an earlier stamp takes the new one over it, its files
+// already in place. A moved version (its own time) is not stamped again:
+// the newer one rightly wins, and the move counts as done.
+func (s *Set) commitVersion(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record,
+	own func(pos int) (*drive.Record, [16]byte, error), moved bool) []error {
 	errs := putVersions(ctx, drives, bucket, object, own)
 	if moved {
 		acceptSuperseded(errs)
 		return errs
 	}
+	committed := make([]bool, len(errs))
 	for range maxRestamps {
 		if countNil(errs) >= s.layout.WriteQuorum() || countIs(errs, drive.ErrSuperseded) == 0 {
 			break
 		}
+		for pos, err := range errs {
+			committed[pos] = committed[pos] || err == nil
+		}
 		observeNewest(ctx, drives, bucket, object)
 		rec.ModTime = hlc.Default.Now()
-		errs = putVersions(ctx, drives, bucket, object, own)
+		errs = putVersions(ctx, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
+			r, stage, err := own(pos)
+			if committed[pos] {
+				stage = drive.NotStaged
+			}
+			return r, stage, err
+		})
 	}
 	return errs
 }
 
-// maxRestamps bounds commitRecord's new stamps: each loses only to a write
-// committed meanwhile with a later one (writers racing on one key).
-const maxRestamps = 8
+// maxRestamps bounds commitVersion's new stamps: each loses only to a
+// write committed meanwhile with a later one (writers racing on one key).
+// A variable for tests.
+var maxRestamps = 8
 
 // observeNewest moves this node's clock past the stamps of the latest
 // versions the drives hold.

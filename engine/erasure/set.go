@@ -37,7 +37,7 @@ type Drive interface {
 
 	PutUpload(ctx context.Context, u *drive.Upload) error
 	GetUpload(ctx context.Context, bucket, object string, id [16]byte) (*drive.Upload, error)
-	WalkUploads(ctx context.Context, bucket, prefix string, fn func(u *drive.Upload) bool) error
+	WalkUploads(ctx context.Context, bucket, prefix string, after drive.UploadPos, fn func(u *drive.Upload) bool) error
 	CommitPart(ctx context.Context, u *drive.Upload, p *drive.PartRecord) error
 	ListParts(ctx context.Context, uploadID [16]byte) ([]drive.PartRecord, error)
 	CompleteUpload(ctx context.Context, u *drive.Upload, chosen []drive.PartRecord, rec *drive.Record) (drive.PutResult, error)

@@ -5,12 +5,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -417,5 +419,48 @@ func TestFramePanicsBecomeErrors(t *testing.T) {
 	}
 	if !p.Online() {
 		t.Fatal("a panicking HTTP call marked the node offline")
+	}
+}
+
+// TestRemoteUploadWalkPages: a remote walk over uploads asks its node a
+// page at a time (3 here), from a position, and sees every upload once.
+func TestRemoteUploadWalkPages(t *testing.T) {
+	defer func(n int) { walkUploadsPage = n }(walkUploadsPage)
+	walkUploadsPage = 3
+	n := startNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1"))
+	p := newPeer(t, n, Protocol)
+	var path string
+	var d *drive.Local
+	for path, d = range n.drives {
+	}
+	var want []drive.UploadPos
+	for i := range 10 {
+		u := &drive.Upload{ID: uuid.New(), Bucket: "bk", Object: fmt.Sprintf("o%d", i%4)}
+		if err := d.PutUpload(t.Context(), u); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, u.Pos())
+	}
+	slices.SortFunc(want, func(a, b drive.UploadPos) int {
+		if a.Less(b) {
+			return -1
+		}
+		return 1
+	})
+	walk := func(after drive.UploadPos) []drive.UploadPos {
+		var got []drive.UploadPos
+		if err := p.Drive(path).WalkUploads(t.Context(), "bk", "", after, func(u *drive.Upload) bool {
+			got = append(got, u.Pos())
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := walk(drive.UploadPos{}); !slices.Equal(got, want) {
+		t.Fatalf("walk:\n got %v\nwant %v", got, want)
+	}
+	if got := walk(want[4]); !slices.Equal(got, want[5:]) {
+		t.Fatalf("walk after the fifth:\n got %v\nwant %v", got, want[5:])
 	}
 }

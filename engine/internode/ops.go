@@ -214,7 +214,13 @@ type (
 		LatestOnly            bool
 		Limit                 int
 	}
-	prefixReq     struct{ Bucket, Prefix string }
+	// uploadsReq: After and Limit came later; a node of an older build
+	// ignores them and answers every upload under the prefix.
+	uploadsReq struct {
+		Bucket, Prefix string
+		After          drive.UploadPos
+		Limit          int
+	}
 	uploadReq     struct{ Upload *drive.Upload }
 	commitPartReq struct {
 		Upload *drive.Upload
@@ -301,12 +307,12 @@ var (
 		func(ctx context.Context, d *drive.Local, r objectIDReq) (*drive.Upload, error) {
 			return d.GetUpload(ctx, r.Bucket, r.Object, r.VersionID)
 		}}
-	opWalkUploads = op[prefixReq, []*drive.Upload]{"walkuploads", true, jsonAnswer[[]*drive.Upload](),
-		func(ctx context.Context, d *drive.Local, r prefixReq) ([]*drive.Upload, error) {
+	opWalkUploads = op[uploadsReq, []*drive.Upload]{"walkuploads", true, jsonAnswer[[]*drive.Upload](),
+		func(ctx context.Context, d *drive.Local, r uploadsReq) ([]*drive.Upload, error) {
 			var us []*drive.Upload
-			err := d.WalkUploads(ctx, r.Bucket, r.Prefix, func(u *drive.Upload) bool {
+			err := d.WalkUploads(ctx, r.Bucket, r.Prefix, r.After, func(u *drive.Upload) bool {
 				us = append(us, u)
-				return true
+				return r.Limit <= 0 || len(us) < r.Limit
 			})
 			return us, err
 		}}

@@ -30,7 +30,7 @@ func TestWireFormat(t *testing.T) {
 		"abortstaged":     {"VersionID"},
 		"putupload":       {"Upload"},
 		"getupload":       {"Bucket", "Object", "VersionID"},
-		"walkuploads":     {"Bucket", "Prefix"},
+		"walkuploads":     {"Bucket", "Prefix", "After", "Limit"}, // After, Limit added: older nodes ignore them and answer all
 		"commitpart":      {"Upload", "Part"},
 		"listparts":       {"VersionID"},
 		"completeupload":  {"Upload", "Chosen", "Record"},

@@ -220,19 +220,35 @@ func (d *RemoteDrive) GetUpload(ctx context.Context, bucket, object string, id [
 	return opGetUpload.call(ctx, d, objectIDReq{bucket, object, id})
 }
 
-// WalkUploads implements erasure.Drive.
-func (d *RemoteDrive) WalkUploads(ctx context.Context, bucket, prefix string, fn func(u *drive.Upload) bool) error {
-	us, err := opWalkUploads.call(ctx, d, prefixReq{bucket, prefix})
-	if err != nil {
-		return err
-	}
-	for _, u := range us {
-		if !fn(u) {
-			break
+// WalkUploads implements erasure.Drive. The node answers in pages of
+// walkUploadsPage; one of an older build answers every upload at once, so
+// what it sends before after is skipped here.
+func (d *RemoteDrive) WalkUploads(ctx context.Context, bucket, prefix string, after drive.UploadPos, fn func(u *drive.Upload) bool) error {
+	for {
+		us, err := opWalkUploads.call(ctx, d, uploadsReq{Bucket: bucket, Prefix: prefix, After: after, Limit: walkUploadsPage})
+		if err != nil {
+			return err
+		}
+		sent := 0
+		for _, u := range us {
+			if !after.Less(u.Pos()) {
+				continue
+			}
+			after = u.Pos()
+			sent++
+			if !fn(u) {
+				return nil
+			}
+		}
+		if len(us) < walkUploadsPage || sent == 0 {
+			return nil
 		}
 	}
-	return nil
 }
+
+// walkUploadsPage is how many uploads one call of a remote walk returns
+// (a variable for tests).
+var walkUploadsPage = 1000
 
 // CommitPart implements erasure.Drive.
 func (d *RemoteDrive) CommitPart(ctx context.Context, u *drive.Upload, p *drive.PartRecord) error {

@@ -496,18 +496,18 @@ func AbortStaleUploads(ctx context.Context, p *erasure.Pools, age time.Duration)
 	}
 	aborted := 0
 	for _, b := range buckets {
-		uploads, err := p.Uploads(ctx, b.Name, "")
-		if err != nil {
-			return aborted, err
-		}
-		for _, u := range uploads {
+		err := p.EachUpload(ctx, b.Name, "", func(u erasure.UploadInfo) (bool, error) {
 			if time.Since(u.Initiated) < age {
-				continue
+				return true, nil
 			}
 			if err := p.AbortMultipartUpload(ctx, u.Bucket, u.Object, u.ID); err != nil && !errors.Is(err, erasure.ErrUploadNotFound) {
-				return aborted, err
+				return false, err
 			}
 			aborted++
+			return true, nil
+		})
+		if err != nil {
+			return aborted, err
 		}
 	}
 	return aborted, nil
