@@ -251,13 +251,23 @@ func (d *Local) ListParts(ctx context.Context, uploadID [16]byte) ([]PartRecord,
 // shards are renamed to the version's part files (parts[i] becomes
 // part.<i+1>), other parts' shards are removed, and the version record is
 // committed together with the removal of the upload's records. Replacing a
-// null version follows PutVersion's rules.
+// null version follows PutVersion's rules: when the drive holds a newer
+// null version the completion is dropped (Superseded) and the upload left
+// as it was, for the writer to complete again with a later stamp or abort.
 func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartRecord, rec *Record) (PutResult, error) {
 	lock := d.lockFor(u.Bucket, u.Object)
 	lock.Lock()
 	defer lock.Unlock()
 	if _, err := d.GetUpload(ctx, u.Bucket, u.Object, u.ID); err != nil {
 		return PutResult{}, err
+	}
+	recs, err := d.loadVersions(u.Bucket, u.Object, -1)
+	if err != nil {
+		return PutResult{}, err
+	}
+	recs, res := insertVersion(recs, rec)
+	if res.Superseded {
+		return res, nil
 	}
 	dir := d.dataDirPath(u.DataDir)
 	for i, p := range chosen {
@@ -272,17 +282,10 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 			return PutResult{}, err
 		}
 	}
-	recs, err := d.loadVersions(u.Bucket, u.Object, -1)
-	if err != nil {
-		return PutResult{}, err
-	}
-	recs, res := insertVersion(recs, rec)
 	b := d.meta.NewBatch()
 	defer b.Close()
-	if !res.Superseded {
-		if err := b.Set(objectKey(u.Bucket, u.Object), encodeVersions(recs), nil); err != nil {
-			return res, err
-		}
+	if err := b.Set(objectKey(u.Bucket, u.Object), encodeVersions(recs), nil); err != nil {
+		return res, err
 	}
 	if err := b.Delete(uploadKey(u.Bucket, u.Object, u.ID), nil); err != nil {
 		return res, err
@@ -302,9 +305,7 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 			}
 		}
 	}
-	if res.Superseded {
-		d.removeData(rec)
-	} else if res.Replaced != nil && res.Replaced.DataDir != rec.DataDir {
+	if res.Replaced != nil && res.Replaced.DataDir != rec.DataDir {
 		d.removeData(res.Replaced)
 	}
 	return res, nil

@@ -3,6 +3,7 @@ package erasure
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -67,6 +68,61 @@ func TestWriteDroppedAsOlderIsNeverAcknowledged(t *testing.T) {
 		for _, d := range tp.drives {
 			if left, _ := os.ReadDir(filepath.Join(d.Root(), ".strata", "tmp")); len(left) > 0 {
 				t.Fatalf("size %d: staged files left on %s: %d", size, d.Root(), len(left))
+			}
+		}
+	}
+}
+
+// TestCompletionDroppedAsOlderIsNeverAcknowledged: a multipart completion
+// that the drives drop as older than a null version they hold (they keep
+// the upload) is stamped again and completed: it ends as the latest. With
+// no new stamp allowed it fails with 503 and the upload is gone from every
+// drive.
+func TestCompletionDroppedAsOlderIsNeverAcknowledged(t *testing.T) {
+	defer func(n int) { maxRestamps = n }(maxRestamps)
+	tp := newTestPool(t, 1, 4, 2)
+	ctx := t.Context()
+	var ahead time.Time
+	defer func() { time.Sleep(time.Until(ahead)) }()
+	for _, restamps := range []int{8, 0} {
+		maxRestamps = restamps
+		key := fmt.Sprintf("mp%d", restamps)
+		u, err := tp.NewMultipartUpload(ctx, "bk", key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := randomBytes(300 << 10)
+		p, err := tp.PutObjectPart(ctx, "bk", key, u.ID, 1, bytes.NewReader(data), int64(len(data)), PartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ahead = time.Unix(0, hlc.Default.Peek()).Add(time.Second)
+		newer := randomBytes(1000)
+		if _, err := tp.PutObject(ctx, "bk", key, bytes.NewReader(newer), int64(len(newer)), PutOptions{ModTime: ahead}); err != nil {
+			t.Fatal(err)
+		}
+		info, err := tp.CompleteMultipartUpload(ctx, "bk", key, u.ID, []CompletePart{{Number: 1, ETag: p.ETag}}, PutOptions{})
+		if restamps > 0 {
+			if err != nil {
+				t.Fatalf("completion: %v", err)
+			}
+			if !info.ModTime.After(ahead) {
+				t.Fatalf("completion stamped %s, not after the newer version's %s", info.ModTime, ahead)
+			}
+			if got := tp.get(t, key); !bytes.Equal(got, data) {
+				t.Fatal("the acknowledged completion is not what a read returns")
+			}
+		} else {
+			if !errors.Is(err, ErrWriteQuorum) || !errors.Is(err, drive.ErrSuperseded) {
+				t.Fatalf("completion, no new stamp: %v", err)
+			}
+			if got := tp.get(t, key); !bytes.Equal(got, newer) {
+				t.Fatal("the failed completion changed the object")
+			}
+		}
+		for _, d := range tp.drives {
+			if _, err := d.GetUpload(ctx, "bk", key, u.ID); !errors.Is(err, drive.ErrUploadNotFound) {
+				t.Fatalf("restamps %d: the upload is still on %s: %v", restamps, d.Root(), err)
 			}
 		}
 	}
