@@ -3,6 +3,7 @@ package erasure
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/strata-storage/strata/engine/drive"
 )
@@ -122,6 +123,12 @@ func putVersions(ctx context.Context, drives []Drive, bucket, object string, rec
 // getVersions reads one version's record from every online drive, one
 // round trip per node.
 func getVersions(ctx context.Context, drives []Drive, bucket, object string, versionID *[16]byte) ([]*drive.Record, []error) {
+	return getVersionsTimed(ctx, drives, bucket, object, versionID, nil)
+}
+
+// getVersionsTimed is getVersions recording each answer's time in lat (a
+// node's batch: the batch's time for each of its drives).
+func getVersionsTimed(ctx context.Context, drives []Drive, bucket, object string, versionID *[16]byte, lat *latencies) ([]*drive.Record, []error) {
 	recs := make([]*drive.Record, len(drives))
 	errs := make([]error, len(drives))
 	for pos, d := range drives {
@@ -135,7 +142,7 @@ func getVersions(ctx context.Context, drives []Drive, bucket, object string, ver
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			recs[pos], errs[pos] = drives[pos].GetVersion(ctx, bucket, object, versionID)
+			lat.timed(pos, func() { recs[pos], errs[pos] = drives[pos].GetVersion(ctx, bucket, object, versionID) })
 		}()
 	}
 	for nb, positions := range groups {
@@ -146,9 +153,12 @@ func getVersions(ctx context.Context, drives []Drive, bucket, object string, ver
 			for i, pos := range positions {
 				items[i] = GetItem{Drive: drives[pos], Bucket: bucket, Object: object, VersionID: versionID}
 			}
+			start := time.Now()
 			rs, es := nb.GetVersions(ctx, items)
+			took := time.Since(start)
 			for i, pos := range positions {
 				recs[pos], errs[pos] = rs[i], es[i]
+				lat.observe(pos, took)
 			}
 		}()
 	}

@@ -27,6 +27,7 @@ const (
 	costMemory = iota // the shard is in memory (an inline record)
 	costDrive         // a file on a drive of this node
 	costPeer          // a file on another node: one round trip per block
+	costSlow          // a drive much slower than its set's others (slow.go)
 )
 
 type readCoster interface {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/vfs"
@@ -127,16 +129,20 @@ func (s *Set) readQuorumFirst(ctx context.Context, drives []Drive, bucket, objec
 	read = make([]bool, len(drives))
 	picked := 0
 	groups, single := groupByNode(drives)
+	// Slow drives last (slow.go).
+	slices.SortStableFunc(single, func(a, b int) int { return cmpBool(s.lat.slow(a), s.lat.slow(b)) })
 	for _, pos := range single {
 		if picked < need {
 			first[pos], read[pos] = drives[pos], true
 			picked++
 		}
 	}
+	hasSlow := func(ps []int) bool { return slices.ContainsFunc(ps, s.lat.slow) }
 	for picked < need && len(groups) > 0 {
 		var best NodeBatcher
 		for nb, ps := range groups {
-			if best == nil || len(ps) > len(groups[best]) {
+			if best == nil || cmpBool(hasSlow(ps), hasSlow(groups[best])) < 0 ||
+				hasSlow(ps) == hasSlow(groups[best]) && len(ps) > len(groups[best]) {
 				best = nb
 			}
 		}
@@ -146,7 +152,7 @@ func (s *Set) readQuorumFirst(ctx context.Context, drives []Drive, bucket, objec
 		}
 		delete(groups, best)
 	}
-	recs, errs = getVersions(ctx, first, bucket, object, versionID)
+	recs, errs = getVersionsTimed(ctx, first, bucket, object, versionID, s.lat)
 	if picked >= need && agreeOnOne(recs, errs, read) {
 		for pos := range errs {
 			if !read[pos] {
@@ -162,7 +168,7 @@ func (s *Set) readQuorumFirst(ctx context.Context, drives []Drive, bucket, objec
 			rest[pos] = d
 		}
 	}
-	more, moreErrs := getVersions(ctx, rest, bucket, object, versionID)
+	more, moreErrs := getVersionsTimed(ctx, rest, bucket, object, versionID, s.lat)
 	for pos := range drives {
 		if !read[pos] {
 			recs[pos], errs[pos] = more[pos], moreErrs[pos]
@@ -289,15 +295,23 @@ type shardReader struct {
 	inline func() ([]byte, error)
 	// remote: the shard file is on another node.
 	remote bool
-	file   vfs.File
-	reader *drive.BitrotReader
-	size   int64
-	block  int
-	pool   *sync.Pool
-	err    error
+	// slow reports that the drive is slow (ReadCost), observe records how
+	// long a block took (both nil for shards in memory).
+	slow    func() bool
+	observe func(time.Duration)
+	file    vfs.File
+	reader  *drive.BitrotReader
+	size    int64
+	block   int
+	pool    *sync.Pool
+	err     error
 }
 
 func (r *shardReader) ReadBlock(i int) ([]byte, error) {
+	if r.observe != nil {
+		start := time.Now()
+		defer func() { r.observe(time.Since(start)) }()
+	}
 	if r.reader == nil && r.err == nil && r.inline != nil {
 		var data []byte
 		data, r.err = r.inline()
@@ -317,10 +331,29 @@ func (r *shardReader) ReadBlock(i int) ([]byte, error) {
 	return r.reader.ReadBlock(i)
 }
 
+// timeShard makes a shard file's reader count its drive's speed.
+func (s *Set) timeShard(sr *shardReader, pos int) {
+	sr.slow = func() bool { return s.lat.slow(pos) }
+	sr.observe = func(d time.Duration) { s.lat.observe(pos, d) }
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
 // ReadCost says where the shard is read from: a record in memory, a file
 // on this node, or a file on a peer.
 func (r *shardReader) ReadCost() int {
 	switch {
+	case r.slow != nil && r.slow():
+		return costSlow
 	case r.inline != nil && r.reader == nil:
 		return costPeer // a record still to fetch
 	case r.open == nil:
@@ -378,6 +411,7 @@ func (s *Set) partReaders(ctx context.Context, drives []Drive, rec *drive.Record
 			d, dataDir := drives[pos], rec.DataDir
 			sr.open = func() (vfs.File, error) { return d.OpenShard(ctx, dataDir, part) }
 			_, sr.remote = d.(NodeBatcher)
+			s.timeShard(sr, pos)
 		}
 		readers[shard] = sr
 	}
@@ -418,6 +452,7 @@ func (h *ObjectHandle) addUnread(ctx context.Context, readers []*shardReader, pa
 			dataDir := rec.DataDir
 			sr.open = func() (vfs.File, error) { return d.OpenShard(ctx, dataDir, part) }
 			_, sr.remote = d.(NodeBatcher)
+			s.timeShard(sr, pos)
 		}
 		readers[shard] = sr
 	}

@@ -59,6 +59,8 @@ type Set struct {
 	// onPartial is told about writes that reached quorum but not every
 	// drive, so they can be healed; nil = nobody listens.
 	onPartial func(bucket, object string, versionID [16]byte)
+	// lat times reads per position, to read slow drives last (slow.go).
+	lat *latencies
 }
 
 // OnPartialWrite registers fn to hear of writes that missed a drive.
@@ -86,7 +88,7 @@ func NewSet(drives []Drive, parity int) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{layout: l, codec: c, inlineLimit: DefaultInlineLimit}
+	s := &Set{layout: l, codec: c, inlineLimit: DefaultInlineLimit, lat: newLatencies(len(drives))}
 	ds := append([]Drive(nil), drives...)
 	s.drives.Store(&ds)
 	return s, nil
