@@ -2,6 +2,7 @@ package erasure
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -72,8 +73,10 @@ func (s *Set) walkDrives(ctx context.Context, bucket, prefix, startAfter string,
 	// then best effort over the drives that did (writes have stopped by
 	// then: fewer than write quorum drives are left).
 	if answered == 0 {
+		// No drive answered: the set cannot be listed now (503 SlowDown,
+		// which clients retry), not an internal error.
 		if lastErr != nil {
-			return nil, false, lastErr
+			return nil, false, fmt.Errorf("%w: no drive of the set answered a listing (%w)", ErrReadQuorum, lastErr)
 		}
 		return nil, false, ErrReadQuorum
 	}

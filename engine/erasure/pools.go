@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-storage/strata/engine/drive"
@@ -40,6 +41,9 @@ type PoolEntry struct {
 	free     uint64
 	full     bool
 	freeTime time.Time
+	// awaiting: the pool was added while this node runs (Add) and its
+	// servers have not yet been seen up (listable).
+	awaiting atomic.Bool
 }
 
 // Pool states.
@@ -78,8 +82,10 @@ func (ps *Pools) Entries() []*PoolEntry {
 	return append([]*PoolEntry(nil), ps.pools...)
 }
 
-// Add appends a pool (expansion).
+// Add appends a pool (expansion). Listings leave it out until its servers
+// are first seen up (listable).
 func (ps *Pools) Add(e *PoolEntry) {
+	e.awaiting.Store(true)
 	ps.mu.Lock()
 	ps.pools = append(ps.pools, e)
 	ps.mu.Unlock()
@@ -116,6 +122,28 @@ func (ps *Pools) live() []*PoolEntry {
 		if e.State() != StateDecommissioned {
 			out = append(out, e)
 		}
+	}
+	return out
+}
+
+// listable are the live pools a listing reads. A pool added while this
+// node runs is left out until every set of it first has write quorum
+// online: its nodes agree on its format before they serve it, and a
+// listing that met it then failed for the seconds its servers take to
+// start. No object is in it before that as far as this node can read: it
+// places none there (placement ranks a pool without quorum last), and its
+// drives do not answer. Another node may see its servers up first, by at
+// most a ping (a second).
+func (ps *Pools) listable() []*PoolEntry {
+	out := ps.live()[:0:0]
+	for _, e := range ps.live() {
+		if e.awaiting.Load() {
+			if !e.Pool.writable() {
+				continue
+			}
+			e.awaiting.Store(false)
+		}
+		out = append(out, e)
 	}
 	return out
 }
@@ -471,7 +499,7 @@ func (ps *Pools) UpdateObjectMeta(ctx context.Context, bucket, object string, ve
 // walk merges the live pools' listings; an object in several pools (during
 // a move) shows the union of its versions.
 func (ps *Pools) walk(ctx context.Context, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
-	return mergeWalks(ctx, ps.live(), bucket, prefix, startAfter, limit, latestOnly)
+	return mergeWalks(ctx, ps.listable(), bucket, prefix, startAfter, limit, latestOnly)
 }
 
 func (e *PoolEntry) walk(ctx context.Context, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
@@ -574,7 +602,7 @@ func (ps *Pools) AbortMultipartUpload(ctx context.Context, bucket, object string
 // uploadsPage merges a batch of every live pool.
 func (ps *Pools) uploadsPage(ctx context.Context, bucket, prefix string, after drive.UploadPos, limit int) (uploadPage, error) {
 	var pagers []uploadPager
-	for _, e := range ps.live() {
+	for _, e := range ps.listable() {
 		pagers = append(pagers, e.Pool.uploadsPage)
 	}
 	return mergeUploadPages(ctx, pagers, bucket, prefix, after, limit)

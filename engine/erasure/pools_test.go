@@ -2,8 +2,12 @@ package erasure
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
+
+	"github.com/strata-storage/strata/engine/drive"
 )
 
 // A decommissioned pool holds nothing and takes nothing: once its servers
@@ -121,4 +125,48 @@ func TestBucketsReachAPoolOnceItAnswers(t *testing.T) {
 	if err := ps.UpdateBucket(t.Context(), "photos", func(b *BucketInfo) { b.Tags = map[string]string{"k": "v"} }); err != nil {
 		t.Fatalf("changing the bucket once it reached every pool: %v", err)
 	}
+}
+
+// A pool added while running, whose servers are still starting (no drive
+// answers), is left out of listings until its servers are up: a listing
+// then went on serving the other pool instead of failing. A pool this
+// node opened at its start is never left out (a listing that cannot read
+// it fails with ErrReadQuorum: 503, not 500).
+func TestListingsWaitForAnAddedPoolsServers(t *testing.T) {
+	old, added := newTestPool(t, 1, 4, 2), newTestPool(t, 1, 4, 2)
+	ps := NewPools(NewPoolEntry("old", old.Pool, StateActive))
+	if err := ps.MakeBucket(t.Context(), "lw"); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte("kept")
+	if _, err := ps.PutObject(t.Context(), "lw", "k", bytes.NewReader(body), int64(len(body)), PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	up := &atomic.Bool{}
+	for pos := range 4 {
+		added.Sets()[0].SetDrive(pos, starting{flaky{Drive: added.drives[pos], up: up}})
+	}
+	ps.Add(NewPoolEntry("added", added.Pool, StateActive))
+	l, err := ps.ListObjects(t.Context(), "lw", "", "", "", 100)
+	if err != nil || len(l.Objects) != 1 {
+		t.Fatalf("listing while the added pool's servers start: %+v, %v", l.Objects, err)
+	}
+	up.Store(true)
+	if _, err := ps.ListObjects(t.Context(), "lw", "", "", "", 100); err != nil {
+		t.Fatalf("listing with the added pool up: %v", err)
+	}
+	up.Store(false) // seen up once: now it is read, and its loss is an error
+	if _, err := ps.ListObjects(t.Context(), "lw", "", "", "", 100); !errors.Is(err, ErrReadQuorum) {
+		t.Fatalf("listing with a pool that was up gone: %v, want ErrReadQuorum", err)
+	}
+}
+
+// starting is a drive whose node is not up yet: listings fail too.
+type starting struct{ flaky }
+
+func (s starting) WalkObjects(ctx context.Context, bucket, prefix, startAfter string, latestOnly bool, fn func(string, []*drive.Record) bool) error {
+	if !s.up.Load() {
+		return errors.New("node offline")
+	}
+	return s.flaky.WalkObjects(ctx, bucket, prefix, startAfter, latestOnly, fn)
 }
