@@ -102,6 +102,11 @@ engine-integration: build pyclients strata-previous ## Engine integration tests:
 		STRATA_PREVIOUS_BIN="$$(test -x $(LOCALBIN)/strata-previous && echo $(LOCALBIN)/strata-previous)" \
 		go test -count=1 ./test/engine/... -timeout 25m
 
+.PHONY: crash-long
+crash-long: build ## The long form of the crash harness of `make test`: 10 minutes of random SIGKILLs of a 4-node cluster under PUT, overwrite, multipart and delete load (STRATA_CRASH_SEED reruns a seed).
+	STRATA_BIN="$(LOCALBIN)/strata" STRATA_CRASH_DURATION=$${STRATA_CRASH_DURATION:-10m} \
+		go test -count=1 ./test/engine/... -run TestCrashConsistency -timeout 30m -v
+
 # The build that TestClusterMixedBuilds runs next to this one: the last
 # commit before the internode operations became one typed table (same wire
 # format). Move it forward when the protocol changes on purpose.

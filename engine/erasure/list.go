@@ -2,6 +2,7 @@ package erasure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,6 +15,9 @@ import (
 type listEntry struct {
 	name     string
 	versions []*drive.Record
+	// partial: some drive that answered the walk did not list the object
+	// (walkDrives); Set.walk checks such objects before listing them.
+	partial bool
 }
 
 // walker lists a bucket's objects in key order, up to limit entries after
@@ -30,8 +34,33 @@ var listRotor atomic.Uint32
 // parity+1 drives: a committed write reached write quorum, so at least one
 // of any parity+1 drives holds it. An object's versions are the union of
 // what those drives hold, newest first.
+//
+// A delete that reached write quorum but not every drive (a node killed
+// meanwhile) leaves the object on the drives that missed it until they are
+// healed, and parity+1 drives may include them. An object that some drive
+// of the walk did not list is therefore resolved as a GET resolves it
+// (read quorum) before it is listed: gone, it is left out; otherwise its
+// latest version is the one a GET would return. Drives that agree cost
+// nothing more. (Version listings are not checked this way yet.)
 func (s *Set) walk(ctx context.Context, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
-	return s.walkDrives(ctx, bucket, prefix, startAfter, limit, s.layout.Parity+1, latestOnly)
+	entries, more, err := s.walkDrives(ctx, bucket, prefix, startAfter, limit, s.layout.Parity+1, latestOnly)
+	if err != nil || !latestOnly {
+		return entries, more, err
+	}
+	out := entries[:0]
+	for _, e := range entries {
+		if e.partial {
+			h, err := s.openObject(ctx, bucket, e.name, nil, false)
+			switch {
+			case errors.Is(err, ErrObjectNotFound):
+				continue // deleted; drives that missed it still list it
+			case err == nil:
+				e.versions = []*drive.Record{h.rec}
+			}
+		}
+		out = append(out, e)
+	}
+	return out, more, nil
 }
 
 // walkDrives is walk over need drives (all of them, for healing, so an
@@ -39,6 +68,7 @@ func (s *Set) walk(ctx context.Context, bucket, prefix, startAfter string, limit
 func (s *Set) walkDrives(ctx context.Context, bucket, prefix, startAfter string, limit, need int, latestOnly bool) ([]listEntry, bool, error) {
 	drives := s.Drives()
 	byName := map[string]map[versionKey]*drive.Record{}
+	listedBy := map[string]int{}
 	answered, filled := 0, false
 	var lastErr error
 	start := int(listRotor.Add(1))
@@ -57,6 +87,7 @@ func (s *Set) walkDrives(ctx context.Context, bucket, prefix, startAfter string,
 			for _, v := range versions {
 				vs[keyOf(v)] = v
 			}
+			listedBy[name]++
 			seen++
 			return seen < limit
 		})
@@ -82,7 +113,7 @@ func (s *Set) walkDrives(ctx context.Context, bucket, prefix, startAfter string,
 	}
 	out := make([]listEntry, 0, len(byName))
 	for name, vs := range byName {
-		e := listEntry{name: name, versions: make([]*drive.Record, 0, len(vs))}
+		e := listEntry{name: name, versions: make([]*drive.Record, 0, len(vs)), partial: listedBy[name] < answered}
 		for _, v := range vs {
 			e.versions = append(e.versions, v)
 		}
