@@ -89,7 +89,7 @@ func TestMetadataFaultsAreErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := d.meta.Flush(); err != nil { // the records now live in a table file
+	if err := d.meta.db.Flush(); err != nil { // the records now live in a table file
 		t.Fatal(err)
 	}
 	if err := d.Close(); err != nil {

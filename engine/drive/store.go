@@ -126,14 +126,6 @@ func (s *store) Commit(b *pebble.Batch, o *pebble.WriteOptions) error {
 	return s.after(b.Commit(o))
 }
 
-// Flush writes the memtable to a table file (tests).
-func (s *store) Flush() error {
-	if err := s.err(); err != nil {
-		return err
-	}
-	return s.after(s.db.Flush())
-}
-
 // closeFailedWait bounds the close of a failed store: pebble's Close waits
 // for its background work, which a failed disk may hold up. A store that
 // does not close in time is left open, and its lock with it: the drive

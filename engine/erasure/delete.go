@@ -44,9 +44,8 @@ func (s *Set) DeleteObject(ctx context.Context, bucket, object string, versionID
 		if mode == DeleteVersioned {
 			marker.VersionID = uuid.New()
 		}
-		errs := s.commitVersion(ctx, drives, bucket, object, marker, func(int) (*drive.Record, [16]byte, error) {
-			return marker, drive.NotStaged, nil
-		}, false)
+		errs := s.commitVersion(ctx, drives, bucket, object, marker, false,
+			commitRecords(ctx, drives, bucket, object, func(int) *drive.Record { return marker }))
 		if _, err := s.finishPut(ctx, drives, bucket, object, marker, errs); err != nil {
 			return DeleteResult{}, err
 		}

@@ -310,50 +310,37 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 	for _, p := range chosen {
 		rec.Parts = append(rec.Parts, drive.Part{Number: p.Number, Size: p.Size, ETag: p.ETag})
 	}
-	// A drive that dropped the completion as older than a null version
-	// it holds kept the upload: the completion is stamped again and sent
-	// once more there, and the drives that took the earlier stamp take the
-	// new record over it (its files are in place). See commitVersion.
-	committed := make([]bool, len(drives))
-	complete := func() []error {
+	// A drive that dropped the completion as older than a null version it
+	// holds kept the upload: commitVersion completes it there again with a
+	// later stamp; the drives that took an earlier stamp take the new
+	// record over it (its files are in place).
+	dropped := make([]bool, len(drives)) // in the last round
+	errs := s.commitVersion(ctx, drives, bucket, object, rec, !opts.ModTime.IsZero(), func(committed []bool) []error {
 		return forEachDrive(drives, func(pos int, d Drive) error {
-			if ups[pos] == nil {
+			dropped[pos] = false
+			switch {
+			case ups[pos] == nil:
 				return drive.ErrUploadNotFound
-			}
-			if committed[pos] {
+			case committed[pos]:
 				_, err := d.PutVersion(committing(ctx), bucket, object, ownRecord(rec, pos, nil), drive.NotStaged)
 				return err
 			}
 			res, err := d.CompleteUpload(committing(ctx), u, chosen, ownRecord(rec, pos, nil))
 			if err == nil && res.Superseded {
+				dropped[pos] = true
 				return drive.ErrSuperseded
 			}
 			return err
 		})
-	}
-	errs := complete()
-	for range maxRestamps {
-		if !opts.ModTime.IsZero() || countNil(errs) >= s.layout.WriteQuorum() || countIs(errs, drive.ErrSuperseded) == 0 {
-			break
-		}
-		for pos, err := range errs {
-			committed[pos] = committed[pos] || err == nil
-		}
-		observeNewest(ctx, drives, bucket, object)
-		rec.ModTime = hlc.Default.Now()
-		errs = complete()
-	}
+	})
 	// Drives still holding the upload because they dropped it: the upload
 	// is done (or failed) everywhere else.
 	forEachDrive(drives, func(pos int, d Drive) error {
-		if errors.Is(errs[pos], drive.ErrSuperseded) {
+		if dropped[pos] {
 			_ = d.AbortUpload(committing(ctx), bucket, object, uploadID)
 		}
 		return nil
 	})
-	if !opts.ModTime.IsZero() {
-		acceptSuperseded(errs)
-	}
 	return s.finishPut(ctx, drives, bucket, object, rec, errs)
 }
 

@@ -135,7 +135,7 @@ func (ps *Pools) live() []*PoolEntry {
 // drives do not answer. Another node may see its servers up first, by at
 // most a ping (a second).
 func (ps *Pools) listable() []*PoolEntry {
-	out := ps.live()[:0:0]
+	var out []*PoolEntry
 	for _, e := range ps.live() {
 		if e.awaiting.Load() {
 			if !e.Pool.writable() {

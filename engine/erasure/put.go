@@ -180,9 +180,8 @@ func (s *Set) putInline(ctx context.Context, drives []Drive, bucket, object stri
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	errs := s.commitVersion(ctx, drives, bucket, object, rec, func(pos int) (*drive.Record, [16]byte, error) {
-		return ownRecord(rec, pos, shards), drive.NotStaged, nil
-	}, moved)
+	errs := s.commitVersion(ctx, drives, bucket, object, rec, moved,
+		commitRecords(ctx, drives, bucket, object, func(pos int) *drive.Record { return ownRecord(rec, pos, shards) }))
 	return s.finishPut(ctx, drives, bucket, object, rec, errs)
 }
 
@@ -300,12 +299,17 @@ func (s *Set) putStreaming(ctx context.Context, drives []Drive, bucket, object s
 	if etag := opts.etag(); etag != "" {
 		rec.ETag = etag
 	}
-	errs := s.commitVersion(ctx, drives, bucket, object, rec, func(pos int) (*drive.Record, [16]byte, error) {
-		if st.errs[pos] != nil {
-			return nil, drive.NotStaged, st.errs[pos]
-		}
-		return ownRecord(rec, pos, nil), rec.DataDir, nil
-	}, !opts.ModTime.IsZero())
+	errs := s.commitVersion(ctx, drives, bucket, object, rec, !opts.ModTime.IsZero(), func(committed []bool) []error {
+		return putVersions(ctx, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
+			switch {
+			case st.errs[pos] != nil:
+				return nil, drive.NotStaged, st.errs[pos]
+			case committed[pos]: // its files are in place already
+				return ownRecord(rec, pos, nil), drive.NotStaged, nil
+			}
+			return ownRecord(rec, pos, nil), rec.DataDir, nil
+		})
+	})
 	for pos, err := range errs {
 		if err != nil && st.errs[pos] == nil && drives[pos] != nil {
 			_ = drives[pos].AbortStaged(committing(ctx), rec.DataDir)
@@ -340,7 +344,7 @@ func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object stri
 		}
 		return nil
 	})
-	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, drive.ErrSuperseded) }) {
+	if countIs(errs, drive.ErrSuperseded) > 0 {
 		observeNewest(ctx, drives, bucket, object)
 		return ObjectInfo{}, fmt.Errorf("%w: %w: %s/%s was written with a later stamp while this write committed (%d of %d drives hold the newer one); retry",
 			ErrWriteQuorum, drive.ErrSuperseded, bucket, object, countIs(errs, drive.ErrSuperseded), len(errs))
@@ -349,24 +353,25 @@ func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object stri
 		ErrWriteQuorum, countNil(errs), len(errs), bucket, object, s.layout.WriteQuorum(), detail(errs))
 }
 
-// commitVersion commits a version on every drive (own: each drive's record
-// and staged files, as putVersions takes them). When drives dropped it as
-// older than a null version they hold (drive.ErrSuperseded) and it missed
-// quorum, it is stamped again, past the newest stamp the drives hold, and
-// committed once more (up to maxRestamps times): a write concurrent with
-// another, or through a node whose clock lags, ends as the latest instead
-// of failing. A drive that dropped it kept its staged files for this; one
-// that committed an earlier stamp takes the new one over it, its files
-// already in place. A moved version (its own time) is not stamped again:
-// the newer one rightly wins, and the move counts as done.
-func (s *Set) commitVersion(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record,
-	own func(pos int) (*drive.Record, [16]byte, error), moved bool) []error {
-	errs := putVersions(ctx, drives, bucket, object, own)
+// commitVersion commits a version on every drive: commit runs one round
+// (committed marks the drives that took an earlier stamp of this version
+// in a round before). When drives dropped it as older than a null version
+// they hold (drive.ErrSuperseded) and it missed quorum, it is stamped
+// again, past the newest stamp the drives hold, and committed once more
+// (up to maxRestamps times): a write concurrent with another, or through a
+// node whose clock lags, ends as the latest instead of failing. A drive
+// that dropped it kept its staged files (or upload) for this; one that
+// committed an earlier stamp takes the new one over it, its files already
+// in place. A moved version (its own time) is not stamped again: the newer
+// one rightly wins, and the move counts as done.
+func (s *Set) commitVersion(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, moved bool,
+	commit func(committed []bool) []error) []error {
+	committed := make([]bool, len(drives))
+	errs := commit(committed)
 	if moved {
 		acceptSuperseded(errs)
 		return errs
 	}
-	committed := make([]bool, len(errs))
 	for range maxRestamps {
 		if countNil(errs) >= s.layout.WriteQuorum() || countIs(errs, drive.ErrSuperseded) == 0 {
 			break
@@ -376,15 +381,19 @@ func (s *Set) commitVersion(ctx context.Context, drives []Drive, bucket, object 
 		}
 		observeNewest(ctx, drives, bucket, object)
 		rec.ModTime = hlc.Default.Now()
-		errs = putVersions(ctx, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
-			r, stage, err := own(pos)
-			if committed[pos] {
-				stage = drive.NotStaged
-			}
-			return r, stage, err
-		})
+		errs = commit(committed)
 	}
 	return errs
+}
+
+// commitRecords is a commitVersion round for a version whose drives take
+// only its record (an inline object, a delete marker).
+func commitRecords(ctx context.Context, drives []Drive, bucket, object string, own func(pos int) *drive.Record) func([]bool) []error {
+	return func([]bool) []error {
+		return putVersions(ctx, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
+			return own(pos), drive.NotStaged, nil
+		})
+	}
 }
 
 // maxRestamps bounds commitVersion's new stamps: each loses only to a

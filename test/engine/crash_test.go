@@ -66,12 +66,6 @@ func TestCrashConsistency(t *testing.T) {
 			}
 		}
 	}
-	var mu sync.Mutex // guards the nodes map's servers while one restarts
-	client := func(n int) *s3.Client {
-		mu.Lock()
-		defer mu.Unlock()
-		return c.nodes[n].aws()
-	}
 
 	deadline := time.Now().Add(duration)
 	var kills atomic.Int64
@@ -91,9 +85,7 @@ func TestCrashConsistency(t *testing.T) {
 			c.nodes[n].kill()
 			kills.Add(1)
 			time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
-			mu.Lock()
 			c.nodes[n].startProcess()
-			mu.Unlock()
 			for ready := time.Now().Add(60 * time.Second); !answers(c.nodes[n].url() + "/strata/health/ready"); {
 				if time.Now().After(ready) {
 					t.Errorf("node %d not ready 60 s after its restart", n)
@@ -118,7 +110,7 @@ func TestCrashConsistency(t *testing.T) {
 			for seq := 0; time.Now().Before(deadline); seq++ {
 				key := fmt.Sprintf("w%d/k%d", w, rng.IntN(keysPerWorker))
 				op := crashOp{kind: drawKind(rng.IntN(100))}
-				cl := client(live(rng))
+				cl := c.nodes[live(rng)].aws()
 				var err error
 				switch op.kind {
 				case crashDelete:

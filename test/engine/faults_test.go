@@ -72,6 +72,18 @@ func wipe(t *testing.T, dir string) {
 	}
 }
 
+// readWithout proves drives healed: it stops the server, wipes the drives
+// at the given positions, starts it again and reads every object back.
+func readWithout(t *testing.T, s *server, bucket string, objs corpus, wiped ...int) {
+	t.Helper()
+	s.stop()
+	for _, i := range wiped {
+		wipe(t, s.drives[i])
+	}
+	s.restart()
+	checkCorpus(t, s, bucket, objs)
+}
+
 // corruptShards flips a byte in the middle of every shard file of a drive.
 func corruptShards(t *testing.T, dir string) int {
 	t.Helper()
@@ -180,11 +192,7 @@ func TestWipedAndCorruptDrivesHealThemselves(t *testing.T) {
 	// integrity scan. Then lose the other two drives.
 	s.scan(t)
 	s.waitHealed(t)
-	s.stop()
-	wipe(t, s.drives[2])
-	wipe(t, s.drives[3])
-	s.restart()
-	checkCorpus(t, s, "media", objs)
+	readWithout(t, s, "media", objs, 2, 3)
 	s.waitHealed(t)
 }
 
@@ -199,11 +207,7 @@ func TestDriveWipedWhileRunning(t *testing.T) {
 		return err == nil
 	})
 	s.waitHealed(t)
-	s.stop()
-	wipe(t, s.drives[0])
-	wipe(t, s.drives[1])
-	s.restart()
-	checkCorpus(t, s, "live", objs)
+	readWithout(t, s, "live", objs, 0, 1)
 }
 
 // TestMetadataStoreFailureTakesOnlyItsDriveOffline: a drive whose disk
@@ -260,11 +264,7 @@ func TestMetadataStoreFailureTakesOnlyItsDriveOffline(t *testing.T) {
 	}
 	waitFor(t, "the drive back online", 30*time.Second, func() bool { return strings.Contains(s.logs(), "drive back online") })
 	s.waitHealed(t)
-	s.stop()
-	wipe(t, s.drives[0])
-	wipe(t, s.drives[1])
-	s.restart()
-	checkCorpus(t, s, "full", objs)
+	readWithout(t, s, "full", objs, 0, 1)
 }
 
 // fill writes a file until its filesystem is full.
@@ -317,11 +317,7 @@ func TestCorruptMetadataStore(t *testing.T) {
 	s.scan(t)
 	// The store was replaced and rebuilt: it alone plus one other drive
 	// serve everything.
-	s.stop()
-	wipe(t, s.drives[0])
-	wipe(t, s.drives[1])
-	s.restart()
-	checkCorpus(t, s, "meta", objs)
+	readWithout(t, s, "meta", objs, 0, 1)
 }
 
 // takeOffline makes a drive unopenable (a file where its directory was)
