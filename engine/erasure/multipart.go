@@ -119,8 +119,9 @@ func (s *Set) getUpload(ctx context.Context, drives []Drive, bucket, object stri
 
 // PartOptions qualify a part upload.
 type PartOptions struct {
-	// Checksum is stored with the part.
-	Checksum string
+	// Checksum, when set, gives the checksum stored with the part once
+	// its body was read ("ALGORITHM:value").
+	Checksum func() string
 	// Body, when set, turns the request body into the bytes stored, given
 	// the upload's metadata (the parts of an encrypted upload are
 	// encrypted with its key): the reader, its size (-1: unknown) and,
@@ -142,10 +143,13 @@ func (s *Set) PutObjectPart(ctx context.Context, bucket, object string, uploadID
 			return PartInfo{}, err
 		}
 	}
-	part := &drive.PartRecord{Number: number, ID: uuid.New(), Checksum: opts.Checksum}
+	part := &drive.PartRecord{Number: number, ID: uuid.New()}
 	st, err := s.stageShards(ctx, drives, part.ID, 1, u.Erasure.Distribution, r, size, etag == nil)
 	if err != nil {
 		return PartInfo{}, err
+	}
+	if opts.Checksum != nil {
+		part.Checksum = opts.Checksum()
 	}
 	// Timed when its data is in, not when it started: of two uploads of one
 	// part number, the one that finishes last wins, as in S3.
@@ -298,6 +302,15 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 		meta[k] = v
 	}
 	meta[MetaUploadID] = uuid.UUID(uploadID).String()
+	if opts.CompleteParts != nil {
+		infos := make([]PartInfo, len(chosen))
+		for i, p := range chosen {
+			infos[i] = partInfo(p)
+		}
+		if err := opts.CompleteParts(infos, meta); err != nil {
+			return ObjectInfo{}, err
+		}
+	}
 	rec := &drive.Record{
 		VersionID: opts.VersionID,
 		ModTime:   modTime.UnixNano(),

@@ -40,6 +40,10 @@ type PutOptions struct {
 	// the ETag (the MD5 of an encrypted object's plaintext, which only the
 	// reader that encrypted it saw).
 	BodyETag func() string
+	// CompleteParts, for a multipart completion, is called with the parts
+	// chosen before any record is written: it may add to the version's
+	// metadata (checksums derived from the parts') or refuse it.
+	CompleteParts func(parts []PartInfo, meta map[string]string) error
 }
 
 // etag is the ETag options give a version ("" when the stored bytes' MD5

@@ -119,9 +119,10 @@ func copyMeta(src map[string]string, in s3response.CopyObjectInput) map[string]s
 	} else if t, ok := src[metaTagging]; ok {
 		out[metaTagging] = t
 	}
-	// Checksums describe the bytes, which a copy keeps.
+	// Checksums describe the bytes, which a copy keeps; not a composite
+	// one, which describes parts a copy does not have.
 	for k, v := range src {
-		if strings.HasPrefix(k, checksumPrefix) {
+		if strings.HasPrefix(k, checksumPrefix) && src[metaChecksumType] != string(types.ChecksumTypeComposite) {
 			out[k] = v
 		}
 	}

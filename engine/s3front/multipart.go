@@ -63,6 +63,7 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 		}
 		setSSEHeaders(ctx, meta)
 	}
+	setUploadChecksum(meta, in.ChecksumAlgorithm, in.ChecksumType)
 	u, err := b.pool.NewMultipartUpload(ctx, bucket, key, meta)
 	if err != nil {
 		return s3response.InitiateMultipartUploadResult{}, err
@@ -92,23 +93,24 @@ func (b *Backend) UploadPart(ctx context.Context, in *s3.UploadPartInput) (*s3.U
 		return nil, s3err.GetEntityTooLargeErr(size, erasure.MaxPartSize)
 	}
 	meta := map[string]string{}
-	body, after, err := putBody(in.Body, meta, in.ChecksumAlgorithm, map[types.ChecksumAlgorithm]*string{
+	sums := map[types.ChecksumAlgorithm]*string{
 		types.ChecksumAlgorithmCrc32: in.ChecksumCRC32, types.ChecksumAlgorithmCrc32c: in.ChecksumCRC32C,
 		types.ChecksumAlgorithmSha1: in.ChecksumSHA1, types.ChecksumAlgorithmSha256: in.ChecksumSHA256,
 		types.ChecksumAlgorithmCrc64nvme: in.ChecksumCRC64NVME,
-	})
+	}
+	body, after, err := putBody(in.Body, meta, in.ChecksumAlgorithm, sums)
 	if err != nil {
 		return nil, err
 	}
-	// The part's checksum is known only once its body was read; it is
-	// stored as "ALGORITHM:value".
+	// The part's checksum is known only once its body was read.
 	checksum := &lazyChecksum{meta: meta, after: after}
-	part, err := b.pool.PutObjectPart(ctx, bucket, key, id, number, checksum.reader(body), size, b.partSealing(ctx, bucket, key, number))
+	opts := withPartChecksum(b.partSealing(ctx, bucket, key, number), sentChecksum(in.Body, sums), meta)
+	part, err := b.pool.PutObjectPart(ctx, bucket, key, id, number, checksum.reader(body), size, opts)
 	if err != nil {
 		return nil, err
 	}
 	out := &s3.UploadPartOutput{ETag: quote(part.ETag)}
-	if alg, val := checksum.value(); alg != "" {
+	if alg, val := partChecksum(meta); alg != "" {
 		switch alg {
 		case types.ChecksumAlgorithmCrc32:
 			out.ChecksumCRC32 = &val
@@ -153,15 +155,6 @@ func (l *lazyChecksum) finish() {
 		l.after(l.meta)
 	}
 	l.done = true
-}
-
-func (l *lazyChecksum) value() (types.ChecksumAlgorithm, string) {
-	for k, v := range l.meta {
-		if strings.HasPrefix(k, checksumPrefix) && k != metaChecksumType {
-			return types.ChecksumAlgorithm(k[len(checksumPrefix):]), v
-		}
-	}
-	return "", ""
 }
 
 // eofHook calls fn when the reader reports EOF.
@@ -227,12 +220,18 @@ func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput
 		_, err := read(pw, offset, length)
 		pw.CloseWithError(err)
 	}()
-	part, err := b.pool.PutObjectPart(ctx, bucket, key, id, number, pr, length, b.partSealing(ctx, bucket, key, number))
+	meta := map[string]string{} // the part's checksum, when its upload has an algorithm
+	part, err := b.pool.PutObjectPart(ctx, bucket, key, id, number, pr, length,
+		withPartChecksum(b.partSealing(ctx, bucket, key, number), "", meta))
 	_ = pr.CloseWithError(io.ErrClosedPipe)
 	if err != nil {
 		return s3response.CopyPartResult{}, err
 	}
-	return s3response.CopyPartResult{LastModified: part.ModTime, ETag: quote(part.ETag), CopySourceVersionId: srcVersion}, nil
+	out := s3response.CopyPartResult{LastModified: part.ModTime, ETag: quote(part.ETag), CopySourceVersionId: srcVersion}
+	setChecksums(checksums(meta), &out.ChecksumCRC32, &out.ChecksumCRC32C, &out.ChecksumSHA1, &out.ChecksumSHA256,
+		&out.ChecksumCRC64NVME, &out.ChecksumSHA512, &out.ChecksumMD5, &out.ChecksumXXHASH64, &out.ChecksumXXHASH3,
+		&out.ChecksumXXHASH128, nil)
+	return out, nil
 }
 
 // rangeBeyond reports a well-formed "bytes=a-b" copy range that ends past
@@ -281,7 +280,13 @@ func (b *Backend) ListParts(ctx context.Context, in *s3.ListPartsInput) (s3respo
 		PartNumberMarker: marker, MaxParts: maxParts, IsTruncated: truncated,
 	}
 	for _, p := range parts {
-		out.Parts = append(out.Parts, s3response.Part{PartNumber: p.Number, LastModified: p.ModTime, ETag: *quote(p.ETag), Size: p.Size})
+		part := s3response.Part{PartNumber: p.Number, LastModified: p.ModTime, ETag: *quote(p.ETag), Size: p.Size}
+		if alg, v, ok := strings.Cut(p.Checksum, ":"); ok {
+			setChecksums(checksums(map[string]string{checksumKey(types.ChecksumAlgorithm(alg)): v}), &part.ChecksumCRC32,
+				&part.ChecksumCRC32C, &part.ChecksumSHA1, &part.ChecksumSHA256, &part.ChecksumCRC64NVME, &part.ChecksumSHA512,
+				&part.ChecksumMD5, &part.ChecksumXXHASH64, &part.ChecksumXXHASH3, &part.ChecksumXXHASH128, nil)
+		}
+		out.Parts = append(out.Parts, part)
 		out.NextPartNumberMarker = p.Number
 	}
 	return out, nil
@@ -360,7 +365,7 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 		}
 		parts = append(parts, erasure.CompletePart{Number: int(*p.PartNumber), ETag: str(p.ETag)})
 	}
-	opts := erasure.PutOptions{}
+	opts := erasure.PutOptions{CompleteParts: completedChecksum(in)}
 	if bk.Versioning == string(types.BucketVersioningStatusEnabled) {
 		opts.VersionID = uuid.New()
 	}
@@ -389,6 +394,12 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 	setSSEHeaders(ctx, info.Meta)
 	location := "/" + bucket + "/" + key
 	out := s3response.CompleteMultipartUploadResult{Location: &location, Bucket: &bucket, Key: &key, ETag: quote(info.ETag)}
+	setChecksums(checksums(info.Meta), &out.ChecksumCRC32, &out.ChecksumCRC32C, &out.ChecksumSHA1, &out.ChecksumSHA256,
+		&out.ChecksumCRC64NVME, &out.ChecksumSHA512, &out.ChecksumMD5, &out.ChecksumXXHASH64, &out.ChecksumXXHASH3,
+		&out.ChecksumXXHASH128, nil)
+	if cs := checksums(info.Meta); cs.Algorithm != "" && cs.Type != "" {
+		out.ChecksumType = &cs.Type
+	}
 	vid := ""
 	if v := writtenVersionID(info.VersionID); v != nil {
 		vid = *v

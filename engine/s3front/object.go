@@ -379,9 +379,14 @@ func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string,
 		VersionId:      versionIDOut(info.VersionID, bk.Versioning),
 		ObjectLockMode: mode, ObjectLockRetainUntilDate: until, ObjectLockLegalHoldStatus: hold,
 	}
-	// Checksums describe the whole object; a part answers its own.
-	if checksumMode == types.ChecksumModeEnabled && sp.length == info.Size {
-		setChecksums(checksums(info.Meta), &out.ChecksumCRC32, &out.ChecksumCRC32C, &out.ChecksumSHA1, &out.ChecksumSHA256,
+	// Checksums describe the whole object; a part answers its own, which
+	// a completed upload with a checksum algorithm keeps.
+	sums, ofPart := info.Meta, partNumber != nil && partChecksums(info.Meta) != nil
+	if ofPart {
+		sums = partChecksumOf(info.Meta, int(*partNumber))
+	}
+	if checksumMode == types.ChecksumModeEnabled && (sp.length == info.Size || ofPart) {
+		setChecksums(checksums(sums), &out.ChecksumCRC32, &out.ChecksumCRC32C, &out.ChecksumSHA1, &out.ChecksumSHA256,
 			&out.ChecksumCRC64NVME, &out.ChecksumSHA512, &out.ChecksumMD5, &out.ChecksumXXHASH64, &out.ChecksumXXHASH3,
 			&out.ChecksumXXHASH128, &out.ChecksumType)
 	}
@@ -435,7 +440,9 @@ func (b *Backend) firstByte(start time.Time) {
 func setChecksums(c s3response.Checksum, crc32, crc32c, sha1, sha256, crc64, sha512, md5, xx64, xx3, xx128 **string, typ *types.ChecksumType) {
 	*crc32, *crc32c, *sha1, *sha256, *crc64, *sha512 = c.CRC32, c.CRC32C, c.SHA1, c.SHA256, c.CRC64NVME, c.SHA512
 	*md5, *xx64, *xx3, *xx128 = c.MD5, c.XXHASH64, c.XXHASH3, c.XXHASH128
-	*typ = c.Type
+	if typ != nil {
+		*typ = c.Type
+	}
 }
 
 // versioning is a bucket's versioning state ("" when unknown).
@@ -479,6 +486,14 @@ func (b *Backend) GetObjectAttributes(ctx context.Context, in *s3.GetObjectAttri
 			sizes[i] = p.Size
 		}
 		out.ObjectParts = ObjectPartsPage(ctx, sizes, in.PartNumberMarker, in.MaxParts)
+		for i := range out.ObjectParts.Parts {
+			p := &out.ObjectParts.Parts[i]
+			if sums := partChecksumOf(info.Meta, int(*p.PartNumber)); sums != nil {
+				c := checksums(sums)
+				p.ChecksumCRC32, p.ChecksumCRC32C, p.ChecksumSHA1, p.ChecksumSHA256 = c.CRC32, c.CRC32C, c.SHA1, c.SHA256
+				p.ChecksumCRC64NVME = c.CRC64NVME
+			}
+		}
 	}
 	if cs := checksums(info.Meta); cs.Algorithm != "" {
 		out.Checksum = &types.Checksum{
