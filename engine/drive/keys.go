@@ -6,13 +6,15 @@ package drive
 // order.
 //
 //	b\x00<bucket>            bucket record (JSON)
-//	o\x00<bucket>\x00<object> the object's versions, newest first
+//	o\x00<bucket>\x00<object> the object's newest version (versions.go)
+//	v\x00<bucket>\x00<object>\x00<version ID> an older version
 //	u\x00..., p\x00...        multipart uploads and their parts (multipart.go)
 const sep = 0x00
 
 var (
-	bucketPrefix = []byte{'b', sep}
-	objectPrefix = []byte{'o', sep}
+	bucketPrefix  = []byte{'b', sep}
+	objectPrefix  = []byte{'o', sep}
+	versionPrefix = []byte{'v', sep}
 )
 
 func bucketKey(bucket string) []byte {
@@ -39,4 +41,19 @@ func prefixEnd(p []byte) []byte {
 		}
 	}
 	return nil
+}
+
+// bucketVersionsPrefix covers every older version of a bucket's objects.
+func bucketVersionsPrefix(bucket string) []byte {
+	k := append(append([]byte(nil), versionPrefix...), bucket...)
+	return append(k, sep)
+}
+
+// objectVersionsPrefix covers an object's older versions.
+func objectVersionsPrefix(bucket, object string) []byte {
+	return append(append(bucketVersionsPrefix(bucket), object...), sep)
+}
+
+func versionKey(bucket, object string, id [16]byte) []byte {
+	return append(objectVersionsPrefix(bucket, object), id[:]...)
 }

@@ -150,6 +150,14 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 		return nil, fmt.Errorf("drive %s: opening metadata store: %w", root, err)
 	}
 	d.meta = meta
+	// The directories made above (and the store's, which pebble syncs the
+	// inside of but not its entry) are durable before anything is written
+	// into them: a power loss would otherwise take a new drive's tree, and
+	// every write acknowledged in it, away.
+	if err := d.syncAll(nil, []string{d.path(), d.root}); err != nil {
+		_ = meta.Close()
+		return nil, fmt.Errorf("drive %s: syncing its directories: %w", root, err)
+	}
 	data, err := vfs.ReadFile(fsys, d.path(formatFileName))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -354,8 +362,10 @@ func (d *Local) DeleteBucket(ctx context.Context, name string, force bool) error
 	}
 	b := d.meta.NewBatch()
 	defer b.Close()
-	if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
-		return err
+	for _, p := range [][]byte{p, bucketVersionsPrefix(name)} {
+		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
+			return err
+		}
 	}
 	if err := b.Delete(bucketKey(name), nil); err != nil {
 		return err
@@ -409,9 +419,11 @@ func (d *Local) commitStaged(stageID, dataDir [16]byte) error {
 	final := d.dataDirPath(dataDir)
 	parent := filepath.Dir(final)
 	staged := d.stagedPath(stageID)
-	if err := d.fs.MkdirAll(parent, 0o755); err != nil {
+	made, err := d.mkdirs(parent)
+	if err != nil {
 		return err
 	}
+	dirs := append([]string{final, parent}, made...)
 	entries, err := d.fs.ReadDir(staged)
 	if err != nil {
 		return err
@@ -434,12 +446,31 @@ func (d *Local) commitStaged(stageID, dataDir [16]byte) error {
 		files = append(files, filepath.Join(final, e.Name()))
 	}
 	// Before the record commits, the shard files' data, the directory's
-	// entries and its own entry in the parent must be durable. The syncs
+	// entries and its own entry in the parent (and a new parent's in
+	// data/) must be durable. The syncs
 	// run together, so a PUT waits for one sync latency, not three. The
 	// old name's removal from tmp needs no sync of its own: a rename is one
 	// journal transaction, and a leftover in tmp is cleared at the next
 	// open.
-	return d.syncAll(files, []string{final, parent})
+	return d.syncAll(files, dirs)
+}
+
+// mkdirs makes dir and any missing parents, and returns the directories
+// whose entries that changed (each made directory's parent), for the
+// caller to sync with what it writes there: a new fan-out directory's
+// entry in data/ is as necessary to an object as its own files.
+func (d *Local) mkdirs(dir string) ([]string, error) {
+	var changed []string
+	for p := dir; ; p = filepath.Dir(p) {
+		if _, err := d.fs.Stat(p); err == nil || p == d.root || filepath.Dir(p) == p {
+			break
+		}
+		changed = append(changed, filepath.Dir(p))
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	return changed, d.fs.MkdirAll(dir, 0o755)
 }
 
 // syncAll makes files' data and directories' entries durable, all at once

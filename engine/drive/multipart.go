@@ -182,7 +182,8 @@ func (d *Local) CommitPart(ctx context.Context, u *Upload, p *PartRecord) error 
 		return nil // a newer upload of this part already won
 	}
 	dir := d.dataDirPath(u.DataDir)
-	if err := d.fs.MkdirAll(dir, 0o755); err != nil {
+	made, err := d.mkdirs(dir)
+	if err != nil {
 		return err
 	}
 	staged := filepath.Join(d.stagedPath(p.ID), partName(1))
@@ -191,9 +192,10 @@ func (d *Local) CommitPart(ctx context.Context, u *Upload, p *PartRecord) error 
 		return fmt.Errorf("drive %s: moving part into place: %w", d.root, err)
 	}
 	_ = d.fs.RemoveAll(d.stagedPath(p.ID))
-	// The part's data, its entry and the upload directory's own entry are
-	// durable before the part is recorded.
-	if err := d.syncAll([]string{final}, []string{dir, filepath.Dir(dir)}); err != nil {
+	// The part's data, its entry and the upload directory's own entry
+	// (and a new fan-out directory's) are durable before the part is
+	// recorded.
+	if err := d.syncAll([]string{final}, append([]string{dir}, made...)); err != nil {
 		return err
 	}
 	v, err := json.Marshal(p)
@@ -261,13 +263,19 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 	if _, err := d.GetUpload(ctx, u.Bucket, u.Object, u.ID); err != nil {
 		return PutResult{}, err
 	}
-	recs, err := d.loadVersions(u.Bucket, u.Object, -1)
+	o, err := d.readObject(u.Bucket, u.Object)
 	if err != nil {
 		return PutResult{}, err
 	}
-	recs, res := insertVersion(recs, rec)
-	if res.Superseded {
-		return res, nil
+	b := d.meta.NewBatch()
+	defer b.Close()
+	t, err := d.begin(b, o)
+	if err != nil {
+		return PutResult{}, err
+	}
+	res, err := t.put(rec)
+	if err != nil || res.Superseded {
+		return res, err
 	}
 	dir := d.dataDirPath(u.DataDir)
 	for i, p := range chosen {
@@ -281,11 +289,6 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 		if err := d.fs.SyncDir(dir); err != nil {
 			return PutResult{}, err
 		}
-	}
-	b := d.meta.NewBatch()
-	defer b.Close()
-	if err := b.Set(objectKey(u.Bucket, u.Object), encodeVersions(recs), nil); err != nil {
-		return res, err
 	}
 	if err := b.Delete(uploadKey(u.Bucket, u.Object, u.ID), nil); err != nil {
 		return res, err

@@ -11,15 +11,24 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// An object's versions live under one key, newest first:
+// An object's newest version lives under its head key; every older one
+// under a key of its own, named by its version ID:
 //
-//	o\x00<bucket>\x00<object>  -> [magic 0xD6][list version][count][len record]...
+//	o\x00<bucket>\x00<object>               -> version list of the newest
+//	                                          version, then [0xE1][older count]
+//	v\x00<bucket>\x00<object>\x00<version ID> -> record of an older version
 //
-// One key per object makes the hot paths point operations: a GET or HEAD is
-// one lookup, a PUT one read-modify-write of the same key, an overwrite
-// replaces a value instead of leaving a tombstone for the next read to
-// step over, and a listing reads one entry per object. Each record keeps its
-// own checksum, so a damaged record is detected on its own.
+// The hot paths stay point operations whatever the number of versions: a
+// GET or HEAD reads the head, a PUT reads the head and writes it (moving
+// the version it replaces as newest to its own key), a listing of latest
+// versions reads one head per object. A head is a version list of one
+// record, so a build from before this layout reads an object's newest
+// version from it (and ignores the count after it).
+//
+// The layout before kept all versions, newest first, in the head's list
+// (no count after it). Such heads are still read as they are, and an
+// object's versions move to their own keys at its first write. Each record
+// keeps its own checksum, so a damaged record is detected on its own.
 
 const (
 	versionsMagic   = 0xD6
@@ -48,11 +57,18 @@ func encodeVersions(recs []*Record) []byte {
 
 // decodeVersions decodes up to limit versions (limit < 0: all) of a list.
 func decodeVersions(data []byte, limit int) ([]*Record, error) {
+	recs, _, err := decodeList(data, limit)
+	return recs, err
+}
+
+// decodeList decodes up to limit versions (limit < 0: all) of a list and
+// returns what follows the last one decoded.
+func decodeList(data []byte, limit int) ([]*Record, []byte, error) {
 	if len(data) < 3 || data[0] != versionsMagic {
-		return nil, fmt.Errorf("%w: not a version list", ErrCorruptRecord)
+		return nil, nil, fmt.Errorf("%w: not a version list", ErrCorruptRecord)
 	}
 	if data[1] != versionsVersion {
-		return nil, fmt.Errorf("%w: version list encoding %d, this build reads %d", ErrCorruptRecord, data[1], versionsVersion)
+		return nil, nil, fmt.Errorf("%w: version list encoding %d, this build reads %d", ErrCorruptRecord, data[1], versionsVersion)
 	}
 	d := decoder{buf: data[2:]}
 	n := d.count()
@@ -67,15 +83,15 @@ func decodeVersions(data []byte, limit int) ([]*Record, error) {
 		}
 		r, err := UnmarshalRecord(d.buf[:size])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		d.buf = d.buf[size:]
 		out = append(out, r)
 	}
 	if d.err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorruptRecord, d.err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrCorruptRecord, d.err)
 	}
-	return out, nil
+	return out, d.buf, nil
 }
 
 // ErrSuperseded: the drive already held a newer null version of the object,
@@ -96,56 +112,313 @@ type PutResult struct {
 // NotStaged is the stage ID of a record without staged shard files.
 var NotStaged [16]byte
 
-// loadVersions reads an object's versions (nil when it has none).
-func (d *Local) loadVersions(bucket, object string, limit int) ([]*Record, error) {
-	v, closer, err := d.meta.Get(objectKey(bucket, object))
+// headExt follows the newest version in a head of this layout; the number
+// of older versions (keys of their own) follows it.
+const headExt = 0xE1
+
+// object is what a drive holds of one object: its newest version and the
+// number of older versions under keys of their own, or, for a head of the
+// layout before (legacy), every older version.
+type object struct {
+	bucket, name string
+	latest       *Record // nil: the drive holds no version
+	older        int
+	legacy       []*Record // the layout before: older versions, newest first
+	isLegacy     bool
+}
+
+// readObject reads an object's head.
+func (d *Local) readObject(bucket, name string) (*object, error) {
+	v, closer, err := d.meta.Get(objectKey(bucket, name))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
+		return &object{bucket: bucket, name: name}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer closer.Close()
-	recs, err := decodeVersions(v, limit)
+	return d.parseObject(bucket, name, v)
+}
+
+// parseObject decodes an object's head.
+func (d *Local) parseObject(bucket, name string, v []byte) (*object, error) {
+	o := &object{bucket: bucket, name: name}
+	recs, rest, err := decodeList(v, -1)
+	if err == nil && len(recs) == 0 {
+		err = fmt.Errorf("%w: an empty version list", ErrCorruptRecord)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("drive %s: %s/%s: %w", d.root, bucket, object, err)
+		return nil, fmt.Errorf("drive %s: %s/%s: %w", d.root, bucket, name, err)
 	}
-	return recs, nil
+	o.latest = recs[0]
+	if len(rest) > 0 && rest[0] == headExt {
+		n, k := binary.Uvarint(rest[1:])
+		if k <= 0 || len(recs) != 1 {
+			return nil, fmt.Errorf("drive %s: %s/%s: %w: bad head", d.root, bucket, name, ErrCorruptRecord)
+		}
+		o.older = int(n)
+		return o, nil
+	}
+	o.isLegacy, o.legacy = true, recs[1:]
+	o.older = len(o.legacy)
+	return o, nil
 }
 
-// storeVersions writes an object's versions (none: removes the key).
-func (d *Local) storeVersions(bucket, object string, recs []*Record) error {
-	if len(recs) == 0 {
-		return d.meta.Delete(objectKey(bucket, object), d.writeOpts())
+// olderVersions reads an object's older versions, newest first.
+func (d *Local) olderVersions(o *object) ([]*Record, error) {
+	if o.isLegacy {
+		return o.legacy, nil
 	}
-	return d.meta.Set(objectKey(bucket, object), encodeVersions(recs), d.writeOpts())
-}
-
-// insertVersion adds rec to a version list (newest first). A null version
-// replaces the list's null version unless that one is newer; a version
-// already present (same ID and time) is replaced, as a heal does.
-func insertVersion(recs []*Record, rec *Record) (out []*Record, res PutResult) {
-	out = make([]*Record, 0, len(recs)+1)
-	for _, r := range recs {
-		switch {
-		case r.VersionID == rec.VersionID && r.ModTime == rec.ModTime:
-			continue // the same version, rewritten
-		case r.VersionID == ([16]byte{}) && rec.VersionID == ([16]byte{}):
-			if r.Newer(rec) {
-				return recs, PutResult{Superseded: true}
-			}
-			res.Replaced = r
-			continue
+	if o.older == 0 {
+		return nil, nil
+	}
+	p := objectVersionsPrefix(o.bucket, o.name)
+	it, err := d.meta.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []*Record
+	for it.First(); it.Valid(); it.Next() {
+		r, err := UnmarshalRecord(it.Value())
+		if err != nil {
+			return nil, fmt.Errorf("drive %s: %s/%s: %w", d.root, o.bucket, o.name, err)
 		}
 		out = append(out, r)
 	}
-	i, _ := slices.BinarySearchFunc(out, rec, func(a, b *Record) int {
-		if a.Newer(b) {
+	if err := d.meta.after(it.Error()); err != nil {
+		return nil, err
+	}
+	sortNewestFirst(out)
+	return out, nil
+}
+
+func sortNewestFirst(recs []*Record) {
+	slices.SortStableFunc(recs, func(a, b *Record) int {
+		switch {
+		case a.Newer(b):
 			return -1
+		case b.Newer(a):
+			return 1
 		}
-		return 1
+		return 0
 	})
-	return slices.Insert(out, i, rec), res
+}
+
+// allVersions is every version of an object, newest first.
+func (d *Local) allVersions(o *object) ([]*Record, error) {
+	if o.latest == nil {
+		return nil, nil
+	}
+	older, err := d.olderVersions(o)
+	if err != nil {
+		return nil, err
+	}
+	return append([]*Record{o.latest}, older...), nil
+}
+
+// find returns the version with the given ID and whether it is the newest.
+func (d *Local) find(o *object, id [16]byte) (*Record, bool, error) {
+	switch {
+	case o.latest == nil:
+		return nil, false, nil
+	case o.latest.VersionID == id:
+		return o.latest, true, nil
+	case o.isLegacy:
+		for _, r := range o.legacy {
+			if r.VersionID == id {
+				return r, false, nil
+			}
+		}
+		return nil, false, nil
+	case o.older == 0:
+		return nil, false, nil
+	}
+	v, closer, err := d.meta.Get(versionKey(o.bucket, o.name, id))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	r, err := UnmarshalRecord(v)
+	if err != nil {
+		return nil, false, fmt.Errorf("drive %s: %s/%s: %w", d.root, o.bucket, o.name, err)
+	}
+	return r, false, nil
+}
+
+// objectTxn stages changes to one object's versions in a batch, which the
+// caller commits (with whatever else the change needs) or discards.
+type objectTxn struct {
+	d *Local
+	b *pebble.Batch
+	o *object
+}
+
+// begin starts changing an object: an object in the layout before has its
+// older versions moved to keys of their own in the same batch.
+func (d *Local) begin(b *pebble.Batch, o *object) (*objectTxn, error) {
+	t := &objectTxn{d: d, b: b, o: o}
+	if !o.isLegacy {
+		return t, nil
+	}
+	// Keys already there count too: a roll-back to a build before this
+	// layout leaves them (that build sees only the newest version).
+	ids := map[[16]byte]bool{}
+	p := objectVersionsPrefix(o.bucket, o.name)
+	it, err := d.meta.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return nil, err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if k := it.Key(); len(k) == len(p)+16 {
+			ids[[16]byte(k[len(p):])] = true
+		}
+	}
+	if err := d.meta.after(errors.Join(it.Error(), it.Close())); err != nil {
+		return nil, err
+	}
+	// Oldest first, so of two records with one ID the newer is kept.
+	for i := len(o.legacy) - 1; i >= 0; i-- {
+		r := o.legacy[i]
+		ids[r.VersionID] = true
+		if err := b.Set(versionKey(o.bucket, o.name, r.VersionID), MarshalRecord(nil, r), nil); err != nil {
+			return nil, err
+		}
+	}
+	if ids[o.latest.VersionID] {
+		delete(ids, o.latest.VersionID)
+		if err := b.Delete(versionKey(o.bucket, o.name, o.latest.VersionID), nil); err != nil {
+			return nil, err
+		}
+	}
+	o.older, o.isLegacy, o.legacy = len(ids), false, nil
+	return t, nil
+}
+
+// setHead makes r the newest version.
+func (t *objectTxn) setHead(r *Record) error {
+	t.o.latest = r
+	return t.writeHead()
+}
+
+func (t *objectTxn) writeHead() error {
+	if t.o.latest == nil {
+		return t.b.Delete(objectKey(t.o.bucket, t.o.name), nil)
+	}
+	v := encodeVersions([]*Record{t.o.latest})
+	v = binary.AppendUvarint(append(v, headExt), uint64(t.o.older))
+	return t.b.Set(objectKey(t.o.bucket, t.o.name), v, nil)
+}
+
+// setOlder stores r as an older version; exists says whether a key for
+// its ID is already there (the count is kept by writeHead).
+func (t *objectTxn) setOlder(r *Record, exists bool) error {
+	if !exists {
+		t.o.older++
+	}
+	return t.b.Set(versionKey(t.o.bucket, t.o.name, r.VersionID), MarshalRecord(nil, r), nil)
+}
+
+// deleteOlder removes the older version with the given ID.
+func (t *objectTxn) deleteOlder(id [16]byte) error {
+	t.o.older--
+	return t.b.Delete(versionKey(t.o.bucket, t.o.name, id), nil)
+}
+
+// put adds rec: a version with its ID is replaced (a null version unless
+// the one held is newer: then nothing changes and the result says
+// Superseded), and the newest version takes the head.
+func (t *objectTxn) put(rec *Record) (PutResult, error) {
+	var res PutResult
+	existing, atHead, err := t.d.find(t.o, rec.VersionID)
+	if err != nil {
+		return res, err
+	}
+	if existing != nil && existing.ModTime != rec.ModTime && rec.VersionID == ([16]byte{}) {
+		if existing.Newer(rec) {
+			return PutResult{Superseded: true}, nil
+		}
+		res.Replaced = existing
+	}
+	latest := t.o.latest
+	switch {
+	case latest == nil || atHead:
+		// The first version, or the newest one rewritten (a heal) or
+		// replaced by a newer null version.
+		err = t.setHead(rec)
+	case rec.Newer(latest):
+		if existing != nil {
+			if err := t.deleteOlder(rec.VersionID); err != nil {
+				return res, err
+			}
+		}
+		if err := t.setOlder(latest, false); err != nil {
+			return res, err
+		}
+		err = t.setHead(rec)
+	default:
+		if err := t.setOlder(rec, existing != nil); err != nil {
+			return res, err
+		}
+		err = t.writeHead()
+	}
+	return res, err
+}
+
+// remove removes the version with the given ID when match accepts it; the
+// next newest takes the head when it was the newest. It returns the
+// version removed (nil when there was none to remove).
+func (t *objectTxn) remove(id [16]byte, match func(*Record) bool) (*Record, error) {
+	found, atHead, err := t.d.find(t.o, id)
+	if err != nil || found == nil || !match(found) {
+		return nil, err
+	}
+	if !atHead {
+		if err := t.deleteOlder(id); err != nil {
+			return nil, err
+		}
+		return found, t.writeHead()
+	}
+	older, err := t.d.olderVersions(t.o)
+	if err != nil {
+		return nil, err
+	}
+	if len(older) == 0 {
+		t.o.latest = nil
+		return found, t.writeHead()
+	}
+	if err := t.deleteOlder(older[0].VersionID); err != nil {
+		return nil, err
+	}
+	return found, t.setHead(older[0])
+}
+
+// change runs fn on an object's versions and commits what it staged,
+// under the object's lock.
+func (d *Local) change(bucket, name string, fn func(t *objectTxn) error) error {
+	o, err := d.readObject(bucket, name)
+	if err != nil {
+		return err
+	}
+	b := d.meta.NewBatch()
+	defer b.Close()
+	t, err := d.begin(b, o)
+	if err != nil {
+		return err
+	}
+	if err := fn(t); err != nil {
+		return err
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := d.meta.Commit(b, d.writeOpts()); err != nil {
+		return fmt.Errorf("drive %s: committing record: %w", d.root, err)
+	}
+	return nil
 }
 
 // PutVersion stores a version record. When its data lives in shard files
@@ -161,24 +434,21 @@ func (d *Local) PutVersion(ctx context.Context, bucket, object string, rec *Reco
 	lock.Lock()
 	defer lock.Unlock()
 
-	staged := stageID != NotStaged
-	recs, err := d.loadVersions(bucket, object, -1)
-	if err != nil {
-		return PutResult{}, err
-	}
-	recs, res := insertVersion(recs, rec)
-	if res.Superseded {
-		// The staged files stay: the writer may stamp the version again
-		// and commit it with them, or abort them (AbortStaged).
-		return res, nil
-	}
-	if staged {
-		if err := d.commitStaged(stageID, rec.DataDir); err != nil {
-			return res, err
+	var res PutResult
+	err := d.change(bucket, object, func(t *objectTxn) error {
+		var err error
+		if res, err = t.put(rec); err != nil || res.Superseded {
+			// The staged files stay: the writer may stamp the version
+			// again and commit it with them, or abort them (AbortStaged).
+			return err
 		}
-	}
-	if err := d.storeVersions(bucket, object, recs); err != nil {
-		return res, fmt.Errorf("drive %s: committing record: %w", d.root, err)
+		if stageID != NotStaged {
+			return d.commitStaged(stageID, rec.DataDir)
+		}
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
 	if res.Replaced != nil && res.Replaced.DataDir != rec.DataDir {
 		d.removeData(res.Replaced)
@@ -194,16 +464,23 @@ func (d *Local) SetVersionMeta(ctx context.Context, bucket, object string, rec *
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
 	defer lock.Unlock()
-	recs, err := d.loadVersions(bucket, object, -1)
-	if err != nil {
-		return err
-	}
-	i := slices.IndexFunc(recs, func(r *Record) bool { return r.SameVersion(rec) })
-	if i < 0 {
-		return ErrVersionNotFound
-	}
-	recs[i].Meta = meta
-	return d.storeVersions(bucket, object, recs)
+	return d.change(bucket, object, func(t *objectTxn) error {
+		cur, atHead, err := d.find(t.o, rec.VersionID)
+		if err != nil {
+			return err
+		}
+		if cur == nil || !cur.SameVersion(rec) {
+			return ErrVersionNotFound
+		}
+		cur.Meta = meta
+		if atHead {
+			return t.setHead(cur)
+		}
+		if err := t.setOlder(cur, true); err != nil {
+			return err
+		}
+		return t.writeHead()
+	})
 }
 
 // GetVersion returns one version of an object: the newest when versionID is
@@ -212,20 +489,21 @@ func (d *Local) GetVersion(ctx context.Context, bucket, object string, versionID
 	if err := ended(ctx); err != nil {
 		return nil, err
 	}
-	limit := -1
-	if versionID == nil {
-		limit = 1
-	}
-	recs, err := d.loadVersions(bucket, object, limit)
+	o, err := d.readObject(bucket, object)
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range recs {
-		if versionID == nil || r.VersionID == *versionID {
-			return r, nil
+	if versionID == nil {
+		if o.latest == nil {
+			return nil, ErrVersionNotFound
 		}
+		return o.latest, nil
 	}
-	return nil, ErrVersionNotFound
+	r, _, err := d.find(o, *versionID)
+	if err == nil && r == nil {
+		err = ErrVersionNotFound
+	}
+	return r, err
 }
 
 // Versions returns every version of an object, newest first.
@@ -233,7 +511,11 @@ func (d *Local) Versions(ctx context.Context, bucket, object string) ([]*Record,
 	if err := ended(ctx); err != nil {
 		return nil, err
 	}
-	return d.loadVersions(bucket, object, -1)
+	o, err := d.readObject(bucket, object)
+	if err != nil {
+		return nil, err
+	}
+	return d.allVersions(o)
 }
 
 // DeleteVersion removes one version record and its data.
@@ -241,16 +523,16 @@ func (d *Local) DeleteVersion(ctx context.Context, bucket, object string, versio
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
 	defer lock.Unlock()
-	recs, err := d.loadVersions(bucket, object, -1)
+	var found *Record
+	err := d.change(bucket, object, func(t *objectTxn) error {
+		var err error
+		found, err = t.remove(versionID, func(*Record) bool { return true })
+		if err == nil && found == nil {
+			err = ErrVersionNotFound
+		}
+		return err
+	})
 	if err != nil {
-		return nil, err
-	}
-	i := slices.IndexFunc(recs, func(r *Record) bool { return r.VersionID == versionID })
-	if i < 0 {
-		return nil, ErrVersionNotFound
-	}
-	found := recs[i]
-	if err := d.storeVersions(bucket, object, slices.Delete(recs, i, i+1)); err != nil {
 		return nil, err
 	}
 	d.removeData(found)
@@ -272,19 +554,16 @@ func (d *Local) RollbackVersion(ctx context.Context, bucket, object string, rec 
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
 	defer lock.Unlock()
-	recs, err := d.loadVersions(bucket, object, -1)
-	if err != nil {
+	var found *Record
+	err := d.change(bucket, object, func(t *objectTxn) error {
+		var err error
+		found, err = t.remove(rec.VersionID, rec.SameVersion)
+		return err
+	})
+	if err != nil || found == nil {
 		return false, err
 	}
-	i := slices.IndexFunc(recs, func(r *Record) bool { return r.SameVersion(rec) })
-	if i < 0 {
-		return false, nil
-	}
-	cur := recs[i]
-	if err := d.storeVersions(bucket, object, slices.Delete(recs, i, i+1)); err != nil {
-		return false, err
-	}
-	d.removeData(cur)
+	d.removeData(found)
 	return true, nil
 }
 
@@ -306,10 +585,6 @@ func (d *Local) WalkObjects(ctx context.Context, bucket, prefix, startAfter stri
 		return err
 	}
 	defer it.Close()
-	limit := -1
-	if latestOnly {
-		limit = 1
-	}
 	n := 0
 	for it.First(); it.Valid(); it.Next() {
 		if n++; n%walkCheck == 0 {
@@ -318,9 +593,20 @@ func (d *Local) WalkObjects(ctx context.Context, bucket, prefix, startAfter stri
 			}
 		}
 		name := string(it.Key()[len(bp):])
-		recs, err := decodeVersions(it.Value(), limit)
-		if err != nil {
-			return fmt.Errorf("drive %s: %s/%s: %w", d.root, bucket, name, err)
+		var recs []*Record
+		if latestOnly {
+			recs, err = decodeVersions(it.Value(), 1)
+			if err != nil {
+				return fmt.Errorf("drive %s: %s/%s: %w", d.root, bucket, name, err)
+			}
+		} else {
+			o, err := d.parseObject(bucket, name, it.Value())
+			if err != nil {
+				return err
+			}
+			if recs, err = d.allVersions(o); err != nil {
+				return err
+			}
 		}
 		if len(recs) == 0 {
 			continue

@@ -30,6 +30,7 @@ import (
 const usage = `usage:
   bench run -endpoint URL [-op put] [-size 4KiB] [flags]
   bench suite engine|gateway [flags]
+  bench versions -strata BIN [-versions 10000] [flags]
 Run "bench run -h" or "bench suite -h" for the flags.
 `
 
@@ -55,6 +56,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		err = cmdRun(ctx, args[1:], stdout, stderr)
 	case "suite":
 		err = cmdSuite(ctx, args[1:], stdout, stderr)
+	case "versions":
+		err = cmdVersions(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
