@@ -8,6 +8,32 @@ import (
 // sends it, decodes or fails without panicking; a list that decodes
 // encodes back to one that decodes to as many versions, and a limit
 // returns at most that many.
+// FuzzParseObject: a head, of this layout or the one before, either
+// fails to parse or parses to one that encodes back to itself.
+func FuzzParseObject(f *testing.F) {
+	f.Add(encodeHead(sampleRecord(), 3))
+	f.Add(encodeHead(&Record{ModTime: 1, Flags: FlagDeleteMarker}, 0))
+	f.Add(EncodeVersions([]*Record{sampleRecord(), {ModTime: 1, Flags: FlagDeleteMarker}}))
+	f.Add(append(EncodeVersions([]*Record{sampleRecord(), sampleRecord()}), headExt, 1))
+	d := &Local{root: "fuzz"}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o, err := d.parseObject("b", "o", data)
+		if err != nil {
+			return
+		}
+		if o.latest == nil || o.older < 0 || o.isLegacy && o.older != len(o.legacy) {
+			t.Fatalf("parsed head: latest %v, %d older, legacy %v (%d)", o.latest != nil, o.older, o.isLegacy, len(o.legacy))
+		}
+		if o.isLegacy {
+			return
+		}
+		again, err := d.parseObject("b", "o", encodeHead(o.latest, o.older))
+		if err != nil || again.isLegacy || again.older != o.older || !again.latest.SameVersion(o.latest) {
+			t.Fatalf("re-encoded head: %+v, %v; want %d older", again, err, o.older)
+		}
+	})
+}
+
 func FuzzDecodeVersions(f *testing.F) {
 	f.Add(EncodeVersions([]*Record{sampleRecord(), {ModTime: 1, Flags: FlagDeleteMarker}}))
 	f.Add(EncodeVersions(nil))

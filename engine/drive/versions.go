@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -153,7 +154,7 @@ func (d *Local) parseObject(bucket, name string, v []byte) (*object, error) {
 	o.latest = recs[0]
 	if len(rest) > 0 && rest[0] == headExt {
 		n, k := binary.Uvarint(rest[1:])
-		if k <= 0 || len(recs) != 1 {
+		if k <= 0 || len(recs) != 1 || n > math.MaxInt32 {
 			return nil, fmt.Errorf("drive %s: %s/%s: %w: bad head", d.root, bucket, name, ErrCorruptRecord)
 		}
 		o.older = int(n)
@@ -308,9 +309,14 @@ func (t *objectTxn) writeHead() error {
 	if t.o.latest == nil {
 		return t.b.Delete(objectKey(t.o.bucket, t.o.name), nil)
 	}
-	v := encodeVersions([]*Record{t.o.latest})
-	v = binary.AppendUvarint(append(v, headExt), uint64(t.o.older))
-	return t.b.Set(objectKey(t.o.bucket, t.o.name), v, nil)
+	return t.b.Set(objectKey(t.o.bucket, t.o.name), encodeHead(t.o.latest, t.o.older), nil)
+}
+
+// encodeHead renders an object's head: a version list of the newest
+// version, then the number of older ones.
+func encodeHead(latest *Record, older int) []byte {
+	v := encodeVersions([]*Record{latest})
+	return binary.AppendUvarint(append(v, headExt), uint64(older))
 }
 
 // setOlder stores r as an older version; exists says whether a key for
