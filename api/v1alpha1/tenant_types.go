@@ -129,6 +129,7 @@ type EncryptionSpec struct {
 }
 
 // UserSpec is one S3 user of the tenant.
+// +kubebuilder:validation:XValidation:rule="!has(self.policy) || self.policy != 'owner' || self.buckets == ['*']",message="policy owner gives the user the buckets it creates, and others only through their ACLs and policies: set buckets: [\"*\"]"
 type UserSpec struct {
 	// name identifies the user in IAM and in logs.
 	// +kubebuilder:validation:MinLength=1
@@ -142,10 +143,13 @@ type UserSpec struct {
 	SecretRef SecretReference `json:"secretRef"`
 
 	// policy grants the user access: readonly (list and get), readwrite
-	// (also put and delete), writeonly (put only, for ingest agents), or
-	// admin (also bucket administration).
+	// (also put and delete), writeonly (put only, for ingest agents),
+	// admin (also bucket administration), or owner (an account of its own:
+	// the user creates buckets and has every right on those it owns, and
+	// on other buckets only what their ACLs and bucket policies grant it;
+	// buckets must be ["*"]).
 	// +optional
-	// +kubebuilder:validation:Enum=readonly;readwrite;writeonly;admin
+	// +kubebuilder:validation:Enum=readonly;readwrite;writeonly;admin;owner
 	// +kubebuilder:default=readwrite
 	Policy UserPolicy `json:"policy,omitempty"`
 

@@ -179,6 +179,11 @@ func Run(ctx context.Context, cfg Config) error {
 		firstByte: func(s float64) { s3m.ObserveFirstByte(time.Duration(s * float64(time.Second))) },
 	}
 
+	users.SetBucketOwners(func(bucket string) (string, bool) {
+		owner := be.owner(context.Background(), bucket)
+		return owner, owner != ""
+	})
+
 	bg, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
 	go users.Watch(5*time.Second, bg.Done())

@@ -39,7 +39,7 @@ func (u *Users) EvaluatePolicy(access, _ string, actions []auth.Action, resource
 			continue
 		}
 		for j, a := range actions {
-			if usr.allows(a, res) {
+			if usr.allows(a, res, u.ownerOf) {
 				decisions[i][j] = decisionAllow
 			}
 		}
@@ -47,14 +47,35 @@ func (u *Users) EvaluatePolicy(access, _ string, actions []auth.Action, resource
 	return evaluation(decisions), nil
 }
 
+// Allows reports whether a user's identity policy allows an action on a
+// bucket's objects (resource-based grants aside).
+func (u *Users) Allows(access string, a auth.Action, bucket string) bool {
+	u.mu.RLock()
+	usr, ok := u.users[access]
+	u.mu.RUnlock()
+	return ok && usr.allows(a, auth.ResourceArnPrefix+bucket+"/*", u.ownerOf)
+}
+
 // allows reports whether a user's grant covers an action on a resource.
-func (usr User) allows(a auth.Action, resource string) bool {
+// ownerOf names a bucket's owner (nil: none known).
+func (usr User) allows(a auth.Action, resource string, ownerOf func(string) (string, bool)) bool {
 	bucket, _, _ := strings.Cut(strings.TrimPrefix(resource, auth.ResourceArnPrefix), "/")
 	switch {
 	case bucket == "*":
 		// Account-level actions: every user may list the buckets it
 		// sees (the listing shows only those).
 		return a == auth.ListAllMyBucketsAction
+	case usr.Policy == PolicyOwner:
+		// An account of its own: its buckets are wholly its; others
+		// grant it what their ACLs and policies say, evaluated beside.
+		if a == auth.CreateBucketAction {
+			return true
+		}
+		owner, ok := "", false
+		if ownerOf != nil {
+			owner, ok = ownerOf(bucket)
+		}
+		return ok && owner == usr.AccessKey
 	case len(usr.Buckets) > 0 && !slices.Contains(usr.Buckets, bucket):
 		return false
 	}

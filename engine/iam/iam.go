@@ -92,6 +92,11 @@ const (
 	// PolicyAdmin is root's rights under another key (every bucket, every
 	// operation, the admin calls of the S3 front end).
 	PolicyAdmin Policy = "admin"
+	// PolicyOwner is an account of its own inside the tenant: the user
+	// creates buckets and has every right on the buckets it owns, and on
+	// other buckets only what their ACLs and bucket policies grant it (as
+	// another AWS account would).
+	PolicyOwner Policy = "owner"
 )
 
 // User is one entry of the users file.
@@ -101,21 +106,56 @@ type User struct {
 	Policy    Policy `json:"policy"`
 	// Buckets the policy applies to; empty means every bucket.
 	Buckets []string `json:"buckets,omitempty"`
+	Identity
+}
+
+// Identity is how ACLs and listings name a principal: its canonical user
+// ID (the access key when empty) and display name (the ID when empty).
+type Identity struct {
+	ID          string `json:"id,omitempty"`
+	DisplayName string `json:"displayName,omitempty"`
+}
+
+// named is the identity with its defaults filled in for an access key.
+func (i Identity) named(access string) Identity {
+	if i.ID == "" {
+		i.ID = access
+	}
+	if i.DisplayName == "" {
+		i.DisplayName = i.ID
+	}
+	return i
 }
 
 type usersFile struct {
-	Users []User `json:"users"`
+	// Root names the root account's identity.
+	Root  Identity `json:"root,omitempty"`
+	Users []User   `json:"users"`
 }
 
 // ParseUsers decodes and checks a users file.
 func ParseUsers(data []byte, root string) ([]User, error) {
+	f, err := parseUsersFile(data, root)
+	return f.Users, err
+}
+
+// parseUsersFile decodes and checks a users file: the root's identity and
+// the users.
+func parseUsersFile(data []byte, root string) (usersFile, error) {
 	var f usersFile
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("users file: %w", err)
+		return usersFile{}, fmt.Errorf("users file: %w", err)
 	}
+	users, err := checkUsers(f, root)
+	f.Users = users
+	return f, err
+}
+
+func checkUsers(f usersFile, root string) ([]User, error) {
 	seen := map[string]bool{}
+	ids := map[string]string{f.Root.named(root).ID: root}
 	for i, u := range f.Users {
 		switch {
 		case len(u.AccessKey) < minAccessKey:
@@ -128,11 +168,15 @@ func ParseUsers(data []byte, root string) ([]User, error) {
 			return nil, fmt.Errorf("users file: access key %s listed twice", u.AccessKey)
 		}
 		switch u.Policy {
-		case PolicyReadWrite, PolicyReadOnly, PolicyWriteOnly, PolicyAdmin:
+		case PolicyReadWrite, PolicyReadOnly, PolicyWriteOnly, PolicyAdmin, PolicyOwner:
 		default:
-			return nil, fmt.Errorf("users file: user %s: policy %q is not readwrite, readonly, writeonly or admin", u.AccessKey, u.Policy)
+			return nil, fmt.Errorf("users file: user %s: policy %q is not readwrite, readonly, writeonly, admin or owner", u.AccessKey, u.Policy)
 		}
-		seen[u.AccessKey] = true
+		id := u.Identity.named(u.AccessKey).ID
+		if other, taken := ids[id]; taken {
+			return nil, fmt.Errorf("users file: user %s: ID %q is already %s's", u.AccessKey, id, other)
+		}
+		seen[u.AccessKey], ids[id] = true, u.AccessKey
 	}
 	return f.Users, nil
 }
@@ -145,9 +189,15 @@ type Users struct {
 	path string
 	log  *slog.Logger
 
-	mu    sync.RWMutex
-	users map[string]User
-	sum   [32]byte
+	mu       sync.RWMutex
+	users    map[string]User
+	byID     map[string]string // canonical user ID -> access key
+	rootName Identity
+	sum      [32]byte
+
+	// ownerOf names a bucket's owner (PolicyOwner); nil: no bucket is a
+	// user's own.
+	ownerOf func(bucket string) (string, bool)
 }
 
 var _ auth.IAMService = (*Users)(nil)
@@ -157,7 +207,8 @@ var ErrReadOnly = errors.New("users are managed by the strata operator (the tena
 
 // NewUsers loads the users file at path (empty: no users besides root).
 func NewUsers(path, rootAccess string, log *slog.Logger) (*Users, error) {
-	u := &Users{root: rootAccess, path: path, log: log, users: map[string]User{}}
+	u := &Users{root: rootAccess, path: path, log: log, users: map[string]User{},
+		byID: map[string]string{rootAccess: rootAccess}, rootName: Identity{}.named(rootAccess)}
 	if path != "" {
 		if err := u.reload(); err != nil {
 			return nil, err
@@ -180,16 +231,19 @@ func (u *Users) reload() error {
 	if same {
 		return nil
 	}
-	list, err := ParseUsers(data, u.root)
+	f, err := parseUsersFile(data, u.root)
 	if err != nil {
 		return err
 	}
-	m := make(map[string]User, len(list))
-	for _, usr := range list {
+	m := make(map[string]User, len(f.Users))
+	rootName := f.Root.named(u.root)
+	byID := map[string]string{rootName.ID: u.root}
+	for _, usr := range f.Users {
 		m[usr.AccessKey] = usr
+		byID[usr.Identity.named(usr.AccessKey).ID] = usr.AccessKey
 	}
 	u.mu.Lock()
-	u.users, u.sum = m, sum
+	u.users, u.byID, u.rootName, u.sum = m, byID, rootName, sum
 	u.mu.Unlock()
 	u.log.Info("users loaded", "file", u.path, "users", len(m))
 	return nil
@@ -216,12 +270,42 @@ func (u *Users) Watch(interval time.Duration, stop <-chan struct{}) {
 	}
 }
 
-// CanList reports whether a user sees a bucket in ListBuckets.
+// CanList reports whether a user sees a bucket in ListBuckets (an owner
+// sees the buckets it owns, which ListBuckets shows anyway).
 func (u *Users) CanList(access, bucket string) bool {
 	u.mu.RLock()
 	defer u.mu.RUnlock()
 	usr, ok := u.users[access]
-	return ok && (len(usr.Buckets) == 0 || slices.Contains(usr.Buckets, bucket))
+	return ok && usr.Policy != PolicyOwner && (len(usr.Buckets) == 0 || slices.Contains(usr.Buckets, bucket))
+}
+
+// SetBucketOwners tells the users which account owns a bucket (for
+// PolicyOwner); set once, before requests are served.
+func (u *Users) SetBucketOwners(ownerOf func(bucket string) (string, bool)) { u.ownerOf = ownerOf }
+
+// Identity returns the canonical user ID and display name ACLs and
+// listings show for an access key; ok is false for a key that is neither
+// root nor a user.
+func (u *Users) Identity(access string) (id, displayName string, ok bool) {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	if access == u.root {
+		return u.rootName.ID, u.rootName.DisplayName, true
+	}
+	usr, ok := u.users[access]
+	if !ok {
+		return "", "", false
+	}
+	n := usr.Identity.named(access)
+	return n.ID, n.DisplayName, true
+}
+
+// AccessOf returns the access key of a canonical user ID.
+func (u *Users) AccessOf(id string) (string, bool) {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	a, ok := u.byID[id]
+	return a, ok
 }
 
 // GetUserAccount implements auth.IAMService. A user granted every bucket

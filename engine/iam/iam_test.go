@@ -136,3 +136,64 @@ func TestEvaluationMeansWhatWeSay(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnersAndIdentities: an owner user has its own buckets wholly and
+// creates buckets, nothing else; identities default to the access key and
+// may be named (root too); an ID taken twice is refused.
+func TestOwnersAndIdentities(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "users.json")
+	_ = os.WriteFile(f, []byte(`{"root":{"id":"main","displayName":"Main"},"users":[
+		{"accessKey":"team","secretKey":"12345678","policy":"owner","displayName":"Team A"},
+		{"accessKey":"app","secretKey":"12345678","policy":"readwrite","id":"app-id"}]}`), 0o600)
+	u, err := NewUsers(f, "root", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetBucketOwners(func(b string) (string, bool) {
+		switch b {
+		case "teams":
+			return "team", true
+		case "roots":
+			return "root", true
+		}
+		return "", false
+	})
+	arn := func(s string) string { return auth.ResourceArnPrefix + s }
+	for _, c := range []struct {
+		action   auth.Action
+		resource string
+		allowed  bool
+	}{
+		{auth.PutObjectAction, arn("teams/k"), true},
+		{auth.DeleteBucketAction, arn("teams"), true},
+		{auth.GetObjectAction, arn("roots/k"), false},
+		{auth.ListBucketAction, arn("roots"), false},
+		{auth.CreateBucketAction, arn("new"), true},
+	} {
+		ev, err := u.EvaluatePolicy("team", "", []auth.Action{c.action}, []string{c.resource}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := reflect.ValueOf(ev).FieldByName("Decisions").Index(0).Index(0).Int() == int64(decisionAllow); got != c.allowed {
+			t.Errorf("owner %s on %s: allowed %v, want %v", c.action, c.resource, got, c.allowed)
+		}
+	}
+	if !u.Allows("team", auth.GetObjectAction, "teams") || u.Allows("team", auth.GetObjectAction, "roots") || u.CanList("team", "roots") {
+		t.Error("Allows/CanList disagree with the owner's grant")
+	}
+	for access, want := range map[string]string{"root": "main/Main", "team": "team/Team A", "app": "app-id/app-id"} {
+		id, name, ok := u.Identity(access)
+		if !ok || id+"/"+name != want {
+			t.Errorf("Identity(%s) = %s/%s %v, want %s", access, id, name, ok, want)
+		}
+		if back, ok := u.AccessOf(id); !ok || back != access {
+			t.Errorf("AccessOf(%s) = %s %v, want %s", id, back, ok, access)
+		}
+	}
+	if _, ok := u.AccessOf("root"); ok {
+		t.Error("root's access key is not its ID once the file names one")
+	}
+	if _, err := ParseUsers([]byte(`{"root":{"id":"app"},"users":[{"accessKey":"app","secretKey":"12345678","policy":"readwrite"}]}`), "root"); err == nil || !strings.Contains(err.Error(), "already") {
+		t.Errorf("an ID taken twice: %v", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/backend"
 	"github.com/versity/versitygw/s3err"
 	"github.com/versity/versitygw/s3response"
@@ -29,6 +30,8 @@ type Backend struct {
 	keys       KeyRing
 	hooks      Hooks
 	access     Access
+	identities Identities
+	iamService auth.IAMService
 	log        *slog.Logger
 	// day is the lifecycle day (Options.LifecycleDay).
 	day time.Duration
@@ -48,6 +51,10 @@ type Options struct {
 	Hooks  Hooks
 	// Access says which buckets users see; nil: only their own.
 	Access Access
+	// Identities name principals in ACLs; nil: by access key.
+	Identities Identities
+	// IAM resolves users for the ACL calls the backend serves (aclserve.go).
+	IAM auth.IAMService
 	// RootAccess is the root account's access key, the owner of buckets
 	// from before owners were kept.
 	RootAccess string
@@ -72,7 +79,8 @@ func newBackend(layer ObjectLayer, opts Options) *Backend {
 	if opts.Region == "" {
 		opts.Region = "us-east-1"
 	}
-	return &Backend{pool: layer, region: opts.Region, rootAccess: opts.RootAccess, keys: opts.Keys, hooks: opts.Hooks, access: opts.Access, log: opts.Log, day: opts.LifecycleDay}
+	return &Backend{pool: layer, region: opts.Region, rootAccess: opts.RootAccess, keys: opts.Keys, hooks: opts.Hooks, access: opts.Access,
+		identities: opts.Identities, iamService: opts.IAM, log: opts.Log, day: opts.LifecycleDay}
 }
 
 // String names the backend in versitygw's logs.
@@ -108,7 +116,7 @@ func (b *Backend) ListBuckets(ctx context.Context, in s3response.ListBucketsInpu
 		return s3response.ListAllMyBucketsResult{}, err
 	}
 	res := s3response.ListAllMyBucketsResult{
-		Owner:  s3response.CanonicalUser{ID: in.Owner, DisplayName: in.Owner},
+		Owner:  s3response.CanonicalUser{ID: *b.owner(in.Owner).ID, DisplayName: *b.owner(in.Owner).DisplayName},
 		Prefix: in.Prefix,
 	}
 	for _, bk := range buckets {

@@ -25,21 +25,33 @@ import (
 // one already owns answers success in us-east-1 (as S3 does there) and
 // BucketAlreadyOwnedByYou elsewhere; another owner's bucket answers
 // BucketAlreadyExists.
+//
+// A request that names no object ownership gets none (the front end
+// passes its default, BucketOwnerEnforced, which would refuse every ACL):
+// see aclserve.go.
 func (b *Backend) CreateBucket(ctx context.Context, in *s3.CreateBucketInput, acl []byte) error {
-	bucket := str(in.Bucket)
-	if !validBucketName(bucket) {
-		return s3err.GetAPIError(s3err.ErrInvalidBucketName)
-	}
 	parsed, err := auth.ParseACL(acl)
 	if err != nil {
 		return err
 	}
-	owner := parsed.Owner
+	if asked, ok := ownershipAsked(ctx); ok {
+		in.ObjectOwnership = asked
+	}
+	return b.createBucket(ctx, in, parsed.Owner, acl)
+}
+
+// createBucket creates a bucket owned by owner, with ACL document acl.
+func (b *Backend) createBucket(ctx context.Context, in *s3.CreateBucketInput, owner string, acl []byte) error {
+	bucket := str(in.Bucket)
+	if !validBucketName(bucket) {
+		return s3err.GetAPIError(s3err.ErrInvalidBucketName)
+	}
 	if existing, err := b.pool.StatBucket(ctx, bucket); err == nil {
 		return BucketExistsAnswer(bucket, b.ownerOf(existing), owner, b.region)
 	}
 	var tags map[string]string
 	if in.CreateBucketConfiguration != nil {
+		var err error
 		if tags, err = backend.ParseCreateBucketTags(in.CreateBucketConfiguration.Tags); err != nil {
 			return err
 		}
@@ -57,7 +69,7 @@ func (b *Backend) CreateBucket(ctx context.Context, in *s3.CreateBucketInput, ac
 		info.ObjectLock = lock
 		info.Versioning = string(types.BucketVersioningStatusEnabled)
 	}
-	err = b.pool.CreateBucket(ctx, info)
+	err := b.pool.CreateBucket(ctx, info)
 	if errors.Is(err, erasure.ErrBucketExists) {
 		// Created by someone else in the meantime.
 		return s3err.GetBucketErr(s3err.ErrBucketAlreadyExists, bucket)
@@ -129,16 +141,12 @@ func (b *Backend) GetBucketAcl(ctx context.Context, in *s3.GetBucketAclInput) ([
 	if err != nil {
 		return nil, err
 	}
-	if len(bk.ACL) > 0 {
-		// What the front end evaluates: public grants count neither under
-		// IgnorePublicAcls nor for reading an object (a public-read bucket
-		// lists, its objects stay private, as in S3).
-		if p := bucketPublicAccessBlock(bk); aclEvaluation(ctx) && (p != nil && p.IgnorePublicAcls || objectRead(ctx)) {
-			return withoutPublicGrants(bk.ACL), nil
-		}
-		return bk.ACL, nil
+	if aclEvaluation(ctx) {
+		// What the front end's access checks evaluate: the object's ACL
+		// for an object's reads, as S3's ACLs grant (aclstore.go).
+		return encodeACL(b.effectiveACL(ctx, bk)), nil
 	}
-	return OwnerOnlyACL(b.ownerOf(bk))
+	return encodeACL(b.storedBucketACL(bk)), nil
 }
 
 // PutBucketAcl stores the ACL document the front end built and checked.
@@ -148,7 +156,19 @@ func (b *Backend) PutBucketAcl(ctx context.Context, bucket string, data []byte) 
 }
 
 // PutBucketOwnershipControls sets the bucket's object ownership.
+// BucketOwnerEnforced is refused while the bucket's ACL grants anyone but
+// its owner (as S3 refuses it): ACLs would stop granting what it says.
 func (b *Backend) PutBucketOwnershipControls(ctx context.Context, bucket string, ownership types.ObjectOwnership) error {
+	own(&bucket)
+	if ownership == types.ObjectOwnershipBucketOwnerEnforced {
+		bk, err := b.pool.StatBucket(ctx, bucket)
+		if err != nil {
+			return err
+		}
+		if !onlyOwnerFullControl(b.storedBucketACL(bk)) {
+			return s3err.GetAPIError(s3err.ErrInvalidBucketAclWithObjectOwnership)
+		}
+	}
 	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Ownership = string(ownership) })
 }
 

@@ -59,14 +59,20 @@ func (e keyEncoder) prefixes(cps []string) []types.CommonPrefix {
 	return out
 }
 
-// bucketOwner is the owner listings name for a bucket's objects (objects
-// belong to their bucket's owner: see objectacl.go).
-func (b *Backend) bucketOwner(ctx context.Context, bucket string) *types.Owner {
-	id := b.rootAccess
-	if bk, err := b.pool.StatBucket(ctx, bucket); err == nil {
-		id = b.ownerOf(bk)
+// objectOwners names the owners of a bucket's objects in listings: each
+// version's own (aclstore.go), its bucket's owner by default.
+func (b *Backend) objectOwners(ctx context.Context, bucket string) func(meta map[string]string) *types.Owner {
+	bk, err := b.pool.StatBucket(ctx, bucket)
+	if err != nil {
+		bk = erasure.BucketInfo{Owner: b.rootAccess}
 	}
-	return &types.Owner{ID: &id, DisplayName: &id}
+	byDefault := b.owner(b.ownerOf(bk))
+	return func(meta map[string]string) *types.Owner {
+		if acl := decodeACL([]byte(meta[metaACL])); acl != nil && acl.Owner != *byDefault.ID {
+			return b.owner(acl.Owner)
+		}
+		return byDefault
+	}
 }
 
 func (b *Backend) listObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int32, fetchOwner bool) (erasure.ListResult, []s3response.Object, keyEncoder, types.EncodingType, error) {
@@ -78,9 +84,9 @@ func (b *Backend) listObjects(ctx context.Context, bucket, prefix, marker, delim
 	if err != nil {
 		return erasure.ListResult{}, nil, e, et, err
 	}
-	var owner *types.Owner
+	var ownerOf func(map[string]string) *types.Owner
 	if fetchOwner {
-		owner = b.bucketOwner(ctx, bucket)
+		ownerOf = b.objectOwners(ctx, bucket)
 	}
 	objs := make([]s3response.Object, len(res.Objects))
 	for i, o := range res.Objects {
@@ -90,7 +96,7 @@ func (b *Backend) listObjects(ctx context.Context, bucket, prefix, marker, delim
 			StorageClass: types.ObjectStorageClassStandard,
 		}
 		if fetchOwner {
-			objs[i].Owner = owner
+			objs[i].Owner = ownerOf(o.Meta)
 		}
 	}
 	return res, objs, e, et, nil
@@ -199,10 +205,11 @@ func (b *Backend) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersi
 		MaxKeys: &maxKeys, Delimiter: e.optional(delim), IsTruncated: &res.IsTruncated,
 		CommonPrefixes: e.prefixes(res.CommonPrefixes), EncodingType: et,
 	}
-	owner := b.bucketOwner(ctx, bucket)
+	ownerOf := b.objectOwners(ctx, bucket)
 	for _, o := range res.Objects {
 		o = plainInfo(o)
 		vid := erasure.FormatVersionID(o.VersionID)
+		owner := ownerOf(o.Meta)
 		if o.DeleteMarker {
 			out.DeleteMarkers = append(out.DeleteMarkers, types.DeleteMarkerEntry{
 				IsLatest: &o.IsLatest, Key: e.ptr(o.Name), LastModified: &o.ModTime, Owner: owner, VersionId: &vid,

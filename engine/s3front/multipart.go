@@ -42,14 +42,14 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 	if err != nil {
 		return s3response.InitiateMultipartUploadResult{}, err
 	}
-	if err := CheckObjectACL(ctx, bk.Ownership, b.ownerOf(bk), false); err != nil {
-		return s3response.InitiateMultipartUploadResult{}, err
-	}
 	meta := buildMeta(systemHeaders{
 		ContentType: in.ContentType, ContentEncoding: in.ContentEncoding, ContentDisposition: in.ContentDisposition,
 		ContentLanguage: in.ContentLanguage, CacheControl: in.CacheControl, Expires: in.Expires,
 		WebsiteRedirectLocation: in.WebsiteRedirectLocation,
 	}, in.Metadata, in.Tagging)
+	if err := b.objectACLOnWrite(ctx, bk, meta); err != nil {
+		return s3response.InitiateMultipartUploadResult{}, err
+	}
 	if err := lockOnWrite(bk, meta, in.ObjectLockMode, in.ObjectLockRetainUntilDate, in.ObjectLockLegalHoldStatus); err != nil {
 		return s3response.InitiateMultipartUploadResult{}, err
 	}
@@ -273,10 +273,10 @@ func (b *Backend) ListParts(ctx context.Context, in *s3.ListPartsInput) (s3respo
 			parts[i].Size = plainSize(parts[i].Size)
 		}
 	}
-	owner := b.bucketOwner(ctx, bucket)
+	owner := b.objectOwners(ctx, bucket)(u.Meta)
 	out := s3response.ListPartsResult{
 		Bucket: bucket, Key: key, UploadID: str(in.UploadId), StorageClass: types.StorageClassStandard,
-		Initiator: s3response.Initiator{ID: *owner.ID, DisplayName: *owner.ID}, Owner: s3response.Owner{ID: *owner.ID, DisplayName: *owner.ID},
+		Initiator: s3response.Initiator{ID: *owner.ID, DisplayName: *owner.DisplayName}, Owner: s3response.Owner{ID: *owner.ID, DisplayName: *owner.DisplayName},
 		PartNumberMarker: marker, MaxParts: maxParts, IsTruncated: truncated,
 	}
 	for _, p := range parts {
@@ -316,7 +316,7 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in *s3.ListMultipart
 	if err != nil {
 		return s3response.ListMultipartUploadsResult{}, err
 	}
-	owner := b.bucketOwner(ctx, bucket)
+	ownerOf := b.objectOwners(ctx, bucket)
 	out := s3response.ListMultipartUploadsResult{
 		Bucket: bucket, KeyMarker: e.enc(keyMarker), UploadIDMarker: str(in.UploadIdMarker), Delimiter: e.enc(delim),
 		Prefix: e.enc(prefix), EncodingType: string(et), MaxUploads: maxUploads, IsTruncated: res.IsTruncated,
@@ -328,9 +328,10 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in *s3.ListMultipart
 		}
 	}
 	for _, u := range res.Uploads {
+		owner := ownerOf(u.Meta)
 		out.Uploads = append(out.Uploads, s3response.Upload{
 			Key: e.enc(u.Object), UploadID: uploadIDString(u.ID), Initiated: u.Initiated, StorageClass: types.StorageClassStandard,
-			Initiator: s3response.Initiator{ID: *owner.ID, DisplayName: *owner.ID}, Owner: s3response.Owner{ID: *owner.ID, DisplayName: *owner.ID},
+			Initiator: s3response.Initiator{ID: *owner.ID, DisplayName: *owner.DisplayName}, Owner: s3response.Owner{ID: *owner.ID, DisplayName: *owner.DisplayName},
 		})
 	}
 	for _, cp := range res.CommonPrefixes {

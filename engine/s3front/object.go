@@ -113,9 +113,6 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 	if err != nil {
 		return s3response.PutObjectOutput{}, err
 	}
-	if err := CheckObjectACL(ctx, bk.Ownership, b.ownerOf(bk), false); err != nil {
-		return s3response.PutObjectOutput{}, err
-	}
 	if in.IfMatch != nil || in.IfNoneMatch != nil {
 		if err := b.putPreconditions(ctx, bucket, key, in.IfMatch, in.IfNoneMatch); err != nil {
 			return s3response.PutObjectOutput{}, err
@@ -126,6 +123,9 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 		ContentLanguage: in.ContentLanguage, CacheControl: in.CacheControl, Expires: in.Expires,
 		WebsiteRedirectLocation: in.WebsiteRedirectLocation,
 	}, in.Metadata, in.Tagging)
+	if err := b.objectACLOnWrite(ctx, bk, meta); err != nil {
+		return s3response.PutObjectOutput{}, err
+	}
 	if err := lockOnWrite(bk, meta, in.ObjectLockMode, in.ObjectLockRetainUntilDate, in.ObjectLockLegalHoldStatus); err != nil {
 		return s3response.PutObjectOutput{}, err
 	}
@@ -678,10 +678,10 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	if err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
-	if err := CheckObjectACL(ctx, dst.Ownership, b.ownerOf(dst), false); err != nil {
+	opts := erasure.PutOptions{Meta: copyMeta(src.Meta, in)}
+	if err := b.objectACLOnWrite(ctx, dst, opts.Meta); err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
-	opts := erasure.PutOptions{Meta: copyMeta(src.Meta, in)}
 	if err := lockOnWrite(dst, opts.Meta, in.ObjectLockMode, in.ObjectLockRetainUntilDate, in.ObjectLockLegalHoldStatus); err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}

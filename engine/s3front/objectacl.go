@@ -12,14 +12,15 @@ import (
 	"github.com/versity/versitygw/s3err"
 )
 
-// Object ACLs: Strata keeps none. Every object is its bucket owner's, with
-// full control, which is what S3 answers for buckets whose object ownership
-// is BucketOwnerEnforced (its default) and what an owner-only ACL says
+// Object ACLs on the gateway: it keeps none. Every object is its bucket
+// owner's, with full control, which is what S3 answers for buckets whose
+// object ownership is BucketOwnerEnforced and what an owner-only ACL says
 // anywhere. So reading an object ACL answers that, setting one that says
 // exactly that succeeds, and any other grant is refused: 400
 // AccessControlListNotSupported where the bucket's ownership disables ACLs
 // (as S3 answers), 501 NotImplemented elsewhere. A write never succeeds
-// with a grant it did not keep.
+// with a grant it did not keep. (The server keeps object ACLs: acl.go,
+// aclserve.go.)
 
 // errObjectGrants refuses object ACL grants other than the owner's.
 var errObjectGrants = s3err.APIError{
@@ -96,31 +97,4 @@ func ObjectACL(owner string) *s3.GetObjectAclOutput {
 			Permission: types.PermissionFullControl,
 		}},
 	}
-}
-
-// GetObjectAcl answers the object's ACL: its bucket owner's full control.
-func (b *Backend) GetObjectAcl(ctx context.Context, in *s3.GetObjectAclInput) (*s3.GetObjectAclOutput, error) {
-	bucket, key := str(in.Bucket), str(in.Key)
-	bk, err := b.pool.StatBucket(ctx, bucket)
-	if err != nil {
-		return nil, err
-	}
-	if _, _, err := b.openVersion(ctx, bucket, key, queryArg(ctx, "versionId")); err != nil {
-		return nil, err
-	}
-	return ObjectACL(b.ownerOf(bk)), nil
-}
-
-// PutObjectAcl accepts an ACL that leaves the object its owner's alone
-// (there is nothing to change) and refuses any other.
-func (b *Backend) PutObjectAcl(ctx context.Context, in *s3.PutObjectAclInput) error {
-	bucket, key := str(in.Bucket), str(in.Key)
-	bk, err := b.pool.StatBucket(ctx, bucket)
-	if err != nil {
-		return err
-	}
-	if _, _, err := b.openVersion(ctx, bucket, key, queryArg(ctx, "versionId")); err != nil {
-		return err
-	}
-	return CheckObjectACL(ctx, bk.Ownership, b.ownerOf(bk), true)
 }

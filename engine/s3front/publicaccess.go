@@ -7,7 +7,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/gofiber/fiber/v3"
@@ -208,38 +207,4 @@ func aclEvaluation(ctx context.Context) bool {
 		return false
 	}
 	return string(rc.Method()) != http.MethodGet || !rc.QueryArgs().Has("acl")
-}
-
-// objectRead reports whether ctx is a read of an object (GET or HEAD of a
-// key): a bucket's ACL grants listing, never its objects' contents (in S3
-// those need the object's own ACL, which Strata does not keep).
-func objectRead(ctx context.Context) bool {
-	rc, ok := frontCtx(ctx)
-	if !ok {
-		return false
-	}
-	m := string(rc.Method())
-	_, object := splitBucketPath(string(rc.Path()))
-	return (m == http.MethodGet || m == http.MethodHead) && object != ""
-}
-
-// withoutPublicGrants is an ACL document with its group grants removed.
-func withoutPublicGrants(doc []byte) []byte {
-	var acl auth.ACL
-	if json.Unmarshal(doc, &acl) != nil {
-		return doc
-	}
-	kept := acl.Grantees[:0]
-	for _, g := range acl.Grantees {
-		if g.Type == types.TypeGroup || strings.Contains(g.Access, "users") && g.Type != types.TypeCanonicalUser {
-			continue
-		}
-		kept = append(kept, g)
-	}
-	acl.Grantees = kept
-	out, err := json.Marshal(acl)
-	if err != nil {
-		return doc
-	}
-	return out
 }

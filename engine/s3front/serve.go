@@ -18,6 +18,7 @@ import (
 	"github.com/versity/versitygw/backend"
 	"github.com/versity/versitygw/embedgw"
 	"github.com/versity/versitygw/s3api"
+	"github.com/versity/versitygw/s3api/middlewares"
 
 	"github.com/strata-storage/strata/engine/certfiles"
 )
@@ -127,6 +128,10 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 		if acls, ok := be.(publicACLChecker); ok {
 			opts = append(opts, s3api.WithMiddleware("/", servePublicAccessBlock(be, pab, acls, cfg.IAM)))
 		}
+	}
+	if k, ok := be.(aclKeeper); ok {
+		root := middlewares.RootUserConfig{Access: cfg.RootAccess, Secret: cfg.RootSecret}
+		opts = append(opts, s3api.WithMiddleware("/", serveACLs(be, k, root, cfg.IAM, region)))
 	}
 	if lc, ok := be.(bucketLifecycler); ok {
 		opts = append(opts, s3api.WithMiddleware("/", serveBucketLifecycle(be, lc, cfg.IAM)))

@@ -165,12 +165,6 @@ func (b s3Errors) GetObject(a0 context.Context, a1 *s3.GetObjectInput) (*s3.GetO
 	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
 }
 
-func (b s3Errors) GetObjectAcl(a0 context.Context, a1 *s3.GetObjectAclInput) (*s3.GetObjectAclOutput, error) {
-	ctx := operation(a0)
-	r0, r1 := b.Backend.GetObjectAcl(ctx, a1)
-	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
-}
-
 func (b s3Errors) GetObjectAttributes(a0 context.Context, a1 *s3.GetObjectAttributesInput) (s3response.GetObjectAttributesResponse, error) {
 	ctx := operation(a0)
 	r0, r1 := b.Backend.GetObjectAttributes(ctx, a1)
@@ -307,12 +301,6 @@ func (b s3Errors) PutObject(a0 context.Context, a1 s3response.PutObjectInput) (s
 	ctx := operation(a0)
 	r0, r1 := b.Backend.PutObject(ctx, a1)
 	return r0, b.toS3(stopped(ctx, r1), str(a1.Bucket))
-}
-
-func (b s3Errors) PutObjectAcl(a0 context.Context, a1 *s3.PutObjectAclInput) error {
-	ctx := operation(a0)
-	r0 := b.Backend.PutObjectAcl(ctx, a1)
-	return b.toS3(stopped(ctx, r0), str(a1.Bucket))
 }
 
 func (b s3Errors) PutObjectLegalHold(a0 context.Context, a1 string, a2 string, a3 string, a4 bool) error {

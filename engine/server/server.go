@@ -214,9 +214,21 @@ func Run(ctx context.Context, cfg Config) error {
 		defer cancel()
 		return n.snapshot(ctx)
 	})
+	users.SetBucketOwners(func(bucket string) (string, bool) {
+		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		defer cancel()
+		bk, err := dep.Pools.StatBucket(ctx, bucket)
+		if err != nil {
+			return "", false
+		}
+		if bk.Owner == "" {
+			return cfg.Root.AccessKey, true // buckets from before owners were kept
+		}
+		return bk.Owner, true
+	})
 	opts := s3front.Options{
 		Hooks:  s3front.Hooks{Heal: n.heal, FirstByte: s3m.ObserveFirstByte},
-		Access: users, RootAccess: cfg.Root.AccessKey,
+		Access: users, Identities: users, IAM: users, RootAccess: cfg.Root.AccessKey,
 		Log: log, LifecycleDay: cfg.LifecycleDay,
 	}
 	if cfg.KeysFile != "" {

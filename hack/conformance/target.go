@@ -29,7 +29,7 @@ import (
 )
 
 // Credentials of the suite's conf template: main is root, alt and tenant are
-// two more users with readwrite rights.
+// two more users (accounts of their own: usersFile).
 const (
 	mainKey, mainSecret     = "s3testmainkey", "s3testmainsecret1234"
 	altKey, altSecret       = "s3testaltkey", "s3testaltsecret1234"
@@ -364,10 +364,14 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// usersFile gives the suite's alt and tenant users readwrite rights.
-const usersFile = `{"users":[` +
-	`{"accessKey":"` + altKey + `","secretKey":"` + altSecret + `","policy":"readwrite"},` +
-	`{"accessKey":"` + tenantKey + `","secretKey":"` + tenantSecret + `","policy":"readwrite"}]}`
+// usersFile makes the suite's alt and tenant users accounts of their own
+// (policy owner: their buckets are theirs, others grant them what their
+// ACLs and policies say, as the suite expects of other accounts) and names
+// root as the suite's conf names its main user (canonical ID and display
+// name "main").
+const usersFile = `{"root":{"id":"main","displayName":"main"},"users":[` +
+	`{"accessKey":"` + altKey + `","secretKey":"` + altSecret + `","policy":"owner"},` +
+	`{"accessKey":"` + tenantKey + `","secretKey":"` + tenantSecret + `","policy":"owner"}]}`
 
 // writeKeysFile writes the master keys SSE-S3 and SSE-KMS use: the two key
 // ids the suite names (its defaults, testkey-1 and testkey-2), random keys.

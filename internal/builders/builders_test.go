@@ -325,7 +325,7 @@ func TestCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"users":[{"accessKey":"A1","secretKey":"S1","policy":"readonly","buckets":["photos"]},{"accessKey":"A2","secretKey":"S2","policy":"readwrite","buckets":[]}]}`
+	want := `{"users":[{"accessKey":"A1","secretKey":"S1","policy":"readonly","buckets":["photos"],"displayName":"app"},{"accessKey":"A2","secretKey":"S2","policy":"readwrite","buckets":[],"displayName":"ops"}]}`
 	if string(iam.Data[IAMFileKey]) != want {
 		t.Fatalf("iam = %s", iam.Data[IAMFileKey])
 	}

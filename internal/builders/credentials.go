@@ -72,6 +72,9 @@ type IAMUser struct {
 	SecretKey string   `json:"secretKey"`
 	Policy    string   `json:"policy"`
 	Buckets   []string `json:"buckets"`
+	// DisplayName names the user in ACLs and listings (its name in the
+	// Tenant).
+	DisplayName string `json:"displayName,omitempty"`
 }
 
 // IAMFile is the document the engine reads from STRATA_IAM_FILE.
@@ -102,7 +105,7 @@ func IAMSecret(t *v1.Tenant, keys map[string][2]string) (*corev1.Secret, error) 
 		if policy == "" {
 			policy = "readwrite"
 		}
-		doc.Users = append(doc.Users, IAMUser{AccessKey: k[0], SecretKey: k[1], Policy: policy, Buckets: buckets})
+		doc.Users = append(doc.Users, IAMUser{AccessKey: k[0], SecretKey: k[1], Policy: policy, Buckets: buckets, DisplayName: u.Name})
 	}
 	data, err := json.Marshal(doc)
 	if err != nil {

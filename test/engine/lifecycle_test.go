@@ -42,22 +42,7 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	t.Run("boto3", func(t *testing.T) {
-		script, err := filepath.Abs("testdata/clients/boto3_lifecycle.py")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := runClient(t, env, work, filepath.Join(venv, "python"), script, "--endpoint", tg.endpoint(), "--bucket", "lc-boto3")
-		var sum struct {
-			Checks   int      `json:"checks"`
-			Failures []string `json:"failures"`
-		}
-		if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &sum); err != nil {
-			t.Fatalf("boto3 summary: %v\n%s\n%s", err, r.stdout, tail(r.stderr))
-		}
-		for _, f := range sum.Failures {
-			t.Errorf("boto3: %s", f)
-		}
-		t.Logf("boto3: %d lifecycle checks passed", sum.Checks)
+		runChecks(t, env, work, venv, "boto3_lifecycle.py", "--endpoint", tg.endpoint(), "--bucket", "lc-boto3")
 	})
 
 	const versioned, plain, locked = "lc-versioned", "lc-plain", "lc-locked"
