@@ -82,10 +82,17 @@ func (b *Backend) objectACLOnWrite(ctx context.Context, bk erasure.BucketInfo, m
 		return nil
 	}
 	bucketOwner := b.ownerOf(bk)
-	if !aclsEnabled(bk.Ownership) {
-		return CheckObjectACL(ctx, bk.Ownership, bucketOwner, false)
-	}
 	req := readACLRequest(rc.Request.Header.Peek, nil)
+	if !aclsEnabled(bk.Ownership) {
+		// Only what gives the bucket's owner full control, which it has:
+		// bucket-owner-full-control, or the same as a grant (S3's rule).
+		acl, err := req.build(aclTarget{object: true, owner: bucketOwner, bucketOwner: bucketOwner}, b.ids())
+		ok := err == nil && (acl == nil || onlyOwnerFullControl(*acl) && (req.canned == "" || req.canned == "bucket-owner-full-control"))
+		if !ok {
+			return s3err.GetAPIError(s3err.ErrAclNotSupported)
+		}
+		return nil
+	}
 	owner, _ := requester(ctx)
 	if owner == "" || bk.Ownership == string(types.ObjectOwnershipBucketOwnerPreferred) && req.canned == "bucket-owner-full-control" {
 		owner = bucketOwner

@@ -142,6 +142,12 @@ func (b *Backend) GetBucketAcl(ctx context.Context, in *s3.GetBucketAclInput) ([
 		return nil, err
 	}
 	if aclEvaluation(ctx) {
+		// Called before every bucket and object call, after the request
+		// is authenticated: the root account meets its bucket policy's
+		// explicit Denies here (policyserve.go).
+		if err := b.rootDenied(ctx, bk); err != nil {
+			return nil, err
+		}
 		// What the front end's access checks evaluate: the object's ACL
 		// for an object's reads, as S3's ACLs grant (aclstore.go).
 		return encodeACL(b.effectiveACL(ctx, bk)), nil
@@ -204,20 +210,24 @@ func (b *Backend) PutBucketPolicy(ctx context.Context, bucket string, policy []b
 	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Policy = policy })
 }
 
-// GetBucketPolicy returns the bucket's policy. The tenant's users are not
-// in it: their grants are identity policies (engine/iam).
+// GetBucketPolicy returns the bucket's policy. The front end calls it
+// only to evaluate a request (GET ?policy is served by policyserve.go):
+// it is then given this package's decisions for that request
+// (policyFor). The tenant's users are not in it: their grants are
+// identity policies (engine/iam).
 func (b *Backend) GetBucketPolicy(ctx context.Context, bucket string) ([]byte, error) {
 	own(&bucket)
-	p, err := b.bucketDoc(ctx, bucket, func(bk erasure.BucketInfo) []byte {
-		if pab := bucketPublicAccessBlock(bk); pab != nil && pab.RestrictPublicBuckets && anonymousEvaluation(ctx) {
-			return nil // a public policy grants anonymous requests nothing
-		}
-		return bk.Policy
-	})
-	if err == nil && len(p) == 0 {
-		err = s3err.GetAPIError(s3err.ErrNoSuchBucketPolicy)
+	bk, err := b.pool.StatBucket(ctx, bucket)
+	if err != nil {
+		return nil, err
 	}
-	return p, err
+	if _, ok := frontCtx(ctx); ok {
+		return b.policyFor(ctx, bk)
+	}
+	if len(bk.Policy) == 0 {
+		return nil, s3err.GetAPIError(s3err.ErrNoSuchBucketPolicy)
+	}
+	return bk.Policy, nil
 }
 
 // DeleteBucketPolicy removes the bucket's policy.

@@ -129,9 +129,9 @@ func Serve(ctx context.Context, be backend.Backend, cfg ServeConfig) error {
 			opts = append(opts, s3api.WithMiddleware("/", servePublicAccessBlock(be, pab, acls, cfg.IAM)))
 		}
 	}
-	if k, ok := be.(aclKeeper); ok {
+	if k, ok := be.(ownCaller); ok {
 		root := middlewares.RootUserConfig{Access: cfg.RootAccess, Secret: cfg.RootSecret}
-		opts = append(opts, s3api.WithMiddleware("/", serveACLs(be, k, root, cfg.IAM, region)))
+		opts = append(opts, s3api.WithMiddleware("/", serveOwnCalls(be, k, root, cfg.IAM, region)))
 	}
 	if lc, ok := be.(bucketLifecycler); ok {
 		opts = append(opts, s3api.WithMiddleware("/", serveBucketLifecycle(be, lc, cfg.IAM)))

@@ -12,6 +12,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // TestBucketPolicyConditions: the condition keys users write bucket
@@ -24,7 +25,7 @@ func TestBucketPolicyConditions(t *testing.T) {
 	if err := os.WriteFile(users, []byte(`{"users":[{"accessKey":"reader","secretKey":"reader-secret","policy":"readonly","buckets":["elsewhere"]}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tg := startTLSTargetWith(t, "server", []string{"STRATA_IAM_FILE=" + users})
+	tg := startTLSTargetWith(t, "server", []string{"STRATA_IAM_FILE=" + users, "STRATA_KMS_KEYS_FILE=" + keysFile(t, "tenant-1")})
 	client := func(creds aws.CredentialsProvider) *s3.Client {
 		hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 			tr.TLSClientConfig = &tls.Config{RootCAs: tg.pool, MinVersion: tls.VersionTLS12}
@@ -96,4 +97,43 @@ func TestBucketPolicyConditions(t *testing.T) {
 	if _, err := anon.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("cond"), Key: aws.String("docs/a.txt")}); errStatus(err) != 403 {
 		t.Errorf("anonymous GET from outside the policy's network: %v, want 403", err)
 	}
+
+	// The keys S3 users write that the front end's own parser refused:
+	// existing object tags, and a Deny of unencrypted uploads that binds
+	// the bucket's owner (root) too, as S3's bucket owner is bound.
+	if _, err := root.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: aws.String("cond"), Key: aws.String("docs/a.txt"),
+		Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String("security"), Value: aws.String("public")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	policy(getFor(`{"AWS":"*"}`, `{"StringEquals":{"s3:ExistingObjectTag/security":"public"}}`),
+		`{"Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::cond/*","Condition":{"Null":{"s3:x-amz-server-side-encryption":"true"}}}`)
+	if err := readerGet(); err != nil {
+		t.Errorf("reader GET of an object tagged public: %v", err)
+	}
+	if _, err := reader.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("cond"), Key: aws.String("tmp/b.txt")}); errCode(err) != "AccessDenied" {
+		t.Errorf("reader GET of an untagged object: %v, want AccessDenied", err)
+	}
+	if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("cond"), Key: aws.String("plain"), Body: strings.NewReader("x")}); errCode(err) != "AccessDenied" {
+		t.Errorf("root PUT without encryption under a Deny: %v, want AccessDenied", err)
+	}
+	if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("cond"), Key: aws.String("sealed"), Body: strings.NewReader("x"),
+		ServerSideEncryption: types.ServerSideEncryptionAes256}); err != nil {
+		t.Errorf("root PUT with SSE-S3 under the Deny: %v", err)
+	}
+	// The owner can always read and replace its policy.
+	if _, err := root.GetBucketPolicy(ctx, &s3.GetBucketPolicyInput{Bucket: aws.String("cond")}); err != nil {
+		t.Errorf("root GET ?policy: %v", err)
+	}
+
+	// The aws CLI and boto3 at their defaults: "*" as an action, a policy
+	// read back as written, and its status.
+	venv := pyClients(t)
+	env, work := tg.clientEnv(t, venv), t.TempDir()
+	doc := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"*","Resource":["arn:aws:s3:::cond","arn:aws:s3:::cond/docs/*"]}]}`
+	runClient(t, env, work, filepath.Join(venv, "aws"), "s3api", "put-bucket-policy", "--bucket", "cond", "--policy", doc, "--endpoint-url", tg.endpoint())
+	got := runClient(t, env, work, filepath.Join(venv, "aws"), "s3api", "get-bucket-policy-status", "--bucket", "cond", "--endpoint-url", tg.endpoint())
+	if !strings.Contains(got.stdout, `"IsPublic": true`) {
+		t.Errorf("get-bucket-policy-status of a public policy: %s", got.stdout)
+	}
+	runChecks(t, env, work, venv, "boto3_policy.py", "--endpoint", tg.endpoint(), "--bucket", "cond")
 }

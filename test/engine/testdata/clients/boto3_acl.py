@@ -24,44 +24,17 @@ bucket BUCKET (created here):
 Prints one JSON object: checks (how many passed) and failures.
 """
 
-import argparse
-import json
-
-import boto3
-from botocore import UNSIGNED
-from botocore.config import Config
-from botocore.exceptions import ClientError
+from checks import Tally, anonymous, arguments, client, code
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--endpoint", required=True)
-    ap.add_argument("--bucket", required=True)
-    ap.add_argument("--alt-key", required=True)
-    ap.add_argument("--alt-secret", required=True)
-    ap.add_argument("--root-id", required=True)
-    a = ap.parse_args()
-    cfg = Config(retries={"max_attempts": 1, "mode": "standard"})
-    s3 = boto3.client("s3", endpoint_url=a.endpoint, config=cfg)
-    alt = boto3.client("s3", endpoint_url=a.endpoint, config=cfg,
-                       aws_access_key_id=a.alt_key, aws_secret_access_key=a.alt_secret)
-    anon = boto3.client("s3", endpoint_url=a.endpoint,
-                        config=Config(signature_version=UNSIGNED, retries={"max_attempts": 1, "mode": "standard"}))
+    a = arguments("--alt-key", "--alt-secret", "--root-id")
+    s3 = client(a.endpoint)
+    alt = client(a.endpoint, aws_access_key_id=a.alt_key, aws_secret_access_key=a.alt_secret)
+    anon = anonymous(a.endpoint)
     b = a.bucket
-    out = {"checks": 0, "failures": []}
-
-    def check(ok, what):
-        if ok:
-            out["checks"] += 1
-        else:
-            out["failures"].append(what)
-
-    def code(fn, **kw):
-        try:
-            fn(**kw)
-        except ClientError as e:
-            return e.response["Error"]["Code"]
-        return "ok"
+    t = Tally()
+    check = t.check
 
     s3.create_bucket(Bucket=b, ACL="authenticated-read")
     grants = s3.get_bucket_acl(Bucket=b)["Grants"]
@@ -95,7 +68,7 @@ def main():
     check(code(s3.put_object, Bucket=b, Key="y", Body=b"y", ACL="public-read") == "AccessControlListNotSupported",
           "object ACL under BucketOwnerEnforced")
     check(code(anon.get_object, Bucket=b, Key="private") == "AccessDenied", "a public-read object under BucketOwnerEnforced")
-    print(json.dumps(out))
+    t.done()
 
 
 if __name__ == "__main__":

@@ -16,28 +16,17 @@ environment, retries are off. In bucket BUCKET (created here):
 Prints one JSON object: checks (how many passed) and failures.
 """
 
-import argparse
-import json
-
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
+
+from checks import Tally, arguments, client
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--endpoint", required=True)
-    ap.add_argument("--bucket", required=True)
-    a = ap.parse_args()
-    s3 = boto3.client("s3", endpoint_url=a.endpoint, config=Config(retries={"max_attempts": 1, "mode": "standard"}))
+    a = arguments()
+    s3 = client(a.endpoint)
     b = a.bucket
-    out = {"checks": 0, "failures": []}
-
-    def check(ok, what):
-        if ok:
-            out["checks"] += 1
-        else:
-            out["failures"].append(what)
+    t = Tally()
+    check = t.check
 
     def refused(code, **kw):
         try:
@@ -90,7 +79,7 @@ def main():
         check(e.response["Error"]["Code"] == "NoSuchLifecycleConfiguration", "after delete: %s" % e)
     r = s3.head_object(Bucket=b, Key="logs/app.log")
     check("Expiration" not in r, "Expiration still sent without rules: %r" % r.get("Expiration"))
-    print(json.dumps(out))
+    t.done()
 
 
 if __name__ == "__main__":

@@ -20,49 +20,60 @@ import (
 	"github.com/versity/versitygw/s3response"
 )
 
-// The server serves the ACL calls itself: GET and PUT ?acl of a bucket or
-// an object, and a CreateBucket that sets an ACL. The front end's own
-// handling of them keeps ACLs by access key, knows only the AllUsers
-// group, refuses canned ACLs such as authenticated-read, and gives a new
-// bucket BucketOwnerEnforced unless told otherwise, which refuses any ACL
-// (S3's default since 2023). Strata keeps S3's ACLs whole instead (acl.go)
-// and, like S3 before 2023, gives a bucket created without an ownership
-// setting none, so ACLs work; BucketOwnerEnforced is one request away.
+// Calls the server serves itself rather than through the front end's
+// controllers: GET and PUT ?acl of a bucket or an object, a CreateBucket
+// that sets an ACL (acl.go says why), and GET and PUT ?policy and GET
+// ?policyStatus (policy.go says why). Strata, like S3 before 2023, gives a
+// bucket created without an ownership setting none, so ACLs work;
+// BucketOwnerEnforced is one request away.
 //
 // A request is authenticated by the front end's own verifiers (signature,
 // presigned URL, anonymous access to public resources), called here in
 // the order its routes call them, then authorised by its access check
-// (auth.VerifyAccess) against the ACL the request is governed by.
+// (auth.VerifyAccess) against the ACL and policy decision that govern it.
 
-// aclKeeper is a backend that keeps ACLs (the server's Backend).
-type aclKeeper interface {
-	serveACLCall(c fiber.Ctx, op aclOp, acct auth.Account, isRoot bool) error
+// ownCaller is a backend that serves calls itself (the server's Backend).
+type ownCaller interface {
+	serveOwnCall(c fiber.Ctx, op ownCall, acct auth.Account, isRoot bool) error
 	toS3(err error, bucket string) error
 }
 
-// aclOp is one ACL call.
-type aclOp struct {
+// ownCall is one call served here.
+type ownCall struct {
 	bucket, key string
-	get         bool // GET ?acl; else PUT ?acl, or CreateBucket
-	create      bool
+	get         bool // a GET; else a PUT
+	create      bool // CreateBucket with an ACL
+	policy      bool // ?policy
+	status      bool // ?policyStatus
 	metric      string
 	action      auth.Action
 	permission  auth.Permission
 }
 
-// aclOperation recognises the calls served here.
-func aclOperation(c fiber.Ctx) (aclOp, bool) {
+// ownCallOf recognises the calls served here.
+func ownCallOf(c fiber.Ctx) (ownCall, bool) {
 	path, err := url.PathUnescape(string(c.Request().URI().PathOriginal()))
 	if err != nil {
-		return aclOp{}, false
+		return ownCall{}, false
 	}
 	bucket, key := splitBucketPath(path)
 	if bucket == "" {
-		return aclOp{}, false
+		return ownCall{}, false
 	}
-	op := aclOp{bucket: strings.Clone(bucket), key: strings.Clone(key)}
+	op := ownCall{bucket: strings.Clone(bucket), key: strings.Clone(key)}
 	q := c.RequestCtx().QueryArgs()
 	switch m := c.Method(); {
+	case key == "" && q.Has("policy") && (m == http.MethodGet || m == http.MethodPut):
+		op.get, op.policy = m == http.MethodGet, true
+		op.metric, op.action, op.permission = metrics.ActionPutBucketPolicy, auth.PutBucketPolicyAction, auth.PermissionWrite
+		if op.get {
+			op.metric, op.action, op.permission = metrics.ActionGetBucketPolicy, auth.GetBucketPolicyAction, auth.PermissionRead
+		}
+		return op, true
+	case key == "" && q.Has("policyStatus") && m == http.MethodGet:
+		op.get, op.status = true, true
+		op.metric, op.action, op.permission = metrics.ActionGetBucketPolicyStatus, auth.GetBucketPolicyStatusAction, auth.PermissionRead
+		return op, true
 	case q.Has("acl") && (m == http.MethodGet || m == http.MethodPut):
 		op.get = m == http.MethodGet
 		switch {
@@ -81,13 +92,13 @@ func aclOperation(c fiber.Ctx) (aclOp, bool) {
 		op.metric, op.action, op.permission = metrics.ActionCreateBucket, auth.CreateBucketAction, auth.PermissionWrite
 		return op, true
 	}
-	return aclOp{}, false
+	return ownCall{}, false
 }
 
-// serveACLs serves the ACL calls of a backend that keeps ACLs.
-func serveACLs(be backend.Backend, k aclKeeper, root middlewares.RootUserConfig, iam auth.IAMService, region string) fiber.Handler {
+// serveOwnCalls serves the calls of a backend that serves some itself.
+func serveOwnCalls(be backend.Backend, k ownCaller, root middlewares.RootUserConfig, iam auth.IAMService, region string) fiber.Handler {
 	return func(c fiber.Ctx) error {
-		op, ok := aclOperation(c)
+		op, ok := ownCallOf(c)
 		if !ok {
 			return c.Next()
 		}
@@ -118,7 +129,7 @@ func serveACLs(be backend.Backend, k aclKeeper, root middlewares.RootUserConfig,
 		}
 		acct, _ := utils.ContextKeyAccount.Get(c).(auth.Account)
 		isRoot, _ := utils.ContextKeyIsRoot.Get(c).(bool)
-		if err := k.serveACLCall(c, op, acct, isRoot); err != nil {
+		if err := k.serveOwnCall(c, op, acct, isRoot); err != nil {
 			return writeS3Error(c, k.toS3(err, op.bucket))
 		}
 		return nil
@@ -136,8 +147,8 @@ func writeS3Error(c fiber.Ctx, err error) error {
 	return writeError(c, &base)
 }
 
-// serveACLCall authorises and serves one ACL call.
-func (b *Backend) serveACLCall(c fiber.Ctx, op aclOp, acct auth.Account, isRoot bool) error {
+// serveOwnCall authorises and serves one call.
+func (b *Backend) serveOwnCall(c fiber.Ctx, op ownCall, acct auth.Account, isRoot bool) error {
 	ctx := c.RequestCtx()
 	if op.create {
 		if err := auth.VerifyCreateBucketAccess(c, b.iamService, isRoot, acct, op.bucket); err != nil {
@@ -149,6 +160,9 @@ func (b *Backend) serveACLCall(c fiber.Ctx, op aclOp, acct auth.Account, isRoot 
 	if err != nil {
 		return err
 	}
+	if err := b.rootDenied(ctx, bk); err != nil {
+		return err
+	}
 	if !utils.ContextKeyPublicBucket.IsSet(c) {
 		if err := auth.VerifyAccess(c, b, auth.AccessOptions{
 			Acl: b.effectiveACL(ctx, bk), AclPermission: op.permission, IsRoot: isRoot, Acc: acct,
@@ -156,6 +170,12 @@ func (b *Backend) serveACLCall(c fiber.Ctx, op aclOp, acct auth.Account, isRoot 
 		}); err != nil {
 			return err
 		}
+	}
+	switch {
+	case op.policy:
+		return b.servePolicy(c, op, bk)
+	case op.status:
+		return b.servePolicyStatus(c, bk)
 	}
 	version := string(ctx.QueryArgs().Peek("versionId"))
 	var current auth.ACL
