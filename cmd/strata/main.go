@@ -257,6 +257,15 @@ pool list from a file (docs/topology.md) and follows its changes.
 		log.Warn("STRATA_TEST_CLOCK_SKEW: this node's version clock is skewed, for tests only", "skew", skew)
 		hlc.Skew(skew)
 	}
+	// Only for tests of slow drives: writes under a path take longer.
+	driveFS, metaFS, err := slowWrites(getenv("STRATA_TEST_SLOW_WRITES"))
+	if err != nil {
+		fmt.Fprintln(stderr, "strata server:", err)
+		return 2
+	}
+	if driveFS != nil {
+		log.Warn("STRATA_TEST_SLOW_WRITES: writes to a drive are slowed, for tests only", "value", getenv("STRATA_TEST_SLOW_WRITES"))
+	}
 	root, err := iam.RootFromEnv(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "strata server:", err)
@@ -272,7 +281,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
 		Healer: healer, StaleUploadAge: *staleUploads, LifecycleInterval: *lifecycleEvery, LifecycleDay: lifecycleDay,
-		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, DriveOpenDelay: openDelay, Log: log,
+		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, DriveOpenDelay: openDelay, DriveFS: driveFS, DriveMetaFS: metaFS, Log: log,
 	})
 	if err != nil {
 		log.Error("server stopped", "err", err)

@@ -68,41 +68,46 @@ func groupByNode(drives []Drive) (map[NodeBatcher][]int, []int) {
 // putVersions commits rec(pos) on every online drive (errDriveOffline for
 // the others), one round trip per node. A position whose rec is nil is
 // skipped with the error rec returned; a drive that held a newer null
-// version answers drive.ErrSuperseded.
-func putVersions(ctx context.Context, drives []Drive, bucket, object string, rec func(pos int) (*drive.Record, [16]byte, error)) []error {
+// version answers drive.ErrSuperseded. With a budget (w), drives still
+// committing when write quorum of them did and the allowance ran out are
+// left to finish in the background (errStillCommitting); late, when not
+// nil, hears how each of those ended.
+func putVersions(ctx context.Context, w *writeWait, drives []Drive, bucket, object string,
+	rec func(pos int) (*drive.Record, [16]byte, error), late func(pos int, err error)) []error {
 	errs := make([]error, len(drives))
+	results := make(chan driveResult[struct{}], len(drives))
+	var pending []int
 	for pos, d := range drives {
 		if d == nil {
 			errs[pos] = errDriveOffline
+		} else {
+			pending = append(pending, pos)
 		}
 	}
+	done := func(pos int, err error) { results <- driveResult[struct{}]{pos: pos, err: err} }
 	groups, single := groupByNode(drives)
-	var wg sync.WaitGroup
 	for _, pos := range single {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			r, stage, err := rec(pos)
 			if r == nil {
-				errs[pos] = err
+				done(pos, err)
 				return
 			}
-			var res drive.PutResult
-			if res, errs[pos] = drives[pos].PutVersion(committing(ctx), bucket, object, r, stage); errs[pos] == nil && res.Superseded {
-				errs[pos] = drive.ErrSuperseded
+			res, err := drives[pos].PutVersion(committing(ctx), bucket, object, r, stage)
+			if err == nil && res.Superseded {
+				err = drive.ErrSuperseded
 			}
+			done(pos, err)
 		}()
 	}
 	for nb, positions := range groups {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			items := make([]PutItem, 0, len(positions))
 			sent := make([]int, 0, len(positions))
 			for _, pos := range positions {
 				r, stage, err := rec(pos)
 				if r == nil {
-					errs[pos] = err
+					done(pos, err)
 					continue
 				}
 				items = append(items, PutItem{Drive: drives[pos], Bucket: bucket, Object: object, Rec: r, Stage: stage})
@@ -112,11 +117,15 @@ func putVersions(ctx context.Context, drives []Drive, bucket, object string, rec
 				return
 			}
 			for i, err := range nb.PutVersions(committing(ctx), items) {
-				errs[sent[i]] = err
+				done(sent[i], err)
 			}
 		}()
 	}
-	wg.Wait()
+	var lateOne func(int, struct{}, error)
+	if late != nil {
+		lateOne = func(pos int, _ struct{}, err error) { late(pos, err) }
+	}
+	collect(w, results, pending, make([]struct{}, len(drives)), errs, errStillCommitting, lateOne)
 	return errs
 }
 

@@ -2,7 +2,6 @@ package erasure
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -49,7 +48,8 @@ type Codec struct {
 	blockSize int
 	rs        reedsolomon.Encoder
 	// blocks recycles block buffers: a fresh 1 MiB buffer per PUT costs more
-	// than encoding a small object.
+	// than encoding a small object. Each has room for the parity shards
+	// after the block, so encoding one allocates nothing.
 	blocks sync.Pool
 	// shardBufs recycles the read buffers of shard readers (a shard block
 	// plus its checksum).
@@ -66,7 +66,7 @@ func NewCodec(l Layout, blockSize int) (*Codec, error) {
 		return nil, fmt.Errorf("erasure: %w", err)
 	}
 	c := &Codec{layout: l, blockSize: blockSize, rs: rs}
-	c.blocks.New = func() any { b := make([]byte, blockSize); return &b }
+	c.blocks.New = func() any { b := make([]byte, blockSize, l.SetSize()*c.ShardBlockSize()); return &b }
 	c.shardBufs.New = func() any { return make([]byte, 0, c.ShardBlockSize()+4) }
 	return c, nil
 }
@@ -89,7 +89,8 @@ func (c *Codec) ShardSize(size int64) int64 {
 }
 
 // EncodeBlock splits block (at most BlockSize bytes) into data and parity
-// shards. The returned shards alias an internal buffer reused by Split.
+// shards. The returned shards alias block, and its spare capacity when it
+// has room for the parity (which is allocated otherwise).
 func (c *Codec) EncodeBlock(block []byte) ([][]byte, error) {
 	if len(block) == 0 || len(block) > c.blockSize {
 		return nil, fmt.Errorf("erasure: block of %d bytes (want 1..%d)", len(block), c.blockSize)
@@ -104,58 +105,16 @@ func (c *Codec) EncodeBlock(block []byte) ([][]byte, error) {
 	return shards, nil
 }
 
-// Encode reads r to EOF and writes shard i of every block to writers[i].
-// A writer that fails is dropped and its error recorded in errs[i]; the
-// encode goes on while at least writeQuorum writers remain, and fails with
-// ErrWriteQuorum otherwise. It returns the object bytes read.
+// Encode reads r to EOF and writes shard i of every block to writers[i]
+// (in parallel, see encode). A writer that fails is dropped and its error
+// recorded in errs[i]; the encode goes on while at least writeQuorum
+// writers remain, and fails with ErrWriteQuorum otherwise. It waits for
+// every writer and returns the object bytes read.
 func (c *Codec) Encode(r io.Reader, writers []BlockWriter, writeQuorum int) (n int64, errs []error, err error) {
 	if len(writers) != c.layout.SetSize() {
 		return 0, nil, fmt.Errorf("erasure: %d writers for a set of %d", len(writers), c.layout.SetSize())
 	}
-	errs = make([]error, len(writers))
-	alive := 0
-	for i, w := range writers {
-		if w == nil {
-			errs[i] = errors.New("erasure: no writer")
-		} else {
-			alive++
-		}
-	}
-	if alive < writeQuorum {
-		return 0, errs, ErrWriteQuorum
-	}
-	bufp := c.blocks.Get().(*[]byte)
-	defer c.blocks.Put(bufp)
-	buf := *bufp
-	for {
-		got, rerr := io.ReadFull(r, buf)
-		if got > 0 {
-			n += int64(got)
-			shards, err := c.EncodeBlock(buf[:got])
-			if err != nil {
-				return n, errs, err
-			}
-			for i, w := range writers {
-				if errs[i] != nil {
-					continue
-				}
-				if werr := w.WriteBlock(shards[i]); werr != nil {
-					errs[i] = werr
-					alive--
-				}
-			}
-			if alive < writeQuorum {
-				return n, errs, ErrWriteQuorum
-			}
-		}
-		switch {
-		case rerr == nil:
-		case errors.Is(rerr, io.EOF), errors.Is(rerr, io.ErrUnexpectedEOF):
-			return n, errs, nil
-		default:
-			return n, errs, rerr
-		}
-	}
+	return c.encode(r, writers, writeQuorum, nil, nil)
 }
 
 // Decode writes bytes [offset, offset+length) of an object of size bytes to

@@ -162,9 +162,9 @@ func (ps *Pools) moveObject(ctx context.Context, from *PoolEntry, bucket, object
 func (s *Set) putMarker(ctx context.Context, bucket, object string, rec *drive.Record) error {
 	drives := s.Drives()
 	marker := *rec
-	errs := putVersions(ctx, drives, bucket, object, func(int) (*drive.Record, [16]byte, error) {
+	errs := putVersions(ctx, nil, drives, bucket, object, func(int) (*drive.Record, [16]byte, error) {
 		return &marker, drive.NotStaged, nil
-	})
+	}, nil)
 	acceptSuperseded(errs)
 	_, err := s.finishPut(ctx, drives, bucket, object, &marker, errs)
 	return err

@@ -38,14 +38,15 @@ type DeleteResult struct {
 // otherwise mode decides (see DeleteMode). Deleting what does not exist
 // succeeds, as S3 does.
 func (s *Set) DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error) {
-	drives := s.Drives()
+	drives := s.writeDrives()
+	w := s.newWriteWait()
 	if versionID == nil && mode != DeleteUnversioned {
 		marker := &drive.Record{ModTime: hlc.Default.Now(), Flags: drive.FlagDeleteMarker}
 		if mode == DeleteVersioned {
 			marker.VersionID = uuid.New()
 		}
 		errs := s.commitVersion(ctx, drives, bucket, object, marker, false,
-			commitRecords(ctx, drives, bucket, object, func(int) *drive.Record { return marker }))
+			s.commitRecords(ctx, w, drives, bucket, object, marker, func(int) *drive.Record { return marker }))
 		if _, err := s.finishPut(ctx, drives, bucket, object, marker, errs); err != nil {
 			return DeleteResult{}, err
 		}
@@ -55,20 +56,24 @@ func (s *Set) DeleteObject(ctx context.Context, bucket, object string, versionID
 	if versionID != nil {
 		id = *versionID
 	}
-	removed := make([]*drive.Record, len(drives))
-	errs := forEachDrive(drives, func(pos int, d Drive) error {
+	// A drive still deleting when write quorum of drives did is left to
+	// finish, and healed if it fails.
+	removed, errs := forEachDriveWait(w, drives, func(pos int, d Drive) (*drive.Record, error) {
 		r, err := d.DeleteVersion(committing(ctx), bucket, object, id)
-		removed[pos] = r
 		if errors.Is(err, drive.ErrVersionNotFound) {
-			return nil
+			return r, nil
 		}
-		return err
+		return r, err
+	}, errStillCommitting, func(_ int, _ *drive.Record, err error) {
+		if err != nil {
+			s.partialWrite(bucket, object, id)
+		}
 	})
 	if n := countNil(errs); n < s.layout.WriteQuorum() {
 		return DeleteResult{}, fmt.Errorf("%w: %d of %d drives deleted %s/%s, %d needed (%s)",
 			ErrWriteQuorum, n, len(errs), bucket, object, s.layout.WriteQuorum(), detail(errs))
 	}
-	if countNil(errs) < len(errs) {
+	if countNil(errs)+countIs(errs, errStillCommitting) < len(errs) {
 		s.partialWrite(bucket, object, id)
 	}
 	res := DeleteResult{VersionID: id}

@@ -279,10 +279,10 @@ func (s *Set) rebuild(ctx context.Context, h *ObjectHandle, targets []int) error
 	for i, size := range partSizes(rec) {
 		part := i + 1
 		writers := make([]BlockWriter, len(h.drives))
-		sinks := make([]*shardSink, len(h.drives))
 		for shard := range writers {
 			writers[shard] = discardBlocks{}
 		}
+		var opened []int
 		for _, pos := range targets {
 			if errs[pos] != nil {
 				continue
@@ -292,34 +292,21 @@ func (s *Set) rebuild(ctx context.Context, h *ObjectHandle, targets []int) error
 				errs[pos] = err
 				continue
 			}
-			sink := newShardSink(f, s.codec.ShardBlockSize())
-			sinks[pos] = sink
-			writers[rec.Erasure.Distribution[pos]] = sink.bw
+			writers[rec.Erasure.Distribution[pos]] = newShardSink(ctx, h.drives[pos], stage, f, s.codec.ShardBlockSize())
+			opened = append(opened, pos)
 		}
 		pr, pw := io.Pipe()
 		go func() {
 			_, err := h.decodePart(ctx, pw, part, size, 0, size)
 			pw.CloseWithError(err)
 		}()
+		// The sinks flush and close their shards, or remove them when the
+		// encode failed (shardSink.finish).
 		_, werrs, err := s.codec.Encode(pr, writers, 0)
 		_ = pr.CloseWithError(io.ErrClosedPipe)
-		for _, pos := range targets {
-			sink := sinks[pos]
-			if sink == nil {
-				continue
-			}
-			e := err
-			if e == nil {
-				e = werrs[rec.Erasure.Distribution[pos]]
-			}
-			if e == nil {
-				e = sink.buf.Flush()
-			}
-			if cerr := sink.file.Close(); e == nil {
-				e = cerr
-			}
-			if e != nil {
-				errs[pos] = e
+		for _, pos := range opened {
+			if errs[pos] = err; err == nil {
+				errs[pos] = werrs[rec.Erasure.Distribution[pos]]
 			}
 		}
 	}

@@ -95,21 +95,25 @@ type DriveHeal struct {
 
 // HealStatus is a snapshot of the healer's counters.
 type HealStatus struct {
-	QueueLength    int64            `json:"queueLength"` // queued or being healed now
-	Deferred       int64            `json:"deferred"`
-	DeferredSample []string         `json:"deferredSample,omitempty"`
-	Queued         int64            `json:"queued"`
-	Dropped        int64            `json:"dropped"`
-	ObjectsHealed  int64            `json:"objectsHealed"`
-	ShardsHealed   int64            `json:"shardsHealed"`
-	BytesHealed    int64            `json:"bytesHealed"`
-	Purged         int64            `json:"danglingPurged"`
-	Failed         int64            `json:"failed"`
-	ScanCycles     int64            `json:"scanCycles"`
-	ScanObjects    int64            `json:"scanObjects"`
-	Scanning       bool             `json:"scanning"`
-	LastScanEnd    *time.Time       `json:"lastScanEnd,omitempty"`
-	Drives         []DriveHealState `json:"drives,omitempty"`
+	QueueLength    int64    `json:"queueLength"` // queued or being healed now
+	Deferred       int64    `json:"deferred"`
+	DeferredSample []string `json:"deferredSample,omitempty"`
+	Queued         int64    `json:"queued"`
+	Dropped        int64    `json:"dropped"`
+	ObjectsHealed  int64    `json:"objectsHealed"`
+	ShardsHealed   int64    `json:"shardsHealed"`
+	BytesHealed    int64    `json:"bytesHealed"`
+	Purged         int64    `json:"danglingPurged"`
+	Failed         int64    `json:"failed"`
+	ScanCycles     int64    `json:"scanCycles"`
+	ScanObjects    int64    `json:"scanObjects"`
+	Scanning       bool     `json:"scanning"`
+	// WritesBehind counts writes that finished at write quorum while a
+	// slow drive still had work for them, which goes on in the background
+	// (slowwrite.go); a failure there is queued for healing.
+	WritesBehind int64            `json:"writesBehind"`
+	LastScanEnd  *time.Time       `json:"lastScanEnd,omitempty"`
+	Drives       []DriveHealState `json:"drives,omitempty"`
 }
 
 // DriveHealState reports one drive rebuild.
@@ -442,6 +446,9 @@ func (h *Healer) Status() HealStatus {
 		Purged: h.stats.purged.Load(), Failed: h.stats.failed.Load(),
 		ScanCycles: h.stats.scanCycles.Load(), ScanObjects: h.stats.scanObjects.Load(), Scanning: h.stats.scanning.Load(),
 	}
+	for _, s := range h.pool.sets {
+		st.WritesBehind += s.lags.total()
+	}
 	h.mu.Lock()
 	st.QueueLength = h.outstanding.Load()
 	st.Deferred = int64(len(h.deferred))
@@ -470,8 +477,9 @@ func (h *Healer) Status() HealStatus {
 
 // Behind reports, per set, the positions of the drives that lack objects
 // this healer has still to rebuild on them: drives that missed writes
-// while they were away (the objects deferred, queued or being healed) and
-// drives being rebuilt. Sets with none are left out. A node's maintenance
+// while they were away (the objects deferred, queued or being healed),
+// drives being rebuilt, and drives that writes left behind while work of
+// theirs still runs (slowwrite.go). Sets with none are left out. A node's maintenance
 // gate counts these drives as not holding every object. Objects dropped
 // past maxDeferred are not known here (the scan heals them).
 func (h *Healer) Behind() map[int]uint32 {
@@ -497,6 +505,11 @@ func (h *Healer) Behind() map[int]uint32 {
 	for pos, d := range h.drives {
 		if !d.Done.Load() && d.Err.Load() == nil {
 			out[pos.set] |= 1 << pos.index
+		}
+	}
+	for set, s := range h.pool.sets {
+		if m := s.lags.behind(); m != 0 {
+			out[set] |= m
 		}
 	}
 	return out

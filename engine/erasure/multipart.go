@@ -132,7 +132,8 @@ type PartOptions struct {
 // PutObjectPart stores one part of an upload. Uploading a part number again
 // replaces it (the upload that finishes last wins).
 func (s *Set) PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
-	drives := s.Drives()
+	drives := s.writeDrives()
+	w := s.newWriteWait()
 	u, ups, err := s.getUpload(ctx, drives, bucket, object, uploadID)
 	if err != nil {
 		return PartInfo{}, err
@@ -144,7 +145,7 @@ func (s *Set) PutObjectPart(ctx context.Context, bucket, object string, uploadID
 		}
 	}
 	part := &drive.PartRecord{Number: number, ID: uuid.New()}
-	st, err := s.stageShards(ctx, drives, part.ID, 1, u.Erasure.Distribution, r, size, etag == nil)
+	st, err := s.stageShards(ctx, w, drives, part.ID, 1, u.Erasure.Distribution, r, size, etag == nil)
 	if err != nil {
 		return PartInfo{}, err
 	}
@@ -158,15 +159,22 @@ func (s *Set) PutObjectPart(ctx context.Context, bucket, object string, uploadID
 	if etag != nil {
 		part.ETag = etag()
 	}
-	errs := forEachDrive(drives, func(pos int, d Drive) error {
+	// A drive still committing the part when write quorum did is left to
+	// finish; what it staged is removed if it fails (the completion then
+	// misses that drive, and heals it).
+	_, errs := forEachDriveWait(w, drives, func(pos int, d Drive) (struct{}, error) {
 		if st.errs[pos] != nil {
-			return st.errs[pos]
+			return struct{}{}, st.errs[pos]
 		}
 		if ups[pos] == nil {
 			_ = d.AbortStaged(committing(ctx), part.ID)
-			return drive.ErrUploadNotFound
+			return struct{}{}, drive.ErrUploadNotFound
 		}
-		return d.CommitPart(committing(ctx), u, part)
+		return struct{}{}, d.CommitPart(committing(ctx), u, part)
+	}, errStillCommitting, func(pos int, _ struct{}, err error) {
+		if err != nil {
+			_ = drives[pos].AbortStaged(committing(ctx), part.ID)
+		}
 	})
 	if n := countNil(errs); n < s.layout.WriteQuorum() {
 		return PartInfo{}, fmt.Errorf("%w: %d of %d drives stored part %d, %d needed (%s)",
@@ -251,7 +259,8 @@ func (s *Set) ListParts(ctx context.Context, bucket, object string, uploadID [16
 // and may override metadata. Each part but the last must be at least
 // MinPartSize.
 func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error) {
-	drives := s.Drives()
+	drives := s.writeDrives()
+	w := s.newWriteWait()
 	u, ups, err := s.getUpload(ctx, drives, bucket, object, uploadID)
 	if err != nil {
 		return ObjectInfo{}, err
@@ -326,25 +335,35 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 	// A drive that dropped the completion as older than a null version it
 	// holds kept the upload: commitVersion completes it there again with a
 	// later stamp; the drives that took an earlier stamp take the new
-	// record over it (its files are in place).
-	dropped := make([]bool, len(drives)) // in the last round
+	// record over it (its files are in place). A drive still completing
+	// when write quorum of drives did is left to finish (what it commits is
+	// whole); if it fails the object is healed, and if it dropped the
+	// completion its upload is aborted there.
+	var dropped []bool // in the last round
 	errs := s.commitVersion(ctx, drives, bucket, object, rec, !opts.ModTime.IsZero(), func(committed []bool) []error {
-		return forEachDrive(drives, func(pos int, d Drive) error {
-			dropped[pos] = false
+		var errs []error
+		dropped, errs = forEachDriveWait(w, drives, func(pos int, d Drive) (bool, error) {
 			switch {
 			case ups[pos] == nil:
-				return drive.ErrUploadNotFound
+				return false, drive.ErrUploadNotFound
 			case committed[pos]:
 				_, err := d.PutVersion(committing(ctx), bucket, object, ownRecord(rec, pos, nil), drive.NotStaged)
-				return err
+				return false, err
 			}
 			res, err := d.CompleteUpload(committing(ctx), u, chosen, ownRecord(rec, pos, nil))
 			if err == nil && res.Superseded {
-				dropped[pos] = true
-				return drive.ErrSuperseded
+				return true, drive.ErrSuperseded
 			}
-			return err
+			return false, err
+		}, errStillCommitting, func(pos int, dropped bool, err error) {
+			if dropped {
+				_ = drives[pos].AbortUpload(committing(ctx), bucket, object, uploadID)
+			}
+			if err != nil {
+				s.partialWrite(bucket, object, rec.VersionID)
+			}
 		})
+		return errs
 	})
 	// Drives still holding the upload because they dropped it: the upload
 	// is done (or failed) everywhere else.

@@ -355,18 +355,7 @@ func TestConcurrentWritersEndWithOneWinnerEverywhere(t *testing.T) {
 	}
 }
 
-func BenchmarkPutTiny(b *testing.B) {
-	tp := newTestPool(b, 1, 4, 2)
-	data := randomBytes(4096)
-	b.SetBytes(int64(len(data)))
-	i := 0
-	for b.Loop() {
-		i++
-		if _, err := tp.PutObject(b.Context(), "bk", fmt.Sprintf("o-%d", i), bytes.NewReader(data), int64(len(data)), PutOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkPutTiny(b *testing.B) { benchPut(b, 4096) }
 
 func BenchmarkGetTiny(b *testing.B) {
 	tp := newTestPool(b, 1, 4, 2)
@@ -380,9 +369,16 @@ func BenchmarkGetTiny(b *testing.B) {
 	}
 }
 
-func BenchmarkPut1MiB(b *testing.B) {
+func BenchmarkPut1MiB(b *testing.B) { benchPut(b, 1<<20) }
+
+// BenchmarkPut8MiB streams an object of eight blocks: every drive's shard
+// file takes eight block writes.
+func BenchmarkPut8MiB(b *testing.B) { benchPut(b, 8<<20) }
+
+// benchPut PUTs objects of size bytes to a set of four drives (2+2).
+func benchPut(b *testing.B, size int) {
 	tp := newTestPool(b, 1, 4, 2)
-	data := randomBytes(1 << 20)
+	data := randomBytes(size)
 	b.SetBytes(int64(len(data)))
 	i := 0
 	for b.Loop() {

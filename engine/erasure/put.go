@@ -60,7 +60,9 @@ func (o PutOptions) etag() string {
 // metadata write per drive); larger ones are striped into shard files staged
 // on every drive and moved into place when the record commits. The write
 // succeeds only when write quorum of drives committed it; otherwise what was
-// committed is rolled back and ErrWriteQuorum returned.
+// committed is rolled back and ErrWriteQuorum returned. Drives much slower
+// than the quorum are not waited for beyond the write's allowance
+// (slowwrite.go).
 func (s *Set) PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
 	modTime := opts.ModTime
 	if modTime.IsZero() {
@@ -72,7 +74,8 @@ func (s *Set) PutObject(ctx context.Context, bucket, object string, r io.Reader,
 		Meta:      opts.Meta,
 		Erasure:   s.erasureInfo(bucket, object),
 	}
-	drives := s.Drives()
+	drives := s.writeDrives()
+	w := s.newWriteWait()
 
 	// Decide inline or not without trusting an unknown size. Reading goes
 	// one byte past the declared size so the body reaches EOF: verifying
@@ -94,11 +97,11 @@ func (s *Set) PutObject(ctx context.Context, bucket, object string, r io.Reader,
 			return ObjectInfo{}, ErrBodyTooLong
 		case int64(len(buf)) <= s.inlineLimit:
 			afterBody(rec, opts)
-			return s.putInline(ctx, drives, bucket, object, rec, buf, opts.etag(), !opts.ModTime.IsZero())
+			return s.putInline(ctx, w, drives, bucket, object, rec, buf, opts.etag(), !opts.ModTime.IsZero())
 		}
 		head = buf
 	}
-	return s.putStreaming(ctx, drives, bucket, object, rec, io.MultiReader(bytes.NewReader(head), r), size, opts)
+	return s.putStreaming(ctx, w, drives, bucket, object, rec, io.MultiReader(bytes.NewReader(head), r), size, opts)
 }
 
 func afterBody(rec *drive.Record, opts PutOptions) {
@@ -172,7 +175,7 @@ func ownRecord(rec *drive.Record, pos int, inline [][]byte) *drive.Record {
 	return &own
 }
 
-func (s *Set) putInline(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string, moved bool) (ObjectInfo, error) {
+func (s *Set) putInline(ctx context.Context, w *writeWait, drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string, moved bool) (ObjectInfo, error) {
 	rec.Flags |= drive.FlagInline
 	rec.Size = int64(len(data))
 	rec.ETag = etag
@@ -185,110 +188,137 @@ func (s *Set) putInline(ctx context.Context, drives []Drive, bucket, object stri
 		return ObjectInfo{}, err
 	}
 	errs := s.commitVersion(ctx, drives, bucket, object, rec, moved,
-		commitRecords(ctx, drives, bucket, object, func(pos int) *drive.Record { return ownRecord(rec, pos, shards) }))
+		s.commitRecords(ctx, w, drives, bucket, object, rec, func(pos int) *drive.Record { return ownRecord(rec, pos, shards) }))
 	return s.finishPut(ctx, drives, bucket, object, rec, errs)
 }
 
 // shardSink is one drive's staged shard file behind a buffered bitrot writer.
 type shardSink struct {
+	ctx  context.Context
+	d    Drive
+	id   [16]byte
 	file vfs.File
 	buf  *bufio.Writer
 	bw   *drive.BitrotWriter
 }
 
-func newShardSink(f vfs.File, shardBlockSize int) *shardSink {
+func newShardSink(ctx context.Context, d Drive, id [16]byte, f vfs.File, shardBlockSize int) *shardSink {
 	buf := bufio.NewWriterSize(f, shardBlockSize+drive.BitrotChecksumSize)
-	return &shardSink{file: f, buf: buf, bw: drive.NewBitrotWriter(buf)}
+	return &shardSink{ctx: ctx, d: d, id: id, file: f, buf: buf, bw: drive.NewBitrotWriter(buf)}
 }
+
+// WriteBlock implements BlockWriter.
+func (s *shardSink) WriteBlock(block []byte) error { return s.bw.WriteBlock(block) }
+
+// finish flushes and closes a complete shard (it is synced when it
+// commits, with its directory: PutVersion). An incomplete one, or one that
+// fails to flush, is closed and its staging directory removed: a shard
+// abandoned half-written is never left to commit.
+func (s *shardSink) finish(complete bool) error {
+	var err error
+	if complete {
+		err = s.buf.Flush()
+	}
+	if cerr := s.file.Close(); err == nil {
+		err = cerr
+	}
+	if !complete || err != nil {
+		s.discard()
+	}
+	return err
+}
+
+// discard removes the shard's staging directory.
+func (s *shardSink) discard() { _ = s.d.AbortStaged(committing(s.ctx), s.id) }
 
 // staged is the outcome of erasure-coding a stream into staged shard files.
 type staged struct {
 	size int64
 	etag string
-	// errs[pos] is nil when the drive at pos holds its complete, synced shard.
+	// errs[pos] is nil when the drive at pos holds its complete shard.
 	errs []error
 }
 
 // stageShards erasure-codes r into shard file part (1-based) under tmp/<id>
-// on every drive of the snapshot, flushed and synced. The encode goes on
-// while write quorum of drives keep up; otherwise everything staged is
-// removed and the error returned. size < 0 means unknown; a body shorter or
-// longer than a known size fails the same way.
-func (s *Set) stageShards(ctx context.Context, drives []Drive, id [16]byte, part int, dist []int, r io.Reader, size int64, hash bool) (staged, error) {
-	sinks := make([]*shardSink, len(drives))
-	writers := make([]BlockWriter, len(drives))
-	openErrs := forEachDrive(drives, func(pos int, d Drive) error {
-		f, err := d.CreateStaged(ctx, id, part)
-		if err != nil {
-			return err
+// on every drive of the snapshot, flushed. The encode goes on while write
+// quorum of drives keep up; otherwise everything staged is removed and the
+// error returned. A drive more than the write's allowance behind is left
+// behind (its shard removed; errLeftBehind). size < 0 means unknown; a
+// body shorter or longer than a known size fails the same way.
+func (s *Set) stageShards(ctx context.Context, w *writeWait, drives []Drive, id [16]byte, part int, dist []int, r io.Reader, size int64, hash bool) (staged, error) {
+	files, errs := forEachDriveWait(w, drives, func(pos int, d Drive) (vfs.File, error) {
+		return d.CreateStaged(ctx, id, part)
+	}, errLeftBehind, func(pos int, f vfs.File, err error) {
+		if err == nil {
+			_ = f.Close()
 		}
-		sinks[pos] = newShardSink(f, s.codec.ShardBlockSize())
-		return nil
+		_ = drives[pos].AbortStaged(committing(ctx), id)
 	})
-	for pos, sink := range sinks {
-		if openErrs[pos] == nil {
-			writers[dist[pos]] = sink.bw
+	writers := make([]BlockWriter, len(drives))
+	posOf := make([]int, len(drives))
+	for pos, f := range files {
+		posOf[dist[pos]] = pos
+		if errs[pos] == nil {
+			writers[dist[pos]] = newShardSink(ctx, drives[pos], id, f, s.codec.ShardBlockSize())
 		}
-	}
-	abort := func() {
-		forEachDrive(drives, func(pos int, d Drive) error {
-			if sinks[pos] != nil {
-				_ = sinks[pos].file.Close()
-			}
-			return d.AbortStaged(committing(ctx), id)
-		})
 	}
 
 	// The MD5 of the stored bytes is the ETag, unless the caller has it
 	// from elsewhere (an encrypted body's plaintext): then it is not spent.
 	md5sum := md5.New()
 	src := r
-	if hash {
-		src = io.TeeReader(r, md5sum)
+	if size >= 0 {
+		src = &exactly{r: r, left: size}
 	}
-	n, writeErrs, err := s.codec.Encode(src, writers, s.layout.WriteQuorum())
-	switch {
-	case err == nil && size >= 0 && n < size:
-		err = ErrIncompleteBody
-	case err == nil && size >= 0 && n > size:
-		err = ErrBodyTooLong
+	if hash {
+		src = io.TeeReader(src, md5sum)
+	}
+	n, writeErrs, err := s.codec.encode(src, writers, s.layout.WriteQuorum(), w, posOf)
+	for pos := range drives {
+		if errs[pos] == nil {
+			errs[pos] = writeErrs[dist[pos]]
+		}
 	}
 	if err != nil {
-		abort()
+		// The writers removed what they staged; a drive that failed to
+		// open its file may hold the directory. Those left behind clean
+		// up on their own.
+		forEachDrive(drives, func(pos int, d Drive) error {
+			if !errors.Is(errs[pos], errLeftBehind) {
+				_ = d.AbortStaged(committing(ctx), id)
+			}
+			return nil
+		})
 		if errors.Is(err, ErrWriteQuorum) {
-			return staged{}, fmt.Errorf("%w: writing shards: %s", ErrWriteQuorum, detail(writeErrs))
+			return staged{}, fmt.Errorf("%w: writing shards: %s", ErrWriteQuorum, detail(errs))
 		}
 		return staged{}, err
-	}
-	errs := forEachDrive(drives, func(pos int, d Drive) error {
-		if openErrs[pos] != nil {
-			return openErrs[pos]
-		}
-		sink := sinks[pos]
-		// The shard is synced when it commits, together with its
-		// directory (PutVersion).
-		err := writeErrs[dist[pos]]
-		if err == nil {
-			err = sink.buf.Flush()
-		}
-		if cerr := sink.file.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			_ = d.AbortStaged(committing(ctx), id)
-		}
-		return err
-	})
-	if countNil(errs) < s.layout.WriteQuorum() {
-		abort()
-		return staged{}, fmt.Errorf("%w: syncing shards: %s", ErrWriteQuorum, detail(errs))
 	}
 	return staged{size: n, etag: hexSum(md5sum), errs: errs}, nil
 }
 
-func (s *Set) putStreaming(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+// exactly reads a body of a known size: ErrIncompleteBody when it ends
+// short of it, ErrBodyTooLong as soon as it runs past.
+type exactly struct {
+	r    io.Reader
+	left int64
+}
+
+func (e *exactly) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	e.left -= int64(n)
+	switch {
+	case e.left < 0:
+		return n, ErrBodyTooLong
+	case e.left > 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
+		return n, ErrIncompleteBody
+	}
+	return n, err
+}
+
+func (s *Set) putStreaming(ctx context.Context, w *writeWait, drives []Drive, bucket, object string, rec *drive.Record, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
 	rec.DataDir = uuid.New()
-	st, err := s.stageShards(ctx, drives, rec.DataDir, 1, rec.Erasure.Distribution, r, size, opts.BodyETag == nil && opts.ETag == "")
+	st, err := s.stageShards(ctx, w, drives, rec.DataDir, 1, rec.Erasure.Distribution, r, size, opts.BodyETag == nil && opts.ETag == "")
 	if err != nil {
 		return ObjectInfo{}, err
 	}
@@ -304,7 +334,7 @@ func (s *Set) putStreaming(ctx context.Context, drives []Drive, bucket, object s
 		rec.ETag = etag
 	}
 	errs := s.commitVersion(ctx, drives, bucket, object, rec, !opts.ModTime.IsZero(), func(committed []bool) []error {
-		return putVersions(ctx, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
+		return putVersions(ctx, w, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
 			switch {
 			case st.errs[pos] != nil:
 				return nil, drive.NotStaged, st.errs[pos]
@@ -312,10 +342,15 @@ func (s *Set) putStreaming(ctx context.Context, drives []Drive, bucket, object s
 				return ownRecord(rec, pos, nil), drive.NotStaged, nil
 			}
 			return ownRecord(rec, pos, nil), rec.DataDir, nil
+		}, func(pos int, err error) {
+			if err != nil {
+				_ = drives[pos].AbortStaged(committing(ctx), rec.DataDir)
+				s.partialWrite(bucket, object, rec.VersionID)
+			}
 		})
 	})
 	for pos, err := range errs {
-		if err != nil && st.errs[pos] == nil && drives[pos] != nil {
+		if err != nil && !errors.Is(err, errStillCommitting) && st.errs[pos] == nil && drives[pos] != nil {
 			_ = drives[pos].AbortStaged(committing(ctx), rec.DataDir)
 		}
 	}
@@ -324,7 +359,8 @@ func (s *Set) putStreaming(ctx context.Context, drives []Drive, bucket, object s
 
 // finishPut checks write quorum and rolls back a write that missed it, so a
 // failed PUT leaves no visible version. A write that reached quorum but not
-// every drive is reported to the heal hook.
+// every drive is reported to the heal hook (a drive still committing, only
+// if its commit fails: putVersions' late).
 //
 // A write that drives dropped because they hold a newer null version
 // (drive.ErrSuperseded) is not done either: it would answer success and
@@ -337,7 +373,7 @@ func (s *Set) putStreaming(ctx context.Context, drives []Drive, bucket, object s
 // that lost maxRestamps races in a row.
 func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, errs []error) (ObjectInfo, error) {
 	if countNil(errs) >= s.layout.WriteQuorum() {
-		if countNil(errs) < len(errs) {
+		if countNil(errs)+countIs(errs, errStillCommitting) < len(errs) {
 			s.partialWrite(bucket, object, rec.VersionID)
 		}
 		return infoFromRecord(bucket, object, rec), nil
@@ -391,11 +427,16 @@ func (s *Set) commitVersion(ctx context.Context, drives []Drive, bucket, object 
 }
 
 // commitRecords is a commitVersion round for a version whose drives take
-// only its record (an inline object, a delete marker).
-func commitRecords(ctx context.Context, drives []Drive, bucket, object string, own func(pos int) *drive.Record) func([]bool) []error {
+// only its record (an inline object, a delete marker), within the write's
+// budget w: a drive whose late commit fails is healed.
+func (s *Set) commitRecords(ctx context.Context, w *writeWait, drives []Drive, bucket, object string, rec *drive.Record, own func(pos int) *drive.Record) func([]bool) []error {
 	return func([]bool) []error {
-		return putVersions(ctx, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
+		return putVersions(ctx, w, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
 			return own(pos), drive.NotStaged, nil
+		}, func(_ int, err error) {
+			if err != nil {
+				s.partialWrite(bucket, object, rec.VersionID)
+			}
 		})
 	}
 }

@@ -61,6 +61,8 @@ type Set struct {
 	onPartial func(bucket, object string, versionID [16]byte)
 	// lat times reads per position, to read slow drives last (slow.go).
 	lat *latencies
+	// lags remembers the drives writes left behind (slowwrite.go).
+	lags *writeLags
 }
 
 // OnPartialWrite registers fn to hear of writes that missed a drive.
@@ -88,7 +90,7 @@ func NewSet(drives []Drive, parity int) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{layout: l, codec: c, inlineLimit: DefaultInlineLimit, lat: newLatencies(len(drives))}
+	s := &Set{layout: l, codec: c, inlineLimit: DefaultInlineLimit, lat: newLatencies(len(drives)), lags: newWriteLags(len(drives))}
 	ds := append([]Drive(nil), drives...)
 	s.drives.Store(&ds)
 	return s, nil

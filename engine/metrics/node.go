@@ -24,6 +24,7 @@ type Heal struct {
 	QueueLength, Queued, Dropped             int64
 	ObjectsHealed, ShardsHealed, BytesHealed int64
 	Purged, Failed, ScanCycles, ScanObjects  int64
+	WritesBehind                             int64
 	DrivesHealing                            int
 }
 
@@ -99,7 +100,7 @@ type nodeCollector struct {
 	drainObjects, drainBytes          *prometheus.Desc
 	peers, peerOfflineEvents          *prometheus.Desc
 	peerClockOffset                   *prometheus.Desc
-	healQueue, healDrives             *prometheus.Desc
+	healQueue, healDrives, healBehind *prometheus.Desc
 	healCounters                      map[string]*prometheus.Desc
 	lcRuns, lcVersions, lcActions     *prometheus.Desc
 	lcLastRun                         *prometheus.Desc
@@ -141,6 +142,8 @@ func RegisterNode(reg prometheus.Registerer, snapshot func() Snapshot) {
 			"Largest difference, either way, between another online node's wall clock and this node's at their last pings (versions are stamped with the nodes' clocks).", nil, nil),
 		healQueue:  prometheus.NewDesc("strata_heal_queue_length", "Objects waiting in the heal queue or being healed now.", nil, nil),
 		healDrives: prometheus.NewDesc("strata_heal_drives_healing", "Drives being rebuilt.", nil, nil),
+		healBehind: prometheus.NewDesc("strata_heal_writes_behind",
+			"Writes acknowledged at write quorum whose work on a slow drive still runs in the background (a failure there is queued for healing).", nil, nil),
 		healCounters: map[string]*prometheus.Desc{
 			"queued":  prometheus.NewDesc("strata_heal_queued_total", "Objects queued for healing (damaged on read, partial writes).", nil, nil),
 			"dropped": prometheus.NewDesc("strata_heal_dropped_total", "Objects not queued because the queue was full (the scanner heals them).", nil, nil),
@@ -171,6 +174,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- c.healQueue
 	ch <- c.healDrives
+	ch <- c.healBehind
 	for _, d := range c.healCounters {
 		ch <- d
 	}
@@ -225,6 +229,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	h := s.Heal
 	ch <- prometheus.MustNewConstMetric(c.healQueue, prometheus.GaugeValue, float64(h.QueueLength))
 	ch <- prometheus.MustNewConstMetric(c.healDrives, prometheus.GaugeValue, float64(h.DrivesHealing))
+	ch <- prometheus.MustNewConstMetric(c.healBehind, prometheus.GaugeValue, float64(h.WritesBehind))
 	for name, v := range map[string]int64{
 		"queued": h.Queued, "dropped": h.Dropped, "objects": h.ObjectsHealed, "shards": h.ShardsHealed,
 		"bytes": h.BytesHealed, "purged": h.Purged, "failed": h.Failed, "cycles": h.ScanCycles, "scanned": h.ScanObjects,

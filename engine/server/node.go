@@ -285,6 +285,7 @@ func (n *Node) HealStatus() erasure.HealStatus {
 		st := h.Status()
 		total.QueueLength += st.QueueLength
 		total.Deferred += st.Deferred
+		total.WritesBehind += st.WritesBehind
 		total.DeferredSample = append(total.DeferredSample, st.DeferredSample...)
 		total.Queued += st.Queued
 		total.Dropped += st.Dropped
@@ -320,7 +321,7 @@ func (n *Node) snapshot(ctx context.Context) metrics.Snapshot {
 	s := metrics.Snapshot{Heal: metrics.Heal{
 		QueueLength: hs.QueueLength, Queued: hs.Queued, Dropped: hs.Dropped, ObjectsHealed: hs.ObjectsHealed,
 		ShardsHealed: hs.ShardsHealed, BytesHealed: hs.BytesHealed, Purged: hs.Purged, Failed: hs.Failed,
-		ScanCycles: hs.ScanCycles, ScanObjects: hs.ScanObjects,
+		ScanCycles: hs.ScanCycles, ScanObjects: hs.ScanObjects, WritesBehind: hs.WritesBehind,
 	}, Lifecycle: n.lifecycle.Metrics()}
 	for _, d := range hs.Drives {
 		if !d.Done && d.Error == "" {

@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	pebblevfs "github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/strata-storage/strata/engine/certfiles"
 	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/drive"
@@ -30,6 +32,7 @@ import (
 	"github.com/strata-storage/strata/engine/kms"
 	"github.com/strata-storage/strata/engine/metrics"
 	"github.com/strata-storage/strata/engine/s3front"
+	"github.com/strata-storage/strata/engine/vfs"
 )
 
 // Config configures a server.
@@ -86,7 +89,12 @@ type Config struct {
 	// DriveOpenDelay is waited before each local drive is opened (a test
 	// seam: STRATA_TEST_DRIVE_OPEN_DELAY).
 	DriveOpenDelay time.Duration
-	Log            *slog.Logger
+	// DriveFS and DriveMetaFS, when set, are the filesystem seams of this
+	// node's drives, for their files and their metadata stores (a test
+	// seam: STRATA_TEST_SLOW_WRITES).
+	DriveFS     vfs.FS
+	DriveMetaFS pebblevfs.FS
+	Log         *slog.Logger
 }
 
 // Node is a running server.
@@ -140,7 +148,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	dep := cluster.NewDeployment(cluster.Options{
 		Locality: locality(cfg, 3*time.Minute), InternodePort: cfg.InternodePort,
-		Drive: drive.Options{NoSync: cfg.NoSync, Log: log}, Peer: peerOpts, Log: log, DriveOpenDelay: cfg.DriveOpenDelay,
+		Drive: drive.Options{NoSync: cfg.NoSync, FS: cfg.DriveFS, MetaFS: cfg.DriveMetaFS, Log: log}, Peer: peerOpts, Log: log, DriveOpenDelay: cfg.DriveOpenDelay,
 	})
 	defer dep.Close()
 	bg, stopBg := context.WithCancel(context.Background())

@@ -107,12 +107,13 @@ func corruptShards(t *testing.T, dir string) int {
 }
 
 type healStatus struct {
-	QueueLength int64    `json:"queueLength"`
-	Deferred    int64    `json:"deferred"`
-	Sample      []string `json:"deferredSample"`
-	ScanCycles  int64    `json:"scanCycles"`
-	Scanning    bool     `json:"scanning"`
-	Drives      []struct {
+	QueueLength  int64    `json:"queueLength"`
+	Deferred     int64    `json:"deferred"`
+	WritesBehind int64    `json:"writesBehind"`
+	Sample       []string `json:"deferredSample"`
+	ScanCycles   int64    `json:"scanCycles"`
+	Scanning     bool     `json:"scanning"`
+	Drives       []struct {
 		Set, Index int
 		Done       bool
 		Error      string
@@ -142,7 +143,8 @@ func (s *server) scan(t *testing.T) {
 	waitFor(t, "integrity scan done", 60*time.Second, func() bool { return s.healStatus().ScanCycles > before })
 }
 
-// waitHealed waits until every drive rebuild is done and the queue empty.
+// waitHealed waits until every drive rebuild is done, the queue empty and
+// no write left running on a slow drive.
 func (s *server) waitHealed(t *testing.T) {
 	t.Helper()
 	var st healStatus
@@ -161,8 +163,55 @@ func (s *server) waitHealed(t *testing.T) {
 				return false
 			}
 		}
-		return st.QueueLength == 0 && st.Deferred == 0
+		return st.QueueLength == 0 && st.Deferred == 0 && st.WritesBehind == 0
 	})
+}
+
+// TestSlowDriveDoesNotHoldUpWrites: one drive of four (2+2) whose every
+// write and sync, of shard files and of its metadata store, takes 1 s
+// (STRATA_TEST_SLOW_WRITES, the binary's filesystem seam). PUTs, inline
+// and streamed, and a DELETE finish at write quorum, each before one of
+// that drive's writes would; everything reads back. Once what was left
+// running on the slow drive ended and what it missed was healed, the two
+// drives that are neither it nor the fourth are wiped, and everything
+// still reads back: from the slow drive and the fourth.
+func TestSlowDriveDoesNotHoldUpWrites(t *testing.T) {
+	s := startServer(t, serverOpts{drives: 4})
+	c := s.aws()
+	mustCreateBucket(t, c, "slow")
+	s.stop()
+	const slow = time.Second
+	s.env = append(s.env, "STRATA_TEST_SLOW_WRITES="+slow.String()+":"+s.drives[0]+string(filepath.Separator))
+	s.restart()
+
+	objs := corpus{}
+	timed := func(what string, fn func()) {
+		t.Helper()
+		start := time.Now()
+		fn()
+		took := time.Since(start)
+		t.Logf("%s: %v", what, took.Round(time.Millisecond))
+		if took >= slow {
+			t.Fatalf("%s took %v: it waited for the drive that takes %v per write", what, took, slow)
+		}
+	}
+	for i, size := range []int{100, 4096, 200 << 10, 3<<20 + 17} {
+		for j := range 2 {
+			key := fmt.Sprintf("obj-%d-%d", i, j)
+			objs[key] = randomBytes(size)
+			timed(fmt.Sprintf("PUT %s (%d bytes)", key, size), func() { put(t, c, "slow", key, objs[key]) })
+		}
+	}
+	timed("DELETE obj-0-1", func() {
+		if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("slow"), Key: aws.String("obj-0-1")}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	delete(objs, "obj-0-1")
+	checkCorpus(t, s, "slow", objs)
+	s.waitHealed(t)
+	s.env = nil // the drive is fast again
+	readWithout(t, s, "slow", objs, 1, 2)
 }
 
 // TestWipedAndCorruptDrivesHealThemselves is the issue's acceptance test:

@@ -1,6 +1,8 @@
 // Package faultfs wraps a vfs.FS and injects failures, for tests of what the
 // engine does when a drive misbehaves: a write that fails, a disk that
-// fills up, a rename that never happens, a sync that errors.
+// fills up, a rename that never happens, a sync that errors, a disk that
+// answers slowly. Its rules can also be applied to a drive's metadata store
+// (MetaInjector), whose filesystem seam is pebble's.
 package faultfs
 
 import (
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/strata-storage/strata/engine/vfs"
 )
@@ -46,7 +49,8 @@ type rule struct {
 	op       Op
 	contains string
 	err      error
-	times    int // remaining hits; <0 = forever
+	delay    time.Duration // a Delay rule: wait, then run the operation
+	times    int           // remaining hits; <0 = forever
 }
 
 // New wraps inner with no failures.
@@ -61,6 +65,15 @@ func (f *FS) Fail(op Op, substr string, err error, times int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rules = append(f.rules, rule{op: op, contains: substr, err: err, times: times})
+}
+
+// Delay makes op wait d before it runs, on paths containing substr, the
+// next times calls (times < 0: every call): a disk that answers, but
+// slowly. Reset ends it (calls already waiting finish their wait).
+func (f *FS) Delay(op Op, substr string, d time.Duration, times int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules = append(f.rules, rule{op: op, contains: substr, delay: d, times: times})
 }
 
 // SetFree limits the bytes that may still be written before writes fail with
@@ -78,9 +91,12 @@ func (f *FS) Reset() {
 	f.rules, f.free = nil, -1
 }
 
+// check applies the first rule that matches op on path: it waits for a
+// Delay rule (without holding the lock) and returns a Fail rule's error.
 func (f *FS) check(op Op, path string) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	var delay time.Duration
+	var err error
 	for i := range f.rules {
 		r := &f.rules[i]
 		if r.op != op || r.times == 0 || !strings.Contains(path, r.contains) {
@@ -89,9 +105,14 @@ func (f *FS) check(op Op, path string) error {
 		if r.times > 0 {
 			r.times--
 		}
-		return &fs.PathError{Op: string(op), Path: path, Err: r.err}
+		if delay = r.delay; delay == 0 {
+			err = &fs.PathError{Op: string(op), Path: path, Err: r.err}
+		}
+		break
 	}
-	return nil
+	f.mu.Unlock()
+	time.Sleep(delay)
+	return err
 }
 
 // reserve takes n bytes of free space, or as many as are left.

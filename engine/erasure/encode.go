@@ -1,0 +1,385 @@
+package erasure
+
+import (
+	"cmp"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// An encode hands each block's shards to the writers through a queue per
+// writer, each drained by a goroutine of its own, so drives write in
+// parallel and a drive that pauses holds up nobody until it is
+// encodeDepth blocks behind. Past that the encoder waits for it within
+// the write's allowance (slowwrite.go) and then leaves it behind.
+
+// encodeDepth is how many blocks a writer may be behind the encoder: two
+// lets drives write one block while the next is read and encoded. Each
+// costs a block buffer (data and parity shards) per write in flight, and a
+// deeper queue measured no faster (BenchmarkPut8MiB, four blocks), so the
+// allowance, not the queue, is what stands between a slow drive and the
+// write.
+const encodeDepth = 2
+
+// finisher is implemented by block writers with work after their last
+// block (a staged shard file: flushed and closed when complete, removed
+// when not). It runs in the writer's goroutine; complete is false when the
+// writer failed, was left behind, or the encode failed. A writer left
+// behind while it finished complete is discarded after.
+type finisher interface {
+	finish(complete bool) error
+	discard()
+}
+
+// lane is one writer's queue and goroutine.
+type lane struct {
+	w     BlockWriter
+	queue chan []byte
+	// stop: take no more blocks (left behind, or the encode failed).
+	stop atomic.Bool
+	// release, set under encoding.mu when the lane is left behind, is
+	// called once the lane's work is over.
+	release func()
+}
+
+// encoding is the state an encode shares with its lanes.
+type encoding struct {
+	lanes    []*lane // by shard; nil for a missing writer
+	quorum   int
+	wait     *writeWait // nil: wait for every lane
+	pos      []int      // lanes' set positions, for wait
+	progress chan struct{}
+
+	mu       sync.Mutex
+	written  []int   // blocks each lane wrote
+	failed   []error // each lane's first failure
+	finished []bool  // the lane's goroutine is done (finish ran)
+
+	// The encoder's own: lanes still fed, lanes left behind, blocks sent,
+	// and the ring of block buffers: block b is in ring[b % encodeDepth]
+	// until every lane fed wrote it.
+	fed  []bool
+	left []bool
+	sent int
+	ring [encodeDepth]*[]byte
+}
+
+func newEncoding(writers []BlockWriter, quorum int, w *writeWait, pos []int) *encoding {
+	n := len(writers)
+	e := &encoding{
+		lanes: make([]*lane, n), quorum: quorum, wait: w, pos: pos,
+		progress: make(chan struct{}, 1),
+		written:  make([]int, n), failed: make([]error, n), finished: make([]bool, n),
+		fed: make([]bool, n), left: make([]bool, n),
+	}
+	for i, wr := range writers {
+		if wr == nil {
+			e.failed[i], e.finished[i] = errors.New("erasure: no writer"), true
+			continue
+		}
+		e.lanes[i] = &lane{w: wr, queue: make(chan []byte, encodeDepth)}
+		e.fed[i] = true
+		go e.run(i, e.lanes[i])
+	}
+	return e
+}
+
+// run is lane i's goroutine.
+func (e *encoding) run(i int, l *lane) {
+	var err error
+	for shard := range l.queue {
+		if err != nil || l.stop.Load() {
+			continue // drained: the encoder sends no more once it knows
+		}
+		err = l.w.WriteBlock(shard)
+		e.report(i, err)
+	}
+	complete := err == nil && !l.stop.Load()
+	f, ok := l.w.(finisher)
+	if ok {
+		if ferr := f.finish(complete); err == nil {
+			err = ferr
+		}
+	}
+	// Left behind while finishing (a last flush to a slow drive): nobody
+	// will commit the shard.
+	left, release := e.end(i, err)
+	if left && ok && complete && err == nil {
+		f.discard()
+	}
+	if release != nil {
+		release()
+	}
+}
+
+// report records a lane's block written, or its failure.
+func (e *encoding) report(i int, err error) {
+	e.mu.Lock()
+	if err != nil {
+		e.failed[i] = cmp.Or(e.failed[i], err)
+	} else {
+		e.written[i]++
+	}
+	e.mu.Unlock()
+	e.notify()
+}
+
+// end records that lane i finished, and says whether it had been left
+// behind (and what to release then). Under the lock, so a lane is either
+// finished or left behind, never both unknown to the other side.
+func (e *encoding) end(i int, err error) (left bool, release func()) {
+	e.mu.Lock()
+	if err != nil {
+		e.failed[i] = cmp.Or(e.failed[i], err)
+	}
+	e.finished[i] = true
+	left, release = e.left[i], e.lanes[i].release
+	e.mu.Unlock()
+	e.notify()
+	return left, release
+}
+
+func (e *encoding) notify() {
+	select {
+	case e.progress <- struct{}{}:
+	default:
+	}
+}
+
+// send queues a block's shards to every lane still fed. The queues have
+// room: await saw each of them within encodeDepth-1 blocks.
+func (e *encoding) send(shards [][]byte) {
+	for i, l := range e.lanes {
+		if e.fed[i] {
+			l.queue <- shards[i]
+		}
+	}
+}
+
+// unfeed closes lane i's queue.
+func (e *encoding) unfeed(i int) {
+	if e.fed[i] {
+		e.fed[i] = false
+		close(e.lanes[i].queue)
+	}
+}
+
+// await waits until every lane not left behind has reached a point: wrote
+// block (the count written exceeds it) or, with block < 0, finished. Lanes
+// that failed are no longer fed; while blocks are being sent they are not
+// waited for, and at the end they are, for their clean-up. Once write quorum
+// of healthy lanes reached it, the rest get the write's allowance and are
+// then left behind. Fewer than quorum healthy lanes fail with ErrWriteQuorum.
+func (e *encoding) await(block int) error {
+	st := stall{w: e.wait}
+	defer st.end()
+	for {
+		healthy, done := 0, 0
+		var waiting []int
+		e.mu.Lock()
+		for i, l := range e.lanes {
+			if l == nil || e.left[i] {
+				continue
+			}
+			failed := e.failed[i] != nil
+			if failed {
+				e.unfeed(i)
+			} else {
+				healthy++
+			}
+			reached := e.finished[i] || (block >= 0 && e.written[i] > block)
+			switch {
+			case reached && !failed:
+				done++
+			case reached || (failed && block >= 0):
+			default:
+				waiting = append(waiting, i)
+			}
+		}
+		e.mu.Unlock()
+		if healthy < e.quorum {
+			return ErrWriteQuorum
+		}
+		if len(waiting) == 0 || e.pause(&st, waiting, e.wait != nil && done >= e.quorum) {
+			return nil
+		}
+	}
+}
+
+// pause waits for a lane's progress. With budget, the lanes waited for
+// get what is left of the write's allowance and are left behind once it
+// runs out; pause says whether they were.
+func (e *encoding) pause(st *stall, waiting []int, budget bool) bool {
+	var expired <-chan time.Time
+	if budget {
+		var passed bool
+		if expired, passed = st.expiry(e.positions(waiting)); passed {
+			e.leaveBehind(waiting)
+			return true
+		}
+	}
+	select {
+	case <-e.progress:
+		return false
+	case <-expired:
+		e.leaveBehind(waiting)
+		return true
+	}
+}
+
+func (e *encoding) positions(lanes []int) []int {
+	out := make([]int, len(lanes))
+	for k, i := range lanes {
+		out[k] = e.pos[i]
+	}
+	return out
+}
+
+// leaveBehind stops feeding the lanes given that have not finished
+// meanwhile: they skip what is queued and finish incomplete (or discard a
+// shard they were finishing); their set positions count as behind until
+// then. A lane may still be writing from a block it had not written: the
+// buffers of those blocks leave the ring (and are not recycled).
+func (e *encoding) leaveBehind(lanes []int) {
+	for _, i := range lanes {
+		l := e.lanes[i]
+		e.mu.Lock()
+		if e.finished[i] {
+			e.mu.Unlock()
+			continue
+		}
+		pos := e.pos[i]
+		e.left[i] = true
+		e.wait.lags.leave(pos)
+		l.release = func() { e.wait.lags.done(pos) }
+		from := e.written[i]
+		e.mu.Unlock()
+		l.stop.Store(true)
+		e.unfeed(i)
+		for b := max(from, e.sent-encodeDepth); b < e.sent; b++ {
+			e.ring[b%encodeDepth] = nil
+		}
+	}
+}
+
+// abandon stops every lane and waits for them to finish (and so remove
+// what they staged); with a budget, those still busy after the write's
+// allowance are left behind to do it on their own.
+func (e *encoding) abandon() {
+	for i, l := range e.lanes {
+		if l != nil && !e.left[i] {
+			l.stop.Store(true)
+			e.unfeed(i)
+		}
+	}
+	st := stall{w: e.wait}
+	defer st.end()
+	for {
+		var waiting []int
+		e.mu.Lock()
+		for i, l := range e.lanes {
+			if l != nil && !e.left[i] && !e.finished[i] {
+				waiting = append(waiting, i)
+			}
+		}
+		e.mu.Unlock()
+		if len(waiting) == 0 || e.pause(&st, waiting, e.wait != nil) {
+			return
+		}
+	}
+}
+
+// errs is each lane's outcome: nil when its shard is complete.
+func (e *encoding) errs() []error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	errs := make([]error, len(e.lanes))
+	for i := range e.lanes {
+		errs[i] = e.failed[i]
+		if errs[i] == nil && e.left[i] {
+			errs[i] = errLeftBehind
+		}
+	}
+	return errs
+}
+
+// encode reads r to EOF and writes shard i of every block to writers[i],
+// each writer in a goroutine of its own behind a queue of encodeDepth
+// blocks. A writer that fails is dropped and its error recorded in errs[i];
+// the encode goes on while at least quorum writers remain and fails with
+// ErrWriteQuorum otherwise. With a budget (w, and pos giving each writer's
+// set position), a writer more than its allowance behind write quorum of
+// the others is left behind (errLeftBehind). Writers that are finishers
+// finish in their goroutine; encode returns when every writer not left
+// behind has finished. It returns the object bytes read.
+func (c *Codec) encode(r io.Reader, writers []BlockWriter, quorum int, w *writeWait, pos []int) (n int64, errs []error, err error) {
+	e := newEncoding(writers, quorum, w, pos)
+	defer func() {
+		for _, b := range e.ring {
+			if b != nil {
+				c.blocks.Put(b)
+			}
+		}
+	}()
+	fail := func(err error) (int64, []error, error) {
+		e.abandon()
+		return n, e.errs(), err
+	}
+	for {
+		if e.sent >= encodeDepth {
+			if err := e.await(e.sent - encodeDepth); err != nil {
+				return fail(err)
+			}
+		} else if err := e.checkQuorum(); err != nil {
+			return fail(err)
+		}
+		slot := e.sent % encodeDepth
+		if e.ring[slot] == nil {
+			e.ring[slot] = c.blocks.Get().(*[]byte)
+		}
+		buf := (*e.ring[slot])[:c.blockSize]
+		got, rerr := io.ReadFull(r, buf)
+		if got > 0 {
+			n += int64(got)
+			shards, err := c.EncodeBlock(buf[:got])
+			if err != nil {
+				return fail(err)
+			}
+			e.send(shards)
+			e.sent++
+		}
+		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			break
+		}
+		if rerr != nil {
+			return fail(rerr)
+		}
+	}
+	for i, l := range e.lanes {
+		if l != nil && !e.left[i] {
+			e.unfeed(i)
+		}
+	}
+	if err := e.await(-1); err != nil {
+		return fail(err)
+	}
+	return n, e.errs(), nil
+}
+
+// checkQuorum fails when fewer than quorum lanes are healthy.
+func (e *encoding) checkQuorum() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	healthy := 0
+	for i, l := range e.lanes {
+		if l != nil && !e.left[i] && e.failed[i] == nil {
+			healthy++
+		}
+	}
+	if healthy < e.quorum {
+		return ErrWriteQuorum
+	}
+	return nil
+}
