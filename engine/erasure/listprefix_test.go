@@ -1,0 +1,84 @@
+package erasure
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/strata-storage/strata/engine/drive"
+)
+
+// sliceWalker walks a sorted list of keys, counting what it reads.
+type sliceWalker struct {
+	keys []string
+	read int
+}
+
+func (w *sliceWalker) walk(_ context.Context, _, prefix, startAfter string, limit int, _ bool) ([]listEntry, bool, error) {
+	i := sort.SearchStrings(w.keys, startAfter)
+	for i < len(w.keys) && w.keys[i] <= startAfter {
+		i++
+	}
+	var out []listEntry
+	for ; i < len(w.keys) && len(out) < limit; i++ {
+		if !strings.HasPrefix(w.keys[i], prefix) {
+			continue
+		}
+		out = append(out, listEntry{name: w.keys[i], versions: []*drive.Record{{ModTime: 1}}})
+	}
+	w.read += len(out)
+	return out, i < len(w.keys), nil
+}
+
+// TestDelimiterListingSkipsPrefixes: a listing with a delimiter reads a
+// small batch past each common prefix instead of every key under it, and
+// lists the same.
+func TestDelimiterListingSkipsPrefixes(t *testing.T) {
+	var keys []string
+	for d := 0; d < 100; d++ {
+		for k := 0; k < 1000; k++ {
+			keys = append(keys, fmt.Sprintf("dir%03d/obj%04d", d, k))
+		}
+	}
+	keys = append(keys, "top-a", "top-b")
+	sort.Strings(keys)
+	w := &sliceWalker{keys: keys}
+	res, err := listObjects(t.Context(), w, "b", "", "", "/", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.CommonPrefixes) != 100 || len(res.Objects) != 2 || res.IsTruncated {
+		t.Fatalf("%d prefixes, %d objects, truncated %v", len(res.CommonPrefixes), len(res.Objects), res.IsTruncated)
+	}
+	if w.read > 100*(prefixProbe+1)+listBatch {
+		t.Fatalf("read %d keys to list 100 prefixes", w.read)
+	}
+	// Pages of 7 end and resume at prefixes.
+	var all []string
+	marker := ""
+	for {
+		page, err := listObjects(t.Context(), &sliceWalker{keys: keys}, "b", "", marker, "/", 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, page.CommonPrefixes...)
+		for _, o := range page.Objects {
+			all = append(all, o.Name)
+		}
+		if !page.IsTruncated {
+			break
+		}
+		marker = page.NextMarker
+	}
+	if len(all) != 102 || all[0] != "dir000/" || all[99] != "dir099/" || all[101] != "top-b" {
+		t.Fatalf("paged listing: %d entries, %v ... %v", len(all), all[:2], all[len(all)-2:])
+	}
+	// Versions too.
+	w = &sliceWalker{keys: keys}
+	vres, err := listVersions(t.Context(), w, "b", "dir0", "", nil, "/", 1000)
+	if err != nil || len(vres.CommonPrefixes) != 100 || w.read > 100*(prefixProbe+1)+listBatch {
+		t.Fatalf("versions: %d prefixes, read %d, %v", len(vres.CommonPrefixes), w.read, err)
+	}
+}
