@@ -235,6 +235,12 @@ func parsePrincipal(raw json.RawMessage, ids Identities, strict bool) (principal
 					p.anyone = true
 					continue
 				}
+				if otherAccount(n) {
+					// Another AWS account (a policy written for AWS that
+					// grants across accounts): no request here is made
+					// by it.
+					continue
+				}
 				access, ok := principalAccess(n, ids)
 				if !ok && strict {
 					return principalMatch{}, policyError("Invalid principal in policy")
@@ -255,6 +261,23 @@ func parsePrincipal(raw json.RawMessage, ids Identities, strict bool) (principal
 		}
 	}
 	return p, nil
+}
+
+// otherAccount reports whether a principal names an AWS account as a
+// whole (arn:aws:iam::<account>:root, or a 12-digit account ID).
+func otherAccount(n string) bool {
+	if rest, ok := strings.CutPrefix(n, "arn:aws:iam::"); ok {
+		return strings.HasSuffix(rest, ":root") && len(rest) > len(":root")
+	}
+	if len(n) != 12 {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // principalAccess resolves an AWS principal: an access key, a canonical

@@ -25,6 +25,7 @@ func TestParseBucketPolicy(t *testing.T) {
 		`{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*","Condition":{"StringEquals":{"s3:ExistingObjectTag/security":"public"}}}`,
 		`{"Effect":"Allow","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::b/*","Condition":{"ForAllValues:StringLike":{"s3:RequestObjectTagKeys":["a*","b"]},"NumericLessThanEquals":{"s3:max-keys":10}}}`,
 		`{"Effect":"Allow","Principal":{"Service":"logging.s3.amazonaws.com"},"Action":"s3:PutObject","Resource":"arn:aws:s3:::b/*"}`,
+		`{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam::s3tenant1:root","123456789012"]},"Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}`,
 	}
 	for _, s := range ok {
 		if _, err := parseBucketPolicy(policyDoc(s), "b", testIDs{}); err != nil {
