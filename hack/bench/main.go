@@ -232,7 +232,12 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if name == "gateway" {
 		kinds[0] = strataGatewayKind(*f.strataBin, extra)
 	} else {
-		sse, err := strataSSEKind(*f.strataBin, extra)
+		keys, err := os.MkdirTemp("", "strata-bench-keys-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(keys)
+		sse, err := strataSSEKind(*f.strataBin, extra, keys)
 		if err != nil {
 			return err
 		}

@@ -417,8 +417,11 @@ func writeComparisonTable(out io.Writer, c Comparison) error {
 }
 
 func fmtRatio(a, b float64) string {
-	if a <= 0 || b <= 0 {
+	switch {
+	case a <= 0 || b <= 0:
 		return "n/a"
+	case a/b < 0.1:
+		return fmt.Sprintf("%.2gx", a/b) // 0.0039x, not 0.00x
 	}
 	return fmt.Sprintf("%.2fx", a/b)
 }

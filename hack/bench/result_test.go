@@ -190,3 +190,14 @@ func TestComparisonTableClientSettings(t *testing.T) {
 		last = i
 	}
 }
+
+func TestFmtRatio(t *testing.T) {
+	for _, c := range []struct {
+		a, b float64
+		want string
+	}{{3, 1, "3.00x"}, {1, 4, "0.25x"}, {115, 29729, "0.0039x"}, {0, 1, "n/a"}, {1, 0, "n/a"}} {
+		if got := fmtRatio(c.a, c.b); got != c.want {
+			t.Errorf("fmtRatio(%v, %v) = %q, want %q", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -145,14 +145,11 @@ func strataServerKind(bin string, extra []string) serverKind {
 	}
 }
 
-// strataSSEKind is strataServerKind with a master key and the benchmark
-// bucket encrypted by default with SSE-S3: what encryption costs.
-func strataSSEKind(bin string, extra []string) (serverKind, error) {
+// strataSSEKind is strataServerKind with a master key (written to a file
+// in dir) and the benchmark bucket encrypted by default with SSE-S3: what
+// encryption costs.
+func strataSSEKind(bin string, extra []string, dir string) (serverKind, error) {
 	k := strataServerKind(bin, extra)
-	dir, err := os.MkdirTemp("", "strata-bench-keys-")
-	if err != nil {
-		return k, err
-	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return k, err
