@@ -256,7 +256,7 @@ bench-versions: bench-build ## 10,000 versions of one key on strata server: the 
 	$(LOCALBIN)/bench versions -strata $(LOCALBIN)/strata -versions $(or $(VERSIONS),10000) -out bench-results/versions.json
 
 .PHONY: bench-ingest
-bench-ingest: bench-build ## 1,000,000 new 4 KiB objects into strata server (4 drives, 2+2, durable) from 16 writers: last 10%'s rate against the first 10%'s, peak RSS, bytes on disk (OBJECTS=50000: ~1 min); JSON in bench-results/ingest.json.
+bench-ingest: bench-build ## 1,000,000 new 4 KiB objects into strata server (4 drives, 2+2, durable) from 16 writers: last 10%'s rate against the first 10%'s, peak RSS, bytes on disk (OBJECTS=50000: under a minute); JSON in bench-results/ingest.json.
 	mkdir -p bench-results
 	$(LOCALBIN)/bench ingest -strata $(LOCALBIN)/strata -objects $(or $(OBJECTS),1000000) -out bench-results/ingest.json
 
