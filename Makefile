@@ -256,9 +256,9 @@ bench-versions: bench-build ## 10,000 versions of one key on strata server: the 
 	$(LOCALBIN)/bench versions -strata $(LOCALBIN)/strata -versions $(or $(VERSIONS),10000) -out bench-results/versions.json
 
 .PHONY: bench-ingest
-bench-ingest: bench-build ## 1,000,000 new 4 KiB objects into strata server (4 drives, 2+2, durable) from 16 writers: last 10%'s rate against the first 10%'s, peak RSS, bytes on disk (OBJECTS=50000: under a minute); JSON in bench-results/ingest.json.
+bench-ingest: bench-build ## 1,000,000 new 4 KiB objects into strata server (4 drives, 2+2, durable) from 16 writers: last 10%'s rate against the first 10%'s, peak RSS, bytes on disk (OBJECTS=50000: under a minute); JSON in bench-results/ingest-<UTC time>.json.
 	mkdir -p bench-results
-	$(LOCALBIN)/bench ingest -strata $(LOCALBIN)/strata -objects $(or $(OBJECTS),1000000) -out bench-results/ingest.json
+	$(LOCALBIN)/bench ingest -strata $(LOCALBIN)/strata -objects $(or $(OBJECTS),1000000) -out bench-results/ingest-$$(date -u +%Y%m%d-%H%M%S).json
 
 .PHONY: bench-list
 bench-list: peers bench-build ## LIST of 100,000 objects, strata server against MinIO (4 drives, EC 2+2): all of them 1000 a page, the 100 directories, one directory (LIST_OBJECTS=10000 for a quick run); JSON in bench-results/.
