@@ -230,6 +230,9 @@ uninstall: ## Remove the CRDs (and so every Strata object) from the current clus
 
 # Extra flags for hack/bench, e.g. BENCH_FLAGS="-profile quick -duration 5s".
 BENCH_FLAGS ?=
+# Client settings of the suites: both (each target measured with the load
+# generator's lean settings and again with the SDK's defaults), lean or defaults.
+BENCH_CLIENTS ?= both
 
 .PHONY: peers
 peers: ## Install the benchmark peers, MinIO and VersityGW, into hack/peers/bin (git-ignored; built once).
@@ -241,18 +244,29 @@ bench: peers bench-build ## Run bench-engine then bench-gateway.
 	$(MAKE) --no-print-directory bench-gateway
 
 .PHONY: bench-engine
-bench-engine: peers bench-build ## Benchmark strata server (plain, and with SSE-S3 by bucket default) against MinIO (4 drives, EC 2+2) and VersityGW; JSON in bench-results/.
-	$(LOCALBIN)/bench suite engine -strata $(LOCALBIN)/strata -timeout 16m $(BENCH_FLAGS)
+bench-engine: peers bench-build ## Benchmark strata server (plain, and with SSE-S3 by bucket default) against MinIO (4 drives, EC 2+2) and VersityGW, lean and default client settings; then bench-versions, bench-ingest, bench-list. JSON in bench-results/.
+	$(LOCALBIN)/bench suite engine -strata $(LOCALBIN)/strata -clients $(BENCH_CLIENTS) -timeout 36m $(BENCH_FLAGS)
 	$(MAKE) --no-print-directory bench-versions
+	$(MAKE) --no-print-directory bench-ingest
+	$(MAKE) --no-print-directory bench-list
 
 .PHONY: bench-versions
 bench-versions: bench-build ## 10,000 versions of one key on strata server: the last 1,000 PUTs' rate against the first 1,000's; JSON in bench-results/versions.json.
 	mkdir -p bench-results
 	$(LOCALBIN)/bench versions -strata $(LOCALBIN)/strata -versions $(or $(VERSIONS),10000) -out bench-results/versions.json
 
+.PHONY: bench-ingest
+bench-ingest: bench-build ## 1,000,000 new 4 KiB objects into strata server (4 drives, 2+2, durable) from 16 writers: last 10%'s rate against the first 10%'s, peak RSS, bytes on disk (OBJECTS=50000: under a minute); JSON in bench-results/ingest-<UTC time>.json.
+	mkdir -p bench-results
+	$(LOCALBIN)/bench ingest -strata $(LOCALBIN)/strata -objects $(or $(OBJECTS),1000000) -out bench-results/ingest-$$(date -u +%Y%m%d-%H%M%S).json
+
+.PHONY: bench-list
+bench-list: peers bench-build ## LIST of 100,000 objects, strata server against MinIO (4 drives, EC 2+2): all of them 1000 a page, the 100 directories, one directory (LIST_OBJECTS=10000 for a quick run); JSON in bench-results/.
+	$(LOCALBIN)/bench listing -strata $(LOCALBIN)/strata -objects $(or $(LIST_OBJECTS),100000) $(LIST_FLAGS)
+
 .PHONY: bench-gateway
-bench-gateway: peers bench-build ## Benchmark strata gateway against VersityGW, with HEAD/s of one and two replicas.
-	$(LOCALBIN)/bench suite gateway -strata $(LOCALBIN)/strata -timeout 10m $(BENCH_FLAGS)
+bench-gateway: peers bench-build ## Benchmark strata gateway against VersityGW, with HEAD/s of one and two replicas, lean and default client settings.
+	$(LOCALBIN)/bench suite gateway -strata $(LOCALBIN)/strata -clients $(BENCH_CLIENTS) -timeout 20m $(BENCH_FLAGS)
 
 .PHONY: bench-cluster
 bench-cluster: bench-build ## Benchmark 4 nodes x 2 drives against 1 node x 8 drives (EC 4+4) on loopback, alternating rounds.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -38,6 +39,38 @@ type ClientOptions struct {
 	// FullSDK keeps every middleware of the SDK's stack and its endpoint
 	// rules engine; by default the purely informational ones are dropped.
 	FullSDK bool
+}
+
+// Client settings as reports name them.
+const (
+	leanClients    = "lean"     // the load generator's default: see ClientOptions
+	defaultClients = "defaults" // the SDK's own: signed payloads, checksums, whole stack
+)
+
+// withSDKDefaults returns o with every setting at the SDK's default.
+func (o ClientOptions) withSDKDefaults() ClientOptions {
+	o.SignPayload, o.Checksums, o.FullSDK = true, true, true
+	return o
+}
+
+// settings names o for reports: lean, defaults, or the flags in between.
+func (o ClientOptions) settings() string {
+	var on []string
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{{o.SignPayload, "sign-payload"}, {o.Checksums, "checksums"}, {o.FullSDK, "full-sdk"}} {
+		if f.set {
+			on = append(on, f.name)
+		}
+	}
+	switch len(on) {
+	case 0:
+		return leanClients
+	case 3:
+		return defaultClients
+	}
+	return strings.Join(on, "+")
 }
 
 // newTransport returns an HTTP/1.1 transport that keeps a connection per

@@ -3,6 +3,11 @@
 //	bench run   -endpoint URL [flags]   one workload against a running S3 service
 //	bench suite engine|gateway [flags]  start strata and its peers one after
 //	                                    another and compare them
+//	bench versions -strata BIN          10,000 versions of one key
+//	bench ingest -strata BIN            a million small objects, the last
+//	                                    tenth's rate against the first's
+//	bench listing [flags]               LIST of 100,000 objects, strata
+//	                                    against MinIO
 //
 // Workloads follow warp's shapes (PUT, GET, HEAD, DELETE, LIST, MIXED) on
 // aws-sdk-go-v2 with path-style addressing and SigV4; latencies go to
@@ -31,7 +36,9 @@ const usage = `usage:
   bench run -endpoint URL [-op put] [-size 4KiB] [flags]
   bench suite engine|gateway [flags]
   bench versions -strata BIN [-versions 10000] [flags]
-Run "bench run -h" or "bench suite -h" for the flags.
+  bench ingest -strata BIN [-objects 1000000] [flags]
+  bench listing [-targets strata,minio] [-objects 100000] [flags]
+Run "bench COMMAND -h" for the flags.
 `
 
 func main() {
@@ -58,6 +65,10 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		err = cmdSuite(ctx, args[1:], stdout, stderr)
 	case "versions":
 		err = cmdVersions(ctx, args[1:], stdout, stderr)
+	case "ingest":
+		err = cmdIngest(ctx, args[1:], stdout, stderr)
+	case "listing":
+		err = cmdListing(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -81,6 +92,12 @@ func clientFlags(fs *flag.FlagSet, o *ClientOptions, duration, warmup *time.Dura
 	fs.DurationVar(duration, "duration", 10*time.Second, "measured time per workload (0: count bound only)")
 	fs.Int64Var(count, "count", 0, "at most this many requests per workload (0: duration bound only)")
 	fs.DurationVar(warmup, "warmup", 0, "unmeasured run before each GET, HEAD or LIST workload")
+	clientSettingFlags(fs, o)
+}
+
+// clientSettingFlags registers the flags that turn the SDK's defaults back
+// on (all three: what a client gets without asking).
+func clientSettingFlags(fs *flag.FlagSet, o *ClientOptions) {
 	fs.BoolVar(&o.SignPayload, "sign-payload", false, "sign the SHA-256 of each body instead of sending UNSIGNED-PAYLOAD")
 	fs.BoolVar(&o.Checksums, "checksums", false, "let the SDK add CRC32 checksums to uploads and validate downloads")
 	fs.BoolVar(&o.FullSDK, "full-sdk", false, "keep the SDK's whole middleware stack and endpoint rules (costs the client ~15% more CPU)")
@@ -104,6 +121,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		op         = fs.String("op", "put", "workload: put, get, head (stat), delete, list or mixed")
 		sizes      = fs.String("size", "4KiB", "object size(s), comma-separated: 4KiB,64KiB,1MiB,16MiB")
 		objects    = fs.Int("objects", 0, "objects prepared for get/head/delete/list/mixed (0: a default by size)")
+		dirs       = fs.Int("dirs", defaultDirs, "directories (key prefixes) the prepared objects spread over")
+		listShape  = fs.String("list", "all", "what -op list lists: all (every object), top (the directories, with delimiter /) or dir (one directory, with delimiter /)")
 		mix        = fs.String("mix", defaultMix.String(), "weights of mixed")
 		noPrepare  = fs.Bool("no-prepare", false, "assume the prepared objects exist (a previous run with the same prefix wrote them)")
 		pid        = fs.Int("pid", 0, "server process to sample for peak RSS and CPU (0: none)")
@@ -132,6 +151,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	shape, err := parseListShape(*listShape)
+	if err != nil {
+		return err
+	}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
 		if err != nil {
@@ -146,7 +169,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var results []Result
 	for _, size := range sizeList {
-		w = Workload{Op: parsedOp, Size: size, Concurrency: o.Concurrency, Duration: duration, Count: count, Warmup: warmup, Objects: *objects, Mix: m}
+		w = Workload{Op: parsedOp, Size: size, Concurrency: o.Concurrency, Duration: duration, Count: count, Warmup: warmup,
+			Objects: *objects, Dirs: *dirs, List: shape, Mix: m}
 		p, err := plan(w)
 		if err != nil {
 			return err
@@ -157,7 +181,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		if p.Prepared > 0 && !*noPrepare {
 			t0 := time.Now()
-			if err := runner.Prepare(ctx, pfx, size, p.Prepared, o.Concurrency); err != nil {
+			if err := runner.Prepare(ctx, pfx, p.Set(), o.Concurrency); err != nil {
 				return err
 			}
 			fmt.Fprintf(stderr, "prepared %d x %s in %.1fs\n", p.Prepared, formatSize(size), time.Since(t0).Seconds())
@@ -182,22 +206,9 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("bench suite "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := SuiteConfig{Name: name}
-	var (
-		strataBin  = fs.String("strata", "bin/strata", "strata binary")
-		strataArgs = fs.String("strata-args", "", "extra flags for strata server/gateway, space-separated (e.g. --no-sync; reported with the figures)")
-		peersDir   = fs.String("peers", "hack/peers/bin", "directory holding the minio and versitygw binaries (hack/peers.sh)")
-		only       = fs.String("targets", "", "comma-separated subset of targets to run (strata, strata-sse-s3, minio, versitygw)")
-		outDir     = fs.String("out", "bench-results", "directory for the JSON report and server logs")
-		keepAlive  = fs.Bool("versitygw-keepalive", true, "start VersityGW with --keep-alive (it closes every connection otherwise)")
-		timeout    = fs.Duration("timeout", 20*time.Minute, "hard bound on the whole suite")
-		maxBytes   = fs.String("max-bytes", "4GiB", "stop a PUT workload after writing this much")
-	)
-	clientFlags(fs, &c.Client, &c.Duration, &c.Warmup, &c.Count)
+	f := registerSuiteFlags(fs, &c, 20*time.Minute, "")
+	maxBytes := fs.String("max-bytes", "4GiB", "stop a PUT workload after writing this much")
 	fs.StringVar(&c.Profile, "profile", "default", "workload set: quick (4 KiB PUT/GET/HEAD, 1 MiB PUT/GET), default, or full")
-	fs.StringVar(&c.TmpDir, "tmp", "", "where the servers' temporary data directories go (default $TMPDIR)")
-	fs.DurationVar(&c.WaitIdle, "wait-idle", 0, "before each target (and each retry), wait up to this long for the machine to be nearly idle")
-	fs.Float64Var(&c.MaxOther, "max-other", 0, "measure a workload again when other work kept more than this many cores busy (0: never)")
-	fs.IntVar(&c.Retries, "retries", 2, "how many times -max-other may measure a workload again")
 	for name, value := range map[string]string{"duration": "8s", "warmup": "2s"} {
 		if err := fs.Set(name, value); err != nil {
 			return err
@@ -206,7 +217,6 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	c.Concurrency = c.Client.Concurrency
 	mb, err := parseSize(*maxBytes)
 	if err != nil {
 		return err
@@ -216,34 +226,78 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-
-	stamp := time.Now().UTC().Format("20060102-150405")
-	c.LogDir = filepath.Join(*outDir, "logs", name+"-"+stamp)
-	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
-		return err
-	}
-	c.Command = "bench suite " + name + " " + strings.Join(args[1:], " ")
-
 	// Strata first: the comparison shows its ratios to each peer.
-	extra := strings.Fields(*strataArgs)
-	kinds := []serverKind{strataServerKind(*strataBin, extra)}
+	extra := strings.Fields(*f.strataArgs)
+	kinds := []serverKind{strataServerKind(*f.strataBin, extra)}
 	if name == "gateway" {
-		kinds[0] = strataGatewayKind(*strataBin, extra)
+		kinds[0] = strataGatewayKind(*f.strataBin, extra)
 	} else {
-		sse, err := strataSSEKind(*strataBin, extra)
+		keys, err := os.MkdirTemp("", "strata-bench-keys-")
 		if err != nil {
 			return err
 		}
-		kinds = append(kinds, sse, minioKind(filepath.Join(*peersDir, "minio")))
+		defer os.RemoveAll(keys)
+		sse, err := strataSSEKind(*f.strataBin, extra, keys)
+		if err != nil {
+			return err
+		}
+		kinds = append(kinds, sse, minioKind(filepath.Join(*f.peersDir, "minio")))
 	}
-	kinds = append(kinds, versitygwKind(filepath.Join(*peersDir, "versitygw"), *keepAlive))
+	kinds = append(kinds, versitygwKind(filepath.Join(*f.peersDir, "versitygw"), *f.keepAlive))
+	return runSuite(ctx, c, f, kinds, stps, "bench suite "+strings.Join(args, " "), stdout, stderr)
+}
+
+// suiteFlags are the flags of the commands that start servers one after
+// another and compare them (bench suite and bench listing) beyond those
+// in SuiteConfig.
+type suiteFlags struct {
+	strataBin, strataArgs, peersDir, only, outDir, clients *string
+	keepAlive                                              *bool
+	timeout                                                *time.Duration
+}
+
+func registerSuiteFlags(fs *flag.FlagSet, c *SuiteConfig, timeout time.Duration, targets string) *suiteFlags {
+	f := &suiteFlags{
+		strataBin:  fs.String("strata", "bin/strata", "strata binary"),
+		strataArgs: fs.String("strata-args", "", "extra flags for strata server/gateway, space-separated (e.g. --no-sync; reported with the figures)"),
+		peersDir:   fs.String("peers", "hack/peers/bin", "directory holding the minio and versitygw binaries (hack/peers.sh)"),
+		only:       fs.String("targets", targets, "comma-separated subset of targets to run (strata, strata-sse-s3, minio, versitygw)"),
+		outDir:     fs.String("out", "bench-results", "directory for the JSON report and server logs"),
+		keepAlive:  fs.Bool("versitygw-keepalive", true, "start VersityGW with --keep-alive (it closes every connection otherwise)"),
+		timeout:    fs.Duration("timeout", timeout, "hard bound on the whole run"),
+		clients: fs.String("clients", leanClients, "client settings: lean (as the flags say; by default unsigned payloads, no checksums, a lean SDK stack), "+
+			"defaults (the SDK's: -sign-payload -checksums -full-sdk), or both (every target runs twice, lean then defaults, reported side by side)"),
+	}
+	clientFlags(fs, &c.Client, &c.Duration, &c.Warmup, &c.Count)
+	fs.StringVar(&c.TmpDir, "tmp", "", "where the servers' temporary data directories go (default $TMPDIR)")
+	fs.DurationVar(&c.WaitIdle, "wait-idle", 0, "before each target (and each retry), wait up to this long for the machine to be nearly idle")
+	fs.Float64Var(&c.MaxOther, "max-other", 0, "measure a workload again when other work kept more than this many cores busy (0: never)")
+	fs.IntVar(&c.Retries, "retries", 2, "how many times -max-other may measure a workload again")
+	return f
+}
+
+// runSuite runs stps against each selected kind in turn, once per client
+// setting, prints the tables and writes the JSON report.
+func runSuite(ctx context.Context, c SuiteConfig, f *suiteFlags, kinds []serverKind, stps []Step, command string, stdout, stderr io.Writer) error {
+	c.Concurrency = c.Client.Concurrency
+	runs, err := clientRuns(*f.clients, c.Client)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *f.timeout)
+	defer cancel()
+
+	stamp := time.Now().UTC().Format("20060102-150405")
+	c.LogDir = filepath.Join(*f.outDir, "logs", c.Name+"-"+stamp)
+	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
+		return err
+	}
+	c.Command = strings.TrimSpace(command)
 
 	cmp := Comparison{Meta: RunMeta{
-		Suite:       name + "/" + c.Profile,
+		Suite:       c.Name + "/" + c.Profile,
 		Started:     time.Now().UTC(),
-		Command:     strings.TrimSpace(c.Command),
+		Command:     c.Command,
 		Commit:      gitCommit(),
 		CPU:         cpuModel(),
 		Cores:       runtime.NumCPU(),
@@ -255,9 +309,11 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Duration:    c.Duration.String(),
 		SignPayload: c.Client.SignPayload,
 		Checksums:   c.Client.Checksums,
+		FullSDK:     c.Client.FullSDK,
+		Clients:     *f.clients,
 	}}
 	selected := map[string]bool{}
-	for _, n := range strings.Split(*only, ",") {
+	for _, n := range strings.Split(*f.only, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			selected[n] = true
 		}
@@ -267,7 +323,18 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			cmp.Targets = append(cmp.Targets, TargetReport{Name: k.name, Description: k.description, Status: "skipped: not selected"})
 			continue
 		}
-		cmp.Targets = append(cmp.Targets, runTarget(ctx, c, k, stps, stderr))
+		var rep TargetReport
+		for i, o := range runs {
+			run := c
+			run.Client = o
+			r := runTarget(ctx, run, k, stps, stderr)
+			if i == 0 {
+				rep = r
+			} else {
+				rep = rep.add(r, o.settings())
+			}
+		}
+		cmp.Targets = append(cmp.Targets, rep)
 	}
 
 	fmt.Fprintln(stdout)
@@ -282,7 +349,7 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := writeComparisonTable(stdout, cmp); err != nil {
 		return err
 	}
-	jsonPath := filepath.Join(*outDir, fmt.Sprintf("%s-%s.json", name, stamp))
+	jsonPath := filepath.Join(*f.outDir, fmt.Sprintf("%s-%s.json", c.Name, stamp))
 	if err := writeJSONFile(jsonPath, cmp, stdout); err != nil {
 		return err
 	}

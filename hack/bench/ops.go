@@ -156,13 +156,17 @@ func (w *worker) delete(ctx context.Context, key string) error {
 	return err
 }
 
-// list pages through every object under the prefix, 1000 keys a page, and
-// returns how many it saw.
-func (w *worker) list(ctx context.Context) (int64, error) {
+// list pages through everything under the worker's prefix followed by sub,
+// 1000 entries a page, rolled up at delimiter when one is given, and
+// returns how many entries (objects and common prefixes) it saw.
+func (w *worker) list(ctx context.Context, sub, delimiter string) (int64, error) {
 	in := &s3.ListObjectsV2Input{
 		Bucket:  aws.String(w.bucket),
-		Prefix:  aws.String(w.prefix + "/"),
+		Prefix:  aws.String(w.prefix + "/" + sub),
 		MaxKeys: aws.Int32(1000),
+	}
+	if delimiter != "" {
+		in.Delimiter = aws.String(delimiter)
 	}
 	var n int64
 	for {
@@ -170,7 +174,7 @@ func (w *worker) list(ctx context.Context) (int64, error) {
 		if err != nil {
 			return n, err
 		}
-		n += int64(len(out.Contents))
+		n += int64(len(out.Contents) + len(out.CommonPrefixes))
 		if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
 			return n, nil
 		}

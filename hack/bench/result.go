@@ -48,6 +48,12 @@ type Result struct {
 	// people's processes. Large values mean the figures are skewed.
 	OtherCPU      float64 `json:"other_cpu_cores,omitempty"`
 	ServerPeakRSS int64   `json:"server_peak_rss_bytes,omitempty"`
+	// Client names the clients' settings: lean, defaults (the SDK's), or
+	// the flags in between.
+	Client string `json:"client_settings,omitempty"`
+	// PrepareSeconds is how long writing the prepared set took, when this
+	// run wrote it (with the suite's clients, not measured otherwise).
+	PrepareSeconds float64 `json:"prepare_seconds,omitempty"`
 }
 
 // OpResult is one operation's share of a MIXED run.
@@ -152,7 +158,7 @@ func writeResultTable(out io.Writer, results []Result) error {
 	fmt.Fprintln(tw, "target\tworkload\tconc\tops\terr\tobj/s\tMiB/s\tp50 ms\tp90 ms\tp99 ms\tTTFB p50\tTTFB p99\tcli CPU\tsrv CPU\toth CPU\tsrv RSS\t")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t\n",
-			r.Target, r.Workload, r.Concurrency, r.Ops, r.Errors,
+			r.Target, r.rowKey().label(), r.Concurrency, r.Ops, r.Errors,
 			fmtRate(r.ObjPerSec), fmtRate(r.MiBPerSec),
 			fmtMs(r.Latency.P50), fmtMs(r.Latency.P90), fmtMs(r.Latency.P99),
 			ttfbCell(r.TTFB, 50), ttfbCell(r.TTFB, 99),
@@ -253,6 +259,10 @@ type RunMeta struct {
 	Duration    string  `json:"duration_per_workload"`
 	SignPayload bool    `json:"sign_payload"`
 	Checksums   bool    `json:"checksums"`
+	FullSDK     bool    `json:"full_sdk"`
+	// Clients is the suite's -clients: lean, defaults, or both (each
+	// target measured twice, results told apart by client_settings).
+	Clients string `json:"clients,omitempty"`
 }
 
 // TargetReport is one server's part of a suite run.
@@ -268,13 +278,46 @@ type TargetReport struct {
 	Results    []Result `json:"results,omitempty"`
 }
 
-func (t TargetReport) result(workload string, endpoints int) (Result, bool) {
+func (t TargetReport) result(k rowKey) (Result, bool) {
 	for _, r := range t.Results {
-		if r.Workload == workload && r.Endpoints == endpoints {
+		if r.rowKey() == k {
 			return r, true
 		}
 	}
 	return Result{}, false
+}
+
+// add folds another run of the same target, with the given client
+// settings, into t: both runs' results, the larger peak, the first failure.
+func (t TargetReport) add(o TargetReport, settings string) TargetReport {
+	t.Results = append(t.Results, o.Results...)
+	t.PeakRSS = max(t.PeakRSS, o.PeakRSS)
+	t.BusyBefore = max(t.BusyBefore, o.BusyBefore)
+	if t.Status == "ok" && o.Status != "ok" {
+		t.Status = fmt.Sprintf("%s (%s clients)", o.Status, settings)
+	}
+	return t
+}
+
+// rowKey is what a comparison row holds: one workload, with as many
+// replicas and with the same client settings on every target.
+type rowKey struct {
+	workload  string
+	endpoints int
+	client    string
+}
+
+func (r Result) rowKey() rowKey { return rowKey{r.Workload, r.Endpoints, r.Client} }
+
+func (k rowKey) label() string {
+	l := k.workload
+	if k.endpoints > 1 {
+		l = fmt.Sprintf("%s x%d replicas", k.workload, k.endpoints)
+	}
+	if k.client != "" && k.client != leanClients {
+		l += " (" + k.client + ")"
+	}
+	return l
 }
 
 func writeJSON(out io.Writer, v any) error {
@@ -291,21 +334,29 @@ func writeComparisonTable(out io.Writer, c Comparison) error {
 		return nil
 	}
 	subject, peers := c.Targets[0], c.Targets[1:]
-	type rowKey struct {
-		workload  string
-		endpoints int
-	}
 	var rows []rowKey
 	seen := map[rowKey]bool{}
 	for _, t := range c.Targets {
 		for _, r := range t.Results {
-			k := rowKey{r.Workload, r.Endpoints}
+			k := r.rowKey()
 			if !seen[k] {
 				seen[k] = true
 				rows = append(rows, k)
 			}
 		}
 	}
+	// One workload's rows together, each client setting in turn.
+	order := map[rowKey]int{}
+	for i, k := range rows {
+		w := rowKey{workload: k.workload, endpoints: k.endpoints}
+		if _, ok := order[w]; !ok {
+			order[w] = i
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		return order[rowKey{workload: rows[i].workload, endpoints: rows[i].endpoints}] <
+			order[rowKey{workload: rows[j].workload, endpoints: rows[j].endpoints}]
+	})
 	noisy := false
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := []string{"workload", "unit"}
@@ -317,14 +368,10 @@ func writeComparisonTable(out io.Writer, c Comparison) error {
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
 	for _, k := range rows {
-		label := k.workload
-		if k.endpoints > 1 {
-			label = fmt.Sprintf("%s x%d replicas", k.workload, k.endpoints)
-		}
-		cells := []string{label, ""}
+		cells := []string{k.label(), ""}
 		values := make([]float64, len(c.Targets))
 		for i, t := range c.Targets {
-			r, ok := t.result(k.workload, k.endpoints)
+			r, ok := t.result(k)
 			if !ok {
 				cells = append(cells, "-")
 				continue
@@ -370,8 +417,11 @@ func writeComparisonTable(out io.Writer, c Comparison) error {
 }
 
 func fmtRatio(a, b float64) string {
-	if a <= 0 || b <= 0 {
+	switch {
+	case a <= 0 || b <= 0:
 		return "n/a"
+	case a/b < 0.1:
+		return fmt.Sprintf("%.2gx", a/b) // 0.0039x, not 0.00x
 	}
 	return fmt.Sprintf("%.2fx", a/b)
 }

@@ -153,3 +153,51 @@ func TestResultTableAndJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestComparisonTableClientSettings(t *testing.T) {
+	res := func(workload, client string, v float64) Result {
+		return Result{Workload: workload, Op: OpPut, Size: 4096, ObjPerSec: v, Endpoints: 1, Client: client}
+	}
+	strata := TargetReport{Name: "strata", Status: "ok", PeakRSS: 100 * mib, Results: []Result{res("put-4KiB", "lean", 2000), res("get-4KiB", "lean", 9000)}}
+	strata = strata.add(TargetReport{Name: "strata", Status: "ok", PeakRSS: 300 * mib, Results: []Result{res("put-4KiB", "defaults", 1200), res("get-4KiB", "defaults", 6000)}}, "defaults")
+	minio := TargetReport{Name: "minio", Status: "ok", PeakRSS: 900 * mib, Results: []Result{res("put-4KiB", "lean", 500), res("get-4KiB", "lean", 4000)}}
+	minio = minio.add(TargetReport{Name: "minio", Status: "failed: get-4KiB: timeout", Results: []Result{res("put-4KiB", "defaults", 400)}}, "defaults")
+	if strata.PeakRSS != 300*mib || len(strata.Results) != 4 || strata.Status != "ok" {
+		t.Errorf("add: peak %d, %d results, status %q", strata.PeakRSS, len(strata.Results), strata.Status)
+	}
+	if minio.Status != "failed: get-4KiB: timeout (defaults clients)" {
+		t.Errorf("add kept status %q, want the second run's failure", minio.Status)
+	}
+	var out bytes.Buffer
+	if err := writeComparisonTable(&out, Comparison{Targets: []TargetReport{strata, minio}}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	// Each setting is compared with the same setting: 2000/500 and 1200/400.
+	for _, want := range []string{"put-4KiB (defaults)", "4.00x", "3.00x", "get-4KiB (defaults)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("comparison lacks %q:\n%s", want, text)
+		}
+	}
+	// A workload's rows sit together: put, put (defaults), get, get (defaults).
+	order := []string{"put-4KiB ", "put-4KiB (defaults)", "get-4KiB ", "get-4KiB (defaults)"}
+	last := -1
+	for _, row := range order {
+		i := strings.Index(text, row)
+		if i <= last {
+			t.Errorf("row %q out of order:\n%s", row, text)
+		}
+		last = i
+	}
+}
+
+func TestFmtRatio(t *testing.T) {
+	for _, c := range []struct {
+		a, b float64
+		want string
+	}{{3, 1, "3.00x"}, {1, 4, "0.25x"}, {115, 29729, "0.0039x"}, {0, 1, "n/a"}, {1, 0, "n/a"}} {
+		if got := fmtRatio(c.a, c.b); got != c.want {
+			t.Errorf("fmtRatio(%v, %v) = %q, want %q", c.a, c.b, got, c.want)
+		}
+	}
+}

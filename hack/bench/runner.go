@@ -31,16 +31,19 @@ type Runner struct {
 	payload []byte
 	// BucketEncryption, when set, is the bucket's default encryption.
 	BucketEncryption string
+	// Settings names the clients' settings in each result (ClientOptions.settings).
+	Settings string
 }
 
 func newRunner(t Target, o ClientOptions, bucket string, maxSize int64) *Runner {
 	payload := make([]byte, maxSize)
 	_, _ = rand.Read(payload)
 	return &Runner{
-		Target:  t,
-		Clients: newS3Clients(t, o, newTransport(o.Concurrency)),
-		Bucket:  bucket,
-		payload: payload,
+		Target:   t,
+		Clients:  newS3Clients(t, o, newTransport(o.Concurrency)),
+		Bucket:   bucket,
+		payload:  payload,
+		Settings: o.settings(),
 	}
 }
 
@@ -64,12 +67,13 @@ func (r *Runner) ensureBucket(ctx context.Context) error {
 	return nil
 }
 
-// Prepare writes objects [0, n) of the set under prefix, concurrency at a
-// time. It is not measured.
-func (r *Runner) Prepare(ctx context.Context, prefix string, size int64, n, concurrency int) error {
+// Prepare writes the objects of set under prefix, concurrency at a time.
+// It is not measured.
+func (r *Runner) Prepare(ctx context.Context, prefix string, set Set, concurrency int) error {
 	if err := r.ensureBucket(ctx); err != nil {
 		return err
 	}
+	n := set.Objects
 	var next atomic.Int64
 	var firstErr error
 	var once sync.Once
@@ -78,14 +82,14 @@ func (r *Runner) Prepare(ctx context.Context, prefix string, size int64, n, conc
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := newWorker(i, r.client(i), r.Bucket, prefix, size, r.payload)
+			w := newWorker(i, r.client(i), r.Bucket, prefix, set.Size, r.payload)
 			for {
 				k := int(next.Add(1)) - 1
 				if k >= n || ctx.Err() != nil {
 					return
 				}
-				if err := w.put(ctx, preparedKey(prefix, k)); err != nil {
-					once.Do(func() { firstErr = fmt.Errorf("preparing %s: %s", preparedKey(prefix, k), errorCode(err)) })
+				if err := w.put(ctx, set.key(prefix, k)); err != nil {
+					once.Do(func() { firstErr = fmt.Errorf("preparing %s: %s", set.key(prefix, k), errorCode(err)) })
 					return
 				}
 			}
@@ -110,7 +114,7 @@ func (r *Runner) Measure(ctx context.Context, p Plan, prefix string) (Result, er
 		if p.Op == OpDelete || p.Op == OpMixed {
 			lo, hi := workerRange(p.Prepared, p.Concurrency, i)
 			for k := lo; k < hi; k++ {
-				w.pool = append(w.pool, preparedKey(prefix, k))
+				w.pool = append(w.pool, p.Set().key(prefix, k))
 			}
 		}
 		workers[i] = w
@@ -173,6 +177,7 @@ func (r *Runner) Measure(ctx context.Context, p Plan, prefix string) (Result, er
 	machine1, _, machineErr1 := machineCPU()
 
 	res := newResult(r.Target.Name, p, len(r.Clients), elapsed)
+	res.Client = r.Settings
 	res.ClientCPU = clientCPU.Seconds() / elapsed.Seconds()
 	for _, s := range samplers {
 		st := s.stop()
@@ -247,9 +252,9 @@ func (w *worker) do(ctx context.Context, op Op, p Plan) {
 		w.pool = w.pool[:len(w.pool)-1]
 		err = w.delete(ctx, key)
 	case OpList:
-		listed, err = w.list(ctx)
-		if err == nil && listed != int64(p.Prepared) {
-			err = fmt.Errorf("LIST saw %d objects, want %d", listed, p.Prepared)
+		listed, err = w.list(ctx, p.ListPrefix, p.Delimiter)
+		if err == nil && listed != int64(p.ListWant) {
+			err = fmt.Errorf("LIST saw %d entries, want %d", listed, p.ListWant)
 		}
 	}
 	lat := time.Since(start)
@@ -280,7 +285,7 @@ func (w *worker) readKey(p Plan) string {
 	if p.Op == OpMixed {
 		return w.pool[w.rng.IntN(len(w.pool))]
 	}
-	return preparedKey(w.prefix, w.rng.IntN(p.Prepared))
+	return p.Set().key(w.prefix, w.rng.IntN(p.Prepared))
 }
 
 // selfCPU is the user+system CPU time this process has used so far.

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/xml"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -27,6 +29,7 @@ type fakeListResult struct {
 	NextContinuationToken string `xml:",omitempty"`
 	KeyCount              int
 	Contents              []struct{ Key string }
+	CommonPrefixes        []struct{ Prefix string }
 }
 
 func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -64,23 +67,44 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeS3) list(w http.ResponseWriter, r *http.Request, bucket string) {
-	prefix := bucket + "/" + r.URL.Query().Get("prefix")
+	q := r.URL.Query()
+	prefix, delimiter := q.Get("prefix"), q.Get("delimiter")
 	var keys []string
 	for k := range f.objects {
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, strings.TrimPrefix(k, bucket+"/"))
+		if key, ok := strings.CutPrefix(k, bucket+"/"); ok && strings.HasPrefix(key, prefix) {
+			keys = append(keys, key)
 		}
 	}
 	sort.Strings(keys)
-	start, _ := strconv.Atoi(r.URL.Query().Get("continuation-token"))
-	maxKeys, _ := strconv.Atoi(r.URL.Query().Get("max-keys"))
-	end := min(start+maxKeys, len(keys))
-	var res fakeListResult
-	for _, k := range keys[start:end] {
-		res.Contents = append(res.Contents, struct{ Key string }{k})
+	// Entries in order: keys, and each common prefix once in place of its keys.
+	type entry struct {
+		name     string
+		isPrefix bool
 	}
-	res.KeyCount = len(res.Contents)
-	if end < len(keys) {
+	var entries []entry
+	for _, k := range keys {
+		if i := strings.Index(k[len(prefix):], delimiter); delimiter != "" && i >= 0 {
+			cp := k[:len(prefix)+i+len(delimiter)]
+			if n := len(entries); n == 0 || entries[n-1].name != cp {
+				entries = append(entries, entry{cp, true})
+			}
+			continue
+		}
+		entries = append(entries, entry{k, false})
+	}
+	start, _ := strconv.Atoi(q.Get("continuation-token"))
+	maxKeys, _ := strconv.Atoi(q.Get("max-keys"))
+	end := min(start+maxKeys, len(entries))
+	var res fakeListResult
+	for _, e := range entries[start:end] {
+		if e.isPrefix {
+			res.CommonPrefixes = append(res.CommonPrefixes, struct{ Prefix string }{e.name})
+		} else {
+			res.Contents = append(res.Contents, struct{ Key string }{e.name})
+		}
+	}
+	res.KeyCount = end - start
+	if end < len(entries) {
 		res.IsTruncated, res.NextContinuationToken = true, strconv.Itoa(end)
 	}
 	w.Header().Set("Content-Type", "application/xml")
@@ -111,16 +135,16 @@ func TestRunnerAgainstFakeS3(t *testing.T) {
 	r.Procs = nil
 	ctx := context.Background()
 
-	run := func(op Op, size int64, objects int, count int64) Result {
+	runWith := func(w Workload) Result {
 		t.Helper()
-		p, err := plan(Workload{Op: op, Size: size, Concurrency: 4, Duration: time.Minute, Count: count,
-			Objects: objects, Warmup: 10 * time.Millisecond, Mix: defaultMix})
+		w.Concurrency, w.Duration, w.Warmup, w.Mix = 4, time.Minute, 10*time.Millisecond, defaultMix
+		p, err := plan(w)
 		if err != nil {
 			t.Fatal(err)
 		}
-		prefix := "t-" + p.Name()
+		prefix := fmt.Sprintf("t-%s-%d", p.Name(), p.Dirs) // a set of its own per layout
 		if p.Prepared > 0 {
-			if err := r.Prepare(ctx, prefix, size, p.Prepared, p.Concurrency); err != nil {
+			if err := r.Prepare(ctx, prefix, p.Set(), p.Concurrency); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -136,11 +160,15 @@ func TestRunnerAgainstFakeS3(t *testing.T) {
 		}
 		return res
 	}
+	run := func(op Op, size int64, objects int, count int64) Result {
+		t.Helper()
+		return runWith(Workload{Op: op, Size: size, Objects: objects, Count: count})
+	}
 
 	if res := run(OpPut, 4096, 0, 40); res.Ops != 40 || res.Bytes != 40*4096 {
 		t.Errorf("put: %d ops, %d bytes; want 40, %d", res.Ops, res.Bytes, 40*4096)
 	}
-	if n := fake.count("bench/t-put-4KiB/"); n != 40 {
+	if n := fake.count("bench/t-put-4KiB-16/"); n != 40 {
 		t.Errorf("put wrote %d objects, want 40", n)
 	}
 	res := run(OpGet, 64<<10, 16, 30)
@@ -153,10 +181,19 @@ func TestRunnerAgainstFakeS3(t *testing.T) {
 	if res := run(OpList, 4096, 1500, 3); res.Ops != 3 || res.ListedPerSec <= 0 {
 		t.Errorf("list: %d ops, %v listed/s", res.Ops, res.ListedPerSec)
 	}
+	// 1500 objects over 40 directories: the top level lists 40 common
+	// prefixes, directory 20 holds objects 20, 60, ... 1460 (37 of them);
+	// an entry missing from a listing would be an error.
+	for shape, want := range map[ListShape]int64{ListAll: 1500, ListTop: 40, ListDir: 37} {
+		res := runWith(Workload{Op: OpList, Size: 4096, Objects: 1500, Dirs: 40, List: shape, Count: 2})
+		if listed := int64(math.Round(res.ListedPerSec * res.Seconds)); res.Ops != 2 || listed != 2*want {
+			t.Errorf("list %q: %d ops, %d entries, want 2 listings of %d", shape, res.Ops, listed, want)
+		}
+	}
 	if res := run(OpDelete, 4096, 20, 0); res.Ops != 20 {
 		t.Errorf("delete: %d ops, want the 20 prepared", res.Ops)
 	}
-	if n := fake.count("bench/t-delete-4KiB/"); n != 0 {
+	if n := fake.count("bench/t-delete-4KiB-16/"); n != 0 {
 		t.Errorf("%d objects survived DELETE", n)
 	}
 	res = run(OpMixed, 4096, 16, 200)

@@ -145,14 +145,11 @@ func strataServerKind(bin string, extra []string) serverKind {
 	}
 }
 
-// strataSSEKind is strataServerKind with a master key and the benchmark
-// bucket encrypted by default with SSE-S3: what encryption costs.
-func strataSSEKind(bin string, extra []string) (serverKind, error) {
+// strataSSEKind is strataServerKind with a master key (written to a file
+// in dir) and the benchmark bucket encrypted by default with SSE-S3: what
+// encryption costs.
+func strataSSEKind(bin string, extra []string, dir string) (serverKind, error) {
 	k := strataServerKind(bin, extra)
-	dir, err := os.MkdirTemp("", "strata-bench-keys-")
-	if err != nil {
-		return k, err
-	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return k, err
@@ -314,8 +311,7 @@ func (p *serverProcess) waitReady(ctx context.Context) error {
 			}
 		}
 	}
-	t := Target{Name: p.kind.name, Endpoints: []string{p.endpoint}, AccessKey: benchUser, SecretKey: benchPassword}
-	c := newS3Clients(t, ClientOptions{Concurrency: 1}, newTransport(1))[0]
+	c := newS3Clients(p.target(), ClientOptions{Concurrency: 1}, newTransport(1))[0]
 	s3Ready := make(chan error, 1)
 	go func() { s3Ready <- waitS3(ctx, c) }()
 	select {
@@ -346,6 +342,45 @@ func (p *serverProcess) stop() {
 }
 
 func (p *serverProcess) pid() int { return p.cmd.Process.Pid }
+
+// target is how clients reach the server.
+func (p *serverProcess) target() Target {
+	return Target{Name: p.kind.name, Endpoints: []string{p.endpoint}, AccessKey: benchUser, SecretKey: benchPassword}
+}
+
+// scratchServer is a server on fresh directories of its own, its log
+// among them: close stops it and removes them all.
+type scratchServer struct {
+	*serverProcess
+	root string
+}
+
+// startScratch starts kind on a new directory under tmp ("": $TMPDIR),
+// logging to logPath ("": a file in that directory).
+func startScratch(ctx context.Context, kind serverKind, tmp, logPath string) (*scratchServer, error) {
+	root, err := os.MkdirTemp(tmp, "strata-bench-"+kind.name+"-")
+	if err != nil {
+		return nil, err
+	}
+	if logPath == "" {
+		logPath = filepath.Join(root, kind.name+".log")
+	}
+	p, err := startServer(ctx, kind, filepath.Join(root, "data"), logPath)
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	return &scratchServer{serverProcess: p, root: root}, nil
+}
+
+// dataDir is where the server keeps its data (its drives, for a server
+// with several).
+func (s *scratchServer) dataDir() string { return filepath.Join(s.root, "data") }
+
+func (s *scratchServer) close() {
+	s.stop()
+	os.RemoveAll(s.root)
+}
 
 // binaryVersion runs the binary's version command and returns its first
 // line, or "" when that fails.

@@ -24,6 +24,11 @@ type Step struct {
 	// Replicas > 1 starts that many server processes on the same directory
 	// and spreads the clients over them (gateway scale-out).
 	Replicas int
+	Dirs     int       // directories the prepared set spreads over (0: 16)
+	List     ListShape // what a LIST step lists
+	// Concurrency, when set, is the step's number of clients instead of the
+	// suite's (which still writes the prepared set).
+	Concurrency int
 }
 
 // SuiteConfig is what both suites share.
@@ -52,9 +57,11 @@ const (
 	// idleBusyCores is what -wait-idle waits for.
 	idleBusyCores = 0.25
 	// prepareTimeout bounds writing a prepared set, so a very slow server
-	// fails the step instead of eating the suite's time.
-	prepareTimeout = 3 * time.Minute
-	kib            = 1 << 10
+	// fails the step instead of eating the suite's time; a large set gets
+	// prepareTimePerObject more for each object.
+	prepareTimeout       = 3 * time.Minute
+	prepareTimePerObject = 10 * time.Millisecond
+	kib                  = 1 << 10
 	// The shared 4 KiB set is read by GET, HEAD and LIST and consumed by
 	// DELETE, which therefore runs last among its users.
 	smallSet = "4KiB"
@@ -124,7 +131,12 @@ func (c SuiteConfig) planStep(s Step) (Plan, error) {
 		Count:       c.Count,
 		Warmup:      c.Warmup,
 		Objects:     s.Objects,
+		Dirs:        s.Dirs,
+		List:        s.List,
 		Mix:         defaultMix,
+	}
+	if s.Concurrency > 0 {
+		w.Concurrency = s.Concurrency
 	}
 	if s.Op == OpPut && c.MaxBytes > 0 {
 		if byBytes := max(c.MaxBytes/s.Size, 1); w.Count == 0 || byBytes < w.Count {
@@ -134,24 +146,35 @@ func (c SuiteConfig) planStep(s Step) (Plan, error) {
 	return plan(w)
 }
 
+// clientRuns returns the client settings each target of a suite runs with,
+// in order, for the -clients flag: lean (o as the flags left it), defaults
+// (the SDK's) or both.
+func clientRuns(clients string, o ClientOptions) ([]ClientOptions, error) {
+	switch clients {
+	case leanClients:
+		return []ClientOptions{o}, nil
+	case defaultClients:
+		return []ClientOptions{o.withSDKDefaults()}, nil
+	case "both":
+		if o.settings() == defaultClients {
+			return nil, fmt.Errorf("-clients both runs the SDK's defaults second: leave -sign-payload, -checksums and -full-sdk off")
+		}
+		return []ClientOptions{o, o.withSDKDefaults()}, nil
+	}
+	return nil, fmt.Errorf("unknown -clients %q (want lean, defaults or both)", clients)
+}
+
 // runTarget starts kind on a fresh directory, runs every step against it and
 // stops it. A binary that says "not implemented" yields a skipped report.
 func runTarget(ctx context.Context, c SuiteConfig, kind serverKind, stps []Step, progress io.Writer) TargetReport {
 	rep := TargetReport{Name: kind.name, Description: kind.description, Version: versionOf(kind)}
-	root, err := os.MkdirTemp(c.TmpDir, "strata-bench-"+kind.name+"-")
-	if err != nil {
-		rep.Status = "failed: " + err.Error()
-		return rep
-	}
-	defer os.RemoveAll(root)
-
 	logPath := filepath.Join(c.LogDir, fmt.Sprintf("%s-%s.log", c.Name, kind.name))
-	fmt.Fprintf(progress, "== %s (%s) %s\n", kind.name, kind.description, rep.Version)
+	fmt.Fprintf(progress, "== %s (%s) %s; %s clients\n", kind.name, kind.description, rep.Version, c.Client.settings())
 	if c.WaitIdle > 0 {
 		rep.BusyBefore = waitIdle(c.WaitIdle, idleBusyCores)
 		fmt.Fprintf(progress, "   machine busy %.2f cores before start\n", rep.BusyBefore)
 	}
-	primary, err := startServer(ctx, kind, filepath.Join(root, "data"), logPath)
+	primary, err := startScratch(ctx, kind, c.TmpDir, logPath)
 	if errors.Is(err, errNotImplemented) {
 		rep.Status = "skipped: " + err.Error()
 		fmt.Fprintf(progress, "   %s\n", rep.Status)
@@ -162,7 +185,7 @@ func runTarget(ctx context.Context, c SuiteConfig, kind serverKind, stps []Step,
 		fmt.Fprintf(progress, "   %s\n", rep.Status)
 		return rep
 	}
-	defer primary.stop()
+	defer primary.close()
 	life, err := startProcSampler(primary.pid())
 	if err != nil {
 		rep.Status = "failed: " + err.Error()
@@ -173,8 +196,7 @@ func runTarget(ctx context.Context, c SuiteConfig, kind serverKind, stps []Step,
 	for _, s := range stps {
 		maxSize = max(maxSize, s.Size)
 	}
-	target := Target{Name: kind.name, Endpoints: []string{primary.endpoint}, AccessKey: benchUser, SecretKey: benchPassword}
-	runner := newRunner(target, c.Client, "strata-bench", maxSize)
+	runner := newRunner(primary.target(), c.Client, "strata-bench", maxSize)
 	runner.Procs = []int{primary.pid()}
 	runner.BucketEncryption = kind.bucketEncryption
 	prepared := map[string]int{} // dataset -> objects written
@@ -185,13 +207,13 @@ func runTarget(ctx context.Context, c SuiteConfig, kind serverKind, stps []Step,
 			rep.Status = "failed: " + ctx.Err().Error()
 			break
 		}
-		res, err := c.runStep(ctx, runner, kind, root, s, prepared, progress)
+		res, err := c.runStep(ctx, runner, kind, primary.dataDir(), s, prepared, progress)
 		for retry := 0; err == nil && c.MaxOther > 0 && res.OtherCPU > c.MaxOther && retry < c.Retries && c.timeForRetry(ctx); retry++ {
 			// Other work shared the machine: measure again once it is quiet
 			// and keep the cleaner of the two.
 			busy := waitIdle(c.WaitIdle, idleBusyCores)
 			fmt.Fprintf(progress, "   %s: other CPU %.2f > %.2f cores, again (machine now %.2f busy)\n", stepLabel(s), res.OtherCPU, c.MaxOther, busy)
-			again, againErr := c.runStep(ctx, runner, kind, root, s, prepared, progress)
+			again, againErr := c.runStep(ctx, runner, kind, primary.dataDir(), s, prepared, progress)
 			if againErr != nil {
 				err = againErr
 				break
@@ -226,7 +248,7 @@ func (c SuiteConfig) timeForRetry(ctx context.Context) bool {
 }
 
 func stepLabel(s Step) string {
-	l := fmt.Sprintf("%s-%s", s.Op, formatSize(s.Size))
+	l := Workload{Op: s.Op, Size: s.Size, List: s.List}.Name()
 	if s.Replicas > 1 {
 		l += fmt.Sprintf(" x%d replicas", s.Replicas)
 	}
@@ -234,7 +256,7 @@ func stepLabel(s Step) string {
 }
 
 // runStep prepares the step's objects when needed and measures it.
-func (c SuiteConfig) runStep(ctx context.Context, r *Runner, kind serverKind, root string, s Step, prepared map[string]int, progress io.Writer) (Result, error) {
+func (c SuiteConfig) runStep(ctx context.Context, r *Runner, kind serverKind, data string, s Step, prepared map[string]int, progress io.Writer) (Result, error) {
 	p, err := c.planStep(s)
 	if err != nil {
 		return Result{}, err
@@ -243,16 +265,19 @@ func (c SuiteConfig) runStep(ctx context.Context, r *Runner, kind serverKind, ro
 	if s.Dataset != "" {
 		prefix = "set-" + s.Dataset
 	}
+	var prepSeconds float64
 	if p.Prepared > 0 && prepared[s.Dataset] != p.Prepared {
 		t0 := time.Now()
-		prepCtx, cancel := context.WithTimeout(ctx, prepareTimeout)
-		err := r.Prepare(prepCtx, prefix, p.Size, p.Prepared, p.Concurrency)
+		prepCtx, cancel := context.WithTimeout(ctx, prepareTimeout+time.Duration(p.Prepared)*prepareTimePerObject)
+		err := r.Prepare(prepCtx, prefix, p.Set(), c.Concurrency)
 		cancel()
 		if err != nil {
 			return Result{}, err
 		}
 		flushed := syncDisks()
-		fmt.Fprintf(progress, "   prepared %d x %s in %.1fs (+%.1fs sync)\n", p.Prepared, formatSize(p.Size), time.Since(t0).Seconds()-flushed.Seconds(), flushed.Seconds())
+		prepSeconds = time.Since(t0).Seconds() - flushed.Seconds()
+		fmt.Fprintf(progress, "   prepared %d x %s in %.1fs, %.0f/s (+%.1fs sync)\n", p.Prepared, formatSize(p.Size), prepSeconds,
+			float64(p.Prepared)/prepSeconds, flushed.Seconds())
 		if s.Dataset != "" {
 			prepared[s.Dataset] = p.Prepared
 		}
@@ -263,7 +288,7 @@ func (c SuiteConfig) runStep(ctx context.Context, r *Runner, kind serverKind, ro
 
 	runner := r
 	if s.Replicas > 1 {
-		extra, stop, err := startReplicas(ctx, kind, root, s.Replicas-1, c)
+		extra, stop, err := startReplicas(ctx, kind, data, s.Replicas-1, c)
 		if err != nil {
 			return Result{}, err
 		}
@@ -275,9 +300,11 @@ func (c SuiteConfig) runStep(ctx context.Context, r *Runner, kind serverKind, ro
 			t.Endpoints = append(t.Endpoints, e.endpoint)
 			procs = append(procs, e.pid())
 		}
-		runner = &Runner{Target: t, Clients: newS3Clients(t, c.Client, newTransport(c.Concurrency)), Bucket: r.Bucket, Procs: procs, payload: r.payload}
+		runner = &Runner{Target: t, Clients: newS3Clients(t, c.Client, newTransport(c.Concurrency)), Bucket: r.Bucket, Procs: procs, payload: r.payload,
+			Settings: r.Settings}
 	}
 	res, err := runner.Measure(ctx, p, prefix)
+	res.PrepareSeconds = prepSeconds
 	if err == nil && res.Ops == 0 {
 		err = fmt.Errorf("no request succeeded (%d errors, first: %s)", res.Errors, res.FirstError)
 	}
@@ -290,8 +317,9 @@ func (c SuiteConfig) runStep(ctx context.Context, r *Runner, kind serverKind, ro
 	return res, err
 }
 
-// startReplicas starts n more processes of kind on the primary's directory.
-func startReplicas(ctx context.Context, kind serverKind, root string, n int, c SuiteConfig) ([]*serverProcess, func(), error) {
+// startReplicas starts n more processes of kind on the primary's data
+// directory.
+func startReplicas(ctx context.Context, kind serverKind, data string, n int, c SuiteConfig) ([]*serverProcess, func(), error) {
 	var procs []*serverProcess
 	stop := func() {
 		for _, p := range procs {
@@ -300,7 +328,7 @@ func startReplicas(ctx context.Context, kind serverKind, root string, n int, c S
 	}
 	for i := range n {
 		logPath := filepath.Join(c.LogDir, fmt.Sprintf("%s-%s-replica%d.log", c.Name, kind.name, i+2))
-		p, err := startServer(ctx, kind, filepath.Join(root, "data"), logPath)
+		p, err := startServer(ctx, kind, data, logPath)
 		if err != nil {
 			stop()
 			return nil, nil, fmt.Errorf("replica %d: %w", i+2, err)

@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,19 +61,13 @@ func cmdVersions(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	root, err := os.MkdirTemp("", "bench-versions-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(root)
 	kind := strataServerKind(*bin, nil)
-	p, err := startServer(ctx, kind, filepath.Join(root, "data"), filepath.Join(root, "strata.log"))
+	p, err := startScratch(ctx, kind, "", "")
 	if err != nil {
 		return err
 	}
-	defer p.stop()
-	c := newS3Clients(Target{Name: kind.name, Endpoints: []string{p.endpoint}, AccessKey: benchUser, SecretKey: benchPassword},
-		ClientOptions{Concurrency: *concurrency}, newTransport(*concurrency))[0]
+	defer p.close()
+	c := newS3Clients(p.target(), ClientOptions{Concurrency: *concurrency}, newTransport(*concurrency))[0]
 	const bucket, key = "bench-versions", "one-key"
 	if err := ensureBucket(ctx, c, bucket); err != nil {
 		return err

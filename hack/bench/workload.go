@@ -53,12 +53,41 @@ type Workload struct {
 	Count       int64         // and after this many requests (0: no count bound)
 	Warmup      time.Duration // unmeasured run first (GET, HEAD and LIST only)
 	Objects     int           // prepared objects (0: a default by op and size)
+	Dirs        int           // directories the prepared set spreads over (0: 16)
+	List        ListShape     // what a LIST lists of the prepared set
 	Mix         Mix           // weights for OpMixed
 }
 
-// Name is how reports refer to the workload, e.g. "put-4KiB".
+// Name is how reports refer to the workload, e.g. "put-4KiB" or
+// "list-4KiB-top".
 func (w Workload) Name() string {
-	return fmt.Sprintf("%s-%s", w.Op, formatSize(w.Size))
+	name := fmt.Sprintf("%s-%s", w.Op, formatSize(w.Size))
+	if w.Op == OpList && w.List != ListAll {
+		name += "-" + string(w.List)
+	}
+	return name
+}
+
+// ListShape says which part of its prepared set a LIST workload lists.
+type ListShape string
+
+const (
+	// ListAll pages through every object of the set, no delimiter (warp's LIST).
+	ListAll ListShape = ""
+	// ListTop lists the set's directories: its prefix with delimiter "/".
+	ListTop ListShape = "top"
+	// ListDir lists one directory of the set with delimiter "/".
+	ListDir ListShape = "dir"
+)
+
+func parseListShape(s string) (ListShape, error) {
+	switch ListShape(s) {
+	case "all", ListAll:
+		return ListAll, nil
+	case ListTop, ListDir:
+		return ListShape(s), nil
+	}
+	return "", fmt.Errorf("unknown listing %q (want all, top or dir)", s)
 }
 
 // Defaults for the prepared set: enough objects that reads do not hit one hot
@@ -68,6 +97,7 @@ const (
 	defaultDeleteObjects   = 2000
 	preparedBytesCap       = 512 << 20
 	minObjectsPerWorker    = 4
+	defaultDirs            = 16
 )
 
 // Plan is a validated workload with its derived quantities. It is computed
@@ -79,6 +109,12 @@ type Plan struct {
 	// Count is the request bound of the measured phase (0: duration only).
 	// For DELETE it never exceeds the prepared set.
 	Count int64
+	// ListPrefix and Delimiter are what each LIST asks for below the set's
+	// prefix, and ListWant how many entries (objects and common prefixes)
+	// a whole listing must return.
+	ListPrefix string
+	Delimiter  string
+	ListWant   int
 }
 
 // plan validates w and fills in defaults.
@@ -90,13 +126,19 @@ func plan(w Workload) (Plan, error) {
 		return Plan{}, fmt.Errorf("concurrency must be positive, got %d", w.Concurrency)
 	case w.Duration <= 0 && w.Count <= 0:
 		return Plan{}, errors.New("a workload needs a duration or a count bound")
-	case w.Count < 0 || w.Objects < 0 || w.Warmup < 0:
-		return Plan{}, errors.New("count, objects and warm-up cannot be negative")
+	case w.Count < 0 || w.Objects < 0 || w.Warmup < 0 || w.Dirs < 0:
+		return Plan{}, errors.New("count, objects, directories and warm-up cannot be negative")
 	}
 	if _, err := parseOp(string(w.Op)); err != nil {
 		return Plan{}, err
 	}
+	if _, err := parseListShape(string(w.List)); err != nil {
+		return Plan{}, err
+	}
 	p := Plan{Workload: w, Count: w.Count}
+	if p.Dirs == 0 {
+		p.Dirs = defaultDirs
+	}
 	if !w.Op.readOnly() {
 		p.Warmup = 0
 	}
@@ -118,7 +160,44 @@ func plan(w Workload) (Plan, error) {
 	if w.Op == OpDelete && (p.Count == 0 || p.Count > int64(p.Prepared)) {
 		p.Count = int64(p.Prepared)
 	}
+	if w.Op == OpList {
+		p.ListPrefix, p.Delimiter, p.ListWant = p.Set().listing(w.List)
+	}
 	return p, nil
+}
+
+// Set is a prepared set of objects: how many, of what size, spread over
+// how many directories.
+type Set struct {
+	Size    int64
+	Objects int
+	Dirs    int
+}
+
+// Set is the prepared set the plan reads.
+func (p Plan) Set() Set { return Set{Size: p.Size, Objects: p.Prepared, Dirs: p.Dirs} }
+
+// key names object i of the set under prefix.
+func (s Set) key(prefix string, i int) string { return preparedKey(prefix, i, s.Dirs) }
+
+// listedDir is the directory a ListDir workload lists.
+func (s Set) listedDir() int { return s.Dirs / 2 }
+
+// listing returns what a LIST of the given shape asks for below the set's
+// prefix and how many entries it must see.
+func (s Set) listing(shape ListShape) (prefix, delimiter string, want int) {
+	switch shape {
+	case ListTop:
+		return "", "/", min(s.Objects, s.Dirs)
+	case ListDir:
+		d := s.listedDir()
+		n := s.Objects / s.Dirs
+		if d < s.Objects%s.Dirs {
+			n++
+		}
+		return dirName(d) + "/", "/", n
+	}
+	return "", "", s.Objects
 }
 
 func defaultObjects(op Op, size int64, concurrency int) int {
@@ -148,11 +227,14 @@ func workerRange(prepared, workers, i int) (lo, hi int) {
 	return lo, hi
 }
 
-// preparedKey names object i of a prepared set. Keys are spread over 16
-// prefixes so POSIX backends do not put every object in one directory.
-func preparedKey(prefix string, i int) string {
-	return fmt.Sprintf("%s/p%02d/%08d", prefix, i%16, i)
+// preparedKey names object i of a prepared set spread over dirs
+// directories (16 by default), so POSIX backends do not put every object in
+// one directory.
+func preparedKey(prefix string, i, dirs int) string {
+	return fmt.Sprintf("%s/%s/%08d", prefix, dirName(i%dirs), i)
 }
+
+func dirName(d int) string { return fmt.Sprintf("p%02d", d) }
 
 // newKey names the seq-th object that worker writes during a measured phase.
 func newKey(prefix string, worker int, seq int64) string {

@@ -80,13 +80,13 @@ func TestWorkerRangePartitionsTheSet(t *testing.T) {
 func TestKeysAreDistinct(t *testing.T) {
 	seen := map[string]bool{}
 	for i := range 100 {
-		seen[preparedKey("set", i)] = true
+		seen[preparedKey("set", i, 16)] = true
 		seen[newKey("set", i%16, int64(i))] = true
 	}
 	if len(seen) != 200 {
 		t.Errorf("%d distinct keys, want 200", len(seen))
 	}
-	if k := preparedKey("set-4KiB", 17); k != "set-4KiB/p01/00000017" {
+	if k := preparedKey("set-4KiB", 17, 16); k != "set-4KiB/p01/00000017" {
 		t.Errorf("preparedKey = %q", k)
 	}
 }
@@ -189,5 +189,68 @@ func TestPlanStepCapsPutBytes(t *testing.T) {
 	}
 	if p, _ := c.planStep(Step{Op: OpGet, Size: 4096}); p.Count != 10 || p.Prepared != 1000 {
 		t.Errorf("GET plan = count %d prepared %d", p.Count, p.Prepared)
+	}
+}
+
+func TestListShapes(t *testing.T) {
+	for _, c := range []struct {
+		set       Set
+		shape     ListShape
+		prefix    string
+		delimiter string
+		want      int
+	}{
+		{Set{Objects: 100000, Dirs: 100}, ListAll, "", "", 100000},
+		{Set{Objects: 100000, Dirs: 100}, ListTop, "", "/", 100},
+		{Set{Objects: 100000, Dirs: 100}, ListDir, "p50/", "/", 1000},
+		{Set{Objects: 10, Dirs: 16}, ListTop, "", "/", 10},       // fewer objects than directories
+		{Set{Objects: 1001, Dirs: 4}, ListDir, "p02/", "/", 250}, // 1001 = 4 x 250 + 1: directory 0 has the extra
+		{Set{Objects: 1003, Dirs: 4}, ListDir, "p02/", "/", 251},
+	} {
+		prefix, delimiter, want := c.set.listing(c.shape)
+		if prefix != c.prefix || delimiter != c.delimiter || want != c.want {
+			t.Errorf("%+v %q: listing = %q %q %d, want %q %q %d", c.set, c.shape, prefix, delimiter, want, c.prefix, c.delimiter, c.want)
+		}
+	}
+	p, err := plan(Workload{Op: OpList, Size: 4096, Concurrency: 1, Duration: time.Second, Objects: 300, Dirs: 30, List: ListDir})
+	if err != nil || p.ListPrefix != "p15/" || p.ListWant != 10 || p.Name() != "list-4KiB-dir" {
+		t.Errorf("plan of a directory listing = %q want %d name %q, %v", p.ListPrefix, p.ListWant, p.Name(), err)
+	}
+	if p, _ := plan(Workload{Op: OpGet, Size: 4096, Concurrency: 1, Duration: time.Second}); p.Dirs != 16 || p.Set().key("s", 17) != "s/p01/00000017" {
+		t.Errorf("default layout: %d directories, key %q", p.Dirs, p.Set().key("s", 17))
+	}
+	if _, err := plan(Workload{Op: OpList, Size: 4096, Concurrency: 1, Duration: time.Second, List: "sideways"}); err == nil {
+		t.Error("unknown listing shape accepted")
+	}
+	for in, want := range map[string]ListShape{"all": ListAll, "": ListAll, "top": ListTop, "dir": ListDir} {
+		if got, err := parseListShape(in); err != nil || got != want {
+			t.Errorf("parseListShape(%q) = %q, %v", in, got, err)
+		}
+	}
+}
+
+func TestClientRuns(t *testing.T) {
+	lean := ClientOptions{Concurrency: 16}
+	if got := lean.settings(); got != "lean" {
+		t.Errorf("lean settings = %q", got)
+	}
+	if got := lean.withSDKDefaults().settings(); got != "defaults" {
+		t.Errorf("SDK defaults = %q", got)
+	}
+	if got := (ClientOptions{Checksums: true, FullSDK: true}).settings(); got != "checksums+full-sdk" {
+		t.Errorf("partial settings = %q", got)
+	}
+	runs, err := clientRuns("both", lean)
+	if err != nil || len(runs) != 2 || runs[0].settings() != "lean" || runs[1].settings() != "defaults" || runs[1].Concurrency != 16 {
+		t.Errorf("both = %+v, %v", runs, err)
+	}
+	if runs, _ := clientRuns("defaults", lean); len(runs) != 1 || !runs[0].SignPayload {
+		t.Errorf("defaults = %+v", runs)
+	}
+	if _, err := clientRuns("both", lean.withSDKDefaults()); err == nil {
+		t.Error("both with defaults already on should be refused")
+	}
+	if _, err := clientRuns("fast", lean); err == nil {
+		t.Error("unknown -clients accepted")
 	}
 }
