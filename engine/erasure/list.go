@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"strings"
 	"sync/atomic"
 
@@ -64,46 +65,46 @@ func (s *Set) walk(ctx context.Context, bucket, prefix, startAfter string, limit
 }
 
 // walkDrives is walk over need drives (all of them, for healing, so an
-// object missing from every drive read by a listing is still found).
+// object missing from every drive read by a listing is still found). The
+// drives are walked at once, each into a list of its own in key order,
+// and the lists are merged: a drive that fails is replaced by the next.
 func (s *Set) walkDrives(ctx context.Context, bucket, prefix, startAfter string, limit, need int, latestOnly bool) ([]listEntry, bool, error) {
 	drives := s.Drives()
-	byName := map[string]map[versionKey]*drive.Record{}
-	listedBy := map[string]int{}
-	answered, filled := 0, false
-	var lastErr error
 	start := int(listRotor.Add(1))
+	var candidates []Drive
 	for k := range drives {
-		d := drives[(start+k)%len(drives)]
-		if d == nil || answered == need {
-			continue
+		if d := drives[(start+k)%len(drives)]; d != nil {
+			candidates = append(candidates, d)
 		}
-		seen := 0
-		err := d.WalkObjects(ctx, bucket, prefix, startAfter, latestOnly, func(name string, versions []*drive.Record) bool {
-			vs := byName[name]
-			if vs == nil {
-				vs = map[versionKey]*drive.Record{}
-				byName[name] = vs
+	}
+	var walks []*driveWalk
+	var lastErr error
+	for answered := 0; answered < need && len(candidates) > 0; {
+		wave := candidates[:min(need-answered, len(candidates))]
+		candidates = candidates[len(wave):]
+		results := make([]*driveWalk, len(wave))
+		var wg sync.WaitGroup
+		for i, d := range wave {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = walkDrive(ctx, d, bucket, prefix, startAfter, limit, latestOnly)
+			}()
+		}
+		wg.Wait()
+		for _, w := range results {
+			if w.err != nil {
+				lastErr = w.err
+				continue
 			}
-			for _, v := range versions {
-				vs[keyOf(v)] = v
-			}
-			listedBy[name]++
-			seen++
-			return seen < limit
-		})
-		if err != nil {
-			lastErr = err
-			continue
+			walks = append(walks, w)
+			answered++
 		}
-		if seen == limit {
-			filled = true
-		}
-		answered++
 	}
 	// With drives offline fewer than parity+1 may answer; the listing is
 	// then best effort over the drives that did (writes have stopped by
 	// then: fewer than write quorum drives are left).
-	if answered == 0 {
+	if len(walks) == 0 {
 		// No drive answered: the set cannot be listed now (503 SlowDown,
 		// which clients retry), not an internal error.
 		if lastErr != nil {
@@ -111,20 +112,93 @@ func (s *Set) walkDrives(ctx context.Context, bucket, prefix, startAfter string,
 		}
 		return nil, false, ErrReadQuorum
 	}
-	out := make([]listEntry, 0, len(byName))
-	for name, vs := range byName {
-		e := listEntry{name: name, versions: make([]*drive.Record, 0, len(vs)), partial: listedBy[name] < answered}
-		for _, v := range vs {
-			e.versions = append(e.versions, v)
+	filled := false
+	for _, w := range walks {
+		filled = filled || len(w.names) == limit
+	}
+	return mergeDriveWalks(walks, limit), filled, nil
+}
+
+// driveWalk is what one drive listed, in key order.
+type driveWalk struct {
+	names    []string
+	versions [][]*drive.Record
+	err      error
+}
+
+func walkDrive(ctx context.Context, d Drive, bucket, prefix, startAfter string, limit int, latestOnly bool) *driveWalk {
+	w := &driveWalk{}
+	w.err = d.WalkObjects(ctx, bucket, prefix, startAfter, latestOnly, func(name string, versions []*drive.Record) bool {
+		w.names = append(w.names, name)
+		w.versions = append(w.versions, versions)
+		return len(w.names) < limit
+	})
+	return w
+}
+
+// mergeDriveWalks merges drives' walks by key, at most limit entries: each
+// key's versions are the union of what the drives hold, newest first, and
+// a key some drive did not list is partial.
+func mergeDriveWalks(walks []*driveWalk, limit int) []listEntry {
+	pos := make([]int, len(walks))
+	var out []listEntry
+	for len(out) < limit {
+		next, found := "", false
+		for i, w := range walks {
+			if pos[i] < len(w.names) && (!found || w.names[pos[i]] < next) {
+				next, found = w.names[pos[i]], true
+			}
 		}
-		sort.Slice(e.versions, func(i, j int) bool { return e.versions[i].Newer(e.versions[j]) })
+		if !found {
+			break
+		}
+		e := listEntry{name: next}
+		listed := 0
+		for i, w := range walks {
+			if pos[i] < len(w.names) && w.names[pos[i]] == next {
+				e.versions = addVersions(e.versions, w.versions[pos[i]])
+				pos[i]++
+				listed++
+			}
+		}
+		e.partial = listed < len(walks)
+		if len(e.versions) > 1 {
+			sort.Slice(e.versions, func(i, j int) bool { return e.versions[i].Newer(e.versions[j]) })
+		}
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	if len(out) > limit {
-		out = out[:limit]
+	return out
+}
+
+// addVersions adds to vs the versions it does not hold yet (a scan for the
+// usual handful, a set for keys with many versions).
+func addVersions(vs, more []*drive.Record) []*drive.Record {
+	if len(vs) == 0 {
+		return append(vs, more...)
 	}
-	return out, filled, nil
+	if len(vs)*len(more) > 256 {
+		held := make(map[versionKey]bool, len(vs))
+		for _, v := range vs {
+			held[keyOf(v)] = true
+		}
+		for _, v := range more {
+			if k := keyOf(v); !held[k] {
+				held[k] = true
+				vs = append(vs, v)
+			}
+		}
+		return vs
+	}
+	for _, v := range more {
+		k, dup := keyOf(v), false
+		for _, have := range vs {
+			dup = dup || keyOf(have) == k
+		}
+		if !dup {
+			vs = append(vs, v)
+		}
+	}
+	return vs
 }
 
 // unionVersions merges two version lists (newest first) without
