@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/strata-storage/strata/engine/drive"
