@@ -17,7 +17,7 @@ func FuzzParseObject(f *testing.F) {
 	f.Add(append(EncodeVersions([]*Record{sampleRecord(), sampleRecord()}), headExt, 1))
 	d := &Local{root: "fuzz"}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		o, err := d.parseObject("b", "o", data)
+		o, err := d.parseObject("b", "o", data, true)
 		if err != nil {
 			return
 		}
@@ -27,7 +27,7 @@ func FuzzParseObject(f *testing.F) {
 		if o.isLegacy {
 			return
 		}
-		again, err := d.parseObject("b", "o", encodeHead(o.latest, o.older))
+		again, err := d.parseObject("b", "o", encodeHead(o.latest, o.older), true)
 		if err != nil || again.isLegacy || again.older != o.older || !again.latest.SameVersion(o.latest) {
 			t.Fatalf("re-encoded head: %+v, %v; want %d older", again, err, o.older)
 		}

@@ -154,7 +154,12 @@ func MarshalRecord(dst []byte, r *Record) []byte {
 }
 
 // UnmarshalRecord decodes a record, verifying its checksum.
-func UnmarshalRecord(data []byte) (*Record, error) {
+func UnmarshalRecord(data []byte) (*Record, error) { return unmarshalRecord(data, true) }
+
+// unmarshalRecord decodes a record; without withData an inline object's
+// shard is checked (the record's checksum covers it) but not kept: walks
+// list records, and nothing that walks reads an object's data from them.
+func unmarshalRecord(data []byte, withData bool) (*Record, error) {
 	if len(data) < 2+16+4 {
 		return nil, fmt.Errorf("%w: %d bytes is too short", ErrCorruptRecord, len(data))
 	}
@@ -199,9 +204,15 @@ func UnmarshalRecord(data []byte) (*Record, error) {
 			r.Parts[i] = Part{Number: d.int(), Size: d.varint(), ETag: d.string()}
 		}
 	}
-	if n := d.length(); n > 0 {
+	if n := d.length(); n > 0 && withData {
 		r.Inline = make([]byte, n)
 		d.fixed(r.Inline)
+	} else if n > 0 && d.err == nil {
+		if n > len(d.buf) {
+			d.fail("inline data of %d bytes, %d left", n, len(d.buf))
+		} else {
+			d.buf = d.buf[n:]
+		}
 	}
 	if d.err == nil && len(d.buf) != 0 {
 		d.err = fmt.Errorf("%d trailing bytes", len(d.buf))

@@ -58,13 +58,13 @@ func encodeVersions(recs []*Record) []byte {
 
 // decodeVersions decodes up to limit versions (limit < 0: all) of a list.
 func decodeVersions(data []byte, limit int) ([]*Record, error) {
-	recs, _, err := decodeList(data, limit)
+	recs, _, err := decodeList(data, limit, true)
 	return recs, err
 }
 
 // decodeList decodes up to limit versions (limit < 0: all) of a list and
-// returns what follows the last one decoded.
-func decodeList(data []byte, limit int) ([]*Record, []byte, error) {
+// returns what follows the last one decoded; inline data only withData.
+func decodeList(data []byte, limit int, withData bool) ([]*Record, []byte, error) {
 	if len(data) < 3 || data[0] != versionsMagic {
 		return nil, nil, fmt.Errorf("%w: not a version list", ErrCorruptRecord)
 	}
@@ -82,7 +82,7 @@ func decodeList(data []byte, limit int) ([]*Record, []byte, error) {
 		if d.err != nil {
 			break
 		}
-		r, err := UnmarshalRecord(d.buf[:size])
+		r, err := unmarshalRecord(d.buf[:size], withData)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -138,13 +138,13 @@ func (d *Local) readObject(bucket, name string) (*object, error) {
 		return nil, err
 	}
 	defer closer.Close()
-	return d.parseObject(bucket, name, v)
+	return d.parseObject(bucket, name, v, true)
 }
 
-// parseObject decodes an object's head.
-func (d *Local) parseObject(bucket, name string, v []byte) (*object, error) {
+// parseObject decodes an object's head (inline data only withData).
+func (d *Local) parseObject(bucket, name string, v []byte, withData bool) (*object, error) {
 	o := &object{bucket: bucket, name: name}
-	recs, rest, err := decodeList(v, -1)
+	recs, rest, err := decodeList(v, -1, withData)
 	if err == nil && len(recs) == 0 {
 		err = fmt.Errorf("%w: an empty version list", ErrCorruptRecord)
 	}
@@ -165,8 +165,9 @@ func (d *Local) parseObject(bucket, name string, v []byte) (*object, error) {
 	return o, nil
 }
 
-// olderVersions reads an object's older versions, newest first.
-func (d *Local) olderVersions(o *object) ([]*Record, error) {
+// olderVersions reads an object's older versions, newest first (inline
+// data only withData).
+func (d *Local) olderVersions(o *object, withData bool) ([]*Record, error) {
 	if o.isLegacy {
 		return o.legacy, nil
 	}
@@ -181,7 +182,7 @@ func (d *Local) olderVersions(o *object) ([]*Record, error) {
 	defer it.Close()
 	var out []*Record
 	for it.First(); it.Valid(); it.Next() {
-		r, err := UnmarshalRecord(it.Value())
+		r, err := unmarshalRecord(it.Value(), withData)
 		if err != nil {
 			return nil, fmt.Errorf("drive %s: %s/%s: %w", d.root, o.bucket, o.name, err)
 		}
@@ -206,12 +207,13 @@ func sortNewestFirst(recs []*Record) {
 	})
 }
 
-// allVersions is every version of an object, newest first.
-func (d *Local) allVersions(o *object) ([]*Record, error) {
+// allVersions is every version of an object, newest first (inline data
+// only withData).
+func (d *Local) allVersions(o *object, withData bool) ([]*Record, error) {
 	if o.latest == nil {
 		return nil, nil
 	}
-	older, err := d.olderVersions(o)
+	older, err := d.olderVersions(o, withData)
 	if err != nil {
 		return nil, err
 	}
@@ -388,7 +390,7 @@ func (t *objectTxn) remove(id [16]byte, match func(*Record) bool) (*Record, erro
 		}
 		return found, t.writeHead()
 	}
-	older, err := t.d.olderVersions(t.o)
+	older, err := t.d.olderVersions(t.o, true)
 	if err != nil {
 		return nil, err
 	}
@@ -521,7 +523,7 @@ func (d *Local) Versions(ctx context.Context, bucket, object string) ([]*Record,
 	if err != nil {
 		return nil, err
 	}
-	return d.allVersions(o)
+	return d.allVersions(o, true)
 }
 
 // DeleteVersion removes one version record and its data.
@@ -601,16 +603,16 @@ func (d *Local) WalkObjects(ctx context.Context, bucket, prefix, startAfter stri
 		name := string(it.Key()[len(bp):])
 		var recs []*Record
 		if latestOnly {
-			recs, err = decodeVersions(it.Value(), 1)
+			recs, _, err = decodeList(it.Value(), 1, false)
 			if err != nil {
 				return fmt.Errorf("drive %s: %s/%s: %w", d.root, bucket, name, err)
 			}
 		} else {
-			o, err := d.parseObject(bucket, name, it.Value())
+			o, err := d.parseObject(bucket, name, it.Value(), false)
 			if err != nil {
 				return err
 			}
-			if recs, err = d.allVersions(o); err != nil {
+			if recs, err = d.allVersions(o, false); err != nil {
 				return err
 			}
 		}

@@ -212,3 +212,27 @@ func TestLegacyVersionListIsReadAndMovedOnWrite(t *testing.T) {
 		t.Fatalf("after replacing the null version: %v", ids(vs))
 	}
 }
+
+// TestWalksCarryNoInlineData: a walk lists an inline object's record
+// without its shard (listings never read data from it, and a remote walk
+// would ship it); a read by version gives it whole.
+func TestWalksCarryNoInlineData(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	r := &Record{VersionID: [16]byte(uuid.New()), ModTime: 10, Size: 5, Flags: FlagInline, Inline: []byte("hello")}
+	if _, err := d.PutVersion(t.Context(), "b", "obj", r, NotStaged); err != nil {
+		t.Fatal(err)
+	}
+	for _, latestOnly := range []bool{true, false} {
+		var got []*Record
+		if err := d.WalkObjects(t.Context(), "b", "", "", latestOnly, func(_ string, vs []*Record) bool { got = vs; return true }); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].Inline != nil || !got[0].IsInline() || got[0].Size != 5 {
+			t.Fatalf("latestOnly %v: walked %+v", latestOnly, got)
+		}
+	}
+	full, err := d.GetVersion(t.Context(), "b", "obj", nil)
+	if err != nil || string(full.Inline) != "hello" {
+		t.Fatalf("GetVersion: %+v %v", full, err)
+	}
+}
