@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/versity/versitygw/auth"
@@ -61,6 +62,14 @@ func (b *Backend) policyFor(ctx context.Context, bk erasure.BucketInfo) ([]byte,
 				context: b.requestConditions(ctx, rc, principal, root, a)})
 		}
 		if d == policyNoMatch || d == policyAllow && restricted {
+			continue
+		}
+		if d == policyAllow && strings.ContainsAny(a.key, "*?") {
+			// The front end matches resources as patterns: an Allow for a
+			// key named with * or ? would also cover other keys of the
+			// same request (a multi-object delete). Such a key is granted
+			// by identity policies and ACLs only; a Deny may cover more
+			// than its own key, which only refuses more.
 			continue
 		}
 		effect := "Allow"
