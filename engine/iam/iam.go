@@ -296,7 +296,7 @@ func (u *Users) Identity(access string) (id, displayName string, ok bool) {
 	if !ok {
 		return "", "", false
 	}
-	n := usr.Identity.named(access)
+	n := usr.named(access)
 	return n.ID, n.DisplayName, true
 }
 
