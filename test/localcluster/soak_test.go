@@ -8,7 +8,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -556,7 +555,9 @@ type process struct {
 }
 
 type processSeries struct {
-	rss, goroutines, heap []point
+	// rss is VmRSS, anon its anonymous part (RssAnon: without the
+	// binary's pages, which count as they are first run).
+	rss, anon, goroutines, heap []point
 }
 
 type point struct {
@@ -592,7 +593,7 @@ func (w *procWatch) sample(ctx context.Context, kc client.Client, ns string, wit
 		if err != nil {
 			continue // not running, or the status still names a process that died
 		}
-		rss, err := residentBytes(pid)
+		rss, anon, err := residentBytes(pid)
 		if err != nil {
 			continue
 		}
@@ -605,6 +606,7 @@ func (w *procWatch) sample(ctx context.Context, kc client.Client, ns string, wit
 			w.series[key] = ps
 		}
 		ps.rss = append(ps.rss, point{now, rss})
+		ps.anon = append(ps.anon, point{now, anon})
 		w.mu.Unlock()
 		if !withGoStats || !key.server {
 			continue
@@ -618,21 +620,37 @@ func (w *procWatch) sample(ctx context.Context, kc client.Client, ns string, wit
 	}
 }
 
-// residentBytes is VmRSS of a process.
-func residentBytes(pid int) (int64, error) {
+// residentBytes is VmRSS of a process and its RssAnon.
+func residentBytes(pid int) (rss, anon int64, err error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer f.Close()
+	found := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kib << 10, err
+		name, value, _ := strings.Cut(sc.Text(), ":")
+		var into *int64
+		switch name {
+		case "VmRSS":
+			into = &rss
+		case "RssAnon":
+			into = &anon
+		default:
+			continue
 		}
+		kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/status: %q: %w", pid, sc.Text(), err)
+		}
+		*into = kib << 10
+		found++
 	}
-	return 0, errors.New("no VmRSS")
+	if found != 2 {
+		return 0, 0, fmt.Errorf("/proc/%d/status: no VmRSS or RssAnon", pid)
+	}
+	return rss, anon, sc.Err()
 }
 
 func (w *procWatch) stop() {
@@ -756,14 +774,16 @@ type p99Figure struct {
 // warm-up and of the last window, the medians of every window (CurveMiB),
 // and for a server its goroutines and Go heap in use in those two windows.
 type processFigure struct {
-	Pod        string     `json:"pod"`
-	PID        int        `json:"pid"`
-	Server     bool       `json:"server"`
-	FromS      float64    `json:"fromS"`
-	ToS        float64    `json:"toS"`
-	Whole      bool       `json:"whole"`
-	PeakMiB    float64    `json:"peakMiB"`
-	FirstMiB   float64    `json:"firstMiB,omitempty"`
+	Pod      string  `json:"pod"`
+	PID      int     `json:"pid"`
+	Server   bool    `json:"server"`
+	FromS    float64 `json:"fromS"`
+	ToS      float64 `json:"toS"`
+	Whole    bool    `json:"whole"`
+	PeakMiB  float64 `json:"peakMiB"`
+	FirstMiB float64 `json:"firstMiB,omitempty"`
+	// AnonMiB: the anonymous part of FirstMiB and LastMiB.
+	AnonMiB    [2]float64 `json:"anonMiB,omitzero"`
 	LastMiB    float64    `json:"lastMiB,omitempty"`
 	GrowthPct  float64    `json:"growthPct,omitempty"`
 	CurveMiB   []float64  `json:"curveMiB,omitempty"`
@@ -841,6 +861,9 @@ func (s *soak) report(f mixedFigures, m *mixedLoad, procs *procWatch, maxDown in
 		first, n1 := medianIn(ps.rss, warm, warm.Add(w))
 		last, n2 := medianIn(ps.rss, end.Add(-w), end)
 		fig.FirstMiB, fig.LastMiB = float64(first)/mib, float64(last)/mib
+		a1, _ := medianIn(ps.anon, warm, warm.Add(w))
+		a2, _ := medianIn(ps.anon, end.Add(-w), end)
+		fig.AnonMiB = [2]float64{float64(a1) / mib, float64(a2) / mib}
 		fig.GrowthPct = 100 * float64(last-first) / float64(max(first, 1))
 		for at := s.start; !at.Add(w).After(end); at = at.Add(w) {
 			m, _ := medianIn(ps.rss, at, at.Add(w))
@@ -855,8 +878,8 @@ func (s *soak) report(f mixedFigures, m *mixedLoad, procs *procWatch, maxDown in
 			fig.Goroutines, fig.HeapMiB = [2]int64{g1, g2}, [2]float64{float64(h1) / mib, float64(h2) / mib}
 			extra = fmt.Sprintf("; goroutines %d -> %d, Go heap in use %.1f -> %.1f MiB", g1, g2, fig.HeapMiB[0], fig.HeapMiB[1])
 		}
-		t.Logf("RSS of %s pid %d (the whole soak): %.1f MiB (median of %d samples in the first %s after warm-up) -> %.1f MiB (of %d in the last): %+.1f%%; peak %.1f MiB; per %s from the start: %v MiB%s",
-			p.pod, p.pid, fig.FirstMiB, n1, w, fig.LastMiB, n2, fig.GrowthPct, fig.PeakMiB, w, fig.CurveMiB, extra)
+		t.Logf("RSS of %s pid %d (the whole soak): %.1f MiB (median of %d samples in the first %s after warm-up) -> %.1f MiB (of %d in the last): %+.1f%% (anonymous %.1f -> %.1f MiB); peak %.1f MiB; per %s from the start: %v MiB%s",
+			p.pod, p.pid, fig.FirstMiB, n1, w, fig.LastMiB, n2, fig.GrowthPct, fig.AnonMiB[0], fig.AnonMiB[1], fig.PeakMiB, w, fig.CurveMiB, extra)
 		r.RSS = append(r.RSS, fig)
 	}
 	return r
