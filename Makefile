@@ -167,6 +167,12 @@ day2-e2e: images control-plane pyclients cli-tools ## The long form of the day-2
 		STRATA_CLI_TOOLS="$$(hack/cli-tools.sh)" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" \
 		go test -count=1 ./test/localcluster/... -run TestDayTwoUnderLoad -timeout 60m -v
 
+.PHONY: soak
+soak: images control-plane pyclients ## The long form of the soak of `make test` (as root): 10 minutes (STRATA_SOAK_DURATION) of mixed S3 load on the demo tenant and its gateways while random pods are killed; requests, errors, p99, RSS growth (STRATA_SOAK_SEED reruns a seed).
+	STRATA_SOAK_DURATION=$${STRATA_SOAK_DURATION:-10m} KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_IMAGES="$(IMAGES_DIR)" \
+		STRATA_BIN="$(LOCALBIN)/strata" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" \
+		go test -count=1 ./test/localcluster/... -run 'TestSoak$$' -timeout 60m -v
+
 ##@ Demo
 
 # Where `make demo` keeps the cluster: kubeconfig, volumes, pods, logs.

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -38,6 +39,12 @@ type Options struct {
 	CA []byte
 	// Timeout bounds each call; default 5 s.
 	Timeout time.Duration
+	// ServerName, when set, is the name verified in the server's
+	// certificate instead of the URL's host (a pod reached by its IP).
+	ServerName string
+	// DialContext, when set, makes the connections (say, from another
+	// network namespace).
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // New returns a client of the process at baseURL (scheme://host:port).
@@ -49,6 +56,15 @@ func New(baseURL string, opts Options) (*Client, error) {
 			return nil, errors.New("adminclient: CA is not PEM")
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	if opts.ServerName != "" {
+		if tr.TLSClientConfig == nil {
+			tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		tr.TLSClientConfig.ServerName = opts.ServerName
+	}
+	if opts.DialContext != nil {
+		tr.DialContext = opts.DialContext
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 5 * time.Second

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,12 +48,7 @@ const operationsPage = "docs/operations.md"
 // state a minute and adds a plain roll-back and a second upgrade.
 func TestDayTwoUnderLoad(t *testing.T) {
 	assets, imagesDir := prerequisites(t)
-	tools, py := os.Getenv("STRATA_CLI_TOOLS"), os.Getenv("STRATA_PYCLIENTS")
-	for _, tool := range []string{filepath.Join(tools, "kubectl"), filepath.Join(py, "python3")} {
-		if _, err := os.Stat(tool); tools == "" || py == "" || err != nil {
-			missing(t, fmt.Sprintf("%s missing (STRATA_CLI_TOOLS=%q, STRATA_PYCLIENTS=%q): run `make localcluster-e2e`", tool, tools, py))
-		}
-	}
+	tools, py := toolDir(t, "STRATA_CLI_TOOLS", "kubectl"), toolDir(t, "STRATA_PYCLIENTS", "python3")
 	hold, long := 10*time.Second, os.Getenv("STRATA_DAY2_LONG") == "1"
 	if long {
 		hold = 60 * time.Second
@@ -64,25 +56,15 @@ func TestDayTwoUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	next := "ghcr.io/strata-storage/strata:0.1.0-next"
-	c := startCluster(ctx, t, assets, imagesWithNextBuild(t, imagesDir, next),
-		"--manifests", "hack/localcluster/demo", "--manifests", "hack/localcluster/demo-gateway", "--expose", "default/media-nas=0")
-	kc := kubeClient(t, c.in.Kubeconfig)
+	c, kc, gwIn := startDemoWithGateways(ctx, t, assets, imagesWithNextBuild(t, imagesDir, next))
 	ns := "default"
-	gwURL := c.in.Exposed["default/media-nas"]
-	if gwURL == "" {
-		t.Fatalf("the harness exposed no gateway Service: %v", c.in.Exposed)
-	}
-	gwIn := c.in
-	gwIn.S3URL = gwURL
-	waitFor(ctx, t, 3*time.Minute, func() error { return gatewaysReady(ctx, kc, ns, 2) })
 
 	book := runbook{t: t, blocks: pageBlocks(t, filepath.Join(repoRoot(), operationsPage)),
 		env: []string{"PATH=" + strings.Join([]string{tools, py, "/usr/local/bin", "/usr/bin", "/bin"}, ":"),
 			"KUBECONFIG=" + c.in.Kubeconfig, "HOME=" + t.TempDir()}}
 	watch := startWatch(ctx, t, kc, ns)
-	servers := startLoad(ctx, t, c.in, "day2", staticTrust(t, c.in.CAFile), nil)
-	gateways := startLoad(ctx, t, gwIn, "day2-nas", staticTrust(t, c.in.CAFile), nil)
-	boto := startBoto3(t, py, c.in, "day2-boto3")
+	mixed := startMixedLoad(ctx, t, c.in, gwIn, py, "day2")
+	servers, gateways := mixed.servers, mixed.gateways
 	if err := serversSpeak(t, c.in, previousProtocol); err != nil {
 		t.Errorf("at the start: %v", err)
 	}
@@ -207,16 +189,8 @@ func TestDayTwoUnderLoad(t *testing.T) {
 		waitFor(ctx, t, 3*time.Minute, func() error { return gatewaysReady(ctx, kc, ns, 2) })
 	})
 
-	total, failed, attempts, errs := servers.stop()
-	gwTotal, gwFailed, gwAttempts, gwErrs := gateways.stop()
-	py3 := boto.stop(t)
+	figures := mixed.stop(t)
 	watch.stop()
-
-	t.Logf("servers' Service: %d requests, %d failed with the SDK's retries, %d attempts failed before them; p99 steady %s (%d requests)",
-		total, failed, attempts, steady, nSteady)
-	t.Logf("gateways' Service: %d requests, %d failed with the SDK's retries, %d attempts failed before them; p99 steady %s",
-		gwTotal, gwFailed, gwAttempts, gwSteady)
-	t.Logf("boto3: %d requests, %d failed with standard retries, %d attempts retried; %d objects", py3.Requests, py3.Failed, py3.Retried, py3.Objects)
 	var table strings.Builder
 	table.WriteString("| step | took | p99 servers: before -> during (x) | p99 gateways: before -> during (x) | most servers of a pool down |\n|---|---|---|---|---|\n")
 	for _, r := range results {
@@ -239,14 +213,12 @@ func TestDayTwoUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("figures:\n%s", table.String())
-	if failed > 0 || gwFailed > 0 || py3.Failed > 0 {
-		t.Errorf("requests failed: %d through the servers (%v), %d through the gateways (%v), %d from boto3 (%v)",
-			failed, errs, gwFailed, gwErrs, py3.Failed, py3.Errors)
+	if figures.failed() > 0 {
+		figures.errorf(t, "requests failed")
 	}
 	watch.checkNarration(t)
-	readBack(ctx, t, c.in, "day2", servers)
-	readBack(ctx, t, gwIn, "day2-nas", gateways)
-	c.down(t, c.in.S3URL, gwURL)
+	mixed.readBack(ctx, t, figures)
+	c.down(t, c.in.S3URL, gwIn.S3URL)
 }
 
 type stepResult struct {
@@ -300,51 +272,6 @@ func (b runbook) run(ctx context.Context, section string, i int, env ...string) 
 	}
 	b.t.Logf("%s, %q (%v): %s", operationsPage, section, env, time.Since(start).Round(time.Second))
 	return out.String()
-}
-
-// boto3Load is the boto3 client of testdata/boto3_load.py.
-type boto3Load struct {
-	cmd         *exec.Cmd
-	out, stderr bytes.Buffer
-	stopFile    string
-}
-
-type boto3Figures struct {
-	Requests int      `json:"requests"`
-	Failed   int      `json:"failed"`
-	Retried  int      `json:"retried_attempts"`
-	Objects  int      `json:"objects"`
-	Errors   []string `json:"errors"`
-}
-
-func startBoto3(t *testing.T, py string, in info, bucket string) *boto3Load {
-	l := &boto3Load{stopFile: filepath.Join(t.TempDir(), "stop")}
-	l.cmd = exec.Command(filepath.Join(py, "python3"), filepath.Join(repoRoot(), "test", "localcluster", "testdata", "boto3_load.py"))
-	l.cmd.Env = append(os.Environ(), "S3_ENDPOINT="+in.S3URL, "AWS_ACCESS_KEY_ID="+in.AccessKey, "AWS_SECRET_ACCESS_KEY="+in.SecretKey,
-		"AWS_CA_BUNDLE="+in.CAFile, "BUCKET="+bucket, "STOP_FILE="+l.stopFile)
-	l.cmd.Stdout, l.cmd.Stderr = &l.out, &l.stderr
-	if err := l.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-// stop ends the client and returns its figures.
-func (l *boto3Load) stop(t *testing.T) boto3Figures {
-	if err := os.WriteFile(l.stopFile, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.cmd.Wait(); err != nil {
-		t.Fatalf("the boto3 client: %v\n%s", err, l.stderr.String())
-	}
-	var f boto3Figures
-	if err := json.Unmarshal(l.out.Bytes(), &f); err != nil {
-		t.Fatalf("the boto3 client's figures %q: %v", l.out.String(), err)
-	}
-	if f.Requests < 100 {
-		t.Errorf("the boto3 client made only %d requests", f.Requests)
-	}
-	return f
 }
 
 // watch samples, every half second, how many servers of each pool are
@@ -487,6 +414,24 @@ func tenantCondition(ctx context.Context, kc client.Client, ns, typ string, stat
 	return nil
 }
 
+// startDemoWithGateways brings up the demo tenant with its GatewayPool
+// (hack/localcluster/demo-gateway), the gateways' Service exposed on the
+// host, and waits for both gateways: gwIn is the cluster's info with the
+// gateways' endpoint as S3URL.
+func startDemoWithGateways(ctx context.Context, t *testing.T, assets, imagesDir string) (c *cluster, kc client.Client, gwIn info) {
+	t.Helper()
+	c = startCluster(ctx, t, assets, imagesDir,
+		"--manifests", "hack/localcluster/demo", "--manifests", "hack/localcluster/demo-gateway", "--expose", "default/media-nas=0")
+	kc = kubeClient(t, c.in.Kubeconfig)
+	gwIn = c.in
+	gwIn.S3URL = c.in.Exposed["default/media-nas"]
+	if gwIn.S3URL == "" {
+		t.Fatalf("the harness exposed no gateway Service: %v", c.in.Exposed)
+	}
+	waitFor(ctx, t, 3*time.Minute, func() error { return gatewaysReady(ctx, kc, "default", 2) })
+	return c, kc, gwIn
+}
+
 // gatewaysReady says why the GatewayPool nas does not have n Ready pods.
 func gatewaysReady(ctx context.Context, kc client.Client, ns string, n int32) error {
 	g := &v1.GatewayPool{}
@@ -619,28 +564,4 @@ func staticTrust(t *testing.T, caFile string) func(tls.ConnectionState) error {
 		t.Fatal(err)
 	}
 	return src.verify
-}
-
-// readBack reads every object the load wrote, with a client of its own.
-func readBack(ctx context.Context, t *testing.T, in info, bucket string, l *load) {
-	cl := s3Client(t, in)
-	bad := 0
-	for key, want := range l.objects() {
-		out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-		if err == nil {
-			var got []byte
-			got, err = io.ReadAll(out.Body)
-			out.Body.Close()
-			if err == nil && (int64(len(got)) != want.size || got[0] != want.fill) {
-				err = fmt.Errorf("%d bytes starting %q, want %d starting %q", len(got), got[:1], want.size, want.fill)
-			}
-		}
-		if err != nil {
-			bad++
-			if bad <= 5 {
-				t.Errorf("object %s: %v", key, err)
-			}
-		}
-	}
-	t.Logf("read back %d objects written under load, %d wrong or missing", len(l.objects()), bad)
 }

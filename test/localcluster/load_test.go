@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -91,10 +95,16 @@ func (l *load) figures() string {
 // p99 is the 99th percentile latency of the requests that ended in
 // [from, to), and how many there were.
 func (l *load) p99(from, to time.Time) (time.Duration, int) {
+	return l.p99Where(func(end time.Time) bool { return !end.Before(from) && end.Before(to) })
+}
+
+// p99Where is the 99th percentile latency of the requests whose end keep
+// accepts, and how many there were.
+func (l *load) p99Where(keep func(end time.Time) bool) (time.Duration, int) {
 	l.mu.Lock()
 	var ds []time.Duration
 	for _, s := range l.samples {
-		if !s.end.Before(from) && s.end.Before(to) {
+		if keep(s.end) {
 			ds = append(ds, s.d)
 		}
 	}
@@ -270,4 +280,186 @@ func (l *load) multipart(ctx context.Context, cl *s3.Client, bucket, key string)
 		}
 		return err
 	})
+}
+
+// mixedLoad is the clients of the day-2 and soak tests, over HTTPS with the
+// tenant's CA: three aws-sdk-go-v2 clients through the servers' Service
+// (bucket), three through the gateways' (bucket-nas), and the boto3 client
+// at its defaults through the servers' (bucket-boto3).
+type mixedLoad struct {
+	servers, gateways *load
+	boto              *boto3Load
+	in, gwIn          info
+	bucket            string
+}
+
+func startMixedLoad(ctx context.Context, t *testing.T, in, gwIn info, py, bucket string) *mixedLoad {
+	trust := staticTrust(t, in.CAFile)
+	return &mixedLoad{
+		servers:  startLoad(ctx, t, in, bucket, trust, nil),
+		gateways: startLoad(ctx, t, gwIn, bucket+"-nas", trust, nil),
+		boto:     startBoto3(t, py, in, bucket+"-boto3"),
+		in:       in, gwIn: gwIn, bucket: bucket,
+	}
+}
+
+// loadFigures are what one client (or group of clients) counted.
+type loadFigures struct {
+	Requests int64 `json:"requests"`
+	// Failed: requests that failed with the client's standard retries.
+	Failed int64 `json:"failed"`
+	// AttemptsFailed: attempts that failed before those retries (the SDK
+	// clients: transport errors and 5xx; boto3: the attempts it retried).
+	AttemptsFailed int64    `json:"attemptsFailed"`
+	Errors         []string `json:"errors,omitempty"`
+}
+
+func (f loadFigures) String() string {
+	return fmt.Sprintf("%d requests, %d failed with the client's standard retries, %d attempts failed before them", f.Requests, f.Failed, f.AttemptsFailed)
+}
+
+// mixedFigures are a mixed load's figures once stopped.
+type mixedFigures struct {
+	Servers  loadFigures `json:"servers"`
+	Gateways loadFigures `json:"gateways"`
+	Boto3    loadFigures `json:"boto3"`
+	// boto3 is what the boto3 client printed (for its objects).
+	boto3 boto3Figures
+}
+
+// stop ends every client and logs what each counted.
+func (m *mixedLoad) stop(t *testing.T) mixedFigures {
+	var f mixedFigures
+	for _, c := range []struct {
+		l   *load
+		out *loadFigures
+	}{{m.servers, &f.Servers}, {m.gateways, &f.Gateways}} {
+		total, failed, attempts, errs := c.l.stop()
+		*c.out = loadFigures{Requests: total, Failed: failed, AttemptsFailed: attempts, Errors: errs}
+	}
+	f.boto3 = m.boto.stop(t)
+	f.Boto3 = loadFigures{Requests: int64(f.boto3.Requests), Failed: int64(f.boto3.Failed), AttemptsFailed: int64(f.boto3.Retried), Errors: f.boto3.Errors}
+	t.Logf("servers' Service (aws-sdk-go-v2): %s", f.Servers)
+	t.Logf("gateways' Service (aws-sdk-go-v2): %s", f.Gateways)
+	t.Logf("servers' Service (boto3): %s; %d objects", f.Boto3, f.boto3.Objects)
+	return f
+}
+
+// failed is how many requests failed with retries, all clients together.
+func (f mixedFigures) failed() int64 { return f.Servers.Failed + f.Gateways.Failed + f.Boto3.Failed }
+
+// errorf reports the failed requests of every client.
+func (f mixedFigures) errorf(t *testing.T, why string) {
+	t.Helper()
+	t.Errorf("%s: %d through the servers (%v), %d through the gateways (%v), %d from boto3 (%v)", why,
+		f.Servers.Failed, f.Servers.Errors, f.Gateways.Failed, f.Gateways.Errors, f.Boto3.Failed, f.Boto3.Errors)
+}
+
+// readBack reads every object the clients wrote and were told was stored;
+// it returns how many there were and how many were wrong or missing.
+func (m *mixedLoad) readBack(ctx context.Context, t *testing.T, f mixedFigures) (objects, bad int) {
+	for _, r := range []struct {
+		in      info
+		bucket  string
+		objects map[string]object
+	}{
+		{m.in, m.bucket, m.servers.objects()},
+		{m.gwIn, m.bucket + "-nas", m.gateways.objects()},
+		{m.in, m.bucket + "-boto3", f.boto3.objects()},
+	} {
+		b := readBack(ctx, t, r.in, r.bucket, r.objects)
+		objects += len(r.objects)
+		bad += b
+	}
+	return objects, bad
+}
+
+// boto3Load is the boto3 client of testdata/boto3_load.py.
+type boto3Load struct {
+	cmd         *exec.Cmd
+	out, stderr bytes.Buffer
+	stopFile    string
+}
+
+type boto3Figures struct {
+	Requests int      `json:"requests"`
+	Failed   int      `json:"failed"`
+	Retried  int      `json:"retried_attempts"`
+	Objects  int      `json:"objects"`
+	Errors   []string `json:"errors"`
+	// Rounds is how many rounds the client began; PutFailed the rounds
+	// whose PUT failed.
+	Rounds    int   `json:"rounds"`
+	PutFailed []int `json:"put_failed"`
+}
+
+// objects are the boto3 client's acknowledged writes: round i writes
+// boto3/<i> (six digits), 4096 + i%7 bytes of 'a' + i%26.
+func (f boto3Figures) objects() map[string]object {
+	failed := map[int]bool{}
+	for _, i := range f.PutFailed {
+		failed[i] = true
+	}
+	out := map[string]object{}
+	for i := range f.Rounds {
+		if !failed[i] {
+			out[fmt.Sprintf("boto3/%06d", i)] = object{size: int64(4096 + i%7), fill: byte('a' + i%26)}
+		}
+	}
+	return out
+}
+
+func startBoto3(t *testing.T, py string, in info, bucket string) *boto3Load {
+	l := &boto3Load{stopFile: filepath.Join(t.TempDir(), "stop")}
+	l.cmd = exec.Command(filepath.Join(py, "python3"), filepath.Join(repoRoot(), "test", "localcluster", "testdata", "boto3_load.py"))
+	l.cmd.Env = append(os.Environ(), "S3_ENDPOINT="+in.S3URL, "AWS_ACCESS_KEY_ID="+in.AccessKey, "AWS_SECRET_ACCESS_KEY="+in.SecretKey,
+		"AWS_CA_BUNDLE="+in.CAFile, "BUCKET="+bucket, "STOP_FILE="+l.stopFile)
+	l.cmd.Stdout, l.cmd.Stderr = &l.out, &l.stderr
+	if err := l.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// stop ends the client and returns its figures.
+func (l *boto3Load) stop(t *testing.T) boto3Figures {
+	if err := os.WriteFile(l.stopFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.cmd.Wait(); err != nil {
+		t.Fatalf("the boto3 client: %v\n%s", err, l.stderr.String())
+	}
+	var f boto3Figures
+	if err := json.Unmarshal(l.out.Bytes(), &f); err != nil {
+		t.Fatalf("the boto3 client's figures %q: %v", l.out.String(), err)
+	}
+	if f.Requests < 100 {
+		t.Errorf("the boto3 client made only %d requests", f.Requests)
+	}
+	return f
+}
+
+// readBack reads objects back from bucket with a client of its own and
+// returns how many were wrong or missing.
+func readBack(ctx context.Context, t *testing.T, in info, bucket string, objects map[string]object) (bad int) {
+	cl := s3Client(t, in)
+	for key, want := range objects {
+		out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err == nil {
+			var got []byte
+			got, err = io.ReadAll(out.Body)
+			out.Body.Close()
+			if err == nil && (int64(len(got)) != want.size || got[0] != want.fill) {
+				err = fmt.Errorf("%d bytes starting %q, want %d starting %q", len(got), got[:min(1, len(got))], want.size, want.fill)
+			}
+		}
+		if err != nil {
+			bad++
+			if bad <= 5 {
+				t.Errorf("bucket %s, object %s: %v", bucket, key, err)
+			}
+		}
+	}
+	t.Logf("bucket %s: read back %d objects written under load, %d wrong or missing", bucket, len(objects), bad)
+	return bad
 }

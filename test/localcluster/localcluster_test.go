@@ -77,6 +77,17 @@ func binary(t *testing.T, env, name string) string {
 	return p
 }
 
+// toolDir is the directory $env names, which must hold name (a client
+// tool `make localcluster-e2e` builds).
+func toolDir(t *testing.T, env, name string) string {
+	t.Helper()
+	dir := os.Getenv(env)
+	if _, err := os.Stat(filepath.Join(dir, name)); dir == "" || err != nil {
+		missing(t, fmt.Sprintf("%s missing (%s=%q): run `make localcluster-e2e`", name, env, dir))
+	}
+	return dir
+}
+
 // missing skips the test on a machine that cannot run it (a developer's,
 // without root or the control plane built) and fails it in CI, where
 // .ci/run sets STRATA_CI and provides everything: it never passes there

@@ -103,8 +103,15 @@ func TestPrometheusScrapesTheDemoTenant(t *testing.T) {
 	c.down(t, c.in.S3URL, prom)
 }
 
-// waitFor retries check until it succeeds or the time is up.
+// waitFor retries check every two seconds until it succeeds or the time
+// is up.
 func waitFor(ctx context.Context, t *testing.T, limit time.Duration, check func() error) {
+	t.Helper()
+	waitEvery(ctx, t, limit, 2*time.Second, check)
+}
+
+// waitEvery retries check every period until it succeeds or limit is up.
+func waitEvery(ctx context.Context, t *testing.T, limit, period time.Duration, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
@@ -115,7 +122,7 @@ func waitFor(ctx context.Context, t *testing.T, limit time.Duration, check func(
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			t.Fatalf("after %s: %v", limit, err)
 		}
-		time.Sleep(2 * time.Second)
+		time.Sleep(period)
 	}
 }
 

@@ -1,6 +1,9 @@
 """A boto3 client at its defaults (standard retry mode, checksums, TLS
 verified against the tenant's CA) writing and reading objects until the file
-named by STOP_FILE exists; prints one JSON line of figures.
+named by STOP_FILE exists; prints one JSON line of figures. Round i writes
+boto3/<i> (six digits), 4096 + i%7 bytes of chr(ord("a") + i%26); the
+figures name the rounds begun and those whose PUT failed, so the caller
+knows every acknowledged object.
 
 Environment: S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
 AWS_CA_BUNDLE, BUCKET, STOP_FILE.
@@ -20,7 +23,8 @@ s3 = boto3.client(
 )
 bucket = os.environ["BUCKET"]
 stop = os.environ["STOP_FILE"]
-figures = {"requests": 0, "failed": 0, "retried_attempts": 0, "objects": 0, "errors": []}
+figures = {"requests": 0, "failed": 0, "retried_attempts": 0, "objects": 0, "errors": [],
+           "rounds": 0, "put_failed": []}
 
 
 def call(fn, **kw):
@@ -44,7 +48,9 @@ while not os.path.exists(stop):
     key = "boto3/%06d" % i
     body = bytes([ord("a") + i % 26]) * (4096 + i % 7)
     i += 1
+    figures["rounds"] = i
     if call(s3.put_object, Bucket=bucket, Key=key, Body=body) is None:
+        figures["put_failed"].append(i - 1)
         continue
     figures["objects"] += 1
     got = call(s3.get_object, Bucket=bucket, Key=key)
