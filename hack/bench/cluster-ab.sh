@@ -2,8 +2,10 @@
 # Four strata nodes x two drives (one 4+4 set) against one node x eight
 # drives (also 4+4), on loopback, both running at once and measured in
 # alternating rounds so both see the same background load. Prints one line
-# per round ("MODE OP SIZE roundN RATE", RATE in objects/s, or MiB/s for
-# 1MiB) and each server's RSS at the end.
+# per round ("MODE OP SIZE roundN RATE CPU", RATE in objects/s, or MiB/s for
+# 1MiB; CPU the servers' CPU time per request in µs, summed over the four
+# nodes for the cluster), then the medians of each with the cluster's ratio
+# to the single node, and each server's RSS at the end.
 #
 #   make bench-cluster                 # ROUNDS="1 2 3" DURATION=6s
 #   ROUNDS="1 2 3 4 5" DURATION=8s hack/bench/cluster-ab.sh
@@ -44,19 +46,35 @@ for _ in $(seq 90); do
 done
 [ $up = 1 ] || { echo "servers did not come up; logs in $work" >&2; trap - EXIT; exit 1; }
 
+cluster_pids=$(IFS=,; echo "${pids[*]:0:4}")
+single_pid=${pids[4]}
+rounds="$work/rounds.txt"
 cluster=http://127.0.0.21:9300,http://127.0.0.22:9300,http://127.0.0.23:9300,http://127.0.0.24:9300
 single=http://127.0.0.1:9500
 for spec in "put 4KiB" "get 4KiB" "head 4KiB" "put 1MiB" "get 1MiB"; do
 	set -- $spec
 	for r in ${ROUNDS:-1 2 3}; do
 		for mode in single cluster; do
-			ep=$single
-			[ $mode = cluster ] && ep=$cluster
-			rate=$($bench run -endpoint $ep -access-key "$STRATA_ROOT_USER" -secret-key "$STRATA_ROOT_PASSWORD" \
-				-op "$1" -size "$2" -duration "${DURATION:-6s}" 2>&1 | tail -1 | awk '{print $6}')
-			echo "$mode $1 $2 round$r $rate"
+			ep=$single pid=$single_pid
+			[ $mode = cluster ] && ep=$cluster pid=$cluster_pids
+			# The table's last row: its 6th column is objects/s, its last
+			# the servers' CPU µs per request.
+			row=$($bench run -endpoint $ep -access-key "$STRATA_ROOT_USER" -secret-key "$STRATA_ROOT_PASSWORD" \
+				-op "$1" -size "$2" -duration "${DURATION:-6s}" -pid "$pid" 2>&1 | tail -1)
+			rate=$(awk '{print $6}' <<<"$row")
+			[ "$2" = 1MiB ] && rate=$(awk '{print $7}' <<<"$row")
+			echo "$mode $1 $2 round$r $rate $(awk '{print $NF}' <<<"$row")" | tee -a "$rounds"
 		done
 	done
+done
+echo "# medians: op size, rate single -> cluster (ratio), server CPU µs/op single -> cluster summed over nodes (ratio)"
+for spec in "put 4KiB" "get 4KiB" "head 4KiB" "put 1MiB" "get 1MiB"; do
+	set -- $spec
+	med() { grep "^$1 $2 $3 " "$rounds" | awk -v c="$4" '{print $c}' | tr -d , | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+	rs=$(med single "$1" "$2" 5) rc=$(med cluster "$1" "$2" 5)
+	cs=$(med single "$1" "$2" 6) cc=$(med cluster "$1" "$2" 6)
+	awk -v op="$1 $2" -v rs="$rs" -v rc="$rc" -v cs="$cs" -v cc="$cc" \
+		'BEGIN {printf "%s: %s -> %s (%.2fx), %s -> %s µs (%.2fx)\n", op, rs, rc, (rs>0)?rc/rs:0, cs, cc, (cs>0)?cc/cs:0}'
 done
 for i in "${!pids[@]}"; do
 	echo "rss ${addrs[$i]} $(( $(ps -o rss= -p "${pids[$i]}") / 1024 )) MiB"

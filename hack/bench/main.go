@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -125,7 +126,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		listShape  = fs.String("list", "all", "what -op list lists: all (every object), top (the directories, with delimiter /) or dir (one directory, with delimiter /)")
 		mix        = fs.String("mix", defaultMix.String(), "weights of mixed")
 		noPrepare  = fs.Bool("no-prepare", false, "assume the prepared objects exist (a previous run with the same prefix wrote them)")
-		pid        = fs.Int("pid", 0, "server process to sample for peak RSS and CPU (0: none)")
+		pids       = fs.String("pid", "", "server process(es) to sample for peak RSS and CPU, comma-separated (a cluster's nodes: CPU is summed)")
 		jsonPath   = fs.String("json", "", "also write the results as JSON to this file (- for stdout)")
 		cpuProfile = fs.String("cpuprofile", "", "write the load generator's CPU profile here")
 	)
@@ -164,8 +165,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	t := Target{Name: hostOf(*endpoints), Endpoints: strings.Split(*endpoints, ","), AccessKey: *access, SecretKey: *secret, Region: *region}
 	runner := newRunner(t, o, *bucket, sizeList[len(sizeList)-1])
-	if *pid > 0 {
-		runner.Procs = []int{*pid}
+	if runner.Procs, err = parsePids(*pids); err != nil {
+		return err
 	}
 	var results []Result
 	for _, size := range sizeList {
@@ -196,6 +197,22 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	return writeJSONFile(*jsonPath, results, stdout)
+}
+
+// parsePids reads -pid: process IDs separated by commas, or nothing.
+func parsePids(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		pid, err := strconv.Atoi(f)
+		if err != nil || pid <= 0 {
+			return nil, fmt.Errorf("-pid: %q is not a process ID", f)
+		}
+		out = append(out, pid)
+	}
+	return out, nil
 }
 
 func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -48,6 +48,12 @@ type Result struct {
 	// people's processes. Large values mean the figures are skewed.
 	OtherCPU      float64 `json:"other_cpu_cores,omitempty"`
 	ServerPeakRSS int64   `json:"server_peak_rss_bytes,omitempty"`
+	// ServerCPUPerOp and ClientCPUPerOp are CPU time per successful
+	// request in µs, the server's summed over every sampled process (a
+	// cluster's nodes): what a request costs wherever it runs, which a
+	// rate on shared cores hides.
+	ServerCPUPerOp float64 `json:"server_cpu_per_op_us,omitempty"`
+	ClientCPUPerOp float64 `json:"client_cpu_per_op_us,omitempty"`
 	// Client names the clients' settings: lean, defaults (the SDK's), or
 	// the flags in between.
 	Client string `json:"client_settings,omitempty"`
@@ -155,16 +161,16 @@ func (r Result) Headline() (value float64, unit string) {
 // result) with throughput, latency percentiles and, for GET, TTFB.
 func writeResultTable(out io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tworkload\tconc\tops\terr\tobj/s\tMiB/s\tp50 ms\tp90 ms\tp99 ms\tTTFB p50\tTTFB p99\tcli CPU\tsrv CPU\toth CPU\tsrv RSS\t")
+	fmt.Fprintln(tw, "target\tworkload\tconc\tops\terr\tobj/s\tMiB/s\tp50 ms\tp90 ms\tp99 ms\tTTFB p50\tTTFB p99\tcli CPU\tsrv CPU\toth CPU\tsrv RSS\tsrv µs/op\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t\n",
 			r.Target, r.rowKey().label(), r.Concurrency, r.Ops, r.Errors,
 			fmtRate(r.ObjPerSec), fmtRate(r.MiBPerSec),
 			fmtMs(r.Latency.P50), fmtMs(r.Latency.P90), fmtMs(r.Latency.P99),
 			ttfbCell(r.TTFB, 50), ttfbCell(r.TTFB, 99),
-			r.ClientCPU, fmtCores(r.ServerCPU), fmtCores(r.OtherCPU), fmtBytes(r.ServerPeakRSS))
+			r.ClientCPU, fmtCores(r.ServerCPU), fmtCores(r.OtherCPU), fmtBytes(r.ServerPeakRSS), fmtMicros(r.ServerCPUPerOp))
 		for _, b := range r.Breakdown {
-			fmt.Fprintf(tw, "\t  %s\t\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\t\t\t\t\n",
+			fmt.Fprintf(tw, "\t  %s\t\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\t\t\t\t\t\n",
 				b.Op, b.Ops, b.Errors, fmtRate(b.ObjPerSec), fmtRate(b.MiBPerSec),
 				fmtMs(b.Latency.P50), fmtMs(b.Latency.P90), fmtMs(b.Latency.P99),
 				ttfbCell(b.TTFB, 50), ttfbCell(b.TTFB, 99))
@@ -213,6 +219,13 @@ func fmtMs(v float64) string {
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
+}
+
+func fmtMicros(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", v)
 }
 
 func fmtCores(v float64) string {

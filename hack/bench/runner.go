@@ -199,6 +199,10 @@ func (r *Runner) Measure(ctx context.Context, p Plan, prefix string) (Result, er
 		}
 	}
 	res.fill(merged)
+	if res.Ops > 0 {
+		res.ServerCPUPerOp = res.ServerCPU * res.Seconds * 1e6 / float64(res.Ops)
+		res.ClientCPUPerOp = res.ClientCPU * res.Seconds * 1e6 / float64(res.Ops)
+	}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}

@@ -530,8 +530,11 @@ func containerPID(p *corev1.Pod) (int, error) {
 		return 0, fmt.Errorf("pod %s: container ID %q names no process", p.Name, id)
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !strings.Contains(string(cmdline), "strata") {
-		return 0, fmt.Errorf("pod %s: process %d is not a strata process (%q, %v)", p.Name, pid, cmdline, err)
+	if err != nil {
+		return 0, fmt.Errorf("pod %s: process %d: %w", p.Name, pid, err)
+	}
+	if !strings.Contains(string(cmdline), "strata") {
+		return 0, fmt.Errorf("pod %s: process %d is not a strata process (%q)", p.Name, pid, cmdline)
 	}
 	return pid, nil
 }
