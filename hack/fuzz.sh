@@ -6,18 +6,20 @@
 set -euo pipefail
 fuzztime=${FUZZTIME:-3s}
 cd "$(dirname "$0")/.."
+seeds() { if [ -d "$1" ]; then ls "$1" | wc -l; else echo 0; fi; }
 for pkg in $(go list ./engine/...); do
 	for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
 		echo "fuzz: $target in ${pkg#github.com/strata-storage/strata/} for $fuzztime"
 		dir=$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$target
-		before=$(ls "$dir" 2>/dev/null | wc -l)
+		# (a target without checked-in inputs has no such directory)
+		before=$(seeds "$dir")
 		if ! out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -parallel 2 "$pkg" 2>&1); then
 			echo "$out" | tail -20
 			# A failing input is written under testdata and fails every run
 			# from then on. A run that failed without one (a worker that
 			# hung or died on a loaded machine) is run once more: only a
 			# second failure, or a new input, fails the target.
-			if [ "$(ls "$dir" 2>/dev/null | wc -l)" != "$before" ] ||
+			if [ "$(seeds "$dir")" != "$before" ] ||
 				! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -parallel 2 "$pkg" >/dev/null 2>&1; then
 				echo "fuzz: $target failed"
 				exit 1
