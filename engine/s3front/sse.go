@@ -78,11 +78,19 @@ func errNoSuchKMSKey(id string) error {
 }
 
 // customerKey reads an SSE-C key from the request (the copy source's with
-// copySource), already checked by refuseUnsupported.
+// copySource). Every encryption header of the request is checked first, as
+// refuseUnsupported checks them: for uploads it leaves that to here (after
+// the access decision, sseCheckedAfterAccess), and every path that stores
+// or reads data comes through here, so a malformed header is never ignored.
 func customerKey(ctx context.Context, copySource bool) (*sseKey, error) {
 	rc, ok := frontCtx(ctx)
 	if !ok {
 		return nil, nil
+	}
+	h := &rc.Request.Header
+	read := rc.IsGet() || rc.IsHead()
+	if err := checkSSE(func(name string) string { return string(h.Peek(name)) }, read, true); err != nil {
+		return nil, *err
 	}
 	prefix := "X-Amz-Server-Side-Encryption-Customer-"
 	if copySource {

@@ -4,6 +4,7 @@ import (
 	"crypto/md5"
 	"encoding/base64"
 	"net/http"
+	"strings"
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/versity/versitygw/s3api/utils"
@@ -60,8 +61,10 @@ func unsupported(c fiber.Ctx, sse bool) *s3err.APIError {
 	h := &c.Request().Header
 	get := func(name string) string { return string(h.Peek(name)) }
 	read := c.Method() == http.MethodGet || c.Method() == http.MethodHead
-	if err := checkSSE(get, read, sse); err != nil {
-		return err
+	if !sse || !sseCheckedAfterAccess(c) {
+		if err := checkSSE(get, read, sse); err != nil {
+			return err
+		}
 	}
 	if sc := get("X-Amz-Storage-Class"); sc != "" && sc != "STANDARD" {
 		return &s3err.APIError{Code: "InvalidStorageClass", HTTPStatusCode: http.StatusBadRequest,
@@ -75,6 +78,42 @@ func unsupported(c fiber.Ctx, sse bool) *s3err.APIError {
 		}
 	}
 	return nil
+}
+
+// sseCheckedAfterAccess says the encryption headers of a request are
+// checked by the backend, after authentication and the access decision,
+// rather than here: object uploads (PUT of an object or a part, copies
+// included) and CreateMultipartUpload, which read them through customerKey.
+// A bucket policy denying uploads whose encryption header is not AES256 is
+// then what answers an upload asking for AES192 (403, as S3 answers), not
+// the malformed header (400); a request the policy lets through still gets
+// the 400, before anything is stored.
+func sseCheckedAfterAccess(c fiber.Ctx) bool {
+	q := c.RequestCtx().QueryArgs()
+	switch c.Method() {
+	case http.MethodPut:
+		if _, object := splitBucketPath(c.Path()); object == "" {
+			return false
+		}
+		// Only a query of an upload: its part, the SDKs' x-id and a
+		// presigned URL's parameters (V4 and V2); any other names a
+		// sub-resource (?tagging, ?acl, ?retention...), checked here.
+		ok := true
+		q.VisitAll(func(k, _ []byte) {
+			switch s := string(k); {
+			case s == "uploadId", s == "partNumber", s == "x-id",
+				s == "AWSAccessKeyId", s == "Expires", s == "Signature",
+				strings.HasPrefix(s, "X-Amz-"):
+			default:
+				ok = false
+			}
+		})
+		return ok
+	case http.MethodPost:
+		_, object := splitBucketPath(c.Path())
+		return object != "" && q.Has("uploads")
+	}
+	return false
 }
 
 // checkSSE validates server-side-encryption headers as S3 does and, when

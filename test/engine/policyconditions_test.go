@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"crypto/tls"
+	"encoding/base64"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -120,6 +122,52 @@ func TestBucketPolicyConditions(t *testing.T) {
 		ServerSideEncryption: types.ServerSideEncryptionAes256}); err != nil {
 		t.Errorf("root PUT with SSE-S3 under the Deny: %v", err)
 	}
+	// A malformed encryption header under a policy that denies it is
+	// refused by the policy (403), as S3 refuses it; without a policy it is
+	// refused as malformed (400): uploads, multipart uploads and their
+	// parts, and nothing is stored either way.
+	policy(`{"Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::cond/*","Condition":{"StringNotEquals":{"s3:x-amz-server-side-encryption":"AES256"}}}`)
+	mustCreateBucket(t, root, "nopolicy")
+	aes192 := func(bucket string) error {
+		_, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("aes192"), Body: strings.NewReader("x"),
+			ServerSideEncryption: "AES192"})
+		return err
+	}
+	if err := aes192("cond"); errCode(err) != "AccessDenied" {
+		t.Errorf("PUT asking for AES192 under a Deny of anything but AES256: %v, want AccessDenied", err)
+	}
+	if err := aes192("nopolicy"); errCode(err) != "InvalidArgument" {
+		t.Errorf("PUT asking for AES192: %v, want InvalidArgument", err)
+	}
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	wrongMD5 := base64.StdEncoding.EncodeToString(make([]byte, 16))
+	if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("nopolicy"), Key: aws.String("aes192"), Body: strings.NewReader("x"),
+		SSECustomerAlgorithm: aws.String("AES256"), SSECustomerKey: aws.String(key), SSECustomerKeyMD5: aws.String(wrongMD5)}); errCode(err) != "InvalidArgument" {
+		t.Errorf("SSE-C PUT with the wrong key MD5: %v, want InvalidArgument", err)
+	}
+	if _, err := root.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("nopolicy"), Key: aws.String("aes192"),
+		ServerSideEncryption: "AES192"}); errCode(err) != "InvalidArgument" {
+		t.Errorf("CreateMultipartUpload asking for AES192: %v, want InvalidArgument", err)
+	}
+	up, err := root.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("nopolicy"), Key: aws.String("aes192")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("nopolicy"), Key: aws.String("aes192"), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: strings.NewReader("x"), SSECustomerAlgorithm: aws.String("AES192"), SSECustomerKey: aws.String(key),
+		SSECustomerKeyMD5: aws.String(wrongMD5)}); errCode(err) != "InvalidArgument" {
+		t.Errorf("UploadPart with a malformed customer key: %v, want InvalidArgument", err)
+	}
+	parts, err := root.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("nopolicy"), Key: aws.String("aes192"), UploadId: up.UploadId})
+	if err != nil || len(parts.Parts) != 0 {
+		t.Errorf("parts after a refused UploadPart: %v (%v), want none", parts, err)
+	}
+	for _, b := range []string{"cond", "nopolicy"} {
+		if _, err := root.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("aes192")}); errCode(err) != "NotFound" {
+			t.Errorf("HEAD %s/aes192 after refused uploads: %v, want NotFound", b, err)
+		}
+	}
+
 	// The owner can always read and replace its policy.
 	if _, err := root.GetBucketPolicy(ctx, &s3.GetBucketPolicyInput{Bucket: aws.String("cond")}); err != nil {
 		t.Errorf("root GET ?policy: %v", err)
