@@ -98,17 +98,16 @@ func sseCheckedAfterAccess(c fiber.Ctx) bool {
 		// Only a query of an upload: its part, the SDKs' x-id and a
 		// presigned URL's parameters (V4 and V2); any other names a
 		// sub-resource (?tagging, ?acl, ?retention...), checked here.
-		ok := true
-		q.VisitAll(func(k, _ []byte) {
+		for k := range q.All() {
 			switch s := string(k); {
 			case s == "uploadId", s == "partNumber", s == "x-id",
 				s == "AWSAccessKeyId", s == "Expires", s == "Signature",
 				strings.HasPrefix(s, "X-Amz-"):
 			default:
-				ok = false
+				return false
 			}
-		})
-		return ok
+		}
+		return true
 	case http.MethodPost:
 		_, object := splitBucketPath(c.Path())
 		return object != "" && q.Has("uploads")
