@@ -661,12 +661,17 @@ func TestUnsupportedIsRefusedAndStoresNothing(t *testing.T) {
 	if _, err := c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String("bkt")}); errCode(err) != "NoSuchLifecycleConfiguration" {
 		t.Fatalf("a refused lifecycle document was stored: %v", err)
 	}
-	// An object ACL granting more than the owner's full control.
-	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String("public"), Body: strings.NewReader("x"),
-		ACL: types.ObjectCannedACLPublicRead}); errCode(err) != "AccessControlListNotSupported" {
-		t.Fatalf("public-read object ACL: %v", err)
+	// An object ACL granting more than the owner's full control, in a
+	// bucket whose ownership setting turns ACLs off (TestACLs covers the
+	// buckets that have them).
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("enforced"), ObjectOwnership: types.ObjectOwnershipBucketOwnerEnforced}); err != nil {
+		t.Fatal(err)
 	}
-	notStored(t, c, "bkt", "public")
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("enforced"), Key: aws.String("public"), Body: strings.NewReader("x"),
+		ACL: types.ObjectCannedACLPublicRead}); errCode(err) != "AccessControlListNotSupported" {
+		t.Fatalf("public-read object ACL under BucketOwnerEnforced: %v", err)
+	}
+	notStored(t, c, "enforced", "public")
 	if code, _ := rawRequest(t, s, http.MethodGet, "/bkt/plain?torrent"); code != http.StatusNotImplemented {
 		t.Fatalf("torrent: %d", code)
 	}
