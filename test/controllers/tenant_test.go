@@ -407,7 +407,7 @@ var _ = Describe("missing and invalid references", func() {
 		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("True/Reconciled"))
 		iam := &corev1.Secret{}
 		Expect(k8s.Get(ctx, key(ns, "media-iam"), iam)).To(Succeed())
-		Expect(string(iam.Data["iam.json"])).To(Equal(`{"users":[{"accessKey":"APPACCESSKEY","secretKey":"app-secret","policy":"readonly","buckets":["photos"]}]}`))
+		Expect(string(iam.Data["iam.json"])).To(Equal(`{"users":[{"accessKey":"APPACCESSKEY","secretKey":"app-secret","policy":"readonly","buckets":["photos"],"displayName":"app"}]}`))
 	})
 
 	It("a referenced root Secret that does not exist is reported, not replaced", func() {
