@@ -13,7 +13,11 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 
+	"github.com/valyala/fasthttp"
+	"github.com/versity/versitygw/s3api/middlewares"
+	"github.com/versity/versitygw/s3api/utils"
 	"github.com/versity/versitygw/s3err"
 
 	"github.com/strata-storage/strata/engine/erasure"
@@ -87,23 +91,23 @@ func customerKey(ctx context.Context, copySource bool) (*sseKey, error) {
 	if !ok {
 		return nil, nil
 	}
-	h := &rc.Request.Header
+	get := sseParams(rc)
 	read := rc.IsGet() || rc.IsHead()
-	if err := checkSSE(func(name string) string { return string(h.Peek(name)) }, read, true); err != nil {
+	if err := checkSSE(get, read, true); err != nil {
 		return nil, *err
 	}
 	prefix := "X-Amz-Server-Side-Encryption-Customer-"
 	if copySource {
 		prefix = "X-Amz-Copy-Source-Server-Side-Encryption-Customer-"
 	}
-	enc := rc.Request.Header.Peek(prefix + "Key")
+	enc := get(prefix + "Key")
 	if len(enc) == 0 {
 		return nil, nil
 	}
 	if !rc.IsTLS() {
 		return nil, errSSECNeedsTLS
 	}
-	key, err := base64.StdEncoding.DecodeString(string(enc))
+	key, err := base64.StdEncoding.DecodeString(enc)
 	if err != nil || len(key) != 32 {
 		return nil, invalidArgument("The secret key was invalid for the specified algorithm.")
 	}
@@ -132,7 +136,12 @@ func (b *Backend) writeSSE(ctx context.Context, bk erasure.BucketInfo) (*sseKey,
 	if k, err := customerKey(ctx, false); k != nil || err != nil {
 		return k, err
 	}
-	mode, id := sseMode(headerOf(ctx, hdrSSE)), headerOf(ctx, hdrSSEKMSKey)
+	var mode sseMode
+	var id string
+	if rc, ok := frontCtx(ctx); ok {
+		get := sseParams(rc)
+		mode, id = sseMode(get(hdrSSE)), get(hdrSSEKMSKey)
+	}
 	if mode == "" {
 		if d := defaultEncryption(bk); d != nil {
 			mode, id = d.mode, d.keyID
@@ -164,6 +173,49 @@ func defaultEncryption(bk erasure.BucketInfo) *sseKey {
 	}
 	return &sseKey{mode: e.Mode, keyID: e.KeyID}
 }
+
+// postFields are the fields of a POST form upload as the front end parsed
+// them, names in lower case (nil for any other request).
+func postFields(rc *fasthttp.RequestCtx) map[string]string {
+	if r, ok := rc.UserValue(string(utils.ContextKeyObjectPostResult)).(middlewares.PostObjectResult); ok {
+		return r.Fields
+	}
+	return nil
+}
+
+// sseParams reads a request's encryption parameters: its headers, or for a
+// form upload its form's fields of the same names, where S3 takes them from
+// a browser's form.
+func sseParams(rc *fasthttp.RequestCtx) func(name string) string {
+	fields := postFields(rc)
+	return func(name string) string {
+		if v := rc.Request.Header.Peek(name); len(v) > 0 {
+			return string(v)
+		}
+		return fields[strings.ToLower(name)]
+	}
+}
+
+// FormAsksForEncryption reports whether ctx is a form upload with an
+// encryption field (x-amz-server-side-encryption...): a backend without
+// encryption refuses it, as the front end refuses the same headers, rather
+// than store the file in the clear.
+func FormAsksForEncryption(ctx context.Context) bool {
+	rc, ok := frontCtx(ctx)
+	if !ok {
+		return false
+	}
+	for name := range postFields(rc) {
+		if strings.HasPrefix(name, "x-amz-server-side-encryption") {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrFormEncryption answers a form upload asking for encryption where it
+// is not implemented.
+var ErrFormEncryption error = notImplemented("Server-side encryption (a form's x-amz-server-side-encryption fields)")
 
 // headerOf is a request header, when ctx is the front end's request.
 func headerOf(ctx context.Context, name string) string {
