@@ -30,8 +30,8 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 	if err := b.checkObjectACL(ctx, bucket, false); err != nil {
 		return s3response.PutObjectOutput{}, err
 	}
-	if s3front.FormAsksForEncryption(ctx) {
-		return s3response.PutObjectOutput{}, s3front.ErrFormEncryption
+	if err := s3front.RefuseFormFields(ctx); err != nil {
+		return s3response.PutObjectOutput{}, err
 	}
 	if err := b.writeConditions(ctx, bucket, key, &in.IfMatch, &in.IfNoneMatch); err != nil {
 		return s3response.PutObjectOutput{}, err

@@ -118,6 +118,9 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 			return s3response.PutObjectOutput{}, err
 		}
 	}
+	if err := formAsRequest(ctx, &in); err != nil {
+		return s3response.PutObjectOutput{}, err
+	}
 	meta := buildMeta(systemHeaders{
 		ContentType: in.ContentType, ContentEncoding: in.ContentEncoding, ContentDisposition: in.ContentDisposition,
 		ContentLanguage: in.ContentLanguage, CacheControl: in.CacheControl, Expires: in.Expires,

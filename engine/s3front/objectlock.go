@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/s3err"
+	"github.com/versity/versitygw/s3response"
 
 	"github.com/strata-storage/strata/engine/erasure"
 )
@@ -204,4 +206,53 @@ func (b *Backend) GetObjectLegalHold(ctx context.Context, bucket, object, versio
 	}
 	on := v == string(types.ObjectLockLegalHoldStatusOn)
 	return &on, nil
+}
+
+// formAsRequest takes what a form upload asks for in its fields and the
+// front end does not hand on from a form (it does from headers): object
+// lock (x-amz-object-lock-mode, -retain-until-date, -legal-hold) and the
+// object's ACL (acl, x-amz-grant-*), checked as their headers are. Without
+// it a form asking for retention stored an object anyone could delete.
+func formAsRequest(ctx context.Context, in *s3response.PutObjectInput) error {
+	rc, ok := frontCtx(ctx)
+	if !ok {
+		return nil
+	}
+	f := postFields(rc)
+	if f == nil {
+		return nil
+	}
+	bad := func(msg string) error { return invalidArgument(msg) }
+	mode, until, hold := f["x-amz-object-lock-mode"], f["x-amz-object-lock-retain-until-date"], f["x-amz-object-lock-legal-hold"]
+	switch {
+	case (mode == "") != (until == ""):
+		return bad("x-amz-object-lock-retain-until-date and x-amz-object-lock-mode must both be supplied")
+	case mode != "" && mode != string(types.ObjectLockModeGovernance) && mode != string(types.ObjectLockModeCompliance):
+		return bad("Unknown wormMode directive.")
+	case hold != "" && hold != string(types.ObjectLockLegalHoldStatusOn) && hold != string(types.ObjectLockLegalHoldStatusOff):
+		return bad("Legal Hold must be either of 'ON' or 'OFF'")
+	}
+	if mode != "" {
+		t, err := time.Parse(time.RFC3339, until)
+		if err != nil {
+			return bad("The retain until date must be provided in ISO 8601 format")
+		}
+		if !t.After(time.Now()) {
+			return bad("The retain until date must be in the future!")
+		}
+		in.ObjectLockMode, in.ObjectLockRetainUntilDate = types.ObjectLockMode(mode), &t
+	}
+	if hold != "" {
+		in.ObjectLockLegalHoldStatus = types.ObjectLockLegalHoldStatus(hold)
+	}
+	h := &rc.Request.Header
+	if v := f["acl"]; v != "" && len(h.Peek("X-Amz-Acl")) == 0 {
+		h.Set("X-Amz-Acl", v)
+	}
+	for _, name := range grantHeaders {
+		if v := f[strings.ToLower(name)]; v != "" && len(h.Peek(name)) == 0 {
+			h.Set(name, v)
+		}
+	}
+	return nil
 }

@@ -196,26 +196,26 @@ func sseParams(rc *fasthttp.RequestCtx) func(name string) string {
 	}
 }
 
-// FormAsksForEncryption reports whether ctx is a form upload with an
-// encryption field (x-amz-server-side-encryption...): a backend without
-// encryption refuses it, as the front end refuses the same headers, rather
-// than store the file in the clear.
-func FormAsksForEncryption(ctx context.Context) bool {
+// RefuseFormFields answers a form upload whose fields ask for encryption
+// (x-amz-server-side-encryption...) or object lock (x-amz-object-lock-...)
+// with NotImplemented, for a backend that does not take them from a form:
+// the front end hands neither on from a form, and storing the file without
+// them would be a false success. nil for any other request.
+func RefuseFormFields(ctx context.Context) error {
 	rc, ok := frontCtx(ctx)
 	if !ok {
-		return false
+		return nil
 	}
 	for name := range postFields(rc) {
-		if strings.HasPrefix(name, "x-amz-server-side-encryption") {
-			return true
+		switch {
+		case strings.HasPrefix(name, "x-amz-server-side-encryption"):
+			return notImplemented("Server-side encryption (a form's x-amz-server-side-encryption fields)")
+		case strings.HasPrefix(name, "x-amz-object-lock-"):
+			return notImplemented("Object lock in a form upload (its x-amz-object-lock fields)")
 		}
 	}
-	return false
+	return nil
 }
-
-// ErrFormEncryption answers a form upload asking for encryption where it
-// is not implemented.
-var ErrFormEncryption error = notImplemented("Server-side encryption (a form's x-amz-server-side-encryption fields)")
 
 // headerOf is a request header, when ctx is the front end's request.
 func headerOf(ctx context.Context, name string) string {

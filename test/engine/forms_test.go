@@ -23,6 +23,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // TestFormUploadsSignedWithV2 sends browser form uploads (POST object)
@@ -169,13 +170,15 @@ func postFormWith(t *testing.T, hc *http.Client, url string, fields map[string]s
 	return resp.StatusCode, string(answer)
 }
 
-// TestFormUploadEncryption: a browser form asking for encryption in its
+// TestFormUploadFields: a browser form asking for encryption in its
 // fields (x-amz-server-side-encryption...) is stored encrypted by the
 // server, over HTTPS: SSE-C readable only with the customer's key, SSE-S3
 // reported as such; a malformed customer key is refused and stores
-// nothing. The gateway, which has no encryption, refuses such a form
-// rather than store the file in the clear.
-func TestFormUploadEncryption(t *testing.T) {
+// nothing. Object lock fields (mode, retain-until date, legal hold) and the
+// acl field are honoured too, a malformed one refused. The gateway, which
+// takes neither from a form, refuses such forms rather than store the file
+// without them.
+func TestFormUploadFields(t *testing.T) {
 	tg := startTLSTargetWith(t, "server", []string{"STRATA_KMS_KEYS_FILE=" + keysFile(t, "tenant-1")})
 	c := tg.sdkClient(nil)
 	mustCreateBucket(t, c, "forms")
@@ -225,6 +228,48 @@ func TestFormUploadEncryption(t *testing.T) {
 	}
 	notStored(t, c, "forms", "up/bad")
 
+	// Object lock and the object's ACL from the form's fields.
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("vault"), ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	vaultForm := func(key string, extra map[string]string) map[string]string {
+		f := form(key, extra)
+		p, _ := base64.StdEncoding.DecodeString(f["policy"])
+		p = bytes.Replace(p, []byte(`"forms"`), []byte(`"vault"`), 1)
+		f["policy"] = base64.StdEncoding.EncodeToString(p)
+		f["signature"] = v2Sign(rootPassword, f["policy"])
+		return f
+	}
+	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	if status, answer := postFormWith(t, tg.httpClient(), tg.endpoint()+"/vault", vaultForm("up/locked", map[string]string{
+		"x-amz-object-lock-mode": "GOVERNANCE", "x-amz-object-lock-retain-until-date": until, "x-amz-object-lock-legal-hold": "ON", "acl": "public-read"}), false, "x"); status != http.StatusNoContent {
+		t.Fatalf("form with object lock: %d %s", status, answer)
+	}
+	if r, err := c.GetObjectRetention(ctx, &s3.GetObjectRetentionInput{Bucket: aws.String("vault"), Key: aws.String("up/locked")}); err != nil || r.Retention.Mode != types.ObjectLockRetentionModeGovernance {
+		t.Errorf("retention of the form upload: %+v (%v), want GOVERNANCE", r, err)
+	}
+	if h, err := c.GetObjectLegalHold(ctx, &s3.GetObjectLegalHoldInput{Bucket: aws.String("vault"), Key: aws.String("up/locked")}); err != nil || h.LegalHold.Status != types.ObjectLockLegalHoldStatusOn {
+		t.Errorf("legal hold of the form upload: %+v (%v), want ON", h, err)
+	}
+	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("vault"), Key: aws.String("up/locked")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("vault"), Key: aws.String("up/locked"), VersionId: h.VersionId}); errCode(err) != "AccessDenied" {
+		t.Errorf("delete of the locked form upload: %v, want AccessDenied", err)
+	}
+	acl, err := c.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: aws.String("vault"), Key: aws.String("up/locked")})
+	if err != nil || !slices.ContainsFunc(acl.Grants, func(g types.Grant) bool {
+		return g.Grantee != nil && strings.HasSuffix(aws.ToString(g.Grantee.URI), "/AllUsers") && g.Permission == types.PermissionRead
+	}) {
+		t.Errorf("ACL of the form upload with acl=public-read: %+v (%v)", acl, err)
+	}
+	if status, answer := postFormWith(t, tg.httpClient(), tg.endpoint()+"/vault", vaultForm("up/badlock", map[string]string{
+		"x-amz-object-lock-mode": "FOREVER", "x-amz-object-lock-retain-until-date": until}), false, "x"); status != http.StatusBadRequest {
+		t.Errorf("form with an unknown lock mode: %d %s, want 400", status, answer)
+	}
+	notStored(t, c, "vault", "up/badlock")
+
 	gw := startGateway(t, t.TempDir())
 	gc := gw.aws()
 	mustCreateBucket(t, gc, "forms")
@@ -232,6 +277,10 @@ func TestFormUploadEncryption(t *testing.T) {
 		t.Errorf("SSE-S3 form to the gateway: %d %s, want 501 NotImplemented", status, answer)
 	}
 	notStored(t, gc, "forms", "up/sse-s3")
+	if status, answer := postForm(t, gw.url()+"/forms", form("up/locked", map[string]string{"x-amz-object-lock-legal-hold": "ON"}), false, "x"); status != http.StatusNotImplemented {
+		t.Errorf("form with a legal hold to the gateway: %d %s, want 501 NotImplemented", status, answer)
+	}
+	notStored(t, gc, "forms", "up/locked")
 }
 
 // sendForm posts an unauthenticated multipart form whose file part is size
