@@ -222,7 +222,7 @@ func formAsRequest(ctx context.Context, in *s3response.PutObjectInput) error {
 	if f == nil {
 		return nil
 	}
-	bad := func(msg string) error { return invalidArgument(msg) }
+	bad := invalidArgument
 	mode, until, hold := f["x-amz-object-lock-mode"], f["x-amz-object-lock-retain-until-date"], f["x-amz-object-lock-legal-hold"]
 	switch {
 	case (mode == "") != (until == ""):
