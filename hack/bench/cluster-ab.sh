@@ -57,13 +57,13 @@ for spec in "put 4KiB" "get 4KiB" "head 4KiB" "put 1MiB" "get 1MiB"; do
 		for mode in single cluster; do
 			ep=$single pid=$single_pid
 			[ $mode = cluster ] && ep=$cluster pid=$cluster_pids
-			# The table's last row: its 6th column is objects/s, its last
-			# the servers' CPU µs per request.
-			row=$($bench run -endpoint $ep -access-key "$STRATA_ROOT_USER" -secret-key "$STRATA_ROOT_PASSWORD" \
-				-op "$1" -size "$2" -duration "${DURATION:-6s}" -pid "$pid" 2>&1 | tail -1)
-			rate=$(awk '{print $6}' <<<"$row")
-			[ "$2" = 1MiB ] && rate=$(awk '{print $7}' <<<"$row")
-			echo "$mode $1 $2 round$r $rate $(awk '{print $NF}' <<<"$row")" | tee -a "$rounds"
+			$bench run -endpoint $ep -access-key "$STRATA_ROOT_USER" -secret-key "$STRATA_ROOT_PASSWORD" \
+				-op "$1" -size "$2" -duration "${DURATION:-6s}" -pid "$pid" -json "$work/run.json" > "$work/run.out" 2>&1 ||
+				{ cat "$work/run.out" >&2; exit 1; }
+			[ -n "${SHOW_ROWS:-}" ] && tail -1 "$work/run.out"
+			# objects/s (MiB/s for 1 MiB) and the servers' CPU µs per request
+			python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))[0]; print(round(r["mib_per_s"] if sys.argv[2]=="1MiB" else r["objects_per_s"]), round(r.get("server_cpu_per_op_us",0)))' "$work/run.json" "$2" |
+				sed "s/^/$mode $1 $2 round$r /" | tee -a "$rounds"
 		done
 	done
 done
