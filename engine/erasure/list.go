@@ -284,13 +284,23 @@ const maxListKey = "\xff"
 
 const listBatch = 1000
 
-// prefixProbe is the batch a listing walks right after it rolled keys up
-// into a common prefix: the rest of a batch of listBatch would mostly be
-// keys under that prefix, read and thrown away. So the walk starts again
-// past the prefix with a small batch, and grows back to listBatch once
-// keys are listed one by one. (A LIST with a delimiter over 100,000 keys in
-// 100 directories read every key before; now about 100 small batches.)
-const prefixProbe = 32
+// prefixProbe is the batch a listing with a delimiter starts with, and
+// walks again right after it rolled keys up into a common prefix: the rest
+// of a larger batch would mostly be keys under that prefix, read and thrown
+// away. So the walk starts again past the prefix with two keys, and grows
+// back to listBatch once keys are listed one by one. (A LIST with a
+// delimiter over 100,000 keys in 100 directories read every key at first,
+// about 3,200 with a probe of 32; now about 200, a walk of two keys per
+// directory.)
+const prefixProbe = 2
+
+// firstBatch is the size of a listing's first walk.
+func firstBatch(delimiter string) int {
+	if delimiter != "" {
+		return prefixProbe
+	}
+	return listBatch
+}
 
 // nextBatch is the size of a listing's next walk: small after a common
 // prefix, then doubling up to listBatch.
@@ -330,7 +340,7 @@ func listObjects(ctx context.Context, w walker, bucket, prefix, marker, delimite
 		return res, nil
 	}
 	cursor := listCursor(marker, prefix, delimiter)
-	for batch := listBatch; ; {
+	for batch := firstBatch(delimiter); ; {
 		entries, more, err := w.walk(ctx, bucket, prefix, cursor, batch, true)
 		if err != nil {
 			return ListResult{}, err
@@ -410,7 +420,7 @@ func listVersions(ctx context.Context, w walker, bucket, prefix, keyMarker strin
 			}
 		}
 	}
-	for batch := listBatch; ; {
+	for batch := firstBatch(delimiter); ; {
 		entries, more, err := w.walk(ctx, bucket, prefix, cursor, batch, false)
 		if err != nil {
 			return ListResult{}, err
