@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/strata-storage/strata/engine/drive"
@@ -32,11 +34,10 @@ type DrainMarker struct {
 func (ps *Pools) DrainSet(ctx context.Context, from *PoolEntry, set int, marker DrainMarker, save func(DrainMarker) error) (DrainMarker, error) {
 	s := from.Pool.sets[set]
 	for {
-		buckets, err := from.Pool.ListBuckets(ctx)
+		buckets, err := ps.drainBuckets(ctx)
 		if err != nil {
 			return marker, err
 		}
-		sort.Slice(buckets, func(i, j int) bool { return buckets[i].Name < buckets[j].Name })
 		for _, b := range buckets {
 			if b.Name < marker.Bucket {
 				continue
@@ -88,6 +89,38 @@ func (ps *Pools) DrainSet(ctx context.Context, from *PoolEntry, set int, marker 
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// drainBuckets lists the buckets a drain walks, in name order: every bucket
+// any pool of the deployment lists, not only those whose records the
+// draining pool holds. A pool stores objects of a bucket before the
+// bucket's record reaches it (records are copied to an added pool in the
+// background, and a pool lists a bucket only from read quorum of its first
+// set), so a drain that walked the draining pool's own list could leave
+// objects behind and call the pool empty: they were lost with it (an
+// object put into a pool decommissioned 30 s after it was added, in the
+// day-2 test). A pool that cannot list its buckets fails the drain, which
+// is tried again.
+func (ps *Pools) drainBuckets(ctx context.Context) ([]BucketInfo, error) {
+	ps.mu.RLock()
+	entries := slices.Clone(ps.pools)
+	ps.mu.RUnlock()
+	byName := map[string]BucketInfo{}
+	for _, e := range entries {
+		if e.State() == StateDecommissioned {
+			continue
+		}
+		bs, err := e.Pool.ListBuckets(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing the buckets of pool %s: %w", e.Name, err)
+		}
+		for _, b := range bs {
+			byName[b.Name] = b
+		}
+	}
+	out := slices.Collect(maps.Values(byName))
+	slices.SortFunc(out, func(a, b BucketInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
 
 // setEmpty reports whether a set holds no object and no upload.

@@ -203,3 +203,40 @@ func TestListingAfterADeleteADriveMissed(t *testing.T) {
 		}
 	}
 }
+
+// A drain moves the objects of buckets whose records the draining pool
+// does not hold (records reach an added pool in the background, and
+// objects may arrive first): it walked only the pool's own buckets, found
+// the pool empty, and the objects were lost with it.
+func TestDrainMovesObjectsOfBucketsThePoolDoesNotList(t *testing.T) {
+	keep, old := newTestPool(t, 1, 4, 2), newTestPool(t, 1, 4, 2)
+	ps := NewPools(NewPoolEntry("keep", keep.Pool, StateActive))
+	if err := ps.MakeBucket(t.Context(), "photos"); err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("y"), 5000)
+	if _, err := old.PutObject(t.Context(), "photos", "arrived-early", bytes.NewReader(body), int64(len(body)), PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	from := NewPoolEntry("old", old.Pool, StateDraining)
+	ps.Add(from)
+	bs, err := old.ListBuckets(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		if b.Name == "photos" {
+			t.Fatal("the draining pool holds the bucket's record")
+		}
+	}
+	m, err := ps.DrainSet(t.Context(), from, 0, DrainMarker{}, func(DrainMarker) error { return nil })
+	if err != nil || !m.Done || m.Objects != 1 {
+		t.Fatalf("drain: %+v, %v; want done with 1 object moved", m, err)
+	}
+	if _, err := keep.StatObject(t.Context(), "photos", "arrived-early", nil); err != nil {
+		t.Fatalf("the object is not in the active pool after the drain: %v", err)
+	}
+	if _, err := old.StatObject(t.Context(), "photos", "arrived-early", nil); !errors.Is(err, ErrObjectNotFound) {
+		t.Fatalf("the object is still in the drained pool: %v", err)
+	}
+}
