@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -163,7 +164,7 @@ func mergeDriveWalks(walks []*driveWalk, limit int) []listEntry {
 		}
 		e.partial = listed < len(walks)
 		if len(e.versions) > 1 {
-			sort.Slice(e.versions, func(i, j int) bool { return e.versions[i].Newer(e.versions[j]) })
+			sortNewestFirst(e.versions)
 		}
 		out = append(out, e)
 	}
@@ -204,16 +205,14 @@ func addVersions(vs, more []*drive.Record) []*drive.Record {
 // unionVersions merges two version lists (newest first) without
 // duplicates.
 func unionVersions(a, b []*drive.Record) []*drive.Record {
-	seen := map[versionKey]bool{}
-	out := make([]*drive.Record, 0, len(a)+len(b))
-	for _, v := range append(append([]*drive.Record(nil), a...), b...) {
-		if !seen[keyOf(v)] {
-			seen[keyOf(v)] = true
-			out = append(out, v)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Newer(out[j]) })
+	out := addVersions(slices.Clone(a), b)
+	sortNewestFirst(out)
 	return out
+}
+
+// sortNewestFirst orders a key's versions newest first.
+func sortNewestFirst(vs []*drive.Record) {
+	sort.Slice(vs, func(i, j int) bool { return vs[i].Newer(vs[j]) })
 }
 
 // versionKey identifies a version across drives.

@@ -82,19 +82,21 @@ func errNoSuchKMSKey(id string) error {
 }
 
 // customerKey reads an SSE-C key from the request (the copy source's with
-// copySource). Every encryption header of the request is checked first, as
-// refuseUnsupported checks them: for uploads it leaves that to here (after
-// the access decision, sseCheckedAfterAccess), and every path that stores
-// or reads data comes through here, so a malformed header is never ignored.
+// copySource). A write's encryption headers (or form fields) are checked
+// first, as refuseUnsupported checks them: for uploads it leaves that to
+// here (after the access decision, sseCheckedAfterAccess), it never sees a
+// form's fields, and every path that stores data comes through here, so a
+// malformed one is never ignored. Reads were checked by refuseUnsupported.
 func customerKey(ctx context.Context, copySource bool) (*sseKey, error) {
 	rc, ok := frontCtx(ctx)
 	if !ok {
 		return nil, nil
 	}
 	get := sseParams(rc)
-	read := rc.IsGet() || rc.IsHead()
-	if err := checkSSE(get, read, true); err != nil {
-		return nil, *err
+	if !rc.IsGet() && !rc.IsHead() {
+		if err := checkSSE(get, false, true); err != nil {
+			return nil, *err
+		}
 	}
 	prefix := "X-Amz-Server-Side-Encryption-Customer-"
 	if copySource {
