@@ -66,7 +66,7 @@ type Config struct {
 // Reconcilers holds what every reconciler needs from the manager.
 type Reconcilers struct {
 	Client    client.Client
-	APIReader client.Reader // uncached reads: Secrets are not cached
+	APIReader client.Reader // uncached reads: Secrets and Pods are not cached
 	Scheme    *runtime.Scheme
 	Mapper    meta.RESTMapper
 	Recorder  recorder.EventRecorder

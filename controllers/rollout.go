@@ -118,10 +118,13 @@ func (r *ServerPoolReconciler) gate(ctx context.Context, s *poolScope, sts *apps
 	return "", nil
 }
 
-// serverDown reports whether the pod exists and is not Ready.
+// serverDown reports whether the pod exists and is not Ready. It reads
+// the API server, not the cache: the operator may get and list pods but
+// not watch them, and a cached read would start an informer whose watch
+// is forbidden (stale answers, and an error logged every few seconds).
 func (r *ServerPoolReconciler) serverDown(ctx context.Context, ns, name string) (bool, error) {
 	pod := &corev1.Pod{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	return !podReady(pod), nil

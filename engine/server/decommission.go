@@ -97,7 +97,14 @@ func (n *Node) SetPoolState(pool, state string) error {
 	}
 	pr := n.poolRuntime(pool)
 	if pr == nil {
-		return fmt.Errorf("no pool %q", pool)
+		n.mu.Lock()
+		if n.told == nil {
+			n.told = map[string]string{}
+		}
+		n.told[pool] = state
+		n.mu.Unlock()
+		n.cfg.Log.Info("pool state noted for a pool this node does not run yet", "pool", pool, "state", state)
+		return nil
 	}
 	if err := writeJSONFile(pr, pr.LocalSlots(), overrideFile, map[string]string{"State": state}); err != nil {
 		return err
@@ -297,26 +304,48 @@ func (n *Node) CancelDecommission(ctx context.Context, pool string) error {
 	return n.setPoolStateEverywhere(ctx, pool, erasure.StateActive)
 }
 
+// topologyRetry is how long a topology file not fully applied waits
+// before it is applied again.
+const topologyRetry = 30 * time.Second
+
 // watchTopology re-reads the topology file and applies what changed:
 // appended pools are brought up, states follow the file, layout changes
 // are refused (the running configuration is kept).
 func (n *Node) watchTopology(ctx context.Context) {
 	last, _ := os.ReadFile(n.cfg.TopologyFile)
+	var retry time.Time // zero: the last file was applied whole
 	tick(ctx, 2*time.Second, func() {
 		data, err := os.ReadFile(n.cfg.TopologyFile)
-		if err != nil || string(data) == string(last) {
+		if err != nil || string(data) == string(last) && (retry.IsZero() || time.Now().Before(retry)) {
 			return
 		}
-		last = data
+		last, retry = data, time.Time{}
 		topo, err := cluster.ParseTopology(data)
 		if err != nil {
 			n.cfg.Log.Error("topology file not applied; keeping the running configuration", "err", err)
 			return
 		}
 		if err := n.applyTopology(ctx, topo); err != nil {
-			n.cfg.Log.Error("topology file not fully applied", "err", err)
+			// Applied again in a while: what refused may change (a pool
+			// not answering yet, a decommission learned meanwhile).
+			retry = time.Now().Add(topologyRetry)
+			n.cfg.Log.Error("topology file not fully applied", "err", err, "retry", topologyRetry)
 		}
 	})
+}
+
+// applyTold gives a pool just added the state a peer told this node
+// before it ran the pool. A pool the topology lists Active is not the one
+// told about (a pool of the same name created again): the note is dropped.
+func (n *Node) applyTold(pr *cluster.PoolRuntime, listed string) error {
+	n.mu.Lock()
+	state, ok := n.told[pr.Layout.Name]
+	delete(n.told, pr.Layout.Name)
+	n.mu.Unlock()
+	if !ok || listed == cluster.PoolActive || listed == "" || state == pr.Entry.State() {
+		return nil
+	}
+	return n.SetPoolState(pr.Layout.Name, state)
 }
 
 func (n *Node) applyTopology(ctx context.Context, topo cluster.Topology) error {
@@ -336,6 +365,9 @@ func (n *Node) applyTopology(ctx context.Context, topo cluster.Topology) error {
 			if err != nil {
 				errs = append(errs, fmt.Errorf("adding pool %s: %w", spec.Name, err))
 				continue
+			}
+			if err := n.applyTold(added, spec.State); err != nil {
+				errs = append(errs, err)
 			}
 			n.startPool(added)
 			continue

@@ -122,6 +122,11 @@ type Node struct {
 	healerStops map[string]context.CancelFunc
 	drains      map[drainKey]*drainState
 	lifecycle   *s3front.Lifecycle
+	// told holds the pool states peers set before this node ran the pool:
+	// topology files reach nodes at different times, and a pool added and
+	// decommissioned within a minute can be Decommissioned everywhere
+	// before a node's file lists it. Applied when the pool is added.
+	told map[string]string
 }
 
 // Run serves until ctx ends, then drains: readiness drops, in-flight

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -440,5 +441,86 @@ func TestClusterPoolAddedWhileNodesDisagree(t *testing.T) {
 		requests.Load(), failed.Load(), shards())
 	if failed.Load() > 0 {
 		t.Fatalf("%d PUT+GET pairs failed; the first:\n%s", failed.Load(), strings.Join(failures, "\n"))
+	}
+}
+
+// TestClusterPoolDecommissionedBeforeSomeNodesKnowIt: a pool is added and
+// decommissioned before two of the nodes' topology files list it (in
+// Kubernetes each pod's copy of the ConfigMap is updated at its own time:
+// the day-2 test added and decommissioned a pool within a minute). Those
+// two are told "Decommissioned" for a pool they do not run; when their
+// file then lists it Draining, and later not at all, they must take it as
+// decommissioned and drop it. Before the fix they brought it up Draining,
+// refused its removal ("not decommissioned; it keeps serving its objects"),
+// and stayed not Ready for good once its servers were gone: a draining
+// pool's sets counted in their read-quorum check.
+func TestClusterPoolDecommissionedBeforeSomeNodesKnowIt(t *testing.T) {
+	c := newCluster(t)
+	first, added, late := []int{11, 12, 13, 14}, []int{15, 16}, []int{13, 14}
+	a, b := c.poolSpec("pool-a", first, 2), c.poolSpec("pool-b", added, 2)
+	c.writeTopologyFor(first, a)
+	c.start(first)
+	mustCreateBucket(t, c.nodes[11].aws(), "early")
+	put(t, c.nodes[11].aws(), "early", "k", randomBytes(100))
+
+	c.writeTopologyFor(added, a, b)
+	c.writeTopologyFor([]int{11, 12}, a, b)
+	c.start(added)
+	waitFor(t, "pool-b known to nodes 11 and 12", 30*time.Second, func() bool {
+		for _, n := range []int{11, 12} {
+			if _, body := c.nodes[n].adminGet("info"); !strings.Contains(string(body), `"name": "pool-b"`) {
+				return false
+			}
+		}
+		return true
+	})
+	// The decommission as the operator asks for it: the pool listed
+	// Draining, in the files of the nodes that know it.
+	b["state"] = "Draining"
+	c.writeTopologyFor(append([]int{11, 12}, added...), a, b)
+	waitFor(t, "pool-b decommissioned", 60*time.Second, func() bool {
+		var st decomStatus
+		_, body := c.nodes[11].admin("GET", "pools/pool-b/decommission")
+		_ = json.Unmarshal(body, &st)
+		return st.State == "Decommissioned"
+	})
+
+	// The late nodes' file now lists pool-b as the operator wrote it when
+	// the decommission was asked, then without it; its servers go.
+	c.writeTopologyFor(late, a, b)
+	waitFor(t, "pool-b brought up by the late nodes", 30*time.Second, func() bool {
+		for _, n := range late {
+			if _, body := c.nodes[n].adminGet("info"); !strings.Contains(string(body), `"name": "pool-b"`) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, n := range late {
+		var st decomStatus
+		_, body := c.nodes[n].admin("GET", "pools/pool-b/decommission")
+		if err := json.Unmarshal(body, &st); err != nil || st.State != "Decommissioned" {
+			t.Errorf("node %d: pool-b brought up after it was decommissioned: %s", n, body)
+		}
+	}
+	c.writeTopologyFor(first, a)
+	for _, n := range added {
+		c.nodes[n].kill()
+	}
+	waitFor(t, "pool-b dropped by every node, and every node Ready", 30*time.Second, func() bool {
+		for _, n := range first {
+			if _, body := c.nodes[n].adminGet("info"); strings.Contains(string(body), `"name": "pool-b"`) {
+				return false
+			}
+			if httpStatus(t, c.nodes[n].url()+"/strata/health/ready") != http.StatusOK {
+				return false
+			}
+		}
+		return true
+	})
+	for _, n := range first {
+		if got := get(t, c.nodes[n].aws(), "early", "k"); len(got) != 100 {
+			t.Fatalf("node %d: read back %d bytes", n, len(got))
+		}
 	}
 }

@@ -15,9 +15,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
@@ -548,9 +550,55 @@ func tenantServes(ctx context.Context, kc client.Client, ns string, pools int) e
 		}
 	}
 	if !meta.IsStatusConditionTrue(tn.Status.Conditions, v1.ConditionReady) || ready != pools {
-		return fmt.Errorf("tenant: %d of %d server pools ready, conditions %v", ready, pools, tn.Status.Conditions)
+		return fmt.Errorf("tenant: %d of %d server pools ready, conditions %v\n%s", ready, pools, tn.Status.Conditions, serverState(ctx, kc, ns))
 	}
 	return nil
+}
+
+// serverState describes the tenant's ServerPools, their StatefulSets and
+// the server pods not Ready, for a failure to say where readiness stopped:
+// the pods (node agent), the StatefulSets' status (kube-controller-manager)
+// or the pools' status (the operator).
+func serverState(ctx context.Context, kc client.Client, ns string) string {
+	var b strings.Builder
+	pools := &v1.ServerPoolList{}
+	if err := kc.List(ctx, pools, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	for _, p := range pools.Items {
+		c := meta.FindStatusCondition(p.Status.Conditions, v1.ConditionReady)
+		fmt.Fprintf(&b, "ServerPool %s: generation %d observed %d, %d of %d servers ready", p.Name, p.Generation, p.Status.ObservedGeneration, p.Status.ReadyServers, p.Spec.Servers)
+		if c != nil {
+			fmt.Fprintf(&b, ", Ready %s since %s: %s", c.Status, c.LastTransitionTime.UTC().Format(time.TimeOnly), c.Message)
+		}
+		b.WriteString("\n")
+	}
+	sets := &appsv1.StatefulSetList{}
+	if err := kc.List(ctx, sets, client.InNamespace(ns), client.MatchingLabels(builders.ServerSelector("media"))); err != nil {
+		return b.String() + err.Error()
+	}
+	for _, s := range sets.Items {
+		fmt.Fprintf(&b, "StatefulSet %s: generation %d observed %d, replicas %d ready %d updated %d\n", s.Name, s.Generation,
+			s.Status.ObservedGeneration, ptr.Deref(s.Spec.Replicas, 0), s.Status.ReadyReplicas, s.Status.UpdatedReplicas)
+	}
+	list := &corev1.PodList{}
+	if err := kc.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(builders.ServerSelector("media"))); err != nil {
+		return b.String() + err.Error()
+	}
+	for _, p := range list.Items {
+		if podReady(&p) {
+			continue
+		}
+		fmt.Fprintf(&b, "pod %s on %s not Ready: phase %s, conditions", p.Name, p.Spec.NodeName, p.Status.Phase)
+		for _, c := range p.Status.Conditions {
+			fmt.Fprintf(&b, " %s=%s@%s", c.Type, c.Status, c.LastTransitionTime.UTC().Format(time.TimeOnly))
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			fmt.Fprintf(&b, "; container %s ready %v restarts %d", cs.Name, cs.Ready, cs.RestartCount)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // staticTrust verifies servers against the CA file the harness wrote.

@@ -436,8 +436,18 @@ func processesUnder(dir string) []string {
 	return out
 }
 
-// dumpLogs prints the tail of every log of the cluster.
+// dumpLogs prints the tail of every log of the cluster, and keeps the
+// whole of them in STRATA_KEEP_LOGS (a directory) when it is set.
 func dumpLogs(t *testing.T, state string) {
+	if keep := os.Getenv("STRATA_KEEP_LOGS"); keep != "" {
+		dst := filepath.Join(keep, fmt.Sprintf("%s-%s", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().UTC().Format("150405")))
+		_ = os.MkdirAll(keep, 0o755)
+		if out, err := exec.Command("cp", "-a", filepath.Join(state, "logs"), dst).CombinedOutput(); err != nil {
+			t.Logf("keeping the logs in %s: %v: %s", dst, err, out)
+		} else {
+			t.Logf("the whole logs are in %s", dst)
+		}
+	}
 	_ = filepath.Walk(filepath.Join(state, "logs"), func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
 			return nil //nolint:nilerr // a log that vanished is no reason to stop dumping the others
