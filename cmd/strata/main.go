@@ -249,8 +249,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	}
 	// Only for tests of a node's start-up: wait before opening each drive.
 	openDelay, _ := time.ParseDuration(getenv("STRATA_TEST_DRIVE_OPEN_DELAY"))
-	// Only for tests of lifecycle rules: the length of their day.
-	lifecycleDay, _ := time.ParseDuration(getenv("STRATA_TEST_LIFECYCLE_DAY"))
+	lifecycleDay := testLifecycleDay(getenv)
 	// Only for tests of ordering under clock skew: this node's clock for
 	// versions is off by this much (a node whose clock is wrong).
 	if skew, err := time.ParseDuration(getenv("STRATA_TEST_CLOCK_SKEW")); err == nil && skew != 0 {
@@ -313,6 +312,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	largeScan := fs.Duration("large-dir-scan-interval", time.Hour, "pause between scans of the whole volume for large directories; 0: only directories written through S3 are counted")
 	fsync := fs.Bool("fsync", false, "sync every written object (data, xattrs, directory entries) before acknowledging it; off: as VersityGW, durable once the filesystem flushes")
 	staleUploads := fs.Duration("stale-uploads-expiry", 24*time.Hour, "abort multipart uploads that received no part for this long (0: never)")
+	lifecycleEvery := fs.Duration("lifecycle-interval", gateway.DefaultLifecycleInterval, "pause between two passes of the buckets' lifecycle rules (one replica at a time runs them)")
 	etagLimit := fs.Int64("etag-sync-limit", 256<<20, "largest file created on the filesystem whose ETag is computed before its first HEAD or GET answers (larger: in the background)")
 	shutdownDelay := fs.Duration("shutdown-delay", 5*time.Second, "readiness reports down this long before the listener stops")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -338,6 +338,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, UsersFile: getenv(iam.EnvIAMFile), LargeDirThreshold: *largeDir,
 		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
+		LifecycleInterval: *lifecycleEvery, LifecycleDay: testLifecycleDay(getenv),
 	}
 	if err := cfg.Check(); err != nil {
 		fmt.Fprintln(stderr, "strata gateway:", err)
@@ -407,4 +408,11 @@ func limitFlags(fs *flag.FlagSet) *s3front.Limits {
 	fs.IntVar(&l.MaxRequestsPerClient, "max-requests-per-client", s3front.DefaultMaxRequestsPerClient,
 		"requests in flight at most per client address; beyond, SlowDown (behind a proxy every client shares its address)")
 	return l
+}
+
+// testLifecycleDay is the length of a lifecycle rule's day, only for tests
+// of lifecycle rules (STRATA_TEST_LIFECYCLE_DAY); 0 is S3's day.
+func testLifecycleDay(getenv func(string) string) time.Duration {
+	d, _ := time.ParseDuration(getenv("STRATA_TEST_LIFECYCLE_DAY"))
+	return d
 }

@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/versity/versitygw/auth"
+	"github.com/versity/versitygw/backend/meta"
 	"github.com/versity/versitygw/backend/posix"
 	"github.com/versity/versitygw/s3err"
 	"github.com/versity/versitygw/s3response"
@@ -38,6 +40,10 @@ type Backend struct {
 	// fsync: sync written objects before acknowledging them.
 	fsync bool
 	log   *slog.Logger
+	// meta is the posix backend's metadata store (bucket attributes).
+	meta meta.MetadataStorer
+	// day is a lifecycle day (0: S3's; tests shorten it).
+	day time.Duration
 }
 
 // String names the backend in versitygw's logs.

@@ -74,10 +74,25 @@ type Config struct {
 	// StaleUploadAge is how long a multipart upload may go without a new
 	// part before it is aborted and its staged parts removed; 0: never.
 	StaleUploadAge time.Duration
+	// LifecycleInterval is the pause between two passes of the buckets'
+	// lifecycle rules, run by one replica at a time; 0: DefaultLifecycleInterval.
+	LifecycleInterval time.Duration
+	// LifecycleDay, for tests only, shortens the day of lifecycle rules.
+	LifecycleDay time.Duration
 	// ShutdownDelay is how long readiness is reported down before the
 	// listener stops, so load balancers stop sending new requests first.
 	ShutdownDelay time.Duration
 	Log           *slog.Logger
+}
+
+// DefaultLifecycleInterval is the pause between two lifecycle passes.
+const DefaultLifecycleInterval = time.Hour
+
+// replicaName names this process among the gateway's replicas (the pod's
+// host name, and its process ID for replicas sharing a host).
+func replicaName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
 // maxCopySource is the largest object CopyObject and UploadPartCopy copy,
@@ -174,7 +189,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	be := &Backend{
 		Posix: px, vol: vol, access: users, rootAccess: cfg.RootUser.AccessKey, region: "us-east-1",
-		dirs: dirs, log: log, fsync: cfg.Fsync,
+		dirs: dirs, log: log, fsync: cfg.Fsync, meta: ms, day: cfg.LifecycleDay,
 		etags:     newETagFiller(l.root, ms, cfg.ETagSyncLimit, log),
 		firstByte: func(s float64) { s3m.ObserveFirstByte(time.Duration(s * float64(time.Second))) },
 	}
@@ -190,6 +205,13 @@ func Run(ctx context.Context, cfg Config) error {
 	go dirs.run(bg, cfg.LargeDirScanInterval)
 	go g.probeVolume(bg, 5*time.Second)
 	go be.cleanStaleUploads(bg, cfg.StaleUploadAge, log)
+	lc := s3front.NewLifecycleOver(lifecycleStore{be}, s3front.LifecycleOptions{Day: cfg.LifecycleDay, Log: log})
+	metrics.RegisterLifecycle(reg, lc.Metrics)
+	every := cfg.LifecycleInterval
+	if every <= 0 {
+		every = DefaultLifecycleInterval
+	}
+	go be.runLifecycle(bg, lc, filepath.Join(l.root, hiddenDir), replicaName(), every, log)
 
 	// The listener outlives ctx by ShutdownDelay: readiness drops first.
 	serveCtx, stopServing := context.WithCancel(context.Background())

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -37,6 +39,7 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 		return s3response.PutObjectOutput{}, err
 	}
 	in.ContentEncoding = s3front.StoredEncoding(in.ContentEncoding)
+	req := ctx // the front end's: the answer's headers are set through it
 	ctx = detach(ctx)
 	out, err := b.Posix.PutObject(ctx, in)
 	if err != nil {
@@ -48,6 +51,8 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 			return s3response.PutObjectOutput{}, err
 		}
 	}
+	now := time.Now()
+	b.setExpiration(req, bucket, key, &now, objectSize(in.ContentLength, nil))
 	return out, nil
 }
 
@@ -61,6 +66,9 @@ func (b *Backend) HeadObject(ctx context.Context, in *s3.HeadObjectInput) (*s3.H
 	out, err := b.headObject(detach(ctx), in)
 	if err != nil && str(in.VersionId) == "" && s3front.IsStatus(err, http.StatusNotFound) {
 		out = b.deleteMarker(ctx, bucket, key)
+	}
+	if err == nil && str(in.VersionId) == "" {
+		b.setExpiration(ctx, bucket, key, out.LastModified, objectSize(out.ContentLength, out.ContentRange))
 	}
 	return out, b.readAnswer(ctx, bucket, key, in.PartNumber, err)
 }
@@ -118,6 +126,9 @@ func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.Get
 			out.ETag = &etag
 		}
 	}
+	if latest {
+		b.setExpiration(ctx, bucket, key, out.LastModified, objectSize(out.ContentLength, out.ContentRange))
+	}
 	switch body := out.Body.(type) {
 	case nil:
 	case *os.File:
@@ -130,6 +141,22 @@ func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.Get
 		}
 	}
 	return out, nil
+}
+
+// objectSize is an object's whole size from an answer's Content-Length and
+// Content-Range ("bytes a-b/size" for a part of it).
+func objectSize(length *int64, contentRange *string) int64 {
+	if r := str(contentRange); r != "" {
+		if i := strings.LastIndexByte(r, '/'); i >= 0 {
+			if n, err := strconv.ParseInt(r[i+1:], 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	if length == nil {
+		return 0
+	}
+	return *length
 }
 
 func (b *Backend) observeFirstByte(start time.Time) {

@@ -229,3 +229,14 @@ func (c *Configuration) HasCurrentExpiry() bool {
 	}
 	return false
 }
+
+// HasTagFilters reports whether some enabled rule filters by object tags
+// (a store that keeps tags apart from its listings then reads them).
+func (c *Configuration) HasTagFilters() bool {
+	for i := range c.Rules {
+		if _, tags, _, _ := c.Rules[i].filter(); c.Rules[i].Status == "Enabled" && len(tags) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -64,7 +64,8 @@ type Peers struct {
 	ClockOffset time.Duration
 }
 
-// Lifecycle is the lifecycle pass's counters (on the node that runs it).
+// Lifecycle is the lifecycle pass's counters (on the server node or the
+// gateway replica that runs it).
 type Lifecycle struct {
 	// Runs are completed passes; Versions the versions they looked at.
 	Runs, Versions int64
@@ -77,13 +78,12 @@ type Lifecycle struct {
 
 // Snapshot is what a node reports when scraped.
 type Snapshot struct {
-	Drives    []Drive
-	Sets      []Set
-	Pools     []Pool
-	Drains    []Drain
-	Peers     Peers
-	Heal      Heal
-	Lifecycle Lifecycle
+	Drives []Drive
+	Sets   []Set
+	Pools  []Pool
+	Drains []Drain
+	Peers  Peers
+	Heal   Heal
 }
 
 // PoolStates a pool can be in (the erasure layer's names).
@@ -102,8 +102,6 @@ type nodeCollector struct {
 	peerClockOffset                   *prometheus.Desc
 	healQueue, healDrives, healBehind *prometheus.Desc
 	healCounters                      map[string]*prometheus.Desc
-	lcRuns, lcVersions, lcActions     *prometheus.Desc
-	lcLastRun                         *prometheus.Desc
 }
 
 // RegisterNode registers a collector of the node's drives, erasure sets,
@@ -155,11 +153,6 @@ func RegisterNode(reg prometheus.Registerer, snapshot func() Snapshot) {
 			"cycles":  prometheus.NewDesc("strata_scanner_cycles_total", "Completed integrity scans of every object.", nil, nil),
 			"scanned": prometheus.NewDesc("strata_scanner_objects_total", "Objects read and verified by the integrity scanner.", nil, nil),
 		},
-		lcRuns:     prometheus.NewDesc("strata_lifecycle_runs_total", "Completed lifecycle passes over the buckets that have lifecycle rules.", nil, nil),
-		lcVersions: prometheus.NewDesc("strata_lifecycle_versions_scanned_total", "Object versions the lifecycle passes looked at.", nil, nil),
-		lcActions: prometheus.NewDesc("strata_lifecycle_actions_total",
-			"What lifecycle rules did: expire-current, delete-noncurrent, remove-delete-marker, abort-upload, and kept-locked (a version a lock kept).", []string{"action"}, nil),
-		lcLastRun: prometheus.NewDesc("strata_lifecycle_last_run_end_timestamp_seconds", "When the last lifecycle pass ended (0: none yet on this node).", nil, nil),
 	}
 	reg.MustRegister(c)
 }
@@ -176,9 +169,6 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.healDrives
 	ch <- c.healBehind
 	for _, d := range c.healCounters {
-		ch <- d
-	}
-	for _, d := range []*prometheus.Desc{c.lcRuns, c.lcVersions, c.lcActions, c.lcLastRun} {
 		ch <- d
 	}
 }
@@ -236,14 +226,43 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	} {
 		ch <- prometheus.MustNewConstMetric(c.healCounters[name], prometheus.CounterValue, float64(v))
 	}
-	lc := s.Lifecycle
-	ch <- prometheus.MustNewConstMetric(c.lcRuns, prometheus.CounterValue, float64(lc.Runs))
-	ch <- prometheus.MustNewConstMetric(c.lcVersions, prometheus.CounterValue, float64(lc.Versions))
-	for _, a := range LifecycleActions {
-		ch <- prometheus.MustNewConstMetric(c.lcActions, prometheus.CounterValue, float64(lc.Actions[a]), a)
-	}
-	ch <- prometheus.MustNewConstMetric(c.lcLastRun, prometheus.GaugeValue, lc.LastRunEnd)
 }
 
 // LifecycleActions are the action label's values.
 var LifecycleActions = []string{"expire-current", "delete-noncurrent", "remove-delete-marker", "abort-upload", "kept-locked"}
+
+// lifecycleCollector turns the lifecycle pass's counters, read at scrape
+// time, into metrics.
+type lifecycleCollector struct {
+	read                          func() Lifecycle
+	runs, versions, actions, last *prometheus.Desc
+}
+
+// RegisterLifecycle registers the lifecycle pass's metrics (a server node
+// and a gateway replica each export those of the passes they ran).
+func RegisterLifecycle(reg prometheus.Registerer, read func() Lifecycle) {
+	reg.MustRegister(&lifecycleCollector{
+		read:     read,
+		runs:     prometheus.NewDesc("strata_lifecycle_runs_total", "Completed lifecycle passes over the buckets that have lifecycle rules.", nil, nil),
+		versions: prometheus.NewDesc("strata_lifecycle_versions_scanned_total", "Object versions the lifecycle passes looked at.", nil, nil),
+		actions: prometheus.NewDesc("strata_lifecycle_actions_total",
+			"What lifecycle rules did: expire-current, delete-noncurrent, remove-delete-marker, abort-upload, and kept-locked (a version a lock kept).", []string{"action"}, nil),
+		last: prometheus.NewDesc("strata_lifecycle_last_run_end_timestamp_seconds", "When the last lifecycle pass ended (0: none yet in this process).", nil, nil),
+	})
+}
+
+func (c *lifecycleCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.runs, c.versions, c.actions, c.last} {
+		ch <- d
+	}
+}
+
+func (c *lifecycleCollector) Collect(ch chan<- prometheus.Metric) {
+	lc := c.read()
+	ch <- prometheus.MustNewConstMetric(c.runs, prometheus.CounterValue, float64(lc.Runs))
+	ch <- prometheus.MustNewConstMetric(c.versions, prometheus.CounterValue, float64(lc.Versions))
+	for _, a := range LifecycleActions {
+		ch <- prometheus.MustNewConstMetric(c.actions, prometheus.CounterValue, float64(lc.Actions[a]), a)
+	}
+	ch <- prometheus.MustNewConstMetric(c.last, prometheus.GaugeValue, lc.LastRunEnd)
+}

@@ -1,9 +1,9 @@
 package s3front
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"sync"
@@ -32,7 +32,8 @@ type bucketLifecycler interface {
 	DeleteBucketLifecycle(ctx context.Context, bucket string) error
 }
 
-var errNoLifecycle = s3err.APIError{Code: "NoSuchLifecycleConfiguration",
+// ErrNoLifecycle answers a GET of the rules of a bucket that has none.
+var ErrNoLifecycle = s3err.APIError{Code: "NoSuchLifecycleConfiguration",
 	Description: "The lifecycle configuration does not exist", HTTPStatusCode: http.StatusNotFound}
 
 func serveBucketLifecycle(be backend.Backend, lc bucketLifecycler, iam auth.IAMService) fiber.Handler {
@@ -44,16 +45,25 @@ func serveBucketLifecycle(be backend.Backend, lc bucketLifecycler, iam auth.IAMS
 
 // PutBucketLifecycle checks a lifecycle document as S3 does and stores it.
 func (b *Backend) PutBucketLifecycle(ctx context.Context, bucket string, doc []byte) error {
+	stored, err := CheckLifecycle(doc)
+	if err != nil {
+		return err
+	}
+	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Lifecycle = stored })
+}
+
+// CheckLifecycle checks a lifecycle document as S3 does: the form to
+// store (every rule with an ID), or the S3 error that refuses it.
+func CheckLifecycle(doc []byte) ([]byte, error) {
 	cfg, err := lifecycle.Parse(doc)
 	if err != nil {
 		var le *lifecycle.Error
 		if errors.As(err, &le) {
-			return s3err.APIError{Code: le.Code, Description: le.Message, HTTPStatusCode: http.StatusBadRequest}
+			return nil, s3err.APIError{Code: le.Code, Description: le.Message, HTTPStatusCode: http.StatusBadRequest}
 		}
-		return err
+		return nil, err
 	}
-	stored := cfg.Marshal()
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Lifecycle = stored })
+	return cfg.Marshal(), nil
 }
 
 // GetBucketLifecycle returns a bucket's lifecycle document.
@@ -64,7 +74,7 @@ func (b *Backend) GetBucketLifecycle(ctx context.Context, bucket string) ([]byte
 		return nil, err
 	}
 	if len(bk.Lifecycle) == 0 {
-		return nil, errNoLifecycle
+		return nil, ErrNoLifecycle
 	}
 	return bk.Lifecycle, nil
 }
@@ -80,17 +90,22 @@ func (b *Backend) DeleteBucketLifecycle(ctx context.Context, bucket string) erro
 var parsedLifecycles sync.Map // string -> *lifecycle.Configuration
 
 func lifecycleOf(bk erasure.BucketInfo) *lifecycle.Configuration {
-	if len(bk.Lifecycle) == 0 {
+	return ParsedLifecycle(bk.Lifecycle)
+}
+
+// ParsedLifecycle is a stored lifecycle document parsed (nil for none).
+func ParsedLifecycle(doc []byte) *lifecycle.Configuration {
+	if len(doc) == 0 {
 		return nil
 	}
-	if c, ok := parsedLifecycles.Load(string(bk.Lifecycle)); ok {
+	if c, ok := parsedLifecycles.Load(string(doc)); ok {
 		return c.(*lifecycle.Configuration)
 	}
-	c, err := lifecycle.Parse(bk.Lifecycle)
+	c, err := lifecycle.Parse(doc)
 	if err != nil {
 		return nil // stored only after Parse accepted it
 	}
-	parsedLifecycles.Store(string(bk.Lifecycle), c)
+	parsedLifecycles.Store(string(doc), c)
 	return c
 }
 
@@ -113,11 +128,17 @@ func versionFacts(info erasure.ObjectInfo, now time.Time) lifecycle.Version {
 // setExpirationHeader sets x-amz-expiration on the answer about the
 // current version of key, when a rule of the bucket expires it.
 func (b *Backend) setExpirationHeader(ctx context.Context, bk erasure.BucketInfo, key string, info erasure.ObjectInfo) {
-	c := lifecycleOf(bk)
-	if c == nil || !c.HasCurrentExpiry() {
+	SetExpirationHeader(ctx, lifecycleOf(bk), key, b.lifecycleDay(), func() lifecycle.Version { return versionFacts(info, time.Now()) })
+}
+
+// SetExpirationHeader sets x-amz-expiration on the answer about the
+// current version of key when one of rules (nil for none) expires it;
+// facts are read only then.
+func SetExpirationHeader(ctx context.Context, rules *lifecycle.Configuration, key string, day time.Duration, facts func() lifecycle.Version) {
+	if rules == nil || !rules.HasCurrentExpiry() {
 		return
 	}
-	if h := c.ExpirationHeader(key, versionFacts(info, time.Now()), b.lifecycleDay()); h != "" {
+	if h := rules.ExpirationHeader(key, facts(), day); h != "" {
 		setResponseHeader(ctx, "X-Amz-Expiration", h)
 	}
 }
@@ -131,9 +152,80 @@ func (b *Backend) lifecycleDay() time.Duration {
 	return lifecycle.Day
 }
 
+// LifecycleStore is the storage a lifecycle pass runs over: the server's
+// object layer (layerLifecycle) or the gateway's files (engine/gateway).
+// The pass decides; the store lists and carries out, each action
+// conditional on what the pass saw, so that a write, a new lock or another
+// pass since the listing wins.
+type LifecycleStore interface {
+	// LifecycleBuckets lists the buckets that have lifecycle rules.
+	LifecycleBuckets(ctx context.Context) ([]LifecycleBucket, error)
+	// LifecycleVersions lists up to a page of versions after the markers
+	// ("" for the start), each key's newest first, with their facts at
+	// now. want says which facts the bucket's rules look at beyond time,
+	// size and kind.
+	LifecycleVersions(ctx context.Context, bk LifecycleBucket, keyMarker, versionMarker string, want LifecycleFacts, now time.Time) (LifecyclePage, error)
+	// ExpireCurrent deletes v's key without a version ID (a delete marker
+	// where the bucket is versioned) if v is still its current version;
+	// false when it no longer is or is gone.
+	ExpireCurrent(ctx context.Context, bk LifecycleBucket, v LifecycleVersion) (bool, error)
+	// DeleteVersion removes version v (or delete marker) unless a
+	// retention or legal hold keeps it now (locked).
+	DeleteVersion(ctx context.Context, bk LifecycleBucket, v LifecycleVersion, now time.Time) (done, locked bool, err error)
+	// LifecycleUploads lists up to a page of multipart uploads after the
+	// markers.
+	LifecycleUploads(ctx context.Context, bucket, keyMarker, idMarker string) (LifecycleUploadPage, error)
+	// AbortUpload aborts u unless it is gone or changed since it was
+	// listed.
+	AbortUpload(ctx context.Context, bucket string, u LifecycleUpload) (bool, error)
+}
+
+// LifecycleBucket is a bucket with lifecycle rules.
+type LifecycleBucket struct {
+	Name  string
+	Rules *lifecycle.Configuration
+	// Versioning is the bucket's versioning state ("" if never enabled).
+	Versioning string
+}
+
+// LifecycleFacts says what the rules of a bucket look at.
+type LifecycleFacts struct {
+	// Tags: some rule filters by object tags.
+	Tags bool
+}
+
+// LifecycleVersion is one listed version (or delete marker) of a key.
+type LifecycleVersion struct {
+	Key, VersionID, ETag string
+	IsLatest             bool
+	Facts                lifecycle.Version
+}
+
+// LifecyclePage is one page of versions.
+type LifecyclePage struct {
+	Versions                     []LifecycleVersion
+	NextKeyMarker, NextVersionID string
+	Truncated                    bool
+}
+
+// LifecycleUpload is one listed multipart upload.
+type LifecycleUpload struct {
+	Key, ID   string
+	Initiated time.Time
+}
+
+// LifecycleUploadPage is one page of multipart uploads.
+type LifecycleUploadPage struct {
+	Uploads                     []LifecycleUpload
+	NextKeyMarker, NextUploadID string
+	Truncated                   bool
+}
+
 // Lifecycle runs the lifecycle rules of every bucket that has some.
 type Lifecycle struct {
-	b       *Backend
+	store   LifecycleStore
+	day     time.Duration
+	log     *slog.Logger
 	limiter *rate.Limiter
 
 	runs, versions atomic.Int64
@@ -147,15 +239,27 @@ type LifecycleOptions struct {
 	// ActionsPerSecond bounds the deletes and aborts a pass issues (and so
 	// its I/O); default 200.
 	ActionsPerSecond float64
+	// Day, for tests only, shortens a lifecycle day; 0 is S3's.
+	Day time.Duration
+	Log *slog.Logger
 }
 
 // NewLifecycle returns the lifecycle pass over layer, with the Backend's
-// options (Day included).
+// options (LifecycleDay included).
 func NewLifecycle(layer ObjectLayer, opts Options, lo LifecycleOptions) *Lifecycle {
+	lo.Day, lo.Log = opts.LifecycleDay, opts.Log
+	return NewLifecycleOver(layerLifecycle{newBackend(layer, opts)}, lo)
+}
+
+// NewLifecycleOver returns the lifecycle pass over store.
+func NewLifecycleOver(store LifecycleStore, lo LifecycleOptions) *Lifecycle {
 	if lo.ActionsPerSecond <= 0 {
 		lo.ActionsPerSecond = 200
 	}
-	return &Lifecycle{b: newBackend(layer, opts), limiter: rate.NewLimiter(rate.Limit(lo.ActionsPerSecond), 1), actions: map[string]int64{}}
+	if lo.Day <= 0 {
+		lo.Day = lifecycle.Day
+	}
+	return &Lifecycle{store: store, day: lo.Day, log: lo.Log, limiter: rate.NewLimiter(rate.Limit(lo.ActionsPerSecond), 1), actions: map[string]int64{}}
 }
 
 // Metrics snapshots the pass's counters.
@@ -184,22 +288,18 @@ func (l *Lifecycle) count(action string) {
 // Run is one pass at now over every bucket that has lifecycle rules. A
 // bucket whose pass fails is logged and the others still run.
 func (l *Lifecycle) Run(ctx context.Context, now time.Time) error {
-	buckets, err := l.b.pool.ListBuckets(ctx)
+	buckets, err := l.store.LifecycleBuckets(ctx)
 	if err != nil {
 		return err
 	}
 	var firstErr error
 	for _, bk := range buckets {
-		c := lifecycleOf(bk)
-		if c == nil {
-			continue
-		}
-		if err := l.runBucket(ctx, bk, c, now); err != nil {
+		if err := l.runBucket(ctx, bk, now); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if l.b.log != nil {
-				l.b.log.Warn("lifecycle pass of a bucket stopped", "bucket", bk.Name, "err", err)
+			if l.log != nil {
+				l.log.Warn("lifecycle pass of a bucket stopped", "bucket", bk.Name, "err", err)
 			}
 			if firstErr == nil {
 				firstErr = err
@@ -211,62 +311,75 @@ func (l *Lifecycle) Run(ctx context.Context, now time.Time) error {
 	return firstErr
 }
 
-const lifecyclePage = 1000
+// LifecyclePageSize is how many versions or uploads a store lists at once.
+const LifecyclePageSize = 1000
 
-func (l *Lifecycle) runBucket(ctx context.Context, bk erasure.BucketInfo, c *lifecycle.Configuration, now time.Time) error {
-	keyMarker := ""
-	var versionMarker *[16]byte
-	var key string
-	var group []erasure.ObjectInfo // the versions of key, newest first
+func (l *Lifecycle) runBucket(ctx context.Context, bk LifecycleBucket, now time.Time) error {
+	want := LifecycleFacts{Tags: bk.Rules.HasTagFilters()}
+	keyMarker, versionMarker := "", ""
+	var group []LifecycleVersion // the versions of one key, newest first
+	seen := map[string]bool{}    // their IDs
 	for {
-		res, err := l.b.pool.ListObjectVersions(ctx, bk.Name, "", keyMarker, versionMarker, "", lifecyclePage)
+		page, err := l.store.LifecycleVersions(ctx, bk, keyMarker, versionMarker, want, now)
 		if err != nil {
 			return err
 		}
-		for _, o := range res.Objects {
-			if o.Name != key && len(group) > 0 {
-				if err := l.applyKey(ctx, bk, c, key, group, now); err != nil {
+		for _, v := range page.Versions {
+			if len(group) > 0 && v.Key != group[0].Key {
+				if err := l.applyKey(ctx, bk, group, now); err != nil {
 					return err
 				}
 				group = group[:0]
+				clear(seen)
 			}
-			key = o.Name
-			group = append(group, plainInfo(o))
+			// A store that lists the version at its marker again must not
+			// make it count twice (as a noncurrent copy of itself).
+			if seen[v.VersionID] {
+				continue
+			}
+			seen[v.VersionID] = true
+			group = append(group, v)
 		}
-		if !res.IsTruncated {
+		if !page.Truncated {
 			break
 		}
-		keyMarker = res.NextMarker
-		if versionMarker, err = parseVersionID(res.NextVersionMarker); err != nil {
-			return err
-		}
+		keyMarker, versionMarker = page.NextKeyMarker, page.NextVersionID
 	}
 	if len(group) > 0 {
-		if err := l.applyKey(ctx, bk, c, key, group, now); err != nil {
+		if err := l.applyKey(ctx, bk, group, now); err != nil {
 			return err
 		}
 	}
-	return l.abortUploads(ctx, bk.Name, c, now)
+	return l.abortUploads(ctx, bk, now)
 }
 
 // applyKey carries out what the rules say of one key's versions.
-func (l *Lifecycle) applyKey(ctx context.Context, bk erasure.BucketInfo, c *lifecycle.Configuration, key string, versions []erasure.ObjectInfo, now time.Time) error {
+func (l *Lifecycle) applyKey(ctx context.Context, bk LifecycleBucket, versions []LifecycleVersion, now time.Time) error {
 	l.versions.Add(int64(len(versions)))
 	facts := make([]lifecycle.Version, len(versions))
 	for i, v := range versions {
-		facts[i] = versionFacts(v, now)
+		facts[i] = v.Facts
 		if i > 0 && facts[i].Locked {
 			l.count("kept-locked")
 		}
 	}
-	for _, a := range c.Decide(key, facts, now, l.b.lifecycleDay()) {
+	for _, a := range bk.Rules.Decide(versions[0].Key, facts, now, l.day) {
 		if err := l.limiter.Wait(ctx); err != nil {
 			return err
 		}
 		v := versions[a.Index]
-		done, err := l.apply(ctx, bk, key, v, a.Kind, now)
+		var done, locked bool
+		var err error
+		if a.Kind == lifecycle.ExpireCurrent {
+			done, err = l.store.ExpireCurrent(ctx, bk, v)
+		} else {
+			done, locked, err = l.store.DeleteVersion(ctx, bk, v, now)
+		}
 		if err != nil {
 			return err
+		}
+		if locked {
+			l.count("kept-locked")
 		}
 		if done {
 			l.count(a.Kind.String())
@@ -275,29 +388,123 @@ func (l *Lifecycle) applyKey(ctx context.Context, bk erasure.BucketInfo, c *life
 	return nil
 }
 
-// apply does one action, after checking that the version is still the one
-// the pass decided on (a write or a new lock since the listing wins).
-func (l *Lifecycle) apply(ctx context.Context, bk erasure.BucketInfo, key string, v erasure.ObjectInfo, kind lifecycle.ActionKind, now time.Time) (bool, error) {
-	vid := v.VersionID
-	if kind == lifecycle.ExpireCurrent {
-		// A DELETE without version ID, only while the version listed is
-		// still the current one.
-		etag, mod := v.ETag, v.ModTime
-		_, err := l.b.deleteOne(ctx, bk.Name, key, "", backend.ObjectDeletePreconditions{IfMatch: &etag, IfMatchLastModTime: &mod})
-		return err == nil, ignoreGone(err)
-	}
-	if kind == lifecycle.DeleteNoncurrent && !v.DeleteMarker {
-		h, err := l.b.pool.OpenObject(ctx, bk.Name, key, &vid)
+func (l *Lifecycle) abortUploads(ctx context.Context, bk LifecycleBucket, now time.Time) error {
+	keyMarker, idMarker := "", ""
+	for {
+		page, err := l.store.LifecycleUploads(ctx, bk.Name, keyMarker, idMarker)
 		if err != nil {
-			return false, ignoreGone(err)
+			return err
+		}
+		for _, u := range page.Uploads {
+			if _, ok := bk.Rules.AbortUpload(u.Key, u.Initiated, now, l.day); !ok {
+				continue
+			}
+			if err := l.limiter.Wait(ctx); err != nil {
+				return err
+			}
+			done, err := l.store.AbortUpload(ctx, bk.Name, u)
+			if err != nil {
+				return err
+			}
+			if done {
+				l.count("abort-upload")
+			}
+		}
+		if !page.Truncated || page.NextKeyMarker == keyMarker && page.NextUploadID == idMarker {
+			return nil
+		}
+		keyMarker, idMarker = page.NextKeyMarker, page.NextUploadID
+	}
+}
+
+// layerLifecycle is the lifecycle store of the server: its object layer.
+type layerLifecycle struct{ b *Backend }
+
+func (s layerLifecycle) LifecycleBuckets(ctx context.Context) ([]LifecycleBucket, error) {
+	buckets, err := s.b.pool.ListBuckets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []LifecycleBucket
+	for _, bk := range buckets {
+		if c := lifecycleOf(bk); c != nil {
+			out = append(out, LifecycleBucket{Name: bk.Name, Rules: c, Versioning: bk.Versioning})
+		}
+	}
+	return out, nil
+}
+
+func (s layerLifecycle) LifecycleVersions(ctx context.Context, bk LifecycleBucket, keyMarker, versionMarker string, _ LifecycleFacts, now time.Time) (LifecyclePage, error) {
+	vm, err := parseVersionID(versionMarker)
+	if err != nil {
+		return LifecyclePage{}, err
+	}
+	res, err := s.b.pool.ListObjectVersions(ctx, bk.Name, "", keyMarker, vm, "", LifecyclePageSize)
+	if err != nil {
+		return LifecyclePage{}, err
+	}
+	page := LifecyclePage{Truncated: res.IsTruncated, NextKeyMarker: res.NextMarker, NextVersionID: res.NextVersionMarker}
+	for _, o := range res.Objects {
+		o = plainInfo(o)
+		page.Versions = append(page.Versions, LifecycleVersion{Key: o.Name, VersionID: erasure.FormatVersionID(o.VersionID), ETag: o.ETag,
+			IsLatest: o.IsLatest, Facts: versionFacts(o, now)})
+	}
+	return page, nil
+}
+
+func (s layerLifecycle) ExpireCurrent(ctx context.Context, bk LifecycleBucket, v LifecycleVersion) (bool, error) {
+	etag, mod := v.ETag, v.Facts.ModTime
+	_, err := s.b.deleteOne(ctx, bk.Name, v.Key, "", backend.ObjectDeletePreconditions{IfMatch: &etag, IfMatchLastModTime: &mod})
+	return err == nil, ignoreGone(err)
+}
+
+func (s layerLifecycle) DeleteVersion(ctx context.Context, bk LifecycleBucket, v LifecycleVersion, now time.Time) (bool, bool, error) {
+	vid, err := parseVersionID(v.VersionID)
+	if err != nil {
+		return false, false, err
+	}
+	if !v.Facts.DeleteMarker {
+		h, err := s.b.pool.OpenObject(ctx, bk.Name, v.Key, vid)
+		if err != nil {
+			return false, false, ignoreGone(err)
 		}
 		if versionFacts(h.Info, now).Locked {
-			l.count("kept-locked")
-			return false, nil
+			return false, true, nil
 		}
 	}
-	_, err := l.b.pool.DeleteObject(ctx, bk.Name, key, &vid, deleteMode(bk.Versioning))
-	return err == nil, ignoreGone(err)
+	_, err = s.b.pool.DeleteObject(ctx, bk.Name, v.Key, vid, deleteMode(bk.Versioning))
+	return err == nil, false, ignoreGone(err)
+}
+
+func (s layerLifecycle) LifecycleUploads(ctx context.Context, bucket, keyMarker, idMarker string) (LifecycleUploadPage, error) {
+	var id [16]byte
+	if idMarker != "" {
+		var err error
+		if id, err = parseUploadID(idMarker); err != nil {
+			return LifecycleUploadPage{}, err
+		}
+	}
+	res, err := s.b.pool.ListMultipartUploads(ctx, bucket, "", keyMarker, id, "", LifecyclePageSize)
+	if err != nil {
+		return LifecycleUploadPage{}, err
+	}
+	page := LifecycleUploadPage{Truncated: res.IsTruncated, NextKeyMarker: res.NextKeyMarker, NextUploadID: uploadIDString(res.NextUploadID)}
+	for _, u := range res.Uploads {
+		page.Uploads = append(page.Uploads, LifecycleUpload{Key: u.Object, ID: uploadIDString(u.ID), Initiated: u.Initiated})
+	}
+	return page, nil
+}
+
+func (s layerLifecycle) AbortUpload(ctx context.Context, bucket string, u LifecycleUpload) (bool, error) {
+	id, err := parseUploadID(u.ID)
+	if err != nil {
+		return false, err
+	}
+	err = s.b.pool.AbortMultipartUpload(ctx, bucket, u.Key, id)
+	if errors.Is(err, erasure.ErrUploadNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // ignoreGone treats a version or precondition that no longer holds as
@@ -309,34 +516,4 @@ func ignoreGone(err error) error {
 		return nil
 	}
 	return err
-}
-
-func (l *Lifecycle) abortUploads(ctx context.Context, bucket string, c *lifecycle.Configuration, now time.Time) error {
-	keyMarker := ""
-	var idMarker [16]byte
-	for {
-		page, err := l.b.pool.ListMultipartUploads(ctx, bucket, "", keyMarker, idMarker, "", lifecyclePage)
-		if err != nil {
-			return err
-		}
-		for _, u := range page.Uploads {
-			if _, ok := c.AbortUpload(u.Object, u.Initiated, now, l.b.lifecycleDay()); !ok {
-				continue
-			}
-			if err := l.limiter.Wait(ctx); err != nil {
-				return err
-			}
-			err := l.b.pool.AbortMultipartUpload(ctx, bucket, u.Object, u.ID)
-			if err != nil && !errors.Is(err, erasure.ErrUploadNotFound) {
-				return err
-			}
-			if err == nil {
-				l.count("abort-upload")
-			}
-		}
-		if !page.IsTruncated || bytes.Equal(page.NextUploadID[:], idMarker[:]) && page.NextKeyMarker == keyMarker {
-			return nil
-		}
-		keyMarker, idMarker = page.NextKeyMarker, page.NextUploadID
-	}
 }

@@ -322,7 +322,7 @@ func (n *Node) snapshot(ctx context.Context) metrics.Snapshot {
 		QueueLength: hs.QueueLength, Queued: hs.Queued, Dropped: hs.Dropped, ObjectsHealed: hs.ObjectsHealed,
 		ShardsHealed: hs.ShardsHealed, BytesHealed: hs.BytesHealed, Purged: hs.Purged, Failed: hs.Failed,
 		ScanCycles: hs.ScanCycles, ScanObjects: hs.ScanObjects, WritesBehind: hs.WritesBehind,
-	}, Lifecycle: n.lifecycle.Metrics()}
+	}}
 	for _, d := range hs.Drives {
 		if !d.Done && d.Error == "" {
 			s.Heal.DrivesHealing++

@@ -227,6 +227,7 @@ func Run(ctx context.Context, cfg Config) error {
 		defer cancel()
 		return n.snapshot(ctx)
 	})
+	metrics.RegisterLifecycle(reg, func() metrics.Lifecycle { return n.lifecycle.Metrics() })
 	users.SetBucketOwners(func(bucket string) (string, bool) {
 		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 		defer cancel()

@@ -22,17 +22,26 @@ import (
 // rules) and a pass every 300 ms.
 const lifecycleDay = 2 * time.Second
 
-// TestLifecycle runs bucket lifecycle rules on a TLS `strata server` with
-// the aws CLI (configuration), boto3 (configuration, x-amz-expiration,
-// refusals; testdata/clients/boto3_lifecycle.py) and aws-sdk-go-v2 (what
-// the passes did): expiry of current versions by prefix, tag and date,
-// in a versioned and an unversioned bucket; noncurrent versions after
-// their days, the newest kept; delete markers left alone removed; stale
-// multipart uploads aborted; versions under a legal hold kept until it is
-// lifted; the passes' metrics.
+// TestLifecycle runs bucket lifecycle rules on a TLS `strata server` and
+// a TLS `strata gateway` with the aws CLI (configuration), boto3
+// (configuration, x-amz-expiration, refusals;
+// testdata/clients/boto3_lifecycle.py) and aws-sdk-go-v2 (what the passes
+// did): expiry of current versions by prefix, tag and date, in a versioned
+// and an unversioned bucket; noncurrent versions after their days, the
+// newest kept; delete markers left alone removed; stale multipart uploads
+// aborted; versions under a legal hold kept until it is lifted; the
+// passes' metrics.
 func TestLifecycle(t *testing.T) {
 	venv := pyClients(t)
-	tg := startTLSTargetWith(t, "server", []string{"STRATA_TEST_LIFECYCLE_DAY=" + lifecycleDay.String()}, "--lifecycle-interval", "300ms")
+	for _, kind := range []string{"server", "gateway"} {
+		t.Run(kind, func(t *testing.T) {
+			tg := startTLSTargetWith(t, kind, []string{"STRATA_TEST_LIFECYCLE_DAY=" + lifecycleDay.String()}, "--lifecycle-interval", "300ms")
+			testLifecycle(t, venv, tg)
+		})
+	}
+}
+
+func testLifecycle(t *testing.T, venv string, tg *tlsTarget) {
 	env := tg.clientEnv(t, venv)
 	work := t.TempDir()
 	sdk := tg.sdkClient(nil)
@@ -200,23 +209,25 @@ func TestLifecycle(t *testing.T) {
 		return o == 1
 	})
 
-	m := lifecycleMetrics(t, tg)
-	for action, least := range map[string]float64{"expire-current": 4, "delete-noncurrent": 3, "remove-delete-marker": 1, "abort-upload": 1, "kept-locked": 1} {
-		if m[action] < least {
-			t.Errorf("strata_lifecycle_actions_total{action=%q} = %v, want at least %v", action, m[action], least)
+	// A pass counts an action once the delete has returned, so the last
+	// one may show a moment after the version is gone.
+	least := map[string]float64{"expire-current": 4, "delete-noncurrent": 3, "remove-delete-marker": 1, "abort-upload": 1, "kept-locked": 1, "runs": 3}
+	var m map[string]float64
+	short := func() string {
+		m = lifecycleMetrics(t, tg)
+		for name, n := range least {
+			if m[name] < n {
+				return name
+			}
 		}
+		return ""
 	}
-	if m["runs"] < 3 {
-		t.Errorf("strata_lifecycle_runs_total = %v, want several passes", m["runs"])
-	}
-
-	// The gateway's files are shared with POSIX users: no lifecycle there.
-	gw := startGateway(t, t.TempDir()).aws()
-	mustCreateBucket(t, gw, "files")
-	if _, err := gw.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String("files"),
-		LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: []types.LifecycleRule{{ID: aws.String("r"), Status: types.ExpirationStatusEnabled,
-			Filter: &types.LifecycleRuleFilter{Prefix: aws.String("")}, Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)}}}}}); errCode(err) != "NotImplemented" {
-		t.Errorf("lifecycle on the gateway: %v, want NotImplemented", err)
+	deadline = time.Now().Add(2 * lifecycleDay)
+	for name := short(); name != ""; name = short() {
+		if time.Now().After(deadline) {
+			t.Fatalf("strata_lifecycle metric %q = %v, want at least %v (all: %v)", name, m[name], least[name], m)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
