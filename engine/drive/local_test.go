@@ -138,6 +138,51 @@ func TestVersionedRecordsNewestFirst(t *testing.T) {
 	}
 }
 
+// TestWalkDelimited: past a live object under a common prefix the walk
+// seeks past the prefix; a prefix whose first object is a delete marker
+// is walked on to its first live one.
+func TestWalkDelimited(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	for i, k := range []string{"a", "a/1", "a/2", "a/3", "b/1", "b/2", "b/3", "c/x/1", "c/x/2", "d"} {
+		rec := &Record{ModTime: int64(i + 1)}
+		if k == "b/1" {
+			rec.Flags = FlagDeleteMarker
+		}
+		if _, err := d.PutVersion(t.Context(), "bk", k, rec, NotStaged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	walk := func(prefix, after string, limit int) string {
+		var out []string
+		err := d.WalkDelimited(t.Context(), "bk", prefix, "/", after, func(o string, vs []*Record) bool {
+			out = append(out, o)
+			return len(out) < limit
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(out)
+	}
+	for _, c := range []struct {
+		prefix, after string
+		limit         int
+		want          string
+	}{
+		{"", "", 100, "[a a/1 b/1 b/2 c/x/1 d]"},
+		{"", "a/1", 100, "[a/2 b/1 b/2 c/x/1 d]"},
+		{"", a1Past(), 100, "[b/1 b/2 c/x/1 d]"},
+		{"c/", "", 100, "[c/x/1]"},
+		{"c/x/", "", 100, "[c/x/1 c/x/2]"},
+		{"", "", 3, "[a a/1 b/1]"},
+	} {
+		if got := walk(c.prefix, c.after, c.limit); got != c.want {
+			t.Errorf("WalkDelimited(prefix %q, after %q, limit %d) = %s, want %s", c.prefix, c.after, c.limit, got, c.want)
+		}
+	}
+}
+
+func a1Past() string { return "a/" + PastPrefix }
+
 func TestWalkObjects(t *testing.T) {
 	d := openTestDrive(t, t.TempDir(), nil)
 	keys := []string{"a", "a/b", "a/c", "ab", "b/x", "b/y/z", "c"}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -579,6 +580,40 @@ func (d *Local) RollbackVersion(ctx context.Context, bucket, object string, rec 
 // starts with prefix and sorts after startAfter, with its versions newest
 // first (only the newest when latestOnly), until fn returns false.
 func (d *Local) WalkObjects(ctx context.Context, bucket, prefix, startAfter string, latestOnly bool, fn func(object string, versions []*Record) bool) error {
+	return d.walk(ctx, bucket, prefix, "", startAfter, latestOnly, fn)
+}
+
+// WalkDelimited is WalkObjects of the latest versions for a listing with a
+// delimiter: after an object whose name rolls up into a common prefix
+// (CommonPrefix) and whose newest version is not a delete marker, it seeks
+// past every other name under that prefix instead of reading them. A
+// listing of 100 directories of 1,000 objects reads about 100 records
+// here, not 100,000. What a listing makes of the prefix (whether it holds
+// an object at all, across drives that may disagree) is the caller's: a
+// prefix whose first name here is a delete marker is walked on until a
+// name that is not.
+func (d *Local) WalkDelimited(ctx context.Context, bucket, prefix, delimiter, startAfter string, fn func(object string, versions []*Record) bool) error {
+	return d.walk(ctx, bucket, prefix, delimiter, startAfter, true, fn)
+}
+
+// CommonPrefix returns the common prefix key rolls up into in a listing of
+// prefix with delimiter, if any: key up to and including the first
+// delimiter after prefix.
+func CommonPrefix(key, prefix, delimiter string) (string, bool) {
+	if delimiter == "" || !strings.HasPrefix(key, prefix) {
+		return "", false
+	}
+	if i := strings.Index(key[len(prefix):], delimiter); i >= 0 {
+		return key[:len(prefix)+i+len(delimiter)], true
+	}
+	return "", false
+}
+
+// PastPrefix sorts after every valid UTF-8 key that starts with a prefix
+// it is appended to: 0xff never occurs in UTF-8.
+const PastPrefix = "\xff"
+
+func (d *Local) walk(ctx context.Context, bucket, prefix, delimiter, startAfter string, latestOnly bool, fn func(object string, versions []*Record) bool) error {
 	bp := bucketObjectsPrefix(bucket)
 	lower := append(slices.Clone(bp), prefix...)
 	if startAfter != "" && startAfter >= prefix {
@@ -594,7 +629,7 @@ func (d *Local) WalkObjects(ctx context.Context, bucket, prefix, startAfter stri
 	}
 	defer it.Close()
 	n := 0
-	for it.First(); it.Valid(); it.Next() {
+	for valid := it.First(); valid; {
 		if n++; n%walkCheck == 0 {
 			if err := ended(ctx); err != nil {
 				return err
@@ -617,10 +652,16 @@ func (d *Local) WalkObjects(ctx context.Context, bucket, prefix, startAfter stri
 			}
 		}
 		if len(recs) == 0 {
+			valid = it.Next()
 			continue
 		}
 		if !fn(name, recs) {
 			return nil
+		}
+		if cp, ok := CommonPrefix(name, prefix, delimiter); ok && !recs[0].IsDeleteMarker() {
+			valid = it.SeekGE(objectKey(bucket, cp+PastPrefix))
+		} else {
+			valid = it.Next()
 		}
 	}
 	return d.meta.after(it.Error())

@@ -47,7 +47,7 @@ func (ps *Pools) DrainSet(ctx context.Context, from *PoolEntry, set int, marker 
 				after = marker.Object
 			}
 			for {
-				entries, _, err := s.walkDrives(ctx, b.Name, "", after, listBatch, len(s.Drives()), false)
+				entries, _, err := s.walkDrives(ctx, b.Name, "", "", after, listBatch, len(s.Drives()), false)
 				if err != nil {
 					return marker, err
 				}
@@ -126,7 +126,7 @@ func (ps *Pools) drainBuckets(ctx context.Context) ([]BucketInfo, error) {
 // setEmpty reports whether a set holds no object and no upload.
 func setEmpty(ctx context.Context, s *Set, buckets []BucketInfo) (bool, error) {
 	for _, b := range buckets {
-		entries, _, err := s.walkDrives(ctx, b.Name, "", "", 1, len(s.Drives()), true)
+		entries, _, err := s.walkDrives(ctx, b.Name, "", "", "", 1, len(s.Drives()), true)
 		if err != nil || len(entries) > 0 {
 			return false, err
 		}

@@ -360,7 +360,7 @@ func (h *Healer) walkSet(ctx context.Context, set int, deep bool, each func()) e
 	for _, b := range buckets {
 		after := ""
 		for {
-			entries, _, err := s.walkDrives(ctx, b.Name, "", after, listBatch, len(s.Drives()), true)
+			entries, _, err := s.walkDrives(ctx, b.Name, "", "", after, listBatch, len(s.Drives()), true)
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -24,9 +23,21 @@ type listEntry struct {
 
 // walker lists a bucket's objects in key order, up to limit entries after
 // startAfter; more reports that entries past the returned ones may exist.
-// A set, a pool and the pools of a deployment are walkers.
+// With a delimiter (latest versions only), a walker may leave out objects
+// under a common prefix after one of them whose newest version is not a
+// delete marker, as drive.Local's WalkDelimited does; delimits reports
+// whether it does, so a listing knows whether a large batch costs reading
+// every key under a prefix. A set, a pool and the pools of a deployment
+// are walkers.
 type walker interface {
-	walk(ctx context.Context, bucket, prefix, startAfter string, limit int, latestOnly bool) (entries []listEntry, more bool, err error)
+	walk(ctx context.Context, bucket, prefix, delimiter, startAfter string, limit int, latestOnly bool) (entries []listEntry, more bool, err error)
+	delimits() bool
+}
+
+// delimitedWalker is a drive that walks a listing with a delimiter itself
+// (drive.Local, and internode.RemoteDrive through its peer).
+type delimitedWalker interface {
+	WalkDelimited(ctx context.Context, bucket, prefix, delimiter, startAfter string, fn func(object string, versions []*drive.Record) bool) error
 }
 
 // listRotor spreads listings over the drives of a set.
@@ -44,8 +55,8 @@ var listRotor atomic.Uint32
 // (read quorum) before it is listed: gone, it is left out; otherwise its
 // latest version is the one a GET would return. Drives that agree cost
 // nothing more. (Version listings are not checked this way yet.)
-func (s *Set) walk(ctx context.Context, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
-	entries, more, err := s.walkDrives(ctx, bucket, prefix, startAfter, limit, s.layout.Parity+1, latestOnly)
+func (s *Set) walk(ctx context.Context, bucket, prefix, delimiter, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
+	entries, more, err := s.walkDrives(ctx, bucket, prefix, delimiter, startAfter, limit, s.layout.Parity+1, latestOnly)
 	if err != nil || !latestOnly {
 		return entries, more, err
 	}
@@ -65,11 +76,22 @@ func (s *Set) walk(ctx context.Context, bucket, prefix, startAfter string, limit
 	return out, more, nil
 }
 
+// delimits reports whether every drive of the set walks delimited
+// listings itself.
+func (s *Set) delimits() bool {
+	for _, d := range s.Drives() {
+		if _, ok := d.(delimitedWalker); d != nil && !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // walkDrives is walk over need drives (all of them, for healing, so an
 // object missing from every drive read by a listing is still found). The
 // drives are walked at once, each into a list of its own in key order,
 // and the lists are merged: a drive that fails is replaced by the next.
-func (s *Set) walkDrives(ctx context.Context, bucket, prefix, startAfter string, limit, need int, latestOnly bool) ([]listEntry, bool, error) {
+func (s *Set) walkDrives(ctx context.Context, bucket, prefix, delimiter, startAfter string, limit, need int, latestOnly bool) ([]listEntry, bool, error) {
 	drives := s.Drives()
 	start := int(listRotor.Add(1))
 	var candidates []Drive
@@ -89,7 +111,7 @@ func (s *Set) walkDrives(ctx context.Context, bucket, prefix, startAfter string,
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i] = walkDrive(ctx, d, bucket, prefix, startAfter, limit, latestOnly)
+				results[i] = walkDrive(ctx, d, bucket, prefix, delimiter, startAfter, limit, latestOnly)
 			}()
 		}
 		wg.Wait()
@@ -127,21 +149,34 @@ type driveWalk struct {
 	err      error
 }
 
-func walkDrive(ctx context.Context, d Drive, bucket, prefix, startAfter string, limit int, latestOnly bool) *driveWalk {
+func walkDrive(ctx context.Context, d Drive, bucket, prefix, delimiter, startAfter string, limit int, latestOnly bool) *driveWalk {
 	w := &driveWalk{}
-	w.err = d.WalkObjects(ctx, bucket, prefix, startAfter, latestOnly, func(name string, versions []*drive.Record) bool {
+	add := func(name string, versions []*drive.Record) bool {
 		w.names = append(w.names, name)
 		w.versions = append(w.versions, versions)
 		return len(w.names) < limit
-	})
+	}
+	if dw, ok := d.(delimitedWalker); ok && delimiter != "" && latestOnly {
+		w.err = dw.WalkDelimited(ctx, bucket, prefix, delimiter, startAfter, add)
+	} else {
+		w.err = d.WalkObjects(ctx, bucket, prefix, startAfter, latestOnly, add)
+	}
 	return w
 }
 
 // mergeDriveWalks merges drives' walks by key, at most limit entries: each
 // key's versions are the union of what the drives hold, newest first, and
-// a key some drive did not list is partial.
+// a key some drive did not list is partial. A drive that filled its batch
+// stopped at its last key; keys past the first such stop are left for the
+// next walk rather than taken for keys that drive lacks.
 func mergeDriveWalks(walks []*driveWalk, limit int) []listEntry {
 	pos := make([]int, len(walks))
+	stop, stopped := "", false
+	for _, w := range walks {
+		if n := len(w.names); n == limit && n > 0 && (!stopped || w.names[n-1] < stop) {
+			stop, stopped = w.names[n-1], true
+		}
+	}
 	var out []listEntry
 	for len(out) < limit {
 		next, found := "", false
@@ -150,7 +185,7 @@ func mergeDriveWalks(walks []*driveWalk, limit int) []listEntry {
 				next, found = w.names[pos[i]], true
 			}
 		}
-		if !found {
+		if !found || stopped && next > stop {
 			break
 		}
 		e := listEntry{name: next}
@@ -227,11 +262,11 @@ func keyOf(r *drive.Record) versionKey { return versionKey{r.VersionID, r.ModTim
 // up to the smallest last key of a walker that filled its batch are
 // complete, so the merge stops there. An object found in several walkers
 // (pools during a move) keeps the versions of the one with the newest.
-func mergeWalks[W walker](ctx context.Context, ws []W, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
+func mergeWalks[W walker](ctx context.Context, ws []W, bucket, prefix, delimiter, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
 	var all []listEntry
 	bound, more := "", false
 	for _, w := range ws {
-		batch, filled, err := w.walk(ctx, bucket, prefix, startAfter, limit, latestOnly)
+		batch, filled, err := w.walk(ctx, bucket, prefix, delimiter, startAfter, limit, latestOnly)
 		if err != nil {
 			return nil, false, err
 		}
@@ -261,8 +296,20 @@ func mergeWalks[W walker](ctx context.Context, ws []W, bucket, prefix, startAfte
 }
 
 // walk merges the pool's sets.
-func (p *Pool) walk(ctx context.Context, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
-	return mergeWalks(ctx, p.sets, bucket, prefix, startAfter, limit, latestOnly)
+func (p *Pool) walk(ctx context.Context, bucket, prefix, delimiter, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
+	return mergeWalks(ctx, p.sets, bucket, prefix, delimiter, startAfter, limit, latestOnly)
+}
+
+func (p *Pool) delimits() bool { return allDelimit(p.sets) }
+
+// allDelimit reports whether every walker delimits.
+func allDelimit[W walker](ws []W) bool {
+	for _, w := range ws {
+		if !w.delimits() {
+			return false
+		}
+	}
+	return true
 }
 
 // ListResult is one page of a listing.
@@ -279,7 +326,7 @@ type ListResult struct {
 
 // maxListKey sorts after every valid UTF-8 key with a given prefix: 0xff
 // never occurs in UTF-8.
-const maxListKey = "\xff"
+const maxListKey = drive.PastPrefix
 
 const listBatch = 1000
 
@@ -293,18 +340,20 @@ const listBatch = 1000
 // directory.)
 const prefixProbe = 2
 
-// firstBatch is the size of a listing's first walk.
-func firstBatch(delimiter string) int {
-	if delimiter != "" {
+// firstBatch is the size of a listing's first walk: a probe with a
+// delimiter, unless the walker skips the keys under a prefix itself.
+func firstBatch(w walker, delimiter string) int {
+	if delimiter != "" && !w.delimits() {
 		return prefixProbe
 	}
 	return listBatch
 }
 
 // nextBatch is the size of a listing's next walk: small after a common
-// prefix, then doubling up to listBatch.
-func nextBatch(last int, afterPrefix bool) int {
-	if afterPrefix {
+// prefix (unless the walker skips prefixes), then doubling up to
+// listBatch.
+func nextBatch(w walker, last int, afterPrefix bool) int {
+	if afterPrefix && !w.delimits() {
 		return prefixProbe
 	}
 	return min(2*last, listBatch)
@@ -312,13 +361,7 @@ func nextBatch(last int, afterPrefix bool) int {
 
 // commonPrefix returns the common prefix key rolls up into, if any.
 func commonPrefix(key, prefix, delimiter string) (string, bool) {
-	if delimiter == "" || !strings.HasPrefix(key, prefix) {
-		return "", false
-	}
-	if i := strings.Index(key[len(prefix):], delimiter); i >= 0 {
-		return key[:len(prefix)+i+len(delimiter)], true
-	}
-	return "", false
+	return drive.CommonPrefix(key, prefix, delimiter)
 }
 
 // listCursor turns a marker that is itself a common prefix (a NextMarker)
@@ -339,8 +382,8 @@ func listObjects(ctx context.Context, w walker, bucket, prefix, marker, delimite
 		return res, nil
 	}
 	cursor := listCursor(marker, prefix, delimiter)
-	for batch := firstBatch(delimiter); ; {
-		entries, more, err := w.walk(ctx, bucket, prefix, cursor, batch, true)
+	for batch := firstBatch(w, delimiter); ; {
+		entries, more, err := w.walk(ctx, bucket, prefix, delimiter, cursor, batch, true)
 		if err != nil {
 			return ListResult{}, err
 		}
@@ -373,7 +416,7 @@ func listObjects(ctx context.Context, w walker, bucket, prefix, marker, delimite
 		if !more {
 			return res, nil
 		}
-		batch = nextBatch(batch, skipped)
+		batch = nextBatch(w, batch, skipped)
 	}
 }
 
@@ -409,7 +452,7 @@ func listVersions(ctx context.Context, w walker, bucket, prefix, keyMarker strin
 	cursor := listCursor(keyMarker, prefix, delimiter)
 	if versionMarker != nil && keyMarker != "" && cursor == keyMarker {
 		// Finish the marker key's own versions first.
-		entries, _, err := w.walk(ctx, bucket, keyMarker, "", 1, false)
+		entries, _, err := w.walk(ctx, bucket, keyMarker, "", "", 1, false)
 		if err != nil {
 			return ListResult{}, err
 		}
@@ -419,8 +462,9 @@ func listVersions(ctx context.Context, w walker, bucket, prefix, keyMarker strin
 			}
 		}
 	}
-	for batch := firstBatch(delimiter); ; {
-		entries, more, err := w.walk(ctx, bucket, prefix, cursor, batch, false)
+	// Version listings walk every version: the drives do not skip.
+	for batch := firstBatch(plainWalker{w}, delimiter); ; {
+		entries, more, err := w.walk(ctx, bucket, prefix, "", cursor, batch, false)
 		if err != nil {
 			return ListResult{}, err
 		}
@@ -448,6 +492,11 @@ func listVersions(ctx context.Context, w walker, bucket, prefix, keyMarker strin
 		if !more {
 			return res, nil
 		}
-		batch = nextBatch(batch, skipped)
+		batch = nextBatch(plainWalker{w}, batch, skipped)
 	}
 }
+
+// plainWalker is a walker taken as one that does not delimit.
+type plainWalker struct{ walker }
+
+func (plainWalker) delimits() bool { return false }

@@ -222,7 +222,7 @@ func (p *Pool) ListBuckets(ctx context.Context) ([]drive.BucketInfo, error) {
 
 // hasObjects reports whether a bucket holds any object version.
 func (p *Pool) hasObjects(ctx context.Context, name string) (bool, error) {
-	entries, _, err := p.walk(ctx, name, "", "", 1, true)
+	entries, _, err := p.walk(ctx, name, "", "", "", 1, true)
 	return len(entries) > 0, err
 }
 

@@ -498,13 +498,17 @@ func (ps *Pools) UpdateObjectMeta(ctx context.Context, bucket, object string, ve
 
 // walk merges the live pools' listings; an object in several pools (during
 // a move) shows the union of its versions.
-func (ps *Pools) walk(ctx context.Context, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
-	return mergeWalks(ctx, ps.listable(), bucket, prefix, startAfter, limit, latestOnly)
+func (ps *Pools) walk(ctx context.Context, bucket, prefix, delimiter, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
+	return mergeWalks(ctx, ps.listable(), bucket, prefix, delimiter, startAfter, limit, latestOnly)
 }
 
-func (e *PoolEntry) walk(ctx context.Context, bucket, prefix, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
-	return e.Pool.walk(ctx, bucket, prefix, startAfter, limit, latestOnly)
+func (ps *Pools) delimits() bool { return allDelimit(ps.listable()) }
+
+func (e *PoolEntry) walk(ctx context.Context, bucket, prefix, delimiter, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
+	return e.Pool.walk(ctx, bucket, prefix, delimiter, startAfter, limit, latestOnly)
 }
+
+func (e *PoolEntry) delimits() bool { return e.Pool.delimits() }
 
 // ListObjects lists the latest versions across pools.
 func (ps *Pools) ListObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error) {

@@ -2,6 +2,7 @@ package internode
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -462,5 +463,48 @@ func TestRemoteUploadWalkPages(t *testing.T) {
 	}
 	if got := walk(want[4]); !slices.Equal(got, want[5:]) {
 		t.Fatalf("walk after the fifth:\n got %v\nwant %v", got, want[5:])
+	}
+}
+
+// TestRemoteDelimitedWalkPages: a delimited walk of a peer's drive, a page
+// of 2 at a time, lists what the drive's own delimited walk lists: each
+// next page starts past the prefix the peer skipped.
+func TestRemoteDelimitedWalkPages(t *testing.T) {
+	defer func(n int) { walkPage = n }(walkPage)
+	walkPage = 2
+	n := startNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1"))
+	p := newPeer(t, n, Protocol)
+	var path string
+	var d *drive.Local
+	for path, d = range n.drives {
+	}
+	for i, k := range []string{"a/1", "a/2", "b/1", "b/2", "c", "d/1", "d/2", "e/f/1", "g"} {
+		rec := &drive.Record{ModTime: int64(i + 1)}
+		if k == "b/1" {
+			rec.Flags = drive.FlagDeleteMarker
+		}
+		if _, err := d.PutVersion(t.Context(), "bk", k, rec, drive.NotStaged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type walker interface {
+		WalkDelimited(ctx context.Context, bucket, prefix, delimiter, startAfter string, fn func(string, []*drive.Record) bool) error
+	}
+	walk := func(w walker) []string {
+		var got []string
+		if err := w.WalkDelimited(t.Context(), "bk", "", "/", "", func(name string, _ []*drive.Record) bool {
+			got = append(got, name)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	want := walk(d)
+	if got := walk(p.Drive(path)); !slices.Equal(got, want) {
+		t.Fatalf("remote delimited walk:\n got %v\nwant %v", got, want)
+	}
+	if fmt.Sprint(want) != "[a/1 b/1 b/2 c d/1 e/f/1 g]" {
+		t.Fatalf("local delimited walk %v", want)
 	}
 }

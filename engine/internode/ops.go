@@ -209,10 +209,13 @@ type (
 		Record         []byte
 		Meta           map[string]string
 	}
+	// walkReq: Delimiter came later; a node of an older build ignores it
+	// and answers a plain walk, which the caller merges all the same.
 	walkReq struct {
 		Bucket, Prefix, After string
 		LatestOnly            bool
 		Limit                 int
+		Delimiter             string `json:",omitempty"`
 	}
 	// uploadsReq: After and Limit came later; a node of an older build
 	// ignores them and answers every upload under the prefix.
@@ -289,11 +292,14 @@ var (
 	opWalkObjects = op[walkReq, []walkEntry]{"walkobjects", true, walkAnswer,
 		func(ctx context.Context, d *drive.Local, r walkReq) ([]walkEntry, error) {
 			var page []walkEntry
-			err := d.WalkObjects(ctx, r.Bucket, r.Prefix, r.After, r.LatestOnly, func(name string, versions []*drive.Record) bool {
+			add := func(name string, versions []*drive.Record) bool {
 				page = append(page, walkEntry{name, versions})
 				return r.Limit <= 0 || len(page) < r.Limit
-			})
-			return page, err
+			}
+			if r.Delimiter != "" && r.LatestOnly {
+				return page, d.WalkDelimited(ctx, r.Bucket, r.Prefix, r.Delimiter, r.After, add)
+			}
+			return page, d.WalkObjects(ctx, r.Bucket, r.Prefix, r.After, r.LatestOnly, add)
 		}}
 	opAbortStaged = op[idReq, none]{"abortstaged", true, noAnswer,
 		func(ctx context.Context, d *drive.Local, r idReq) (none, error) {

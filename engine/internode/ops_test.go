@@ -26,7 +26,7 @@ func TestWireFormat(t *testing.T) {
 		"setversionmeta":  {"Bucket", "Object", "Record", "Meta"},
 		"deleteversion":   {"Bucket", "Object", "VersionID"},
 		"rollbackversion": {"Bucket", "Object", "Record"},
-		"walkobjects":     {"Bucket", "Prefix", "After", "LatestOnly", "Limit"},
+		"walkobjects":     {"Bucket", "Prefix", "After", "LatestOnly", "Limit", "Delimiter"}, // Delimiter added: older nodes ignore it and walk every key
 		"abortstaged":     {"VersionID"},
 		"putupload":       {"Upload"},
 		"getupload":       {"Bucket", "Object", "VersionID"},

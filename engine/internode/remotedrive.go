@@ -144,21 +144,36 @@ func (d *RemoteDrive) RollbackVersion(ctx context.Context, bucket, object string
 	return out.Removed, err
 }
 
-// walkPage is how many objects a remote walk fetches per call.
-const walkPage = 1000
+// walkPage is how many objects a remote walk fetches per call (a variable
+// for tests).
+var walkPage = 1000
 
 // WalkObjects implements erasure.Drive, fetching pages from the peer.
 func (d *RemoteDrive) WalkObjects(ctx context.Context, bucket, prefix, startAfter string, latestOnly bool, fn func(object string, versions []*drive.Record) bool) error {
-	after := startAfter
+	return d.walk(ctx, walkReq{Bucket: bucket, Prefix: prefix, After: startAfter, LatestOnly: latestOnly, Limit: walkPage}, fn)
+}
+
+// WalkDelimited is drive.Local's WalkDelimited on the peer's drive. A peer
+// of an older build answers a plain walk instead; callers take either.
+func (d *RemoteDrive) WalkDelimited(ctx context.Context, bucket, prefix, delimiter, startAfter string, fn func(object string, versions []*drive.Record) bool) error {
+	return d.walk(ctx, walkReq{Bucket: bucket, Prefix: prefix, After: startAfter, LatestOnly: true, Limit: walkPage, Delimiter: delimiter}, fn)
+}
+
+func (d *RemoteDrive) walk(ctx context.Context, r walkReq, fn func(object string, versions []*drive.Record) bool) error {
 	for {
-		page, err := opWalkObjects.call(ctx, d, walkReq{bucket, prefix, after, latestOnly, walkPage})
+		page, err := opWalkObjects.call(ctx, d, r)
 		if err != nil {
 			return err
 		}
 		for _, e := range page {
-			after = e.name
 			if !fn(e.name, e.versions) {
 				return nil
+			}
+			r.After = e.name
+			// The next page starts where the peer's walk went on: past
+			// the common prefix it skipped.
+			if cp, ok := drive.CommonPrefix(e.name, r.Prefix, r.Delimiter); ok && len(e.versions) > 0 && !e.versions[0].IsDeleteMarker() {
+				r.After = cp + drive.PastPrefix
 			}
 		}
 		if len(page) < walkPage {
