@@ -71,7 +71,8 @@ type Options struct {
 	// NoSync turns off fsync of data and metadata (relaxed mode, for
 	// benchmarks that say so). The default is durable.
 	NoSync bool
-	// CacheSize is the metadata store's block cache; 0 = DefaultCacheSize.
+	// CacheSize is the metadata store's block cache (beyond what pebble
+	// reserves in it for memtables); 0 = DefaultCacheSize.
 	CacheSize int64
 	// MetaFS is the metadata store's filesystem seam (pebble's own
 	// interface, so tests can inject faults with its errorfs); the
@@ -181,8 +182,18 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 // blocks are not compressed since object data rarely compresses and the CPU
 // is better spent serving requests.
 const (
-	DefaultCacheSize    = 32 << 20
+	DefaultCacheSize    = 16 << 20
 	defaultMemTableSize = 16 << 20
+	// memTableReserve is what pebble takes out of the block cache for its
+	// memtables: it reserves each memtable's size in the cache it is
+	// given (a mutable one and one being flushed, at most, before writes
+	// stall). A cache of 32 MiB, as it was, was all reserved once two
+	// 16 MiB memtables existed, so it kept no block at all: every record
+	// read and every listing went to pread, checksum and allocation
+	// (TestBlockCacheKeepsBlocks). The cache is now DefaultCacheSize plus
+	// this, 48 MiB a drive: at least 16 MiB of blocks while memtables are
+	// full, up to 48 MiB while they are not.
+	memTableReserve = 2 * defaultMemTableSize
 )
 
 // openStore opens the metadata store at dir.
@@ -191,7 +202,7 @@ func openStore(dir string, o Options) (*store, error) {
 	if size <= 0 {
 		size = DefaultCacheSize
 	}
-	c := pebble.NewCache(size)
+	c := pebble.NewCache(size + memTableReserve)
 	defer c.Unref() // the open store holds its own reference
 	opts := storeOptions(c)
 	opts.FS = o.MetaFS

@@ -353,3 +353,33 @@ func TestRollbackLeavesANewerRecordAlone(t *testing.T) {
 		t.Fatalf("rollback of the current record: removed=%v err=%v", removed, err)
 	}
 }
+
+// TestBlockCacheKeepsBlocks: a record read twice is served from the block
+// cache the second time, after enough writes to fill the memtables pebble
+// reserves in that cache (with a cache of DefaultCacheSize alone, every
+// read missed: the reservations took all of it).
+func TestBlockCacheKeepsBlocks(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	inline := make([]byte, 2048)
+	for i := range 20000 {
+		rec := &Record{ModTime: int64(i + 1), Size: 4096, ETag: "etag", Inline: inline}
+		if _, err := d.PutVersion(t.Context(), "bk", fmt.Sprintf("o%06d", i), rec, NotStaged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() {
+		t.Helper()
+		if _, err := d.GetVersion(t.Context(), "bk", "o000005", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	before := d.meta.db.Metrics().BlockCache
+	for range 10 {
+		read()
+	}
+	after := d.meta.db.Metrics().BlockCache
+	if misses := after.Misses - before.Misses; misses > 0 || after.Count == 0 {
+		t.Fatalf("10 reads of one record: %d block cache misses, %d hits, %d blocks (%d bytes) cached", misses, after.Hits-before.Hits, after.Count, after.Size)
+	}
+}
