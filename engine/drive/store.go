@@ -182,8 +182,9 @@ func (l storeLogger) Fatalf(format string, args ...any) {
 // ProbeFree is the free space a drive needs before its metadata store is
 // opened again after a failure: opening replays the store's log into a
 // table file, and pebble waits for that flush without end while the disk
-// refuses it.
-const ProbeFree = 4 * defaultMemTableSize
+// refuses it (64 MiB: four times the memtables of 16 MiB this was sized
+// for, and eight of today's).
+const ProbeFree = 64 << 20
 
 // Probe checks that the drive at root can be written again: ProbeFree
 // bytes free, and a small file written, synced and removed.
