@@ -9,6 +9,7 @@ package drive
 //	o\x00<bucket>\x00<object> the object's newest version (versions.go)
 //	v\x00<bucket>\x00<object>\x00<version ID> an older version
 //	u\x00..., p\x00...        multipart uploads and their parts (multipart.go)
+//	r\x00<stamp><bucket>\x00<object> a null version a write replaced (undo.go)
 const sep = 0x00
 
 var (

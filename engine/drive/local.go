@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -98,6 +99,15 @@ type Local struct {
 	format *Format
 
 	closeOnce sync.Once
+	log       *slog.Logger
+
+	// lastSweep is when the last sweep of replaced versions started (Unix
+	// ns); sweeps are the ones running, none started once closing is set
+	// (undo.go).
+	lastSweep atomic.Int64
+	sweepMu   sync.Mutex
+	closing   bool
+	sweeps    sync.WaitGroup
 
 	// StoreRecreated is set when the metadata store was found corrupt at
 	// open and replaced by an empty one: the drive must be rebuilt.
@@ -134,6 +144,7 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 		opts.Log = slog.Default()
 	}
 	opts.Log = opts.Log.With("drive", root)
+	d.log = opts.Log
 	meta, err := openStore(d.path("meta"), opts)
 	if pebble.IsCorruptionError(err) {
 		// The store cannot be trusted: set it aside (for post-mortems) and
@@ -172,6 +183,12 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 			return nil, fmt.Errorf("drive %s: %w", root, err)
 		}
 		d.format = &f
+	}
+	// Versions replaced before a restart whose window has passed.
+	d.lastSweep.Store(time.Now().UnixNano())
+	if err := d.sweepUndo(time.Now()); err != nil {
+		_ = meta.Close()
+		return nil, fmt.Errorf("drive %s: sweeping replaced versions: %w", root, err)
 	}
 	return d, nil
 }
@@ -243,7 +260,13 @@ func (d *Local) Root() string { return d.root }
 // itself panics on a second Close).
 func (d *Local) Close() error {
 	var err error
-	d.closeOnce.Do(func() { err = d.meta.Close() })
+	d.closeOnce.Do(func() {
+		d.sweepMu.Lock()
+		d.closing = true
+		d.sweepMu.Unlock()
+		d.sweeps.Wait()
+		err = d.meta.Close()
+	})
 	return err
 }
 

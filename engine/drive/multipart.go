@@ -308,8 +308,8 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 			}
 		}
 	}
-	if res.Replaced != nil && res.Replaced.DataDir != rec.DataDir {
-		d.removeData(res.Replaced)
+	if res.Replaced != nil {
+		d.maybeSweep()
 	}
 	return res, nil
 }

@@ -106,8 +106,9 @@ type PutResult struct {
 	// Superseded: the drive already held a newer null version, so this
 	// (older) write was dropped: last writer wins.
 	Superseded bool
-	// Replaced is the null version this write replaced, if any; its data
-	// directory is removed.
+	// Replaced is the null version this write replaced, if any. The drive
+	// keeps it for UndoWindow, for a rollback of the write to put it back
+	// (undo.go); then its data directory is removed.
 	Replaced *Record
 }
 
@@ -351,6 +352,9 @@ func (t *objectTxn) put(rec *Record) (PutResult, error) {
 			return PutResult{Superseded: true}, nil
 		}
 		res.Replaced = existing
+		if err := t.keepReplaced(rec, existing); err != nil {
+			return res, err
+		}
 	}
 	latest := t.o.latest
 	switch {
@@ -459,8 +463,8 @@ func (d *Local) PutVersion(ctx context.Context, bucket, object string, rec *Reco
 	if err != nil {
 		return res, err
 	}
-	if res.Replaced != nil && res.Replaced.DataDir != rec.DataDir {
-		d.removeData(res.Replaced)
+	if res.Replaced != nil {
+		d.maybeSweep()
 	}
 	return res, nil
 }
@@ -551,28 +555,34 @@ func (d *Local) DeleteVersion(ctx context.Context, bucket, object string, versio
 // removeData removes the shard files of a record that is gone. A failure
 // leaves an orphan directory, which wastes space but is never read.
 func (d *Local) removeData(r *Record) {
-	if !r.IsInline() && r.DataDir != ([16]byte{}) {
+	if hasShardFiles(r) {
 		_ = d.fs.RemoveAll(d.dataDirPath(r.DataDir))
 	}
 }
 
 // RollbackVersion removes rec if this drive still holds exactly it (a write
 // that missed quorum is undone), leaving alone a newer record that replaced
-// it meanwhile. It reports whether it removed anything.
+// it meanwhile. A null version it replaced is put back if the drive still
+// keeps it (UndoWindow). It reports whether it removed anything.
 func (d *Local) RollbackVersion(ctx context.Context, bucket, object string, rec *Record) (bool, error) {
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
 	defer lock.Unlock()
-	var found *Record
+	var found, restored *Record
 	err := d.change(bucket, object, func(t *objectTxn) error {
 		var err error
-		found, err = t.remove(rec.VersionID, rec.SameVersion)
+		if found, err = t.remove(rec.VersionID, rec.SameVersion); err != nil || found == nil {
+			return err
+		}
+		restored, err = t.restoreReplaced(found)
 		return err
 	})
 	if err != nil || found == nil {
 		return false, err
 	}
-	d.removeData(found)
+	if restored == nil || !sameWrite(restored, found) {
+		d.removeData(found)
+	}
 	return true, nil
 }
 

@@ -41,7 +41,8 @@ func (s *Set) DeleteObject(ctx context.Context, bucket, object string, versionID
 	drives := s.writeDrives()
 	w := s.newWriteWait()
 	if versionID == nil && mode != DeleteUnversioned {
-		marker := &drive.Record{ModTime: hlc.Default.Now(), Flags: drive.FlagDeleteMarker}
+		// The data directory ID names the write (see putInline).
+		marker := &drive.Record{ModTime: hlc.Default.Now(), Flags: drive.FlagDeleteMarker, DataDir: uuid.New()}
 		if mode == DeleteVersioned {
 			marker.VersionID = uuid.New()
 		}

@@ -177,6 +177,12 @@ func ownRecord(rec *drive.Record, pos int, inline [][]byte) *drive.Record {
 
 func (s *Set) putInline(ctx context.Context, w *writeWait, drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string, moved bool) (ObjectInfo, error) {
 	rec.Flags |= drive.FlagInline
+	if rec.DataDir == ([16]byte{}) {
+		// No shard files, but an ID of the write all the same: a drive
+		// tells a write stamped again from another write by it (what a
+		// rollback puts back: drive.RollbackVersion).
+		rec.DataDir = uuid.New()
+	}
 	rec.Size = int64(len(data))
 	rec.ETag = etag
 	if etag == "" {
