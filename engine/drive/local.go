@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -101,13 +100,9 @@ type Local struct {
 	closeOnce sync.Once
 	log       *slog.Logger
 
-	// lastSweep is when the last sweep of replaced versions started (Unix
-	// ns); sweeps are the ones running, none started once closing is set
-	// (undo.go).
-	lastSweep atomic.Int64
-	sweepMu   sync.Mutex
-	closing   bool
-	sweeps    sync.WaitGroup
+	// stopSweep ends the sweeper of replaced versions, which closes swept
+	// as it returns (undo.go).
+	stopSweep, swept chan struct{}
 
 	// StoreRecreated is set when the metadata store was found corrupt at
 	// open and replaced by an empty one: the drive must be rebuilt.
@@ -184,12 +179,13 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 		}
 		d.format = &f
 	}
-	// Versions replaced before a restart whose window has passed.
-	d.lastSweep.Store(time.Now().UnixNano())
+	// Versions replaced before a restart whose window has passed, then
+	// every sweepEvery.
 	if err := d.sweepUndo(time.Now()); err != nil {
-		_ = meta.Close()
-		return nil, fmt.Errorf("drive %s: sweeping replaced versions: %w", root, err)
+		opts.Log.Warn("sweeping replaced versions", "err", err)
 	}
+	d.stopSweep, d.swept = make(chan struct{}), make(chan struct{})
+	go d.sweeper(d.stopSweep)
 	return d, nil
 }
 
@@ -261,10 +257,8 @@ func (d *Local) Root() string { return d.root }
 func (d *Local) Close() error {
 	var err error
 	d.closeOnce.Do(func() {
-		d.sweepMu.Lock()
-		d.closing = true
-		d.sweepMu.Unlock()
-		d.sweeps.Wait()
+		close(d.stopSweep)
+		<-d.swept
 		err = d.meta.Close()
 	})
 	return err

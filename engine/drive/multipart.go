@@ -267,7 +267,7 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 	if err != nil {
 		return PutResult{}, err
 	}
-	b := d.meta.NewBatch()
+	b := d.meta.NewIndexedBatch()
 	defer b.Close()
 	t, err := d.begin(b, o)
 	if err != nil {
@@ -307,9 +307,6 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 				_ = d.fs.Remove(filepath.Join(dir, e.Name()))
 			}
 		}
-	}
-	if res.Replaced != nil {
-		d.maybeSweep()
 	}
 	return res, nil
 }

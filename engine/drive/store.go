@@ -119,6 +119,16 @@ func (s *store) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 // NewBatch starts a batch, committed with Commit.
 func (s *store) NewBatch() *pebble.Batch { return s.db.NewBatch() }
 
+// NewIndexedBatch starts a batch that can be read, its own writes
+// included.
+func (s *store) NewIndexedBatch() *pebble.Batch { return s.db.NewIndexedBatch() }
+
+// kvReader reads keys: the store, or an indexed batch over it.
+type kvReader interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
+
 func (s *store) Commit(b *pebble.Batch, o *pebble.WriteOptions) error {
 	if err := s.err(); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -171,16 +172,14 @@ func TestReplacedVersionsAreSwept(t *testing.T) {
 	}
 }
 
-// TestWritesStartSweeps: an overwrite starts a sweep once none ran for
-// sweepEvery, in the background, and Close waits for it.
-func TestWritesStartSweeps(t *testing.T) {
-	window := UndoWindow
-	UndoWindow = time.Millisecond
-	t.Cleanup(func() { UndoWindow = window })
+// TestDrivesSweepInTheBackground: an open drive sweeps expired entries
+// every sweepEvery, writes or none.
+func TestDrivesSweepInTheBackground(t *testing.T) {
+	window, every := UndoWindow, sweepEvery
+	UndoWindow, sweepEvery = time.Millisecond, 5*time.Millisecond
+	t.Cleanup(func() { UndoWindow, sweepEvery = window, every })
 	d := openTestDrive(t, t.TempDir(), nil)
 	old := putShards(t, d, time.Now().UnixNano(), "old", [16]byte{})
-	time.Sleep(5 * time.Millisecond)
-	d.lastSweep.Store(0)
 	putShards(t, d, time.Now().UnixNano(), "new", [16]byte{})
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -196,7 +195,90 @@ func TestWritesStartSweeps(t *testing.T) {
 	if etag, shard := current(t, d); etag != "new" || shard != "new" {
 		t.Fatalf("the sweep touched the current version: %q %q", etag, shard)
 	}
-	_ = d.Close()
-	d.lastSweep.Store(0)
-	d.maybeSweep() // after Close: starts nothing
+}
+
+// TestSweepKeepsTheFilesOfAWriteStampedAgain: a write V that another write
+// X replaced here, then stamped again over X (the other drives held X
+// first), is current again with its first data directory; the sweep of
+// X's entry, which kept V's first stamp, must not remove V's files.
+func TestSweepKeepsTheFilesOfAWriteStampedAgain(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	now := time.Now()
+	v := putShards(t, d, now.UnixNano(), "v", [16]byte{})
+	putShards(t, d, now.UnixNano()+1, "x", [16]byte{})
+	putShards(t, d, now.UnixNano()+2, "v", v.DataDir) // V again, no files staged
+	if err := d.sweepUndo(now.Add(UndoWindow + time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if etag, shard := current(t, d); etag != "v" || shard != "v" {
+		t.Fatalf("after the sweep the drive holds %q (shard %q)", etag, shard)
+	}
+}
+
+// TestRollbackOfTwoFailedWrites: writes V and X both miss quorum; this
+// drive took V then X, and V's rollback arrived after X committed (it
+// finds nothing to remove). X's rollback must bring back the object both
+// replaced, not V, which was never acknowledged.
+func TestRollbackOfTwoFailedWrites(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	now := time.Now().UnixNano()
+	putShards(t, d, now, "old", [16]byte{})
+	v := putShards(t, d, now+1, "v", [16]byte{})
+	x := putShards(t, d, now+2, "x", [16]byte{})
+	if removed, err := d.RollbackVersion(t.Context(), "b", "o", v); err != nil || removed {
+		t.Fatalf("rollback of a write replaced since: removed=%v err=%v", removed, err)
+	}
+	if _, err := d.RollbackVersion(t.Context(), "b", "o", x); err != nil {
+		t.Fatal(err)
+	}
+	if etag, shard := current(t, d); etag != "old" || shard != "old" {
+		t.Fatalf("after both rollbacks the drive holds %q (shard %q), want %q", etag, shard, "old")
+	}
+	if _, err := d.OpenShard(t.Context(), v.DataDir, 1); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the files of the write skipped stayed: %v", err)
+	}
+
+	// V replaced nothing: X's rollback leaves no object.
+	d2 := openTestDrive(t, t.TempDir(), nil)
+	v = putShards(t, d2, now, "v", [16]byte{})
+	x = putShards(t, d2, now+1, "x", [16]byte{})
+	_, _ = d2.RollbackVersion(t.Context(), "b", "o", v)
+	if _, err := d2.RollbackVersion(t.Context(), "b", "o", x); err != nil {
+		t.Fatal(err)
+	}
+	if etag, _ := current(t, d2); etag != "" {
+		t.Fatalf("after both rollbacks the drive holds %q, want nothing", etag)
+	}
+}
+
+// TestRollbackOfANullVersionUnderNewerVersions: the null version rolled
+// back is not the newest (a versioned write came after it) and the object
+// has other older versions; the null version it replaced comes back.
+func TestRollbackOfANullVersionUnderNewerVersions(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	now := time.Now().UnixNano()
+	first := &Record{ModTime: now, ETag: "v1", VersionID: [16]byte(uuid.New()), Flags: FlagInline, DataDir: [16]byte(uuid.New())}
+	if _, err := d.PutVersion(t.Context(), "b", "o", first, NotStaged); err != nil {
+		t.Fatal(err)
+	}
+	putShards(t, d, now+1, "old", [16]byte{})
+	failed := putShards(t, d, now+2, "new", [16]byte{})
+	newest := &Record{ModTime: now + 3, ETag: "v4", VersionID: [16]byte(uuid.New()), Flags: FlagInline, DataDir: [16]byte(uuid.New())}
+	if _, err := d.PutVersion(t.Context(), "b", "o", newest, NotStaged); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.RollbackVersion(t.Context(), "b", "o", failed); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := d.Versions(t.Context(), "b", "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.ETag)
+	}
+	if want := []string{"v4", "old", "v1"}; !slices.Equal(got, want) {
+		t.Fatalf("versions after the rollback %v, want %v", got, want)
+	}
 }

@@ -169,7 +169,7 @@ func (d *Local) parseObject(bucket, name string, v []byte, withData bool) (*obje
 
 // olderVersions reads an object's older versions, newest first (inline
 // data only withData).
-func (d *Local) olderVersions(o *object, withData bool) ([]*Record, error) {
+func (d *Local) olderVersions(kv kvReader, o *object, withData bool) ([]*Record, error) {
 	if o.isLegacy {
 		return o.legacy, nil
 	}
@@ -177,7 +177,7 @@ func (d *Local) olderVersions(o *object, withData bool) ([]*Record, error) {
 		return nil, nil
 	}
 	p := objectVersionsPrefix(o.bucket, o.name)
-	it, err := d.meta.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	it, err := kv.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (d *Local) allVersions(o *object, withData bool) ([]*Record, error) {
 	if o.latest == nil {
 		return nil, nil
 	}
-	older, err := d.olderVersions(o, withData)
+	older, err := d.olderVersions(d.meta, o, withData)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func (d *Local) allVersions(o *object, withData bool) ([]*Record, error) {
 }
 
 // find returns the version with the given ID and whether it is the newest.
-func (d *Local) find(o *object, id [16]byte) (*Record, bool, error) {
+func (d *Local) find(kv kvReader, o *object, id [16]byte) (*Record, bool, error) {
 	switch {
 	case o.latest == nil:
 		return nil, false, nil
@@ -239,7 +239,7 @@ func (d *Local) find(o *object, id [16]byte) (*Record, bool, error) {
 	case o.older == 0:
 		return nil, false, nil
 	}
-	v, closer, err := d.meta.Get(versionKey(o.bucket, o.name, id))
+	v, closer, err := kv.Get(versionKey(o.bucket, o.name, id))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -255,7 +255,9 @@ func (d *Local) find(o *object, id [16]byte) (*Record, bool, error) {
 }
 
 // objectTxn stages changes to one object's versions in a batch, which the
-// caller commits (with whatever else the change needs) or discards.
+// caller commits (with whatever else the change needs) or discards. The
+// batch is indexed: what the change reads (an older version, the next
+// newest) it reads through the batch, its own changes included.
 type objectTxn struct {
 	d *Local
 	b *pebble.Batch
@@ -343,7 +345,7 @@ func (t *objectTxn) deleteOlder(id [16]byte) error {
 // Superseded), and the newest version takes the head.
 func (t *objectTxn) put(rec *Record) (PutResult, error) {
 	var res PutResult
-	existing, atHead, err := t.d.find(t.o, rec.VersionID)
+	existing, atHead, err := t.d.find(t.b, t.o, rec.VersionID)
 	if err != nil {
 		return res, err
 	}
@@ -385,7 +387,7 @@ func (t *objectTxn) put(rec *Record) (PutResult, error) {
 // next newest takes the head when it was the newest. It returns the
 // version removed (nil when there was none to remove).
 func (t *objectTxn) remove(id [16]byte, match func(*Record) bool) (*Record, error) {
-	found, atHead, err := t.d.find(t.o, id)
+	found, atHead, err := t.d.find(t.b, t.o, id)
 	if err != nil || found == nil || !match(found) {
 		return nil, err
 	}
@@ -395,7 +397,7 @@ func (t *objectTxn) remove(id [16]byte, match func(*Record) bool) (*Record, erro
 		}
 		return found, t.writeHead()
 	}
-	older, err := t.d.olderVersions(t.o, true)
+	older, err := t.d.olderVersions(t.b, t.o, true)
 	if err != nil {
 		return nil, err
 	}
@@ -416,7 +418,7 @@ func (d *Local) change(bucket, name string, fn func(t *objectTxn) error) error {
 	if err != nil {
 		return err
 	}
-	b := d.meta.NewBatch()
+	b := d.meta.NewIndexedBatch()
 	defer b.Close()
 	t, err := d.begin(b, o)
 	if err != nil {
@@ -463,9 +465,6 @@ func (d *Local) PutVersion(ctx context.Context, bucket, object string, rec *Reco
 	if err != nil {
 		return res, err
 	}
-	if res.Replaced != nil {
-		d.maybeSweep()
-	}
 	return res, nil
 }
 
@@ -478,7 +477,7 @@ func (d *Local) SetVersionMeta(ctx context.Context, bucket, object string, rec *
 	lock.Lock()
 	defer lock.Unlock()
 	return d.change(bucket, object, func(t *objectTxn) error {
-		cur, atHead, err := d.find(t.o, rec.VersionID)
+		cur, atHead, err := d.find(t.b, t.o, rec.VersionID)
 		if err != nil {
 			return err
 		}
@@ -512,7 +511,7 @@ func (d *Local) GetVersion(ctx context.Context, bucket, object string, versionID
 		}
 		return o.latest, nil
 	}
-	r, _, err := d.find(o, *versionID)
+	r, _, err := d.find(d.meta, o, *versionID)
 	if err == nil && r == nil {
 		err = ErrVersionNotFound
 	}
@@ -562,27 +561,34 @@ func (d *Local) removeData(r *Record) {
 
 // RollbackVersion removes rec if this drive still holds exactly it (a write
 // that missed quorum is undone), leaving alone a newer record that replaced
-// it meanwhile. A null version it replaced is put back if the drive still
-// keeps it (UndoWindow). It reports whether it removed anything.
+// it meanwhile. A null version rec replaced is put back if the drive still
+// keeps it (UndoWindow; undo.go). It reports whether it removed anything.
 func (d *Local) RollbackVersion(ctx context.Context, bucket, object string, rec *Record) (bool, error) {
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
 	defer lock.Unlock()
-	var found, restored *Record
+	var found *Record
+	var skipped []*Record
 	err := d.change(bucket, object, func(t *objectTxn) error {
 		var err error
-		if found, err = t.remove(rec.VersionID, rec.SameVersion); err != nil || found == nil {
+		if found, err = t.remove(rec.VersionID, rec.SameVersion); err != nil {
 			return err
 		}
-		restored, err = t.restoreReplaced(found)
+		if found == nil {
+			if rec.VersionID != ([16]byte{}) {
+				return nil
+			}
+			// Replaced here by another write since: should that one be
+			// rolled back too, what rec replaced comes back, not rec.
+			return t.markRolledBack(rec)
+		}
+		_, skipped, err = t.restoreReplaced(found)
 		return err
 	})
 	if err != nil || found == nil {
 		return false, err
 	}
-	if restored == nil || !sameWrite(restored, found) {
-		d.removeData(found)
-	}
+	d.removeUnreferenced(bucket, object, append(skipped, found)...)
 	return true, nil
 }
 
