@@ -212,15 +212,17 @@ type fillFigure struct {
 
 // fillMetadataStores writes, before the load starts, enough inline objects
 // for every drive's metadata store to have grown its memtables to their
-// full size and cycled them. Pebble starts a store's memtable at 256 KiB
-// and doubles it at each flush up to the engine's 16 MiB (engine/drive),
-// and holds the one being flushed next to the new one, so a server's
-// resident memory grows by up to 2 x 16 MiB per drive while the first
-// ~48 MiB of records reach each drive: about six minutes at the soak's
-// own rate, long enough that RSS windows a minute after warm-up would
-// measure that bounded ramp rather than a leak. Objects of 96 KiB stay
-// inline (under 128 KiB): each drive's record carries a 96 KiB / data
-// shard, so 48 MiB per drive takes 3,072 of them with 6 data shards.
+// full size and cycled them, then reads them all back so that its block
+// cache is full. Pebble starts a store's memtable at 256 KiB and doubles
+// it at each flush up to the engine's 8 MiB (engine/drive), and holds the
+// one being flushed next to the new one; the block cache (32 MiB a drive)
+// fills only as records are read. So a server's resident memory grows by
+// up to about 32 MiB per drive while the first ~48 MiB of records reach
+// each drive and are read: minutes at the soak's own rate, long enough
+// that RSS windows a minute after warm-up would measure that bounded ramp
+// rather than a leak. Objects of 96 KiB stay inline (under 128 KiB): each
+// drive's record carries a 96 KiB / data shard, so 48 MiB per drive takes
+// 3,072 of them with 6 data shards.
 func fillMetadataStores(ctx context.Context, t *testing.T, in info, data int) fillFigure {
 	const size, perDrive = 96 << 10, 48 << 20
 	n := perDrive / (size / data)
@@ -231,29 +233,38 @@ func fillMetadataStores(ctx context.Context, t *testing.T, in info, data int) fi
 	}
 	body := bytes.Repeat([]byte("f"), size)
 	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String(fmt.Sprintf("fill/%06d", i)), Body: bytes.NewReader(body)})
-				if err != nil {
-					errs <- err
-					return
+	each := func(what string, op func(key *string) error) {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+					if err := op(aws.String(fmt.Sprintf("fill/%06d", i))); err != nil {
+						errs <- err
+						return
+					}
 				}
-			}
-		}()
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("%s the metadata stores: %v", what, err)
+		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("filling the metadata stores: %v", err)
-	}
+	each("filling", func(key *string) error {
+		_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: key, Body: bytes.NewReader(body)})
+		return err
+	})
+	each("reading back", func(key *string) error {
+		_, err := cl.HeadObject(ctx, &s3.HeadObjectInput{Bucket: bucket, Key: key})
+		return err
+	})
 	f := fillFigure{Objects: n, MiB: n * size >> 20, Seconds: time.Since(start).Seconds()}
-	t.Logf("filled the metadata stores: %d objects of %d KiB (%d MiB of records per drive) in %.0fs", n, size>>10, perDrive>>20, f.Seconds)
+	t.Logf("filled the metadata stores and read them back: %d objects of %d KiB (%d MiB of records per drive) in %.0fs", n, size>>10, perDrive>>20, f.Seconds)
 	return f
 }
 
