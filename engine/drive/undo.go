@@ -43,9 +43,9 @@ var UndoWindow = time.Minute
 var sweepEvery = 10 * time.Second
 
 const (
-	undoHasRecord   = 1 << 0
-	undoRolledBack  = 1 << 1
-	undoEntryFormat = undoHasRecord | undoRolledBack
+	undoHasRecord  = 1 << 0
+	undoRolledBack = 1 << 1
+	undoKnownFlags = undoHasRecord | undoRolledBack
 )
 
 var undoPrefix = []byte{'r', sep}
@@ -81,7 +81,7 @@ func (e undoEntry) marshal() []byte {
 }
 
 func unmarshalUndo(v []byte) (undoEntry, error) {
-	if len(v) == 0 || v[0]&^undoEntryFormat != 0 {
+	if len(v) == 0 || v[0]&^undoKnownFlags != 0 {
 		return undoEntry{}, fmt.Errorf("%w: bad undo entry", ErrCorruptRecord)
 	}
 	e := undoEntry{rolledBack: v[0]&undoRolledBack != 0}
@@ -204,15 +204,17 @@ func hasShardFiles(r *Record) bool {
 // unless the object's null version uses them (a write stamped again keeps
 // its data directory). The caller holds the object's lock.
 func (d *Local) removeUnreferenced(bucket, object string, gone ...*Record) {
-	var current [16]byte
-	if o, err := d.readObject(bucket, object); err == nil {
-		if r, _, err := d.find(d.meta, o, [16]byte{}); err == nil && r != nil {
-			current = r.DataDir
-		} else if err != nil {
-			return // keep the files rather than guess
-		}
-	} else {
+	o, err := d.readObject(bucket, object)
+	if err != nil {
+		return // keep the files rather than guess
+	}
+	null, _, err := d.find(d.meta, o, [16]byte{})
+	if err != nil {
 		return
+	}
+	var current [16]byte
+	if null != nil {
+		current = null.DataDir
 	}
 	for _, r := range gone {
 		if r != nil && r.DataDir != current {
