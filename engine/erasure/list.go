@@ -55,25 +55,35 @@ var listRotor atomic.Uint32
 // (read quorum) before it is listed: gone, it is left out; otherwise its
 // latest version is the one a GET would return. Drives that agree cost
 // nothing more. (Version listings are not checked this way yet.)
+//
+// A batch is never empty while more follows: when every object of a batch
+// turned out deleted, the set walks on past them (a caller takes an empty
+// batch for the end of the set).
 func (s *Set) walk(ctx context.Context, bucket, prefix, delimiter, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
-	entries, more, err := s.walkDrives(ctx, bucket, prefix, delimiter, startAfter, limit, s.layout.Parity+1, latestOnly)
-	if err != nil || !latestOnly {
-		return entries, more, err
-	}
-	out := entries[:0]
-	for _, e := range entries {
-		if e.partial {
-			h, err := s.openObject(ctx, bucket, e.name, nil, false)
-			switch {
-			case errors.Is(err, ErrObjectNotFound):
-				continue // deleted; drives that missed it still list it
-			case err == nil:
-				e.versions = []*drive.Record{h.rec}
-			}
+	for {
+		entries, more, err := s.walkDrives(ctx, bucket, prefix, delimiter, startAfter, limit, s.layout.Parity+1, latestOnly)
+		if err != nil || !latestOnly || len(entries) == 0 {
+			return entries, more, err
 		}
-		out = append(out, e)
+		last := entries[len(entries)-1].name
+		out := entries[:0]
+		for _, e := range entries {
+			if e.partial {
+				h, err := s.openObject(ctx, bucket, e.name, nil, false)
+				switch {
+				case errors.Is(err, ErrObjectNotFound):
+					continue // deleted; drives that missed it still list it
+				case err == nil:
+					e.versions = []*drive.Record{h.rec}
+				}
+			}
+			out = append(out, e)
+		}
+		if len(out) > 0 || !more {
+			return out, more, nil
+		}
+		startAfter = last
 	}
-	return out, more, nil
 }
 
 // delimits reports whether every drive of the set walks delimited
@@ -328,7 +338,9 @@ type ListResult struct {
 // never occurs in UTF-8.
 const maxListKey = drive.PastPrefix
 
-const listBatch = 1000
+// listBatch is the largest walk: S3's largest page (1,000) and one more,
+// which tells whether the page is truncated (pageBatch).
+const listBatch = 1000 + 1
 
 // prefixProbe is the batch a listing with a delimiter starts with, and
 // walks again right after it rolled keys up into a common prefix: the rest
@@ -359,6 +371,14 @@ func nextBatch(w walker, last int, afterPrefix bool) int {
 	return min(2*last, listBatch)
 }
 
+// pageBatch caps a walk at what a page of maxKeys entries still needs
+// (listed of them are in it) and one more: the one more tells whether the
+// page is truncated. (Without the cap a page of 1,000 read 2,000 objects:
+// its last walk of a full batch only found that the page was full.)
+func pageBatch(batch, maxKeys, listed int) int {
+	return max(1, min(batch, maxKeys-listed+1))
+}
+
 // commonPrefix returns the common prefix key rolls up into, if any.
 func commonPrefix(key, prefix, delimiter string) (string, bool) {
 	return drive.CommonPrefix(key, prefix, delimiter)
@@ -383,6 +403,7 @@ func listObjects(ctx context.Context, w walker, bucket, prefix, marker, delimite
 	}
 	cursor := listCursor(marker, prefix, delimiter)
 	for batch := firstBatch(w, delimiter); ; {
+		batch = pageBatch(batch, maxKeys, len(res.Objects)+len(res.CommonPrefixes))
 		entries, more, err := w.walk(ctx, bucket, prefix, delimiter, cursor, batch, true)
 		if err != nil {
 			return ListResult{}, err
@@ -464,6 +485,7 @@ func listVersions(ctx context.Context, w walker, bucket, prefix, keyMarker strin
 	}
 	// Version listings walk every version: the drives do not skip.
 	for batch := firstBatch(plainWalker{w}, delimiter); ; {
+		batch = pageBatch(batch, maxKeys, len(res.Objects)+len(res.CommonPrefixes))
 		entries, more, err := w.walk(ctx, bucket, prefix, "", cursor, batch, false)
 		if err != nil {
 			return ListResult{}, err

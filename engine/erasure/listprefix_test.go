@@ -102,3 +102,39 @@ func TestDelimiterListingSkipsPrefixes(t *testing.T) {
 		t.Fatalf("versions: %d prefixes, read %d, %v", len(vres.CommonPrefixes), w.read, err)
 	}
 }
+
+// TestListPageReadsWhatItReturns: a full page reads its keys and one more
+// (which says the page is truncated), not a second batch; versions too.
+func TestListPageReadsWhatItReturns(t *testing.T) {
+	keys := make([]string, 5000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("obj%05d", i)
+	}
+	for _, versions := range []bool{false, true} {
+		w := &sliceWalker{keys: keys}
+		marker, pages := "", 0
+		for {
+			var page ListResult
+			var err error
+			if versions {
+				page, err = listVersions(t.Context(), w, "b", "", marker, nil, "", 1000)
+			} else {
+				page, err = listObjects(t.Context(), w, "b", "", marker, "", 1000)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Objects) != 1000 || page.IsTruncated != (pages < 4) {
+				t.Fatalf("versions %v, page %d: %d objects, truncated %v", versions, pages, len(page.Objects), page.IsTruncated)
+			}
+			pages++
+			if !page.IsTruncated {
+				break
+			}
+			marker = page.NextMarker
+		}
+		if w.walks != 5 || w.read != 5000+4 {
+			t.Fatalf("versions %v: 5 pages of 1,000 took %d walks reading %d keys (want 5 walks, 5,004 keys)", versions, w.walks, w.read)
+		}
+	}
+}

@@ -287,3 +287,44 @@ func TestDelimitedListingAfterDeletesADriveMissed(t *testing.T) {
 		}
 	}
 }
+
+// A batch of a listing in which every object turned out deleted (a drive
+// that missed the deletes listed them) does not end the listing: the
+// objects after them are listed.
+func TestListingPastABatchOfDeletesADriveMissed(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		tp.put(t, k, []byte(k))
+	}
+	set := tp.Sets()[0]
+	stale := set.Drives()[3]
+	set.SetDrive(3, nil)
+	for _, k := range []string{"a", "b"} {
+		if _, err := tp.DeleteObject(t.Context(), "bk", k, nil, DeleteUnversioned); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set.SetDrive(3, stale)
+	for i := range 8 { // the drives a listing reads rotate
+		for _, delimiter := range []string{"", "/"} {
+			var got []string
+			marker := ""
+			for {
+				l, err := tp.ListObjects(t.Context(), "bk", "", marker, delimiter, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range l.Objects {
+					got = append(got, o.Name)
+				}
+				if !l.IsTruncated {
+					break
+				}
+				marker = l.NextMarker
+			}
+			if fmt.Sprint(got) != "[c d]" {
+				t.Fatalf("listing %d (delimiter %q) after deletes one drive missed: %v, want [c d]", i, delimiter, got)
+			}
+		}
+	}
+}
