@@ -82,6 +82,12 @@ func (l Layout) WriteQuorum() int {
 	return l.Data
 }
 
+// ListDrives is the number of drives a listing reads to see every
+// committed write: a write reached WriteQuorum drives, so any
+// SetSize-WriteQuorum+1 drives include one of them (2 of 4 drives at 2+2,
+// 3 of 6 at 4+2, 4 of 8 at 4+4).
+func (l Layout) ListDrives() int { return l.SetSize() - l.WriteQuorum() + 1 }
+
 // SetIndex is the erasure set of an object: a hash of the object's name
 // keyed by the deployment, so the spread differs between deployments but
 // never changes within one. This mapping is part of the on-disk contract.

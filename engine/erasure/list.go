@@ -44,13 +44,13 @@ type delimitedWalker interface {
 var listRotor atomic.Uint32
 
 // walk returns up to limit objects of a set after startAfter, merged from
-// parity+1 drives: a committed write reached write quorum, so at least one
-// of any parity+1 drives holds it. An object's versions are the union of
+// Layout.ListDrives drives: a committed write reached write quorum, so at
+// least one of any that many drives holds it. An object's versions are the union of
 // what those drives hold, newest first.
 //
 // A delete that reached write quorum but not every drive (a node killed
 // meanwhile) leaves the object on the drives that missed it until they are
-// healed, and parity+1 drives may include them. An object that some drive
+// healed, and the drives walked may include them. An object that some drive
 // of the walk did not list is therefore resolved as a GET resolves it
 // (read quorum) before it is listed: gone, it is left out; otherwise its
 // latest version is the one a GET would return. Drives that agree cost
@@ -61,7 +61,7 @@ var listRotor atomic.Uint32
 // batch for the end of the set).
 func (s *Set) walk(ctx context.Context, bucket, prefix, delimiter, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
 	for {
-		entries, more, err := s.walkDrives(ctx, bucket, prefix, delimiter, startAfter, limit, s.layout.Parity+1, latestOnly)
+		entries, more, err := s.walkDrives(ctx, bucket, prefix, delimiter, startAfter, limit, s.layout.ListDrives(), latestOnly)
 		if err != nil || !latestOnly || len(entries) == 0 {
 			return entries, more, err
 		}
@@ -134,7 +134,7 @@ func (s *Set) walkDrives(ctx context.Context, bucket, prefix, delimiter, startAf
 			answered++
 		}
 	}
-	// With drives offline fewer than parity+1 may answer; the listing is
+	// With drives offline fewer than need may answer; the listing is
 	// then best effort over the drives that did (writes have stopped by
 	// then: fewer than write quorum drives are left).
 	if len(walks) == 0 {

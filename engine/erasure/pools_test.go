@@ -328,3 +328,43 @@ func TestListingPastABatchOfDeletesADriveMissed(t *testing.T) {
 		}
 	}
 }
+
+// A listing reads Layout.ListDrives drives of a set, and that is enough: a
+// write that reached only write quorum (the other drives offline, then
+// back without it) is listed whichever drives the listing reads, with its
+// versions.
+func TestListingSeesWritesOnlyWriteQuorumHolds(t *testing.T) {
+	for _, c := range []struct{ size, parity, list int }{{4, 2, 2}, {5, 2, 3}, {6, 2, 3}, {8, 4, 4}, {6, 3, 3}} {
+		l, err := NewLayout(c.size, c.parity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.ListDrives() != c.list {
+			t.Fatalf("%d+%d: a listing reads %d drives, want %d", l.Data, l.Parity, l.ListDrives(), c.list)
+		}
+		tp := newTestPool(t, 1, c.size, c.parity)
+		tp.put(t, "before", []byte("before"))
+		set := tp.Sets()[0]
+		away := c.size - l.WriteQuorum()
+		for i := range away {
+			set.SetDrive(i, nil)
+		}
+		tp.put(t, "during", []byte("during"))
+		for i := range away {
+			set.SetDrive(i, tp.drives[i])
+		}
+		for i := range 2 * c.size { // the drives a listing reads rotate
+			res, err := tp.ListObjects(t.Context(), "bk", "", "", "", 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, o := range res.Objects {
+				names = append(names, o.Name)
+			}
+			if fmt.Sprint(names) != "[before during]" {
+				t.Fatalf("%d+%d, listing %d after a write %d drives missed: %v", l.Data, l.Parity, i, away, names)
+			}
+		}
+	}
+}
