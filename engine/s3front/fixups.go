@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/gofiber/fiber/v3"
+	"github.com/valyala/fasthttp"
 )
 
 // Two answers the front end renders differently from S3, corrected on the
@@ -20,9 +21,17 @@ import (
 //     their order changes from call to call; S3 answers them sorted by key.
 //   - GetObjectAttributes: the front end's ObjectParts has no PartsCount;
 //     the backend leaves the count in the request context (partsCountKey).
+//
+// And on every answer: the request and host IDs once each. The front end
+// sets them before a handler runs and again after it; an answer with
+// headers of its own (GET, HEAD, listings) turns off the header's name
+// normalizing on the way, so the second copy went out as a header of its
+// own, in lower case, next to the first.
 func fixResponses() fiber.Handler {
 	return func(c fiber.Ctx) error {
 		err := c.Next()
+		oneHeader(&c.Response().Header, "x-amz-request-id", "X-Amz-Request-Id")
+		oneHeader(&c.Response().Header, "x-amz-id-2", "X-Amz-Id-2")
 		if c.Method() != http.MethodGet || c.Response().StatusCode() != http.StatusOK || c.Response().IsBodyStream() {
 			return err
 		}
@@ -162,4 +171,18 @@ func marshalDoc(v any) []byte {
 		return nil
 	}
 	return append([]byte(xml.Header), b...)
+}
+
+// oneHeader leaves one copy of a header that may have been set under two
+// spellings of its name (lower and canonical case), with the value last
+// set.
+func oneHeader(h *fasthttp.ResponseHeader, lower, canonical string) {
+	v := h.Peek(lower)
+	if len(v) == 0 {
+		return // only the canonical one, if any
+	}
+	v = bytes.Clone(v)
+	h.Del(lower)
+	h.Del(canonical)
+	h.SetBytesV(canonical, v)
 }
