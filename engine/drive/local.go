@@ -268,6 +268,12 @@ func (d *Local) Close() error {
 // store failed fatally; nil while it works.
 func (d *Local) Failed() error { return d.meta.err() }
 
+// Changes counts the writes to the drive's metadata store (objects,
+// versions, buckets, uploads), each counted once it is applied. Whoever
+// read the same count before and after reading a listing from the drive
+// knows nothing was written meanwhile.
+func (d *Local) Changes() uint64 { return d.meta.writes.Load() }
+
 // Online implements erasure.Liveness: a drive whose metadata store failed
 // is offline.
 func (d *Local) Online() bool { return d.Failed() == nil }

@@ -35,6 +35,10 @@ type store struct {
 	// lastBackground is when pebble last reported a background error
 	// (unix nanoseconds), lastLogged when one was last logged.
 	lastBackground, lastLogged atomic.Int64
+	// writes counts the writes to the store, each counted once it is
+	// applied (or failed): a reader that saw the same count before and
+	// after reading something knows no write landed meanwhile (Changes).
+	writes atomic.Uint64
 }
 
 // backgroundPause is how long a background error that follows another
@@ -98,6 +102,7 @@ func (s *store) Set(key, value []byte, o *pebble.WriteOptions) error {
 	if err := s.err(); err != nil {
 		return err
 	}
+	defer s.writes.Add(1)
 	return s.after(s.db.Set(key, value, o))
 }
 
@@ -105,6 +110,7 @@ func (s *store) Delete(key []byte, o *pebble.WriteOptions) error {
 	if err := s.err(); err != nil {
 		return err
 	}
+	defer s.writes.Add(1)
 	return s.after(s.db.Delete(key, o))
 }
 
@@ -133,6 +139,7 @@ func (s *store) Commit(b *pebble.Batch, o *pebble.WriteOptions) error {
 	if err := s.err(); err != nil {
 		return err
 	}
+	defer s.writes.Add(1)
 	return s.after(b.Commit(o))
 }
 

@@ -61,7 +61,7 @@ var listRotor atomic.Uint32
 // batch for the end of the set).
 func (s *Set) walk(ctx context.Context, bucket, prefix, delimiter, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
 	for {
-		entries, more, err := s.walkDrives(ctx, bucket, prefix, delimiter, startAfter, limit, s.layout.ListDrives(), latestOnly)
+		entries, more, err := s.walkListing(ctx, bucket, prefix, delimiter, startAfter, limit, latestOnly)
 		if err != nil || !latestOnly || len(entries) == 0 {
 			return entries, more, err
 		}

@@ -63,6 +63,8 @@ type Set struct {
 	lat *latencies
 	// lags remembers the drives writes left behind (slowwrite.go).
 	lags *writeLags
+	// ahead holds listings' walks ahead (readahead.go).
+	ahead readAhead
 }
 
 // OnPartialWrite registers fn to hear of writes that missed a drive.
