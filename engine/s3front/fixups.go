@@ -6,12 +6,13 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/valyala/fasthttp"
 )
 
-// Two answers the front end renders differently from S3, corrected on the
+// Answers the front end renders differently from S3, corrected on the
 // way out (each is an XML document of at most a few kilobytes):
 //
 //   - GetObjectAcl: the front end marshals the SDK's output type, which has
@@ -21,6 +22,9 @@ import (
 //     their order changes from call to call; S3 answers them sorted by key.
 //   - GetObjectAttributes: the front end's ObjectParts has no PartsCount;
 //     the backend leaves the count in the request context (partsCountKey).
+//   - Listings (objects, versions, uploads, parts): the front end renders
+//     an empty <ChecksumType> for each object stored without a checksum;
+//     S3 leaves the element out.
 //
 // And on every answer: the request and host IDs once each. The front end
 // sets them before a handler runs and again after it; an answer with
@@ -36,6 +40,14 @@ func fixResponses() fiber.Handler {
 			return err
 		}
 		q := c.RequestCtx().QueryArgs()
+		if isListing(c) {
+			// The front end renders an object's checksum type without
+			// omitempty: <ChecksumType></ChecksumType> for every object
+			// stored without a checksum, where S3 leaves it out.
+			if body := c.Response().Body(); bytes.Contains(body, emptyChecksumType) {
+				c.Response().SetBodyRaw(bytes.ReplaceAll(body, emptyChecksumType, nil))
+			}
+		}
 		var fixed []byte
 		switch {
 		case q.Has("acl"):
@@ -185,4 +197,21 @@ func oneHeader(h *fasthttp.ResponseHeader, lower, canonical string) {
 	h.Del(lower)
 	h.Del(canonical)
 	h.SetBytesV(canonical, v)
+}
+
+var emptyChecksumType = []byte("<ChecksumType></ChecksumType>")
+
+// isListing reports whether a GET answered with an XML document is a
+// listing: of a bucket's objects, versions or uploads (a request on the
+// bucket, path style), or of an upload's parts. Never an object's GET,
+// whose body is the object's own bytes.
+func isListing(c fiber.Ctx) bool {
+	if !bytes.HasPrefix(c.Response().Header.ContentType(), []byte("application/xml")) {
+		return false
+	}
+	if c.RequestCtx().QueryArgs().Has("uploadId") {
+		return true
+	}
+	p := strings.Trim(string(c.RequestCtx().Path()), "/")
+	return p != "" && !strings.Contains(p, "/")
 }

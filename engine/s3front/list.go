@@ -95,6 +95,7 @@ func (b *Backend) listObjects(ctx context.Context, bucket, prefix, marker, delim
 			Key: e.ptr(o.Name), ETag: quote(o.ETag), LastModified: &o.ModTime, Size: &o.Size,
 			StorageClass: types.ObjectStorageClassStandard,
 		}
+		objs[i].ChecksumAlgorithm, objs[i].ChecksumType = listedChecksum(o.Meta)
 		if fetchOwner {
 			objs[i].Owner = ownerOf(o.Meta)
 		}
@@ -216,14 +217,31 @@ func (b *Backend) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersi
 			})
 			continue
 		}
-		out.Versions = append(out.Versions, s3response.ObjectVersion{
+		v := s3response.ObjectVersion{
 			ETag: quote(o.ETag), IsLatest: &o.IsLatest, Key: e.ptr(o.Name), LastModified: &o.ModTime,
 			Owner: owner, Size: &o.Size, StorageClass: types.ObjectVersionStorageClassStandard, VersionId: &vid,
-		})
+		}
+		v.ChecksumAlgorithm, v.ChecksumType = listedChecksum(o.Meta)
+		out.Versions = append(out.Versions, v)
 	}
 	if res.IsTruncated {
 		out.NextKeyMarker = e.ptr(res.NextMarker)
 		out.NextVersionIdMarker = &res.NextVersionMarker
 	}
 	return out, nil
+}
+
+// listedChecksum is what a listing shows of an object's checksum, as S3
+// does for objects stored with one: its algorithm and type (none for an
+// object without: the element is then left out, fixResponses).
+func listedChecksum(meta map[string]string) ([]types.ChecksumAlgorithm, types.ChecksumType) {
+	alg, _ := partChecksum(meta)
+	if alg == "" {
+		return nil, ""
+	}
+	typ := types.ChecksumType(meta[metaChecksumType])
+	if typ == "" {
+		typ = types.ChecksumTypeFullObject
+	}
+	return []types.ChecksumAlgorithm{alg}, typ
 }
