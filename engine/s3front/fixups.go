@@ -13,7 +13,8 @@ import (
 )
 
 // Answers the front end renders differently from S3, corrected on the
-// way out (each is an XML document of at most a few kilobytes):
+// way out (XML documents: a few kilobytes, a page of a listing up to a
+// few hundred):
 //
 //   - GetObjectAcl: the front end marshals the SDK's output type, which has
 //     no XML names, as <GetObjectAclOutput><Grants>...; clients expect S3's
