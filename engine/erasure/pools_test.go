@@ -182,12 +182,7 @@ func TestListingAfterADeleteADriveMissed(t *testing.T) {
 	tp.put(t, "kept", []byte("kept"))
 	tp.put(t, "gone", []byte("gone"))
 	set := tp.Sets()[0]
-	stale := set.Drives()[3]
-	set.SetDrive(3, nil)
-	if _, err := tp.DeleteObject(t.Context(), "bk", "gone", nil, DeleteUnversioned); err != nil {
-		t.Fatal(err)
-	}
-	set.SetDrive(3, stale)
+	stale := deleteWhileAway(t, tp, set, 3, "gone")
 	if _, err := stale.GetVersion(t.Context(), "bk", "gone", nil); err != nil {
 		t.Fatalf("the drive that missed the delete should still hold the object: %v", err)
 	}
@@ -256,14 +251,7 @@ func TestDelimitedListingAfterDeletesADriveMissed(t *testing.T) {
 	if !set.delimits() {
 		t.Fatal("local drives do not walk delimited listings")
 	}
-	stale := set.Drives()[3]
-	set.SetDrive(3, nil)
-	for _, k := range []string{"b/1", "c/1"} {
-		if _, err := tp.DeleteObject(t.Context(), "bk", k, nil, DeleteUnversioned); err != nil {
-			t.Fatal(err)
-		}
-	}
-	set.SetDrive(3, stale)
+	deleteWhileAway(t, tp, set, 3, "b/1", "c/1")
 	for i := range 8 { // the drives a listing reads rotate
 		var got []string
 		marker := ""
@@ -297,14 +285,7 @@ func TestListingPastABatchOfDeletesADriveMissed(t *testing.T) {
 		tp.put(t, k, []byte(k))
 	}
 	set := tp.Sets()[0]
-	stale := set.Drives()[3]
-	set.SetDrive(3, nil)
-	for _, k := range []string{"a", "b"} {
-		if _, err := tp.DeleteObject(t.Context(), "bk", k, nil, DeleteUnversioned); err != nil {
-			t.Fatal(err)
-		}
-	}
-	set.SetDrive(3, stale)
+	deleteWhileAway(t, tp, set, 3, "a", "b")
 	for i := range 8 { // the drives a listing reads rotate
 		for _, delimiter := range []string{"", "/"} {
 			var got []string
@@ -367,4 +348,19 @@ func TestListingSeesWritesOnlyWriteQuorumHolds(t *testing.T) {
 			}
 		}
 	}
+}
+
+// deleteWhileAway deletes keys while the set's drive at pos is offline,
+// then puts the drive back: it still holds them. It returns the drive.
+func deleteWhileAway(t *testing.T, tp *testPool, set *Set, pos int, keys ...string) Drive {
+	t.Helper()
+	away := set.Drives()[pos]
+	set.SetDrive(pos, nil)
+	for _, k := range keys {
+		if _, err := tp.DeleteObject(t.Context(), "bk", k, nil, DeleteUnversioned); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set.SetDrive(pos, away)
+	return away
 }

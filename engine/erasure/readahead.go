@@ -3,6 +3,7 @@ package erasure
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,16 +117,10 @@ func (r *readAhead) take(ctx context.Context, drives []Drive, bucket, prefix, st
 	// The walk may have begun before startAfter (at the last page's
 	// look-ahead entry): what follows startAfter is the answer, if it is a
 	// whole batch or the walk reached the end.
-	i, _ := slices.BinarySearchFunc(w.entries, startAfter, func(e listEntry, name string) int {
-		switch {
-		case e.name < name:
-			return -1
-		case e.name > name:
-			return 1
-		}
-		return 0
+	i, found := slices.BinarySearchFunc(w.entries, startAfter, func(e listEntry, name string) int {
+		return strings.Compare(e.name, name)
 	})
-	for i < len(w.entries) && w.entries[i].name <= startAfter {
+	if found {
 		i++
 	}
 	rest := w.entries[i:]
@@ -167,18 +162,20 @@ func (r *readAhead) start(s *Set, drives []Drive, bucket, prefix, startAfter str
 // latest versions past its first page is answered from a walk ahead when
 // one covers it, and walks ahead for the page after.
 func (s *Set) walkListing(ctx context.Context, bucket, prefix, delimiter, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
-	if delimiter != "" || !latestOnly || limit < aheadMin {
-		return s.walkDrives(ctx, bucket, prefix, delimiter, startAfter, limit, s.layout.ListDrives(), latestOnly)
-	}
+	plain := delimiter == "" && latestOnly && limit >= aheadMin
 	drives := s.Drives()
-	entries, more, ok := s.ahead.take(ctx, drives, bucket, prefix, startAfter, limit)
+	var entries []listEntry
+	more, ok := false, false
+	if plain {
+		entries, more, ok = s.ahead.take(ctx, drives, bucket, prefix, startAfter, limit)
+	}
 	if !ok {
 		var err error
-		if entries, more, err = s.walkDrives(ctx, bucket, prefix, "", startAfter, limit, s.layout.ListDrives(), true); err != nil {
+		if entries, more, err = s.walkDrives(ctx, bucket, prefix, delimiter, startAfter, limit, s.layout.ListDrives(), latestOnly); err != nil {
 			return nil, false, err
 		}
 	}
-	if more && startAfter != "" && len(entries) >= 2 {
+	if plain && more && startAfter != "" && len(entries) >= 2 {
 		// The page this batch answers ends at its last entry or the one
 		// before (a page of limit-1 reads one more to know it is
 		// truncated): the next page starts after one of them.
