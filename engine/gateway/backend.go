@@ -152,7 +152,10 @@ func (b *Backend) ListObjects(ctx context.Context, in *s3.ListObjectsInput) (s3r
 			return out, err
 		}
 	}
-	return out, shapeV1(ctx, &out)
+	if err := shapeV1(ctx, &out); err != nil {
+		return out, err
+	}
+	return s3front.HandOffListingV1(ctx, out), nil
 }
 
 // ListObjectsV2 lists a bucket; a prefix no key can match lists nothing.
@@ -168,7 +171,10 @@ func (b *Backend) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input) 
 			return out, err
 		}
 	}
-	return out, shapeV2(ctx, in.ContinuationToken, &out)
+	if err := shapeV2(ctx, in.ContinuationToken, &out); err != nil {
+		return out, err
+	}
+	return s3front.HandOffListing(ctx, out), nil
 }
 
 // ListObjectVersions lists versions; a prefix no key can match lists

@@ -25,7 +25,8 @@ import (
 //     the backend leaves the count in the request context (partsCountKey).
 //   - Listings (objects, versions, uploads, parts): the front end renders
 //     an empty <ChecksumType> for each object stored without a checksum;
-//     S3 leaves the element out.
+//     S3 leaves the element out. Pages of objects rendered by the backend
+//     (listxml.go) replace the front end's document instead.
 //
 // And on every answer: the request and host IDs once each. The front end
 // sets them before a handler runs and again after it; an answer with
@@ -41,7 +42,11 @@ func fixResponses() fiber.Handler {
 			return err
 		}
 		q := c.RequestCtx().QueryArgs()
-		if isListing(c) {
+		if doc, ok := c.RequestCtx().UserValue(listingDocKey).([]byte); ok && isListing(c) {
+			// A page rendered by the backend (listxml.go) replaces the
+			// front end's rendering of it without its objects.
+			c.Response().SetBodyRaw(doc)
+		} else if isListing(c) {
 			// The front end renders an object's checksum type without
 			// omitempty: <ChecksumType></ChecksumType> for every object
 			// stored without a checksum, where S3 leaves it out.

@@ -121,7 +121,7 @@ func (b *Backend) ListObjects(ctx context.Context, in *s3.ListObjectsInput) (s3r
 	if res.IsTruncated && delim != "" {
 		out.NextMarker = e.ptr(res.NextMarker)
 	}
-	return out, nil
+	return HandOffListingV1(ctx, out), nil
 }
 
 func maxKeysOf(p *int32) int32 {
@@ -176,7 +176,7 @@ func (b *Backend) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input) 
 		next := encodeToken(res.NextMarker)
 		out.NextContinuationToken = &next
 	}
-	return out, nil
+	return HandOffListing(ctx, out), nil
 }
 
 // ListObjectVersions lists every version and delete marker.
