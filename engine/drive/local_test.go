@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
 
 	"github.com/strata-storage/strata/engine/vfs"
@@ -374,5 +375,37 @@ func TestBlockCacheKeepsBlocks(t *testing.T) {
 	after := d.meta.db.Metrics().BlockCache
 	if misses := after.Misses - before.Misses; misses > 0 || after.Count == 0 {
 		t.Fatalf("10 reads of one record: %d block cache misses, %d hits, %d blocks (%d bytes) cached", misses, after.Hits-before.Hits, after.Count, after.Size)
+	}
+}
+
+// TestBlocksHoldManyRecords: the tables a drive writes hold a dozen or more
+// records of small objects (each with its 2 KiB inline shard) a data block,
+// so a listing reads a block for many records, not for one or two.
+func TestBlocksHoldManyRecords(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	inline := make([]byte, 2048)
+	const n = 2000
+	for i := range n {
+		rec := &Record{ModTime: int64(i + 1), Size: 4096, ETag: "etag", Inline: inline}
+		if _, err := d.PutVersion(t.Context(), "bk", fmt.Sprintf("o%06d", i), rec, NotStaged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.meta.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	levels, err := d.meta.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries, blocks uint64
+	for _, tables := range levels {
+		for _, tb := range tables {
+			entries += tb.Properties.NumEntries
+			blocks += tb.Properties.NumDataBlocks
+		}
+	}
+	if entries < n || blocks == 0 || entries/blocks < 12 {
+		t.Fatalf("%d entries in %d data blocks: want at least 12 records a block", entries, blocks)
 	}
 }
