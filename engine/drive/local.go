@@ -233,7 +233,8 @@ func openStore(dir string, o Options) (*store, error) {
 	opts.FS = o.MetaFS
 	s := &store{log: o.Log}
 	opts.Logger = storeLogger{log: o.Log, store: s}
-	opts.EventListener = &pebble.EventListener{BackgroundError: s.backgroundError}
+	opts.EventListener = &pebble.EventListener{BackgroundError: s.backgroundError,
+		WriteStallBegin: s.writeStallBegin, WriteStallEnd: s.writeStallEnd}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, err

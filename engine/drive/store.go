@@ -39,6 +39,12 @@ type store struct {
 	// applied (or failed): a reader that saw the same count before and
 	// after reading something knows no write landed meanwhile (Changes).
 	writes atomic.Uint64
+	// stalls counts the times pebble held writes up; stallNanos is how
+	// long in all, and stallBegun when the one going on began (0: none).
+	stalls                 atomic.Uint64
+	stallNanos, stallBegun atomic.Int64
+	// closed is set as Close begins: pebble's metrics are not read after.
+	closed atomic.Bool
 }
 
 // backgroundPause is how long a background error that follows another
@@ -151,6 +157,7 @@ const closeFailedWait = 10 * time.Second
 
 // Close closes the store; a failed one gets closeFailedWait.
 func (s *store) Close() error {
+	s.closed.Store(true)
 	if s.err() == nil {
 		return s.db.Close()
 	}

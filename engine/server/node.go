@@ -315,6 +315,27 @@ func (n *Node) StartScan() {
 	}
 }
 
+// stores reports the metadata stores of this node's drives that are
+// open.
+func (n *Node) stores() []metrics.Store {
+	var out []metrics.Store
+	for _, pr := range n.dep.PoolRuntimes() {
+		l := pr.Layout
+		for _, slot := range pr.LocalSlots() {
+			d := pr.Local(slot)
+			if d == nil {
+				continue
+			}
+			st := d.StoreStats()
+			out = append(out, metrics.Store{Pool: l.Name, Set: slot / l.SetSize, Index: slot % l.SetSize,
+				AppliedBytes: st.AppliedBytes, WALBytes: st.WALBytes, FlushedBytes: st.FlushedBytes, CompactedBytes: st.CompactedBytes,
+				CompactionDebt: st.CompactionDebt, L0Sublevels: st.L0Sublevels, Stalls: st.Stalls, StallSeconds: st.StallTime.Seconds(),
+				LiveBytes: st.LiveBytes, CacheHits: st.CacheHits, CacheMisses: st.CacheMisses})
+		}
+	}
+	return out
+}
+
 func (n *Node) snapshot(ctx context.Context) metrics.Snapshot {
 	info := n.Info(ctx)
 	hs := n.HealStatus()

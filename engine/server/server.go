@@ -228,6 +228,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return n.snapshot(ctx)
 	})
 	metrics.RegisterLifecycle(reg, func() metrics.Lifecycle { return n.lifecycle.Metrics() })
+	metrics.RegisterStores(reg, n.stores)
 	users.SetBucketOwners(func(bucket string) (string, bool) {
 		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 		defer cancel()

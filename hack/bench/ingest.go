@@ -8,8 +8,11 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -57,10 +60,13 @@ type IngestResult struct {
 	DriveBytes   []int64 `json:"drive_bytes"`
 	DiskBytes    int64   `json:"disk_bytes"`
 	PayloadBytes int64   `json:"payload_bytes"`
-	LoadAvgStart string  `json:"load_avg_at_start"`
-	LoadAvgEnd   string  `json:"load_avg_at_end"`
-	Started      string  `json:"started"`
-	Commit       string  `json:"commit"`
+	// Store is what the drives' metadata stores reported at the end,
+	// summed over the four (strata's /strata/metrics).
+	Store        *StoreFigures `json:"metadata_store,omitempty"`
+	LoadAvgStart string        `json:"load_avg_at_start"`
+	LoadAvgEnd   string        `json:"load_avg_at_end"`
+	Started      string        `json:"started"`
+	Commit       string        `json:"commit"`
 }
 
 // ingestDisk is the disk space a run needs per payload byte: two of four
@@ -126,6 +132,12 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("ingest: only %d PUTs succeeded (%d failed, first: %s)", res.Written, res.Failed, res.FirstError)
 	}
 
+	if st, err := storeFigures(ctx, srv.endpoint); err != nil {
+		fmt.Fprintf(stderr, "metadata store figures: %v\n", err)
+	} else {
+		res.Store = &st
+	}
+
 	// Bytes on disk once the server has closed its drives.
 	srv.stop()
 	for i := 1; i <= 4; i++ {
@@ -141,7 +153,92 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		res.Target, res.Written, res.Seconds, res.PerSec, res.FirstPerSec, res.LastPerSec, res.Ratio, res.Failed,
 		res.ServerCPU, res.ServerCPUPerPut, fmtBytes(res.ServerPeakRSS), fmtBytes(res.DiskBytes),
 		float64(res.DiskBytes)/float64(res.PayloadBytes), res.LoadAvgStart, res.LoadAvgEnd)
+	if st := res.Store; st != nil {
+		fmt.Fprintf(stderr, "metadata stores: %s applied, %s written (WAL %s, flushes %s, compactions %s): write amplification %.1fx; "+
+			"%d write stalls, %.1fs in all; compaction debt %s, L0 sublevels up to %d\n",
+			fmtBytes(int64(st.AppliedBytes)), fmtBytes(int64(st.WALBytes+st.FlushedBytes+st.CompactedBytes)), fmtBytes(int64(st.WALBytes)),
+			fmtBytes(int64(st.FlushedBytes)), fmtBytes(int64(st.CompactedBytes)), st.WriteAmp, st.Stalls, st.StallSeconds,
+			fmtBytes(int64(st.CompactionDebt)), st.MaxL0Sublevels)
+	}
 	return writeJSONFile(*out, res, stdout)
+}
+
+// StoreFigures are the drives' metadata store metrics, summed over the
+// drives (L0 sublevels: the most of any drive).
+type StoreFigures struct {
+	AppliedBytes   uint64  `json:"applied_bytes"`
+	WALBytes       uint64  `json:"wal_bytes"`
+	FlushedBytes   uint64  `json:"flushed_bytes"`
+	CompactedBytes uint64  `json:"compacted_bytes"`
+	WriteAmp       float64 `json:"write_amplification"`
+	Stalls         uint64  `json:"write_stalls"`
+	StallSeconds   float64 `json:"write_stall_seconds"`
+	CompactionDebt uint64  `json:"compaction_debt_bytes"`
+	MaxL0Sublevels int     `json:"max_l0_sublevels"`
+}
+
+// storeFigures reads a strata server's metadata store metrics.
+func storeFigures(ctx context.Context, endpoint string) (StoreFigures, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/strata/metrics", nil)
+	if err != nil {
+		return StoreFigures{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return StoreFigures{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return StoreFigures{}, fmt.Errorf("GET /strata/metrics: %s", resp.Status)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return StoreFigures{}, err
+	}
+	return parseStoreFigures(string(body)), nil
+}
+
+// parseStoreFigures sums the strata_drive_metadata_ series of a metrics
+// page (Prometheus text format).
+func parseStoreFigures(page string) StoreFigures {
+	var st StoreFigures
+	for line := range strings.Lines(page) {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "strata_drive_metadata_") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if i < 0 || err != nil {
+			continue
+		}
+		name, labels, _ := strings.Cut(line[:i], "{")
+		switch name {
+		case "strata_drive_metadata_applied_bytes_total":
+			st.AppliedBytes += uint64(v)
+		case "strata_drive_metadata_written_bytes_total":
+			switch {
+			case strings.Contains(labels, `kind="wal"`):
+				st.WALBytes += uint64(v)
+			case strings.Contains(labels, `kind="flush"`):
+				st.FlushedBytes += uint64(v)
+			case strings.Contains(labels, `kind="compaction"`):
+				st.CompactedBytes += uint64(v)
+			}
+		case "strata_drive_metadata_write_stalls_total":
+			st.Stalls += uint64(v)
+		case "strata_drive_metadata_write_stall_seconds_total":
+			st.StallSeconds += v
+		case "strata_drive_metadata_compaction_debt_bytes":
+			st.CompactionDebt += uint64(v)
+		case "strata_drive_metadata_l0_sublevels":
+			st.MaxL0Sublevels = max(st.MaxL0Sublevels, int(v))
+		}
+	}
+	if st.AppliedBytes > 0 {
+		st.WriteAmp = float64(st.WALBytes+st.FlushedBytes+st.CompactedBytes) / float64(st.AppliedBytes)
+	}
+	return st
 }
 
 // ingestRun is what the writers of one ingest observed.

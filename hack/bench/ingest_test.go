@@ -140,3 +140,29 @@ func TestIngestAgainstFakeS3(t *testing.T) {
 		t.Errorf("%d distinct bodies among 200 objects", len(bodies))
 	}
 }
+
+// TestParseStoreFigures: the drives' metadata store series of a metrics
+// page are summed (L0 sublevels: the most of any drive), and the write
+// amplification is what they wrote over what they were given.
+func TestParseStoreFigures(t *testing.T) {
+	page := `# HELP strata_drive_metadata_applied_bytes_total x
+# TYPE strata_drive_metadata_applied_bytes_total counter
+strata_drive_metadata_applied_bytes_total{index="0",pool="pool-0",set="0"} 1000
+strata_drive_metadata_applied_bytes_total{index="1",pool="pool-0",set="0"} 1000
+strata_drive_metadata_written_bytes_total{index="0",kind="wal",pool="pool-0",set="0"} 1000
+strata_drive_metadata_written_bytes_total{index="0",kind="flush",pool="pool-0",set="0"} 1000
+strata_drive_metadata_written_bytes_total{index="0",kind="compaction",pool="pool-0",set="0"} 6000
+strata_drive_metadata_written_bytes_total{index="1",kind="compaction",pool="pool-0",set="0"} 2000
+strata_drive_metadata_write_stalls_total{index="1",pool="pool-0",set="0"} 3
+strata_drive_metadata_write_stall_seconds_total{index="1",pool="pool-0",set="0"} 1.25
+strata_drive_metadata_l0_sublevels{index="0",pool="pool-0",set="0"} 4
+strata_drive_metadata_l0_sublevels{index="1",pool="pool-0",set="0"} 7
+strata_drive_metadata_compaction_debt_bytes{index="1",pool="pool-0",set="0"} 5e+06
+strata_s3_requests_total{api="PutObject"} 12
+`
+	want := StoreFigures{AppliedBytes: 2000, WALBytes: 1000, FlushedBytes: 1000, CompactedBytes: 8000, WriteAmp: 5,
+		Stalls: 3, StallSeconds: 1.25, CompactionDebt: 5e6, MaxL0Sublevels: 7}
+	if got := parseStoreFigures(page); got != want {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+}
