@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -114,11 +115,13 @@ var endpointDialTimeouts = []time.Duration{250 * time.Millisecond, 500 * time.Mi
 
 // forward connects conn to a ready endpoint of the Service port.
 func (p *serviceProxy) forward(conn net.Conn, namespace, service string, port corev1.ServicePort) {
+	refused := map[string]bool{}
 	for _, timeout := range endpointDialTimeouts {
-		target, err := p.endpoint(namespace, service, port)
+		target, err := p.endpoint(namespace, service, port, refused)
 		if err != nil {
 			break
 		}
+		refused[target] = true
 		if r, ok := p.rewrite[target]; ok {
 			target = r
 		}
@@ -133,15 +136,18 @@ func (p *serviceProxy) forward(conn net.Conn, namespace, service string, port co
 	conn.Close()
 }
 
-// endpoint picks a ready endpoint address of a Service port.
-func (p *serviceProxy) endpoint(namespace, service string, port corev1.ServicePort) (string, error) {
+// endpoint picks a ready endpoint address of a Service port, in turn, past
+// those tried already (all of them again once each was: a later try waits
+// longer). The addresses are sorted: the lister lists slices in no order,
+// so without it a connection's tries could all land on one dead endpoint.
+func (p *serviceProxy) endpoint(namespace, service string, port corev1.ServicePort, tried map[string]bool) (string, error) {
 	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: service})
-	slices, err := p.slices.EndpointSlices(namespace).List(sel)
+	eps, err := p.slices.EndpointSlices(namespace).List(sel)
 	if err != nil {
 		return "", err
 	}
 	var addrs []string
-	for _, s := range slices {
+	for _, s := range eps {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
 		}
@@ -169,6 +175,10 @@ func (p *serviceProxy) endpoint(namespace, service string, port corev1.ServicePo
 	}
 	if len(addrs) == 0 {
 		return "", fmt.Errorf("service %s/%s has no ready endpoint", namespace, service)
+	}
+	slices.Sort(addrs)
+	if untried := slices.DeleteFunc(slices.Clone(addrs), func(a string) bool { return tried[a] }); len(untried) > 0 {
+		addrs = untried
 	}
 	return addrs[p.next.Add(1)%uint64(len(addrs))], nil
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,9 +36,23 @@ func TestProxySkipsAnEndpointThatRefuses(t *testing.T) {
 			c.Close()
 		}
 	}()
-	dead, _ := net.Listen("tcp", "127.0.0.1:0")
-	deadAddr := dead.Addr().String()
-	dead.Close() // nothing listens there now: connections are refused
+	// A socket bound to a port and not listening: connections to it are
+	// refused, and no other process can take the port while the test runs
+	// (a listener's port, closed, could be taken by a server started
+	// meanwhile, which then answered in the dead endpoint's place).
+	dead, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(dead)
+	if err := syscall.Bind(dead, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	bound, err := syscall.Getsockname(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(bound.(*syscall.SockaddrInet4).Port))
 
 	port := func(addr string) (string, int32) {
 		h, p, _ := net.SplitHostPort(addr)
