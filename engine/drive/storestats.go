@@ -51,14 +51,18 @@ func (s *store) stats() (st StoreStats) {
 		}
 	}()
 	m := s.db.Metrics()
-	total := m.Total()
 	st = StoreStats{
 		AppliedBytes: m.WAL.BytesIn, WALBytes: m.WAL.BytesWritten,
-		FlushedBytes: total.TableBytesFlushed, CompactedBytes: total.TableBytesCompacted,
 		CompactionDebt: m.Compact.EstimatedDebt, L0Sublevels: int(m.Levels[0].Sublevels),
 		Stalls: s.stalls.Load(), StallTime: time.Duration(s.stallNanos.Load()),
 		LiveBytes: m.Table.Local.LiveSize,
 		CacheHits: m.BlockCache.Hits, CacheMisses: m.BlockCache.Misses,
+	}
+	// The levels' own sums: pebble's Total() counts the WAL's bytes as
+	// flushed too.
+	for i := range m.Levels {
+		st.FlushedBytes += m.Levels[i].TableBytesFlushed
+		st.CompactedBytes += m.Levels[i].TableBytesCompacted
 	}
 	if begun := s.stallBegun.Load(); begun != 0 {
 		st.StallTime += time.Since(time.Unix(0, begun))
