@@ -199,8 +199,7 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 // carries its inline shard (about 2.3 KB for a 4 KiB object at 2+2), so a
 // 4 KiB block held one record or two and a listing paid a block read
 // (cache lookup, pread, checksum) for each; a 32 KiB block holds about 14.
-// A listing of 100,000 such objects cost 0.18x less server CPU for it
-// (docs/benchmarks.md). The block size is a table's own: tables written
+// That cut a listing's server CPU by 14% (docs/benchmarks.md). The block size is a table's own: tables written
 // before keep theirs until compacted, and every release reads both.
 const (
 	DefaultCacheSize    = 16 << 20

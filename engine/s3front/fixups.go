@@ -42,15 +42,16 @@ func fixResponses() fiber.Handler {
 			return err
 		}
 		q := c.RequestCtx().QueryArgs()
-		if doc, ok := c.RequestCtx().UserValue(listingDocKey).([]byte); ok && isListing(c) {
-			// A page rendered by the backend (listxml.go) replaces the
-			// front end's rendering of it without its objects.
-			c.Response().SetBodyRaw(doc)
-		} else if isListing(c) {
-			// The front end renders an object's checksum type without
-			// omitempty: <ChecksumType></ChecksumType> for every object
-			// stored without a checksum, where S3 leaves it out.
-			if body := c.Response().Body(); bytes.Contains(body, emptyChecksumType) {
+		if isListing(c) {
+			if doc, ok := c.RequestCtx().UserValue(listingDocKey).([]byte); ok {
+				// A page rendered by the backend (listxml.go) replaces
+				// the front end's rendering of it without its objects.
+				c.Response().SetBodyRaw(doc)
+			} else if body := c.Response().Body(); bytes.Contains(body, emptyChecksumType) {
+				// The front end renders an object's checksum type
+				// without omitempty: <ChecksumType></ChecksumType> for
+				// every object stored without a checksum, where S3
+				// leaves it out.
 				c.Response().SetBodyRaw(bytes.ReplaceAll(body, emptyChecksumType, nil))
 			}
 		}

@@ -2,6 +2,7 @@ package s3front
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -22,7 +23,7 @@ import (
 // fixResponses removes anyway (TestListingDocumentIsTheFrontEndsDocument).
 
 // listingDocKey holds, in the request context, a listing page rendered
-// by handOffListing.
+// by handOff.
 const listingDocKey = "strata-listing-doc"
 
 // HandOffListing renders a page of ListObjectsV2 for fixResponses and
@@ -30,38 +31,32 @@ const listingDocKey = "strata-listing-doc"
 // its objects. A page it cannot render (or a request without the front
 // end's context) is returned as it is.
 func HandOffListing(ctx context.Context, out s3response.ListObjectsV2Result) s3response.ListObjectsV2Result {
-	rc, ok := frontCtx(ctx)
-	if !ok || len(out.Contents) == 0 || !renderable(out.Contents) {
-		return out
+	if handOff(ctx, out.Contents, func(b []byte) []byte { return appendListV2(b, &out) }) {
+		out.Contents = nil
 	}
-	rc.SetUserValue(listingDocKey, appendListV2(make([]byte, 0, docSize(out.Contents)), &out))
-	out.Contents = nil
 	return out
 }
 
 // HandOffListingV1 is HandOffListing for ListObjects (version 1).
 func HandOffListingV1(ctx context.Context, out s3response.ListObjectsResult) s3response.ListObjectsResult {
-	rc, ok := frontCtx(ctx)
-	if !ok || len(out.Contents) == 0 || !renderable(out.Contents) {
-		return out
+	if handOff(ctx, out.Contents, func(b []byte) []byte { return appendListV1(b, &out) }) {
+		out.Contents = nil
 	}
-	rc.SetUserValue(listingDocKey, appendListV1(make([]byte, 0, docSize(out.Contents)), &out))
-	out.Contents = nil
 	return out
 }
 
-// renderable: objects without a restore status (which listings here
-// never set, and which this encoder does not render).
-func renderable(objs []s3response.Object) bool {
-	for i := range objs {
-		if objs[i].RestoreStatus != nil {
-			return false
-		}
+// handOff leaves the document render makes of a page of objs in the
+// request context, and reports whether it did: not for a page without
+// objects, with an object this encoder does not render (a restore status,
+// which listings here never set), or outside the front end.
+func handOff(ctx context.Context, objs []s3response.Object, render func([]byte) []byte) bool {
+	rc, ok := frontCtx(ctx)
+	if !ok || len(objs) == 0 || slices.ContainsFunc(objs, func(o s3response.Object) bool { return o.RestoreStatus != nil }) {
+		return false
 	}
+	rc.SetUserValue(listingDocKey, render(make([]byte, 0, 512+320*len(objs))))
 	return true
 }
-
-func docSize(objs []s3response.Object) int { return 512 + 320*len(objs) }
 
 const listBucketResultOpen = `<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">`
 

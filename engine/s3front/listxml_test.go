@@ -130,7 +130,7 @@ func BenchmarkListingDocument(b *testing.B) {
 	})
 	b.Run("listxml", func(b *testing.B) {
 		for b.Loop() {
-			appendListV2(make([]byte, 0, docSize(page.Contents)), &page)
+			appendListV2(make([]byte, 0, 512+320*len(page.Contents)), &page)
 		}
 	})
 }

@@ -115,13 +115,13 @@ var endpointDialTimeouts = []time.Duration{250 * time.Millisecond, 500 * time.Mi
 
 // forward connects conn to a ready endpoint of the Service port.
 func (p *serviceProxy) forward(conn net.Conn, namespace, service string, port corev1.ServicePort) {
-	refused := map[string]bool{}
+	tried := map[string]bool{}
 	for _, timeout := range endpointDialTimeouts {
-		target, err := p.endpoint(namespace, service, port, refused)
+		target, err := p.endpoint(namespace, service, port, tried)
 		if err != nil {
 			break
 		}
-		refused[target] = true
+		tried[target] = true
 		if r, ok := p.rewrite[target]; ok {
 			target = r
 		}
