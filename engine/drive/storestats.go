@@ -21,8 +21,8 @@ type StoreStats struct {
 	// bring the levels within their sizes.
 	CompactionDebt uint64
 	// L0Sublevels are the overlapping layers of freshly flushed tables a
-	// read may have to look in; writes stop at 12 (pebble's
-	// L0StopWritesThreshold) until compactions bring them down.
+	// read may have to look in; writes stop at l0StopWrites (32) until
+	// compactions bring them down.
 	L0Sublevels int
 	// Stalls count the times writes were held up for a flush or a
 	// compaction; StallTime is how long in all.
