@@ -31,6 +31,9 @@ const (
 	// ClockSkewSeconds is the clock difference between servers that
 	// alerts: versions are stamped with the servers' clocks (engine/hlc).
 	ClockSkewSeconds = 1
+	// StoreStallRatio is the fraction of time a drive's metadata store
+	// holds writes back (write stalls while it compacts) that alerts.
+	StoreStallRatio = 0.1
 )
 
 // sizedAPIs carry or copy an object's body within the request, so their
@@ -158,6 +161,18 @@ func tenantAlerts(t *v1.Tenant) []alert {
 		description: "{{ $value }} drive(s) are marked healing and no object byte has been rebuilt for an hour. GET " +
 			"/strata/admin/v1/heal shows each drive's rebuild and its last error; the servers' logs say why a heal failed " +
 			"(commonly: too few drives of the set online to rebuild from).",
+	}, {
+		name: "StrataMetadataWriteStalls", severity: "warning", forDur: "15m",
+		expr: fmt.Sprintf(`max by (%s) (rate(%s[15m])) > %g`,
+			byDrive, sel("strata_drive_metadata_write_stall_seconds_total"), StoreStallRatio),
+		summary: "Writes to drive {{ $labels.index }} of erasure set {{ $labels.set }} in pool {{ $labels.pool }} of " + who +
+			" wait for its metadata store {{ $value | humanizePercentage }} of the time.",
+		description: "For 15 minutes the drive's metadata store has held writes back more than 10% of the time while it " +
+			"compacts (strata_drive_metadata_write_stall_seconds_total): PUTs and deletes to its set slow down. The drive " +
+			"does not keep up with the write rate: compare its compaction debt and L0 sublevels " +
+			"(strata_drive_metadata_compaction_debt_bytes, strata_drive_metadata_l0_sublevels) with the other drives', and " +
+			"check the PersistentVolume's latency and the server's CPU. A drive slower than its set's others slows its set; " +
+			"replace it or move the pool to faster storage, or add a ServerPool to spread new objects.",
 	}, {
 		name: "StrataCapacityHigh", severity: "warning", forDur: "15m",
 		expr:        fmt.Sprintf(`%s > %g`, used, CapacityWarning),

@@ -130,6 +130,17 @@ func TestAlerts(t *testing.T) {
 		name: "clocks within a second", alert: "StrataClockSkew", at: 12 * time.Minute,
 		input: []inputSeries{{ts("strata_internode_clock_offset_seconds", pod0), "0.4x12"}},
 	}, {
+		name: "a drive's store stalling writes a third of the time", alert: "StrataMetadataWriteStalls", at: 40 * time.Minute,
+		input: []inputSeries{
+			{ts("strata_drive_metadata_write_stall_seconds_total", pod0, `pool="pool-0"`, `set="0"`, `index="2"`), "0+20x40"},
+			{ts("strata_drive_metadata_write_stall_seconds_total", pod0, `pool="pool-0"`, `set="0"`, `index="1"`), "0+1x40"}},
+		want:    []map[string]string{alertLabels("StrataMetadataWriteStalls", "warning", "pool", "pool-0", "set", "0", "index", "2")},
+		summary: "of the time",
+	}, {
+		name: "a drive's store stalling writes for a minute once", alert: "StrataMetadataWriteStalls", at: 40 * time.Minute,
+		input: []inputSeries{{ts("strata_drive_metadata_write_stall_seconds_total", pod0, `pool="pool-0"`, `set="0"`, `index="2"`),
+			"0x25 60x15"}},
+	}, {
 		name: "a heal queue growing for an hour", alert: "StrataHealBacklogGrowing", at: 90 * time.Minute,
 		input: []inputSeries{{ts("strata_heal_queue_length", pod0), "0+10x90"}, {ts("strata_heal_dropped_total", pod0), "0x90"}},
 		want:  []map[string]string{alertLabels("StrataHealBacklogGrowing", "warning")},
