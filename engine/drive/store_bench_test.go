@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"os"
 	"strconv"
 	"sync"
@@ -35,7 +36,7 @@ func BenchmarkStoreRandomIngest(b *testing.B) {
 		records = n
 	}
 	for b.Loop() {
-		s, err := openStore(b.TempDir(), Options{})
+		s, err := openStore(b.TempDir(), Options{Log: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)
 		}
