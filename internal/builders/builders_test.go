@@ -2,8 +2,10 @@ package builders
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -335,6 +337,31 @@ func TestCredentials(t *testing.T) {
 	_, _, err = CredentialsIn(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "k"}, Data: map[string][]byte{AccessKeyKey: []byte("a")}})
 	if err == nil || !strings.Contains(err.Error(), "secretKey") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// Generated keys are letters and digits only (a key that began with '-'
+// was taken for a flag by mc), drawn uniformly: bytes past the last whole
+// round of the alphabet are drawn again.
+func TestGeneratedKeysAreLettersAndDigits(t *testing.T) {
+	plain := regexp.MustCompile(`^[A-Za-z0-9]+$`)
+	for range 300 {
+		root, err := NewRootCredentials(testTenant(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for key, n := range map[string]int{AccessKeyKey: 20, SecretKeyKey: 40} {
+			if v := string(root.Data[key]); len(v) != n || !plain.MatchString(v) {
+				t.Fatalf("%s %q: want %d letters and digits", key, v, n)
+			}
+		}
+	}
+	// 0xF8-0xFF are drawn again; 0 is 'A', 61 '9', 62 'A' again, 0xF7 '9'.
+	src := append(bytes.Repeat([]byte{0xFF}, 19), 0xF8, 0, 61, 62, 0xF7)
+	src = append(src, bytes.Repeat([]byte{1}, 16)...)
+	key, err := randomKey(bytes.NewReader(src), 20)
+	if err != nil || key != "A9A9"+strings.Repeat("B", 16) {
+		t.Fatalf("key %q, err %v", key, err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package builders
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,15 +21,15 @@ const (
 )
 
 // NewRootCredentials generates root keys from random (crypto/rand in the
-// operator): a 20-character access key and a 40-character secret key, the
-// shapes S3 tools expect. The Secret carries no owner reference: with
+// operator): a 20-character access key and a 40-character secret key of
+// letters and digits, the shapes S3 tools expect. The Secret carries no owner reference: with
 // deletionPolicy Retain it outlives the Tenant.
 func NewRootCredentials(t *v1.Tenant, random io.Reader) (*corev1.Secret, error) {
-	access, err := randomKey(random, 15, 20)
+	access, err := randomKey(random, 20)
 	if err != nil {
 		return nil, fmt.Errorf("generating access key: %w", err)
 	}
-	secret, err := randomKey(random, 30, 40)
+	secret, err := randomKey(random, 40)
 	if err != nil {
 		return nil, fmt.Errorf("generating secret key: %w", err)
 	}
@@ -44,13 +43,29 @@ func NewRootCredentials(t *v1.Tenant, random io.Reader) (*corev1.Secret, error) 
 	}, nil
 }
 
-func randomKey(random io.Reader, n, length int) (string, error) {
-	b := make([]byte, n)
-	if _, err := io.ReadFull(random, b); err != nil {
-		return "", err
+// keyAlphabet is what generated keys are made of: letters and digits. Keys
+// of base64url could begin with '-', and a CLI given one on its command
+// line took it for a flag (mc alias set: "flag provided but not defined").
+const keyAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// randomKey draws length characters of keyAlphabet uniformly: bytes of 248
+// and above (248 = 4 * 62) are drawn again.
+func randomKey(random io.Reader, length int) (string, error) {
+	const limit = 256 / len(keyAlphabet) * len(keyAlphabet)
+	out := make([]byte, 0, length)
+	buf := make([]byte, length)
+	for len(out) < length {
+		need := buf[:length-len(out)]
+		if _, err := io.ReadFull(random, need); err != nil {
+			return "", err
+		}
+		for _, b := range need {
+			if int(b) < limit {
+				out = append(out, keyAlphabet[int(b)%len(keyAlphabet)])
+			}
+		}
 	}
-	s := base64.RawURLEncoding.EncodeToString(b)
-	return s[:length], nil
+	return string(out), nil
 }
 
 // CredentialsIn reads access and secret key from a Secret's data; the error

@@ -29,11 +29,12 @@ const MetricsTokenKey = "token"
 const LabelTenantTarget = "tenant"
 
 // NewMetricsToken generates the token Prometheus presents to the tenant's
-// pods: 32 bytes from random (crypto/rand in the operator). The caller
+// pods: 43 letters and digits (256 bits) from random (crypto/rand in the
+// operator). The caller
 // makes the Tenant its owner: unlike root keys, it protects no data, so
 // it goes with the Tenant.
 func NewMetricsToken(t *v1.Tenant, random io.Reader) (*corev1.Secret, error) {
-	token, err := randomKey(random, 32, 43)
+	token, err := randomKey(random, 43)
 	if err != nil {
 		return nil, fmt.Errorf("generating metrics token: %w", err)
 	}
