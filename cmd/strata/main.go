@@ -312,6 +312,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	largeScan := fs.Duration("large-dir-scan-interval", time.Hour, "pause between scans of the whole volume for large directories; 0: only directories written through S3 are counted")
 	fsync := fs.Bool("fsync", false, "sync every written object (data, xattrs, directory entries) before acknowledging it; off: as VersityGW, durable once the filesystem flushes")
 	staleUploads := fs.Duration("stale-uploads-expiry", 24*time.Hour, "abort multipart uploads that received no part for this long (0: never)")
+	claimTimeout := fs.Duration("multipart-claim-timeout", gateway.DefaultClaimTimeout, "how long (beyond its parts' size at 16 MiB/s) a multipart completion claimed by another replica may take before this one takes it over, the other taken for dead")
 	lifecycleEvery := fs.Duration("lifecycle-interval", gateway.DefaultLifecycleInterval, "pause between two passes of the buckets' lifecycle rules (one replica at a time runs them)")
 	etagLimit := fs.Int64("etag-sync-limit", 256<<20, "largest file created on the filesystem whose ETag is computed before its first HEAD or GET answers (larger: in the background)")
 	shutdownDelay := fs.Duration("shutdown-delay", 5*time.Second, "readiness reports down this long before the listener stops")
@@ -337,7 +338,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	cfg := gateway.Config{
 		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, UsersFile: getenv(iam.EnvIAMFile), LargeDirThreshold: *largeDir,
-		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
+		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, ClaimTimeout: *claimTimeout, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
 		LifecycleInterval: *lifecycleEvery, LifecycleDay: testLifecycleDay(getenv),
 	}
 	if err := cfg.Check(); err != nil {

@@ -44,6 +44,9 @@ type Backend struct {
 	meta meta.MetadataStorer
 	// day is a lifecycle day (0: S3's; tests shorten it).
 	day time.Duration
+	// claimBase is how long a completion claimed by another replica may
+	// take, beyond its parts' size, before it is taken over.
+	claimBase time.Duration
 }
 
 // String names the backend in versitygw's logs.

@@ -9,6 +9,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,6 +75,10 @@ type Config struct {
 	// StaleUploadAge is how long a multipart upload may go without a new
 	// part before it is aborted and its staged parts removed; 0: never.
 	StaleUploadAge time.Duration
+	// ClaimTimeout is how long, beyond its parts' size at 16 MiB/s, a
+	// multipart completion claimed by another replica may take before this
+	// one takes it over (the claimant died); 0: DefaultClaimTimeout.
+	ClaimTimeout time.Duration
 	// LifecycleInterval is the pause between two passes of the buckets'
 	// lifecycle rules, run by one replica at a time; 0: DefaultLifecycleInterval.
 	LifecycleInterval time.Duration
@@ -189,7 +194,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	be := &Backend{
 		Posix: px, vol: vol, access: users, rootAccess: cfg.RootUser.AccessKey, region: "us-east-1",
-		dirs: dirs, log: log, fsync: cfg.Fsync, meta: ms, day: cfg.LifecycleDay,
+		dirs: dirs, log: log, fsync: cfg.Fsync, meta: ms, day: cfg.LifecycleDay, claimBase: cmp.Or(cfg.ClaimTimeout, DefaultClaimTimeout),
 		etags:     newETagFiller(l.root, ms, cfg.ETagSyncLimit, log),
 		firstByte: func(s float64) { s3m.ObserveFirstByte(time.Duration(s * float64(time.Second))) },
 	}

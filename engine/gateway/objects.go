@@ -329,7 +329,7 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 		return s3response.CompleteMultipartUploadResult{}, "", err
 	}
 	ctx = detach(ctx)
-	out, v, err := b.Posix.CompleteMultipartUpload(ctx, in)
+	out, v, err := b.completeMultipart(ctx, in)
 	if err != nil {
 		return out, v, err
 	}

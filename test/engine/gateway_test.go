@@ -8,8 +8,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -849,4 +851,58 @@ func TestGatewayFsyncMode(t *testing.T) {
 	if !strings.Contains(g.logs(), `"fsync":true`) {
 		t.Fatal("fsync mode not logged")
 	}
+}
+
+// A completion whose first attempt died with its replica, after it had
+// claimed the upload (versitygw renames the upload's directory to
+// <uploadId>.<ETag>.inprogress), is retried on another replica. That
+// replica found the claim and answered success at once, and the object
+// never appeared (the day-2 test lost an object so). Now it waits for the
+// claim and takes over one older than --multipart-claim-timeout.
+func TestGatewayTakesOverACompletionClaimedByADeadReplica(t *testing.T) {
+	root := t.TempDir()
+	g := startGateway(t, root, "--multipart-claim-timeout", "1s")
+	c := g.aws()
+	mustCreateBucket(t, c, "claims")
+	key := "big/object"
+	mp, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("claims"), Key: &key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := [][]byte{randomBytes(5 << 20), []byte("tail")}
+	var parts []types.CompletedPart
+	sums := md5.New()
+	for i, body := range bodies {
+		out, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("claims"), Key: &key, UploadId: mp.UploadId,
+			PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(int32(i + 1))})
+		sum := md5.Sum(body)
+		sums.Write(sum[:])
+	}
+	// The dead replica's claim, as versitygw names it.
+	dir := filepath.Join(root, "claims", ".sgwtmp", "multipart", fmt.Sprintf("%x", sha256.Sum256([]byte(key))))
+	upload := filepath.Join(dir, *mp.UploadId)
+	claim := fmt.Sprintf("%s.%x-%d.inprogress", upload, sums.Sum(nil), len(bodies))
+	if err := os.Rename(upload, claim); err != nil {
+		t.Fatalf("claiming the upload as a completion does (has versitygw's layout changed?): %v", err)
+	}
+	start := time.Now()
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("claims"), Key: &key,
+		UploadId: mp.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if got := get(t, c, "claims", key); !bytes.Equal(got, slices.Concat(bodies...)) {
+		t.Fatalf("the completed object has %d bytes, want %d", len(got), 5<<20+4)
+	}
+	if _, err := os.Stat(claim); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the dead replica's claim is still there: %v", err)
+	}
+	if took < time.Second {
+		t.Fatalf("completed in %v: the claim was not waited for", took)
+	}
+	t.Logf("a completion claimed by a dead replica taken over and finished in %v", took.Round(time.Millisecond))
 }
