@@ -29,6 +29,7 @@ import (
 // node was lost). So a completion that returns while the claim is still
 // there waits for it to go, and takes over a claim older than any live
 // assembly of its parts could be.
+
 // DefaultClaimTimeout is the gateway's --multipart-claim-timeout.
 const DefaultClaimTimeout = 30 * time.Second
 
@@ -50,6 +51,7 @@ var errClaimUnsettled = errors.New("gateway: another completion of this upload i
 func (b *Backend) completeMultipart(ctx context.Context, in *s3.CompleteMultipartUploadInput) (s3response.CompleteMultipartUploadResult, string, error) {
 	claim, upload, ok := b.claimPaths(in)
 	var deadline time.Time
+	var limit time.Duration // how old a claim is taken over
 	for {
 		out, v, err := b.Posix.CompleteMultipartUpload(ctx, in)
 		if err != nil || !ok {
@@ -68,12 +70,14 @@ func (b *Backend) completeMultipart(ctx context.Context, in *s3.CompleteMultipar
 			return s3response.CompleteMultipartUploadResult{}, "", err
 		}
 		if deadline.IsZero() {
-			deadline = time.Now().Add(b.claimBase + claimLimit(claim) + time.Minute)
+			// Read once: the claim's parts are the upload's, whoever holds it.
+			limit = b.claimBase + claimLimit(claim)
+			deadline = time.Now().Add(limit + time.Minute)
 		}
 		if time.Now().After(deadline) {
 			return s3response.CompleteMultipartUploadResult{}, "", errClaimUnsettled
 		}
-		if age := time.Since(changed(st)); age > b.claimBase+claimLimit(claim) {
+		if age := time.Since(changed(st)); age > limit {
 			// The claimant is gone: give the upload back and complete it
 			// here. A rename another replica made first fails; the next
 			// round sees its claim.
@@ -86,9 +90,8 @@ func (b *Backend) completeMultipart(ctx context.Context, in *s3.CompleteMultipar
 	}
 }
 
-// claimPaths are the paths (relative to the volume, where versitygw works)
-// of the upload's directory and of its claim by a completion of these
-// parts; ok is false when the claim's name cannot be known.
+// claimPaths are the paths in the volume of the upload's directory and of
+// its claim by a completion of these parts; ok is false when the claim's name cannot be known.
 func (b *Backend) claimPaths(in *s3.CompleteMultipartUploadInput) (claim, upload string, ok bool) {
 	if in.Bucket == nil || in.Key == nil || in.UploadId == nil || in.MultipartUpload == nil {
 		return "", "", false

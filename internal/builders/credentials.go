@@ -22,8 +22,8 @@ const (
 
 // NewRootCredentials generates root keys from random (crypto/rand in the
 // operator): a 20-character access key and a 40-character secret key of
-// letters and digits, the shapes S3 tools expect. The Secret carries no owner reference: with
-// deletionPolicy Retain it outlives the Tenant.
+// letters and digits, the shapes S3 tools expect. The Secret carries no
+// owner reference: with deletionPolicy Retain it outlives the Tenant.
 func NewRootCredentials(t *v1.Tenant, random io.Reader) (*corev1.Secret, error) {
 	access, err := randomKey(random, 20)
 	if err != nil {
