@@ -247,10 +247,10 @@ func openStore(dir string, o Options) (*store, error) {
 // order, so every memtable flush overlaps the whole key range and each
 // compaction out of L0 rewrites all of the level below it. Pebble's
 // defaults (compact L0 at 4 sublevels of 2 MiB files) made a million-object
-// ingest write 8.7 bytes of compactions for each byte applied; letting L0
+// ingest write 8.6 bytes of compactions for each byte applied; letting L0
 // gather 16 sublevels of 8 MiB files before it is compacted makes each of
 // those compactions carry four times the new data for the same rewrite:
-// 4.9 bytes, and 29% less of the store's CPU (docs/benchmarks.md). Point
+// 5.0 bytes, and 29% less of the store's CPU (docs/benchmarks.md). Point
 // reads pay one bloom filter probe per L0 file they pass, and writes stall
 // only at 32 sublevels. A larger base level made it worse (12.5), a smaller
 // one too (6.9). None of this is part of the drive's format.
