@@ -9,6 +9,7 @@
 #
 #   make bench-cluster                 # ROUNDS="1 2 3" DURATION=6s
 #   ROUNDS="1 2 3 4 5" DURATION=8s hack/bench/cluster-ab.sh
+#   WORKLOADS="get-4KiB head-4KiB" hack/bench/cluster-ab.sh   # some workloads only
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 strata=bin/strata bench=bin/bench
@@ -17,7 +18,7 @@ pids=()
 cleanup() {
 	kill "${pids[@]}" 2>/dev/null || true
 	wait 2>/dev/null || true
-	rm -rf "$work"
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
 
@@ -51,8 +52,9 @@ single_pid=${pids[4]}
 rounds="$work/rounds.txt"
 cluster=http://127.0.0.21:9300,http://127.0.0.22:9300,http://127.0.0.23:9300,http://127.0.0.24:9300
 single=http://127.0.0.1:9500
-for spec in "put 4KiB" "get 4KiB" "head 4KiB" "put 1MiB" "get 1MiB"; do
-	set -- $spec
+workloads=${WORKLOADS:-put-4KiB get-4KiB head-4KiB put-1MiB get-1MiB}
+for spec in $workloads; do
+	set -- ${spec/-/ }
 	for r in ${ROUNDS:-1 2 3}; do
 		for mode in single cluster; do
 			ep=$single pid=$single_pid
@@ -68,8 +70,8 @@ for spec in "put 4KiB" "get 4KiB" "head 4KiB" "put 1MiB" "get 1MiB"; do
 	done
 done
 echo "# medians: op size, rate single -> cluster (ratio), server CPU µs/op single -> cluster summed over nodes (ratio)"
-for spec in "put 4KiB" "get 4KiB" "head 4KiB" "put 1MiB" "get 1MiB"; do
-	set -- $spec
+for spec in $workloads; do
+	set -- ${spec/-/ }
 	med() { grep "^$1 $2 $3 " "$rounds" | awk -v c="$4" '{print $c}' | tr -d , | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 	rs=$(med single "$1" "$2" 5) rc=$(med cluster "$1" "$2" 5)
 	cs=$(med single "$1" "$2" 6) cc=$(med cluster "$1" "$2" 6)
