@@ -26,7 +26,7 @@ func EngineImage() string { return EngineRepository + ":" + Version }
 // ProtocolVersion, so builds two versions apart interoperate during a
 // rolling upgrade.
 const (
-	ProtocolVersion    = 4
+	ProtocolVersion    = 5
 	MinProtocolVersion = 1
 )
 

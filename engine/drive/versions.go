@@ -132,6 +132,11 @@ type object struct {
 
 // readObject reads an object's head.
 func (d *Local) readObject(bucket, name string) (*object, error) {
+	return d.readObjectData(bucket, name, true)
+}
+
+// readObjectData is readObject with inline data only withData.
+func (d *Local) readObjectData(bucket, name string, withData bool) (*object, error) {
 	v, closer, err := d.meta.Get(objectKey(bucket, name))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return &object{bucket: bucket, name: name}, nil
@@ -140,7 +145,7 @@ func (d *Local) readObject(bucket, name string) (*object, error) {
 		return nil, err
 	}
 	defer closer.Close()
-	return d.parseObject(bucket, name, v, true)
+	return d.parseObject(bucket, name, v, withData)
 }
 
 // parseObject decodes an object's head (inline data only withData).
@@ -224,6 +229,11 @@ func (d *Local) allVersions(o *object, withData bool) ([]*Record, error) {
 
 // find returns the version with the given ID and whether it is the newest.
 func (d *Local) find(kv kvReader, o *object, id [16]byte) (*Record, bool, error) {
+	return d.findData(kv, o, id, true)
+}
+
+// findData is find with inline data only withData (o read likewise).
+func (d *Local) findData(kv kvReader, o *object, id [16]byte, withData bool) (*Record, bool, error) {
 	switch {
 	case o.latest == nil:
 		return nil, false, nil
@@ -247,7 +257,7 @@ func (d *Local) find(kv kvReader, o *object, id [16]byte) (*Record, bool, error)
 		return nil, false, err
 	}
 	defer closer.Close()
-	r, err := UnmarshalRecord(v)
+	r, err := unmarshalRecord(v, withData)
 	if err != nil {
 		return nil, false, fmt.Errorf("drive %s: %s/%s: %w", d.root, o.bucket, o.name, err)
 	}
@@ -498,10 +508,20 @@ func (d *Local) SetVersionMeta(ctx context.Context, bucket, object string, rec *
 // GetVersion returns one version of an object: the newest when versionID is
 // nil, else the one with that ID (all zero = the null version).
 func (d *Local) GetVersion(ctx context.Context, bucket, object string, versionID *[16]byte) (*Record, error) {
+	return d.getVersion(ctx, bucket, object, versionID, true)
+}
+
+// StatVersion is GetVersion without an inline object's data (Inline is
+// nil): what answers a HEAD, without copying the object's shard.
+func (d *Local) StatVersion(ctx context.Context, bucket, object string, versionID *[16]byte) (*Record, error) {
+	return d.getVersion(ctx, bucket, object, versionID, false)
+}
+
+func (d *Local) getVersion(ctx context.Context, bucket, object string, versionID *[16]byte, withData bool) (*Record, error) {
 	if err := ended(ctx); err != nil {
 		return nil, err
 	}
-	o, err := d.readObject(bucket, object)
+	o, err := d.readObjectData(bucket, object, withData)
 	if err != nil {
 		return nil, err
 	}
@@ -511,7 +531,7 @@ func (d *Local) GetVersion(ctx context.Context, bucket, object string, versionID
 		}
 		return o.latest, nil
 	}
-	r, _, err := d.find(d.meta, o, *versionID)
+	r, _, err := d.findData(d.meta, o, *versionID, withData)
 	if err == nil && r == nil {
 		err = ErrVersionNotFound
 	}

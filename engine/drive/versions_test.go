@@ -258,3 +258,42 @@ func TestDeletingTheNewestVersionOfALegacyObject(t *testing.T) {
 		t.Fatalf("after deleting the newest version: %v, want %v", ids(vs), ids(legacy[1:]))
 	}
 }
+
+// TestStatVersionLeavesInlineDataOut: StatVersion answers the record
+// GetVersion does, newest or by ID, without the inline shard (a HEAD reads
+// no data), and the same error for a version the drive lacks.
+func TestStatVersionLeavesInlineDataOut(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	older := &Record{VersionID: [16]byte(uuid.New()), ModTime: 10, Size: 5, Flags: FlagInline, ETag: "o",
+		Meta: map[string]string{"Content-Type": "text/plain"}, Inline: []byte("older")}
+	newer := &Record{VersionID: [16]byte(uuid.New()), ModTime: 20, Size: 5, Flags: FlagInline, ETag: "n", Inline: []byte("newer")}
+	for _, r := range []*Record{older, newer} {
+		if _, err := d.PutVersion(t.Context(), "b", "obj", r, NotStaged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, id := range map[string]*[16]byte{"newest": nil, "older by ID": &older.VersionID, "newest by ID": &newer.VersionID} {
+		full, err := d.GetVersion(t.Context(), "b", "obj", id)
+		if err != nil || len(full.Inline) != 5 {
+			t.Fatalf("%s: GetVersion %+v %v", name, full, err)
+		}
+		stat, err := d.StatVersion(t.Context(), "b", "obj", id)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if stat.Inline != nil || !stat.IsInline() {
+			t.Fatalf("%s: StatVersion kept the data or lost the flag: %+v", name, stat)
+		}
+		full.Inline = nil
+		if fmt.Sprintf("%+v", stat) != fmt.Sprintf("%+v", full) {
+			t.Fatalf("%s: StatVersion %+v, GetVersion without its data %+v", name, stat, full)
+		}
+	}
+	missing := [16]byte(uuid.New())
+	if _, err := d.StatVersion(t.Context(), "b", "obj", &missing); !errors.Is(err, ErrVersionNotFound) {
+		t.Fatalf("a version the drive lacks: %v", err)
+	}
+	if _, err := d.StatVersion(t.Context(), "b", "none", nil); !errors.Is(err, ErrVersionNotFound) {
+		t.Fatalf("an object the drive lacks: %v", err)
+	}
+}

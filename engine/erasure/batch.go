@@ -17,7 +17,10 @@ import (
 // trip.
 type NodeBatcher interface {
 	PutVersions(ctx context.Context, items []PutItem) []error
-	GetVersions(ctx context.Context, items []GetItem) ([]*drive.Record, []error)
+	// StartGetVersions sends several drives' GetVersion and returns
+	// without waiting for the answer: wait (called once) returns it, and
+	// how long after the call it came.
+	StartGetVersions(ctx context.Context, items []GetItem) (wait func() ([]*drive.Record, []error, time.Duration))
 }
 
 // Batched is implemented by drives on another node. Batcher returns nil
@@ -35,11 +38,21 @@ type PutItem struct {
 	Stage          [16]byte
 }
 
-// GetItem is one drive's GetVersion in a batch.
+// GetItem is one drive's GetVersion in a batch (StatVersion when
+// WithoutData).
 type GetItem struct {
 	Drive          Drive
 	Bucket, Object string
 	VersionID      *[16]byte
+	WithoutData    bool
+}
+
+// read runs the item on d.
+func (it GetItem) read(ctx context.Context, d Drive) (*drive.Record, error) {
+	if it.WithoutData {
+		return d.StatVersion(ctx, it.Bucket, it.Object, it.VersionID)
+	}
+	return d.GetVersion(ctx, it.Bucket, it.Object, it.VersionID)
 }
 
 // groupByNode splits a snapshot's online drives into batches per node
@@ -132,12 +145,17 @@ func putVersions(ctx context.Context, w *writeWait, drives []Drive, bucket, obje
 // getVersions reads one version's record from every online drive, one
 // round trip per node.
 func getVersions(ctx context.Context, drives []Drive, bucket, object string, versionID *[16]byte) ([]*drive.Record, []error) {
-	return getVersionsTimed(ctx, drives, bucket, object, versionID, nil)
+	return getVersionsTimed(ctx, drives, GetItem{Bucket: bucket, Object: object, VersionID: versionID}, nil)
 }
 
 // getVersionsTimed is getVersions recording each answer's time in lat (a
-// node's batch: the batch's time for each of its drives).
-func getVersionsTimed(ctx context.Context, drives []Drive, bucket, object string, versionID *[16]byte, lat *latencies) ([]*drive.Record, []error) {
+// node's batch: the batch's time for each of its drives). Other nodes'
+// batches are sent first; this node's drives are read while they travel,
+// on this goroutine one after the other (a record lookup takes a small
+// part of a round trip, and a goroutine each costs more than the lookup),
+// or, with no batch out, on goroutines of their own but the last. Drives
+// of a node that cannot batch are called on goroutines of their own.
+func getVersionsTimed(ctx context.Context, drives []Drive, get GetItem, lat *latencies) ([]*drive.Record, []error) {
 	recs := make([]*drive.Record, len(drives))
 	errs := make([]error, len(drives))
 	for pos, d := range drives {
@@ -146,30 +164,41 @@ func getVersionsTimed(ctx context.Context, drives []Drive, bucket, object string
 		}
 	}
 	groups, single := groupByNode(drives)
+	type sent struct {
+		positions []int
+		wait      func() ([]*drive.Record, []error, time.Duration)
+	}
+	batches := make([]sent, 0, len(groups))
+	for nb, positions := range groups {
+		items := make([]GetItem, len(positions))
+		for i, pos := range positions {
+			items[i] = get
+			items[i].Drive = drives[pos]
+		}
+		batches = append(batches, sent{positions, nb.StartGetVersions(ctx, items)})
+	}
 	var wg sync.WaitGroup
-	for _, pos := range single {
+	for i, pos := range single {
+		read := func() {
+			lat.timed(pos, func() { recs[pos], errs[pos] = get.read(ctx, drives[pos]) })
+		}
+		_, remote := drives[pos].(Batched) // a node that cannot batch
+		if !remote && (len(batches) > 0 || i == len(single)-1) {
+			read()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lat.timed(pos, func() { recs[pos], errs[pos] = drives[pos].GetVersion(ctx, bucket, object, versionID) })
+			read()
 		}()
 	}
-	for nb, positions := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			items := make([]GetItem, len(positions))
-			for i, pos := range positions {
-				items[i] = GetItem{Drive: drives[pos], Bucket: bucket, Object: object, VersionID: versionID}
-			}
-			start := time.Now()
-			rs, es := nb.GetVersions(ctx, items)
-			took := time.Since(start)
-			for i, pos := range positions {
-				recs[pos], errs[pos] = rs[i], es[i]
-				lat.observe(pos, took)
-			}
-		}()
+	for _, b := range batches {
+		rs, es, took := b.wait()
+		for i, pos := range b.positions {
+			recs[pos], errs[pos] = rs[i], es[i]
+			lat.observe(pos, took)
+		}
 	}
 	wg.Wait()
 	return recs, errs

@@ -83,31 +83,56 @@ type ObjectHandle struct {
 	// record or none (candidates for healing).
 	Stale []int
 	Info  ObjectInfo
+	// withoutData: opened by OpenObjectMeta, its records may lack their
+	// inline data, and it is not read.
+	withoutData bool
 }
+
+// How openObject reads a version's records.
+type openMode uint8
+
+const (
+	// openRead: from a read quorum of drives, to read the object.
+	openRead openMode = iota
+	// openMeta: from a read quorum of drives, without inline data.
+	openMeta
+	// openAll: from every drive (to change the version everywhere it is
+	// held).
+	openAll
+)
 
 // OpenObject resolves an object version (the latest when versionID is nil).
 // A delete marker resolves too (Info.DeleteMarker); reading it fails.
 func (s *Set) OpenObject(ctx context.Context, bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
-	return s.openObject(ctx, bucket, object, versionID, false)
+	return s.openObject(ctx, bucket, object, versionID, openRead)
+}
+
+// OpenObjectMeta is OpenObject for a caller that reads no data (a HEAD):
+// inline objects' shards are not read from the drives nor sent between
+// nodes, and the handle's WriteRange fails.
+func (s *Set) OpenObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
+	return s.openObject(ctx, bucket, object, versionID, openMeta)
 }
 
 // openObject resolves a version from a read quorum of drives, or from every
-// drive when all is set (to change the version everywhere it is held).
-func (s *Set) openObject(ctx context.Context, bucket, object string, versionID *[16]byte, all bool) (*ObjectHandle, error) {
+// drive (openAll).
+func (s *Set) openObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode openMode) (*ObjectHandle, error) {
 	drives := s.Drives()
+	get := GetItem{Bucket: bucket, Object: object, VersionID: versionID, WithoutData: mode == openMeta}
 	var read []bool
 	var recs []*drive.Record
 	var errs []error
-	if all {
-		recs, errs = getVersions(ctx, drives, bucket, object, versionID)
+	if mode == openAll {
+		recs, errs = getVersionsTimed(ctx, drives, get, nil)
 	} else {
-		read, recs, errs = s.readQuorumFirst(ctx, drives, bucket, object, versionID)
+		read, recs, errs = s.readQuorumFirst(ctx, drives, get)
 	}
 	rec, agreeing, err := s.resolve(recs, errs)
 	if err != nil {
 		return nil, err
 	}
-	h := &ObjectHandle{set: s, drives: drives, rec: rec, agreeing: agreeing, read: read, Info: infoFromRecord(bucket, object, rec)}
+	h := &ObjectHandle{set: s, drives: drives, rec: rec, agreeing: agreeing, read: read,
+		Info: infoFromRecord(bucket, object, rec), withoutData: mode == openMeta}
 	for pos, r := range agreeing {
 		if r == nil && drives[pos] != nil && (read == nil || read[pos]) {
 			h.Stale = append(h.Stale, pos)
@@ -123,7 +148,7 @@ func (s *Set) openObject(ctx context.Context, bucket, object string, versionID *
 // write quorum > set size), so read-quorum drives that all hold the same
 // record (or all lack it) cannot have missed a newer committed version.
 // read marks the positions read.
-func (s *Set) readQuorumFirst(ctx context.Context, drives []Drive, bucket, object string, versionID *[16]byte) (read []bool, recs []*drive.Record, errs []error) {
+func (s *Set) readQuorumFirst(ctx context.Context, drives []Drive, get GetItem) (read []bool, recs []*drive.Record, errs []error) {
 	need := s.layout.ReadQuorum()
 	first := make([]Drive, len(drives))
 	read = make([]bool, len(drives))
@@ -152,7 +177,7 @@ func (s *Set) readQuorumFirst(ctx context.Context, drives []Drive, bucket, objec
 		}
 		delete(groups, best)
 	}
-	recs, errs = getVersionsTimed(ctx, first, bucket, object, versionID, s.lat)
+	recs, errs = getVersionsTimed(ctx, first, get, s.lat)
 	if picked >= need && agreeOnOne(recs, errs, read) {
 		for pos := range errs {
 			if !read[pos] {
@@ -168,7 +193,7 @@ func (s *Set) readQuorumFirst(ctx context.Context, drives []Drive, bucket, objec
 			rest[pos] = d
 		}
 	}
-	more, moreErrs := getVersionsTimed(ctx, rest, bucket, object, versionID, s.lat)
+	more, moreErrs := getVersionsTimed(ctx, rest, get, s.lat)
 	for pos := range drives {
 		if !read[pos] {
 			recs[pos], errs[pos] = more[pos], moreErrs[pos]
@@ -227,6 +252,9 @@ func partSizes(rec *drive.Record) []int64 {
 // of the range are touched. Shards found missing or corrupt are returned in
 // bad (set positions), for healing.
 func (h *ObjectHandle) WriteRange(ctx context.Context, w io.Writer, offset, length int64) (bad []int, err error) {
+	if h.withoutData {
+		return nil, errors.New("erasure: a version opened without its data is not read")
+	}
 	rec := h.rec
 	if rec.IsDeleteMarker() {
 		return nil, ErrObjectNotFound

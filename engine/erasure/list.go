@@ -69,7 +69,7 @@ func (s *Set) walk(ctx context.Context, bucket, prefix, delimiter, startAfter st
 		out := entries[:0]
 		for _, e := range entries {
 			if e.partial {
-				h, err := s.openObject(ctx, bucket, e.name, nil, false)
+				h, err := s.openObject(ctx, bucket, e.name, nil, openMeta)
 				switch {
 				case errors.Is(err, ErrObjectNotFound):
 					continue // deleted; drives that missed it still list it

@@ -11,7 +11,7 @@ import (
 // returns the new one. The version's data and identity do not change.
 func (s *Set) UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
 	w := s.newWriteWait()
-	h, err := s.openObject(ctx, bucket, object, versionID, true)
+	h, err := s.openObject(ctx, bucket, object, versionID, openAll)
 	if err != nil {
 		return ObjectInfo{}, err
 	}

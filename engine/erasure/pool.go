@@ -289,6 +289,11 @@ func (p *Pool) OpenObject(ctx context.Context, bucket, object string, versionID 
 	return p.SetFor(bucket, object).OpenObject(ctx, bucket, object, versionID)
 }
 
+// OpenObjectMeta resolves an object version for its metadata alone.
+func (p *Pool) OpenObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
+	return p.SetFor(bucket, object).OpenObjectMeta(ctx, bucket, object, versionID)
+}
+
 // GetObject streams a range of an object version to w.
 func (p *Pool) GetObject(ctx context.Context, w io.Writer, bucket, object string, versionID *[16]byte, offset, length int64) (ObjectInfo, []int, error) {
 	return p.SetFor(bucket, object).GetObject(ctx, w, bucket, object, versionID, offset, length)

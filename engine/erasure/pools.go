@@ -380,8 +380,9 @@ type poolResult struct {
 	err   error
 }
 
-// lookup resolves an object version in every live pool in parallel.
-func (ps *Pools) lookup(ctx context.Context, bucket, object string, versionID *[16]byte) []poolResult {
+// lookup resolves an object version in every live pool in parallel, for
+// reading when withData (else OpenObjectMeta).
+func (ps *Pools) lookup(ctx context.Context, bucket, object string, versionID *[16]byte, withData bool) []poolResult {
 	live := ps.live()
 	res := make([]poolResult, len(live))
 	var wg sync.WaitGroup
@@ -389,7 +390,11 @@ func (ps *Pools) lookup(ctx context.Context, bucket, object string, versionID *[
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h, err := e.Pool.OpenObject(ctx, bucket, object, versionID)
+			open := e.Pool.OpenObjectMeta
+			if withData {
+				open = e.Pool.OpenObject
+			}
+			h, err := open(ctx, bucket, object, versionID)
 			res[i] = poolResult{entry: e, h: h, err: err}
 		}()
 	}
@@ -428,7 +433,18 @@ func (ps *Pools) OpenObject(ctx context.Context, bucket, object string, versionI
 	if len(live) == 1 {
 		return live[0].Pool.OpenObject(ctx, bucket, object, versionID)
 	}
-	r, err := newest(ps.lookup(ctx, bucket, object, versionID))
+	r, err := newest(ps.lookup(ctx, bucket, object, versionID, true))
+	return r.h, err
+}
+
+// OpenObjectMeta is OpenObject for a caller that reads no data (a HEAD):
+// see Set.OpenObjectMeta.
+func (ps *Pools) OpenObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte) (*ObjectHandle, error) {
+	live := ps.live()
+	if len(live) == 1 {
+		return live[0].Pool.OpenObjectMeta(ctx, bucket, object, versionID)
+	}
+	r, err := newest(ps.lookup(ctx, bucket, object, versionID, false))
 	return r.h, err
 }
 
@@ -439,7 +455,7 @@ func (ps *Pools) poolFor(ctx context.Context, bucket, object string) (*PoolEntry
 	if len(live) == 1 && live[0].State() == StateActive {
 		return live[0], nil
 	}
-	if r, err := newest(ps.lookup(ctx, bucket, object, nil)); err == nil && r.entry.State() == StateActive {
+	if r, err := newest(ps.lookup(ctx, bucket, object, nil, false)); err == nil && r.entry.State() == StateActive {
 		return r.entry, nil
 	}
 	return ps.placement(ctx)
@@ -489,7 +505,7 @@ func (ps *Pools) UpdateObjectMeta(ctx context.Context, bucket, object string, ve
 	if len(live) == 1 {
 		return live[0].Pool.UpdateObjectMeta(ctx, bucket, object, versionID, fn)
 	}
-	r, err := newest(ps.lookup(ctx, bucket, object, versionID))
+	r, err := newest(ps.lookup(ctx, bucket, object, versionID, false))
 	if err != nil {
 		return ObjectInfo{}, err
 	}

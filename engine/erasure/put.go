@@ -455,7 +455,7 @@ var maxRestamps = 8
 // observeNewest moves this node's clock past the stamps of the latest
 // versions the drives hold.
 func observeNewest(ctx context.Context, drives []Drive, bucket, object string) {
-	recs, _ := getVersions(ctx, drives, bucket, object, nil)
+	recs, _ := getVersionsTimed(ctx, drives, GetItem{Bucket: bucket, Object: object, WithoutData: true}, nil)
 	for _, r := range recs {
 		if r != nil {
 			hlc.Default.Observe(r.ModTime)

@@ -25,6 +25,9 @@ type Drive interface {
 
 	PutVersion(ctx context.Context, bucket, object string, rec *drive.Record, stageID [16]byte) (drive.PutResult, error)
 	GetVersion(ctx context.Context, bucket, object string, versionID *[16]byte) (*drive.Record, error)
+	// StatVersion is GetVersion where an inline object's data may be left
+	// out (Inline nil): for a caller that reads no data.
+	StatVersion(ctx context.Context, bucket, object string, versionID *[16]byte) (*drive.Record, error)
 	Versions(ctx context.Context, bucket, object string) ([]*drive.Record, error)
 	SetVersionMeta(ctx context.Context, bucket, object string, rec *drive.Record, meta map[string]string) error
 	DeleteVersion(ctx context.Context, bucket, object string, versionID [16]byte) (*drive.Record, error)

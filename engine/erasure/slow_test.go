@@ -22,6 +22,11 @@ func (s slowDrive) GetVersion(ctx context.Context, bucket, object string, versio
 	return s.Local.GetVersion(ctx, bucket, object, versionID)
 }
 
+func (s slowDrive) StatVersion(ctx context.Context, bucket, object string, versionID *[16]byte) (*drive.Record, error) {
+	time.Sleep(time.Duration(s.delay.Load()))
+	return s.Local.StatVersion(ctx, bucket, object, versionID)
+}
+
 func (s slowDrive) OpenShard(ctx context.Context, dataDir [16]byte, part int) (vfs.File, error) {
 	time.Sleep(time.Duration(s.delay.Load()))
 	return s.Local.OpenShard(ctx, dataDir, part)

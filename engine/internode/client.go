@@ -321,23 +321,40 @@ func (p *Peer) call(ctx context.Context, op string, q url.Values, body []byte, i
 }
 
 // batch runs a call of the hot path: on the framed channel when the peer
-// speaks protocol 3, else as an HTTP call.
-func (p *Peer) batch(ctx context.Context, o nodeOp, body []byte, out func([]byte) error) error {
+// speaks protocol 3, else as an HTTP call. out reads the answer, given
+// with the time it came.
+func (p *Peer) batch(ctx context.Context, o nodeOp, body []byte, out func(answer []byte, at time.Time) error) error {
 	if p.Version() < framesProtocol {
 		return p.call(ctx, o.name, nil, body, o.idempotent, func(r io.Reader) error {
 			b, err := io.ReadAll(r)
 			if err != nil {
 				return err
 			}
-			return out(b)
+			return out(b, time.Now())
 		})
 	}
-	return p.retry(ctx, o.idempotent, func(ctx context.Context) error {
-		b, err := p.frames(ctx, o.frame, body)
-		if err != nil {
-			return err
+	return p.startBatch(ctx, o, body, out)()
+}
+
+// startBatch is batch returning once the call is sent, with what waits for
+// its answer (and runs its retries): the caller works meanwhile instead of
+// handing the call to a goroutine. A peer of an older protocol is called
+// by a goroutine.
+func (p *Peer) startBatch(ctx context.Context, o nodeOp, body []byte, out func(answer []byte, at time.Time) error) (wait func() error) {
+	if p.Version() < framesProtocol {
+		done := make(chan error, 1)
+		go func() { done <- p.batch(ctx, o, body, out) }()
+		return func() error { return <-done }
+	}
+	return p.startRetry(ctx, o.idempotent, func(ctx context.Context) func() error {
+		answer := p.startFrames(ctx, o.frame, body, nil)
+		return func() error {
+			b, at, err := answer()
+			if err != nil {
+				return err
+			}
+			return out(b, at)
 		}
-		return out(b)
 	})
 }
 
@@ -345,43 +362,70 @@ func (p *Peer) batch(ctx context.Context, o nodeOp, body []byte, out func([]byte
 // is idempotent and the peer did not answer; a peer that never answered is
 // marked offline.
 func (p *Peer) retry(ctx context.Context, idempotent bool, try func(context.Context) error) error {
+	return p.startRetry(ctx, idempotent, func(ctx context.Context) func() error {
+		err := try(ctx)
+		return func() error { return err }
+	})()
+}
+
+// startRetry is retry for a call in two halves: start sends an attempt
+// and returns what waits for its answer. The first attempt is sent before
+// startRetry returns; the wait it returns finishes it and runs the others.
+func (p *Peer) startRetry(ctx context.Context, idempotent bool, start func(context.Context) func() error) (wait func() error) {
 	if !p.online.Load() {
-		return fmt.Errorf("%w: %s", ErrNodeOffline, p.Host)
+		err := fmt.Errorf("%w: %s", ErrNodeOffline, p.Host)
+		return func() error { return err }
 	}
-	attempts := 1
-	if idempotent {
-		attempts = 3
-	}
-	var err error
-	for i := 0; i < attempts; i++ {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
+	first := p.attempt(ctx, start)
+	return func() error {
+		attempts := 1
+		if idempotent {
+			attempts = 3
+		}
+		var err error
+		for i := 0; i < attempts; i++ {
+			answer := first
+			if i > 0 {
+				select {
+				case <-ctx.Done():
+					return err
+				case <-time.After(time.Duration(50*(1<<(2*(i-1)))) * time.Millisecond):
+				}
+				answer = p.attempt(ctx, start)
+			}
+			var final bool
+			if final, err = answer(); final {
 				return err
-			case <-time.After(time.Duration(50*(1<<(2*(i-1)))) * time.Millisecond):
 			}
 		}
-		epoch := p.currentEpoch()
-		cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
-		stop := context.AfterFunc(epoch, cancel)
-		err = try(cctx)
+		p.markOffline(err)
+		return fmt.Errorf("%w: %s: %w", ErrNodeOffline, p.Host, err)
+	}
+}
+
+// attempt sends one attempt of a call under the call deadline; the wait
+// it returns says how it ended, and whether that is final: anything but
+// the peer not answering.
+func (p *Peer) attempt(ctx context.Context, start func(context.Context) func() error) func() (final bool, err error) {
+	epoch := p.currentEpoch()
+	cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	stop := context.AfterFunc(epoch, cancel)
+	answer := start(cctx)
+	return func() (bool, error) {
+		err := answer()
 		stop()
 		cancel()
 		if err != nil && ctx.Err() != nil {
 			// The caller gave up (a client gone, a request deadline): that
 			// says nothing about the peer.
-			return fmt.Errorf("internode %s: %w", p.Host, context.Cause(ctx))
+			return true, fmt.Errorf("internode %s: %w", p.Host, context.Cause(ctx))
 		}
 		if epoch.Err() != nil && err != nil {
 			// Another call or the heartbeat found the peer gone.
-			return fmt.Errorf("%w: %s: %w", ErrNodeOffline, p.Host, err)
+			return true, fmt.Errorf("%w: %s: %w", ErrNodeOffline, p.Host, err)
 		}
-		if !transportErr(err) {
-			return err
-		}
+		return !transportErr(err), err
 	}
-	p.markOffline(err)
-	return fmt.Errorf("%w: %s: %w", ErrNodeOffline, p.Host, err)
 }
 
 // do sends one request: body, signed with its hash, or (shard writes)
@@ -457,10 +501,10 @@ func (p *Peer) PutVersions(ctx context.Context, items []erasure.PutItem) []error
 		body = appendString(body, it.Bucket)
 		body = appendString(body, it.Object)
 		body = appendBytes(body, it.Stage[:])
-		body = appendBytes(body, drive.MarshalRecord(nil, it.Rec))
+		body = appendRecord(body, it.Rec)
 	}
 	errs := make([]error, len(items))
-	err := p.batch(ctx, opBatchPut, body, func(b []byte) error {
+	err := p.batch(ctx, opBatchPut, body, func(b []byte, _ time.Time) error {
 		in := reader{buf: b}
 		for i := range errs {
 			errs[i] = in.error()
@@ -475,10 +519,25 @@ func (p *Peer) PutVersions(ctx context.Context, items []erasure.PutItem) []error
 	return errs
 }
 
-// GetVersions implements erasure.NodeBatcher.
+// GetVersions runs several drives' GetVersion in one call.
 func (p *Peer) GetVersions(ctx context.Context, items []erasure.GetItem) ([]*drive.Record, []error) {
+	recs, errs, _ := p.StartGetVersions(ctx, items)()
+	return recs, errs
+}
+
+// StartGetVersions implements erasure.NodeBatcher: one call for all
+// items, sent before it returns. Items all WithoutData are read without
+// inline data by a peer that can (statProtocol).
+func (p *Peer) StartGetVersions(ctx context.Context, items []erasure.GetItem) (wait func() ([]*drive.Record, []error, time.Duration)) {
+	op := opBatchStat
+	if p.Version() < statProtocol {
+		op = opBatchGet
+	}
 	body := binaryUvarint(len(items))
 	for _, it := range items {
+		if !it.WithoutData {
+			op = opBatchGet
+		}
 		body = appendString(body, it.Drive.(*RemoteDrive).path)
 		body = appendString(body, it.Bucket)
 		body = appendString(body, it.Object)
@@ -491,7 +550,10 @@ func (p *Peer) GetVersions(ctx context.Context, items []erasure.GetItem) ([]*dri
 	}
 	recs := make([]*drive.Record, len(items))
 	errs := make([]error, len(items))
-	err := p.batch(ctx, opBatchGet, body, func(b []byte) error {
+	start := time.Now()
+	var took time.Duration
+	answer := p.startBatch(ctx, op, body, func(b []byte, at time.Time) error {
+		took = at.Sub(start)
 		in := reader{buf: b}
 		for i := range items {
 			if errs[i] = in.error(); errs[i] == nil {
@@ -500,12 +562,15 @@ func (p *Peer) GetVersions(ctx context.Context, items []erasure.GetItem) ([]*dri
 		}
 		return in.err
 	})
-	if err != nil {
-		for i := range errs {
-			recs[i], errs[i] = nil, err
+	return func() ([]*drive.Record, []error, time.Duration) {
+		if err := answer(); err != nil {
+			took = time.Since(start)
+			for i := range errs {
+				recs[i], errs[i] = nil, err
+			}
 		}
+		return recs, errs, took
 	}
-	return recs, errs
 }
 
 func binaryUvarint(n int) []byte { return appendUvarint(nil, uint64(n)) }

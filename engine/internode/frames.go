@@ -55,6 +55,7 @@ const (
 	frameBatchGet  byte = 1
 	frameBatchPut  byte = 2
 	frameShardRead byte = 3
+	frameBatchStat byte = 4 // from statProtocol on
 
 	frameOK  byte = 0
 	frameErr byte = 1
@@ -157,16 +158,26 @@ func (s *Server) serveFrame(ctx context.Context, id uint64, op byte, body []byte
 	if op == frameShardRead {
 		return s.shardReadFrame(ctx, id, body)
 	}
-	out, err := s.runFrame(ctx, op, body)
-	return answerFrame(id, out, err)
+	// The answer is written after room for its header, which is filled
+	// in once its size is known: the frame is not copied again.
+	frame, err := s.runFrame(ctx, op, make([]byte, frameHeader, frameHeader+256), body)
+	if err != nil {
+		return answerFrame(id, nil, err)
+	}
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	binary.BigEndian.PutUint64(frame[4:], id)
+	frame[12] = frameOK
+	return frame
 }
 
-func (s *Server) runFrame(ctx context.Context, op byte, body []byte) ([]byte, error) {
-	switch op {
-	case frameBatchGet:
-		return s.batchGet(ctx, body)
-	case frameBatchPut:
-		return s.batchPut(ctx, body)
+func (s *Server) runFrame(ctx context.Context, op byte, dst, body []byte) ([]byte, error) {
+	switch {
+	case op == frameBatchGet:
+		return s.batchGet(ctx, dst, body)
+	case op == frameBatchStat && s.Version >= statProtocol:
+		return s.batchStat(ctx, dst, body)
+	case op == frameBatchPut:
+		return s.batchPut(ctx, dst, body)
 	}
 	return nil, fmt.Errorf("internode: unknown frame operation %d", op)
 }
@@ -292,6 +303,7 @@ type call struct {
 type frameResult struct {
 	status byte
 	body   []byte
+	at     time.Time // when the answer was read
 	err    error
 }
 
@@ -321,7 +333,7 @@ func (fc *frameConn) readLoop(r *bufio.Reader) {
 			return
 		}
 		if c != nil {
-			c.ch <- frameResult{status: status, body: body}
+			c.ch <- frameResult{status: status, body: body, at: time.Now()}
 		}
 	}
 }
@@ -347,15 +359,16 @@ func (fc *frameConn) dead() bool {
 	return fc.err != nil
 }
 
-// roundTrip sends a call and waits for its answer; an OK answer that fits
-// dst is read into it.
-func (fc *frameConn) roundTrip(ctx context.Context, op byte, body, dst []byte) ([]byte, error) {
+// send writes a call's frame; its answer is waited for with wait, and an
+// OK answer that fits dst is read into it. A failed write fails the
+// connection, which answers the call.
+func (fc *frameConn) send(op byte, body, dst []byte) *call {
 	c := &call{ch: make(chan frameResult, 1), dst: dst}
-	ch := c.ch
 	fc.mu.Lock()
 	if fc.err != nil {
+		c.ch <- frameResult{err: fc.err}
 		fc.mu.Unlock()
-		return nil, fc.err
+		return c
 	}
 	id := fc.next
 	fc.next++
@@ -368,28 +381,34 @@ func (fc *frameConn) roundTrip(ctx context.Context, op byte, body, dst []byte) (
 	_, err := fc.c.Write(frame)
 	fc.wmu.Unlock()
 	if err != nil {
-		fc.fail(err) // answers ch
+		fc.fail(err) // answers c
 	}
+	return c
+}
+
+// wait waits for the answer of a call sent on fc: its body and when it
+// was read.
+func (c *call) wait(ctx context.Context, fc *frameConn) ([]byte, time.Time, error) {
 	select {
-	case r := <-ch:
+	case r := <-c.ch:
 		if r.err != nil {
-			return nil, r.err
+			return nil, r.at, r.err
 		}
 		if r.status != frameOK {
 			in := reader{buf: r.body}
 			if err := in.error(); err != nil {
-				return nil, err
+				return nil, r.at, err
 			}
-			return nil, errors.New("internode: malformed error frame")
+			return nil, r.at, errors.New("internode: malformed error frame")
 		}
-		return r.body, nil
+		return r.body, r.at, nil
 	case <-ctx.Done():
 		// A peer that does not answer within the call's deadline is not
 		// trusted with the connection either: the next call dials again.
 		// The reader is waited for, so it writes into dst no more.
 		fc.fail(ctx.Err())
 		<-fc.done
-		return nil, ctx.Err()
+		return nil, time.Now(), ctx.Err()
 	}
 }
 
@@ -401,11 +420,26 @@ func (p *Peer) frames(ctx context.Context, op byte, body []byte) ([]byte, error)
 
 // framesInto is frames reading an OK answer into dst when it fits.
 func (p *Peer) framesInto(ctx context.Context, op byte, body, dst []byte) ([]byte, error) {
+	b, _, err := p.startFrames(ctx, op, body, dst)()
+	return b, err
+}
+
+// startFrames sends a call on the peer's framed channel (dialling it when
+// there is none) and returns what waits for its answer: its body and when
+// it came. A call whose context has already ended is not sent.
+func (p *Peer) startFrames(ctx context.Context, op byte, body, dst []byte) (answer func() ([]byte, time.Time, error)) {
+	failed := func(err error) func() ([]byte, time.Time, error) {
+		return func() ([]byte, time.Time, error) { return nil, time.Now(), err }
+	}
+	if err := ctx.Err(); err != nil {
+		return failed(err)
+	}
 	fc, err := p.frameConn(ctx)
 	if err != nil {
-		return nil, err
+		return failed(err)
 	}
-	return fc.roundTrip(ctx, op, body, dst)
+	c := fc.send(op, body, dst)
+	return func() ([]byte, time.Time, error) { return c.wait(ctx, fc) }
 }
 
 func (p *Peer) frameConn(ctx context.Context) (*frameConn, error) {

@@ -57,8 +57,9 @@ func FuzzBatchDecoding(f *testing.F) {
 	f.Add(binaryUvarint(1 << 40))
 	s := &Server{Drive: func(string) *drive.Local { return nil }}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_, _ = s.batchPut(t.Context(), body)
-		_, _ = s.batchGet(t.Context(), body)
+		_, _ = s.batchPut(t.Context(), nil, body)
+		_, _ = s.batchGet(t.Context(), nil, body)
+		_, _ = s.batchStat(t.Context(), nil, body)
 		_ = s.shardReadFrame(t.Context(), 1, body)
 	})
 }

@@ -368,6 +368,8 @@ var (
 		serve: func(s *Server, w http.ResponseWriter, r *http.Request) error { return s.serveBatch(s.batchPut, w, r) }}
 	opBatchGet = nodeOp{name: "batch/get", idempotent: true, minProtocol: 2, frame: frameBatchGet,
 		serve: func(s *Server, w http.ResponseWriter, r *http.Request) error { return s.serveBatch(s.batchGet, w, r) }}
+	opBatchStat = nodeOp{name: "batch/stat", idempotent: true, minProtocol: statProtocol, frame: frameBatchStat,
+		serve: func(s *Server, w http.ResponseWriter, r *http.Request) error { return s.serveBatch(s.batchStat, w, r) }}
 	opFrames = nodeOp{name: "frames", idempotent: false, minProtocol: framesProtocol, serve: (*Server).serveFrames}
 )
 
@@ -377,7 +379,7 @@ var (
 		opDeleteBucket, opVersions, opSetVersionMeta, opDeleteVersion, opRollbackVersion, opWalkObjects,
 		opAbortStaged, opPutUpload, opGetUpload, opWalkUploads, opCommitPart, opListParts, opCompleteUpload,
 		opAbortUpload, opPutVersion, opGetVersion, opShardWrite, opShardRead, opShardStat)
-	nodeOps = indexNodeOps(opPing, opBucketChanged, opNodeStatus, opPoolState, opBatchPut, opBatchGet, opFrames)
+	nodeOps = indexNodeOps(opPing, opBucketChanged, opNodeStatus, opPoolState, opBatchPut, opBatchGet, opBatchStat, opFrames)
 )
 
 func indexDriveOps(ops ...driveOperation) map[string]driveOperation {

@@ -1,7 +1,6 @@
 package internode
 
 import (
-	"context"
 	"encoding/binary"
 	"slices"
 	"testing"
@@ -62,7 +61,7 @@ func TestWireFormat(t *testing.T) {
 		nodes = append(nodes, name)
 	}
 	slices.Sort(nodes)
-	if want := []string{"batch/get", "batch/put", "bucketchanged", "frames", "nodestatus", "ping", "poolstate"}; !slices.Equal(nodes, want) {
+	if want := []string{"batch/get", "batch/put", "batch/stat", "bucketchanged", "frames", "nodestatus", "ping", "poolstate"}; !slices.Equal(nodes, want) {
 		t.Errorf("node operations %v, the wire has %v", nodes, want)
 	}
 }
@@ -72,11 +71,11 @@ func TestWireFormat(t *testing.T) {
 // otherwise take the process down).
 func TestBatchCountsAreBounded(t *testing.T) {
 	s := &Server{Drive: func(string) *drive.Local { return nil }}
-	for name, run := range map[string]func(context.Context, []byte) ([]byte, error){"put": s.batchPut, "get": s.batchGet} {
+	for name, run := range map[string]batchFunc{"put": s.batchPut, "get": s.batchGet, "stat": s.batchStat} {
 		for _, n := range []uint64{1 << 40, 1 << 62, 3} {
 			body := binary.AppendUvarint(nil, n)
 			body = append(body, 1, 2) // two bytes: room for no item
-			if _, err := run(t.Context(), body); err == nil {
+			if _, err := run(t.Context(), nil, body); err == nil {
 				t.Errorf("batch %s of %d items in 2 bytes: accepted", name, n)
 			}
 		}

@@ -14,7 +14,9 @@
 // (frames.go) for batches and shard reads; with a version 2 peer they go
 // over HTTP/2. Version 4 signs each request over its query, body, a nonce
 // and the time, and a server refuses a request it has seen (replay.go);
-// with an older peer requests are signed as before.
+// with an older peer requests are signed as before. Version 5 added
+// batches of record reads without inline data (a HEAD's); with an older
+// peer they read the data too.
 package internode
 
 import (
@@ -68,6 +70,10 @@ const (
 // signedProtocol is the first version whose requests are signed over their
 // query and body and carry a nonce.
 const signedProtocol = 4
+
+// statProtocol is the first version with batches of record reads without
+// inline data (frameBatchStat).
+const statProtocol = 5
 
 // maxSkewSigned bounds the clock difference a signed request tolerates; a
 // server remembers each nonce this long past its time.

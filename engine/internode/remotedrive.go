@@ -122,6 +122,12 @@ func (d *RemoteDrive) GetVersion(ctx context.Context, bucket, object string, ver
 	return rec, err
 }
 
+// StatVersion implements erasure.Drive: the record with its data (a peer
+// that cannot batch reads gets no cheaper call).
+func (d *RemoteDrive) StatVersion(ctx context.Context, bucket, object string, versionID *[16]byte) (*drive.Record, error) {
+	return d.GetVersion(ctx, bucket, object, versionID)
+}
+
 // Versions implements erasure.Drive.
 func (d *RemoteDrive) Versions(ctx context.Context, bucket, object string) ([]*drive.Record, error) {
 	return opVersions.call(ctx, d, objectReq{bucket, object})

@@ -2,6 +2,7 @@ package internode
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -368,13 +370,17 @@ func readShardRange(ctx context.Context, d *drive.Local, dataDir [16]byte, part 
 // few MiB at the most (inline objects are at most 128 KiB).
 const maxBatch = 64 << 20
 
+// batchFunc answers a batch: body is the request, and the answer is
+// appended to dst.
+type batchFunc func(ctx context.Context, dst, body []byte) ([]byte, error)
+
 // serveBatch answers a batch sent over HTTP.
-func (s *Server) serveBatch(run func(context.Context, []byte) ([]byte, error), w http.ResponseWriter, r *http.Request) error {
+func (s *Server) serveBatch(run batchFunc, w http.ResponseWriter, r *http.Request) error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBatch))
 	if err != nil {
 		return err
 	}
-	out, err := run(r.Context(), body)
+	out, err := run(r.Context(), nil, body)
 	if err != nil {
 		return err
 	}
@@ -383,7 +389,7 @@ func (s *Server) serveBatch(run func(context.Context, []byte) ([]byte, error), w
 }
 
 // batchPut runs several drives' PutVersion (protocol 2).
-func (s *Server) batchPut(ctx context.Context, body []byte) ([]byte, error) {
+func (s *Server) batchPut(ctx context.Context, dst, body []byte) ([]byte, error) {
 	in := reader{buf: body}
 	n := in.count()
 	if in.err != nil {
@@ -430,15 +436,24 @@ func (s *Server) batchPut(ctx context.Context, body []byte) ([]byte, error) {
 	for range items {
 		<-done
 	}
-	out := []byte{}
 	for _, it := range items {
-		out = appendError(out, it.err)
+		dst = appendError(dst, it.err)
 	}
-	return out, nil
+	return dst, nil
 }
 
 // batchGet runs several drives' GetVersion (protocol 2).
-func (s *Server) batchGet(ctx context.Context, body []byte) ([]byte, error) {
+func (s *Server) batchGet(ctx context.Context, dst, body []byte) ([]byte, error) {
+	return s.readRecords(ctx, dst, body, true)
+}
+
+// batchStat runs several drives' StatVersion (statProtocol).
+func (s *Server) batchStat(ctx context.Context, dst, body []byte) ([]byte, error) {
+	return s.readRecords(ctx, dst, body, false)
+}
+
+// readRecords answers a batch of record reads, with inline data or not.
+func (s *Server) readRecords(ctx context.Context, dst, body []byte, withData bool) ([]byte, error) {
 	in := reader{buf: body}
 	n := in.count()
 	if in.err != nil {
@@ -467,26 +482,54 @@ func (s *Server) batchGet(ctx context.Context, body []byte) ([]byte, error) {
 			it.err = fmt.Errorf("%w: %s", ErrDriveNotServed, path)
 		}
 	}
-	done := make(chan struct{}, n)
 	for i := range items {
-		go func(it *item) {
-			if it.err == nil {
-				it.rec, it.err = it.d.GetVersion(ctx, it.bucket, it.object, it.vid)
-			}
-			done <- struct{}{}
-		}(&items[i])
-	}
-	for range items {
-		<-done
-	}
-	out := []byte{}
-	for _, it := range items {
-		out = appendError(out, it.err)
-		if it.err == nil {
-			out = appendBytes(out, drive.MarshalRecord(nil, it.rec))
+		if it := &items[i]; it.err == nil && withData {
+			it.rec, it.err = it.d.GetVersion(ctx, it.bucket, it.object, it.vid)
+		} else if it.err == nil {
+			it.rec, it.err = it.d.StatVersion(ctx, it.bucket, it.object, it.vid)
 		}
 	}
-	return out, nil
+	size := 0
+	for _, it := range items {
+		if it.err == nil {
+			size += recordSizeHint(it.rec)
+		}
+	}
+	dst = slices.Grow(dst, size)
+	for _, it := range items {
+		dst = appendError(dst, it.err)
+		if it.err == nil {
+			dst = appendRecord(dst, it.rec)
+		}
+	}
+	return dst, nil
+}
+
+// recordSizeHint is about the size of a record's encoding: room to append
+// it without growing the answer again.
+func recordSizeHint(r *drive.Record) int {
+	n := 128 + len(r.ETag) + len(r.Inline) + 4*len(r.Erasure.Distribution)
+	for k, v := range r.Meta {
+		n += len(k) + len(v) + 4
+	}
+	for _, p := range r.Parts {
+		n += 24 + len(p.ETag)
+	}
+	return n
+}
+
+// appendRecord appends rec encoded as appendBytes would append its
+// encoding, without encoding it into a buffer of its own first: the
+// record goes after room for the longest length, which then moves up
+// against the length written.
+func appendRecord(dst []byte, rec *drive.Record) []byte {
+	start := len(dst)
+	dst = drive.MarshalRecord(append(dst, make([]byte, binary.MaxVarintLen64)...), rec)
+	var length [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(length[:], uint64(len(dst)-start-binary.MaxVarintLen64))
+	copy(dst[start:], length[:k])
+	copy(dst[start+k:], dst[start+binary.MaxVarintLen64:])
+	return dst[:len(dst)-(binary.MaxVarintLen64-k)]
 }
 
 // appendError writes an error as (code, message); nil as two empty strings.

@@ -153,7 +153,7 @@ func (b *Backend) effectiveACL(ctx context.Context, bk erasure.BucketInfo) auth.
 // learns that it is missing (404), anyone else is refused (403), as in S3.
 // Other failures give the owner alone (the request then fails on its own).
 func (b *Backend) objectACLFor(ctx context.Context, bk erasure.BucketInfo, key, version string) auth.ACL {
-	h, _, err := b.openVersion(ctx, bk.Name, key, version)
+	h, _, err := b.openVersion(ctx, bk.Name, key, version, false)
 	var s3e s3err.APIError
 	switch {
 	case errors.Is(err, erasure.ErrObjectNotFound) || errors.As(err, &s3e) && (s3e.Code == "NoSuchKey" || s3e.Code == "NoSuchVersion"):

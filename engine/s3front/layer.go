@@ -19,6 +19,8 @@ type ObjectLayer interface {
 
 	PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts erasure.PutOptions) (erasure.ObjectInfo, error)
 	OpenObject(ctx context.Context, bucket, object string, versionID *[16]byte) (*erasure.ObjectHandle, error)
+	// OpenObjectMeta resolves a version whose data is not read (a HEAD).
+	OpenObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte) (*erasure.ObjectHandle, error)
 	DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode erasure.DeleteMode) (erasure.DeleteResult, error)
 	UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (erasure.ObjectInfo, error)
 	ListObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int) (erasure.ListResult, error)

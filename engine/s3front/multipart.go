@@ -189,7 +189,7 @@ func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput
 	if err != nil {
 		return s3response.CopyPartResult{}, err
 	}
-	h, markerTime, err := b.openVersion(ctx, srcBucket, srcKey, srcVersion)
+	h, markerTime, err := b.openVersion(ctx, srcBucket, srcKey, srcVersion, true)
 	if markerTime != nil {
 		return s3response.CopyPartResult{}, s3err.GetAPIError(s3err.ErrNoSuchKey)
 	}

@@ -217,8 +217,9 @@ func putConditions(etag string, exists bool, ifMatch, ifNoneMatch *string) error
 }
 
 // openVersion resolves the version a GET/HEAD names, answering delete
-// markers the way S3 does.
-func (b *Backend) openVersion(ctx context.Context, bucket, key, versionID string) (*erasure.ObjectHandle, *time.Time, error) {
+// markers the way S3 does; its data is read only from a handle opened
+// withData.
+func (b *Backend) openVersion(ctx context.Context, bucket, key, versionID string, withData bool) (*erasure.ObjectHandle, *time.Time, error) {
 	if !utf8.ValidString(key) {
 		return nil, nil, s3err.APIError{Code: "InvalidURI", Description: "Couldn't parse the specified URI.", HTTPStatusCode: http.StatusBadRequest}
 	}
@@ -229,7 +230,11 @@ func (b *Backend) openVersion(ctx context.Context, bucket, key, versionID string
 	if _, err := b.pool.StatBucket(ctx, bucket); err != nil {
 		return nil, nil, err
 	}
-	h, err := b.pool.OpenObject(ctx, bucket, key, vid)
+	open := b.pool.OpenObjectMeta
+	if withData {
+		open = b.pool.OpenObject
+	}
+	h, err := open(ctx, bucket, key, vid)
 	if errors.Is(err, erasure.ErrObjectNotFound) && vid != nil {
 		return nil, nil, s3err.GetNoSuchVersionErr(key, versionID)
 	}
@@ -344,9 +349,9 @@ func copySourcePreconditions(info erasure.ObjectInfo, ifMatch, ifNoneMatch *stri
 // objectHead resolves what a GET or HEAD answers: the version, its
 // conditional headers, the span asked for, and the response headers, built
 // here once for both.
-func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string, cond backend.PreConditions,
+func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string, withData bool, cond backend.PreConditions,
 	rangeHdr string, partNumber *int32, checksumMode types.ChecksumMode) (*erasure.ObjectHandle, rangeWriter, span, *s3.HeadObjectOutput, error) {
-	h, markerTime, err := b.openVersion(ctx, bucket, key, versionID)
+	h, markerTime, err := b.openVersion(ctx, bucket, key, versionID, withData)
 	if markerTime != nil {
 		return nil, nil, span{}, &s3.HeadObjectOutput{DeleteMarker: aws.Bool(true), LastModified: markerTime}, err
 	}
@@ -401,7 +406,7 @@ func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string,
 // headers went out.
 func (b *Backend) GetObject(ctx context.Context, in *s3.GetObjectInput) (*s3.GetObjectOutput, error) {
 	bucket, key := str(in.Bucket), str(in.Key)
-	h, read, sp, hd, err := b.objectHead(ctx, bucket, key, str(in.VersionId), backend.PreConditions{
+	h, read, sp, hd, err := b.objectHead(ctx, bucket, key, str(in.VersionId), true, backend.PreConditions{
 		IfMatch: in.IfMatch, IfNoneMatch: in.IfNoneMatch, IfModSince: in.IfModifiedSince, IfUnmodeSince: in.IfUnmodifiedSince,
 	}, str(in.Range), in.PartNumber, in.ChecksumMode)
 	if hd != nil && hd.DeleteMarker != nil {
@@ -459,7 +464,7 @@ func (b *Backend) versioning(ctx context.Context, bucket string) string {
 
 // HeadObject answers an object's headers.
 func (b *Backend) HeadObject(ctx context.Context, in *s3.HeadObjectInput) (*s3.HeadObjectOutput, error) {
-	_, _, _, out, err := b.objectHead(ctx, str(in.Bucket), str(in.Key), str(in.VersionId), backend.PreConditions{
+	_, _, _, out, err := b.objectHead(ctx, str(in.Bucket), str(in.Key), str(in.VersionId), false, backend.PreConditions{
 		IfMatch: in.IfMatch, IfNoneMatch: in.IfNoneMatch, IfModSince: in.IfModifiedSince, IfUnmodeSince: in.IfUnmodifiedSince,
 	}, str(in.Range), in.PartNumber, in.ChecksumMode)
 	return out, err
@@ -468,7 +473,7 @@ func (b *Backend) HeadObject(ctx context.Context, in *s3.HeadObjectInput) (*s3.H
 // GetObjectAttributes answers the attributes S3 defines for an object.
 func (b *Backend) GetObjectAttributes(ctx context.Context, in *s3.GetObjectAttributesInput) (s3response.GetObjectAttributesResponse, error) {
 	bucket, key := str(in.Bucket), str(in.Key)
-	h, markerTime, err := b.openVersion(ctx, bucket, key, str(in.VersionId))
+	h, markerTime, err := b.openVersion(ctx, bucket, key, str(in.VersionId), false)
 	if markerTime != nil {
 		return s3response.GetObjectAttributesResponse{DeleteMarker: &[]bool{true}[0], LastModified: markerTime}, err
 	}
@@ -647,7 +652,7 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	if err := checkKey(dstKey); err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
-	h, markerTime, err := b.openVersion(ctx, srcBucket, srcKey, srcVersion)
+	h, markerTime, err := b.openVersion(ctx, srcBucket, srcKey, srcVersion, true)
 	if markerTime != nil {
 		if srcVersion != "" {
 			return s3response.CopyObjectOutput{}, s3err.GetAPIError(s3err.ErrInvalidRequest)

@@ -115,7 +115,7 @@ func (b *Backend) lockedVersion(ctx context.Context, bucket, object, versionID s
 	if err != nil {
 		return nil, err
 	}
-	if _, markerTime, err := b.openVersion(ctx, bucket, object, versionID); markerTime != nil {
+	if _, markerTime, err := b.openVersion(ctx, bucket, object, versionID, false); markerTime != nil {
 		return nil, s3err.GetAPIError(s3err.ErrMethodNotAllowed)
 	} else if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ func (b *Backend) versionMeta(ctx context.Context, bucket, object, versionID, ke
 	if _, err := b.lockedVersion(ctx, bucket, object, versionID); err != nil {
 		return "", err
 	}
-	h, _, err := b.openVersion(ctx, bucket, object, versionID)
+	h, _, err := b.openVersion(ctx, bucket, object, versionID, false)
 	if err != nil {
 		return "", err
 	}

@@ -182,7 +182,7 @@ func (b *Backend) serveOwnCall(c fiber.Ctx, op ownCall, acct auth.Account, isRoo
 	if op.key == "" {
 		current = b.storedBucketACL(bk)
 	} else {
-		h, _, err := b.openVersion(ctx, op.bucket, op.key, version)
+		h, _, err := b.openVersion(ctx, op.bucket, op.key, version, false)
 		if err != nil {
 			return err
 		}

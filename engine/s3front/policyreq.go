@@ -376,7 +376,7 @@ func (b *Backend) objectTags(ctx context.Context, a actionOn) map[string]string 
 	if a.key == "" {
 		return nil
 	}
-	h, _, err := b.openVersion(ctx, a.bucket, a.key, a.versionID)
+	h, _, err := b.openVersion(ctx, a.bucket, a.key, a.versionID, false)
 	if err != nil {
 		return nil
 	}

@@ -56,6 +56,13 @@ func (d gatedDrive) GetVersion(ctx context.Context, bucket, object string, v *[1
 	return d.Drive.GetVersion(ctx, bucket, object, v)
 }
 
+func (d gatedDrive) StatVersion(ctx context.Context, bucket, object string, v *[16]byte) (*drive.Record, error) {
+	if d.armed.Load() {
+		return nil, d.wait(ctx)
+	}
+	return d.Drive.StatVersion(ctx, bucket, object, v)
+}
+
 func (d gatedDrive) Versions(ctx context.Context, bucket, object string) ([]*drive.Record, error) {
 	if d.armed.Load() {
 		return nil, d.wait(ctx)

@@ -15,7 +15,7 @@ import (
 // GetObjectTagging returns a version's tags.
 func (b *Backend) GetObjectTagging(ctx context.Context, bucket, object, versionID string) (map[string]string, error) {
 	own(&bucket, &object, &versionID)
-	h, markerTime, err := b.openVersion(ctx, bucket, object, versionID)
+	h, markerTime, err := b.openVersion(ctx, bucket, object, versionID, false)
 	if markerTime != nil {
 		return nil, err
 	}
