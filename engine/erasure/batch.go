@@ -2,6 +2,7 @@ package erasure
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,25 +56,34 @@ func (it GetItem) read(ctx context.Context, d Drive) (*drive.Record, error) {
 	return d.GetVersion(ctx, it.Bucket, it.Object, it.VersionID)
 }
 
-// groupByNode splits a snapshot's online drives into batches per node
-// (positions) and drives to call one by one.
-func groupByNode(drives []Drive) (map[NodeBatcher][]int, []int) {
-	var groups map[NodeBatcher][]int
-	var single []int
+// nodeGroup is the positions of a set whose drives one node batches.
+type nodeGroup struct {
+	nb        NodeBatcher
+	positions []int
+}
+
+// groupByNode splits a snapshot's online drives into batches per node and
+// drives to call one by one (this node's, and those of a node that cannot
+// batch).
+func groupByNode(drives []Drive) (groups []nodeGroup, single []int) {
+	single = make([]int, 0, len(drives))
 	for pos, d := range drives {
-		if d == nil {
-			continue
-		}
+		var nb NodeBatcher
 		if b, ok := d.(Batched); ok {
-			if nb := b.Batcher(); nb != nil {
-				if groups == nil {
-					groups = map[NodeBatcher][]int{}
-				}
-				groups[nb] = append(groups[nb], pos)
-				continue
-			}
+			nb = b.Batcher()
 		}
-		single = append(single, pos)
+		switch {
+		case d == nil:
+		case nb == nil:
+			single = append(single, pos)
+		default:
+			i := slices.IndexFunc(groups, func(g nodeGroup) bool { return g.nb == nb })
+			if i < 0 {
+				groups = append(groups, nodeGroup{nb: nb, positions: make([]int, 0, len(drives)-pos)})
+				i = len(groups) - 1
+			}
+			groups[i].positions = append(groups[i].positions, pos)
+		}
 	}
 	return groups, single
 }
@@ -113,11 +123,11 @@ func putVersions(ctx context.Context, w *writeWait, drives []Drive, bucket, obje
 			done(pos, err)
 		}()
 	}
-	for nb, positions := range groups {
+	for _, g := range groups {
 		go func() {
-			items := make([]PutItem, 0, len(positions))
-			sent := make([]int, 0, len(positions))
-			for _, pos := range positions {
+			items := make([]PutItem, 0, len(g.positions))
+			sent := make([]int, 0, len(g.positions))
+			for _, pos := range g.positions {
 				r, stage, err := rec(pos)
 				if r == nil {
 					done(pos, err)
@@ -129,7 +139,7 @@ func putVersions(ctx context.Context, w *writeWait, drives []Drive, bucket, obje
 			if len(items) == 0 {
 				return
 			}
-			for i, err := range nb.PutVersions(committing(ctx), items) {
+			for i, err := range g.nb.PutVersions(committing(ctx), items) {
 				done(sent[i], err)
 			}
 		}()
@@ -169,13 +179,13 @@ func getVersionsTimed(ctx context.Context, drives []Drive, get GetItem, lat *lat
 		wait      func() ([]*drive.Record, []error, time.Duration)
 	}
 	batches := make([]sent, 0, len(groups))
-	for nb, positions := range groups {
-		items := make([]GetItem, len(positions))
-		for i, pos := range positions {
+	for _, g := range groups {
+		items := make([]GetItem, len(g.positions))
+		for i, pos := range g.positions {
 			items[i] = get
 			items[i].Drive = drives[pos]
 		}
-		batches = append(batches, sent{positions, nb.StartGetVersions(ctx, items)})
+		batches = append(batches, sent{g.positions, g.nb.StartGetVersions(ctx, items)})
 	}
 	var wg sync.WaitGroup
 	for i, pos := range single {

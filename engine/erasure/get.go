@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -162,20 +163,25 @@ func (s *Set) readQuorumFirst(ctx context.Context, drives []Drive, get GetItem) 
 			picked++
 		}
 	}
-	hasSlow := func(ps []int) bool { return slices.ContainsFunc(ps, s.lat.slow) }
-	for picked < need && len(groups) > 0 {
-		var best NodeBatcher
-		for nb, ps := range groups {
-			if best == nil || cmpBool(hasSlow(ps), hasSlow(groups[best])) < 0 ||
-				hasSlow(ps) == hasSlow(groups[best]) && len(ps) > len(groups[best]) {
-				best = nb
-			}
+	// Then nodes without a slow drive before others, those holding the
+	// most drives first; among equals, any (shuffled: the reads of this
+	// node's requests spread over them).
+	hasSlow := func(g nodeGroup) bool { return slices.ContainsFunc(g.positions, s.lat.slow) }
+	rand.Shuffle(len(groups), func(i, j int) { groups[i], groups[j] = groups[j], groups[i] })
+	slices.SortStableFunc(groups, func(a, b nodeGroup) int {
+		if c := cmpBool(hasSlow(a), hasSlow(b)); c != 0 {
+			return c
 		}
-		for _, pos := range groups[best] {
+		return len(b.positions) - len(a.positions)
+	})
+	for _, g := range groups {
+		if picked >= need {
+			break
+		}
+		for _, pos := range g.positions {
 			first[pos], read[pos] = drives[pos], true
 			picked++
 		}
-		delete(groups, best)
 	}
 	recs, errs = getVersionsTimed(ctx, first, get, s.lat)
 	if picked >= need && agreeOnOne(recs, errs, read) {

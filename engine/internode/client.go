@@ -254,6 +254,7 @@ func (p *Peer) markOffline(err error) {
 		p.cancelEpoch()
 		p.epoch, p.cancelEpoch = context.WithCancel(context.Background())
 		p.emu.Unlock()
+		p.closeFrames() // its calls end with the epoch too
 	}
 	if !p.pinging.CompareAndSwap(false, true) {
 		return
@@ -300,9 +301,12 @@ func (p *Peer) ping(ctx context.Context, q url.Values) error {
 // transportErr reports whether err means the peer did not answer (as
 // opposed to answering with an error).
 func transportErr(err error) bool {
+	if err == nil {
+		return false
+	}
 	var re *remoteError
 	var se *statusError
-	return err != nil && !errors.As(err, &re) && !errors.As(err, &se) && !errors.Is(err, context.Canceled)
+	return !errors.As(err, &re) && !errors.As(err, &se) && !errors.Is(err, context.Canceled)
 }
 
 type statusError struct {
@@ -346,7 +350,7 @@ func (p *Peer) startBatch(ctx context.Context, o nodeOp, body []byte, out func(a
 		go func() { done <- p.batch(ctx, o, body, out) }()
 		return func() error { return <-done }
 	}
-	return p.startRetry(ctx, o.idempotent, func(ctx context.Context) func() error {
+	return p.startRetry(ctx, o.idempotent, framesBounded, func(ctx context.Context) func() error {
 		answer := p.startFrames(ctx, o.frame, body, nil)
 		return func() error {
 			b, at, err := answer()
@@ -362,21 +366,34 @@ func (p *Peer) startBatch(ctx context.Context, o nodeOp, body []byte, out func(a
 // is idempotent and the peer did not answer; a peer that never answered is
 // marked offline.
 func (p *Peer) retry(ctx context.Context, idempotent bool, try func(context.Context) error) error {
-	return p.startRetry(ctx, idempotent, func(ctx context.Context) func() error {
+	return p.retryBounded(ctx, idempotent, !framesBounded, try)
+}
+
+// retryBounded is retry for a try that is bounded by the call deadline
+// and ends with the peer's epoch on its own when bounded (framesBounded).
+func (p *Peer) retryBounded(ctx context.Context, idempotent, bounded bool, try func(context.Context) error) error {
+	return p.startRetry(ctx, idempotent, bounded, func(ctx context.Context) func() error {
 		err := try(ctx)
 		return func() error { return err }
 	})()
 }
 
+// framesBounded: a call on the framed channel needs no deadline or epoch
+// hook of its own (a timer and a hook on the peer's shared epoch per call
+// were a tenth of a small read's internode cost): the channel's watchdog
+// fails it when the peer does not answer within the call timeout, and the
+// channel is closed when the peer is marked offline.
+const framesBounded = true
+
 // startRetry is retry for a call in two halves: start sends an attempt
 // and returns what waits for its answer. The first attempt is sent before
 // startRetry returns; the wait it returns finishes it and runs the others.
-func (p *Peer) startRetry(ctx context.Context, idempotent bool, start func(context.Context) func() error) (wait func() error) {
+func (p *Peer) startRetry(ctx context.Context, idempotent, bounded bool, start func(context.Context) func() error) (wait func() error) {
 	if !p.online.Load() {
 		err := fmt.Errorf("%w: %s", ErrNodeOffline, p.Host)
 		return func() error { return err }
 	}
-	first := p.attempt(ctx, start)
+	first := p.attempt(ctx, bounded, start)
 	return func() error {
 		attempts := 1
 		if idempotent {
@@ -391,7 +408,7 @@ func (p *Peer) startRetry(ctx context.Context, idempotent bool, start func(conte
 					return err
 				case <-time.After(time.Duration(50*(1<<(2*(i-1)))) * time.Millisecond):
 				}
-				answer = p.attempt(ctx, start)
+				answer = p.attempt(ctx, bounded, start)
 			}
 			var final bool
 			if final, err = answer(); final {
@@ -403,18 +420,21 @@ func (p *Peer) startRetry(ctx context.Context, idempotent bool, start func(conte
 	}
 }
 
-// attempt sends one attempt of a call under the call deadline; the wait
-// it returns says how it ended, and whether that is final: anything but
-// the peer not answering.
-func (p *Peer) attempt(ctx context.Context, start func(context.Context) func() error) func() (final bool, err error) {
+// attempt sends one attempt of a call under the call deadline (its own
+// unless bounded); the wait it returns says how it ended, and whether
+// that is final: anything but the peer not answering.
+func (p *Peer) attempt(ctx context.Context, bounded bool, start func(context.Context) func() error) func() (final bool, err error) {
 	epoch := p.currentEpoch()
-	cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
-	stop := context.AfterFunc(epoch, cancel)
-	answer := start(cctx)
+	actx, release := ctx, func() {}
+	if !bounded {
+		cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+		stop := context.AfterFunc(epoch, cancel)
+		actx, release = cctx, func() { stop(); cancel() }
+	}
+	answer := start(actx)
 	return func() (bool, error) {
 		err := answer()
-		stop()
-		cancel()
+		release()
 		if err != nil && ctx.Err() != nil {
 			// The caller gave up (a client gone, a request deadline): that
 			// says nothing about the peer.

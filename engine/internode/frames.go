@@ -71,15 +71,20 @@ func appendFrame(dst []byte, id uint64, kind byte, body []byte) []byte {
 // readFrameHeader reads a frame's header: its call id, its op or status,
 // and the size of its body.
 func readFrameHeader(r *bufio.Reader) (id uint64, kind byte, size int, err error) {
-	var h [frameHeader]byte
-	if _, err = io.ReadFull(r, h[:]); err != nil {
+	h, err := r.Peek(frameHeader)
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(h) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
 		return 0, 0, 0, err
 	}
 	n := binary.BigEndian.Uint32(h[:4])
 	if n < 9 || n > maxFrame {
 		return 0, 0, 0, fmt.Errorf("internode: frame of %d bytes refused", n)
 	}
-	return binary.BigEndian.Uint64(h[4:12]), h[12], int(n - 9), nil
+	id, kind = binary.BigEndian.Uint64(h[4:12]), h[12]
+	_, _ = r.Discard(frameHeader)
+	return id, kind, int(n - 9), nil
 }
 
 func readFrame(r *bufio.Reader) (id uint64, kind byte, body []byte, err error) {
@@ -297,7 +302,8 @@ type frameConn struct {
 type call struct {
 	ch chan frameResult
 	// dst, when set, receives an OK answer's body directly.
-	dst []byte
+	dst  []byte
+	sent time.Time
 }
 
 type frameResult struct {
@@ -363,7 +369,7 @@ func (fc *frameConn) dead() bool {
 // OK answer that fits dst is read into it. A failed write fails the
 // connection, which answers the call.
 func (fc *frameConn) send(op byte, body, dst []byte) *call {
-	c := &call{ch: make(chan frameResult, 1), dst: dst}
+	c := &call{ch: make(chan frameResult, 1), dst: dst, sent: time.Now()}
 	fc.mu.Lock()
 	if fc.err != nil {
 		c.ch <- frameResult{err: fc.err}
@@ -511,7 +517,34 @@ func (p *Peer) dialFrames(ctx context.Context) (*frameConn, error) {
 	_ = conn.SetDeadline(time.Time{})
 	fc := &frameConn{c: conn, pending: map[uint64]*call{}, done: make(chan struct{})}
 	go fc.readLoop(br)
+	go fc.watch(p.opts.CallTimeout)
 	return fc, nil
+}
+
+// watch fails the channel once a call has waited longer than timeout for
+// its answer (looking every eighth of it): a peer that does not answer in
+// time is not trusted with the connection either, and the next call dials
+// again. This is the deadline of every call on the channel.
+func (fc *frameConn) watch(timeout time.Duration) {
+	t := time.NewTicker(timeout / 8)
+	defer t.Stop()
+	for {
+		select {
+		case <-fc.done:
+			return
+		case now := <-t.C:
+			fc.mu.Lock()
+			late := false
+			for _, c := range fc.pending {
+				late = late || now.Sub(c.sent) > timeout
+			}
+			fc.mu.Unlock()
+			if late {
+				fc.fail(fmt.Errorf("no answer within %s: %w", timeout, context.DeadlineExceeded))
+				return
+			}
+		}
+	}
 }
 
 // closeFrames ends the peer's framed channel.

@@ -294,6 +294,9 @@ func appendString(dst []byte, s string) []byte {
 type reader struct {
 	buf []byte
 	err error
+	// text, when set, is the message as a string (buf, as read so far,
+	// is its end): strings read are cut from it instead of copied each.
+	text string
 }
 
 // count reads a number of items that follow; each takes at least a byte,
@@ -335,7 +338,15 @@ func (r *reader) bytes() []byte {
 	return b
 }
 
-func (r *reader) string() string { return string(r.bytes()) }
+func (r *reader) string() string {
+	b := r.bytes()
+	if r.text == "" {
+		return string(b)
+	}
+	// buf is what is left of text: b ends where it begins.
+	end := len(r.text) - len(r.buf)
+	return r.text[end-len(b) : end]
+}
 
 func (r *reader) id() [16]byte {
 	var id [16]byte

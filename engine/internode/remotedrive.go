@@ -337,7 +337,7 @@ func (r *remoteReader) ReadAt(p []byte, off int64) (int, error) {
 		body = binary.AppendUvarint(body, uint64(len(p)))
 		n := 0
 		peer := r.d.peer
-		err := peer.retry(r.ctx, true, func(ctx context.Context) error {
+		err := peer.retryBounded(r.ctx, true, framesBounded, func(ctx context.Context) error {
 			b, err := peer.framesInto(ctx, opShardRead.frame, body, p)
 			if err == nil {
 				if n = len(b); n > 0 && &b[0] != &p[0] {

@@ -454,7 +454,8 @@ func (s *Server) batchStat(ctx context.Context, dst, body []byte) ([]byte, error
 
 // readRecords answers a batch of record reads, with inline data or not.
 func (s *Server) readRecords(ctx context.Context, dst, body []byte, withData bool) ([]byte, error) {
-	in := reader{buf: body}
+	// The names it carries are strings of one copy of the (small) body.
+	in := reader{buf: body, text: string(body)}
 	n := in.count()
 	if in.err != nil {
 		return nil, in.err

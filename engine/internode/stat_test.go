@@ -1,7 +1,14 @@
 package internode
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,5 +119,50 @@ func TestAppendRecordIsAppendBytes(t *testing.T) {
 		if back, err := drive.UnmarshalRecord(in.bytes()); err != nil || !bytes.Equal(back.Inline, rec.Inline) || in.err != nil {
 			t.Fatalf("inline %d: decodes to %v, %v", size, err, in.err)
 		}
+	}
+}
+
+// TestAFrameCallWithoutAnswerFailsTheChannel: a call the peer never
+// answers fails once it has waited the call timeout (the channel's
+// watchdog is every call's deadline), with every other call on the
+// channel, which is not used again.
+func TestAFrameCallWithoutAnswerFailsTheChannel(t *testing.T) {
+	client, peer := net.Pipe()
+	t.Cleanup(func() { client.Close(); peer.Close() })
+	go func() { _, _ = io.Copy(io.Discard, peer) }() // reads every call, answers none
+	fc := &frameConn{c: client, pending: map[uint64]*call{}, done: make(chan struct{})}
+	go fc.readLoop(bufio.NewReader(client))
+	const timeout = 200 * time.Millisecond
+	go fc.watch(timeout)
+	start := time.Now()
+	first, second := fc.send(frameBatchGet, binaryUvarint(0), nil), fc.send(frameBatchGet, binaryUvarint(0), nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // the test's own bound
+	defer cancel()
+	for _, c := range []*call{first, second} {
+		_, _, err := c.wait(ctx, fc)
+		if !strings.Contains(fmt.Sprint(err), "no answer within") || !errors.Is(err, context.DeadlineExceeded) || !transportErr(err) {
+			t.Fatalf("unanswered call: %v", err)
+		}
+	}
+	if took := time.Since(start); took < timeout {
+		t.Fatalf("failed after %s, before the call timeout of %s", took, timeout)
+	}
+	if !fc.dead() {
+		t.Fatal("the channel is still used after a call went unanswered")
+	}
+}
+
+// TestAPeerMarkedOfflineEndsItsFrameCalls: calls in flight on a peer's
+// channel end when the peer is marked offline, and the channel goes.
+func TestAPeerMarkedOfflineEndsItsFrameCalls(t *testing.T) {
+	n := startNode(t, "127.0.0.1:0", Protocol, newDrives(t, "d1"))
+	p := newPeer(t, n, Protocol)
+	if _, err := p.frames(t.Context(), frameBatchGet, binaryUvarint(0)); err != nil {
+		t.Fatal(err)
+	}
+	fc := p.fc
+	p.markOffline(errors.New("test"))
+	if framed(p) || !fc.dead() {
+		t.Fatal("the channel of a peer marked offline is still open")
 	}
 }
