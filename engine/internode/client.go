@@ -357,7 +357,9 @@ func (p *Peer) startBatch(ctx context.Context, o nodeOp, body []byte, out func(a
 			if err != nil {
 				return err
 			}
-			return out(b, at)
+			err = out(b, at)
+			putFrameBuf(b) // out copied what it kept
+			return err
 		}
 	})
 }
