@@ -110,7 +110,8 @@ func (r *Record) SameVersion(o *Record) bool {
 		r.Size == o.Size && r.Flags == o.Flags && r.DataDir == o.DataDir
 }
 
-// MarshalRecord encodes r, appending to dst.
+// MarshalRecord encodes r, appending to dst. AppendWithoutData walks
+// these fields in this order too.
 func MarshalRecord(dst []byte, r *Record) []byte {
 	start := len(dst)
 	dst = append(dst, recordMagic, RecordVersion)
@@ -160,18 +161,9 @@ func UnmarshalRecord(data []byte) (*Record, error) { return unmarshalRecord(data
 // shard is checked (the record's checksum covers it) but not kept: walks
 // list records, and nothing that walks reads an object's data from them.
 func unmarshalRecord(data []byte, withData bool) (*Record, error) {
-	if len(data) < 2+16+4 {
-		return nil, fmt.Errorf("%w: %d bytes is too short", ErrCorruptRecord, len(data))
-	}
-	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, castagnoli) != sum {
-		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorruptRecord)
-	}
-	if body[0] != recordMagic {
-		return nil, fmt.Errorf("%w: bad magic 0x%02x", ErrCorruptRecord, body[0])
-	}
-	if v := body[1]; v < RecordMinReadVersion || v > RecordVersion {
-		return nil, fmt.Errorf("%w: record version %d, this build reads %d..%d", ErrCorruptRecord, v, RecordMinReadVersion, RecordVersion)
+	body, err := checkedBody(data)
+	if err != nil {
+		return nil, err
 	}
 	d := decoder{buf: body[2:]}
 	r := &Record{}
@@ -221,6 +213,71 @@ func unmarshalRecord(data []byte, withData bool) (*Record, error) {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptRecord, d.err)
 	}
 	return r, nil
+}
+
+// checkedBody checks a record's checksum, magic and version, and returns
+// what the checksum covers.
+func checkedBody(data []byte) ([]byte, error) {
+	if len(data) < 2+16+4 {
+		return nil, fmt.Errorf("%w: %d bytes is too short", ErrCorruptRecord, len(data))
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorruptRecord)
+	}
+	if body[0] != recordMagic {
+		return nil, fmt.Errorf("%w: bad magic 0x%02x", ErrCorruptRecord, body[0])
+	}
+	if v := body[1]; v < RecordMinReadVersion || v > RecordVersion {
+		return nil, fmt.Errorf("%w: record version %d, this build reads %d..%d", ErrCorruptRecord, v, RecordMinReadVersion, RecordVersion)
+	}
+	return body, nil
+}
+
+// AppendWithoutData appends to dst the record data encodes, with its
+// inline data left out, encoded as MarshalRecord encodes it (Inline nil):
+// a HEAD's record, made without decoding the record into a Record. data's
+// checksum is checked first, so a damaged record is not given a valid
+// one. It walks the fields in MarshalRecord's order: the two change
+// together (TestAppendWithoutDataIsMarshalWithoutInline).
+func AppendWithoutData(dst, data []byte) ([]byte, error) {
+	body, err := checkedBody(data)
+	if err != nil {
+		return dst, err
+	}
+	d := decoder{buf: body[2:]}
+	d.skip(16)         // version ID
+	d.varint()         // mod time
+	d.uvarint()        // flags
+	d.varint()         // size
+	d.skip(d.length()) // ETag
+	for n := d.count(); n > 0 && d.err == nil; n-- {
+		d.skip(d.length()) // meta key
+		d.skip(d.length()) // and value
+	}
+	d.skip(16) // data dir
+	for range 4 {
+		d.int() // data, parity, block size, index
+	}
+	for n := d.count(); n > 0 && d.err == nil; n-- {
+		d.int() // distribution
+	}
+	for n := d.count(); n > 0 && d.err == nil; n-- {
+		d.int()            // part number
+		d.varint()         // size
+		d.skip(d.length()) // ETag
+	}
+	inline := len(body) - len(d.buf) // where the inline data's length is
+	d.skip(d.length())
+	if d.err == nil && len(d.buf) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.buf))
+	}
+	if d.err != nil {
+		return dst, fmt.Errorf("%w: %w", ErrCorruptRecord, d.err)
+	}
+	start := len(dst)
+	dst = append(append(dst, body[:inline]...), 0) // no inline data
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli)), nil
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -301,6 +358,17 @@ func (d *decoder) string() string {
 	s := string(d.buf[:n])
 	d.buf = d.buf[n:]
 	return s
+}
+
+func (d *decoder) skip(n int) {
+	if d.err != nil {
+		return
+	}
+	if len(d.buf) < n {
+		d.fail("need %d bytes, have %d", n, len(d.buf))
+		return
+	}
+	d.buf = d.buf[n:]
 }
 
 func (d *decoder) fixed(dst []byte) {

@@ -94,3 +94,76 @@ func FuzzUnmarshalRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendWithoutDataIsMarshalWithoutInline: a record's encoding with
+// its inline data left out, made without decoding it, is the encoding of
+// the record without Inline; a damaged record is refused, not re-signed.
+func TestAppendWithoutDataIsMarshalWithoutInline(t *testing.T) {
+	multipart := sampleRecord()
+	multipart.Flags, multipart.Inline = 0, nil
+	multipart.Parts = []Part{{Number: 1, Size: 5 << 20, ETag: "a"}, {Number: 2, Size: 7, ETag: "b"}}
+	for name, r := range map[string]*Record{
+		"inline object": sampleRecord(),
+		"large inline":  {ModTime: 9, Flags: FlagInline, Inline: bytes.Repeat([]byte{1}, 100<<10)},
+		"multipart":     multipart,
+		"delete marker": {ModTime: 1, Flags: FlagDeleteMarker},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := AppendWithoutData([]byte("prefix"), MarshalRecord(nil, r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			without := *r
+			without.Inline = nil
+			if want := append([]byte("prefix"), MarshalRecord(nil, &without)...); !bytes.Equal(got, want) {
+				t.Fatalf("got %x\nwant %x", got, want)
+			}
+		})
+	}
+	data := MarshalRecord(nil, sampleRecord())
+	data[len(data)/2] ^= 1
+	if out, err := AppendWithoutData([]byte("prefix"), data); !errors.Is(err, ErrCorruptRecord) || string(out) != "prefix" {
+		t.Fatalf("damaged record: %q, %v", out, err)
+	}
+}
+
+// TestAppendVersionIsWhatGetVersionReturns: a drive's answer to a peer,
+// copied from its store, decodes to the record GetVersion (or, without
+// data, StatVersion) returns, the newest or by ID, and fails the same
+// way for a version it lacks.
+func TestAppendVersionIsWhatGetVersionReturns(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	older, newer := sampleRecord(), sampleRecord()
+	older.VersionID[0], older.ModTime = 0xee, older.ModTime-1
+	for _, r := range []*Record{older, newer} {
+		if _, err := d.PutVersion(t.Context(), "b", "obj", r, NotStaged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []*[16]byte{nil, &older.VersionID, &newer.VersionID} {
+		for _, withData := range []bool{true, false} {
+			want, err := d.getVersion(t.Context(), "b", "obj", id, withData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := d.AppendVersion(t.Context(), []byte("prefix"), "b", "obj", id, withData)
+			if err != nil || !bytes.HasPrefix(b, []byte("prefix")) {
+				t.Fatalf("id %v, data %v: %v", id != nil, withData, err)
+			}
+			got, err := UnmarshalRecord(b[len("prefix"):])
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("id %v, data %v: decodes to %+v (%v), want %+v", id != nil, withData, got, err, want)
+			}
+		}
+	}
+	missing := [16]byte{9}
+	for _, id := range []*[16]byte{nil, &missing} {
+		obj := "obj"
+		if id == nil {
+			obj = "none"
+		}
+		if _, err := d.AppendVersion(t.Context(), nil, "b", obj, id, true); !errors.Is(err, ErrVersionNotFound) {
+			t.Fatalf("a version the drive lacks (id %v): %v", id != nil, err)
+		}
+	}
+}

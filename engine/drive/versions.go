@@ -517,6 +517,64 @@ func (d *Local) StatVersion(ctx context.Context, bucket, object string, versionI
 	return d.getVersion(ctx, bucket, object, versionID, false)
 }
 
+// AppendVersion appends to dst the encoding (MarshalRecord's) of what
+// GetVersion returns, or StatVersion's when !withData: a peer's answer.
+// The newest version is not decoded: its record is copied as the store
+// holds it, checked by whoever decodes it, or, without its data, checked
+// and copied without it (AppendWithoutData).
+func (d *Local) AppendVersion(ctx context.Context, dst []byte, bucket, object string, versionID *[16]byte, withData bool) ([]byte, error) {
+	if versionID != nil {
+		r, err := d.getVersion(ctx, bucket, object, versionID, withData)
+		if err != nil {
+			return dst, err
+		}
+		return MarshalRecord(dst, r), nil
+	}
+	if err := ended(ctx); err != nil {
+		return dst, err
+	}
+	v, closer, err := d.meta.Get(objectKey(bucket, object))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return dst, ErrVersionNotFound
+	}
+	if err != nil {
+		return dst, err
+	}
+	defer closer.Close()
+	newest, err := firstInList(v)
+	if err == nil && withData {
+		return append(dst, newest...), nil
+	}
+	if err == nil {
+		dst, err = AppendWithoutData(dst, newest)
+	}
+	if err != nil {
+		return dst, fmt.Errorf("drive %s: %s/%s: %w", d.root, bucket, object, err)
+	}
+	return dst, nil
+}
+
+// firstInList returns the encoded first record of a version list (an
+// object's newest version: see decodeList).
+func firstInList(data []byte) ([]byte, error) {
+	if len(data) < 3 || data[0] != versionsMagic {
+		return nil, fmt.Errorf("%w: not a version list", ErrCorruptRecord)
+	}
+	if data[1] != versionsVersion {
+		return nil, fmt.Errorf("%w: version list encoding %d, this build reads %d", ErrCorruptRecord, data[1], versionsVersion)
+	}
+	d := decoder{buf: data[2:]}
+	n := d.count()
+	size := d.length()
+	switch {
+	case d.err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrCorruptRecord, d.err)
+	case n == 0:
+		return nil, fmt.Errorf("%w: an empty version list", ErrCorruptRecord)
+	}
+	return d.buf[:size], nil
+}
+
 func (d *Local) getVersion(ctx context.Context, bucket, object string, versionID *[16]byte, withData bool) (*Record, error) {
 	if err := ended(ctx); err != nil {
 		return nil, err

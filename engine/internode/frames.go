@@ -270,6 +270,18 @@ func getFrameBuf(n int) []byte {
 	return make([]byte, n)
 }
 
+// growFrame makes room for n more bytes in a frame buffer, moving it to a
+// larger pooled buffer when it has too little (giving the smaller back).
+func growFrame(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	grown := getFrameBuf(len(b) + n)[:len(b)]
+	copy(grown, b)
+	putFrameBuf(b)
+	return grown
+}
+
 // putFrameBuf gives back a buffer of getFrameBuf (others are left to the
 // collector), once nothing uses it.
 func putFrameBuf(b []byte) {

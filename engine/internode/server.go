@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -464,7 +463,6 @@ func (s *Server) readRecords(ctx context.Context, dst, body []byte, withData boo
 		d              *drive.Local
 		bucket, object string
 		vid            *[16]byte
-		rec            *drive.Record
 		err            error
 	}
 	items := make([]item, n)
@@ -483,54 +481,49 @@ func (s *Server) readRecords(ctx context.Context, dst, body []byte, withData boo
 			it.err = fmt.Errorf("%w: %s", ErrDriveNotServed, path)
 		}
 	}
-	for i := range items {
-		if it := &items[i]; it.err == nil && withData {
-			it.rec, it.err = it.d.GetVersion(ctx, it.bucket, it.object, it.vid)
-		} else if it.err == nil {
-			it.rec, it.err = it.d.StatVersion(ctx, it.bucket, it.object, it.vid)
-		}
-	}
-	size := 0
+	// Each record goes from its drive's store into the answer: the
+	// records of one object are about the same size, so the first sets
+	// the room made for the others.
+	room := 2 << 10
 	for _, it := range items {
-		if it.err == nil {
-			size += recordSizeHint(it.rec)
+		if it.err != nil {
+			dst = appendError(dst, it.err)
+			continue
 		}
-	}
-	dst = slices.Grow(dst, size)
-	for _, it := range items {
-		dst = appendError(dst, it.err)
-		if it.err == nil {
-			dst = appendRecord(dst, it.rec)
+		dst = growFrame(dst, room)
+		start := len(dst)
+		dst, it.err = appendSized(appendError(dst, nil), func(b []byte) ([]byte, error) {
+			return it.d.AppendVersion(ctx, b, it.bucket, it.object, it.vid, withData)
+		})
+		if it.err != nil {
+			dst = appendError(dst[:start], it.err)
 		}
+		room = max(room, len(dst)-start+64)
 	}
 	return dst, nil
 }
 
-// recordSizeHint is about the size of a record's encoding: room to append
-// it without growing the answer again.
-func recordSizeHint(r *drive.Record) int {
-	n := 128 + len(r.ETag) + len(r.Inline) + 4*len(r.Erasure.Distribution)
-	for k, v := range r.Meta {
-		n += len(k) + len(v) + 4
-	}
-	for _, p := range r.Parts {
-		n += 24 + len(p.ETag)
-	}
-	return n
+// appendRecord appends rec's encoding as appendBytes would append it.
+func appendRecord(dst []byte, rec *drive.Record) []byte {
+	dst, _ = appendSized(dst, func(b []byte) ([]byte, error) { return drive.MarshalRecord(b, rec), nil })
+	return dst
 }
 
-// appendRecord appends rec encoded as appendBytes would append its
-// encoding, without encoding it into a buffer of its own first: the
-// record goes after room for the longest length, which then moves up
-// against the length written.
-func appendRecord(dst []byte, rec *drive.Record) []byte {
+// appendSized appends what fill appends, as appendBytes would append it
+// (its length first), without a buffer of its own: it goes after room for
+// the longest length, which then moves up against the length written. On
+// an error, dst is given back as it was.
+func appendSized(dst []byte, fill func([]byte) ([]byte, error)) ([]byte, error) {
 	start := len(dst)
-	dst = drive.MarshalRecord(append(dst, make([]byte, binary.MaxVarintLen64)...), rec)
+	dst, err := fill(append(dst, make([]byte, binary.MaxVarintLen64)...))
+	if err != nil {
+		return dst[:start], err
+	}
 	var length [binary.MaxVarintLen64]byte
 	k := binary.PutUvarint(length[:], uint64(len(dst)-start-binary.MaxVarintLen64))
 	copy(dst[start:], length[:k])
 	copy(dst[start+k:], dst[start+binary.MaxVarintLen64:])
-	return dst[:len(dst)-(binary.MaxVarintLen64-k)]
+	return dst[:len(dst)-(binary.MaxVarintLen64-k)], nil
 }
 
 // appendError writes an error as (code, message); nil as two empty strings.
