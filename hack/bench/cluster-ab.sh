@@ -5,7 +5,8 @@
 # per round ("MODE OP SIZE roundN RATE CPU", RATE in objects/s, or MiB/s for
 # 1MiB; CPU the servers' CPU time per request in µs, summed over the four
 # nodes for the cluster), then the medians of each with the cluster's ratio
-# to the single node, and each server's RSS at the end.
+# to the single node, the median of the per-round CPU ratios, and each
+# server's RSS at the end.
 #
 #   make bench-cluster                 # ROUNDS="1 2 3" DURATION=6s
 #   ROUNDS="1 2 3 4 5" DURATION=8s hack/bench/cluster-ab.sh
@@ -46,6 +47,10 @@ for _ in $(seq 90); do
 	sleep 1
 done
 [ $up = 1 ] || { echo "servers did not come up; logs in $work" >&2; trap - EXIT; exit 1; }
+# (answering servers that are not ours, left on these addresses, would pass the check above)
+for pid in "${pids[@]}"; do
+	kill -0 "$pid" 2>/dev/null || { echo "a server exited (address taken?); logs in $work" >&2; trap - EXIT; exit 1; }
+done
 
 cluster_pids=$(IFS=,; echo "${pids[*]:0:4}")
 single_pid=${pids[4]}
@@ -69,15 +74,26 @@ for spec in $workloads; do
 		done
 	done
 done
-echo "# medians: op size, rate single -> cluster (ratio), server CPU µs/op single -> cluster summed over nodes (ratio)"
-for spec in $workloads; do
-	set -- ${spec/-/ }
-	med() { grep "^$1 $2 $3 " "$rounds" | awk -v c="$4" '{print $c}' | tr -d , | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-	rs=$(med single "$1" "$2" 5) rc=$(med cluster "$1" "$2" 5)
-	cs=$(med single "$1" "$2" 6) cc=$(med cluster "$1" "$2" 6)
-	awk -v op="$1 $2" -v rs="$rs" -v rc="$rc" -v cs="$cs" -v cc="$cc" \
-		'BEGIN {printf "%s: %s -> %s (%.2fx), %s -> %s µs (%.2fx)\n", op, rs, rc, (rs>0)?rc/rs:0, cs, cc, (cs>0)?cc/cs:0}'
-done
+# Two summaries of the CPU per request: the ratio of the two medians, and
+# the median of each round's ratio (a cluster round against the single
+# round just before it). The VM's speed drifts between rounds (one node's
+# CPU per 4 KiB HEAD has ranged 127-202 us within one run), and the rounds
+# alternate so that each cluster round meets the single node in the same
+# state: the per-round ratio cancels the drift, the ratio of medians does not.
+echo "# op size: rate single -> cluster (ratio of medians); server CPU us/op single -> cluster summed over nodes (ratio of medians); CPU ratio per round: median (range)"
+python3 - "$rounds" $workloads <<'PY'
+import statistics as st, sys
+rows = [l.split() for l in open(sys.argv[1])]
+for spec in sys.argv[2:]:
+    op, size = spec.split("-", 1)
+    runs = {m: {r[3]: (float(r[4]), float(r[5])) for r in rows if r[:3] == [m, op, size]} for m in ("single", "cluster")}
+    s, c = runs["single"], runs["cluster"]
+    rs, rc = st.median(v[0] for v in s.values()), st.median(v[0] for v in c.values())
+    cs, cc = st.median(v[1] for v in s.values()), st.median(v[1] for v in c.values())
+    per = sorted(c[k][1] / s[k][1] for k in c if k in s and s[k][1] > 0)
+    print(f"{op} {size}: {rs:.0f} -> {rc:.0f} ({rc / rs:.2f}x); {cs:.0f} -> {cc:.0f} us ({cc / cs:.2f}x); "
+          f"per round {st.median(per):.2f}x ({per[0]:.2f}-{per[-1]:.2f})")
+PY
 for i in "${!pids[@]}"; do
 	echo "rss ${addrs[$i]} $(( $(ps -o rss= -p "${pids[$i]}") / 1024 )) MiB"
 done
