@@ -152,13 +152,8 @@ func putVersions(ctx context.Context, w *writeWait, drives []Drive, bucket, obje
 	return errs
 }
 
-// getVersions reads one version's record from every online drive, one
-// round trip per node.
-func getVersions(ctx context.Context, drives []Drive, bucket, object string, versionID *[16]byte) ([]*drive.Record, []error) {
-	return getVersionsTimed(ctx, drives, GetItem{Bucket: bucket, Object: object, VersionID: versionID}, nil)
-}
-
-// getVersionsTimed is getVersions recording each answer's time in lat (a
+// getVersionsTimed reads one version's record (get) from every online
+// drive, one round trip per node, recording each answer's time in lat (a
 // node's batch: the batch's time for each of its drives). Other nodes'
 // batches are sent first; this node's drives are read while they travel,
 // on this goroutine one after the other (a record lookup takes a small
