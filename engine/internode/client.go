@@ -381,10 +381,11 @@ func (p *Peer) retryBounded(ctx context.Context, idempotent, bounded bool, try f
 }
 
 // framesBounded: a call on the framed channel needs no deadline or epoch
-// hook of its own (a timer and a hook on the peer's shared epoch per call
-// were a tenth of a small read's internode cost): the channel's watchdog
-// fails it when the peer does not answer within the call timeout, and the
-// channel is closed when the peer is marked offline.
+// hook of its own (a timer, and a hook under the lock of the peer's shared
+// epoch, per call: about 5 us of a 4 KiB HEAD's CPU in a profile of four
+// nodes): the channel's watchdog fails it when the peer does not answer
+// within the call timeout, and the channel is closed when the peer is
+// marked offline.
 const framesBounded = true
 
 // startRetry is retry for a call in two halves: start sends an attempt
