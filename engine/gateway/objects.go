@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/oklog/ulid/v2"
 	"github.com/versity/versitygw/backend"
 	"github.com/versity/versitygw/s3err"
 	"github.com/versity/versitygw/s3response"
@@ -261,13 +263,46 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	return out, nil
 }
 
-// DeleteObject checks the key first.
+// DeleteObject checks the key first and deletes under the key's publish
+// lock (keylock.go).
 func (b *Backend) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput) (*s3.DeleteObjectOutput, error) {
 	ctx = detach(ctx)
 	if err := b.check(str(in.Bucket), str(in.Key)); err != nil {
 		return nil, err
 	}
-	return b.Posix.DeleteObject(ctx, in)
+	return b.deleteLocked(ctx, in)
+}
+
+func (b *Backend) deleteLocked(ctx context.Context, in *s3.DeleteObjectInput) (*s3.DeleteObjectOutput, error) {
+	unlock, err := b.lockKey(ctx, str(in.Bucket), str(in.Key))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	out, err := b.Posix.DeleteObject(ctx, in)
+	if err != nil && versionAlreadyGone(err, str(in.VersionId)) {
+		// S3 answers a delete of a version that does not exist (the id well
+		// formed) as done: two clients deleting one listed version both
+		// succeed. The backend answers InvalidArgument when the key has
+		// other versions.
+		return &s3.DeleteObjectOutput{VersionId: in.VersionId}, nil
+	}
+	return out, err
+}
+
+// versionAlreadyGone reports whether err is the backend's answer to a delete
+// of a well-formed version id it does not have (its answer to a malformed
+// one is the same error).
+func versionAlreadyGone(err error, versionID string) bool {
+	var bad s3err.InvalidArgumentError
+	if !errors.As(err, &bad) || bad.ArgumentName != "versionId" || versionID == "" {
+		return false
+	}
+	if versionID == "null" {
+		return true
+	}
+	_, perr := ulid.Parse(versionID)
+	return perr == nil
 }
 
 // DeleteObjects deletes the keys that pass the checks and reports the
@@ -282,26 +317,25 @@ func (b *Backend) DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput) 
 	if err := s3front.ErrTooManyKeys(len(in.Delete.Objects)); err != nil {
 		return s3response.DeleteResult{}, err
 	}
+	// One key at a time, as the backend's DeleteObjects does, each under its
+	// publish lock.
+	res := s3response.DeleteResult{Deleted: []types.DeletedObject{}, Error: []types.Error{}}
 	var refused []types.Error
-	ok := make([]types.ObjectIdentifier, 0, len(in.Delete.Objects))
 	for _, o := range in.Delete.Objects {
 		if err := b.check(bucket, str(o.Key)); err != nil {
 			refused = append(refused, s3err.ObjectDeleteError(o.Key, o.VersionId, err))
 			continue
 		}
-		ok = append(ok, o)
-	}
-	res := s3response.DeleteResult{Deleted: []types.DeletedObject{}, Error: []types.Error{}}
-	if len(ok) > 0 {
-		d := *in.Delete
-		d.Objects = ok
-		in2 := *in
-		in2.Delete = &d
-		r, err := b.Posix.DeleteObjects(ctx, &in2)
+		out, err := b.deleteLocked(ctx, &s3.DeleteObjectInput{Bucket: in.Bucket, Key: o.Key, VersionId: o.VersionId})
 		if err != nil {
-			return r, err
+			res.Error = append(res.Error, s3err.ObjectDeleteError(o.Key, o.VersionId, err))
+			continue
 		}
-		res = r
+		deleted := types.DeletedObject{Key: o.Key, VersionId: o.VersionId, DeleteMarker: out.DeleteMarker}
+		if out.DeleteMarker != nil && *out.DeleteMarker {
+			deleted.DeleteMarkerVersionId = out.VersionId
+		}
+		res.Deleted = append(res.Deleted, deleted)
 	}
 	res.Error = append(res.Error, refused...)
 	return res, nil
