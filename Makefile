@@ -135,7 +135,7 @@ $(PYCLIENTS_VENV)/.installed: $(PYCLIENTS_REQS) | $(LOCALBIN)
 CONFORMANCE_FLAGS ?= -parallel 2
 
 .PHONY: conformance
-conformance: build ## S3 conformance: ceph/s3-tests against strata server (HTTPS) and strata gateway; fails below test/conformance/floors.json or on output outside the JSON log.
+conformance: build ## S3 conformance: ceph/s3-tests against strata server (HTTPS) and strata gateway; fails below test/conformance/floors.json, when a test of test/conformance/passing-TARGET.txt fails twice, or on output outside the JSON log.
 	go run ./hack/conformance -strata $(LOCALBIN)/strata $(CONFORMANCE_FLAGS)
 
 .PHONY: envtest

@@ -75,6 +75,13 @@ func runTarget(ctx context.Context, cfg *config, t target) (r result) {
 	if r.counts, r.ran = parseSummary(summary); !r.ran {
 		problem("no summary line from run-s3-tests.sh; it printed:\n%s", indent(summary))
 	}
+	if r.tests, err = readJUnit(outDir, "main.xml", "lock.xml"); err != nil {
+		problem("%v", err)
+	} else if r.ran {
+		for _, p := range retryLost(ctx, cfg, t, p.addr, outDir, filepath.Join(dir, "tmp"), &r, logf) {
+			problem("%s", p)
+		}
+	}
 	if exit := p.exited(); exit != "" {
 		problem("strata exited during the run: %s", exit)
 	} else if exit := p.stop(); exit != "exit status 0" {
@@ -86,11 +93,10 @@ func runTarget(ctx context.Context, cfg *config, t target) (r result) {
 	} else if total > 0 {
 		problem("%d lines of strata's stdout/stderr are not JSON log records, e.g.:\n%s", total, indent(strings.Join(bad, "\n")))
 	}
-	if r.tests, err = readJUnit(outDir); err == nil {
-		err = writeResults(filepath.Join(outDir, "results.txt"), r.tests)
-	}
-	if err != nil {
-		problem("%v", err)
+	if r.tests != nil {
+		if err := writeResults(filepath.Join(outDir, "results.txt"), r.tests); err != nil {
+			problem("%v", err)
+		}
 	}
 	logf("done: %d passed, %d failed, %d errors, %d skipped", r.counts.passed, r.counts.failed, r.counts.errors, r.counts.skipped)
 	return r
@@ -220,13 +226,17 @@ func (p *process) waitReady(ctx context.Context, scheme string, limit time.Durat
 
 // runSuite runs the suite's script and returns what it printed. Its temporary
 // files go to tmpDir, which is removed with the target's other files.
-func runSuite(ctx context.Context, cfg *config, t target, addr, outDir, tmpDir string) (string, error) {
+// pytestArgs go to pytest after the script's own.
+func runSuite(ctx context.Context, cfg *config, t target, addr, outDir, tmpDir string, pytestArgs ...string) (string, error) {
 	host, port, _ := net.SplitHostPort(addr)
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(cfg.suite, "run-s3-tests.sh"), host, port,
-		mainKey, mainSecret, altKey, altSecret, tenantKey, tenantSecret, outDir)
+	args := []string{host, port, mainKey, mainSecret, altKey, altSecret, tenantKey, tenantSecret, outDir}
+	if len(pytestArgs) > 0 {
+		args = append(append(args, "--"), pytestArgs...)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(cfg.suite, "run-s3-tests.sh"), args...)
 	useTLS := map[bool]string{false: "0", true: "1"}[t.tls]
 	cmd.Env = append(os.Environ(), "S3TESTS_VENV="+cfg.venv, "S3_TLS="+useTLS, "TMPDIR="+tmpDir)
 	// A session of its own, so that an interrupt can reach pytest too.
@@ -295,12 +305,12 @@ type testResult struct{ name, status string }
 
 var statusRank = map[string]int{"pass": 0, "skipped": 1, "failure": 2, "error": 3}
 
-// readJUnit reads main.xml and lock.xml into tests named MODULE::TEST. A test
-// listed twice (pytest can report a failing test's teardown error apart) keeps
-// its worst status.
-func readJUnit(outDir string) ([]testResult, error) {
+// readJUnit reads the JUnit files of outDir into tests named MODULE::TEST. A
+// test listed twice (pytest can report a failing test's teardown error apart)
+// keeps its worst status.
+func readJUnit(outDir string, files ...string) ([]testResult, error) {
 	status := map[string]string{}
-	for _, file := range []string{"main.xml", "lock.xml"} {
+	for _, file := range files {
 		data, err := os.ReadFile(filepath.Join(outDir, file))
 		if err != nil {
 			return nil, fmt.Errorf("JUnit XML: %w", err)
