@@ -11,6 +11,7 @@
 #   make bench-cluster                 # ROUNDS="1 2 3" DURATION=6s
 #   ROUNDS="1 2 3 4 5" DURATION=8s hack/bench/cluster-ab.sh
 #   WORKLOADS="get-4KiB head-4KiB" hack/bench/cluster-ab.sh   # some workloads only
+#   BENCH_FLAGS="-checksums -sign-payload -full-sdk" hack/bench/cluster-ab.sh   # the SDK's defaults, not lean settings
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 strata=bin/strata bench=bin/bench
@@ -65,7 +66,7 @@ for spec in $workloads; do
 			ep=$single pid=$single_pid
 			[ $mode = cluster ] && ep=$cluster pid=$cluster_pids
 			$bench run -endpoint $ep -access-key "$STRATA_ROOT_USER" -secret-key "$STRATA_ROOT_PASSWORD" \
-				-op "$1" -size "$2" -duration "${DURATION:-6s}" -pid "$pid" -json "$work/run.json" > "$work/run.out" 2>&1 ||
+				-op "$1" -size "$2" -duration "${DURATION:-6s}" -pid "$pid" -json "$work/run.json" ${BENCH_FLAGS:-} > "$work/run.out" 2>&1 ||
 				{ cat "$work/run.out" >&2; exit 1; }
 			[ -n "${SHOW_ROWS:-}" ] && tail -1 "$work/run.out"
 			# objects/s (MiB/s for 1 MiB) and the servers' CPU µs per request
