@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/klauspost/reedsolomon"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // BlockWriter receives one shard's blocks in order (drive.BitrotWriter).
@@ -208,7 +209,7 @@ func (c *Codec) readBlock(readers []BlockReader, order []int, b int, shards [][]
 	}
 	if have < c.layout.Data {
 		return fmt.Errorf("%w: %d of %d shards of block %d readable, %d needed",
-			ErrReadQuorum, have, len(readers), b, c.layout.Data)
+			objlayer.ErrReadQuorum, have, len(readers), b, c.layout.Data)
 	}
 	for i := 0; i < c.layout.Data; i++ {
 		if shards[i] == nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // shardStore holds the framed shards of one object in memory.
@@ -125,7 +126,7 @@ func TestCodecSurvivesParityLostOrCorruptShards(t *testing.T) {
 		store.bufs[i] = nil
 	}
 	_, err := c.Decode(io.Discard, store.readers(c, size), 0, size, size)
-	if !errors.Is(err, ErrReadQuorum) {
+	if !errors.Is(err, objlayer.ErrReadQuorum) {
 		t.Fatalf("parity+1 shards lost: err = %v, want ErrReadQuorum", err)
 	}
 }
@@ -151,11 +152,11 @@ func TestEncodeKeepsGoingWhileWriteQuorumHolds(t *testing.T) {
 		t.Fatalf("one failed drive of 4 (quorum 3): err %v errs %v", err, errs)
 	}
 	_, _, err = c.Encode(bytes.NewReader(data), []BlockWriter{ok(), ok(), &failingWriter{after: 1}, &failingWriter{after: 3}}, l.WriteQuorum())
-	if !errors.Is(err, ErrWriteQuorum) {
+	if !errors.Is(err, objlayer.ErrWriteQuorum) {
 		t.Fatalf("two failed drives of 4 (quorum 3): err = %v, want ErrWriteQuorum", err)
 	}
 	_, _, err = c.Encode(bytes.NewReader(data), []BlockWriter{ok(), nil, nil, ok()}, l.WriteQuorum())
-	if !errors.Is(err, ErrWriteQuorum) {
+	if !errors.Is(err, objlayer.ErrWriteQuorum) {
 		t.Fatalf("two absent drives: err = %v, want ErrWriteQuorum", err)
 	}
 }

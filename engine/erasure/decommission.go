@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // Decommission: a draining pool takes no new objects, and its objects move,
@@ -101,11 +102,11 @@ func (ps *Pools) DrainSet(ctx context.Context, from *PoolEntry, set int, marker 
 // object put into a pool decommissioned 30 s after it was added, in the
 // day-2 test). A pool that cannot list its buckets fails the drain, which
 // is tried again.
-func (ps *Pools) drainBuckets(ctx context.Context) ([]BucketInfo, error) {
+func (ps *Pools) drainBuckets(ctx context.Context) ([]objlayer.BucketInfo, error) {
 	ps.mu.RLock()
 	entries := slices.Clone(ps.pools)
 	ps.mu.RUnlock()
-	byName := map[string]BucketInfo{}
+	byName := map[string]objlayer.BucketInfo{}
 	for _, e := range entries {
 		if e.State() == StateDecommissioned {
 			continue
@@ -119,19 +120,19 @@ func (ps *Pools) drainBuckets(ctx context.Context) ([]BucketInfo, error) {
 		}
 	}
 	out := slices.Collect(maps.Values(byName))
-	slices.SortFunc(out, func(a, b BucketInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b objlayer.BucketInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
 // setEmpty reports whether a set holds no object and no upload.
-func setEmpty(ctx context.Context, s *Set, buckets []BucketInfo) (bool, error) {
+func setEmpty(ctx context.Context, s *Set, buckets []objlayer.BucketInfo) (bool, error) {
 	for _, b := range buckets {
 		entries, _, err := s.walkDrives(ctx, b.Name, "", "", "", 1, len(s.Drives()), true)
 		if err != nil || len(entries) > 0 {
 			return false, err
 		}
 		found := false
-		err = eachUpload(ctx, s.uploadsPage, b.Name, "", drive.UploadPos{}, func(UploadInfo) (bool, error) {
+		err = eachUpload(ctx, s.uploadsPage, b.Name, "", drive.UploadPos{}, func(objlayer.UploadInfo) (bool, error) {
 			found = true
 			return false, nil
 		})
@@ -155,7 +156,7 @@ func (ps *Pools) moveObject(ctx context.Context, from *PoolEntry, bucket, object
 		v := versions[i]
 		vid := v.VersionID
 		h, err := from.Pool.OpenObject(ctx, bucket, object, &vid)
-		if errors.Is(err, ErrObjectNotFound) {
+		if errors.Is(err, objlayer.ErrObjectNotFound) {
 			continue // deleted meanwhile
 		}
 		if err != nil {
@@ -173,7 +174,7 @@ func (ps *Pools) moveObject(ctx context.Context, from *PoolEntry, bucket, object
 			_, err := h.WriteRange(ctx, pw, 0, -1)
 			pw.CloseWithError(err)
 		}()
-		_, err = to.Pool.PutObject(ctx, bucket, object, pr, rec.Size, PutOptions{
+		_, err = to.Pool.PutObject(ctx, bucket, object, pr, rec.Size, objlayer.PutOptions{
 			VersionID: rec.VersionID, ModTime: time.Unix(0, rec.ModTime), Meta: rec.Meta, ETag: rec.ETag,
 		})
 		_ = pr.CloseWithError(io.ErrClosedPipe)
@@ -184,7 +185,7 @@ func (ps *Pools) moveObject(ctx context.Context, from *PoolEntry, bucket, object
 	}
 	for _, v := range versions {
 		vid := v.VersionID
-		if _, err := from.Pool.DeleteObject(ctx, bucket, object, &vid, DeleteUnversioned); err != nil {
+		if _, err := from.Pool.DeleteObject(ctx, bucket, object, &vid, objlayer.DeleteUnversioned); err != nil {
 			return moved, err
 		}
 	}

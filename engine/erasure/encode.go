@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // An encode hands each block's shards to the writers through a queue per
@@ -200,7 +202,7 @@ func (e *encoding) await(block int) error {
 		}
 		e.mu.Unlock()
 		if healthy < e.quorum {
-			return ErrWriteQuorum
+			return objlayer.ErrWriteQuorum
 		}
 		if len(waiting) == 0 || e.pause(&st, waiting, e.wait != nil && done >= e.quorum) {
 			return nil
@@ -379,7 +381,7 @@ func (e *encoding) checkQuorum() error {
 		}
 	}
 	if healthy < e.quorum {
-		return ErrWriteQuorum
+		return objlayer.ErrWriteQuorum
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/vfs"
 )
 
@@ -48,9 +49,9 @@ func (s *Set) resolve(recs []*drive.Record, errs []error) (*drive.Record, []*dri
 		}
 		// Fewer drives than a read quorum could hold a committed version.
 		if notFound > len(recs)-quorum {
-			return nil, nil, ErrObjectNotFound
+			return nil, nil, objlayer.ErrObjectNotFound
 		}
-		return nil, nil, fmt.Errorf("%w: %d of %d drives answered (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
+		return nil, nil, fmt.Errorf("%w: %d of %d drives answered (%s)", objlayer.ErrReadQuorum, countNil(errs), len(errs), detail(errs))
 	}
 	agreeing := make([]*drive.Record, len(recs))
 	for pos, r := range recs {
@@ -62,10 +63,10 @@ func (s *Set) resolve(recs []*drive.Record, errs []error) (*drive.Record, []*dri
 }
 
 // StatObject resolves an object version (the latest when versionID is nil).
-func (s *Set) StatObject(ctx context.Context, bucket, object string, versionID *[16]byte) (ObjectInfo, error) {
+func (s *Set) StatObject(ctx context.Context, bucket, object string, versionID *[16]byte) (objlayer.ObjectInfo, error) {
 	h, err := s.OpenObject(ctx, bucket, object, versionID)
 	if err != nil {
-		return ObjectInfo{}, err
+		return objlayer.ObjectInfo{}, err
 	}
 	return h.Info, nil
 }
@@ -83,7 +84,7 @@ type ObjectHandle struct {
 	// Stale lists the set positions whose drive answered with another
 	// record or none (candidates for healing).
 	Stale []int
-	Info  ObjectInfo
+	Info  objlayer.ObjectInfo
 	// withoutData: opened by OpenObjectMeta, its records may lack their
 	// inline data, and it is not read.
 	withoutData bool
@@ -263,7 +264,7 @@ func (h *ObjectHandle) WriteRange(ctx context.Context, w io.Writer, offset, leng
 	}
 	rec := h.rec
 	if rec.IsDeleteMarker() {
-		return nil, ErrObjectNotFound
+		return nil, objlayer.ErrObjectNotFound
 	}
 	if length < 0 {
 		length = rec.Size - offset
@@ -493,10 +494,10 @@ func (h *ObjectHandle) addUnread(ctx context.Context, readers []*shardReader, pa
 }
 
 // GetObject writes a range of an object version to w (see WriteRange).
-func (s *Set) GetObject(ctx context.Context, w io.Writer, bucket, object string, versionID *[16]byte, offset, length int64) (ObjectInfo, []int, error) {
+func (s *Set) GetObject(ctx context.Context, w io.Writer, bucket, object string, versionID *[16]byte, offset, length int64) (objlayer.ObjectInfo, []int, error) {
 	h, err := s.OpenObject(ctx, bucket, object, versionID)
 	if err != nil {
-		return ObjectInfo{}, nil, err
+		return objlayer.ObjectInfo{}, nil, err
 	}
 	bad, err := h.WriteRange(ctx, w, offset, length)
 	return h.Info, bad, err

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // DanglingGrace is how old a version held by too few drives to be read
@@ -84,7 +85,7 @@ func (s *Set) healObject(ctx context.Context, bucket, object string, deep bool, 
 		}
 	}
 	if countNil(errs) < s.layout.ReadQuorum() {
-		return HealResult{Skipped: skipped, SkippedDrives: skippedDrives, SkipReason: reason}, fmt.Errorf("%w: %d of %d drives answered (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
+		return HealResult{Skipped: skipped, SkippedDrives: skippedDrives, SkipReason: reason}, fmt.Errorf("%w: %d of %d drives answered (%s)", objlayer.ErrReadQuorum, countNil(errs), len(errs), detail(errs))
 	}
 	byKey := map[versionKey][]*drive.Record{}
 	var order []versionKey
@@ -179,7 +180,7 @@ func (s *Set) healVersion(ctx context.Context, drives []Drive, listErrs []error,
 	}
 	if n := countNonNil(agreeing); n < s.layout.ReadQuorum() {
 		res.Unrecoverable = 1
-		return res, fmt.Errorf("%w: %s/%s: %d intact copies, %d needed", ErrReadQuorum, bucket, object, n, s.layout.ReadQuorum())
+		return res, fmt.Errorf("%w: %s/%s: %d intact copies, %d needed", objlayer.ErrReadQuorum, bucket, object, n, s.layout.ReadQuorum())
 	}
 	if err := s.rebuild(ctx, h, targets); err != nil {
 		return res, fmt.Errorf("healing %s/%s: %w", bucket, object, err)
@@ -346,7 +347,7 @@ func (p *Pool) HealBuckets(ctx context.Context) (int, error) {
 					return err
 				}
 				healed.Add(1)
-				return d.SetBucket(ctx, b)
+				return d.SetBucket(ctx, drive.BucketInfo(b))
 			})
 			if err := errors.Join(errs...); err != nil && !errors.Is(err, errDriveOffline) {
 				return int(healed.Load()), err

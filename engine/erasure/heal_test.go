@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // replaceDrive wipes the drive at pos of set 0 and puts a fresh, formatted
@@ -56,7 +57,7 @@ func TestHealRebuildsAReplacedDrive(t *testing.T) {
 		objs[key] = randomBytes(size)
 		tp.put(t, key, objs[key])
 	}
-	if _, err := tp.DeleteObject(t.Context(), "bk", "o10", nil, DeleteVersioned); err != nil { // a delete marker heals too
+	if _, err := tp.DeleteObject(t.Context(), "bk", "o10", nil, objlayer.DeleteVersioned); err != nil { // a delete marker heals too
 		t.Fatal(err)
 	}
 	tp.replaceDrive(t, 1)
@@ -210,7 +211,7 @@ func TestFullDrive(t *testing.T) {
 	fss, locals, set, pool := fp.fss, fp.drives, fp.set, fp.Pool
 	data := randomBytes(600 << 10)
 	fss[1].SetFree(1000)
-	if _, err := pool.PutObject(t.Context(), "bk", "one-full", bytes.NewReader(data), int64(len(data)), PutOptions{}); err != nil {
+	if _, err := pool.PutObject(t.Context(), "bk", "one-full", bytes.NewReader(data), int64(len(data)), objlayer.PutOptions{}); err != nil {
 		t.Fatalf("one full drive of four must not stop a write: %v", err)
 	}
 	if u, _ := locals[1].DiskInfo(t.Context()); u.Free > 1000 {
@@ -223,14 +224,14 @@ func TestFullDrive(t *testing.T) {
 	for _, f := range fss {
 		f.SetFree(1000)
 	}
-	_, err := pool.PutObject(t.Context(), "bk", "all-full", bytes.NewReader(data), int64(len(data)), PutOptions{})
-	if !errors.Is(err, ErrWriteQuorum) {
+	_, err := pool.PutObject(t.Context(), "bk", "all-full", bytes.NewReader(data), int64(len(data)), objlayer.PutOptions{})
+	if !errors.Is(err, objlayer.ErrWriteQuorum) {
 		t.Fatalf("write to a full set: %v, want ErrWriteQuorum", err)
 	}
 	for _, f := range fss {
 		f.SetFree(-1)
 	}
-	if _, err := pool.StatObject(t.Context(), "bk", "all-full", nil); !errors.Is(err, ErrObjectNotFound) {
+	if _, err := pool.StatObject(t.Context(), "bk", "all-full", nil); !errors.Is(err, objlayer.ErrObjectNotFound) {
 		t.Fatalf("a write refused for space is visible: %v", err)
 	}
 	if got := getObject(t, pool, "one-full", nil); !bytes.Equal(got, data) {

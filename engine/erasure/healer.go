@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"golang.org/x/time/rate"
 )
 
@@ -323,7 +324,7 @@ func (h *Healer) HealDrive(ctx context.Context, set, index int) {
 			if err == nil {
 				break
 			}
-			if ctx.Err() != nil || !errors.Is(err, ErrReadQuorum) && !errors.Is(err, ErrWriteQuorum) {
+			if ctx.Err() != nil || !errors.Is(err, objlayer.ErrReadQuorum) && !errors.Is(err, objlayer.ErrWriteQuorum) {
 				dh.Err.Store(err.Error())
 				h.log.Error("drive heal stopped", "set", set, "index", index, "err", err)
 				return

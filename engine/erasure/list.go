@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // listEntry is one object with its versions, newest first.
@@ -71,7 +72,7 @@ func (s *Set) walk(ctx context.Context, bucket, prefix, delimiter, startAfter st
 			if e.partial {
 				h, err := s.openObject(ctx, bucket, e.name, nil, openMeta)
 				switch {
-				case errors.Is(err, ErrObjectNotFound):
+				case errors.Is(err, objlayer.ErrObjectNotFound):
 					continue // deleted; drives that missed it still list it
 				case err == nil:
 					e.versions = []*drive.Record{h.rec}
@@ -141,9 +142,9 @@ func (s *Set) walkDrives(ctx context.Context, bucket, prefix, delimiter, startAf
 		// No drive answered: the set cannot be listed now (503 SlowDown,
 		// which clients retry), not an internal error.
 		if lastErr != nil {
-			return nil, false, fmt.Errorf("%w: no drive of the set answered a listing (%w)", ErrReadQuorum, lastErr)
+			return nil, false, fmt.Errorf("%w: no drive of the set answered a listing (%w)", objlayer.ErrReadQuorum, lastErr)
 		}
-		return nil, false, ErrReadQuorum
+		return nil, false, objlayer.ErrReadQuorum
 	}
 	filled := false
 	for _, w := range walks {
@@ -322,18 +323,6 @@ func allDelimit[W walker](ws []W) bool {
 	return true
 }
 
-// ListResult is one page of a listing.
-type ListResult struct {
-	Objects        []ObjectInfo
-	CommonPrefixes []string
-	IsTruncated    bool
-	// NextMarker is the last key or common prefix returned, to continue from.
-	NextMarker string
-	// NextVersionMarker is the version ID to continue from, for version
-	// listings (empty when the next page starts at a new key).
-	NextVersionMarker string
-}
-
 // maxListKey sorts after every valid UTF-8 key with a given prefix: 0xff
 // never occurs in UTF-8.
 const maxListKey = drive.PastPrefix
@@ -396,8 +385,8 @@ func listCursor(marker, prefix, delimiter string) string {
 // listObjects lists the latest versions of a bucket's objects in key order,
 // skipping delete markers, grouping keys that contain delimiter after prefix
 // into common prefixes, at most maxKeys entries (objects plus prefixes).
-func listObjects(ctx context.Context, w walker, bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error) {
-	var res ListResult
+func listObjects(ctx context.Context, w walker, bucket, prefix, marker, delimiter string, maxKeys int) (objlayer.ListResult, error) {
+	var res objlayer.ListResult
 	if maxKeys <= 0 {
 		return res, nil
 	}
@@ -406,7 +395,7 @@ func listObjects(ctx context.Context, w walker, bucket, prefix, marker, delimite
 		batch = pageBatch(batch, maxKeys, len(res.Objects)+len(res.CommonPrefixes))
 		entries, more, err := w.walk(ctx, bucket, prefix, delimiter, cursor, batch, true)
 		if err != nil {
-			return ListResult{}, err
+			return objlayer.ListResult{}, err
 		}
 		skipped := false
 		for _, e := range entries {
@@ -444,8 +433,8 @@ func listObjects(ctx context.Context, w walker, bucket, prefix, marker, delimite
 // listVersions lists every version and delete marker of a bucket's objects,
 // keys in order and each key's versions newest first, starting after
 // (keyMarker, versionMarker).
-func listVersions(ctx context.Context, w walker, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (ListResult, error) {
-	var res ListResult
+func listVersions(ctx context.Context, w walker, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (objlayer.ListResult, error) {
+	var res objlayer.ListResult
 	if maxKeys <= 0 {
 		return res, nil
 	}
@@ -475,7 +464,7 @@ func listVersions(ctx context.Context, w walker, bucket, prefix, keyMarker strin
 		// Finish the marker key's own versions first.
 		entries, _, err := w.walk(ctx, bucket, keyMarker, "", "", 1, false)
 		if err != nil {
-			return ListResult{}, err
+			return objlayer.ListResult{}, err
 		}
 		if len(entries) > 0 && entries[0].name == keyMarker {
 			if !emit(entries[0], versionMarker) {
@@ -488,7 +477,7 @@ func listVersions(ctx context.Context, w walker, bucket, prefix, keyMarker strin
 		batch = pageBatch(batch, maxKeys, len(res.Objects)+len(res.CommonPrefixes))
 		entries, more, err := w.walk(ctx, bucket, prefix, "", cursor, batch, false)
 		if err != nil {
-			return ListResult{}, err
+			return objlayer.ListResult{}, err
 		}
 		skipped := false
 		for _, e := range entries {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // sliceWalker walks a sorted list of keys, counting what it reads; with
@@ -114,7 +115,7 @@ func TestListPageReadsWhatItReturns(t *testing.T) {
 		w := &sliceWalker{keys: keys}
 		marker, pages := "", 0
 		for {
-			var page ListResult
+			var page objlayer.ListResult
 			var err error
 			if versions {
 				page, err = listVersions(t.Context(), w, "b", "", marker, nil, "", 1000)

@@ -4,19 +4,21 @@ import (
 	"context"
 	"fmt"
 	"maps"
+
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // UpdateObjectMeta rewrites one version's metadata on every drive holding
 // it (tags are metadata): fn gets a copy of the resolved metadata and
 // returns the new one. The version's data and identity do not change.
-func (s *Set) UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
+func (s *Set) UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (objlayer.ObjectInfo, error) {
 	w := s.newWriteWait()
 	h, err := s.openObject(ctx, bucket, object, versionID, openAll)
 	if err != nil {
-		return ObjectInfo{}, err
+		return objlayer.ObjectInfo{}, err
 	}
 	if h.rec.IsDeleteMarker() {
-		return h.Info, ErrObjectNotFound
+		return h.Info, objlayer.ErrObjectNotFound
 	}
 	meta := fn(maps.Clone(h.rec.Meta))
 	want := h.rec
@@ -33,8 +35,8 @@ func (s *Set) UpdateObjectMeta(ctx context.Context, bucket, object string, versi
 		}
 	})
 	if n := countNil(errs); n < s.layout.WriteQuorum() {
-		return ObjectInfo{}, fmt.Errorf("%w: %d of %d drives updated %s/%s, %d needed (%s)",
-			ErrWriteQuorum, n, len(errs), bucket, object, s.layout.WriteQuorum(), detail(errs))
+		return objlayer.ObjectInfo{}, fmt.Errorf("%w: %d of %d drives updated %s/%s, %d needed (%s)",
+			objlayer.ErrWriteQuorum, n, len(errs), bucket, object, s.layout.WriteQuorum(), detail(errs))
 	}
 	if countNil(errs)+countIs(errs, errStillCommitting) < len(errs) {
 		s.partialWrite(bucket, object, want.VersionID)

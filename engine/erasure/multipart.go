@@ -15,63 +15,11 @@ import (
 
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/hlc"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
-
-// Multipart limits (S3's).
-const (
-	MinPartSize = 5 << 20
-	MaxPartSize = 5 << 30
-	MaxParts    = 10000
-)
-
-// Metadata keys the engine keeps in a version record for itself; they are
-// never answered to clients and a copy does not take them along.
-const (
-	// InternalMetaPrefix starts every such key.
-	InternalMetaPrefix = "X-Strata-"
-	// MetaUploadID is the multipart upload a version was completed from, so
-	// that a completion retried after it succeeded is recognised.
-	MetaUploadID = InternalMetaPrefix + "Upload-Id"
-)
-
-// Errors of multipart uploads.
-var (
-	// ErrUploadNotFound: no such upload (never started, completed or aborted).
-	ErrUploadNotFound = errors.New("multipart upload not found")
-	// ErrInvalidPart: a part named in a completion was not uploaded, or its
-	// ETag differs.
-	ErrInvalidPart = errors.New("invalid part")
-	// ErrInvalidPartOrder: completion parts are not in ascending order.
-	ErrInvalidPartOrder = errors.New("parts not in ascending order")
-	// ErrPartTooSmall: a part other than the last is under MinPartSize.
-	ErrPartTooSmall = errors.New("part smaller than the minimum")
-)
-
-// UploadInfo describes a multipart upload.
-type UploadInfo struct {
-	Bucket, Object string
-	ID             [16]byte
-	Initiated      time.Time
-	Meta           map[string]string
-}
-
-// PartInfo describes one uploaded part.
-type PartInfo struct {
-	Number   int
-	ModTime  time.Time
-	Size     int64
-	ETag     string
-	Checksum string
-}
-
-// CompletePart names a part in a completion request.
-type CompletePart struct {
-	Number int
-	ETag   string
-}
 
 // NewMultipartUpload starts an upload; its ID names it from now on.
-func (s *Set) NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (UploadInfo, error) {
+func (s *Set) NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (objlayer.UploadInfo, error) {
 	u := &drive.Upload{
 		ID: uuid.Must(uuid.NewV7()), Bucket: bucket, Object: object, Initiated: time.Now().UnixNano(),
 		DataDir: uuid.New(), Meta: meta, Erasure: s.erasureInfo(bucket, object),
@@ -79,14 +27,14 @@ func (s *Set) NewMultipartUpload(ctx context.Context, bucket, object string, met
 	errs := s.forEach(func(_ int, d Drive) error { return d.PutUpload(committing(ctx), u) })
 	if n := countNil(errs); n < s.layout.WriteQuorum() {
 		s.forEach(func(_ int, d Drive) error { return d.AbortUpload(committing(ctx), bucket, object, u.ID) })
-		return UploadInfo{}, fmt.Errorf("%w: %d of %d drives recorded the upload, %d needed (%s)",
-			ErrWriteQuorum, n, len(errs), s.layout.WriteQuorum(), detail(errs))
+		return objlayer.UploadInfo{}, fmt.Errorf("%w: %d of %d drives recorded the upload, %d needed (%s)",
+			objlayer.ErrWriteQuorum, n, len(errs), s.layout.WriteQuorum(), detail(errs))
 	}
 	return uploadInfo(u), nil
 }
 
-func uploadInfo(u *drive.Upload) UploadInfo {
-	return UploadInfo{Bucket: u.Bucket, Object: u.Object, ID: u.ID, Initiated: time.Unix(0, u.Initiated).UTC(), Meta: u.Meta}
+func uploadInfo(u *drive.Upload) objlayer.UploadInfo {
+	return objlayer.UploadInfo{Bucket: u.Bucket, Object: u.Object, ID: u.ID, Initiated: time.Unix(0, u.Initiated).UTC(), Meta: u.Meta}
 }
 
 // getUpload reads an upload's record from every drive; read quorum of
@@ -112,42 +60,30 @@ func (s *Set) getUpload(ctx context.Context, drives []Drive, bucket, object stri
 		}
 	}
 	if notFound > len(drives)-s.layout.ReadQuorum() {
-		return nil, nil, ErrUploadNotFound
+		return nil, nil, objlayer.ErrUploadNotFound
 	}
-	return nil, nil, fmt.Errorf("%w: %d of %d drives answered (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
-}
-
-// PartOptions qualify a part upload.
-type PartOptions struct {
-	// Checksum, when set, gives the checksum stored with the part once
-	// its body was read ("ALGORITHM:value").
-	Checksum func() string
-	// Body, when set, turns the request body into the bytes stored, given
-	// the upload's metadata (the parts of an encrypted upload are
-	// encrypted with its key): the reader, its size (-1: unknown) and,
-	// when not nil, what gives the part's ETag once it was read.
-	Body func(uploadMeta map[string]string, r io.Reader, size int64) (io.Reader, int64, func() string, error)
+	return nil, nil, fmt.Errorf("%w: %d of %d drives answered (%s)", objlayer.ErrReadQuorum, countNil(errs), len(errs), detail(errs))
 }
 
 // PutObjectPart stores one part of an upload. Uploading a part number again
 // replaces it (the upload that finishes last wins).
-func (s *Set) PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
+func (s *Set) PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts objlayer.PartOptions) (objlayer.PartInfo, error) {
 	drives := s.writeDrives()
 	w := s.newWriteWait()
 	u, ups, err := s.getUpload(ctx, drives, bucket, object, uploadID)
 	if err != nil {
-		return PartInfo{}, err
+		return objlayer.PartInfo{}, err
 	}
 	var etag func() string
 	if opts.Body != nil {
 		if r, size, etag, err = opts.Body(u.Meta, r, size); err != nil {
-			return PartInfo{}, err
+			return objlayer.PartInfo{}, err
 		}
 	}
 	part := &drive.PartRecord{Number: number, ID: uuid.New()}
 	st, err := s.stageShards(ctx, w, drives, part.ID, 1, u.Erasure.Distribution, r, size, etag == nil)
 	if err != nil {
-		return PartInfo{}, err
+		return objlayer.PartInfo{}, err
 	}
 	if opts.Checksum != nil {
 		part.Checksum = opts.Checksum()
@@ -177,14 +113,14 @@ func (s *Set) PutObjectPart(ctx context.Context, bucket, object string, uploadID
 		}
 	})
 	if n := countNil(errs); n < s.layout.WriteQuorum() {
-		return PartInfo{}, fmt.Errorf("%w: %d of %d drives stored part %d, %d needed (%s)",
-			ErrWriteQuorum, n, len(errs), number, s.layout.WriteQuorum(), detail(errs))
+		return objlayer.PartInfo{}, fmt.Errorf("%w: %d of %d drives stored part %d, %d needed (%s)",
+			objlayer.ErrWriteQuorum, n, len(errs), number, s.layout.WriteQuorum(), detail(errs))
 	}
 	return partInfo(*part), nil
 }
 
-func partInfo(p drive.PartRecord) PartInfo {
-	return PartInfo{Number: p.Number, ModTime: time.Unix(0, p.ModTime).UTC(), Size: p.Size, ETag: p.ETag, Checksum: p.Checksum}
+func partInfo(p drive.PartRecord) objlayer.PartInfo {
+	return objlayer.PartInfo{Number: p.Number, ModTime: time.Unix(0, p.ModTime).UTC(), Size: p.Size, ETag: p.ETag, Checksum: p.Checksum}
 }
 
 // resolveParts reads an upload's parts from every drive and keeps, for each
@@ -197,7 +133,7 @@ func (s *Set) resolveParts(ctx context.Context, drives []Drive, uploadID [16]byt
 		return err
 	})
 	if countNil(errs) < s.layout.ReadQuorum() {
-		return nil, fmt.Errorf("%w: %d of %d drives listed parts (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
+		return nil, fmt.Errorf("%w: %d of %d drives listed parts (%s)", objlayer.ErrReadQuorum, countNil(errs), len(errs), detail(errs))
 	}
 	type key struct {
 		number int
@@ -231,17 +167,17 @@ func (s *Set) resolveParts(ctx context.Context, drives []Drive, uploadID [16]byt
 }
 
 // ListParts lists an upload's parts after partMarker, at most maxParts.
-func (s *Set) ListParts(ctx context.Context, bucket, object string, uploadID [16]byte, partMarker, maxParts int) (UploadInfo, []PartInfo, bool, error) {
+func (s *Set) ListParts(ctx context.Context, bucket, object string, uploadID [16]byte, partMarker, maxParts int) (objlayer.UploadInfo, []objlayer.PartInfo, bool, error) {
 	drives := s.Drives()
 	u, _, err := s.getUpload(ctx, drives, bucket, object, uploadID)
 	if err != nil {
-		return UploadInfo{}, nil, false, err
+		return objlayer.UploadInfo{}, nil, false, err
 	}
 	parts, err := s.resolveParts(ctx, drives, uploadID)
 	if err != nil {
-		return UploadInfo{}, nil, false, err
+		return objlayer.UploadInfo{}, nil, false, err
 	}
-	var out []PartInfo
+	var out []objlayer.PartInfo
 	for _, p := range parts {
 		if p.Number <= partMarker {
 			continue
@@ -258,41 +194,41 @@ func (s *Set) ListParts(ctx context.Context, bucket, object string, uploadID [16
 // the named parts, without copying their data. opts gives the version ID
 // and may override metadata. Each part but the last must be at least
 // MinPartSize.
-func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error) {
+func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []objlayer.CompletePart, opts objlayer.PutOptions) (objlayer.ObjectInfo, error) {
 	drives := s.writeDrives()
 	w := s.newWriteWait()
 	u, ups, err := s.getUpload(ctx, drives, bucket, object, uploadID)
 	if err != nil {
-		return ObjectInfo{}, err
+		return objlayer.ObjectInfo{}, err
 	}
 	uploaded, err := s.resolveParts(ctx, drives, uploadID)
 	if err != nil {
-		return ObjectInfo{}, err
+		return objlayer.ObjectInfo{}, err
 	}
 	byNumber := map[int]drive.PartRecord{}
 	for _, p := range uploaded {
 		byNumber[p.Number] = p
 	}
 	if len(parts) == 0 {
-		return ObjectInfo{}, ErrInvalidPart
+		return objlayer.ObjectInfo{}, objlayer.ErrInvalidPart
 	}
 	chosen := make([]drive.PartRecord, 0, len(parts))
 	etags := md5.New()
 	var size int64
 	for i, cp := range parts {
 		if i > 0 && cp.Number <= parts[i-1].Number {
-			return ObjectInfo{}, ErrInvalidPartOrder
+			return objlayer.ObjectInfo{}, objlayer.ErrInvalidPartOrder
 		}
 		p, ok := byNumber[cp.Number]
 		if !ok || strings.Trim(cp.ETag, `"`) != p.ETag {
-			return ObjectInfo{}, fmt.Errorf("%w: part %d", ErrInvalidPart, cp.Number)
+			return objlayer.ObjectInfo{}, fmt.Errorf("%w: part %d", objlayer.ErrInvalidPart, cp.Number)
 		}
-		if i < len(parts)-1 && p.Size < MinPartSize {
-			return ObjectInfo{}, fmt.Errorf("%w: part %d is %d bytes", ErrPartTooSmall, cp.Number, p.Size)
+		if i < len(parts)-1 && p.Size < objlayer.MinPartSize {
+			return objlayer.ObjectInfo{}, fmt.Errorf("%w: part %d is %d bytes", objlayer.ErrPartTooSmall, cp.Number, p.Size)
 		}
 		raw, err := hex.DecodeString(p.ETag)
 		if err != nil {
-			return ObjectInfo{}, fmt.Errorf("%w: part %d", ErrInvalidPart, cp.Number)
+			return objlayer.ObjectInfo{}, fmt.Errorf("%w: part %d", objlayer.ErrInvalidPart, cp.Number)
 		}
 		etags.Write(raw)
 		size += p.Size
@@ -310,14 +246,14 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 	for k, v := range src {
 		meta[k] = v
 	}
-	meta[MetaUploadID] = uuid.UUID(uploadID).String()
+	meta[objlayer.MetaUploadID] = uuid.UUID(uploadID).String()
 	if opts.CompleteParts != nil {
-		infos := make([]PartInfo, len(chosen))
+		infos := make([]objlayer.PartInfo, len(chosen))
 		for i, p := range chosen {
 			infos[i] = partInfo(p)
 		}
 		if err := opts.CompleteParts(infos, meta); err != nil {
-			return ObjectInfo{}, err
+			return objlayer.ObjectInfo{}, err
 		}
 	}
 	rec := &drive.Record{
@@ -391,7 +327,7 @@ func (s *Set) AbortMultipartUpload(ctx context.Context, bucket, object string, u
 	})
 	if n := countNil(errs); n < s.layout.WriteQuorum() {
 		return fmt.Errorf("%w: %d of %d drives aborted the upload, %d needed (%s)",
-			ErrWriteQuorum, n, len(errs), s.layout.WriteQuorum(), detail(errs))
+			objlayer.ErrWriteQuorum, n, len(errs), s.layout.WriteQuorum(), detail(errs))
 	}
 	return nil
 }
@@ -400,7 +336,7 @@ func (s *Set) AbortMultipartUpload(ctx context.Context, bucket, object string, u
 // order: every upload after the position asked for and up to next, and
 // whether more may follow next.
 type uploadPage struct {
-	uploads []UploadInfo
+	uploads []objlayer.UploadInfo
 	next    drive.UploadPos
 	more    bool
 }
@@ -424,7 +360,7 @@ func (s *Set) uploadsPage(ctx context.Context, bucket, prefix string, after driv
 		})
 	})
 	if countNil(errs) < s.layout.ReadQuorum() {
-		return uploadPage{}, fmt.Errorf("%w: %d of %d drives listed uploads (%s)", ErrReadQuorum, countNil(errs), len(errs), detail(errs))
+		return uploadPage{}, fmt.Errorf("%w: %d of %d drives listed uploads (%s)", objlayer.ErrReadQuorum, countNil(errs), len(errs), detail(errs))
 	}
 	var page uploadPage
 	for pos, l := range lists {
@@ -460,7 +396,7 @@ func (s *Set) uploadsPage(ctx context.Context, bucket, prefix string, after driv
 // next of a pager that may have more are complete.
 func mergeUploadPages(ctx context.Context, pagers []uploadPager, bucket, prefix string, after drive.UploadPos, limit int) (uploadPage, error) {
 	var page uploadPage
-	var all []UploadInfo
+	var all []objlayer.UploadInfo
 	for _, p := range pagers {
 		b, err := p(ctx, bucket, prefix, after, limit)
 		if err != nil {
@@ -472,7 +408,7 @@ func mergeUploadPages(ctx context.Context, pagers []uploadPager, bucket, prefix 
 		all = append(all, b.uploads...)
 	}
 	for _, u := range all {
-		if !page.more || !page.next.Less(u.pos()) {
+		if !page.more || !page.next.Less(uploadPos(u)) {
 			page.uploads = append(page.uploads, u)
 		}
 	}
@@ -482,7 +418,7 @@ func mergeUploadPages(ctx context.Context, pagers []uploadPager, bucket, prefix 
 
 // eachUpload calls fn for every upload a pager lists under prefix, in
 // order, a batch at a time, until fn returns false or an error.
-func eachUpload(ctx context.Context, pager uploadPager, bucket, prefix string, after drive.UploadPos, fn func(UploadInfo) (bool, error)) error {
+func eachUpload(ctx context.Context, pager uploadPager, bucket, prefix string, after drive.UploadPos, fn func(objlayer.UploadInfo) (bool, error)) error {
 	for {
 		page, err := pager(ctx, bucket, prefix, after, uploadBatch)
 		if err != nil {
@@ -504,35 +440,28 @@ func eachUpload(ctx context.Context, pager uploadPager, bucket, prefix string, a
 // variable for tests).
 var uploadBatch = 1000
 
-func (u UploadInfo) pos() drive.UploadPos { return drive.UploadPos{Object: u.Object, ID: u.ID} }
+func uploadPos(u objlayer.UploadInfo) drive.UploadPos {
+	return drive.UploadPos{Object: u.Object, ID: u.ID}
+}
 
 // sortUploads orders uploads as listings run: by object, then upload ID.
 // IDs are time-ordered (UUIDv7) for uploads started by this release, so an
 // object's uploads list in the order they began, as S3 lists them.
-func sortUploads(us []UploadInfo) {
-	sort.Slice(us, func(i, j int) bool { return us[i].pos().Less(us[j].pos()) })
-}
-
-// UploadList is one page of a multipart upload listing.
-type UploadList struct {
-	Uploads        []UploadInfo
-	CommonPrefixes []string
-	IsTruncated    bool
-	NextKeyMarker  string
-	NextUploadID   [16]byte
+func sortUploads(us []objlayer.UploadInfo) {
+	sort.Slice(us, func(i, j int) bool { return uploadPos(us[i]).Less(uploadPos(us[j])) })
 }
 
 // listUploads reads one page of a ListMultipartUploads from a pager,
 // after (keyMarker, uploadIDMarker), grouping by delimiter; it reads the
 // pager's batches until the page is full.
-func listUploads(ctx context.Context, pager uploadPager, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error) {
-	var res UploadList
+func listUploads(ctx context.Context, pager uploadPager, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (objlayer.UploadList, error) {
+	var res objlayer.UploadList
 	var after drive.UploadPos
 	if keyMarker != "" {
 		// Without an upload-id marker every upload of the marker key is
 		// skipped; a marker that is a common prefix skips all under it.
 		after = drive.UploadPos{Object: keyMarker, ID: uploadIDMarker}
-		if uploadIDMarker == NullVersion {
+		if uploadIDMarker == objlayer.NullVersion {
 			after.ID = lastUploadID
 		}
 		if cp, ok := commonPrefix(keyMarker, prefix, delimiter); ok && cp == keyMarker {
@@ -540,7 +469,7 @@ func listUploads(ctx context.Context, pager uploadPager, bucket, prefix, keyMark
 		}
 	}
 	lastPrefix := ""
-	err := eachUpload(ctx, pager, bucket, prefix, after, func(u UploadInfo) (bool, error) {
+	err := eachUpload(ctx, pager, bucket, prefix, after, func(u objlayer.UploadInfo) (bool, error) {
 		if cp, ok := commonPrefix(u.Object, prefix, delimiter); ok {
 			if cp == lastPrefix {
 				return true, nil
@@ -551,7 +480,7 @@ func listUploads(ctx context.Context, pager uploadPager, bucket, prefix, keyMark
 			}
 			res.CommonPrefixes = append(res.CommonPrefixes, cp)
 			lastPrefix = cp
-			res.NextKeyMarker, res.NextUploadID = cp, NullVersion
+			res.NextKeyMarker, res.NextUploadID = cp, objlayer.NullVersion
 			return true, nil
 		}
 		if len(res.Uploads)+len(res.CommonPrefixes) == maxUploads {
@@ -569,32 +498,32 @@ func listUploads(ctx context.Context, pager uploadPager, bucket, prefix, keyMark
 var lastUploadID = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
 // NewMultipartUpload starts an upload in the object's set.
-func (p *Pool) NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (UploadInfo, error) {
+func (p *Pool) NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (objlayer.UploadInfo, error) {
 	return p.SetFor(bucket, object).NewMultipartUpload(ctx, bucket, object, meta)
 }
 
 // StatUpload returns an upload's record.
-func (p *Pool) StatUpload(ctx context.Context, bucket, object string, uploadID [16]byte) (UploadInfo, error) {
+func (p *Pool) StatUpload(ctx context.Context, bucket, object string, uploadID [16]byte) (objlayer.UploadInfo, error) {
 	s := p.SetFor(bucket, object)
 	u, _, err := s.getUpload(ctx, s.Drives(), bucket, object, uploadID)
 	if err != nil {
-		return UploadInfo{}, err
+		return objlayer.UploadInfo{}, err
 	}
 	return uploadInfo(u), nil
 }
 
 // PutObjectPart stores a part of an upload.
-func (p *Pool) PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
+func (p *Pool) PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts objlayer.PartOptions) (objlayer.PartInfo, error) {
 	return p.SetFor(bucket, object).PutObjectPart(ctx, bucket, object, uploadID, number, r, size, opts)
 }
 
 // ListParts lists an upload's parts.
-func (p *Pool) ListParts(ctx context.Context, bucket, object string, uploadID [16]byte, partMarker, maxParts int) (UploadInfo, []PartInfo, bool, error) {
+func (p *Pool) ListParts(ctx context.Context, bucket, object string, uploadID [16]byte, partMarker, maxParts int) (objlayer.UploadInfo, []objlayer.PartInfo, bool, error) {
 	return p.SetFor(bucket, object).ListParts(ctx, bucket, object, uploadID, partMarker, maxParts)
 }
 
 // CompleteMultipartUpload completes an upload.
-func (p *Pool) CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error) {
+func (p *Pool) CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []objlayer.CompletePart, opts objlayer.PutOptions) (objlayer.ObjectInfo, error) {
 	return p.SetFor(bucket, object).CompleteMultipartUpload(ctx, bucket, object, uploadID, parts, opts)
 }
 
@@ -615,11 +544,11 @@ func (p *Pool) uploadsPage(ctx context.Context, bucket, prefix string, after dri
 // EachUpload calls fn for each of the pool's uploads of a bucket under
 // prefix, in (object, upload ID) order, until fn returns false or an error;
 // memory stays bounded however many uploads there are.
-func (p *Pool) EachUpload(ctx context.Context, bucket, prefix string, fn func(UploadInfo) (bool, error)) error {
+func (p *Pool) EachUpload(ctx context.Context, bucket, prefix string, fn func(objlayer.UploadInfo) (bool, error)) error {
 	return eachUpload(ctx, p.uploadsPage, bucket, prefix, drive.UploadPos{}, fn)
 }
 
 // ListMultipartUploads pages through a bucket's uploads.
-func (p *Pool) ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error) {
+func (p *Pool) ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (objlayer.UploadList, error) {
 	return listUploads(ctx, p.uploadsPage, bucket, prefix, keyMarker, uploadIDMarker, delimiter, maxUploads)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // Pool is one server pool: its erasure sets, sharing a deployment ID.
@@ -69,7 +70,7 @@ type bucketCache struct {
 }
 
 type cachedBucket struct {
-	info drive.BucketInfo
+	info objlayer.BucketInfo
 	err  error
 	at   time.Time
 }
@@ -81,7 +82,7 @@ func (c *bucketCache) get(name string) (cachedBucket, bool) {
 	return e, ok && time.Since(e.at) < c.ttl
 }
 
-func (c *bucketCache) put(name string, info drive.BucketInfo, err error) {
+func (c *bucketCache) put(name string, info objlayer.BucketInfo, err error) {
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[string]cachedBucket{}
@@ -102,12 +103,12 @@ func (p *Pool) ForgetBucket(name string) { p.buckets.forget(name) }
 
 // MakeBucket creates a bucket on every drive; each set needs write quorum.
 func (p *Pool) MakeBucket(ctx context.Context, name string) error {
-	return p.CreateBucket(ctx, drive.BucketInfo{Name: name})
+	return p.CreateBucket(ctx, objlayer.BucketInfo{Name: name})
 }
 
 // CreateBucket creates a bucket with the given record (its creation time
 // set now when zero) on every drive; each set needs write quorum.
-func (p *Pool) CreateBucket(ctx context.Context, info drive.BucketInfo) error {
+func (p *Pool) CreateBucket(ctx context.Context, info objlayer.BucketInfo) error {
 	name := info.Name
 	if info.Created.IsZero() {
 		info.Created = time.Now().UTC()
@@ -115,18 +116,18 @@ func (p *Pool) CreateBucket(ctx context.Context, info drive.BucketInfo) error {
 	defer p.buckets.forget(name)
 	// Refuse an existing bucket before writing anything.
 	if _, err := p.readBucket(ctx, name); err == nil {
-		return ErrBucketExists
-	} else if !errors.Is(err, ErrBucketNotFound) {
+		return objlayer.ErrBucketExists
+	} else if !errors.Is(err, objlayer.ErrBucketNotFound) {
 		return err
 	}
 	return p.forEachSet(func(s *Set) error {
-		errs := s.forEach(func(_ int, d Drive) error { return d.MakeBucket(committing(ctx), info) })
-		return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), ErrWriteQuorum))
+		errs := s.forEach(func(_ int, d Drive) error { return d.MakeBucket(committing(ctx), drive.BucketInfo(info)) })
+		return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), objlayer.ErrWriteQuorum))
 	})
 }
 
 // StatBucket returns a bucket's record.
-func (p *Pool) StatBucket(ctx context.Context, name string) (drive.BucketInfo, error) {
+func (p *Pool) StatBucket(ctx context.Context, name string) (objlayer.BucketInfo, error) {
 	if e, ok := p.buckets.get(name); ok {
 		return e.info, e.err
 	}
@@ -145,7 +146,7 @@ func (p *Pool) StatBucket(ctx context.Context, name string) (drive.BucketInfo, e
 // readBucket reads a bucket's record from the drives; read quorum in the
 // first set decides. Drives that disagree (a versioning change that missed
 // one) are settled by the latest change.
-func (p *Pool) readBucket(ctx context.Context, name string) (drive.BucketInfo, error) {
+func (p *Pool) readBucket(ctx context.Context, name string) (objlayer.BucketInfo, error) {
 	s := p.sets[0]
 	drives := s.Drives()
 	infos := make([]drive.BucketInfo, len(drives))
@@ -154,8 +155,8 @@ func (p *Pool) readBucket(ctx context.Context, name string) (drive.BucketInfo, e
 		infos[pos], err = d.StatBucket(ctx, name)
 		return err
 	})
-	if err := reduceErrors(errs, s.layout.ReadQuorum(), ErrReadQuorum); err != nil {
-		return drive.BucketInfo{}, mapDriveErr(err)
+	if err := reduceErrors(errs, s.layout.ReadQuorum(), objlayer.ErrReadQuorum); err != nil {
+		return objlayer.BucketInfo{}, mapDriveErr(err)
 	}
 	var best drive.BucketInfo
 	for pos, info := range infos {
@@ -163,12 +164,12 @@ func (p *Pool) readBucket(ctx context.Context, name string) (drive.BucketInfo, e
 			best = info
 		}
 	}
-	return best, nil
+	return objlayer.BucketInfo(best), nil
 }
 
 // UpdateBucket changes a bucket's record on every drive (versioning,
 // tags): fn edits the current record.
-func (p *Pool) UpdateBucket(ctx context.Context, name string, fn func(b *drive.BucketInfo)) error {
+func (p *Pool) UpdateBucket(ctx context.Context, name string, fn func(b *objlayer.BucketInfo)) error {
 	defer p.buckets.forget(name)
 	info, err := p.readBucket(ctx, name)
 	if err != nil {
@@ -177,18 +178,18 @@ func (p *Pool) UpdateBucket(ctx context.Context, name string, fn func(b *drive.B
 	fn(&info)
 	info.Updated = time.Now().UTC()
 	return p.forEachSet(func(s *Set) error {
-		errs := s.forEach(func(_ int, d Drive) error { return d.SetBucket(committing(ctx), info) })
-		return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), ErrWriteQuorum))
+		errs := s.forEach(func(_ int, d Drive) error { return d.SetBucket(committing(ctx), drive.BucketInfo(info)) })
+		return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), objlayer.ErrWriteQuorum))
 	})
 }
 
 // SetBucketVersioning records a bucket's versioning state on every drive.
 func (p *Pool) SetBucketVersioning(ctx context.Context, name, state string) error {
-	return p.UpdateBucket(ctx, name, func(b *drive.BucketInfo) { b.Versioning = state })
+	return p.UpdateBucket(ctx, name, func(b *objlayer.BucketInfo) { b.Versioning = state })
 }
 
 // ListBuckets lists buckets as read quorum of the first set sees them.
-func (p *Pool) ListBuckets(ctx context.Context) ([]drive.BucketInfo, error) {
+func (p *Pool) ListBuckets(ctx context.Context) ([]objlayer.BucketInfo, error) {
 	s := p.sets[0]
 	drives := s.Drives()
 	lists := make([][]drive.BucketInfo, len(drives))
@@ -197,7 +198,7 @@ func (p *Pool) ListBuckets(ctx context.Context) ([]drive.BucketInfo, error) {
 		lists[pos], err = d.ListBuckets(ctx)
 		return err
 	})
-	if err := reduceErrors(errs, s.layout.ReadQuorum(), ErrReadQuorum); err != nil {
+	if err := reduceErrors(errs, s.layout.ReadQuorum(), objlayer.ErrReadQuorum); err != nil {
 		return nil, err
 	}
 	seen := map[string]int{}
@@ -210,10 +211,10 @@ func (p *Pool) ListBuckets(ctx context.Context) ([]drive.BucketInfo, error) {
 			}
 		}
 	}
-	var out []drive.BucketInfo
+	var out []objlayer.BucketInfo
 	for name, n := range seen {
 		if n >= s.layout.ReadQuorum() {
-			out = append(out, byName[name])
+			out = append(out, objlayer.BucketInfo(byName[name]))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -229,8 +230,8 @@ func (p *Pool) hasObjects(ctx context.Context, name string) (bool, error) {
 // abortUploads aborts every unfinished multipart upload of a bucket: S3
 // deletes a bucket that holds only uploads, and the uploads with it.
 func (p *Pool) abortUploads(ctx context.Context, name string) error {
-	return p.EachUpload(ctx, name, "", func(u UploadInfo) (bool, error) {
-		if err := p.AbortMultipartUpload(ctx, name, u.Object, u.ID); err != nil && !errors.Is(err, ErrUploadNotFound) {
+	return p.EachUpload(ctx, name, "", func(u objlayer.UploadInfo) (bool, error) {
+		if err := p.AbortMultipartUpload(ctx, name, u.Object, u.ID); err != nil && !errors.Is(err, objlayer.ErrUploadNotFound) {
 			return false, err
 		}
 		return true, nil
@@ -250,7 +251,7 @@ func (p *Pool) DeleteBucket(ctx context.Context, name string) error {
 		return err
 	}
 	if full {
-		return ErrBucketNotEmpty
+		return objlayer.ErrBucketNotEmpty
 	}
 	if err := p.abortUploads(ctx, name); err != nil {
 		return err
@@ -270,17 +271,17 @@ func (p *Pool) RemoveBucket(ctx context.Context, name string) error {
 			}
 			return err
 		})
-		return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), ErrWriteQuorum))
+		return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), objlayer.ErrWriteQuorum))
 	})
 }
 
 // PutObject stores an object in its set.
-func (p *Pool) PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+func (p *Pool) PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts objlayer.PutOptions) (objlayer.ObjectInfo, error) {
 	return p.SetFor(bucket, object).PutObject(ctx, bucket, object, r, size, opts)
 }
 
 // StatObject resolves an object version.
-func (p *Pool) StatObject(ctx context.Context, bucket, object string, versionID *[16]byte) (ObjectInfo, error) {
+func (p *Pool) StatObject(ctx context.Context, bucket, object string, versionID *[16]byte) (objlayer.ObjectInfo, error) {
 	return p.SetFor(bucket, object).StatObject(ctx, bucket, object, versionID)
 }
 
@@ -295,32 +296,32 @@ func (p *Pool) OpenObjectMeta(ctx context.Context, bucket, object string, versio
 }
 
 // GetObject streams a range of an object version to w.
-func (p *Pool) GetObject(ctx context.Context, w io.Writer, bucket, object string, versionID *[16]byte, offset, length int64) (ObjectInfo, []int, error) {
+func (p *Pool) GetObject(ctx context.Context, w io.Writer, bucket, object string, versionID *[16]byte, offset, length int64) (objlayer.ObjectInfo, []int, error) {
 	return p.SetFor(bucket, object).GetObject(ctx, w, bucket, object, versionID, offset, length)
 }
 
 // DeleteObject deletes an object or one of its versions.
-func (p *Pool) DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error) {
+func (p *Pool) DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode objlayer.DeleteMode) (objlayer.DeleteResult, error) {
 	return p.SetFor(bucket, object).DeleteObject(ctx, bucket, object, versionID, mode)
 }
 
 // UpdateObjectMeta rewrites a version's metadata (tags) in place.
-func (p *Pool) UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
+func (p *Pool) UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (objlayer.ObjectInfo, error) {
 	return p.SetFor(bucket, object).UpdateObjectMeta(ctx, bucket, object, versionID, fn)
 }
 
 // ListObjects lists the latest versions of a bucket's objects.
-func (p *Pool) ListObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error) {
+func (p *Pool) ListObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int) (objlayer.ListResult, error) {
 	if _, err := p.StatBucket(ctx, bucket); err != nil {
-		return ListResult{}, err
+		return objlayer.ListResult{}, err
 	}
 	return listObjects(ctx, p, bucket, prefix, marker, delimiter, maxKeys)
 }
 
 // ListObjectVersions lists every version of a bucket's objects.
-func (p *Pool) ListObjectVersions(ctx context.Context, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (ListResult, error) {
+func (p *Pool) ListObjectVersions(ctx context.Context, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (objlayer.ListResult, error) {
 	if _, err := p.StatBucket(ctx, bucket); err != nil {
-		return ListResult{}, err
+		return objlayer.ListResult{}, err
 	}
 	return listVersions(ctx, p, bucket, prefix, keyMarker, versionMarker, delimiter, maxKeys)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 type testPool struct {
@@ -59,9 +60,9 @@ func newTestPool(t testing.TB, sets, setSize, parity int) *testPool {
 	return tp
 }
 
-func (tp *testPool) put(t testing.TB, key string, data []byte) ObjectInfo {
+func (tp *testPool) put(t testing.TB, key string, data []byte) objlayer.ObjectInfo {
 	t.Helper()
-	info, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader(data), int64(len(data)), PutOptions{})
+	info, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader(data), int64(len(data)), objlayer.PutOptions{})
 	if err != nil {
 		t.Fatalf("put %s: %v", key, err)
 	}
@@ -103,7 +104,7 @@ func TestPutGetAcrossTheInlineThreshold(t *testing.T) {
 	// Unknown size (chunked upload) takes the same paths.
 	for _, size := range []int{100, 1 << 20} {
 		data := randomBytes(size)
-		if _, err := tp.PutObject(t.Context(), "bk", "chunked", bytes.NewReader(data), -1, PutOptions{}); err != nil {
+		if _, err := tp.PutObject(t.Context(), "bk", "chunked", bytes.NewReader(data), -1, objlayer.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(tp.get(t, "chunked"), data) {
@@ -115,11 +116,11 @@ func TestPutGetAcrossTheInlineThreshold(t *testing.T) {
 func TestShortBodyStoresNothing(t *testing.T) {
 	tp := newTestPool(t, 1, 4, 2)
 	for _, declared := range []int64{1000, 1 << 20} {
-		_, err := tp.PutObject(t.Context(), "bk", "short", bytes.NewReader(make([]byte, 10)), declared, PutOptions{})
-		if !errors.Is(err, ErrIncompleteBody) {
+		_, err := tp.PutObject(t.Context(), "bk", "short", bytes.NewReader(make([]byte, 10)), declared, objlayer.PutOptions{})
+		if !errors.Is(err, objlayer.ErrIncompleteBody) {
 			t.Fatalf("declared %d: err = %v, want ErrIncompleteBody", declared, err)
 		}
-		if _, err := tp.StatObject(t.Context(), "bk", "short", nil); !errors.Is(err, ErrObjectNotFound) {
+		if _, err := tp.StatObject(t.Context(), "bk", "short", nil); !errors.Is(err, objlayer.ErrObjectNotFound) {
 			t.Fatalf("declared %d: a short PUT left an object: %v", declared, err)
 		}
 	}
@@ -142,36 +143,36 @@ func TestOverwriteAndVersions(t *testing.T) {
 	}
 
 	v1, v2 := [16]byte(uuid.New()), [16]byte(uuid.New())
-	if _, err := tp.PutObject(t.Context(), "bk", "v", strings.NewReader("first"), 5, PutOptions{VersionID: v1}); err != nil {
+	if _, err := tp.PutObject(t.Context(), "bk", "v", strings.NewReader("first"), 5, objlayer.PutOptions{VersionID: v1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tp.PutObject(t.Context(), "bk", "v", strings.NewReader("second"), 6, PutOptions{VersionID: v2}); err != nil {
+	if _, err := tp.PutObject(t.Context(), "bk", "v", strings.NewReader("second"), 6, objlayer.PutOptions{VersionID: v2}); err != nil {
 		t.Fatal(err)
 	}
-	marker, err := tp.DeleteObject(t.Context(), "bk", "v", nil, DeleteVersioned)
+	marker, err := tp.DeleteObject(t.Context(), "bk", "v", nil, objlayer.DeleteVersioned)
 	if err != nil || !marker.DeleteMarker {
 		t.Fatalf("versioned delete: %+v %v", marker, err)
 	}
-	if _, _, err := tp.GetObject(t.Context(), io.Discard, "bk", "v", nil, 0, -1); !errors.Is(err, ErrObjectNotFound) {
+	if _, _, err := tp.GetObject(t.Context(), io.Discard, "bk", "v", nil, 0, -1); !errors.Is(err, objlayer.ErrObjectNotFound) {
 		t.Fatalf("GET after a delete marker: %v", err)
 	}
 	var buf bytes.Buffer
 	if _, _, err := tp.GetObject(t.Context(), &buf, "bk", "v", &v1, 0, -1); err != nil || buf.String() != "first" {
 		t.Fatalf("GET of an old version: %q %v", buf.String(), err)
 	}
-	if _, err := tp.DeleteObject(t.Context(), "bk", "v", &marker.VersionID, DeleteVersioned); err != nil {
+	if _, err := tp.DeleteObject(t.Context(), "bk", "v", &marker.VersionID, objlayer.DeleteVersioned); err != nil {
 		t.Fatal(err)
 	}
 	if got := tp.get(t, "v"); string(got) != "second" {
 		t.Fatalf("after removing the delete marker: %q", got)
 	}
-	if _, err := tp.DeleteObject(t.Context(), "bk", "k", nil, DeleteUnversioned); err != nil {
+	if _, err := tp.DeleteObject(t.Context(), "bk", "k", nil, objlayer.DeleteUnversioned); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tp.StatObject(t.Context(), "bk", "k", nil); !errors.Is(err, ErrObjectNotFound) {
+	if _, err := tp.StatObject(t.Context(), "bk", "k", nil); !errors.Is(err, objlayer.ErrObjectNotFound) {
 		t.Fatalf("unversioned delete left the object: %v", err)
 	}
-	if _, err := tp.DeleteObject(t.Context(), "bk", "never-was", nil, DeleteUnversioned); err != nil {
+	if _, err := tp.DeleteObject(t.Context(), "bk", "never-was", nil, objlayer.DeleteUnversioned); err != nil {
 		t.Fatalf("deleting a missing object must succeed: %v", err)
 	}
 }
@@ -220,11 +221,11 @@ func TestReadsSurviveParityDrivesLostWipedOrCorrupt(t *testing.T) {
 		}
 	}
 	offline(2, 3)
-	if _, err := tp.PutObject(t.Context(), "bk", "lost", bytes.NewReader(small), int64(len(small)), PutOptions{}); !errors.Is(err, ErrWriteQuorum) {
+	if _, err := tp.PutObject(t.Context(), "bk", "lost", bytes.NewReader(small), int64(len(small)), objlayer.PutOptions{}); !errors.Is(err, objlayer.ErrWriteQuorum) {
 		t.Fatalf("PUT with 2 of 4 drives: %v, want ErrWriteQuorum", err)
 	}
 	offline()
-	if _, err := tp.StatObject(t.Context(), "bk", "lost", nil); !errors.Is(err, ErrObjectNotFound) {
+	if _, err := tp.StatObject(t.Context(), "bk", "lost", nil); !errors.Is(err, objlayer.ErrObjectNotFound) {
 		t.Fatalf("a PUT that failed quorum is visible: %v", err)
 	}
 	offline(3)
@@ -235,7 +236,7 @@ func TestReadsSurviveParityDrivesLostWipedOrCorrupt(t *testing.T) {
 
 	// Parity+1 drives gone: a clear quorum error, not wrong bytes.
 	offline(0, 1, 2)
-	if _, _, err := tp.GetObject(t.Context(), io.Discard, "bk", "big", nil, 0, -1); !errors.Is(err, ErrReadQuorum) {
+	if _, _, err := tp.GetObject(t.Context(), io.Discard, "bk", "big", nil, 0, -1); !errors.Is(err, objlayer.ErrReadQuorum) {
 		t.Fatalf("GET with 1 of 4 drives: %v, want ErrReadQuorum", err)
 	}
 }
@@ -246,7 +247,7 @@ func TestListObjects(t *testing.T) {
 	for _, k := range keys {
 		tp.put(t, k, []byte(k))
 	}
-	if _, err := tp.DeleteObject(t.Context(), "bk", "z", nil, DeleteSuspended); err != nil { // latest is a delete marker
+	if _, err := tp.DeleteObject(t.Context(), "bk", "z", nil, objlayer.DeleteSuspended); err != nil { // latest is a delete marker
 		t.Fatal(err)
 	}
 	list := func(prefix, after, delim string, max int) string {
@@ -280,14 +281,14 @@ func TestListObjects(t *testing.T) {
 			t.Errorf("list(prefix %q, after %q, delim %q, max %d) = %s, want %s", c.prefix, c.after, c.delim, c.max, got, c.want)
 		}
 	}
-	if _, err := tp.ListObjects(t.Context(), "nope", "", "", "", 10); !errors.Is(err, ErrBucketNotFound) {
+	if _, err := tp.ListObjects(t.Context(), "nope", "", "", "", 10); !errors.Is(err, objlayer.ErrBucketNotFound) {
 		t.Fatalf("listing a missing bucket: %v", err)
 	}
 }
 
 func TestBuckets(t *testing.T) {
 	tp := newTestPool(t, 2, 4, 2)
-	if err := tp.MakeBucket(t.Context(), "bk"); !errors.Is(err, ErrBucketExists) {
+	if err := tp.MakeBucket(t.Context(), "bk"); !errors.Is(err, objlayer.ErrBucketExists) {
 		t.Fatalf("duplicate bucket: %v", err)
 	}
 	if err := tp.MakeBucket(t.Context(), "other"); err != nil {
@@ -298,13 +299,13 @@ func TestBuckets(t *testing.T) {
 		t.Fatalf("ListBuckets = %+v %v", bs, err)
 	}
 	tp.put(t, "x", []byte("x"))
-	if err := tp.DeleteBucket(t.Context(), "bk"); !errors.Is(err, ErrBucketNotEmpty) {
+	if err := tp.DeleteBucket(t.Context(), "bk"); !errors.Is(err, objlayer.ErrBucketNotEmpty) {
 		t.Fatalf("deleting a non-empty bucket: %v", err)
 	}
 	if err := tp.DeleteBucket(t.Context(), "other"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tp.StatBucket(t.Context(), "other"); !errors.Is(err, ErrBucketNotFound) {
+	if _, err := tp.StatBucket(t.Context(), "other"); !errors.Is(err, objlayer.ErrBucketNotFound) {
 		t.Fatalf("deleted bucket: %v", err)
 	}
 	if err := tp.SetBucketVersioning(t.Context(), "bk", "Enabled"); err != nil {
@@ -330,7 +331,7 @@ func TestConcurrentWritersEndWithOneWinnerEverywhere(t *testing.T) {
 				// A write that lost to a concurrent one stamped later is
 				// stamped again and committed (commitVersion): every
 				// writer succeeds.
-				if _, err := tp.PutObject(t.Context(), "bk", "hot", bytes.NewReader(data), int64(len(data)), PutOptions{}); err != nil {
+				if _, err := tp.PutObject(t.Context(), "bk", "hot", bytes.NewReader(data), int64(len(data)), objlayer.PutOptions{}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -383,7 +384,7 @@ func benchPut(b *testing.B, size int) {
 	i := 0
 	for b.Loop() {
 		i++
-		if _, err := tp.PutObject(b.Context(), "bk", fmt.Sprintf("o-%d", i), bytes.NewReader(data), int64(len(data)), PutOptions{}); err != nil {
+		if _, err := tp.PutObject(b.Context(), "bk", fmt.Sprintf("o-%d", i), bytes.NewReader(data), int64(len(data)), objlayer.PutOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -408,11 +409,11 @@ func TestVerifierErrorAtEOFStoresNothing(t *testing.T) {
 	for _, size := range []int{10, 4096, DefaultInlineLimit, 300_000} {
 		data := randomBytes(size)
 		for _, declared := range []int64{int64(size), -1} {
-			_, err := tp.PutObject(t.Context(), "bk", "digest", digestReader{bytes.NewReader(data)}, declared, PutOptions{})
+			_, err := tp.PutObject(t.Context(), "bk", "digest", digestReader{bytes.NewReader(data)}, declared, objlayer.PutOptions{})
 			if !errors.Is(err, errBadDigest) {
 				t.Fatalf("size %d declared %d: err = %v, want the verifier's error", size, declared, err)
 			}
-			if _, err := tp.StatObject(t.Context(), "bk", "digest", nil); !errors.Is(err, ErrObjectNotFound) {
+			if _, err := tp.StatObject(t.Context(), "bk", "digest", nil); !errors.Is(err, objlayer.ErrObjectNotFound) {
 				t.Fatalf("size %d declared %d: a body failing verification was stored", size, declared)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // Pools are the server pools of a deployment: one namespace. A new object
@@ -178,21 +179,21 @@ func (ps *Pools) ForgetBucket(name string) {
 
 // MakeBucket creates a bucket in every pool.
 func (ps *Pools) MakeBucket(ctx context.Context, name string) error {
-	return ps.CreateBucket(ctx, BucketInfo{Name: name})
+	return ps.CreateBucket(ctx, objlayer.BucketInfo{Name: name})
 }
 
 // CreateBucket creates a bucket with the given record in every pool, with
 // one creation time.
-func (ps *Pools) CreateBucket(ctx context.Context, info BucketInfo) error {
+func (ps *Pools) CreateBucket(ctx context.Context, info objlayer.BucketInfo) error {
 	defer ps.bucketChanged(info.Name)
 	if _, err := ps.first().readBucket(ctx, info.Name); err == nil {
-		return ErrBucketExists
+		return objlayer.ErrBucketExists
 	}
 	if info.Created.IsZero() {
 		info.Created = time.Now().UTC()
 	}
 	for _, e := range ps.live() {
-		if err := e.Pool.CreateBucket(ctx, info); err != nil && !errors.Is(err, ErrBucketExists) {
+		if err := e.Pool.CreateBucket(ctx, info); err != nil && !errors.Is(err, objlayer.ErrBucketExists) {
 			return err
 		}
 	}
@@ -200,12 +201,12 @@ func (ps *Pools) CreateBucket(ctx context.Context, info BucketInfo) error {
 }
 
 // StatBucket returns a bucket's record (the first pool's).
-func (ps *Pools) StatBucket(ctx context.Context, name string) (BucketInfo, error) {
+func (ps *Pools) StatBucket(ctx context.Context, name string) (objlayer.BucketInfo, error) {
 	return ps.first().StatBucket(ctx, name)
 }
 
 // UpdateBucket changes a bucket's record in every pool.
-func (ps *Pools) UpdateBucket(ctx context.Context, name string, fn func(b *BucketInfo)) error {
+func (ps *Pools) UpdateBucket(ctx context.Context, name string, fn func(b *objlayer.BucketInfo)) error {
 	defer ps.bucketChanged(name)
 	for _, e := range ps.live() {
 		if err := e.Pool.UpdateBucket(ctx, name, fn); err != nil {
@@ -216,7 +217,7 @@ func (ps *Pools) UpdateBucket(ctx context.Context, name string, fn func(b *Bucke
 }
 
 // ListBuckets lists buckets (the first pool's).
-func (ps *Pools) ListBuckets(ctx context.Context) ([]BucketInfo, error) {
+func (ps *Pools) ListBuckets(ctx context.Context) ([]objlayer.BucketInfo, error) {
 	return ps.first().ListBuckets(ctx)
 }
 
@@ -233,7 +234,7 @@ func (ps *Pools) DeleteBucket(ctx context.Context, name string) error {
 			return err
 		}
 		if full {
-			return ErrBucketNotEmpty
+			return objlayer.ErrBucketNotEmpty
 		}
 	}
 	for _, e := range ps.live() {
@@ -265,10 +266,10 @@ func (ps *Pools) HealBuckets(ctx context.Context) error {
 		}
 		for _, b := range buckets {
 			_, err := e.Pool.readBucket(ctx, b.Name)
-			if errors.Is(err, ErrBucketNotFound) {
+			if errors.Is(err, objlayer.ErrBucketNotFound) {
 				err = e.Pool.forEachSet(func(s *Set) error {
-					errs := s.forEach(func(_ int, d Drive) error { return d.SetBucket(committing(ctx), b) })
-					return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), ErrWriteQuorum))
+					errs := s.forEach(func(_ int, d Drive) error { return d.SetBucket(committing(ctx), drive.BucketInfo(b)) })
+					return mapDriveErr(reduceErrors(errs, s.layout.WriteQuorum(), objlayer.ErrWriteQuorum))
 				})
 				e.Pool.ForgetBucket(b.Name)
 			}
@@ -318,9 +319,6 @@ func (e *PoolEntry) freeSpace(ctx context.Context) (uint64, bool) {
 	return free, full
 }
 
-// ErrNoPoolSpace: every active pool has a drive over 85% full.
-var ErrNoPoolSpace = errors.New("no pool has room for new objects (every active pool has a drive over 85% full)")
-
 // placement picks the pool of a new object: weighted by free space among
 // active pools that are not full, and among those, the ones known to every
 // node (when any is), and among those, the pools whose every set can reach
@@ -359,7 +357,7 @@ func (ps *Pools) placement(ctx context.Context) (*PoolEntry, error) {
 	}
 	switch {
 	case len(candidates) == 0:
-		return nil, ErrNoPoolSpace
+		return nil, objlayer.ErrNoSpace
 	case len(candidates) == 1 || total == 0:
 		return candidates[0], nil
 	}
@@ -413,7 +411,7 @@ func newest(res []poolResult) (poolResult, error) {
 			if best.h == nil || r.h.rec.Newer(best.h.rec) {
 				best = r
 			}
-		case !errors.Is(r.err, ErrObjectNotFound) && failure == nil:
+		case !errors.Is(r.err, objlayer.ErrObjectNotFound) && failure == nil:
 			failure = r.err
 		}
 	}
@@ -423,7 +421,7 @@ func newest(res []poolResult) (poolResult, error) {
 	if failure != nil {
 		return best, failure
 	}
-	return best, ErrObjectNotFound
+	return best, objlayer.ErrObjectNotFound
 }
 
 // OpenObject resolves an object version across pools (the newest wins: an
@@ -462,37 +460,37 @@ func (ps *Pools) poolFor(ctx context.Context, bucket, object string) (*PoolEntry
 }
 
 // PutObject stores an object in its pool.
-func (ps *Pools) PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+func (ps *Pools) PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts objlayer.PutOptions) (objlayer.ObjectInfo, error) {
 	e, err := ps.poolFor(ctx, bucket, object)
 	if err != nil {
-		return ObjectInfo{}, err
+		return objlayer.ObjectInfo{}, err
 	}
 	return e.Pool.PutObject(ctx, bucket, object, r, size, opts)
 }
 
 // DeleteObject deletes an object or a version wherever it is.
-func (ps *Pools) DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error) {
+func (ps *Pools) DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode objlayer.DeleteMode) (objlayer.DeleteResult, error) {
 	live := ps.live()
 	if len(live) == 1 {
 		return live[0].Pool.DeleteObject(ctx, bucket, object, versionID, mode)
 	}
-	if versionID == nil && mode != DeleteUnversioned {
+	if versionID == nil && mode != objlayer.DeleteUnversioned {
 		// A delete marker goes where the object's next version would.
 		e, err := ps.poolFor(ctx, bucket, object)
 		if err != nil {
-			return DeleteResult{}, err
+			return objlayer.DeleteResult{}, err
 		}
 		return e.Pool.DeleteObject(ctx, bucket, object, nil, mode)
 	}
-	var res DeleteResult
+	var res objlayer.DeleteResult
 	for _, e := range live {
 		r, err := e.Pool.DeleteObject(ctx, bucket, object, versionID, mode)
 		if err != nil {
-			return DeleteResult{}, err
+			return objlayer.DeleteResult{}, err
 		}
 		if r.DeleteMarker {
 			res = r
-		} else if res.VersionID == NullVersion {
+		} else if res.VersionID == objlayer.NullVersion {
 			res.VersionID = r.VersionID
 		}
 	}
@@ -500,14 +498,14 @@ func (ps *Pools) DeleteObject(ctx context.Context, bucket, object string, versio
 }
 
 // UpdateObjectMeta rewrites a version's metadata in the pool holding it.
-func (ps *Pools) UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error) {
+func (ps *Pools) UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (objlayer.ObjectInfo, error) {
 	live := ps.live()
 	if len(live) == 1 {
 		return live[0].Pool.UpdateObjectMeta(ctx, bucket, object, versionID, fn)
 	}
 	r, err := newest(ps.lookup(ctx, bucket, object, versionID, false))
 	if err != nil {
-		return ObjectInfo{}, err
+		return objlayer.ObjectInfo{}, err
 	}
 	return r.entry.Pool.UpdateObjectMeta(ctx, bucket, object, versionID, fn)
 }
@@ -527,26 +525,26 @@ func (e *PoolEntry) walk(ctx context.Context, bucket, prefix, delimiter, startAf
 func (e *PoolEntry) delimits() bool { return e.Pool.delimits() }
 
 // ListObjects lists the latest versions across pools.
-func (ps *Pools) ListObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error) {
+func (ps *Pools) ListObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int) (objlayer.ListResult, error) {
 	if _, err := ps.StatBucket(ctx, bucket); err != nil {
-		return ListResult{}, err
+		return objlayer.ListResult{}, err
 	}
 	return listObjects(ctx, ps, bucket, prefix, marker, delimiter, maxKeys)
 }
 
 // ListObjectVersions lists every version across pools.
-func (ps *Pools) ListObjectVersions(ctx context.Context, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (ListResult, error) {
+func (ps *Pools) ListObjectVersions(ctx context.Context, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (objlayer.ListResult, error) {
 	if _, err := ps.StatBucket(ctx, bucket); err != nil {
-		return ListResult{}, err
+		return objlayer.ListResult{}, err
 	}
 	return listVersions(ctx, ps, bucket, prefix, keyMarker, versionMarker, delimiter, maxKeys)
 }
 
 // NewMultipartUpload starts an upload in the pool the object goes to.
-func (ps *Pools) NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (UploadInfo, error) {
+func (ps *Pools) NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (objlayer.UploadInfo, error) {
 	e, err := ps.poolFor(ctx, bucket, object)
 	if err != nil {
-		return UploadInfo{}, err
+		return objlayer.UploadInfo{}, err
 	}
 	return e.Pool.NewMultipartUpload(ctx, bucket, object, meta)
 }
@@ -564,48 +562,48 @@ func (ps *Pools) uploadPool(ctx context.Context, bucket, object string, uploadID
 		if err == nil {
 			return e.Pool, nil
 		}
-		if !errors.Is(err, ErrUploadNotFound) && failure == nil {
+		if !errors.Is(err, objlayer.ErrUploadNotFound) && failure == nil {
 			failure = err
 		}
 	}
 	if failure != nil {
 		return nil, failure
 	}
-	return nil, ErrUploadNotFound
+	return nil, objlayer.ErrUploadNotFound
 }
 
 // StatUpload returns an upload's record.
-func (ps *Pools) StatUpload(ctx context.Context, bucket, object string, uploadID [16]byte) (UploadInfo, error) {
+func (ps *Pools) StatUpload(ctx context.Context, bucket, object string, uploadID [16]byte) (objlayer.UploadInfo, error) {
 	p, err := ps.uploadPool(ctx, bucket, object, uploadID)
 	if err != nil {
-		return UploadInfo{}, err
+		return objlayer.UploadInfo{}, err
 	}
 	return p.StatUpload(ctx, bucket, object, uploadID)
 }
 
 // PutObjectPart stores a part in its upload's pool.
-func (ps *Pools) PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error) {
+func (ps *Pools) PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts objlayer.PartOptions) (objlayer.PartInfo, error) {
 	p, err := ps.uploadPool(ctx, bucket, object, uploadID)
 	if err != nil {
-		return PartInfo{}, err
+		return objlayer.PartInfo{}, err
 	}
 	return p.PutObjectPart(ctx, bucket, object, uploadID, number, r, size, opts)
 }
 
 // ListParts lists an upload's parts.
-func (ps *Pools) ListParts(ctx context.Context, bucket, object string, uploadID [16]byte, partMarker, maxParts int) (UploadInfo, []PartInfo, bool, error) {
+func (ps *Pools) ListParts(ctx context.Context, bucket, object string, uploadID [16]byte, partMarker, maxParts int) (objlayer.UploadInfo, []objlayer.PartInfo, bool, error) {
 	p, err := ps.uploadPool(ctx, bucket, object, uploadID)
 	if err != nil {
-		return UploadInfo{}, nil, false, err
+		return objlayer.UploadInfo{}, nil, false, err
 	}
 	return p.ListParts(ctx, bucket, object, uploadID, partMarker, maxParts)
 }
 
 // CompleteMultipartUpload completes an upload in its pool.
-func (ps *Pools) CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error) {
+func (ps *Pools) CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []objlayer.CompletePart, opts objlayer.PutOptions) (objlayer.ObjectInfo, error) {
 	p, err := ps.uploadPool(ctx, bucket, object, uploadID)
 	if err != nil {
-		return ObjectInfo{}, err
+		return objlayer.ObjectInfo{}, err
 	}
 	return p.CompleteMultipartUpload(ctx, bucket, object, uploadID, parts, opts)
 }
@@ -630,11 +628,11 @@ func (ps *Pools) uploadsPage(ctx context.Context, bucket, prefix string, after d
 
 // EachUpload calls fn for each upload of a bucket in every pool (see
 // Pool.EachUpload).
-func (ps *Pools) EachUpload(ctx context.Context, bucket, prefix string, fn func(UploadInfo) (bool, error)) error {
+func (ps *Pools) EachUpload(ctx context.Context, bucket, prefix string, fn func(objlayer.UploadInfo) (bool, error)) error {
 	return eachUpload(ctx, ps.uploadsPage, bucket, prefix, drive.UploadPos{}, fn)
 }
 
 // ListMultipartUploads pages through the uploads of every pool.
-func (ps *Pools) ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error) {
+func (ps *Pools) ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (objlayer.UploadList, error) {
 	return listUploads(ctx, ps.uploadsPage, bucket, prefix, keyMarker, uploadIDMarker, delimiter, maxUploads)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // A decommissioned pool holds nothing and takes nothing: once its servers
@@ -26,20 +27,20 @@ func TestDecommissionedPoolWithItsDrivesGoneIsLeftOut(t *testing.T) {
 	if err := ps.MakeBucket(t.Context(), "photos"); err != nil {
 		t.Fatalf("make bucket: %v", err)
 	}
-	if err := ps.UpdateBucket(t.Context(), "photos", func(b *BucketInfo) { b.Tags = map[string]string{"team": "media"} }); err != nil {
+	if err := ps.UpdateBucket(t.Context(), "photos", func(b *objlayer.BucketInfo) { b.Tags = map[string]string{"team": "media"} }); err != nil {
 		t.Fatalf("update bucket: %v", err)
 	}
 	if b, err := ps.StatBucket(t.Context(), "photos"); err != nil || b.Tags["team"] != "media" {
 		t.Fatalf("stat bucket: %+v, %v", b, err)
 	}
 	body := bytes.Repeat([]byte("x"), 300<<10)
-	if _, err := ps.PutObject(t.Context(), "photos", "k", bytes.NewReader(body), int64(len(body)), PutOptions{}); err != nil {
+	if _, err := ps.PutObject(t.Context(), "photos", "k", bytes.NewReader(body), int64(len(body)), objlayer.PutOptions{}); err != nil {
 		t.Fatalf("put: %v", err)
 	}
 	if _, err := ps.ListObjects(t.Context(), "photos", "", "", "", 100); err != nil {
 		t.Fatalf("list: %v", err)
 	}
-	if _, err := ps.DeleteObject(t.Context(), "photos", "k", nil, DeleteUnversioned); err != nil {
+	if _, err := ps.DeleteObject(t.Context(), "photos", "k", nil, objlayer.DeleteUnversioned); err != nil {
 		t.Fatalf("delete object: %v", err)
 	}
 	if err := ps.DeleteBucket(t.Context(), "photos"); err != nil {
@@ -124,7 +125,7 @@ func TestBucketsReachAPoolOnceItAnswers(t *testing.T) {
 	if err := ps.HealBuckets(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := ps.UpdateBucket(t.Context(), "photos", func(b *BucketInfo) { b.Tags = map[string]string{"k": "v"} }); err != nil {
+	if err := ps.UpdateBucket(t.Context(), "photos", func(b *objlayer.BucketInfo) { b.Tags = map[string]string{"k": "v"} }); err != nil {
 		t.Fatalf("changing the bucket once it reached every pool: %v", err)
 	}
 }
@@ -141,7 +142,7 @@ func TestListingsWaitForAnAddedPoolsServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := []byte("kept")
-	if _, err := ps.PutObject(t.Context(), "lw", "k", bytes.NewReader(body), int64(len(body)), PutOptions{}); err != nil {
+	if _, err := ps.PutObject(t.Context(), "lw", "k", bytes.NewReader(body), int64(len(body)), objlayer.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	up := &atomic.Bool{}
@@ -158,7 +159,7 @@ func TestListingsWaitForAnAddedPoolsServers(t *testing.T) {
 		t.Fatalf("listing with the added pool up: %v", err)
 	}
 	up.Store(false) // seen up once: now it is read, and its loss is an error
-	if _, err := ps.ListObjects(t.Context(), "lw", "", "", "", 100); !errors.Is(err, ErrReadQuorum) {
+	if _, err := ps.ListObjects(t.Context(), "lw", "", "", "", 100); !errors.Is(err, objlayer.ErrReadQuorum) {
 		t.Fatalf("listing with a pool that was up gone: %v, want ErrReadQuorum", err)
 	}
 }
@@ -212,7 +213,7 @@ func TestDrainMovesObjectsOfBucketsThePoolDoesNotList(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := bytes.Repeat([]byte("y"), 5000)
-	if _, err := old.PutObject(t.Context(), "photos", "arrived-early", bytes.NewReader(body), int64(len(body)), PutOptions{}); err != nil {
+	if _, err := old.PutObject(t.Context(), "photos", "arrived-early", bytes.NewReader(body), int64(len(body)), objlayer.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	from := NewPoolEntry("old", old.Pool, StateDraining)
@@ -233,7 +234,7 @@ func TestDrainMovesObjectsOfBucketsThePoolDoesNotList(t *testing.T) {
 	if _, err := keep.StatObject(t.Context(), "photos", "arrived-early", nil); err != nil {
 		t.Fatalf("the object is not in the active pool after the drain: %v", err)
 	}
-	if _, err := old.StatObject(t.Context(), "photos", "arrived-early", nil); !errors.Is(err, ErrObjectNotFound) {
+	if _, err := old.StatObject(t.Context(), "photos", "arrived-early", nil); !errors.Is(err, objlayer.ErrObjectNotFound) {
 		t.Fatalf("the object is still in the drained pool: %v", err)
 	}
 }
@@ -357,7 +358,7 @@ func deleteWhileAway(t *testing.T, tp *testPool, set *Set, pos int, keys ...stri
 	away := set.Drives()[pos]
 	set.SetDrive(pos, nil)
 	for _, k := range keys {
-		if _, err := tp.DeleteObject(t.Context(), "bk", k, nil, DeleteUnversioned); err != nil {
+		if _, err := tp.DeleteObject(t.Context(), "bk", k, nil, objlayer.DeleteUnversioned); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/vfs"
 )
 
@@ -187,17 +188,17 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 				var err error
 				switch {
 				case data == nil:
-					_, err = pool.DeleteObject(t.Context(), "bk", key, nil, DeleteUnversioned)
+					_, err = pool.DeleteObject(t.Context(), "bk", key, nil, objlayer.DeleteUnversioned)
 				case kind == 9:
-					var u UploadInfo
+					var u objlayer.UploadInfo
 					if u, err = pool.NewMultipartUpload(t.Context(), "bk", key, nil); err == nil {
-						var p PartInfo
-						if p, err = pool.PutObjectPart(t.Context(), "bk", key, u.ID, 1, bytes.NewReader(data), int64(len(data)), PartOptions{}); err == nil {
-							_, err = pool.CompleteMultipartUpload(t.Context(), "bk", key, u.ID, []CompletePart{{Number: 1, ETag: p.ETag}}, PutOptions{})
+						var p objlayer.PartInfo
+						if p, err = pool.PutObjectPart(t.Context(), "bk", key, u.ID, 1, bytes.NewReader(data), int64(len(data)), objlayer.PartOptions{}); err == nil {
+							_, err = pool.CompleteMultipartUpload(t.Context(), "bk", key, u.ID, []objlayer.CompletePart{{Number: 1, ETag: p.ETag}}, objlayer.PutOptions{})
 						}
 					}
 				default:
-					_, err = pool.PutObject(t.Context(), "bk", key, bytes.NewReader(data), int64(len(data)), PutOptions{})
+					_, err = pool.PutObject(t.Context(), "bk", key, bytes.NewReader(data), int64(len(data)), objlayer.PutOptions{})
 				}
 				mu.Lock()
 				if err == nil {
@@ -235,7 +236,7 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 			var got []byte
 			_, _, err := pool.GetObject(t.Context(), &buf, "bk", key, nil, 0, -1)
 			switch {
-			case errors.Is(err, ErrObjectNotFound):
+			case errors.Is(err, objlayer.ErrObjectNotFound):
 			case err != nil:
 				violations++
 				t.Errorf("round %d: %s (last acknowledged: %s) unreadable after the power loss: %v", round, key, how[key], err)

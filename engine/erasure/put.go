@@ -11,49 +11,14 @@ import (
 	"hash"
 	"io"
 	"slices"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/hlc"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/vfs"
 )
-
-// PutOptions qualify a PUT.
-type PutOptions struct {
-	// VersionID of the new version; all zero writes the null version
-	// (unversioned or versioning-suspended buckets).
-	VersionID [16]byte
-	// Meta is user metadata and stored system headers.
-	Meta map[string]string
-	// ModTime overrides the version time (tests, replication); zero = now.
-	ModTime time.Time
-	// AfterBody, when set, may add to Meta once the body has been read to
-	// its end and before any record is written (checksums the client sent
-	// after the body).
-	AfterBody func(meta map[string]string)
-	// ETag, when set, is kept instead of the body's MD5 (a version moved
-	// between pools keeps its ETag, a multipart "-N" one included).
-	ETag string
-	// BodyETag, when set, is called once the body has been read and gives
-	// the ETag (the MD5 of an encrypted object's plaintext, which only the
-	// reader that encrypted it saw).
-	BodyETag func() string
-	// CompleteParts, for a multipart completion, is called with the parts
-	// chosen before any record is written: it may add to the version's
-	// metadata (checksums derived from the parts') or refuse it.
-	CompleteParts func(parts []PartInfo, meta map[string]string) error
-}
-
-// etag is the ETag options give a version ("" when the stored bytes' MD5
-// is kept); called once the body was read.
-func (o PutOptions) etag() string {
-	if o.BodyETag != nil {
-		return o.BodyETag()
-	}
-	return o.ETag
-}
 
 // PutObject stores an object of size bytes (-1 when unknown) read from r.
 // Objects up to the inline limit go into the version record itself (one
@@ -63,7 +28,7 @@ func (o PutOptions) etag() string {
 // committed is rolled back and ErrWriteQuorum returned. Drives much slower
 // than the quorum are not waited for beyond the write's allowance
 // (slowwrite.go).
-func (s *Set) PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+func (s *Set) PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts objlayer.PutOptions) (objlayer.ObjectInfo, error) {
 	modTime := opts.ModTime
 	if modTime.IsZero() {
 		modTime = hlc.Now() // see package hlc: never older than what this node saw
@@ -88,29 +53,34 @@ func (s *Set) PutObject(ctx context.Context, bucket, object string, r io.Reader,
 		}
 		buf, err := readUpTo(r, limit)
 		if err != nil {
-			return ObjectInfo{}, err
+			return objlayer.ObjectInfo{}, err
 		}
 		switch {
 		case size >= 0 && int64(len(buf)) < size:
-			return ObjectInfo{}, ErrIncompleteBody
+			return objlayer.ObjectInfo{}, objlayer.ErrIncompleteBody
 		case size >= 0 && int64(len(buf)) > size:
-			return ObjectInfo{}, ErrBodyTooLong
+			return objlayer.ObjectInfo{}, objlayer.ErrBodyTooLong
 		case int64(len(buf)) <= s.inlineLimit:
-			afterBody(rec, opts)
-			return s.putInline(ctx, w, drives, bucket, object, rec, buf, opts.etag(), !opts.ModTime.IsZero())
+			if err := afterBody(rec, opts); err != nil {
+				return objlayer.ObjectInfo{}, err
+			}
+			return s.putInline(ctx, w, drives, bucket, object, rec, buf, opts.ETagFor(), !opts.ModTime.IsZero())
 		}
 		head = buf
 	}
 	return s.putStreaming(ctx, w, drives, bucket, object, rec, io.MultiReader(bytes.NewReader(head), r), size, opts)
 }
 
-func afterBody(rec *drive.Record, opts PutOptions) {
-	if opts.AfterBody != nil {
-		if rec.Meta == nil {
-			rec.Meta = map[string]string{}
-		}
-		opts.AfterBody(rec.Meta)
+// afterBody runs the options' AfterBody on the record's metadata; its
+// error refuses the write.
+func afterBody(rec *drive.Record, opts objlayer.PutOptions) error {
+	if opts.AfterBody == nil {
+		return nil
 	}
+	if rec.Meta == nil {
+		rec.Meta = map[string]string{}
+	}
+	return opts.AfterBody(rec.Meta)
 }
 
 // readUpTo reads at most limit bytes, sizing the buffer from the limit
@@ -128,7 +98,7 @@ func readUpTo(r io.Reader, limit int64) ([]byte, error) {
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			// The connection ended inside the body: a short body.
-			return buf, ErrIncompleteBody
+			return buf, objlayer.ErrIncompleteBody
 		}
 		if err != nil {
 			return buf, err
@@ -175,7 +145,7 @@ func ownRecord(rec *drive.Record, pos int, inline [][]byte) *drive.Record {
 	return &own
 }
 
-func (s *Set) putInline(ctx context.Context, w *writeWait, drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string, moved bool) (ObjectInfo, error) {
+func (s *Set) putInline(ctx context.Context, w *writeWait, drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string, moved bool) (objlayer.ObjectInfo, error) {
 	rec.Flags |= drive.FlagInline
 	if rec.DataDir == ([16]byte{}) {
 		// No shard files, but an ID of the write all the same: a drive
@@ -191,7 +161,7 @@ func (s *Set) putInline(ctx context.Context, w *writeWait, drives []Drive, bucke
 	}
 	shards, err := s.inlineShards(data)
 	if err != nil {
-		return ObjectInfo{}, err
+		return objlayer.ObjectInfo{}, err
 	}
 	errs := s.commitVersion(ctx, drives, bucket, object, rec, moved,
 		s.commitRecords(ctx, w, drives, bucket, object, rec, func(pos int) *drive.Record { return ownRecord(rec, pos, shards) }))
@@ -295,8 +265,8 @@ func (s *Set) stageShards(ctx context.Context, w *writeWait, drives []Drive, id 
 			}
 			return nil
 		})
-		if errors.Is(err, ErrWriteQuorum) {
-			return staged{}, fmt.Errorf("%w: writing shards: %s", ErrWriteQuorum, detail(errs))
+		if errors.Is(err, objlayer.ErrWriteQuorum) {
+			return staged{}, fmt.Errorf("%w: writing shards: %s", objlayer.ErrWriteQuorum, detail(errs))
 		}
 		return staged{}, err
 	}
@@ -315,28 +285,35 @@ func (e *exactly) Read(p []byte) (int, error) {
 	e.left -= int64(n)
 	switch {
 	case e.left < 0:
-		return n, ErrBodyTooLong
+		return n, objlayer.ErrBodyTooLong
 	case e.left > 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
-		return n, ErrIncompleteBody
+		return n, objlayer.ErrIncompleteBody
 	}
 	return n, err
 }
 
-func (s *Set) putStreaming(ctx context.Context, w *writeWait, drives []Drive, bucket, object string, rec *drive.Record, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+func (s *Set) putStreaming(ctx context.Context, w *writeWait, drives []Drive, bucket, object string, rec *drive.Record, r io.Reader, size int64, opts objlayer.PutOptions) (objlayer.ObjectInfo, error) {
 	rec.DataDir = uuid.New()
 	st, err := s.stageShards(ctx, w, drives, rec.DataDir, 1, rec.Erasure.Distribution, r, size, opts.BodyETag == nil && opts.ETag == "")
 	if err != nil {
-		return ObjectInfo{}, err
+		return objlayer.ObjectInfo{}, err
 	}
 	if opts.ModTime.IsZero() {
 		// The version's time is when it commits, not when its upload
 		// began: last writer wins by completion, as S3 reports it.
 		rec.ModTime = hlc.Default.Now()
 	}
-	afterBody(rec, opts)
+	if err := afterBody(rec, opts); err != nil {
+		for pos, d := range drives {
+			if st.errs[pos] == nil && d != nil {
+				_ = d.AbortStaged(committing(ctx), rec.DataDir)
+			}
+		}
+		return objlayer.ObjectInfo{}, err
+	}
 	rec.Size = st.size
 	rec.ETag = st.etag
-	if etag := opts.etag(); etag != "" {
+	if etag := opts.ETagFor(); etag != "" {
 		rec.ETag = etag
 	}
 	errs := s.commitVersion(ctx, drives, bucket, object, rec, !opts.ModTime.IsZero(), func(committed []bool) []error {
@@ -377,7 +354,7 @@ func (s *Set) putStreaming(ctx context.Context, w *writeWait, drives []Drive, bu
 // node's clock has moved past the newer version's stamp, so a retry wins;
 // commitVersion has stamped it again first, so that is left to a write
 // that lost maxRestamps races in a row.
-func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, errs []error) (ObjectInfo, error) {
+func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, errs []error) (objlayer.ObjectInfo, error) {
 	if countNil(errs) >= s.layout.WriteQuorum() {
 		if countNil(errs)+countIs(errs, errStillCommitting) < len(errs) {
 			s.partialWrite(bucket, object, rec.VersionID)
@@ -392,11 +369,11 @@ func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object stri
 	})
 	if countIs(errs, drive.ErrSuperseded) > 0 {
 		observeNewest(ctx, drives, bucket, object)
-		return ObjectInfo{}, fmt.Errorf("%w: %w: %s/%s was written with a later stamp while this write committed (%d of %d drives hold the newer one); retry",
-			ErrWriteQuorum, drive.ErrSuperseded, bucket, object, countIs(errs, drive.ErrSuperseded), len(errs))
+		return objlayer.ObjectInfo{}, fmt.Errorf("%w: %w: %s/%s was written with a later stamp while this write committed (%d of %d drives hold the newer one); retry",
+			objlayer.ErrWriteQuorum, drive.ErrSuperseded, bucket, object, countIs(errs, drive.ErrSuperseded), len(errs))
 	}
-	return ObjectInfo{}, fmt.Errorf("%w: %d of %d drives committed %s/%s, %d needed (%s)",
-		ErrWriteQuorum, countNil(errs), len(errs), bucket, object, s.layout.WriteQuorum(), detail(errs))
+	return objlayer.ObjectInfo{}, fmt.Errorf("%w: %d of %d drives committed %s/%s, %d needed (%s)",
+		objlayer.ErrWriteQuorum, countNil(errs), len(errs), bucket, object, s.layout.WriteQuorum(), detail(errs))
 }
 
 // commitVersion commits a version on every drive: commit runs one round

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 func TestResolveQuorum(t *testing.T) {
@@ -27,9 +28,9 @@ func TestResolveQuorum(t *testing.T) {
 		{"newest held by quorum wins", []*drive.Record{old, cur, cur, old}, []error{nil, nil, nil, nil}, cur, nil},
 		{"a newer record on one drive is not yet committed", []*drive.Record{lone, cur, cur, old}, []error{nil, nil, nil, nil}, cur, nil},
 		{"parity drives offline", []*drive.Record{nil, nil, cur, cur}, []error{off, off, nil, nil}, cur, nil},
-		{"not found on enough drives", []*drive.Record{nil, nil, nil, cur}, []error{nf, nf, nf, nil}, nil, ErrObjectNotFound},
-		{"too few answers to know", []*drive.Record{nil, nil, nil, cur}, []error{off, off, nf, nil}, nil, ErrReadQuorum},
-		{"nothing anywhere", []*drive.Record{nil, nil, nil, nil}, []error{nf, nf, nf, nf}, nil, ErrObjectNotFound},
+		{"not found on enough drives", []*drive.Record{nil, nil, nil, cur}, []error{nf, nf, nf, nil}, nil, objlayer.ErrObjectNotFound},
+		{"too few answers to know", []*drive.Record{nil, nil, nil, cur}, []error{off, off, nf, nil}, nil, objlayer.ErrReadQuorum},
+		{"nothing anywhere", []*drive.Record{nil, nil, nil, nil}, []error{nf, nf, nf, nf}, nil, objlayer.ErrObjectNotFound},
 	}
 	for _, c := range cases {
 		got, agreeing, err := set.resolve(c.recs, c.errs)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // listAll pages through a bucket, maxKeys at a time, calling between after
@@ -67,7 +69,7 @@ func TestListingReadsAhead(t *testing.T) {
 		waitAhead(set)
 		if page == 2 {
 			tp.put(t, "obj25005", []byte("new"))
-			if _, err := tp.DeleteObject(t.Context(), "bk", "obj26000", nil, DeleteUnversioned); err != nil {
+			if _, err := tp.DeleteObject(t.Context(), "bk", "obj26000", nil, objlayer.DeleteUnversioned); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // TestOverwriteThatMissesQuorumKeepsTheObject: an overwrite that three of
@@ -30,9 +32,9 @@ func TestOverwriteThatMissesQuorumKeepsTheObject(t *testing.T) {
 		old := randomBytes(size)
 		tp.put(t, key, old)
 		up.Store(false) // three drives refuse the overwrite
-		_, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader(randomBytes(size)), int64(size), PutOptions{})
+		_, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader(randomBytes(size)), int64(size), objlayer.PutOptions{})
 		up.Store(true)
-		if !errors.Is(err, ErrWriteQuorum) {
+		if !errors.Is(err, objlayer.ErrWriteQuorum) {
 			t.Fatalf("%s: an overwrite on 3 of 6 drives: %v, want ErrWriteQuorum", key, err)
 		}
 		if got := getObject(t, tp.Pool, key, nil); !bytes.Equal(got, old) {

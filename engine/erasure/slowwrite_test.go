@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/vfs"
 	"github.com/strata-storage/strata/engine/vfs/faultfs"
 )
@@ -107,7 +108,7 @@ func TestSlowDriveDoesNotHoldUpWrites(t *testing.T) {
 			put := func(key string, data []byte, size int64) {
 				objs[key] = data
 				timed("PUT "+key, func() error {
-					_, err := fp.PutObject(t.Context(), "bk", key, bytes.NewReader(data), size, PutOptions{})
+					_, err := fp.PutObject(t.Context(), "bk", key, bytes.NewReader(data), size, objlayer.PutOptions{})
 					return err
 				})
 			}
@@ -119,12 +120,12 @@ func TestSlowDriveDoesNotHoldUpWrites(t *testing.T) {
 			}
 			put("small-a", randomBytes(2000), 2000) // an overwrite
 			timed("DELETE gone", func() error {
-				_, err := fp.DeleteObject(t.Context(), "bk", "gone", nil, DeleteUnversioned)
+				_, err := fp.DeleteObject(t.Context(), "bk", "gone", nil, objlayer.DeleteUnversioned)
 				return err
 			})
 			delete(objs, "gone")
 			timed("DELETE marked (a delete marker)", func() error {
-				_, err := fp.DeleteObject(t.Context(), "bk", "marked", nil, DeleteVersioned)
+				_, err := fp.DeleteObject(t.Context(), "bk", "marked", nil, objlayer.DeleteVersioned)
 				return err
 			})
 			marked := objs["marked"]

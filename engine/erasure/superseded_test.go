@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/hlc"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // TestWriteDroppedAsOlderIsNeverAcknowledged: drives drop a null version
@@ -29,7 +30,7 @@ func TestWriteDroppedAsOlderIsNeverAcknowledged(t *testing.T) {
 	newerThanMine := func(key string, size int) []byte {
 		ahead = time.Unix(0, hlc.Default.Peek()).Add(time.Second)
 		newer := randomBytes(size)
-		if _, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader(newer), int64(size), PutOptions{ModTime: ahead}); err != nil {
+		if _, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader(newer), int64(size), objlayer.PutOptions{ModTime: ahead}); err != nil {
 			t.Fatal(err)
 		}
 		return newer
@@ -38,7 +39,7 @@ func TestWriteDroppedAsOlderIsNeverAcknowledged(t *testing.T) {
 		key := "k" + string(rune('0'+size%10))
 		newerThanMine(key, size)
 		mine := randomBytes(size)
-		info, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader(mine), int64(size), PutOptions{})
+		info, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader(mine), int64(size), objlayer.PutOptions{})
 		if err != nil {
 			t.Fatalf("size %d: %v", size, err)
 		}
@@ -55,8 +56,8 @@ func TestWriteDroppedAsOlderIsNeverAcknowledged(t *testing.T) {
 	for _, size := range []int{1000, DefaultInlineLimit + 1} {
 		key := "f" + string(rune('0'+size%10))
 		newer := newerThanMine(key, size)
-		_, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader(randomBytes(size)), int64(size), PutOptions{})
-		if !errors.Is(err, ErrWriteQuorum) || !errors.Is(err, drive.ErrSuperseded) {
+		_, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader(randomBytes(size)), int64(size), objlayer.PutOptions{})
+		if !errors.Is(err, objlayer.ErrWriteQuorum) || !errors.Is(err, drive.ErrSuperseded) {
 			t.Fatalf("size %d, no new stamp: %v", size, err)
 		}
 		if p := hlc.Default.Peek(); p < ahead.UnixNano() {
@@ -92,16 +93,16 @@ func TestCompletionDroppedAsOlderIsNeverAcknowledged(t *testing.T) {
 			t.Fatal(err)
 		}
 		data := randomBytes(300 << 10)
-		p, err := tp.PutObjectPart(ctx, "bk", key, u.ID, 1, bytes.NewReader(data), int64(len(data)), PartOptions{})
+		p, err := tp.PutObjectPart(ctx, "bk", key, u.ID, 1, bytes.NewReader(data), int64(len(data)), objlayer.PartOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ahead = time.Unix(0, hlc.Default.Peek()).Add(time.Second)
 		newer := randomBytes(1000)
-		if _, err := tp.PutObject(ctx, "bk", key, bytes.NewReader(newer), int64(len(newer)), PutOptions{ModTime: ahead}); err != nil {
+		if _, err := tp.PutObject(ctx, "bk", key, bytes.NewReader(newer), int64(len(newer)), objlayer.PutOptions{ModTime: ahead}); err != nil {
 			t.Fatal(err)
 		}
-		info, err := tp.CompleteMultipartUpload(ctx, "bk", key, u.ID, []CompletePart{{Number: 1, ETag: p.ETag}}, PutOptions{})
+		info, err := tp.CompleteMultipartUpload(ctx, "bk", key, u.ID, []objlayer.CompletePart{{Number: 1, ETag: p.ETag}}, objlayer.PutOptions{})
 		if restamps > 0 {
 			if err != nil {
 				t.Fatalf("completion: %v", err)
@@ -113,7 +114,7 @@ func TestCompletionDroppedAsOlderIsNeverAcknowledged(t *testing.T) {
 				t.Fatal("the acknowledged completion is not what a read returns")
 			}
 		} else {
-			if !errors.Is(err, ErrWriteQuorum) || !errors.Is(err, drive.ErrSuperseded) {
+			if !errors.Is(err, objlayer.ErrWriteQuorum) || !errors.Is(err, drive.ErrSuperseded) {
 				t.Fatalf("completion, no new stamp: %v", err)
 			}
 			if got := tp.get(t, key); !bytes.Equal(got, newer) {

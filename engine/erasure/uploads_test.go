@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // TestUploadListingsPage: a listing of multipart uploads reads the drives
@@ -37,7 +38,7 @@ func TestUploadListingsPage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	name := func(us []UploadInfo) []string {
+	name := func(us []objlayer.UploadInfo) []string {
 		var out []string
 		seen := map[string]int{}
 		for _, u := range us {
@@ -46,8 +47,8 @@ func TestUploadListingsPage(t *testing.T) {
 		}
 		return out
 	}
-	var all []UploadInfo
-	if err := tp.EachUpload(ctx, "bk", "", func(u UploadInfo) (bool, error) {
+	var all []objlayer.UploadInfo
+	if err := tp.EachUpload(ctx, "bk", "", func(u objlayer.UploadInfo) (bool, error) {
 		all = append(all, u)
 		return true, nil
 	}); err != nil {
@@ -63,8 +64,8 @@ func TestUploadListingsPage(t *testing.T) {
 	}
 
 	for _, size := range []int{1, 2, 5, 7, 8, 100} {
-		var got []UploadInfo
-		key, id := "", NullVersion
+		var got []objlayer.UploadInfo
+		key, id := "", objlayer.NullVersion
 		for pages := 0; ; pages++ {
 			if pages > len(want)+1 {
 				t.Fatalf("page size %d: no end", size)
@@ -88,7 +89,7 @@ func TestUploadListingsPage(t *testing.T) {
 	}
 
 	// A prefix and a delimiter: dir1/ holds objects 1, 5, ... 21.
-	l, err := tp.ListMultipartUploads(ctx, "bk", "dir1/", "", NullVersion, "", 1000)
+	l, err := tp.ListMultipartUploads(ctx, "bk", "dir1/", "", objlayer.NullVersion, "", 1000)
 	if err != nil || len(l.Uploads) == 0 {
 		t.Fatalf("prefix: %v %v", l, err)
 	}
@@ -100,7 +101,7 @@ func TestUploadListingsPage(t *testing.T) {
 	var prefixes []string
 	key := ""
 	for {
-		l, err := tp.ListMultipartUploads(ctx, "bk", "", key, NullVersion, "/", 1)
+		l, err := tp.ListMultipartUploads(ctx, "bk", "", key, objlayer.NullVersion, "/", 1)
 		if err != nil {
 			t.Fatal(err)
 		}

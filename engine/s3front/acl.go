@@ -10,10 +10,9 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/s3err"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // Access control lists, as S3 keeps them for buckets whose object
@@ -31,7 +30,7 @@ import (
 
 // metaACL holds an object version's ACL and owner (JSON auth.ACL); a
 // version without it belongs to its bucket's owner alone.
-const metaACL = erasure.InternalMetaPrefix + "Acl"
+const metaACL = objlayer.InternalMetaPrefix + "Acl"
 
 // Group grantees, as stored and as URIs.
 const (

@@ -7,12 +7,11 @@ import (
 	"net/url"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/valyala/fasthttp"
 	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/s3api/utils"
 	"github.com/versity/versitygw/s3err"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // The server's ACLs: where they live, who owns what, and the ACL the
@@ -46,7 +45,7 @@ func (b *Backend) owner(access string) *types.Owner {
 
 // storedBucketACL is a bucket's ACL as kept (its owner's full control when
 // none was set).
-func (b *Backend) storedBucketACL(bk erasure.BucketInfo) auth.ACL {
+func (b *Backend) storedBucketACL(bk objlayer.BucketInfo) auth.ACL {
 	if acl := decodeACL(bk.ACL); acl != nil {
 		return *acl
 	}
@@ -55,7 +54,7 @@ func (b *Backend) storedBucketACL(bk erasure.BucketInfo) auth.ACL {
 
 // objectACLOf is a version's ACL as kept: its owner's full control when
 // none was set, the owner being the bucket's.
-func (b *Backend) objectACLOf(bk erasure.BucketInfo, meta map[string]string) auth.ACL {
+func (b *Backend) objectACLOf(bk objlayer.BucketInfo, meta map[string]string) auth.ACL {
 	if acl := decodeACL([]byte(meta[metaACL])); acl != nil {
 		return *acl
 	}
@@ -75,7 +74,7 @@ func (b *Backend) objectACLOf(bk erasure.BucketInfo, meta map[string]string) aut
 //
 // A version owned by its bucket's owner with an owner-only ACL keeps
 // nothing (what a version without metaACL means).
-func (b *Backend) objectACLOnWrite(ctx context.Context, bk erasure.BucketInfo, meta map[string]string) error {
+func (b *Backend) objectACLOnWrite(ctx context.Context, bk objlayer.BucketInfo, meta map[string]string) error {
 	delete(meta, metaACL) // never carried over from a copy's source
 	rc, ok := frontCtx(ctx)
 	if !ok {
@@ -120,7 +119,7 @@ func (b *Backend) objectACLOnWrite(ctx context.Context, bk erasure.BucketInfo, m
 //   - the public groups' grants dropped under IgnorePublicAcls;
 //   - AuthenticatedUsers' grants given to the principal that signed the
 //     request (the front end knows only AllUsers and named principals).
-func (b *Backend) effectiveACL(ctx context.Context, bk erasure.BucketInfo) auth.ACL {
+func (b *Backend) effectiveACL(ctx context.Context, bk objlayer.BucketInfo) auth.ACL {
 	if !aclsEnabled(bk.Ownership) {
 		return ownerOnly(b.ownerOf(bk))
 	}
@@ -152,16 +151,16 @@ func (b *Backend) effectiveACL(ctx context.Context, bk erasure.BucketInfo) auth.
 // that is not there it is the bucket's: whoever may list the bucket
 // learns that it is missing (404), anyone else is refused (403), as in S3.
 // Other failures give the owner alone (the request then fails on its own).
-func (b *Backend) objectACLFor(ctx context.Context, bk erasure.BucketInfo, key, version string) auth.ACL {
+func (b *Backend) objectACLFor(ctx context.Context, bk objlayer.BucketInfo, key, version string) auth.ACL {
 	h, _, err := b.openVersion(ctx, bk.Name, key, version, false)
 	var s3e s3err.APIError
 	switch {
-	case errors.Is(err, erasure.ErrObjectNotFound) || errors.As(err, &s3e) && (s3e.Code == "NoSuchKey" || s3e.Code == "NoSuchVersion"):
+	case errors.Is(err, objlayer.ErrObjectNotFound) || errors.As(err, &s3e) && (s3e.Code == "NoSuchKey" || s3e.Code == "NoSuchVersion"):
 		return b.storedBucketACL(bk)
 	case err != nil:
 		return ownerOnly(b.ownerOf(bk))
 	}
-	return b.objectACLOf(bk, h.Info.Meta)
+	return b.objectACLOf(bk, h.Info().Meta)
 }
 
 // grantedByIdentity reports whether the requester's identity policy
@@ -247,11 +246,11 @@ func (b *Backend) setBucketACL(ctx context.Context, bucket string, acl auth.ACL)
 		return blockedBy("BlockPublicAcls")
 	}
 	doc := encodeACL(acl)
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.ACL = doc })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.ACL = doc })
 }
 
 // setObjectACL replaces a version's ACL (its owner stays).
-func (b *Backend) setObjectACL(ctx context.Context, bk erasure.BucketInfo, key, version string, acl auth.ACL) error {
+func (b *Backend) setObjectACL(ctx context.Context, bk objlayer.BucketInfo, key, version string, acl auth.ACL) error {
 	if !aclsEnabled(bk.Ownership) {
 		return s3err.GetAPIError(s3err.ErrAclNotSupported)
 	}
@@ -274,7 +273,7 @@ func (b *Backend) setObjectACL(ctx context.Context, bk erasure.BucketInfo, key, 
 		}
 		return m
 	})
-	if errors.Is(err, erasure.ErrObjectNotFound) && vid != nil {
+	if errors.Is(err, objlayer.ErrObjectNotFound) && vid != nil {
 		return s3err.GetNoSuchVersionErr(key, version)
 	}
 	return err

@@ -13,12 +13,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/backend"
 	"github.com/versity/versitygw/s3err"
 	"github.com/versity/versitygw/s3response"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // Backend adapts an object layer to versitygw's backend.Backend.
@@ -166,7 +165,7 @@ func (b *Backend) PutBucketVersioning(ctx context.Context, bucket string, status
 			return ErrVersioningLocked
 		}
 	}
-	return b.pool.UpdateBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Versioning = string(status) })
+	return b.pool.UpdateBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.Versioning = string(status) })
 }
 
 // GetBucketVersioning reports the versioning state (none when never set).
@@ -190,7 +189,7 @@ func parseVersionID(s string) (*[16]byte, error) {
 	if s == "" {
 		return nil, nil
 	}
-	id, err := erasure.ParseVersionID(s)
+	id, err := objlayer.ParseVersionID(s)
 	if err != nil {
 		return nil, s3err.GetInvalidArgumentErr(s3err.InvalidArgVersionId, s)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // headBytes is how much of a GET is decoded before its headers go out:
@@ -23,7 +24,7 @@ var headBufs = sync.Pool{New: func() any { b := make([]byte, 0, headBytes); retu
 // one copy.
 type objectBody struct {
 	b       *Backend
-	h       *erasure.ObjectHandle
+	h       objlayer.Handle
 	read    rangeWriter
 	head    *[]byte
 	off     int // read position in head
@@ -36,32 +37,29 @@ type objectBody struct {
 }
 
 // rangeWriter writes a range of an object version's bytes (as clients see
-// them) to w, reporting positions of shards found bad.
-type rangeWriter func(w io.Writer, offset, length int64) ([]int, error)
+// them) to w.
+type rangeWriter func(w io.Writer, offset, length int64) error
 
 // reader is how a version's bytes are read: decoded, and decrypted when
 // the version is encrypted (dek is its data key).
-func reader(ctx context.Context, h *erasure.ObjectHandle, dek []byte) rangeWriter {
+func reader(ctx context.Context, h objlayer.Handle, dek []byte) rangeWriter {
 	if dek == nil {
-		return func(w io.Writer, offset, length int64) ([]int, error) {
+		return func(w io.Writer, offset, length int64) error {
 			return h.WriteRange(ctx, w, offset, length)
 		}
 	}
-	return func(w io.Writer, offset, length int64) ([]int, error) {
+	return func(w io.Writer, offset, length int64) error {
 		return decryptRange(ctx, h, dek, w, offset, length)
 	}
 }
 
 // newObjectBody decodes the head of a range and returns the body.
-func (b *Backend) newObjectBody(h *erasure.ObjectHandle, read rangeWriter, offset, length int64, start time.Time) (*objectBody, error) {
+func (b *Backend) newObjectBody(h objlayer.Handle, read rangeWriter, offset, length int64, start time.Time) (*objectBody, error) {
 	bufp := headBufs.Get().(*[]byte)
 	n := min(length, headBytes)
 	w := &appendWriter{buf: (*bufp)[:0]}
-	bad, err := read(w, offset, n)
+	err := read(w, offset, n)
 	*bufp = w.buf
-	if len(bad) > 0 {
-		b.heal(h.Info.Bucket, h.Info.Name)
-	}
 	if err != nil {
 		headBufs.Put(bufp)
 		return nil, err
@@ -87,13 +85,10 @@ func (o *objectBody) WriteTo(w io.Writer) (int64, error) {
 		return int64(n), err
 	}
 	cw := &countingWriter{w: w}
-	bad, err := o.read(cw, o.restOff, o.rest)
-	if len(bad) > 0 {
-		o.b.heal(o.h.Info.Bucket, o.h.Info.Name)
-	}
+	err = o.read(cw, o.restOff, o.rest)
 	o.rest = 0
 	if err != nil && !isClientGone(err) {
-		o.b.log.Warn("GET ended early", "bucket", o.h.Info.Bucket, "key", o.h.Info.Name, "err", err)
+		o.b.log.Warn("GET ended early", "bucket", o.h.Info().Bucket, "key", o.h.Info().Name, "err", err)
 	}
 	return int64(n) + cw.n, err
 }
@@ -115,7 +110,7 @@ func (o *objectBody) Read(p []byte) (int, error) {
 		read, off, n := o.read, o.restOff, o.rest
 		o.rest = 0
 		go func() {
-			_, err := read(pw, off, n)
+			err := read(pw, off, n)
 			pw.CloseWithError(err)
 		}()
 	}

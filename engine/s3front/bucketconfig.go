@@ -8,11 +8,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/backend"
 	"github.com/versity/versitygw/s3err"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // A bucket's configuration documents (ACL, policy, CORS, object lock,
@@ -56,7 +55,7 @@ func (b *Backend) createBucket(ctx context.Context, in *s3.CreateBucketInput, ow
 			return err
 		}
 	}
-	info := erasure.BucketInfo{
+	info := objlayer.BucketInfo{
 		Name: bucket, Owner: owner, ACL: clone(acl), Ownership: string(in.ObjectOwnership), Tags: tags,
 	}
 	if in.ObjectLockEnabledForBucket != nil && *in.ObjectLockEnabledForBucket {
@@ -70,7 +69,7 @@ func (b *Backend) createBucket(ctx context.Context, in *s3.CreateBucketInput, ow
 		info.Versioning = string(types.BucketVersioningStatusEnabled)
 	}
 	err := b.pool.CreateBucket(ctx, info)
-	if errors.Is(err, erasure.ErrBucketExists) {
+	if errors.Is(err, objlayer.ErrBucketExists) {
 		// Created by someone else in the meantime.
 		return s3err.GetBucketErr(s3err.ErrBucketAlreadyExists, bucket)
 	}
@@ -102,7 +101,7 @@ func OwnerOnlyACL(owner string) ([]byte, error) {
 
 // ownerOf is a bucket's owner: buckets from before owners were kept
 // belong to the root account.
-func (b *Backend) ownerOf(bk erasure.BucketInfo) string {
+func (b *Backend) ownerOf(bk objlayer.BucketInfo) string {
 	if bk.Owner == "" {
 		return b.rootAccess
 	}
@@ -117,7 +116,7 @@ func clone(p []byte) []byte {
 }
 
 // bucketDoc reads one document of a bucket's record.
-func (b *Backend) bucketDoc(ctx context.Context, bucket string, pick func(erasure.BucketInfo) []byte) ([]byte, error) {
+func (b *Backend) bucketDoc(ctx context.Context, bucket string, pick func(objlayer.BucketInfo) []byte) ([]byte, error) {
 	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
 		return nil, err
@@ -126,7 +125,7 @@ func (b *Backend) bucketDoc(ctx context.Context, bucket string, pick func(erasur
 }
 
 // setBucket changes a bucket's record.
-func (b *Backend) setBucket(ctx context.Context, bucket string, fn func(*erasure.BucketInfo)) error {
+func (b *Backend) setBucket(ctx context.Context, bucket string, fn func(*objlayer.BucketInfo)) error {
 	own(&bucket)
 	return b.pool.UpdateBucket(ctx, bucket, fn)
 }
@@ -158,7 +157,7 @@ func (b *Backend) GetBucketAcl(ctx context.Context, in *s3.GetBucketAclInput) ([
 // PutBucketAcl stores the ACL document the front end built and checked.
 func (b *Backend) PutBucketAcl(ctx context.Context, bucket string, data []byte) error {
 	data = clone(data)
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.ACL = data })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.ACL = data })
 }
 
 // PutBucketOwnershipControls sets the bucket's object ownership.
@@ -175,7 +174,7 @@ func (b *Backend) PutBucketOwnershipControls(ctx context.Context, bucket string,
 			return s3err.GetAPIError(s3err.ErrInvalidBucketAclWithObjectOwnership)
 		}
 	}
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Ownership = string(ownership) })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.Ownership = string(ownership) })
 }
 
 // GetBucketOwnershipControls returns the bucket's object ownership.
@@ -193,7 +192,7 @@ func (b *Backend) GetBucketOwnershipControls(ctx context.Context, bucket string)
 
 // DeleteBucketOwnershipControls removes the bucket's object ownership.
 func (b *Backend) DeleteBucketOwnershipControls(ctx context.Context, bucket string) error {
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Ownership = "" })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.Ownership = "" })
 }
 
 // PutBucketPolicy stores a bucket policy (validated by the front end).
@@ -207,7 +206,7 @@ func (b *Backend) PutBucketPolicy(ctx context.Context, bucket string, policy []b
 	if err := checkPublicPolicy(bk, policy); err != nil {
 		return err
 	}
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Policy = policy })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.Policy = policy })
 }
 
 // GetBucketPolicy returns the bucket's policy. The front end calls it
@@ -232,20 +231,20 @@ func (b *Backend) GetBucketPolicy(ctx context.Context, bucket string) ([]byte, e
 
 // DeleteBucketPolicy removes the bucket's policy.
 func (b *Backend) DeleteBucketPolicy(ctx context.Context, bucket string) error {
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Policy = nil })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.Policy = nil })
 }
 
 // PutBucketCors stores the bucket's CORS configuration, which the front
 // end applies to preflight and actual cross-origin requests.
 func (b *Backend) PutBucketCors(ctx context.Context, bucket string, cors []byte) error {
 	cors = clone(cors)
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.CORS = cors })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.CORS = cors })
 }
 
 // GetBucketCors returns the bucket's CORS configuration.
 func (b *Backend) GetBucketCors(ctx context.Context, bucket string) ([]byte, error) {
 	own(&bucket)
-	c, err := b.bucketDoc(ctx, bucket, func(bk erasure.BucketInfo) []byte { return bk.CORS })
+	c, err := b.bucketDoc(ctx, bucket, func(bk objlayer.BucketInfo) []byte { return bk.CORS })
 	if err == nil && len(c) == 0 {
 		err = s3err.GetAPIError(s3err.ErrNoSuchCORSConfiguration)
 	}
@@ -254,7 +253,7 @@ func (b *Backend) GetBucketCors(ctx context.Context, bucket string) ([]byte, err
 
 // DeleteBucketCors removes the bucket's CORS configuration.
 func (b *Backend) DeleteBucketCors(ctx context.Context, bucket string) error {
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.CORS = nil })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.CORS = nil })
 }
 
 // PutObjectLockConfiguration turns object lock on for a bucket whose
@@ -270,7 +269,7 @@ func (b *Backend) PutObjectLockConfiguration(ctx context.Context, bucket string,
 		return s3err.GetAPIError(s3err.ErrObjectLockConfigurationNotAllowed)
 	}
 	config = clone(config)
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.ObjectLock = config })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.ObjectLock = config })
 }
 
 // GetObjectLockConfiguration returns the bucket's object-lock
@@ -278,7 +277,7 @@ func (b *Backend) PutObjectLockConfiguration(ctx context.Context, bucket string,
 // retention.
 func (b *Backend) GetObjectLockConfiguration(ctx context.Context, bucket string) ([]byte, error) {
 	own(&bucket)
-	c, err := b.bucketDoc(ctx, bucket, func(bk erasure.BucketInfo) []byte { return bk.ObjectLock })
+	c, err := b.bucketDoc(ctx, bucket, func(bk objlayer.BucketInfo) []byte { return bk.ObjectLock })
 	if err == nil && len(c) == 0 {
 		err = s3err.GetAPIError(s3err.ErrObjectLockConfigurationNotFound)
 	}

@@ -8,11 +8,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/gofiber/fiber/v3"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/backend"
 	"github.com/versity/versitygw/s3err"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // Bucket default encryption (PutBucketEncryption and friends). The front
@@ -100,7 +99,7 @@ func (b *Backend) PutBucketEncryption(ctx context.Context, bucket string, cfg bu
 	if err != nil {
 		return err
 	}
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Encryption = doc })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.Encryption = doc })
 }
 
 // GetBucketEncryption returns a bucket's default encryption.
@@ -119,5 +118,5 @@ func (b *Backend) GetBucketEncryption(ctx context.Context, bucket string) (*buck
 
 // DeleteBucketEncryption removes a bucket's default encryption.
 func (b *Backend) DeleteBucketEncryption(ctx context.Context, bucket string) error {
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Encryption = nil })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.Encryption = nil })
 }

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/s3err"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // s3Meanings is what each object-layer error means in S3, in one table:
@@ -17,23 +16,23 @@ var s3Meanings = []struct {
 	err error
 	s3  func(bucket string) s3err.S3Error
 }{
-	{erasure.ErrBucketNotFound, func(b string) s3err.S3Error { return s3err.GetBucketErr(s3err.ErrNoSuchBucket, b) }},
-	{erasure.ErrBucketNotEmpty, func(b string) s3err.S3Error { return s3err.GetBucketErr(s3err.ErrBucketNotEmpty, b) }},
-	{erasure.ErrBucketExists, canned(s3err.ErrBucketAlreadyOwnedByYou)},
-	{erasure.ErrObjectNotFound, canned(s3err.ErrNoSuchKey)},
-	{erasure.ErrIncompleteBody, canned(s3err.ErrIncompleteBody)},
-	{erasure.ErrBodyTooLong, func(string) s3err.S3Error {
+	{objlayer.ErrBucketNotFound, func(b string) s3err.S3Error { return s3err.GetBucketErr(s3err.ErrNoSuchBucket, b) }},
+	{objlayer.ErrBucketNotEmpty, func(b string) s3err.S3Error { return s3err.GetBucketErr(s3err.ErrBucketNotEmpty, b) }},
+	{objlayer.ErrBucketExists, canned(s3err.ErrBucketAlreadyOwnedByYou)},
+	{objlayer.ErrObjectNotFound, canned(s3err.ErrNoSuchKey)},
+	{objlayer.ErrIncompleteBody, canned(s3err.ErrIncompleteBody)},
+	{objlayer.ErrBodyTooLong, func(string) s3err.S3Error {
 		return s3err.APIError{Code: "BadRequest", Description: "The request body is longer than its Content-Length.", HTTPStatusCode: http.StatusBadRequest}
 	}},
-	{erasure.ErrInvalidVersionID, func(string) s3err.S3Error { return s3err.GetInvalidArgumentErr(s3err.InvalidArgVersionId, "") }},
-	{erasure.ErrUploadNotFound, canned(s3err.ErrNoSuchUpload)},
-	{erasure.ErrInvalidPart, canned(s3err.ErrInvalidPart)},
-	{erasure.ErrInvalidPartOrder, canned(s3err.ErrInvalidPartOrder)},
-	{erasure.ErrPartTooSmall, canned(s3err.ErrEntityTooSmall)},
+	{objlayer.ErrInvalidVersionID, func(string) s3err.S3Error { return s3err.GetInvalidArgumentErr(s3err.InvalidArgVersionId, "") }},
+	{objlayer.ErrUploadNotFound, canned(s3err.ErrNoSuchUpload)},
+	{objlayer.ErrInvalidPart, canned(s3err.ErrInvalidPart)},
+	{objlayer.ErrInvalidPartOrder, canned(s3err.ErrInvalidPartOrder)},
+	{objlayer.ErrPartTooSmall, canned(s3err.ErrEntityTooSmall)},
 	{errStopped, func(string) s3err.S3Error {
 		return s3err.APIError{Code: "RequestTimeout", Description: "The request ended before its answer was ready.", HTTPStatusCode: http.StatusBadRequest}
 	}},
-	{erasure.ErrNoPoolSpace, func(string) s3err.S3Error {
+	{objlayer.ErrNoSpace, func(string) s3err.S3Error {
 		return s3err.APIError{Code: "InsufficientStorage", Description: "No pool has room for new objects: every active pool has a drive over 85% full.", HTTPStatusCode: http.StatusInsufficientStorage}
 	}},
 }
@@ -74,7 +73,7 @@ func (b *Backend) toS3(err error, bucket string) error {
 			return m.s3(bucket)
 		}
 	}
-	if errors.Is(err, erasure.ErrReadQuorum) || errors.Is(err, erasure.ErrWriteQuorum) {
+	if errors.Is(err, objlayer.ErrReadQuorum) || errors.Is(err, objlayer.ErrWriteQuorum) {
 		// Too many drives are gone for this set: retryable from the
 		// client's view, and nothing half-written is visible. The log
 		// names what was lost; the client is not told the cluster's

@@ -10,9 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/s3err"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // TestS3Meanings: every object-layer error the engine returns, wrapped as
@@ -26,25 +25,25 @@ func TestS3Meanings(t *testing.T) {
 		code   string
 		status int
 	}{
-		{erasure.ErrBucketNotFound, "NoSuchBucket", http.StatusNotFound},
-		{erasure.ErrBucketNotEmpty, "BucketNotEmpty", http.StatusConflict},
-		{erasure.ErrBucketExists, "BucketAlreadyOwnedByYou", http.StatusConflict},
-		{erasure.ErrObjectNotFound, "NoSuchKey", http.StatusNotFound},
-		{erasure.ErrIncompleteBody, "IncompleteBody", http.StatusBadRequest},
-		{erasure.ErrBodyTooLong, "BadRequest", http.StatusBadRequest},
-		{erasure.ErrInvalidVersionID, "InvalidArgument", http.StatusBadRequest},
-		{erasure.ErrUploadNotFound, "NoSuchUpload", http.StatusNotFound},
-		{erasure.ErrInvalidPart, "InvalidPart", http.StatusBadRequest},
-		{erasure.ErrInvalidPartOrder, "InvalidPartOrder", http.StatusBadRequest},
-		{erasure.ErrPartTooSmall, "EntityTooSmall", http.StatusBadRequest},
-		{erasure.ErrNoPoolSpace, "InsufficientStorage", http.StatusInsufficientStorage},
-		{erasure.ErrReadQuorum, "SlowDown", http.StatusServiceUnavailable},
-		{erasure.ErrWriteQuorum, "SlowDown", http.StatusServiceUnavailable},
+		{objlayer.ErrBucketNotFound, "NoSuchBucket", http.StatusNotFound},
+		{objlayer.ErrBucketNotEmpty, "BucketNotEmpty", http.StatusConflict},
+		{objlayer.ErrBucketExists, "BucketAlreadyOwnedByYou", http.StatusConflict},
+		{objlayer.ErrObjectNotFound, "NoSuchKey", http.StatusNotFound},
+		{objlayer.ErrIncompleteBody, "IncompleteBody", http.StatusBadRequest},
+		{objlayer.ErrBodyTooLong, "BadRequest", http.StatusBadRequest},
+		{objlayer.ErrInvalidVersionID, "InvalidArgument", http.StatusBadRequest},
+		{objlayer.ErrUploadNotFound, "NoSuchUpload", http.StatusNotFound},
+		{objlayer.ErrInvalidPart, "InvalidPart", http.StatusBadRequest},
+		{objlayer.ErrInvalidPartOrder, "InvalidPartOrder", http.StatusBadRequest},
+		{objlayer.ErrPartTooSmall, "EntityTooSmall", http.StatusBadRequest},
+		{objlayer.ErrNoSpace, "InsufficientStorage", http.StatusInsufficientStorage},
+		{objlayer.ErrReadQuorum, "SlowDown", http.StatusServiceUnavailable},
+		{objlayer.ErrWriteQuorum, "SlowDown", http.StatusServiceUnavailable},
 		{errors.New("disk on fire"), "InternalError", http.StatusInternalServerError},
 		// Lost quorum because the request's client went away and its
 		// drive calls were stopped: not a fault.
-		{stopped(gone, erasure.ErrReadQuorum), "RequestTimeout", http.StatusBadRequest},
-		{stopped(t.Context(), erasure.ErrReadQuorum), "SlowDown", http.StatusServiceUnavailable},
+		{stopped(gone, objlayer.ErrReadQuorum), "RequestTimeout", http.StatusBadRequest},
+		{stopped(t.Context(), objlayer.ErrReadQuorum), "SlowDown", http.StatusServiceUnavailable},
 		{s3err.GetAPIError(s3err.ErrAccessDenied), "AccessDenied", http.StatusForbidden},
 		{fmt.Errorf("checking the lock: %w", s3err.GetAPIError(s3err.ErrObjectLocked)), "AccessDenied", http.StatusForbidden},
 	} {

@@ -2,50 +2,17 @@ package s3front
 
 import (
 	"context"
-	"io"
 	"time"
 
-	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
-// ObjectLayer is what the front end needs of the storage below it: one
-// erasure pool today (*erasure.Pool), the pools of a cluster tomorrow.
-type ObjectLayer interface {
-	CreateBucket(ctx context.Context, info erasure.BucketInfo) error
-	StatBucket(ctx context.Context, name string) (erasure.BucketInfo, error)
-	UpdateBucket(ctx context.Context, name string, fn func(b *erasure.BucketInfo)) error
-	ListBuckets(ctx context.Context) ([]erasure.BucketInfo, error)
-	DeleteBucket(ctx context.Context, name string) error
-
-	PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts erasure.PutOptions) (erasure.ObjectInfo, error)
-	OpenObject(ctx context.Context, bucket, object string, versionID *[16]byte) (*erasure.ObjectHandle, error)
-	// OpenObjectMeta resolves a version whose data is not read (a HEAD).
-	OpenObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte) (*erasure.ObjectHandle, error)
-	DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode erasure.DeleteMode) (erasure.DeleteResult, error)
-	UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (erasure.ObjectInfo, error)
-	ListObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int) (erasure.ListResult, error)
-	ListObjectVersions(ctx context.Context, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (erasure.ListResult, error)
-
-	NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (erasure.UploadInfo, error)
-	StatUpload(ctx context.Context, bucket, object string, uploadID [16]byte) (erasure.UploadInfo, error)
-	PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts erasure.PartOptions) (erasure.PartInfo, error)
-	ListParts(ctx context.Context, bucket, object string, uploadID [16]byte, partMarker, maxParts int) (erasure.UploadInfo, []erasure.PartInfo, bool, error)
-	CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []erasure.CompletePart, opts erasure.PutOptions) (erasure.ObjectInfo, error)
-	AbortMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte) error
-	ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (erasure.UploadList, error)
-}
-
-var (
-	_ ObjectLayer = (*erasure.Pool)(nil)
-	_ ObjectLayer = (*erasure.Pools)(nil)
-)
+// ObjectLayer is what the front end needs of the storage below it.
+type ObjectLayer = objlayer.Layer
 
 // Hooks let the server observe what the front end does; nil fields are
 // skipped.
 type Hooks struct {
-	// Heal is told about an object read with a missing, stale or corrupt
-	// shard.
-	Heal func(bucket, object string)
 	// FirstByte is told how long after the request started a GET's body
 	// produced its first byte.
 	FirstByte func(d time.Duration)

@@ -16,9 +16,9 @@ import (
 	"github.com/versity/versitygw/s3err"
 	"golang.org/x/time/rate"
 
-	"github.com/strata-storage/strata/engine/erasure"
 	"github.com/strata-storage/strata/engine/lifecycle"
 	"github.com/strata-storage/strata/engine/metrics"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // Bucket lifecycle: the ?lifecycle sub-resource (served like ?encryption,
@@ -49,7 +49,7 @@ func (b *Backend) PutBucketLifecycle(ctx context.Context, bucket string, doc []b
 	if err != nil {
 		return err
 	}
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Lifecycle = stored })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.Lifecycle = stored })
 }
 
 // CheckLifecycle checks a lifecycle document as S3 does: the form to
@@ -82,14 +82,14 @@ func (b *Backend) GetBucketLifecycle(ctx context.Context, bucket string) ([]byte
 // DeleteBucketLifecycle removes a bucket's lifecycle configuration (a
 // success when there is none, as S3 answers).
 func (b *Backend) DeleteBucketLifecycle(ctx context.Context, bucket string) error {
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Lifecycle = nil })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.Lifecycle = nil })
 }
 
 // parsedLifecycles caches documents already parsed, by their bytes: the
 // header of every GET and HEAD in a bucket with rules needs them.
 var parsedLifecycles sync.Map // string -> *lifecycle.Configuration
 
-func lifecycleOf(bk erasure.BucketInfo) *lifecycle.Configuration {
+func lifecycleOf(bk objlayer.BucketInfo) *lifecycle.Configuration {
 	return ParsedLifecycle(bk.Lifecycle)
 }
 
@@ -110,7 +110,7 @@ func ParsedLifecycle(doc []byte) *lifecycle.Configuration {
 }
 
 // versionFacts is what the lifecycle rules look at in a version.
-func versionFacts(info erasure.ObjectInfo, now time.Time) lifecycle.Version {
+func versionFacts(info objlayer.ObjectInfo, now time.Time) lifecycle.Version {
 	v := lifecycle.Version{ModTime: info.ModTime, Size: info.Size, DeleteMarker: info.DeleteMarker}
 	if q := info.Meta[metaTagging]; q != "" {
 		if vals, err := url.ParseQuery(q); err == nil {
@@ -127,7 +127,7 @@ func versionFacts(info erasure.ObjectInfo, now time.Time) lifecycle.Version {
 
 // setExpirationHeader sets x-amz-expiration on the answer about the
 // current version of key, when a rule of the bucket expires it.
-func (b *Backend) setExpirationHeader(ctx context.Context, bk erasure.BucketInfo, key string, info erasure.ObjectInfo) {
+func (b *Backend) setExpirationHeader(ctx context.Context, bk objlayer.BucketInfo, key string, info objlayer.ObjectInfo) {
 	SetExpirationHeader(ctx, lifecycleOf(bk), key, b.lifecycleDay(), func() lifecycle.Version { return versionFacts(info, time.Now()) })
 }
 
@@ -446,7 +446,7 @@ func (s layerLifecycle) LifecycleVersions(ctx context.Context, bk LifecycleBucke
 	page := LifecyclePage{Truncated: res.IsTruncated, NextKeyMarker: res.NextMarker, NextVersionID: res.NextVersionMarker}
 	for _, o := range res.Objects {
 		o = plainInfo(o)
-		page.Versions = append(page.Versions, LifecycleVersion{Key: o.Name, VersionID: erasure.FormatVersionID(o.VersionID), ETag: o.ETag,
+		page.Versions = append(page.Versions, LifecycleVersion{Key: o.Name, VersionID: objlayer.FormatVersionID(o.VersionID), ETag: o.ETag,
 			IsLatest: o.IsLatest, Facts: versionFacts(o, now)})
 	}
 	return page, nil
@@ -468,7 +468,7 @@ func (s layerLifecycle) DeleteVersion(ctx context.Context, bk LifecycleBucket, v
 		if err != nil {
 			return false, false, ignoreGone(err)
 		}
-		if versionFacts(h.Info, now).Locked {
+		if versionFacts(h.Info(), now).Locked {
 			return false, true, nil
 		}
 	}
@@ -501,7 +501,7 @@ func (s layerLifecycle) AbortUpload(ctx context.Context, bucket string, u Lifecy
 		return false, err
 	}
 	err = s.b.pool.AbortMultipartUpload(ctx, bucket, u.Key, id)
-	if errors.Is(err, erasure.ErrUploadNotFound) {
+	if errors.Is(err, objlayer.ErrUploadNotFound) {
 		return false, nil
 	}
 	return err == nil, err
@@ -511,7 +511,7 @@ func (s layerLifecycle) AbortUpload(ctx context.Context, bucket string, u Lifecy
 // nothing to do.
 func ignoreGone(err error) error {
 	var apiErr s3err.APIError
-	if err == nil || errors.Is(err, erasure.ErrObjectNotFound) ||
+	if err == nil || errors.Is(err, objlayer.ErrObjectNotFound) ||
 		errors.As(err, &apiErr) && (apiErr.HTTPStatusCode == http.StatusPreconditionFailed || apiErr.Code == "NoSuchKey") {
 		return nil
 	}

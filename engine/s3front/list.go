@@ -8,9 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/s3response"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // keyEncoder renders keys in listings: as they are, or URL-encoded when
@@ -64,7 +63,7 @@ func (e keyEncoder) prefixes(cps []string) []types.CommonPrefix {
 func (b *Backend) objectOwners(ctx context.Context, bucket string) func(meta map[string]string) *types.Owner {
 	bk, err := b.pool.StatBucket(ctx, bucket)
 	if err != nil {
-		bk = erasure.BucketInfo{Owner: b.rootAccess}
+		bk = objlayer.BucketInfo{Owner: b.rootAccess}
 	}
 	byDefault := b.owner(b.ownerOf(bk))
 	return func(meta map[string]string) *types.Owner {
@@ -75,14 +74,14 @@ func (b *Backend) objectOwners(ctx context.Context, bucket string) func(meta map
 	}
 }
 
-func (b *Backend) listObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int32, fetchOwner bool) (erasure.ListResult, []s3response.Object, keyEncoder, types.EncodingType, error) {
+func (b *Backend) listObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int32, fetchOwner bool) (objlayer.ListResult, []s3response.Object, keyEncoder, types.EncodingType, error) {
 	e, et, err := encoderFor(ctx)
 	if err != nil {
-		return erasure.ListResult{}, nil, e, et, err
+		return objlayer.ListResult{}, nil, e, et, err
 	}
 	res, err := b.pool.ListObjects(ctx, bucket, prefix, marker, delimiter, int(maxKeys))
 	if err != nil {
-		return erasure.ListResult{}, nil, e, et, err
+		return objlayer.ListResult{}, nil, e, et, err
 	}
 	var ownerOf func(map[string]string) *types.Owner
 	if fetchOwner {
@@ -209,7 +208,7 @@ func (b *Backend) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersi
 	ownerOf := b.objectOwners(ctx, bucket)
 	for _, o := range res.Objects {
 		o = plainInfo(o)
-		vid := erasure.FormatVersionID(o.VersionID)
+		vid := objlayer.FormatVersionID(o.VersionID)
 		owner := ownerOf(o.Meta)
 		if o.DeleteMarker {
 			out.DeleteMarkers = append(out.DeleteMarkers, types.DeleteMarkerEntry{

@@ -6,9 +6,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/s3response"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // Keys of a version record's metadata map. System headers keep their HTTP
@@ -107,7 +106,7 @@ func copyMeta(src map[string]string, in s3response.CopyObjectInput) map[string]s
 		}, in.Metadata, nil)
 	} else {
 		for k, v := range src {
-			if k != metaTagging && !strings.HasPrefix(k, erasure.InternalMetaPrefix) {
+			if k != metaTagging && !strings.HasPrefix(k, objlayer.InternalMetaPrefix) {
 				out[k] = v
 			}
 		}

@@ -7,10 +7,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/s3api/utils"
 	"github.com/versity/versitygw/s3err"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // Multipart checksums. An upload created with x-amz-checksum-algorithm
@@ -28,10 +27,10 @@ import (
 
 const (
 	// metaUploadChecksum is the upload's checksum algorithm.
-	metaUploadChecksum = erasure.InternalMetaPrefix + "Checksum-Algorithm"
+	metaUploadChecksum = objlayer.InternalMetaPrefix + "Checksum-Algorithm"
 	// metaPartChecksums is a completed object's part checksums, part 1
 	// first, separated by spaces.
-	metaPartChecksums = erasure.InternalMetaPrefix + "Part-Checksums"
+	metaPartChecksums = objlayer.InternalMetaPrefix + "Part-Checksums"
 )
 
 // setUploadChecksum records an upload's checksum algorithm and type.
@@ -63,7 +62,7 @@ func sentChecksum(body io.Reader, headerSums map[types.ChecksumAlgorithm]*string
 // sent none (sent: the algorithm the client's checksum has). meta is where
 // the part's checksum is found once its body was read; the part stores it
 // as "ALGORITHM:value".
-func withPartChecksum(opts erasure.PartOptions, sent types.ChecksumAlgorithm, meta map[string]string) erasure.PartOptions {
+func withPartChecksum(opts objlayer.PartOptions, sent types.ChecksumAlgorithm, meta map[string]string) objlayer.PartOptions {
 	seal := opts.Body
 	opts.Body = func(uploadMeta map[string]string, r io.Reader, size int64) (io.Reader, int64, func() string, error) {
 		if alg := types.ChecksumAlgorithm(uploadMeta[metaUploadChecksum]); alg != "" {
@@ -108,8 +107,8 @@ func partChecksum(meta map[string]string) (types.ChecksumAlgorithm, string) {
 // before anything is written, it refuses a part the client named with a
 // checksum other than the stored one, derives the object's checksum, and
 // refuses the completion when the client sent another one.
-func completedChecksum(in *s3.CompleteMultipartUploadInput) func([]erasure.PartInfo, map[string]string) error {
-	return func(parts []erasure.PartInfo, meta map[string]string) error {
+func completedChecksum(in *s3.CompleteMultipartUploadInput) func([]objlayer.PartInfo, map[string]string) error {
+	return func(parts []objlayer.PartInfo, meta map[string]string) error {
 		alg := types.ChecksumAlgorithm(meta[metaUploadChecksum])
 		typ := types.ChecksumType(meta[metaChecksumType])
 		if in.ChecksumType != "" && in.ChecksumType != typ {
@@ -161,7 +160,7 @@ func completedChecksum(in *s3.CompleteMultipartUploadInput) func([]erasure.PartI
 }
 
 // combinedChecksum derives an object's checksum from its parts'.
-func combinedChecksum(alg types.ChecksumAlgorithm, typ types.ChecksumType, parts []erasure.PartInfo, sums []string) (string, error) {
+func combinedChecksum(alg types.ChecksumAlgorithm, typ types.ChecksumType, parts []objlayer.PartInfo, sums []string) (string, error) {
 	if typ == types.ChecksumTypeFullObject {
 		whole := sums[0]
 		for i := 1; i < len(sums); i++ {

@@ -10,11 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/google/uuid"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/backend"
 	"github.com/versity/versitygw/s3err"
 	"github.com/versity/versitygw/s3response"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 func parseUploadID(s string) ([16]byte, error) {
@@ -82,15 +81,15 @@ func (b *Backend) UploadPart(ctx context.Context, in *s3.UploadPartInput) (*s3.U
 	if in.PartNumber != nil {
 		number = int(*in.PartNumber)
 	}
-	if number < 1 || number > erasure.MaxParts {
+	if number < 1 || number > objlayer.MaxParts {
 		return nil, s3err.GetInvalidArgumentErr(s3err.InvalidArgPartNumber, strconv.Itoa(number))
 	}
 	size := int64(-1)
 	if in.ContentLength != nil {
 		size = *in.ContentLength
 	}
-	if size > erasure.MaxPartSize {
-		return nil, s3err.GetEntityTooLargeErr(size, erasure.MaxPartSize)
+	if size > objlayer.MaxPartSize {
+		return nil, s3err.GetEntityTooLargeErr(size, objlayer.MaxPartSize)
 	}
 	meta := map[string]string{}
 	sums := map[types.ChecksumAlgorithm]*string{
@@ -130,8 +129,8 @@ func (b *Backend) UploadPart(ctx context.Context, in *s3.UploadPartInput) (*s3.U
 // partSealing encrypts the parts of an encrypted upload with its data key
 // (an SSE-C upload's parts need the customer's key again); the parts of an
 // unencrypted one are stored as sent, and a customer key for them refused.
-func (b *Backend) partSealing(ctx context.Context, bucket, key string, number int) erasure.PartOptions {
-	return erasure.PartOptions{Body: func(meta map[string]string, r io.Reader, size int64) (io.Reader, int64, func() string, error) {
+func (b *Backend) partSealing(ctx context.Context, bucket, key string, number int) objlayer.PartOptions {
+	return objlayer.PartOptions{Body: func(meta map[string]string, r io.Reader, size int64) (io.Reader, int64, func() string, error) {
 		dek, err := b.dataKey(ctx, bucket, key, meta, false)
 		if err != nil || dek == nil {
 			return r, size, nil, err
@@ -182,7 +181,7 @@ func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput
 	if in.PartNumber != nil {
 		number = int(*in.PartNumber)
 	}
-	if number < 1 || number > erasure.MaxParts {
+	if number < 1 || number > objlayer.MaxParts {
 		return s3response.CopyPartResult{}, s3err.GetInvalidArgumentErr(s3err.InvalidArgPartNumber, strconv.Itoa(number))
 	}
 	srcBucket, srcKey, srcVersion, err := backend.ParseCopySource(str(in.CopySource))
@@ -196,14 +195,14 @@ func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput
 	if err != nil {
 		return s3response.CopyPartResult{}, b.toS3(err, srcBucket) // the source names its own bucket
 	}
-	if err := copySourcePreconditions(h.Info, in.CopySourceIfMatch, in.CopySourceIfNoneMatch, in.CopySourceIfModifiedSince, in.CopySourceIfUnmodifiedSince); err != nil {
+	if err := copySourcePreconditions(h.Info(), in.CopySourceIfMatch, in.CopySourceIfNoneMatch, in.CopySourceIfModifiedSince, in.CopySourceIfUnmodifiedSince); err != nil {
 		return s3response.CopyPartResult{}, err
 	}
-	srcKey2, err := b.dataKey(ctx, srcBucket, srcKey, h.Info.Meta, true)
+	srcKey2, err := b.dataKey(ctx, srcBucket, srcKey, h.Info().Meta, true)
 	if err != nil {
 		return s3response.CopyPartResult{}, b.toS3(err, srcBucket)
 	}
-	srcSize := plainInfo(h.Info).Size
+	srcSize := plainInfo(h.Info()).Size
 	if rangeBeyond(str(in.CopySourceRange), srcSize) {
 		return s3response.CopyPartResult{}, s3err.GetInvalidRangeErr(str(in.CopySourceRange), srcSize)
 	}
@@ -211,14 +210,13 @@ func (b *Backend) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput
 	if err != nil {
 		return s3response.CopyPartResult{}, err
 	}
-	if length > erasure.MaxPartSize {
-		return s3response.CopyPartResult{}, s3err.GetEntityTooLargeErr(length, erasure.MaxPartSize)
+	if length > objlayer.MaxPartSize {
+		return s3response.CopyPartResult{}, s3err.GetEntityTooLargeErr(length, objlayer.MaxPartSize)
 	}
 	read := reader(ctx, h, srcKey2)
 	pr, pw := io.Pipe()
 	go func() {
-		_, err := read(pw, offset, length)
-		pw.CloseWithError(err)
+		pw.CloseWithError(read(pw, offset, length))
 	}()
 	meta := map[string]string{} // the part's checksum, when its upload has an algorithm
 	part, err := b.pool.PutObjectPart(ctx, bucket, key, id, number, pr, length,
@@ -323,7 +321,7 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in *s3.ListMultipart
 	}
 	if res.IsTruncated {
 		out.NextKeyMarker = e.enc(res.NextKeyMarker)
-		if res.NextUploadID != erasure.NullVersion {
+		if res.NextUploadID != objlayer.NullVersion {
 			out.NextUploadIDMarker = uploadIDString(res.NextUploadID)
 		}
 	}
@@ -359,14 +357,14 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 	if in.MultipartUpload == nil || len(in.MultipartUpload.Parts) == 0 {
 		return s3response.CompleteMultipartUploadResult{}, "", s3err.GetAPIError(s3err.ErrMalformedXML)
 	}
-	var parts []erasure.CompletePart
+	var parts []objlayer.CompletePart
 	for _, p := range in.MultipartUpload.Parts {
 		if p.PartNumber == nil {
 			return s3response.CompleteMultipartUploadResult{}, "", s3err.GetAPIError(s3err.ErrMalformedXML)
 		}
-		parts = append(parts, erasure.CompletePart{Number: int(*p.PartNumber), ETag: str(p.ETag)})
+		parts = append(parts, objlayer.CompletePart{Number: int(*p.PartNumber), ETag: str(p.ETag)})
 	}
-	opts := erasure.PutOptions{CompleteParts: completedChecksum(in)}
+	opts := objlayer.PutOptions{CompleteParts: completedChecksum(in)}
 	if bk.Versioning == string(types.BucketVersioningStatusEnabled) {
 		opts.VersionID = uuid.New()
 	}
@@ -378,12 +376,12 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 		}
 	}
 	info, err := b.pool.CompleteMultipartUpload(ctx, bucket, key, id, parts, opts)
-	if errors.Is(err, erasure.ErrUploadNotFound) {
+	if errors.Is(err, objlayer.ErrUploadNotFound) {
 		// A completion retried after it succeeded (its answer was lost)
 		// answers as the first one did, while the version it made is the
 		// object's current one.
-		if h, oerr := b.pool.OpenObject(ctx, bucket, key, nil); oerr == nil && h.Info.Meta[erasure.MetaUploadID] == uploadIDString(id) {
-			info, err = h.Info, nil
+		if h, oerr := b.pool.OpenObject(ctx, bucket, key, nil); oerr == nil && h.Info().Meta[objlayer.MetaUploadID] == uploadIDString(id) {
+			info, err = h.Info(), nil
 		}
 	}
 	if err != nil {

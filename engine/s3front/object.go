@@ -21,7 +21,7 @@ import (
 	"github.com/versity/versitygw/s3err"
 	"github.com/versity/versitygw/s3response"
 
-	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // MaxKeyLength is the longest object key S3 accepts, in bytes.
@@ -53,10 +53,10 @@ func quote(etag string) *string {
 // versionIDOut is the x-amz-version-id of a version: absent for the null
 // version of a bucket that never had versioning.
 func versionIDOut(id [16]byte, versioning string) *string {
-	if id == erasure.NullVersion && versioning == "" {
+	if id == objlayer.NullVersion && versioning == "" {
 		return nil
 	}
-	s := erasure.FormatVersionID(id)
+	s := objlayer.FormatVersionID(id)
 	return &s
 }
 
@@ -64,10 +64,10 @@ func versionIDOut(id [16]byte, versioning string) *string {
 // version's ID, and none for a null version (unversioned and suspended
 // buckets), as S3 answers.
 func writtenVersionID(id [16]byte) *string {
-	if id == erasure.NullVersion {
+	if id == objlayer.NullVersion {
 		return nil
 	}
-	s := erasure.FormatVersionID(id)
+	s := objlayer.FormatVersionID(id)
 	return &s
 }
 
@@ -96,6 +96,14 @@ func putBody(body io.Reader, meta map[string]string, alg types.ChecksumAlgorithm
 	}
 	_ = alg // an algorithm without a value: nothing to verify or store
 	return body, nil, nil
+}
+
+// neverRefuses is fn as a PutOptions.AfterBody (nil stays nil).
+func neverRefuses(fn func(map[string]string)) func(map[string]string) error {
+	if fn == nil {
+		return nil
+	}
+	return func(m map[string]string) error { fn(m); return nil }
 }
 
 // PutObject stores an object.
@@ -150,7 +158,7 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 	if in.ContentLength != nil {
 		size = *in.ContentLength
 	}
-	opts := erasure.PutOptions{Meta: meta, AfterBody: after}
+	opts := objlayer.PutOptions{Meta: meta, AfterBody: neverRefuses(after)}
 	if bk.Versioning == string(types.BucketVersioningStatusEnabled) {
 		opts.VersionID = uuid.New()
 	}
@@ -183,13 +191,13 @@ func (b *Backend) PutObject(ctx context.Context, in s3response.PutObjectInput) (
 // conditional writers racing may both pass (documented in docs/engine.md).
 func (b *Backend) putPreconditions(ctx context.Context, bucket, key string, ifMatch, ifNoneMatch *string) error {
 	h, err := b.pool.OpenObject(ctx, bucket, key, nil)
-	exists := err == nil && !h.Info.DeleteMarker
-	if err != nil && !errors.Is(err, erasure.ErrObjectNotFound) {
+	exists := err == nil && !h.Info().DeleteMarker
+	if err != nil && !errors.Is(err, objlayer.ErrObjectNotFound) {
 		return err
 	}
 	etag := ""
 	if exists {
-		etag = h.Info.ETag
+		etag = h.Info().ETag
 	}
 	return putConditions(etag, exists, ifMatch, ifNoneMatch)
 }
@@ -219,7 +227,7 @@ func putConditions(etag string, exists bool, ifMatch, ifNoneMatch *string) error
 // openVersion resolves the version a GET/HEAD names, answering delete
 // markers the way S3 does; its data is read only from a handle opened
 // withData.
-func (b *Backend) openVersion(ctx context.Context, bucket, key, versionID string, withData bool) (*erasure.ObjectHandle, *time.Time, error) {
+func (b *Backend) openVersion(ctx context.Context, bucket, key, versionID string, withData bool) (objlayer.Handle, *time.Time, error) {
 	if !utf8.ValidString(key) {
 		return nil, nil, s3err.APIError{Code: "InvalidURI", Description: "Couldn't parse the specified URI.", HTTPStatusCode: http.StatusBadRequest}
 	}
@@ -235,29 +243,20 @@ func (b *Backend) openVersion(ctx context.Context, bucket, key, versionID string
 		open = b.pool.OpenObject
 	}
 	h, err := open(ctx, bucket, key, vid)
-	if errors.Is(err, erasure.ErrObjectNotFound) && vid != nil {
+	if errors.Is(err, objlayer.ErrObjectNotFound) && vid != nil {
 		return nil, nil, s3err.GetNoSuchVersionErr(key, versionID)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if h.Info.DeleteMarker {
-		t := h.Info.ModTime
+	if h.Info().DeleteMarker {
+		t := h.Info().ModTime
 		if vid != nil {
 			return nil, &t, s3err.GetAPIError(s3err.ErrMethodNotAllowed)
 		}
 		return nil, &t, s3err.GetAPIError(s3err.ErrNoSuchKey)
 	}
-	if len(h.Stale) > 0 {
-		b.heal(bucket, key)
-	}
 	return h, nil, nil
-}
-
-func (b *Backend) heal(bucket, key string) {
-	if b.hooks.Heal != nil {
-		b.hooks.Heal(bucket, key)
-	}
 }
 
 // partNumberBeyond is S3's answer to a partNumber past an object's last
@@ -275,7 +274,7 @@ type span struct {
 }
 
 // requestedSpan resolves Range or partNumber against a version.
-func requestedSpan(info erasure.ObjectInfo, rangeHdr string, partNumber *int32) (span, error) {
+func requestedSpan(info objlayer.ObjectInfo, rangeHdr string, partNumber *int32) (span, error) {
 	size := info.Size
 	if partNumber != nil {
 		n := int(*partNumber)
@@ -321,7 +320,7 @@ func requestedSpan(info erasure.ObjectInfo, rangeHdr string, partNumber *int32) 
 
 // preconditions evaluates a GET's or HEAD's conditional headers. A 304
 // answer carries the object's ETag and Last-Modified, as S3's does.
-func preconditions(ctx context.Context, info erasure.ObjectInfo, ifMatch, ifNoneMatch *string, ifModSince, ifUnmodSince *time.Time) error {
+func preconditions(ctx context.Context, info objlayer.ObjectInfo, ifMatch, ifNoneMatch *string, ifModSince, ifUnmodSince *time.Time) error {
 	err := backend.EvaluatePreconditions(info.ETag, info.ModTime.Truncate(time.Second), backend.PreConditions{
 		IfMatch: ifMatch, IfNoneMatch: ifNoneMatch, IfModSince: ifModSince, IfUnmodeSince: ifUnmodSince,
 	})
@@ -335,7 +334,7 @@ func preconditions(ctx context.Context, info erasure.ObjectInfo, ifMatch, ifNone
 
 // copySourcePreconditions evaluates a copy's x-amz-copy-source-if-*
 // headers: where a GET would answer 304, a copy fails with 412.
-func copySourcePreconditions(info erasure.ObjectInfo, ifMatch, ifNoneMatch *string, ifModSince, ifUnmodSince *time.Time) error {
+func copySourcePreconditions(info objlayer.ObjectInfo, ifMatch, ifNoneMatch *string, ifModSince, ifUnmodSince *time.Time) error {
 	err := backend.EvaluatePreconditions(info.ETag, info.ModTime.Truncate(time.Second), backend.PreConditions{
 		IfMatch: ifMatch, IfNoneMatch: ifNoneMatch, IfModSince: ifModSince, IfUnmodeSince: ifUnmodSince,
 	})
@@ -350,7 +349,7 @@ func copySourcePreconditions(info erasure.ObjectInfo, ifMatch, ifNoneMatch *stri
 // conditional headers, the span asked for, and the response headers, built
 // here once for both.
 func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string, withData bool, cond backend.PreConditions,
-	rangeHdr string, partNumber *int32, checksumMode types.ChecksumMode) (*erasure.ObjectHandle, rangeWriter, span, *s3.HeadObjectOutput, error) {
+	rangeHdr string, partNumber *int32, checksumMode types.ChecksumMode) (objlayer.Handle, rangeWriter, span, *s3.HeadObjectOutput, error) {
 	h, markerTime, err := b.openVersion(ctx, bucket, key, versionID, withData)
 	if markerTime != nil {
 		return nil, nil, span{}, &s3.HeadObjectOutput{DeleteMarker: aws.Bool(true), LastModified: markerTime}, err
@@ -358,7 +357,7 @@ func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string,
 	if err != nil {
 		return nil, nil, span{}, nil, err
 	}
-	info := plainInfo(h.Info)
+	info := plainInfo(h.Info())
 	if err := preconditions(ctx, info, cond.IfMatch, cond.IfNoneMatch, cond.IfModSince, cond.IfUnmodeSince); err != nil {
 		return nil, nil, span{}, nil, err
 	}
@@ -366,7 +365,7 @@ func (b *Backend) objectHead(ctx context.Context, bucket, key, versionID string,
 	if err != nil {
 		return nil, nil, span{}, nil, err
 	}
-	dek, err := b.dataKey(ctx, bucket, key, h.Info.Meta, false)
+	dek, err := b.dataKey(ctx, bucket, key, h.Info().Meta, false)
 	if err != nil {
 		return nil, nil, span{}, nil, err
 	}
@@ -480,10 +479,10 @@ func (b *Backend) GetObjectAttributes(ctx context.Context, in *s3.GetObjectAttri
 	if err != nil {
 		return s3response.GetObjectAttributesResponse{}, err
 	}
-	if _, err := b.dataKey(ctx, bucket, key, h.Info.Meta, false); err != nil {
+	if _, err := b.dataKey(ctx, bucket, key, h.Info().Meta, false); err != nil {
 		return s3response.GetObjectAttributesResponse{}, err
 	}
-	info := plainInfo(h.Info)
+	info := plainInfo(h.Info())
 	out := s3response.GetObjectAttributesResponse{
 		ETag: &info.ETag, ObjectSize: &info.Size, StorageClass: types.StorageClassStandard,
 		LastModified: &info.ModTime, VersionId: versionIDOut(info.VersionID, b.versioning(ctx, bucket)),
@@ -542,14 +541,14 @@ func ObjectPartsPage(ctx context.Context, sizes []int64, marker *string, maxPart
 }
 
 // deleteMode is how a DELETE without version ID behaves in a bucket.
-func deleteMode(versioning string) erasure.DeleteMode {
+func deleteMode(versioning string) objlayer.DeleteMode {
 	switch versioning {
 	case string(types.BucketVersioningStatusEnabled):
-		return erasure.DeleteVersioned
+		return objlayer.DeleteVersioned
 	case string(types.BucketVersioningStatusSuspended):
-		return erasure.DeleteSuspended
+		return objlayer.DeleteSuspended
 	}
-	return erasure.DeleteUnversioned
+	return objlayer.DeleteUnversioned
 }
 
 // DeleteObject deletes an object or one version.
@@ -578,13 +577,13 @@ func (b *Backend) deleteOne(ctx context.Context, bucket, key, versionID string, 
 	}
 	if pre.IfMatch != nil || pre.IfMatchLastModTime != nil || pre.IfMatchSize != nil {
 		h, err := b.pool.OpenObject(ctx, bucket, key, vid)
-		if errors.Is(err, erasure.ErrObjectNotFound) {
+		if errors.Is(err, objlayer.ErrObjectNotFound) {
 			return nil, s3err.GetAPIError(s3err.ErrNoSuchKey)
 		}
 		if err != nil {
 			return nil, b.toS3(err, bucket)
 		}
-		if err := backend.EvaluateObjectDeletePreconditions(h.Info.ETag, h.Info.ModTime, h.Info.Size, pre); err != nil {
+		if err := backend.EvaluateObjectDeletePreconditions(h.Info().ETag, h.Info().ModTime, h.Info().Size, pre); err != nil {
 			return nil, err
 		}
 	}
@@ -662,11 +661,11 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	if err != nil {
 		return s3response.CopyObjectOutput{}, b.toS3(err, srcBucket) // the source names its own bucket
 	}
-	srcDEK, err := b.dataKey(ctx, srcBucket, srcKey, h.Info.Meta, true)
+	srcDEK, err := b.dataKey(ctx, srcBucket, srcKey, h.Info().Meta, true)
 	if err != nil {
 		return s3response.CopyObjectOutput{}, b.toS3(err, srcBucket)
 	}
-	src := plainInfo(h.Info)
+	src := plainInfo(h.Info())
 	if err := copySourcePreconditions(src, in.CopySourceIfMatch, in.CopySourceIfNoneMatch, in.CopySourceIfModifiedSince, in.CopySourceIfUnmodifiedSince); err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
@@ -686,7 +685,7 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	if err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
-	opts := erasure.PutOptions{Meta: copyMeta(src.Meta, in)}
+	opts := objlayer.PutOptions{Meta: copyMeta(src.Meta, in)}
 	if err := b.objectACLOnWrite(ctx, dst, opts.Meta); err != nil {
 		return s3response.CopyObjectOutput{}, err
 	}
@@ -717,26 +716,22 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 
 // copyData streams a resolved source version (size bytes, as read) into
 // a new object, encrypted with enc when set.
-func (b *Backend) copyData(ctx context.Context, h *erasure.ObjectHandle, read rangeWriter, size int64, bucket, key string, opts erasure.PutOptions, enc *sseKey) (erasure.ObjectInfo, error) {
+func (b *Backend) copyData(ctx context.Context, h objlayer.Handle, read rangeWriter, size int64, bucket, key string, opts objlayer.PutOptions, enc *sseKey) (objlayer.ObjectInfo, error) {
 	pr, pw := io.Pipe()
 	go func() {
-		bad, err := read(pw, 0, size)
-		if len(bad) > 0 {
-			b.heal(h.Info.Bucket, h.Info.Name)
-		}
-		pw.CloseWithError(err)
+		pw.CloseWithError(read(pw, 0, size))
 	}()
 	defer pr.CloseWithError(io.ErrClosedPipe)
 	var body io.Reader = pr
 	if enc != nil {
 		var err error
 		if body, size, opts.BodyETag, err = enc.sealBody(bucket, key, body, size, opts.Meta); err != nil {
-			return erasure.ObjectInfo{}, err
+			return objlayer.ObjectInfo{}, err
 		}
 	}
 	info, err := b.pool.PutObject(ctx, bucket, key, body, size, opts)
 	if err != nil {
-		return erasure.ObjectInfo{}, err
+		return objlayer.ObjectInfo{}, err
 	}
 	return plainInfo(info), nil
 }

@@ -8,11 +8,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/s3err"
 	"github.com/versity/versitygw/s3response"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // Object lock. A bucket's lock configuration is in its record
@@ -24,12 +23,12 @@ import (
 // governance bypass go through its checks, which read them back from here.
 // The retention clock is the server's, never the client's.
 const (
-	metaRetention = erasure.InternalMetaPrefix + "Object-Lock-Retention"  // JSON: {"Mode", "RetainUntilDate"}
-	metaLegalHold = erasure.InternalMetaPrefix + "Object-Lock-Legal-Hold" // "ON" or "OFF"
+	metaRetention = objlayer.InternalMetaPrefix + "Object-Lock-Retention"  // JSON: {"Mode", "RetainUntilDate"}
+	metaLegalHold = objlayer.InternalMetaPrefix + "Object-Lock-Legal-Hold" // "ON" or "OFF"
 )
 
 // bucketLock is a bucket's parsed lock configuration (nil when off).
-func bucketLock(bk erasure.BucketInfo) (*auth.BucketLockConfig, error) {
+func bucketLock(bk objlayer.BucketInfo) (*auth.BucketLockConfig, error) {
 	if len(bk.ObjectLock) == 0 {
 		return nil, nil
 	}
@@ -47,7 +46,7 @@ func bucketLock(bk erasure.BucketInfo) (*auth.BucketLockConfig, error) {
 // metadata: those the request asked for, else the bucket's default
 // retention. Asking for any of them in a bucket without object lock is
 // refused, as S3 refuses it.
-func lockOnWrite(bk erasure.BucketInfo, meta map[string]string, mode types.ObjectLockMode, until *time.Time, hold types.ObjectLockLegalHoldStatus) error {
+func lockOnWrite(bk objlayer.BucketInfo, meta map[string]string, mode types.ObjectLockMode, until *time.Time, hold types.ObjectLockLegalHoldStatus) error {
 	asked := mode != "" || hold != "" || until != nil && !until.IsZero()
 	lock, err := bucketLock(bk)
 	if err != nil {
@@ -137,7 +136,7 @@ func (b *Backend) setVersionMeta(ctx context.Context, bucket, object, versionID 
 		}
 		return m
 	})
-	if errors.Is(err, erasure.ErrObjectNotFound) && vid != nil {
+	if errors.Is(err, objlayer.ErrObjectNotFound) && vid != nil {
 		return s3err.GetNoSuchVersionErr(object, versionID)
 	}
 	return err
@@ -152,7 +151,7 @@ func (b *Backend) versionMeta(ctx context.Context, bucket, object, versionID, ke
 	if err != nil {
 		return "", err
 	}
-	return h.Info.Meta[key], nil
+	return h.Info().Meta[key], nil
 }
 
 // PutObjectRetention sets a version's retention (the front end checked

@@ -186,8 +186,8 @@ func (b *Backend) serveOwnCall(c fiber.Ctx, op ownCall, acct auth.Account, isRoo
 		if err != nil {
 			return err
 		}
-		current = b.objectACLOf(bk, h.Info.Meta)
-		if v := writtenVersionID(h.Info.VersionID); v != nil && version != "" {
+		current = b.objectACLOf(bk, h.Info().Meta)
+		if v := writtenVersionID(h.Info().VersionID); v != nil && version != "" {
 			c.Set("X-Amz-Version-Id", *v)
 		}
 	}

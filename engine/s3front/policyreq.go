@@ -380,6 +380,6 @@ func (b *Backend) objectTags(ctx context.Context, a actionOn) map[string]string 
 	if err != nil {
 		return nil
 	}
-	t, _ := tags(h.Info.Meta)
+	t, _ := tags(h.Info().Meta)
 	return t
 }

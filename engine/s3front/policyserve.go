@@ -7,10 +7,9 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/s3err"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // How the bucket policy's decisions reach the front end's access check.
@@ -39,7 +38,7 @@ type synthesized struct {
 
 // policyFor is the bucket policy the front end evaluates for the request
 // in ctx (see above).
-func (b *Backend) policyFor(ctx context.Context, bk erasure.BucketInfo) ([]byte, error) {
+func (b *Backend) policyFor(ctx context.Context, bk objlayer.BucketInfo) ([]byte, error) {
 	none := s3err.GetAPIError(s3err.ErrNoSuchBucketPolicy)
 	p, broken := b.evaluatedPolicy(bk)
 	rc, ok := frontCtx(ctx)
@@ -92,7 +91,7 @@ func (b *Backend) policyFor(ctx context.Context, bk erasure.BucketInfo) ([]byte,
 // anyone else it names nothing new). broken reports a stored policy that
 // no longer parses at all, which then denies everything but its own
 // management (fail closed).
-func (b *Backend) evaluatedPolicy(bk erasure.BucketInfo) (p *bucketPolicy, broken bool) {
+func (b *Backend) evaluatedPolicy(bk objlayer.BucketInfo) (p *bucketPolicy, broken bool) {
 	if len(bk.Policy) == 0 {
 		return nil, false
 	}
@@ -114,7 +113,7 @@ var policyManagement = map[auth.Action]bool{
 
 // rootDenied refuses a request of the root account that the bucket's
 // policy explicitly denies (S3's rule for the bucket owner).
-func (b *Backend) rootDenied(ctx context.Context, bk erasure.BucketInfo) error {
+func (b *Backend) rootDenied(ctx context.Context, bk objlayer.BucketInfo) error {
 	principal, root := requester(ctx)
 	rc, ok := frontCtx(ctx)
 	if !root || !ok || len(bk.Policy) == 0 {
@@ -136,7 +135,7 @@ func (b *Backend) rootDenied(ctx context.Context, bk erasure.BucketInfo) error {
 // servePolicy answers GET ?policy (the document as stored) and PUT ?policy
 // (checked by this package's parser, refused under BlockPublicPolicy when
 // public).
-func (b *Backend) servePolicy(c fiber.Ctx, op ownCall, bk erasure.BucketInfo) error {
+func (b *Backend) servePolicy(c fiber.Ctx, op ownCall, bk objlayer.BucketInfo) error {
 	if op.get {
 		if len(bk.Policy) == 0 {
 			return s3err.GetAPIError(s3err.ErrNoSuchBucketPolicy)
@@ -152,14 +151,14 @@ func (b *Backend) servePolicy(c fiber.Ctx, op ownCall, bk erasure.BucketInfo) er
 	if pab := bucketPublicAccessBlock(bk); pab != nil && pab.BlockPublicPolicy && p.public() {
 		return blockedBy("BlockPublicPolicy")
 	}
-	if err := b.setBucket(c.RequestCtx(), bk.Name, func(bk *erasure.BucketInfo) { bk.Policy = doc }); err != nil {
+	if err := b.setBucket(c.RequestCtx(), bk.Name, func(bk *objlayer.BucketInfo) { bk.Policy = doc }); err != nil {
 		return err
 	}
 	return answerEmpty(c, http.StatusNoContent)
 }
 
 // servePolicyStatus answers GET ?policyStatus: whether the policy is public.
-func (b *Backend) servePolicyStatus(c fiber.Ctx, bk erasure.BucketInfo) error {
+func (b *Backend) servePolicyStatus(c fiber.Ctx, bk objlayer.BucketInfo) error {
 	if len(bk.Policy) == 0 {
 		return s3err.GetAPIError(s3err.ErrNoSuchBucketPolicy)
 	}

@@ -10,11 +10,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/gofiber/fiber/v3"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/auth"
 	"github.com/versity/versitygw/backend"
 	"github.com/versity/versitygw/s3err"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // A bucket's public access block (?publicAccessBlock, served like
@@ -49,7 +48,7 @@ func blockedBy(setting string) s3err.APIError {
 }
 
 // bucketPublicAccessBlock is a bucket's configuration (nil: none).
-func bucketPublicAccessBlock(bk erasure.BucketInfo) *publicAccessBlock {
+func bucketPublicAccessBlock(bk objlayer.BucketInfo) *publicAccessBlock {
 	if len(bk.PublicAccessBlock) == 0 {
 		return nil
 	}
@@ -96,7 +95,7 @@ func (b *Backend) PutPublicAccessBlock(ctx context.Context, bucket string, doc [
 	if err != nil {
 		return err
 	}
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.PublicAccessBlock = stored })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.PublicAccessBlock = stored })
 }
 
 // GetPublicAccessBlock answers a bucket's public access block document.
@@ -116,7 +115,7 @@ func (b *Backend) GetPublicAccessBlock(ctx context.Context, bucket string) ([]by
 
 // DeletePublicAccessBlock removes it (a success when there is none).
 func (b *Backend) DeletePublicAccessBlock(ctx context.Context, bucket string) error {
-	return b.setBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.PublicAccessBlock = nil })
+	return b.setBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.PublicAccessBlock = nil })
 }
 
 // Public grantees of S3 ACLs, as headers and documents name them.
@@ -149,7 +148,7 @@ func (b *Backend) checkPublicACLRequest(ctx context.Context, c fiber.Ctx) *s3err
 		return nil
 	}
 	bk, err := b.pool.StatBucket(ctx, bucket)
-	if errors.Is(err, erasure.ErrBucketNotFound) {
+	if errors.Is(err, objlayer.ErrBucketNotFound) {
 		return nil // the front end answers for a missing bucket
 	}
 	if err != nil {
@@ -175,7 +174,7 @@ func (b *Backend) checkPublicACLRequest(ctx context.Context, c fiber.Ctx) *s3err
 
 // checkPublicPolicy refuses, under BlockPublicPolicy, a policy that grants
 // the public.
-func checkPublicPolicy(bk erasure.BucketInfo, policy []byte) error {
+func checkPublicPolicy(bk objlayer.BucketInfo, policy []byte) error {
 	p := bucketPublicAccessBlock(bk)
 	if p == nil || !p.BlockPublicPolicy {
 		return nil

@@ -20,7 +20,7 @@ import (
 	"github.com/versity/versitygw/s3api/utils"
 	"github.com/versity/versitygw/s3err"
 
-	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // Server-side encryption. Every encrypted object has a data key of its own
@@ -51,10 +51,10 @@ const (
 // Metadata keys of an encrypted version (internal: never answered, never
 // copied).
 const (
-	metaSSE       = erasure.InternalMetaPrefix + "Sse"
-	metaSSEKeyID  = erasure.InternalMetaPrefix + "Sse-Key-Id"
-	metaSSESealed = erasure.InternalMetaPrefix + "Sse-Sealed-Key"
-	metaSSECMD5   = erasure.InternalMetaPrefix + "Sse-C-Key-Md5"
+	metaSSE       = objlayer.InternalMetaPrefix + "Sse"
+	metaSSEKeyID  = objlayer.InternalMetaPrefix + "Sse-Key-Id"
+	metaSSESealed = objlayer.InternalMetaPrefix + "Sse-Sealed-Key"
+	metaSSECMD5   = objlayer.InternalMetaPrefix + "Sse-C-Key-Md5"
 )
 
 // sseKey is how one object is, or is to be, encrypted.
@@ -134,7 +134,7 @@ func (b *Backend) managedKey(mode sseMode, id string) (*sseKey, error) {
 
 // writeSSE is the encryption a write asks for: in its headers, else the
 // bucket's default encryption; nil for none.
-func (b *Backend) writeSSE(ctx context.Context, bk erasure.BucketInfo) (*sseKey, error) {
+func (b *Backend) writeSSE(ctx context.Context, bk objlayer.BucketInfo) (*sseKey, error) {
 	if k, err := customerKey(ctx, false); k != nil || err != nil {
 		return k, err
 	}
@@ -165,7 +165,7 @@ type bucketEncryption struct {
 }
 
 // defaultEncryption is a bucket's default encryption (nil: none).
-func defaultEncryption(bk erasure.BucketInfo) *sseKey {
+func defaultEncryption(bk objlayer.BucketInfo) *sseKey {
 	if len(bk.Encryption) == 0 {
 		return nil
 	}
@@ -377,7 +377,7 @@ func sealStream(body io.Reader, size int64, mode sseMode, dek []byte, part int) 
 
 // plainParts are the plaintext sizes of an encrypted version's parts (one
 // for a single-part object).
-func plainParts(info erasure.ObjectInfo) []int64 {
+func plainParts(info objlayer.ObjectInfo) []int64 {
 	if len(info.Parts) == 0 {
 		return []int64{plainSize(info.Size)}
 	}
@@ -390,7 +390,7 @@ func plainParts(info erasure.ObjectInfo) []int64 {
 
 // plainInfo is a version as clients see it: an encrypted one with its
 // plaintext size and part sizes.
-func plainInfo(info erasure.ObjectInfo) erasure.ObjectInfo {
+func plainInfo(info objlayer.ObjectInfo) objlayer.ObjectInfo {
 	if !encrypted(info.Meta) {
 		return info
 	}
@@ -412,13 +412,12 @@ func plainInfo(info erasure.ObjectInfo) erasure.ObjectInfo {
 
 // decryptRange writes plaintext [offset, offset+length) of an encrypted
 // version to w, reading only the packages that hold it.
-func decryptRange(ctx context.Context, h *erasure.ObjectHandle, dek []byte, w io.Writer, offset, length int64) ([]int, error) {
-	var bad []int
-	sealedParts := []int64{h.Info.Size}
+func decryptRange(ctx context.Context, h objlayer.Handle, dek []byte, w io.Writer, offset, length int64) error {
+	sealedParts := []int64{h.Info().Size}
 	numbers := []int{0}
-	if len(h.Info.Parts) > 0 {
+	if len(h.Info().Parts) > 0 {
 		sealedParts, numbers = nil, nil
-		for _, p := range h.Info.Parts {
+		for _, p := range h.Info().Parts {
 			sealedParts = append(sealedParts, p.Size)
 			numbers = append(numbers, p.Number)
 		}
@@ -438,19 +437,18 @@ func decryptRange(ctx context.Context, h *erasure.ObjectHandle, dek []byte, w io
 		sp := spanOf(sealed, offset, n)
 		ow, err := newOpenWriter(w, dek, numbers[i], sp.first, sp.skip, n)
 		if err != nil {
-			return bad, err
+			return err
 		}
-		b, err := h.WriteRange(ctx, ow, sealedBase+sp.offset, sp.length)
-		bad = append(bad, b...)
+		err = h.WriteRange(ctx, ow, sealedBase+sp.offset, sp.length)
 		if err == nil {
 			err = ow.Close()
 		}
 		if err != nil {
-			return bad, err
+			return err
 		}
 		length -= n
 		offset = 0
 		sealedBase += sealed
 	}
-	return bad, nil
+	return nil
 }

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/versity/versitygw/s3err"
-
-	"github.com/strata-storage/strata/engine/erasure"
 )
 
 // Object tags are kept in the version record's metadata (so they move with
@@ -22,7 +21,7 @@ func (b *Backend) GetObjectTagging(ctx context.Context, bucket, object, versionI
 	if err != nil {
 		return nil, err
 	}
-	t, err := tags(h.Info.Meta)
+	t, err := tags(h.Info().Meta)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +59,7 @@ func (b *Backend) setObjectTags(ctx context.Context, bucket, object, versionID s
 		}
 		return m
 	})
-	if errors.Is(err, erasure.ErrObjectNotFound) && vid != nil {
+	if errors.Is(err, objlayer.ErrObjectNotFound) && vid != nil {
 		return s3err.GetNoSuchVersionErr(object, versionID)
 	}
 	return err
@@ -82,11 +81,11 @@ func (b *Backend) GetBucketTagging(ctx context.Context, bucket string) (map[stri
 // PutBucketTagging replaces a bucket's tags.
 func (b *Backend) PutBucketTagging(ctx context.Context, bucket string, t map[string]string) error {
 	own(&bucket)
-	return b.pool.UpdateBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Tags = t })
+	return b.pool.UpdateBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.Tags = t })
 }
 
 // DeleteBucketTagging removes a bucket's tags.
 func (b *Backend) DeleteBucketTagging(ctx context.Context, bucket string) error {
 	own(&bucket)
-	return b.pool.UpdateBucket(ctx, bucket, func(bk *erasure.BucketInfo) { bk.Tags = nil })
+	return b.pool.UpdateBucket(ctx, bucket, func(bk *objlayer.BucketInfo) { bk.Tags = nil })
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/strata-storage/strata/engine/internode"
 	"github.com/strata-storage/strata/engine/kms"
 	"github.com/strata-storage/strata/engine/metrics"
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/s3front"
 	"github.com/strata-storage/strata/engine/vfs"
 )
@@ -242,7 +243,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return bk.Owner, true
 	})
 	opts := s3front.Options{
-		Hooks:  s3front.Hooks{Heal: n.heal, FirstByte: s3m.ObserveFirstByte},
+		Hooks:  s3front.Hooks{FirstByte: s3m.ObserveFirstByte},
 		Access: users, Identities: users, IAM: users, RootAccess: cfg.Root.AccessKey,
 		Log: log, LifecycleDay: cfg.LifecycleDay,
 	}
@@ -254,8 +255,9 @@ func Run(ctx context.Context, cfg Config) error {
 		opts.Keys = keys
 		go keys.Watch(5*time.Second, bg.Done())
 	}
-	be := s3front.New(dep.Pools, opts)
-	n.lifecycle = s3front.NewLifecycle(dep.Pools, opts, s3front.LifecycleOptions{})
+	layer := erasure.Layer{Pools: dep.Pools, Heal: n.heal}
+	be := s3front.New(layer, opts)
+	n.lifecycle = s3front.NewLifecycle(layer, opts, s3front.LifecycleOptions{})
 	go n.runLifecycle(bg)
 	go n.monitorDrives(bg)
 	go n.cleanStaleUploads(bg)
@@ -523,11 +525,11 @@ func AbortStaleUploads(ctx context.Context, p *erasure.Pools, age time.Duration)
 	}
 	aborted := 0
 	for _, b := range buckets {
-		err := p.EachUpload(ctx, b.Name, "", func(u erasure.UploadInfo) (bool, error) {
+		err := p.EachUpload(ctx, b.Name, "", func(u objlayer.UploadInfo) (bool, error) {
 			if time.Since(u.Initiated) < age {
 				return true, nil
 			}
-			if err := p.AbortMultipartUpload(ctx, u.Bucket, u.Object, u.ID); err != nil && !errors.Is(err, erasure.ErrUploadNotFound) {
+			if err := p.AbortMultipartUpload(ctx, u.Bucket, u.Object, u.ID); err != nil && !errors.Is(err, objlayer.ErrUploadNotFound) {
 				return false, err
 			}
 			aborted++

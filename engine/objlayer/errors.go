@@ -1,0 +1,44 @@
+package objlayer
+
+import "errors"
+
+// Errors of the object layer: every failure a Layer reports wraps one of
+// these or is an internal fault. The S3 front end maps them to S3 error
+// codes in one place (engine/s3err); nothing below it knows about HTTP.
+var (
+	// ErrObjectNotFound: no such object (or version).
+	ErrObjectNotFound = errors.New("object not found")
+	// ErrBucketNotFound: no such bucket.
+	ErrBucketNotFound = errors.New("bucket not found")
+	// ErrBucketExists: the bucket exists already.
+	ErrBucketExists = errors.New("bucket already exists")
+	// ErrBucketNotEmpty: the bucket still holds objects.
+	ErrBucketNotEmpty = errors.New("bucket not empty")
+	// ErrIncompleteBody: the request body ended before its declared size.
+	ErrIncompleteBody = errors.New("request body shorter than its Content-Length")
+	// ErrBodyTooLong: the request body ran past its declared size.
+	ErrBodyTooLong = errors.New("request body longer than its Content-Length")
+	// ErrInvalidVersionID: a version ID that this engine never issued.
+	ErrInvalidVersionID = errors.New("invalid version ID")
+
+	// ErrUploadNotFound: no such upload (never started, completed or
+	// aborted).
+	ErrUploadNotFound = errors.New("multipart upload not found")
+	// ErrInvalidPart: a part named in a completion was not uploaded, or its
+	// ETag differs.
+	ErrInvalidPart = errors.New("invalid part")
+	// ErrInvalidPartOrder: completion parts are not in ascending order.
+	ErrInvalidPartOrder = errors.New("parts not in ascending order")
+	// ErrPartTooSmall: a part other than the last is under MinPartSize.
+	ErrPartTooSmall = errors.New("part smaller than the minimum")
+
+	// ErrReadQuorum: too few copies of an object (too few drives of its
+	// erasure set) could be read intact, so its bytes cannot be rebuilt
+	// right now. Retryable; nothing was changed.
+	ErrReadQuorum = errors.New("read quorum lost")
+	// ErrWriteQuorum: too few drives accepted a write; it was rolled back
+	// and is not visible. Retryable.
+	ErrWriteQuorum = errors.New("write quorum lost")
+	// ErrNoSpace: no storage has room for new objects.
+	ErrNoSpace = errors.New("no pool has room for new objects (every active pool has a drive over 85% full)")
+)

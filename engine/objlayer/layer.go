@@ -1,0 +1,64 @@
+package objlayer
+
+import (
+	"context"
+	"io"
+)
+
+// Layer is the storage under the S3 front end. Every method answers the
+// errors of errors.go (wrapped with detail), never S3 codes; the front end
+// maps them once (engine/s3err).
+type Layer interface {
+	// CreateBucket creates a bucket with its record (ErrBucketExists when
+	// the name is taken).
+	CreateBucket(ctx context.Context, info BucketInfo) error
+	// StatBucket returns a bucket's record (ErrBucketNotFound).
+	StatBucket(ctx context.Context, name string) (BucketInfo, error)
+	// UpdateBucket changes a bucket's record through fn, as one
+	// read-modify-write.
+	UpdateBucket(ctx context.Context, name string, fn func(b *BucketInfo)) error
+	// ListBuckets lists every bucket in name order.
+	ListBuckets(ctx context.Context) ([]BucketInfo, error)
+	// DeleteBucket removes an empty bucket (ErrBucketNotEmpty).
+	DeleteBucket(ctx context.Context, name string) error
+
+	// PutObject stores an object of size bytes (-1 when unknown) read from
+	// r: the version is visible once it returns, complete, or not at all.
+	PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error)
+	// OpenObject resolves a version (the latest when versionID is nil) to
+	// read it (ErrObjectNotFound; a delete marker is returned as one).
+	OpenObject(ctx context.Context, bucket, object string, versionID *[16]byte) (Handle, error)
+	// OpenObjectMeta resolves a version whose data is not read (a HEAD):
+	// it may cost less than OpenObject; its WriteRange may fail.
+	OpenObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte) (Handle, error)
+	// DeleteObject removes a version, or without versionID acts as mode
+	// says. Deleting what does not exist succeeds.
+	DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode DeleteMode) (DeleteResult, error)
+	// UpdateObjectMeta changes a version's metadata through fn, which
+	// returns the new map (the data and the version's identity stay).
+	UpdateObjectMeta(ctx context.Context, bucket, object string, versionID *[16]byte, fn func(meta map[string]string) map[string]string) (ObjectInfo, error)
+	// ListObjects lists the latest versions (no delete markers) in key
+	// order after marker, grouping keys by delimiter after prefix.
+	ListObjects(ctx context.Context, bucket, prefix, marker, delimiter string, maxKeys int) (ListResult, error)
+	// ListObjectVersions lists every version and delete marker, newest
+	// first within a key, after (keyMarker, versionMarker).
+	ListObjectVersions(ctx context.Context, bucket, prefix, keyMarker string, versionMarker *[16]byte, delimiter string, maxKeys int) (ListResult, error)
+
+	// NewMultipartUpload starts an upload; its ID names it from now on.
+	NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (UploadInfo, error)
+	// StatUpload returns an upload (ErrUploadNotFound).
+	StatUpload(ctx context.Context, bucket, object string, uploadID [16]byte) (UploadInfo, error)
+	// PutObjectPart stores one part (replacing an earlier one of the same
+	// number).
+	PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts PartOptions) (PartInfo, error)
+	// ListParts lists an upload's parts after partMarker, at most
+	// maxParts; the bool reports a truncated list.
+	ListParts(ctx context.Context, bucket, object string, uploadID [16]byte, partMarker, maxParts int) (UploadInfo, []PartInfo, bool, error)
+	// CompleteMultipartUpload assembles the object from the parts named.
+	CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []CompletePart, opts PutOptions) (ObjectInfo, error)
+	// AbortMultipartUpload discards an upload and its parts.
+	AbortMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte) error
+	// ListMultipartUploads lists uploads in progress in key order, then
+	// by upload ID, after (keyMarker, uploadIDMarker).
+	ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error)
+}

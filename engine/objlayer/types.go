@@ -1,0 +1,196 @@
+package objlayer
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// BucketInfo is a bucket's record: its name, owner and the S3
+// configuration documents the front end keeps for it. A layer stores it
+// whole and returns it as stored.
+type BucketInfo struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+	// Versioning is "", "Enabled" or "Suspended".
+	Versioning string `json:"versioning,omitempty"`
+	// Tags are the bucket's tags.
+	Tags map[string]string `json:"tags,omitempty"`
+	// Owner is the access key that created the bucket ("" for buckets made
+	// before owners were kept: the root account's).
+	Owner string `json:"owner,omitempty"`
+	// ACL, Policy, CORS and ObjectLock are the front end's documents for
+	// the bucket (its ACL, bucket policy, CORS and object-lock
+	// configuration), kept as it gave them; empty when not set.
+	ACL        []byte `json:"acl,omitempty"`
+	Policy     []byte `json:"policy,omitempty"`
+	CORS       []byte `json:"cors,omitempty"`
+	ObjectLock []byte `json:"objectLock,omitempty"`
+	// Encryption is the bucket's default encryption (JSON: mode and key
+	// ID), applied to writes that ask for none.
+	Encryption []byte `json:"encryption,omitempty"`
+	// Ownership is the bucket's object-ownership control (S3's
+	// BucketOwnerEnforced, BucketOwnerPreferred or ObjectWriter).
+	Ownership string `json:"ownership,omitempty"`
+	// Lifecycle is the bucket's lifecycle configuration (S3's XML
+	// document, as engine/lifecycle checked it); empty when not set.
+	Lifecycle []byte `json:"lifecycle,omitempty"`
+	// PublicAccessBlock is the bucket's public access block (the front
+	// end's JSON); empty when not set.
+	PublicAccessBlock []byte `json:"publicAccessBlock,omitempty"`
+	// Updated is the time of the last change to the record; when copies
+	// disagree, the latest change wins.
+	Updated time.Time `json:"updated,omitzero"`
+}
+
+// ObjectInfo describes one object version as the layer resolved it.
+type ObjectInfo struct {
+	Bucket, Name string
+	// VersionID is all zero for the null version.
+	VersionID [16]byte
+	ModTime   time.Time
+	// Size is the stored size: what was given to PutObject (an encrypted
+	// object's sealed size; the front end knows its plaintext size).
+	Size         int64
+	ETag         string
+	Meta         map[string]string
+	DeleteMarker bool
+	// IsLatest is set by listings of versions.
+	IsLatest bool
+	// Parts lists the parts of a multipart object (empty otherwise).
+	Parts []Part
+}
+
+// Part is one part of a multipart object, as stored.
+type Part struct {
+	Number int
+	Size   int64
+	ETag   string
+}
+
+// PutOptions qualify a PutObject or a multipart completion.
+type PutOptions struct {
+	// VersionID of the new version; all zero writes the null version
+	// (unversioned or versioning-suspended buckets).
+	VersionID [16]byte
+	// Meta is user metadata and stored system headers.
+	Meta map[string]string
+	// ModTime overrides the version time (tests, replication); zero = now.
+	ModTime time.Time
+	// AfterBody, when set, is called once the body has been read to its
+	// end and before anything is committed: it may add to Meta (checksums
+	// the client sent after the body), or refuse the write with an error,
+	// which is returned and leaves nothing stored.
+	AfterBody func(meta map[string]string) error
+	// ETag, when set, is kept instead of the body's MD5 (a version moved
+	// between pools keeps its ETag, a multipart "-N" one included).
+	ETag string
+	// BodyETag, when set, is called once the body has been read and gives
+	// the ETag (the MD5 of an encrypted object's plaintext, which only the
+	// reader that encrypted it saw).
+	BodyETag func() string
+	// CompleteParts, for a multipart completion, is called with the parts
+	// chosen before anything is committed: it may add to the version's
+	// metadata (checksums derived from the parts') or refuse it.
+	CompleteParts func(parts []PartInfo, meta map[string]string) error
+}
+
+// ETagFor is the ETag options give a version ("" when the stored bytes'
+// MD5 is kept); called once the body was read.
+func (o PutOptions) ETagFor() string {
+	if o.BodyETag != nil {
+		return o.BodyETag()
+	}
+	return o.ETag
+}
+
+// PartOptions qualify a part upload.
+type PartOptions struct {
+	// Checksum, when set, gives the checksum stored with the part once
+	// its body was read ("ALGORITHM:value").
+	Checksum func() string
+	// Body, when set, turns the request body into the bytes stored, given
+	// the upload's metadata (the parts of an encrypted upload are
+	// encrypted with its key): the reader, its size (-1: unknown) and,
+	// when not nil, what gives the part's ETag once it was read.
+	Body func(uploadMeta map[string]string, r io.Reader, size int64) (io.Reader, int64, func() string, error)
+}
+
+// UploadInfo describes a multipart upload.
+type UploadInfo struct {
+	Bucket, Object string
+	ID             [16]byte
+	Initiated      time.Time
+	Meta           map[string]string
+}
+
+// PartInfo describes one uploaded part.
+type PartInfo struct {
+	Number   int
+	ModTime  time.Time
+	Size     int64
+	ETag     string
+	Checksum string
+}
+
+// CompletePart names a part in a completion request.
+type CompletePart struct {
+	Number int
+	ETag   string
+}
+
+// UploadList is one page of a multipart upload listing.
+type UploadList struct {
+	Uploads        []UploadInfo
+	CommonPrefixes []string
+	IsTruncated    bool
+	NextKeyMarker  string
+	NextUploadID   [16]byte
+}
+
+// ListResult is one page of a listing.
+type ListResult struct {
+	Objects        []ObjectInfo
+	CommonPrefixes []string
+	IsTruncated    bool
+	// NextMarker is the last key or common prefix returned, to continue from.
+	NextMarker string
+	// NextVersionMarker is the version ID to continue from, for version
+	// listings (empty when the next page starts at a new key).
+	NextVersionMarker string
+}
+
+// DeleteMode says how a DELETE without a version ID behaves, by the
+// bucket's versioning state.
+type DeleteMode int
+
+// Delete modes.
+const (
+	// DeleteUnversioned removes the null version.
+	DeleteUnversioned DeleteMode = iota
+	// DeleteVersioned adds a delete marker with a new version ID.
+	DeleteVersioned
+	// DeleteSuspended adds a delete marker as the null version.
+	DeleteSuspended
+)
+
+// DeleteResult says what a delete did, for the S3 response headers.
+type DeleteResult struct {
+	// VersionID is the version removed, or the delete marker created.
+	VersionID [16]byte
+	// DeleteMarker: a delete marker was created, or the version removed
+	// was one.
+	DeleteMarker bool
+}
+
+// Handle is an object version resolved once: its info is fixed, and reads
+// return exactly that version's bytes, even if a newer version is written
+// meanwhile. A layer that finds data missing or damaged while serving a
+// read repairs it on its own (queues the object for healing).
+type Handle interface {
+	// Info is the version resolved.
+	Info() ObjectInfo
+	// WriteRange writes length bytes of the stored object from offset to w
+	// (length -1: to the end).
+	WriteRange(ctx context.Context, w io.Writer, offset, length int64) error
+}
