@@ -25,72 +25,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/engine/iam"
 )
-
-// Prefix of the admin API.
-const Prefix = "/strata/admin/v1/"
-
-// Info describes a node's view of the deployment.
-type Info struct {
-	Version         string     `json:"version"`
-	ProtocolVersion int        `json:"protocolVersion"` // internode protocol; 0 for the gateway, which speaks none
-	DeploymentID    string     `json:"deploymentID"`
-	Mode            string     `json:"mode"`
-	Uptime          string     `json:"uptime"`
-	Pools           []PoolInfo `json:"pools"`
-	Capacity        Capacity   `json:"capacity"`
-}
-
-// PoolInfo is one server pool.
-type PoolInfo struct {
-	Name    string      `json:"name"`
-	State   string      `json:"state"`
-	Sets    int         `json:"sets"`
-	SetSize int         `json:"setSize"`
-	Parity  int         `json:"parity"`
-	Drives  []DriveInfo `json:"drives"`
-}
-
-// DriveInfo is one drive.
-type DriveInfo struct {
-	Endpoint   string `json:"endpoint"`
-	Set        int    `json:"set"`
-	Index      int    `json:"index"`
-	State      string `json:"state"`
-	TotalBytes uint64 `json:"totalBytes"`
-	UsedBytes  uint64 `json:"usedBytes"`
-	FreeBytes  uint64 `json:"freeBytes"`
-}
-
-// Capacity sums the drives: raw bytes, and usable bytes after parity.
-type Capacity struct {
-	TotalBytes  uint64 `json:"totalBytes"`
-	UsedBytes   uint64 `json:"usedBytes"`
-	FreeBytes   uint64 `json:"freeBytes"`
-	UsableBytes uint64 `json:"usableBytes"`
-}
-
-// DecommissionStatus is a pool's decommission progress.
-type DecommissionStatus struct {
-	Pool         string     `json:"pool"`
-	State        string     `json:"state"`
-	Done         bool       `json:"done"`
-	ObjectsMoved int64      `json:"objectsMoved"`
-	BytesMoved   int64      `json:"bytesMoved"`
-	Sets         []SetDrain `json:"sets"`
-}
-
-// SetDrain is one set's drain.
-type SetDrain struct {
-	Set     int    `json:"set"`
-	Node    string `json:"node"`
-	Objects int64  `json:"objectsMoved"`
-	Bytes   int64  `json:"bytesMoved"`
-	Done    bool   `json:"done"`
-	Error   string `json:"error,omitempty"`
-}
 
 // ErrNoSuchPool answers 404.
 var ErrNoSuchPool = errors.New("no such pool")
@@ -98,26 +35,18 @@ var ErrNoSuchPool = errors.New("no such pool")
 // Informer is what every strata process answers: its info and its TLS. A
 // gateway is only an Informer; a server is a Node.
 type Informer interface {
-	Info(ctx context.Context) Info
-	TLS() TLSInfo
+	Info(ctx context.Context) adminapi.Info
+	TLS() adminapi.TLSInfo
 }
 
 // Node is what the admin API reads and asks of the server.
 type Node interface {
 	Informer
-	HealStatus() erasure.HealStatus
+	HealStatus() adminapi.HealStatus
 	StartScan()
-	DecommissionStatus(ctx context.Context, pool string) (DecommissionStatus, error)
+	DecommissionStatus(ctx context.Context, pool string) (adminapi.DecommissionStatus, error)
 	StartDecommission(ctx context.Context, pool string) error
 	CancelDecommission(ctx context.Context, pool string) error
-}
-
-// UserInfo is a user of the users file as the admin API lists it: never
-// its secret key.
-type UserInfo struct {
-	AccessKey string   `json:"accessKey"`
-	Policy    string   `json:"policy"`
-	Buckets   []string `json:"buckets,omitempty"` // empty: every bucket
 }
 
 // Users lists the users the process accepts (besides root).
@@ -130,24 +59,24 @@ type Users interface {
 // when users is not nil. Over plain HTTP it answers only when allowHTTP.
 func Handler(node Informer, users Users, access, secret string, allowHTTP bool) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+Prefix+"info", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, node.Info(r.Context())) })
-	mux.HandleFunc("GET "+Prefix+"tls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, node.TLS()) })
+	mux.HandleFunc("GET "+adminapi.Prefix+"info", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, node.Info(r.Context())) })
+	mux.HandleFunc("GET "+adminapi.Prefix+"tls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, node.TLS()) })
 	if users != nil {
-		mux.HandleFunc("GET "+Prefix+"users", func(w http.ResponseWriter, _ *http.Request) {
-			out := []UserInfo{}
+		mux.HandleFunc("GET "+adminapi.Prefix+"users", func(w http.ResponseWriter, _ *http.Request) {
+			out := []adminapi.UserInfo{}
 			for _, u := range users.Grants() {
-				out = append(out, UserInfo{AccessKey: u.AccessKey, Policy: string(u.Policy), Buckets: u.Buckets})
+				out = append(out, adminapi.UserInfo{AccessKey: u.AccessKey, Policy: string(u.Policy), Buckets: u.Buckets})
 			}
 			writeJSON(w, out)
 		})
 	}
 	if n, ok := node.(Node); ok {
-		mux.HandleFunc("GET "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, n.HealStatus()) })
-		mux.HandleFunc("POST "+Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) {
+		mux.HandleFunc("GET "+adminapi.Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, n.HealStatus()) })
+		mux.HandleFunc("POST "+adminapi.Prefix+"heal", func(w http.ResponseWriter, _ *http.Request) {
 			n.StartScan()
 			writeJSONStatus(w, http.StatusAccepted, map[string]string{"status": "scan started", "at": time.Now().UTC().Format(time.RFC3339)})
 		})
-		mux.HandleFunc("GET "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("GET "+adminapi.Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
 			st, err := n.DecommissionStatus(r.Context(), r.PathValue("pool"))
 			if err != nil {
 				writeError(w, err)
@@ -155,14 +84,14 @@ func Handler(node Informer, users Users, access, secret string, allowHTTP bool) 
 			}
 			writeJSON(w, st)
 		})
-		mux.HandleFunc("POST "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("POST "+adminapi.Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
 			if err := n.StartDecommission(r.Context(), r.PathValue("pool")); err != nil {
 				writeError(w, err)
 				return
 			}
 			writeJSONStatus(w, http.StatusAccepted, map[string]string{"status": "decommission started"})
 		})
-		mux.HandleFunc("DELETE "+Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("DELETE "+adminapi.Prefix+"pools/{pool}/decommission", func(w http.ResponseWriter, r *http.Request) {
 			if err := n.CancelDecommission(r.Context(), r.PathValue("pool")); err != nil {
 				writeError(w, err)
 				return

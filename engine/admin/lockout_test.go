@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/strata-storage/strata/engine/adminapi"
 )
 
 // TestFailedLoginsLockOut: ten wrong passwords from one address refuse it
@@ -16,9 +18,9 @@ func TestFailedLoginsLockOut(t *testing.T) {
 	lock.clock = func() time.Time { return now }
 	h := authenticated(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), "root", "secret", true, lock)
 	try := func(addr, pass string) int {
-		r := httptest.NewRequest(http.MethodGet, Prefix+"info", nil)
+		r := httptest.NewRequest(http.MethodGet, adminapi.Prefix+"info", nil)
 		r.RemoteAddr = addr
-		if err := Sign(r, "root", pass, time.Now()); err != nil {
+		if err := adminapi.Sign(r, "root", pass, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		w := httptest.NewRecorder()

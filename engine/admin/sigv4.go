@@ -12,31 +12,22 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/strata-storage/strata/engine/adminapi"
 )
 
 // The admin API authenticates with AWS Signature Version 4 made with the
 // root credentials: the secret never crosses the wire, and a signed
 // request is good for maxSigV4Skew around its time. engine/adminclient
-// signs this way.
+// signs this way (adminapi.Sign).
 
 const (
 	sigV4Scheme = "AWS4-HMAC-SHA256"
-	// emptySHA256 is the payload hash of a request without a body, the
-	// only kind the admin API takes.
-	emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	emptySHA256 = adminapi.EmptySHA256
 	// maxSigV4Skew bounds the difference between a request's signing time
 	// and the server's clock, as S3 does.
 	maxSigV4Skew = 15 * time.Minute
 	amzDate      = "20060102T150405Z"
 )
-
-// Sign signs req (without a body) for the admin API with the root
-// credentials.
-func Sign(req *http.Request, access, secret string, now time.Time) error {
-	req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
-	return v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: access, SecretAccessKey: secret},
-		req, emptySHA256, "s3", "us-east-1", now)
-}
 
 // verifySigV4 checks that r carries a valid signature by the root
 // credentials, made within maxSigV4Skew of now, over no body.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-storage/strata/engine/adminapi"
 )
 
 // TestAdminAuthentication: SigV4 by the root credentials is served, over
@@ -18,13 +20,13 @@ func TestAdminAuthentication(t *testing.T) {
 	strict := authenticated(ok, "root", "secret", false, newLockout())
 	lax := authenticated(ok, "root", "secret", true, newLockout())
 	req := func(path string, mutate func(*http.Request)) *http.Request {
-		r := httptest.NewRequest(http.MethodGet, Prefix+path, nil)
+		r := httptest.NewRequest(http.MethodGet, adminapi.Prefix+path, nil)
 		mutate(r)
 		return r
 	}
 	signed := func(secret string, at time.Time) func(*http.Request) {
 		return func(r *http.Request) {
-			if err := Sign(r, "root", secret, at); err != nil {
+			if err := adminapi.Sign(r, "root", secret, at); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -46,11 +48,11 @@ func TestAdminAuthentication(t *testing.T) {
 		{"signed 20 minutes ago", lax, req("info", signed("secret", time.Now().Add(-20*time.Minute))), 401},
 		{"another path than signed", lax, func() *http.Request {
 			r := req("info", signed("secret", time.Now()))
-			r.URL.Path = Prefix + "pools/pool-0/decommission"
+			r.URL.Path = adminapi.Prefix + "pools/pool-0/decommission"
 			return r
 		}(), 401},
 		{"a body", lax, func() *http.Request {
-			r := httptest.NewRequest(http.MethodPost, Prefix+"heal", strings.NewReader("x"))
+			r := httptest.NewRequest(http.MethodPost, adminapi.Prefix+"heal", strings.NewReader("x"))
 			signed("secret", time.Now())(r)
 			return r
 		}(), 401},

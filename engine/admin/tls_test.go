@@ -16,19 +16,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-storage/strata/engine/adminapi"
 )
 
 // tlsReporter is a process whose TLS is info.
-type tlsReporter struct{ info TLSInfo }
+type tlsReporter struct{ info adminapi.TLSInfo }
 
-func (r tlsReporter) Info(context.Context) Info { return Info{} }
-func (r tlsReporter) TLS() TLSInfo              { return r.info }
+func (r tlsReporter) Info(context.Context) adminapi.Info { return adminapi.Info{} }
+func (r tlsReporter) TLS() adminapi.TLSInfo              { return r.info }
 
 // getTLS asks a handler over r for GET tls, signed by the root keys.
 func getTLS(t *testing.T, r Informer) string {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodGet, Prefix+"tls", nil)
-	if err := Sign(req, "root", "secret", time.Now()); err != nil {
+	req := httptest.NewRequest(http.MethodGet, adminapi.Prefix+"tls", nil)
+	if err := adminapi.Sign(req, "root", "secret", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	w := httptest.NewRecorder()
@@ -62,15 +64,15 @@ func testCertificate(t *testing.T, name string) *x509.Certificate {
 // by the SHA-256 of its DER (lowercase hex), subject, issuer, notAfter and
 // the DER itself; a missing leaf is left out.
 func TestTLSEndpoint(t *testing.T) {
-	if got := getTLS(t, tlsReporter{NewTLSInfo(nil, nil, nil)}); got != "{}" {
+	if got := getTLS(t, tlsReporter{adminapi.NewTLSInfo(nil, nil, nil)}); got != "{}" {
 		t.Fatalf("without TLS: %s, want {}", got)
 	}
 	leaf, ca := testCertificate(t, "leaf"), testCertificate(t, "ca")
-	var got TLSInfo
-	if err := json.Unmarshal([]byte(getTLS(t, tlsReporter{NewTLSInfo(leaf, nil, []*x509.Certificate{ca})})), &got); err != nil {
+	var got adminapi.TLSInfo
+	if err := json.Unmarshal([]byte(getTLS(t, tlsReporter{adminapi.NewTLSInfo(leaf, nil, []*x509.Certificate{ca})})), &got); err != nil {
 		t.Fatal(err)
 	}
-	want := CertInfo{SHA256: fmt.Sprintf("%x", sha256.Sum256(leaf.Raw)), Subject: "CN=leaf", Issuer: "CN=leaf", NotAfter: leaf.NotAfter, DER: leaf.Raw}
+	want := adminapi.CertInfo{SHA256: fmt.Sprintf("%x", sha256.Sum256(leaf.Raw)), Subject: "CN=leaf", Issuer: "CN=leaf", NotAfter: leaf.NotAfter, DER: leaf.Raw}
 	switch {
 	case got.Certificate == nil || got.Certificate.SHA256 != want.SHA256 || got.Certificate.Subject != want.Subject ||
 		got.Certificate.Issuer != want.Issuer || !got.Certificate.NotAfter.Equal(want.NotAfter) || string(got.Certificate.DER) != string(want.DER):

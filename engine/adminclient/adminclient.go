@@ -19,8 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/strata-storage/strata/engine/admin"
-	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/engine/health"
 )
 
@@ -129,7 +128,7 @@ func (c *Client) send(ctx context.Context, method, path string, auth, basic bool
 	case auth && basic:
 		req.SetBasicAuth(c.accessKey, c.secretKey)
 	case auth:
-		if err := admin.Sign(req, c.accessKey, c.secretKey, time.Now()); err != nil {
+		if err := adminapi.Sign(req, c.accessKey, c.secretKey, time.Now()); err != nil {
 			return nil, err
 		}
 	}
@@ -137,9 +136,9 @@ func (c *Client) send(ctx context.Context, method, path string, auth, basic bool
 }
 
 // Info reads the deployment as the process sees it.
-func (c *Client) Info(ctx context.Context) (admin.Info, error) {
-	var info admin.Info
-	err := c.do(ctx, http.MethodGet, admin.Prefix+"info", true, &info)
+func (c *Client) Info(ctx context.Context) (adminapi.Info, error) {
+	var info adminapi.Info
+	err := c.do(ctx, http.MethodGet, adminapi.Prefix+"info", true, &info)
 	return info, err
 }
 
@@ -147,44 +146,44 @@ func (c *Client) Info(ctx context.Context) (admin.Info, error) {
 // so the operator, which imports no engine package but this one, can name
 // them too.
 type (
-	TLSInfo  = admin.TLSInfo
-	CertInfo = admin.CertInfo
+	TLSInfo  = adminapi.TLSInfo
+	CertInfo = adminapi.CertInfo
 )
 
 // TLS reads the certificates the process serves and the CAs it trusts, as
 // its TLS stack holds them now.
-func (c *Client) TLS(ctx context.Context) (admin.TLSInfo, error) {
-	var info admin.TLSInfo
-	err := c.do(ctx, http.MethodGet, admin.Prefix+"tls", true, &info)
+func (c *Client) TLS(ctx context.Context) (adminapi.TLSInfo, error) {
+	var info adminapi.TLSInfo
+	err := c.do(ctx, http.MethodGet, adminapi.Prefix+"tls", true, &info)
 	return info, err
 }
 
 // Users lists the users the process accepts besides root (no secrets).
-func (c *Client) Users(ctx context.Context) ([]admin.UserInfo, error) {
-	var users []admin.UserInfo
-	err := c.do(ctx, http.MethodGet, admin.Prefix+"users", true, &users)
+func (c *Client) Users(ctx context.Context) ([]adminapi.UserInfo, error) {
+	var users []adminapi.UserInfo
+	err := c.do(ctx, http.MethodGet, adminapi.Prefix+"users", true, &users)
 	return users, err
 }
 
 // Heal reads the healing progress.
-func (c *Client) Heal(ctx context.Context) (erasure.HealStatus, error) {
-	var st erasure.HealStatus
-	err := c.do(ctx, http.MethodGet, admin.Prefix+"heal", true, &st)
+func (c *Client) Heal(ctx context.Context) (adminapi.HealStatus, error) {
+	var st adminapi.HealStatus
+	err := c.do(ctx, http.MethodGet, adminapi.Prefix+"heal", true, &st)
 	return st, err
 }
 
 // StartScan starts an integrity scan.
 func (c *Client) StartScan(ctx context.Context) error {
-	return c.do(ctx, http.MethodPost, admin.Prefix+"heal", true, nil)
+	return c.do(ctx, http.MethodPost, adminapi.Prefix+"heal", true, nil)
 }
 
 func decommissionPath(pool string) string {
-	return admin.Prefix + "pools/" + url.PathEscape(pool) + "/decommission"
+	return adminapi.Prefix + "pools/" + url.PathEscape(pool) + "/decommission"
 }
 
 // Decommission reads a pool's decommission progress.
-func (c *Client) Decommission(ctx context.Context, pool string) (admin.DecommissionStatus, error) {
-	var st admin.DecommissionStatus
+func (c *Client) Decommission(ctx context.Context, pool string) (adminapi.DecommissionStatus, error) {
+	var st adminapi.DecommissionStatus
 	err := c.do(ctx, http.MethodGet, decommissionPath(pool), true, &st)
 	return st, err
 }

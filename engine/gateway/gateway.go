@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/engine/buildinfo"
 	"github.com/strata-storage/strata/engine/certfiles"
 	"github.com/strata-storage/strata/engine/iam"
@@ -330,13 +331,13 @@ func (g *Gateway) probeVolume(ctx context.Context, interval time.Duration) {
 var _ admin.Informer = (*Gateway)(nil)
 
 // Info implements admin.Informer.
-func (g *Gateway) Info(context.Context) admin.Info {
-	info := admin.Info{
+func (g *Gateway) Info(context.Context) adminapi.Info {
+	info := adminapi.Info{
 		Version: buildinfo.String(), ProtocolVersion: 0, DeploymentID: g.layout.id, Mode: "gateway",
 		Uptime: time.Since(g.started).Round(time.Second).String(),
 	}
 	if v := g.volume.Load(); v.known {
-		info.Capacity = admin.Capacity{TotalBytes: v.total, FreeBytes: v.free, UsedBytes: v.total - v.free, UsableBytes: v.free}
+		info.Capacity = adminapi.Capacity{TotalBytes: v.total, FreeBytes: v.free, UsedBytes: v.total - v.free, UsableBytes: v.free}
 	}
 	return info
 }
@@ -344,8 +345,8 @@ func (g *Gateway) Info(context.Context) admin.Info {
 // TLS implements admin.Informer: the leaf the S3 listener serves and ca.crt
 // as last read (a gateway has no peers; the operator still asks it, so a
 // CA leaves the bundle only once every pod has let it go).
-func (g *Gateway) TLS() admin.TLSInfo {
-	return admin.NewTLSInfo(g.served.Leaf(), nil, g.trust.CAs())
+func (g *Gateway) TLS() adminapi.TLSInfo {
+	return adminapi.NewTLSInfo(g.served.Leaf(), nil, g.trust.CAs())
 }
 
 func statfs(dir string) (total, free uint64, err error) {

@@ -7,14 +7,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/strata-storage/strata/engine/erasure"
 	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // headBytes is how much of a GET is decoded before its headers go out:
 // an object that cannot be read at all then answers an S3 error instead of
 // a cut-off 200, and an object this small is served from memory.
-const headBytes = erasure.DefaultBlockSize
+const headBytes = 1 << 20 // the erasure layer's block
 
 var headBufs = sync.Pool{New: func() any { b := make([]byte, 0, headBytes); return &b }}
 

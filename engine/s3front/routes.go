@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/engine/health"
 )
 
@@ -20,9 +21,9 @@ func Routes(c health.Checker, metricsHandler http.Handler, users admin.Users, ro
 	if a, ok := c.(admin.Informer); ok {
 		h := admin.Handler(a, users, rootAccess, rootSecret, adminOverHTTP)
 		routes = append(routes,
-			Route{Method: "GET", Path: admin.Prefix + "*", Handler: h},
-			Route{Method: "POST", Path: admin.Prefix + "*", Handler: h},
-			Route{Method: "DELETE", Path: admin.Prefix + "*", Handler: h})
+			Route{Method: "GET", Path: adminapi.Prefix + "*", Handler: h},
+			Route{Method: "POST", Path: adminapi.Prefix + "*", Handler: h},
+			Route{Method: "DELETE", Path: adminapi.Prefix + "*", Handler: h})
 	}
 	return routes
 }

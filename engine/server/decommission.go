@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/erasure"
 )
@@ -222,12 +223,12 @@ func (n *Node) localDrains() map[string][]drainEntry {
 
 // DecommissionStatus implements admin.Node: every set's drain, gathered
 // from the nodes that run them.
-func (n *Node) DecommissionStatus(ctx context.Context, pool string) (admin.DecommissionStatus, error) {
+func (n *Node) DecommissionStatus(ctx context.Context, pool string) (adminapi.DecommissionStatus, error) {
 	pr := n.poolRuntime(pool)
 	if pr == nil {
-		return admin.DecommissionStatus{}, fmt.Errorf("%w: %q", admin.ErrNoSuchPool, pool)
+		return adminapi.DecommissionStatus{}, fmt.Errorf("%w: %q", admin.ErrNoSuchPool, pool)
 	}
-	st := admin.DecommissionStatus{Pool: pool, State: pr.Entry.State()}
+	st := adminapi.DecommissionStatus{Pool: pool, State: pr.Entry.State()}
 	bySet := map[int]drainEntry{}
 	for _, e := range n.localDrains()[pool] {
 		bySet[e.Set] = e
@@ -241,7 +242,7 @@ func (n *Node) DecommissionStatus(ctx context.Context, pool string) (admin.Decom
 	all := true
 	for set := 0; set < pr.Layout.Sets; set++ {
 		e, ok := bySet[set]
-		ss := admin.SetDrain{Set: set, Node: pr.Layout.Drives[set*pr.Layout.SetSize].Host}
+		ss := adminapi.SetDrain{Set: set, Node: pr.Layout.Drives[set*pr.Layout.SetSize].Host}
 		if ok {
 			ss.Objects, ss.Bytes, ss.Done, ss.Error = e.Marker.Objects, e.Marker.Bytes, e.Marker.Done, e.Error
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/engine/buildinfo"
 	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/erasure"
@@ -185,18 +186,18 @@ func (n *Node) driveState(pr *cluster.PoolRuntime, slot int) string {
 
 // Info implements admin.Node: every pool and drive as this node sees them;
 // a remote drive's capacity and healing come from its node.
-func (n *Node) Info(ctx context.Context) admin.Info {
-	info := admin.Info{
+func (n *Node) Info(ctx context.Context) adminapi.Info {
+	info := adminapi.Info{
 		Version: buildinfo.String(), ProtocolVersion: n.cfg.InternodeProtocol, DeploymentID: n.dep.ID.String(), Mode: "server",
 		Uptime: time.Since(n.started).Round(time.Second).String(),
 	}
 	remote := n.remoteStatus(ctx)
 	for _, pr := range n.dep.PoolRuntimes() {
 		l := pr.Layout
-		p := admin.PoolInfo{Name: l.Name, State: pr.Entry.State(), Sets: l.Sets, SetSize: l.SetSize, Parity: l.Parity}
+		p := adminapi.PoolInfo{Name: l.Name, State: pr.Entry.State(), Sets: l.Sets, SetSize: l.SetSize, Parity: l.Parity}
 		var free uint64
 		for slot, ep := range l.Drives {
-			di := admin.DriveInfo{Endpoint: ep.Raw, Set: slot / l.SetSize, Index: slot % l.SetSize, State: n.driveState(pr, slot)}
+			di := adminapi.DriveInfo{Endpoint: ep.Raw, Set: slot / l.SetSize, Index: slot % l.SetSize, State: n.driveState(pr, slot)}
 			if ep.Local {
 				if d := pr.Local(slot); d != nil {
 					if u, err := d.DiskInfo(ctx); err == nil {
@@ -277,8 +278,8 @@ var (
 )
 
 // HealStatus implements admin.Node: the healers of this node's pools.
-func (n *Node) HealStatus() erasure.HealStatus {
-	var total erasure.HealStatus
+func (n *Node) HealStatus() adminapi.HealStatus {
+	var total adminapi.HealStatus
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, h := range n.healers {
@@ -300,7 +301,9 @@ func (n *Node) HealStatus() erasure.HealStatus {
 		if st.LastScanEnd != nil && (total.LastScanEnd == nil || st.LastScanEnd.After(*total.LastScanEnd)) {
 			total.LastScanEnd = st.LastScanEnd
 		}
-		total.Drives = append(total.Drives, st.Drives...)
+		for _, d := range st.Drives {
+			total.Drives = append(total.Drives, adminapi.DriveHealState(d))
+		}
 	}
 	return total
 }
@@ -394,10 +397,10 @@ func (n *Node) snapshot(ctx context.Context) metrics.Snapshot {
 // TLS implements admin.Informer: the leaf the S3 listener serves, the one
 // internode connections present, and the CAs peers are verified against,
 // as the listeners hold them now.
-func (n *Node) TLS() admin.TLSInfo {
+func (n *Node) TLS() adminapi.TLSInfo {
 	var inter *x509.Certificate
 	if n.internodeTLS != nil {
 		inter = n.internodeTLS.Certificate()
 	}
-	return admin.NewTLSInfo(n.served.Leaf(), inter, n.trust.CAs())
+	return adminapi.NewTLSInfo(n.served.Leaf(), inter, n.trust.CAs())
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/erasure"
 	"github.com/strata-storage/strata/engine/iam"
@@ -84,7 +84,7 @@ func TestAdminTLSFollowsRotation(t *testing.T) {
 // TestTLSWithoutCertificates: a node without --certs-dir reports nothing.
 func TestTLSWithoutCertificates(t *testing.T) {
 	n := &Node{served: &s3front.ServedCertificate{}, trust: trusted(Config{}, nil)}
-	if got := n.TLS(); !reflect.DeepEqual(got, admin.TLSInfo{}) {
+	if got := n.TLS(); !reflect.DeepEqual(got, adminapi.TLSInfo{}) {
 		t.Fatalf("TLS() = %+v, want nothing", got)
 	}
 }

@@ -1,11 +1,15 @@
 // Package layering checks the module's layering: the engine (what the
-// strata image runs) knows nothing of Kubernetes or the operator, and the
-// operator reaches the engine only through its HTTP client and build info.
+// strata image runs) knows nothing of Kubernetes or the operator; the
+// operator links nothing of the engine but its admin API's types and
+// client; and the engine's own layers depend only downwards (drive <
+// erasure < S3 server < server and gateway < cmd), with the object
+// layer's contract a leaf under all of them.
 package layering
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -85,19 +89,42 @@ func engineForbidden(path string) string {
 	return ""
 }
 
-// operatorForbidden says why the operator may not import path ("" if it may).
+// operatorAllowed are the engine packages the operator may link: the admin
+// API's wire types and its client, the health endpoints' paths, the build
+// info and the keys file format. Nothing that stores data.
+var operatorAllowed = map[string]bool{
+	module + "/engine/adminapi":    true,
+	module + "/engine/adminclient": true,
+	module + "/engine/buildinfo":   true,
+	module + "/engine/health":      true,
+	// The keys file the operator writes and the engine reads: a format
+	// defined once, on the standard library alone.
+	module + "/engine/keysfile": true,
+}
+
+// storageModules are the modules of the engine's storage: the metadata
+// store and the erasure code. Only the drive and erasure layers link them.
+var storageModules = []string{
+	"github.com/cockroachdb/pebble",
+	"github.com/klauspost/reedsolomon",
+}
+
+// engineModules are modules only the engine needs; an operator that links
+// one links the engine's internals.
+var engineModules = append([]string{"github.com/versity/versitygw"}, storageModules...)
+
+// operatorForbidden says why the operator may not depend on path ("" if
+// it may).
 func operatorForbidden(path string) string {
-	if !strings.HasPrefix(path, module+"/engine/") {
+	for _, m := range engineModules {
+		if path == m || strings.HasPrefix(path, m+"/") {
+			return "an engine module (" + m + ")"
+		}
+	}
+	if !strings.HasPrefix(path, module+"/engine/") || operatorAllowed[path] {
 		return ""
 	}
-	switch path {
-	case module + "/engine/adminclient", module + "/engine/buildinfo",
-		// The keys file the operator writes and the engine reads: a format
-		// defined once, on the standard library alone.
-		module + "/engine/keysfile":
-		return ""
-	}
-	return "the engine outside adminclient, buildinfo and keysfile"
+	return "the engine outside its admin API types and client, health paths, build info and keys file"
 }
 
 // TestEngineStandsAlone: nothing the strata binary is built from, directly
@@ -112,13 +139,98 @@ func TestEngineStandsAlone(t *testing.T) {
 	}
 }
 
-// TestOperatorUsesEngineClientOnly: the operator's packages import no
-// engine package but the admin client and the build info.
-func TestOperatorUsesEngineClientOnly(t *testing.T) {
+// TestOperatorLinksOnlyTheEngineClient: the operator's binary, through
+// every dependency, links no engine package but the admin API's types and
+// client (so no erasure, drive or metadata-store code).
+func TestOperatorLinksOnlyTheEngineClient(t *testing.T) {
 	for _, p := range list(t, ".", "./api/...", "./controllers/...", "./internal/...") {
-		for _, d := range p.Imports {
+		for _, d := range p.Deps {
 			if why := operatorForbidden(d); why != "" {
-				t.Errorf("%s imports %s (%s)", p.ImportPath, d, why)
+				t.Errorf("%s depends on %s (%s)", p.ImportPath, d, why)
+			}
+		}
+	}
+}
+
+// The engine's layers, lowest first. A package of one layer may not
+// depend, directly or through others, on a package of a higher one. The
+// object layer's contract (engine/objlayer) and the S3 error table
+// (engine/s3err) are leaves below every layer: the erasure layer
+// implements the contract, so it imports it (docs/decisions.md).
+var engineLayers = []struct {
+	name     string
+	packages []string // path prefixes under the module
+}{
+	{"drive", []string{"engine/drive", "engine/vfs"}},
+	{"erasure", []string{"engine/erasure", "engine/internode", "engine/cluster"}},
+	{"S3 server", []string{"engine/s3api", "engine/s3http", "engine/s3sig", "engine/s3rules", "engine/lifecycle"}},
+	{"server and gateway", []string{"engine/server", "engine/gateway", "engine/posix"}},
+	{"cmd", []string{"cmd/"}},
+}
+
+// leaves are the packages below every layer: they depend on no engine
+// package outside this list.
+var leaves = []string{"engine/objlayer", "engine/s3err", "engine/adminapi", "engine/buildinfo", "engine/hlc", "engine/keysfile", "engine/health"}
+
+// layerOf returns the index of the layer a package belongs to (-1: none).
+func layerOf(path string) int {
+	rel, ok := strings.CutPrefix(path, module+"/")
+	if !ok {
+		return -1
+	}
+	for i, l := range engineLayers {
+		for _, p := range l.packages {
+			if rel == p || strings.HasPrefix(rel, strings.TrimSuffix(p, "/")+"/") {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func isLeaf(path string) bool {
+	rel, _ := strings.CutPrefix(path, module+"/")
+	for _, l := range leaves {
+		if rel == l {
+			return true
+		}
+	}
+	return false
+}
+
+// layeringForbidden says why a package may not depend on dep ("" if it may).
+func layeringForbidden(pkg, dep string) string {
+	if isLeaf(pkg) && strings.HasPrefix(dep, module+"/") && !isLeaf(dep) {
+		return "a contract leaf depends on nothing of the engine's but other leaves"
+	}
+	from, to := layerOf(pkg), layerOf(dep)
+	if from >= 0 && to > from {
+		return fmt.Sprintf("the %s layer is below the %s layer", engineLayers[from].name, engineLayers[to].name)
+	}
+	// The S3 server and the gateway reach storage only through the object
+	// layer's contract: no drive or erasure code, no storage module.
+	rel, _ := strings.CutPrefix(pkg, module+"/")
+	if from >= 0 && engineLayers[from].name == "S3 server" || rel == "engine/gateway" || rel == "engine/posix" ||
+		strings.HasPrefix(rel, "engine/gateway/") || strings.HasPrefix(rel, "engine/posix/") {
+		if to >= 0 && to <= 1 {
+			return "the S3 server and the gateway reach storage only through engine/objlayer"
+		}
+		for _, m := range storageModules {
+			if dep == m || strings.HasPrefix(dep, m+"/") {
+				return "the S3 server reaches storage only through engine/objlayer (" + m + ")"
+			}
+		}
+	}
+	return ""
+}
+
+// TestEngineLayers: drive < erasure < S3 server < server and gateway < cmd,
+// through every dependency, and the leaves stay leaves.
+func TestEngineLayers(t *testing.T) {
+	for _, p := range list(t, "./engine/...", "./cmd/...") {
+		for _, d := range p.Deps {
+			if why := layeringForbidden(p.ImportPath, d); why != "" {
+				t.Errorf("%s depends on %s (%s)", p.ImportPath, d, why)
 			}
 		}
 	}
@@ -141,14 +253,49 @@ func TestRules(t *testing.T) {
 		}
 	}
 	for path, forbidden := range map[string]bool{
-		module + "/engine/adminclient": false,
-		module + "/engine/buildinfo":   false,
-		module + "/engine/erasure":     true,
-		module + "/engine/internode":   true,
-		"k8s.io/api/core/v1":           false,
+		module + "/engine/adminclient":               false,
+		module + "/engine/adminapi":                  false,
+		module + "/engine/buildinfo":                 false,
+		module + "/engine/erasure":                   true,
+		module + "/engine/drive":                     true,
+		module + "/engine/internode":                 true,
+		"github.com/cockroachdb/pebble/v2":           true,
+		"github.com/cockroachdb/pebble/v2/vfs":       true,
+		"github.com/klauspost/reedsolomon":           true,
+		"github.com/versity/versitygw/backend/posix": true,
+		"k8s.io/api/core/v1":                         false,
+		"github.com/aws/aws-sdk-go-v2/aws/signer/v4": false,
 	} {
 		if got := operatorForbidden(path) != ""; got != forbidden {
 			t.Errorf("operator rule for %s: forbidden=%v, want %v", path, got, forbidden)
+		}
+	}
+	for _, tc := range []struct {
+		pkg, dep  string
+		forbidden bool
+	}{
+		{"engine/erasure", "engine/drive", false},
+		{"engine/drive", "engine/erasure", true},
+		{"engine/erasure", "engine/objlayer", false},
+		{"engine/objlayer", "engine/erasure", true},
+		{"engine/s3api", "engine/erasure", true},
+		{"engine/s3api", "engine/objlayer", false},
+		{"engine/s3http", "engine/server", true},
+		{"engine/s3sig", "engine/s3err", false},
+		{"engine/posix", "engine/s3api", false},
+		{"engine/server", "engine/erasure", false},
+		{"engine/posix", "engine/drive", true},
+		{"engine/gateway", "engine/erasure", true},
+		{"engine/server", "cmd/strata", true},
+		{"engine/s3api", "github.com/cockroachdb/pebble/v2", true},
+		{"engine/erasure", "github.com/cockroachdb/pebble/v2", false},
+	} {
+		dep := tc.dep
+		if strings.HasPrefix(dep, "engine/") || strings.HasPrefix(dep, "cmd/") {
+			dep = module + "/" + dep
+		}
+		if got := layeringForbidden(module+"/"+tc.pkg, dep) != ""; got != tc.forbidden {
+			t.Errorf("layering rule %s -> %s: forbidden=%v, want %v", tc.pkg, tc.dep, got, tc.forbidden)
 		}
 	}
 }

@@ -79,7 +79,7 @@ type Capacity struct {
 }
 
 // TLSInfo is GET /strata/admin/v1/tls, the engine's own type
-// (admin.TLSInfo, named through adminclient): the leaves a pod serves and
+// (adminapi.TLSInfo, named through adminclient): the leaves a pod serves and
 // the CAs it trusts, as its TLS stack holds them.
 type TLSInfo = adminclient.TLSInfo
 

@@ -19,7 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
-	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/internal/builders"
 	"github.com/strata-storage/strata/internal/engine"
 )
@@ -133,7 +133,7 @@ var _ = Describe("decommissioning a ServerPool against a real strata server", fu
 		Expect(poolCondition(old, v1.ConditionProgressing)()).To(Equal("False/" + v1.ReasonDecommissioned))
 		Eventually(eventsFor(ns, old.Name)).Should(ContainElements(v1.ReasonDraining, v1.ReasonDecommissioned))
 		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/strata/admin/v1/pools/old/decommission", nil)
-		Expect(admin.Sign(req, access, secret, time.Now())).To(Succeed())
+		Expect(adminapi.Sign(req, access, secret, time.Now())).To(Succeed())
 		resp, err := http.DefaultClient.Do(req)
 		Expect(err).NotTo(HaveOccurred())
 		body, _ := io.ReadAll(resp.Body)

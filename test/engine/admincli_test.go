@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/adminapi"
 )
 
 // strataAdmin runs `strata admin args...` with env as a user would, and
@@ -65,7 +65,7 @@ func TestAdminCLI(t *testing.T) {
 	if out := run("users"); !strings.Contains(out, "APPKEY0000000001") || !strings.Contains(out, "readwrite") || !strings.Contains(out, "photos") {
 		t.Errorf("users:\n%s", out)
 	}
-	var listed []admin.UserInfo
+	var listed []adminapi.UserInfo
 	if err := json.Unmarshal([]byte(run("--json", "users")), &listed); err != nil || len(listed) != 1 || listed[0].Policy != "readwrite" {
 		t.Errorf("users --json: %v %+v", err, listed)
 	}
@@ -75,7 +75,7 @@ func TestAdminCLI(t *testing.T) {
 	if out := run("heal"); !strings.Contains(out, "scanner:") {
 		t.Errorf("heal:\n%s", out)
 	}
-	var info admin.Info
+	var info adminapi.Info
 	if err := json.Unmarshal([]byte(run("--json", "info")), &info); err != nil || len(info.Pools) != 1 {
 		t.Fatalf("info --json: %v %+v", err, info)
 	}

@@ -29,7 +29,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/minio/minio-go/v7"
 	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
-	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/adminapi"
 )
 
 const (
@@ -293,7 +293,7 @@ func (s *server) admin(method, path string) (int, []byte) {
 		req, _ := http.NewRequest(method, s.url()+"/strata/admin/v1/"+path, nil)
 		if basic {
 			req.SetBasicAuth(rootUser, rootPassword)
-		} else if err := admin.Sign(req, rootUser, rootPassword, time.Now()); err != nil {
+		} else if err := adminapi.Sign(req, rootUser, rootPassword, time.Now()); err != nil {
 			s.t.Fatal(err)
 		}
 		resp, err := http.DefaultClient.Do(req)

@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/test/monitoring"
 )
 
@@ -154,7 +154,7 @@ func TestShippedMetricNamesAreExported(t *testing.T) {
 
 	// A drain for the decommission metrics.
 	req, _ := http.NewRequest(http.MethodPost, base+"/strata/admin/v1/pools/pool-1/decommission", nil)
-	if err := admin.Sign(req, rootUser, rootPassword, time.Now()); err != nil {
+	if err := adminapi.Sign(req, rootUser, rootPassword, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := hc.Do(req)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/engine/adminclient"
 )
 
@@ -73,7 +73,7 @@ func Break(t testing.TB, dir string) {
 
 // AskTLS returns GET /strata/admin/v1/tls of the process at addr (https),
 // signed by the root keys, trusting the CAs of the ca.crt of dirs.
-func AskTLS(t testing.TB, addr, access, secret string, dirs ...string) func() (admin.TLSInfo, error) {
+func AskTLS(t testing.TB, addr, access, secret string, dirs ...string) func() (adminapi.TLSInfo, error) {
 	t.Helper()
 	var bundle []byte
 	for _, dir := range dirs {
@@ -88,13 +88,13 @@ func AskTLS(t testing.TB, addr, access, secret string, dirs ...string) func() (a
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return func() (admin.TLSInfo, error) { return c.TLS(context.Background()) }
+	return func() (adminapi.TLSInfo, error) { return c.TLS(context.Background()) }
 }
 
 // WaitTLS asks a process's TLS (GET /strata/admin/v1/tls) until it
 // reports the leaf and the CA of dir (the leaf for internode too when
 // internode), and fails the test if it has not within 20 s.
-func WaitTLS(t testing.TB, ask func() (admin.TLSInfo, error), dir string, internode bool) admin.TLSInfo {
+func WaitTLS(t testing.TB, ask func() (adminapi.TLSInfo, error), dir string, internode bool) adminapi.TLSInfo {
 	t.Helper()
 	leaf, ca := Fingerprint(t, filepath.Join(dir, "tls.crt")), Fingerprint(t, filepath.Join(dir, "ca.crt"))
 	deadline := time.Now().Add(20 * time.Second)
@@ -115,7 +115,7 @@ func WaitTLS(t testing.TB, ask func() (admin.TLSInfo, error), dir string, intern
 }
 
 // mismatch says how info differs from a leaf and a CA fingerprint.
-func mismatch(info admin.TLSInfo, leaf, ca string, internode bool) error {
+func mismatch(info adminapi.TLSInfo, leaf, ca string, internode bool) error {
 	var cas []string
 	for _, c := range info.TrustedCAs {
 		cas = append(cas, c.SHA256)
@@ -133,7 +133,7 @@ func mismatch(info admin.TLSInfo, leaf, ca string, internode bool) error {
 	return nil
 }
 
-func sha(c *admin.CertInfo) string {
+func sha(c *adminapi.CertInfo) string {
 	if c == nil {
 		return ""
 	}
