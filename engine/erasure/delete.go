@@ -22,7 +22,7 @@ func (s *Set) DeleteObject(ctx context.Context, bucket, object string, versionID
 		// The data directory ID names the write (see putInline).
 		marker := &drive.Record{ModTime: hlc.Default.Now(), Flags: drive.FlagDeleteMarker, DataDir: uuid.New()}
 		if mode == objlayer.DeleteVersioned {
-			marker.VersionID = uuid.New()
+			marker.VersionID = uuid.Must(uuid.NewV7()) // time-ordered, as the front end makes version IDs
 		}
 		errs := s.commitVersion(ctx, drives, bucket, object, marker, false,
 			s.commitRecords(ctx, w, drives, bucket, object, marker, func(int) *drive.Record { return marker }))

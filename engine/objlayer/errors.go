@@ -20,6 +20,17 @@ var (
 	ErrBodyTooLong = errors.New("request body longer than its Content-Length")
 	// ErrInvalidVersionID: a version ID that this engine never issued.
 	ErrInvalidVersionID = errors.New("invalid version ID")
+	// ErrInvalidKey: a key this layer cannot store faithfully (a POSIX
+	// layer: a key that is no relative path inside its bucket, or names
+	// the layer's own staging area).
+	ErrInvalidKey = errors.New("invalid object key")
+	// ErrKeyTooLong: a key longer than the layer stores (a file name
+	// component over the filesystem's limit).
+	ErrKeyTooLong = errors.New("object key too long")
+	// ErrKeyConflict: a key whose place is taken by another kind of entry
+	// (a POSIX layer: a parent path is an object's file, or the key names
+	// a directory holding other objects).
+	ErrKeyConflict = errors.New("object key conflicts with an existing object")
 
 	// ErrUploadNotFound: no such upload (never started, completed or
 	// aborted).

@@ -13,13 +13,6 @@ const (
 	MaxParts    = 10000
 )
 
-// InternalMetaPrefix starts the metadata keys the front end and the layers
-// keep for themselves: never answered to clients, never copied by a copy.
-const InternalMetaPrefix = "X-Strata-"
-
-// MetaUploadID is the metadata key holding the ID of the multipart upload
-// a version was completed from (set by the layer at completion).
-const MetaUploadID = InternalMetaPrefix + "Upload-Id"
 
 // NullVersion is the version ID of the S3 "null" version.
 var NullVersion [16]byte

@@ -71,7 +71,9 @@ type Part struct {
 // PutOptions qualify a PutObject or a multipart completion.
 type PutOptions struct {
 	// VersionID of the new version; all zero writes the null version
-	// (unversioned or versioning-suspended buckets).
+	// (unversioned or versioning-suspended buckets). The front end makes
+	// them time-ordered (UUIDv7: the first 48 bits are the creation time
+	// in milliseconds), so a layer may order a key's versions by ID.
 	VersionID [16]byte
 	// Meta is user metadata and stored system headers.
 	Meta map[string]string
@@ -193,4 +195,7 @@ type Handle interface {
 	// WriteRange writes length bytes of the stored object from offset to w
 	// (length -1: to the end).
 	WriteRange(ctx context.Context, w io.Writer, offset, length int64) error
+	// Close releases what the handle holds (an open file); the front end
+	// closes every handle it opened, once, when it is done with it.
+	Close() error
 }
