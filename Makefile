@@ -81,12 +81,16 @@ bundle: manifests ## Generate the OLM bundle (bundle/); part of `make manifests`
 
 ##@ Test
 
+# The S3 front end's packages: their unit tests also run under -race.
+S3_PACKAGES = ./engine/s3api/... ./engine/s3http/... ./engine/s3sig/... ./engine/s3rules/... ./engine/s3err/... ./engine/posix/... ./engine/lifecycle/...
+
 .PHONY: test
 test: verify lint unit fuzz-smoke engine-integration conformance envtest-suites localcluster-e2e ## Everything CI runs: verify, lint, unit, fuzz targets (briefly), engine integration, S3 conformance, envtest suites and the local-cluster end-to-end test.
 
 .PHONY: unit
-unit: ## Unit tests (no API server); fuzz targets run their seed corpora; the alerting rules' unit tests.
+unit: ## Unit tests (no API server); fuzz targets run their seed corpora; the alerting rules' unit tests; the S3 front end's packages once more under the race detector.
 	go test $$(go list ./... | grep -v /test/) ./test/monitoring/...
+	go test -race $(S3_PACKAGES)
 
 .PHONY: fuzz-smoke
 fuzz-smoke: ## Each fuzz target of the engine for 3,000 executions (a count, not a duration: see hack/fuzz.sh).

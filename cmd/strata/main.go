@@ -32,7 +32,7 @@ import (
 	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/internode"
 	"github.com/strata-storage/strata/engine/kms"
-	"github.com/strata-storage/strata/engine/s3front"
+	"github.com/strata-storage/strata/engine/s3http"
 	"github.com/strata-storage/strata/engine/server"
 )
 
@@ -187,6 +187,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key, and ca.crt that internode peers are verified against (without it: the system roots); "+
 		"reloaded when they change; empty serves plain HTTP")
 	limits := limitFlags(fs)
+	frontEnd := frontEndFlag(fs, getenv)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate or CA bundle")
 	metricsToken := metricsTokenFlag(fs)
@@ -278,7 +279,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	err = server.Run(ctx, server.Config{
 		Address: *address, Topology: topo, TopologyFile: *topologyFile, InternodePort: *internodePort,
 		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
-		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
+		FrontEnd: *frontEnd, CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
 		Healer: healer, StaleUploadAge: *staleUploads, LifecycleInterval: *lifecycleEvery, LifecycleDay: lifecycleDay,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, DriveOpenDelay: openDelay, DriveFS: driveFS, DriveMetaFS: metaFS, Log: log,
 	})
@@ -305,6 +306,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	metadata := fs.String("metadata", string(gateway.MetadataAuto), "where object metadata lives: auto (xattrs when the filesystem has them), xattr or sidecar")
 	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key (reloaded when they change); empty serves plain HTTP")
 	limits := limitFlags(fs)
+	frontEnd := frontEndFlag(fs, getenv)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
 	metricsToken := metricsTokenFlag(fs)
@@ -337,7 +339,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	}
 	cfg := gateway.Config{
 		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
-		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, UsersFile: getenv(iam.EnvIAMFile), LargeDirThreshold: *largeDir,
+		FrontEnd: *frontEnd, CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, UsersFile: getenv(iam.EnvIAMFile), LargeDirThreshold: *largeDir,
 		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, ClaimTimeout: *claimTimeout, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
 		LifecycleInterval: *lifecycleEvery, LifecycleDay: testLifecycleDay(getenv),
 	}
@@ -401,14 +403,33 @@ func metricsTokenFlag(fs *flag.FlagSet) *string {
 		"needs no restart); empty: /strata/metrics answers anyone who reaches the port, without authentication")
 }
 
-// limitFlags registers the S3 port's concurrency limits (docs/security.md).
-func limitFlags(fs *flag.FlagSet) *s3front.Limits {
-	l := &s3front.Limits{}
-	fs.IntVar(&l.MaxConnections, "max-connections", s3front.DefaultMaxConnections, "open connections to the S3 port at most")
-	fs.IntVar(&l.MaxRequests, "max-requests", s3front.DefaultMaxRequests, "requests in flight at most; beyond, SlowDown")
-	fs.IntVar(&l.MaxRequestsPerClient, "max-requests-per-client", s3front.DefaultMaxRequestsPerClient,
+// limitFlags registers the S3 port's limits (docs/security.md): what a
+// connection, a header, a body and a client may hold.
+func limitFlags(fs *flag.FlagSet) *s3http.Limits {
+	l := &s3http.Limits{}
+	fs.IntVar(&l.MaxConnections, "max-connections", 0, "open connections to the S3 port at most; beyond, connections that have not "+
+		"sent a whole header (then idle ones) are closed, oldest first (0: 16384, or fewer when the descriptor limit needs a reserve)")
+	fs.IntVar(&l.MaxRequests, "max-requests", s3http.DefaultMaxRequests, "requests in flight at most; beyond, SlowDown")
+	fs.IntVar(&l.MaxRequestsPerClient, "max-requests-per-client", s3http.DefaultMaxRequestsPerClient,
 		"requests in flight at most per client address; beyond, SlowDown (behind a proxy every client shares its address)")
+	fs.DurationVar(&l.HeaderTimeout, "header-timeout", s3http.DefaultHeaderTimeout, "a request's whole header must arrive within this, from its first byte")
+	fs.DurationVar(&l.IdleTimeout, "idle-timeout", s3http.DefaultIdleTimeout, "a keep-alive connection idle this long is closed")
+	fs.DurationVar(&l.TLSHandshakeTimeout, "tls-handshake-timeout", s3http.DefaultTLSHandshakeTimeout, "a TLS handshake must finish within this")
+	fs.Int64Var(&l.MinBodyRate, "min-body-rate", s3http.DefaultMinBodyRate, "bytes per second a request body must average once --body-grace is spent; slower bodies are cut off (RequestTimeout)")
+	fs.DurationVar(&l.BodyGrace, "body-grace", s3http.DefaultBodyGrace, "time a request body may wait before --min-body-rate applies")
+	fs.DurationVar(&l.WriteStall, "write-stall", s3http.DefaultWriteStall, "a response write that makes no progress for this long fails")
+	fs.IntVar(&l.MaxHeaderBytes, "max-header-bytes", s3http.DefaultMaxHeaderBytes, "largest request header, in bytes")
 	return l
+}
+
+// frontEndFlag registers --s3-front-end: the S3 front end to serve,
+// strata's own or versitygw's (until the switch to the own one is done).
+func frontEndFlag(fs *flag.FlagSet, getenv func(string) string) *string {
+	def := getenv("STRATA_S3_FRONT_END")
+	if def == "" {
+		def = "versitygw"
+	}
+	return fs.String("s3-front-end", def, "S3 front end: strata (our own) or versitygw (the previous one)")
 }
 
 // testLifecycleDay is the length of a lifecycle rule's day, only for tests

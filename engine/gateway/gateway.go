@@ -31,6 +31,7 @@ import (
 	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/metrics"
 	"github.com/strata-storage/strata/engine/s3front"
+	"github.com/strata-storage/strata/engine/s3http"
 )
 
 // Config configures a gateway.
@@ -49,8 +50,11 @@ type Config struct {
 	CertsDir string
 	// AdminOverHTTP serves the admin API over plain HTTP too (SigV4 only).
 	AdminOverHTTP bool
-	// Limits bound the S3 port's concurrency.
-	Limits s3front.Limits
+	// Limits bound the S3 port's connections, requests and slow clients.
+	Limits s3http.Limits
+	// FrontEnd picks the S3 front end (server.FrontEndStrata or
+	// server.FrontEndVersitygw) while both exist.
+	FrontEnd string
 	// CertsReloadInterval is how often they are checked for changes.
 	CertsReloadInterval time.Duration
 	// MetricsTokenFile holds the bearer token /strata/metrics requires
@@ -107,16 +111,18 @@ const maxCopySource = 5 << 30
 
 // Gateway is a running gateway.
 type Gateway struct {
-	cfg      Config
-	layout   *layout
-	started  time.Time
-	ready    atomic.Bool
-	stopping atomic.Bool
+	cfg Config
+	// root is the served directory, marker the volume's marker file, id
+	// its deployment ID and metadata its metadata mode.
+	root, marker, id, metadata string
+	started                    time.Time
+	ready                      atomic.Bool
+	stopping                   atomic.Bool
 	// volume is what the last probe of the volume found.
 	volume atomic.Pointer[volumeState]
 	// served is the S3 listener's certificate; trust is ca.crt as last
 	// read (nil without CertsDir).
-	served *s3front.ServedCertificate
+	served servedCert
 	trust  *certfiles.Trust
 }
 
@@ -124,16 +130,26 @@ type Gateway struct {
 // requests finish. Long on purpose, like the server's Run: the gateway's
 // start-up sequence in the order it must happen.
 func Run(ctx context.Context, cfg Config) error {
-	log := cfg.Log
-	l, err := prepareLayout(cfg.Root, cfg.Metadata, probeXattrs)
-	if err != nil {
-		return err
-	}
-	g := &Gateway{cfg: cfg, layout: l, started: time.Now(), served: &s3front.ServedCertificate{}}
+	g := &Gateway{cfg: cfg, started: time.Now()}
 	if cfg.CertsDir != "" {
 		g.trust = certfiles.NewTrust(filepath.Join(cfg.CertsDir, certfiles.CAFile), certfiles.Interval(cfg.CertsReloadInterval), nil)
 	}
 	g.volume.Store(&volumeState{})
+	if cfg.FrontEnd == FrontEndStrata {
+		return g.runOwn(ctx)
+	}
+	return g.runVersitygw(ctx)
+}
+
+// runVersitygw serves through versitygw's front end and posix backend.
+func (g *Gateway) runVersitygw(ctx context.Context) error {
+	cfg, log := g.cfg, g.cfg.Log
+	l, err := prepareLayout(cfg.Root, cfg.Metadata, probeXattrs)
+	if err != nil {
+		return err
+	}
+	g.root, g.marker, g.id, g.metadata = l.root, filepath.Join(l.root, hiddenDir, markerFile), l.id, string(l.metadata)
+	g.served = servedCert{vgw: &s3front.ServedCertificate{}}
 
 	versions := cfg.VersionsDir
 	if versions == "" {
@@ -217,7 +233,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if every <= 0 {
 		every = DefaultLifecycleInterval
 	}
-	go be.runLifecycle(bg, lc, filepath.Join(l.root, hiddenDir), replicaName(), every, log)
+	go runLifecycle(bg, lc, filepath.Join(g.root, hiddenDir), replicaName(), every, log)
 
 	// The listener outlives ctx by ShutdownDelay: readiness drops first.
 	serveCtx, stopServing := context.WithCancel(context.Background())
@@ -231,8 +247,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	err = s3front.Serve(serveCtx, be, s3front.ServeConfig{
 		Address: cfg.Address, RootAccess: cfg.RootUser.AccessKey, RootSecret: cfg.RootUser.SecretKey,
-		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: g.served, Middleware: s3m.Middleware(), Log: log,
-		Limits: cfg.Limits,
+		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: g.served.vgw, Middleware: s3m.Middleware(), Log: log,
+		Limits: s3front.Limits{MaxConnections: cfg.Limits.MaxConnections, MaxRequests: cfg.Limits.MaxRequests, MaxRequestsPerClient: cfg.Limits.MaxRequestsPerClient},
 		Routes: s3front.Routes(g, metrics.Handler(reg, token), users, cfg.RootUser.AccessKey, cfg.RootUser.SecretKey, cfg.AdminOverHTTP),
 		OnListen: func() {
 			g.ready.Store(true)
@@ -291,9 +307,9 @@ func (g *Gateway) probeVolume(ctx context.Context, interval time.Duration) {
 		if pending == nil {
 			pending = make(chan result, 1)
 			go func(done chan<- result) {
-				total, free, err := statfs(g.layout.root)
+				total, free, err := statfs(g.root)
 				if err == nil {
-					_, err = os.Stat(filepath.Join(g.layout.root, hiddenDir, markerFile))
+					_, err = os.Stat(g.marker)
 				}
 				done <- result{total, free, err}
 			}(pending)
@@ -310,7 +326,7 @@ func (g *Gateway) probeVolume(ctx context.Context, interval time.Duration) {
 				next.total, next.free, next.known = r.total, r.free, true
 			}
 		case <-time.After(interval):
-			next.why = fmt.Sprintf("volume %s did not answer within %s", g.layout.root, interval)
+			next.why = fmt.Sprintf("volume %s did not answer within %s", g.root, interval)
 		}
 		if prev.why != next.why {
 			if next.why != "" {
@@ -333,7 +349,7 @@ var _ admin.Informer = (*Gateway)(nil)
 // Info implements admin.Informer.
 func (g *Gateway) Info(context.Context) adminapi.Info {
 	info := adminapi.Info{
-		Version: buildinfo.String(), ProtocolVersion: 0, DeploymentID: g.layout.id, Mode: "gateway",
+		Version: buildinfo.String(), ProtocolVersion: 0, DeploymentID: g.id, Mode: "gateway",
 		Uptime: time.Since(g.started).Round(time.Second).String(),
 	}
 	if v := g.volume.Load(); v.known {
@@ -379,7 +395,7 @@ func (c *volumeCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *volumeCollector) Collect(ch chan<- prometheus.Metric) {
-	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, string(c.g.layout.metadata), c.g.layout.id)
+	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, c.g.metadata, c.g.id)
 	if v := c.g.volume.Load(); v.known {
 		ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(v.total))
 		ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(v.free))

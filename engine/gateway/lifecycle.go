@@ -507,7 +507,9 @@ func readLease(path string) (lease, error) {
 // lease, until ctx ends. The lease outlasts an interval, so the replica
 // that ran the last pass runs the next while it lives; a pass renews it as
 // it goes and stops if another replica took it meanwhile.
-func (b *Backend) runLifecycle(ctx context.Context, pass *s3front.Lifecycle, leaseDir, holder string, every time.Duration, log *slog.Logger) {
+func runLifecycle(ctx context.Context, pass interface {
+	Run(context.Context, time.Time) error
+}, leaseDir, holder string, every time.Duration, log *slog.Logger) {
 	if every <= 0 {
 		return
 	}

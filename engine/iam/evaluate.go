@@ -113,3 +113,43 @@ func evaluation(ds [][]decision) auth.PolicyEvaluation {
 	field.Set(rows)
 	return ev
 }
+
+// IdentityAllows reports whether a user's identity policy allows an S3
+// action ("s3:GetObject") on a bucket (and key; "" for the bucket
+// itself). Grants never deny; "" for the bucket means an account-level
+// action (listing buckets).
+func (u *Users) IdentityAllows(access, action, bucket string) bool {
+	u.mu.RLock()
+	usr, ok := u.users[access]
+	u.mu.RUnlock()
+	res := auth.ResourceArnPrefix + bucket
+	if bucket == "" {
+		res = auth.ResourceArnPrefix + "*"
+	}
+	return ok && usr.allows(auth.Action(action), res, u.ownerOf)
+}
+
+// IsAdmin reports whether a user has root's rights (PolicyAdmin).
+func (u *Users) IsAdmin(access string) bool {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	usr, ok := u.users[access]
+	return ok && usr.Policy == PolicyAdmin
+}
+
+// CanCreateBuckets reports whether a user may create buckets: an admin,
+// an owner account, or a user granted every bucket read-write.
+func (u *Users) CanCreateBuckets(access string) bool {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	usr, ok := u.users[access]
+	return ok && (usr.Policy == PolicyAdmin || usr.Policy == PolicyOwner || usr.Policy == PolicyReadWrite && len(usr.Buckets) == 0)
+}
+
+// Secret returns a user's secret key.
+func (u *Users) Secret(access string) (string, bool) {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	usr, ok := u.users[access]
+	return usr.SecretKey, ok
+}

@@ -108,3 +108,23 @@ func splitPath(path string) (bucket, object string) {
 	}
 	return path, ""
 }
+
+// Begin counts a request the S3 front end started (engine/s3api).
+func (m *S3) Begin() { m.inflight.Inc() }
+
+// Observe records a request the S3 front end answered (engine/s3api): its
+// API, status, duration and body bytes.
+func (m *S3) Observe(api string, status int, d time.Duration, in, out int64) {
+	m.inflight.Dec()
+	m.requests.WithLabelValues(api, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(api).Observe(d.Seconds())
+	if in > 0 {
+		m.bytesIn.WithLabelValues(api).Add(float64(in))
+	}
+	if out > 0 {
+		m.bytesOut.WithLabelValues(api).Add(float64(out))
+	}
+}
+
+// FirstByte records a GET's time to first byte (engine/s3api).
+func (m *S3) FirstByte(d time.Duration) { m.ttfb.Observe(d.Seconds()) }

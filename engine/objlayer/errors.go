@@ -31,6 +31,9 @@ var (
 	// (a POSIX layer: a parent path is an object's file, or the key names
 	// a directory holding other objects).
 	ErrKeyConflict = errors.New("object key conflicts with an existing object")
+	// ErrOutsideBucket: a key that resolves outside its bucket (a POSIX
+	// layer: through a symbolic link made on the volume).
+	ErrOutsideBucket = errors.New("object key resolves outside its bucket")
 
 	// ErrUploadNotFound: no such upload (never started, completed or
 	// aborted).

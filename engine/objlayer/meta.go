@@ -43,4 +43,8 @@ const (
 	MetaRetention = InternalMetaPrefix + "Object-Lock-Retention"
 	// MetaLegalHold is a version's legal hold: "ON" or "OFF".
 	MetaLegalHold = InternalMetaPrefix + "Object-Lock-Legal-Hold"
+	// MetaChecksumAlgorithm is the checksum algorithm a multipart upload
+	// was created with (its parts carry checksums of it; MetaChecksumType
+	// says how they combine), kept by the version completed from it.
+	MetaChecksumAlgorithm = InternalMetaPrefix + "Checksum-Algorithm"
 )

@@ -13,7 +13,6 @@ const (
 	MaxParts    = 10000
 )
 
-
 // NullVersion is the version ID of the S3 "null" version.
 var NullVersion [16]byte
 

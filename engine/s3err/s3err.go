@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error is an S3 error answer.
@@ -89,6 +90,8 @@ func def(code string, status int, message string) *Error {
 // more say it with With.
 var (
 	AccessDenied                  = def("AccessDenied", http.StatusForbidden, "Access Denied")
+	AccessForbidden               = def("AccessForbidden", http.StatusForbidden, "Access Forbidden")
+	AccessControlListNotSupported = def("AccessControlListNotSupported", http.StatusBadRequest, "The bucket does not allow ACLs")
 	AccountProblem                = def("AccountProblem", http.StatusForbidden, "There is a problem with your account that prevents the operation from completing successfully.")
 	AuthorizationHeaderMalformed  = def("AuthorizationHeaderMalformed", http.StatusBadRequest, "The authorization header is malformed.")
 	AuthorizationQueryParameters  = def("AuthorizationQueryParametersError", http.StatusBadRequest, "Error parsing the X-Amz-Credential parameter.")
@@ -117,6 +120,7 @@ var (
 	InvalidPart                   = def("InvalidPart", http.StatusBadRequest, "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.")
 	InvalidPartOrder              = def("InvalidPartOrder", http.StatusBadRequest, "The list of parts was not in ascending order. Parts must be ordered by part number.")
 	InvalidPolicyDocument         = def("InvalidPolicyDocument", http.StatusBadRequest, "The content of the form does not meet the conditions specified in the policy document.")
+	InvalidRedirectLocation       = def("InvalidRedirectLocation", http.StatusBadRequest, "The website redirect location must have a prefix of 'http://' or 'https://' or '/'.")
 	InvalidRange                  = def("InvalidRange", http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable")
 	InvalidRequest                = def("InvalidRequest", http.StatusBadRequest, "Invalid Request")
 	InvalidRetentionPeriod        = def("InvalidRetentionPeriod", http.StatusBadRequest, "The retention period specified is invalid.")
@@ -124,11 +128,14 @@ var (
 	InvalidTag                    = def("InvalidTag", http.StatusBadRequest, "The tag provided was not a valid tag.")
 	InvalidToken                  = def("InvalidToken", http.StatusBadRequest, "The provided token is malformed or otherwise invalid.")
 	InvalidURI                    = def("InvalidURI", http.StatusBadRequest, "Couldn't parse the specified URI.")
+	KeyConflict                   = def("KeyConflict", http.StatusConflict, "The key conflicts with an existing object: a name on its path is an object, or the key names a directory that holds other objects.")
 	KeyTooLong                    = def("KeyTooLongError", http.StatusBadRequest, "Your key is too long.")
 	MalformedACL                  = def("MalformedACLError", http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema.")
+	MalformedTrailer              = def("MalformedTrailerError", http.StatusBadRequest, "The request contained trailing data that was not well-formed or did not conform to our published schema.")
 	MalformedPOSTRequest          = def("MalformedPOSTRequest", http.StatusBadRequest, "The body of your POST request is not well-formed multipart/form-data.")
 	MalformedPolicy               = def("MalformedPolicy", http.StatusBadRequest, "Policy has invalid resource.")
 	MalformedXML                  = def("MalformedXML", http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema.")
+	MaxPostPreDataLengthExceeded  = def("MaxPostPreDataLengthExceededError", http.StatusBadRequest, "Your POST request fields preceding the upload file were too large.")
 	MaxMessageLengthExceeded      = def("MaxMessageLengthExceeded", http.StatusBadRequest, "Your request was too big.")
 	MetadataTooLarge              = def("MetadataTooLarge", http.StatusBadRequest, "Your metadata headers exceed the maximum allowed metadata size.")
 	MethodNotAllowed              = def("MethodNotAllowed", http.StatusMethodNotAllowed, "The specified method is not allowed against this resource.")
@@ -216,9 +223,10 @@ func escape(b *strings.Builder, s string) {
 		case '\'':
 			b.WriteString("&apos;")
 		default:
-			if r < 0x20 && r != '\t' && r != '\n' && r != '\r' {
-				fmt.Fprintf(b, "&#x%X;", r)
-				continue
+			if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0xFFFE || r == 0xFFFF {
+				// XML 1.0 cannot carry these, even as references: the
+				// replacement character stands in, as in listings.
+				r = utf8.RuneError
 			}
 			b.WriteRune(r)
 		}

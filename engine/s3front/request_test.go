@@ -113,7 +113,9 @@ func frontEnd(t *testing.T, tlsOn bool, configure ...func(*ServeConfig)) (*s3.Cl
 	served := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Log = log
-	go func() { served <- Serve(ctx, New(erasure.Layer{Pools: erasure.NewPools(erasure.NewPoolEntry("pool-0", pool, erasure.StateActive))}, Options{RootAccess: "root", Log: log}), cfg) }()
+	go func() {
+		served <- Serve(ctx, New(erasure.Layer{Pools: erasure.NewPools(erasure.NewPoolEntry("pool-0", pool, erasure.StateActive))}, Options{RootAccess: "root", Log: log}), cfg)
+	}()
 	t.Cleanup(func() {
 		stop()
 		if err := <-served; err != nil {

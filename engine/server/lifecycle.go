@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The lifecycle pass (s3front.Lifecycle) runs on one node of the
+// The lifecycle pass (lifecycle.Worker) runs on one node of the
 // deployment: the node of the first drive of the first pool, which also
 // scans that pool's first set. Its actions are idempotent, so two nodes
 // running it at once during a topology change do no harm.

@@ -1,0 +1,179 @@
+package posix
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/strata-storage/strata/engine/objlayer"
+)
+
+// A version is written into a file no one sees, given its attributes
+// there, and published under its name in one step: readers see the old
+// version or the new one, whole. Where the filesystem offers O_TMPFILE the
+// file has no name until it is linked; elsewhere (NFS) it is a named temp
+// file in the staging directory, renamed into place. Both as versitygw's.
+
+// filePerm is the mode of every file written (not umasked, as versitygw
+// set it).
+const filePerm = 0o644
+
+// tempFile is a file being written before it is published.
+type tempFile struct {
+	*os.File
+	// named is the temp file's path; "" for an O_TMPFILE.
+	named string
+	// dir is the staging directory it was made in (same filesystem as
+	// the name it gets).
+	dir string
+}
+
+// createTemp makes a temp file in dir (created as needed) for key, whose
+// hash names a fallback temp file as versitygw named it.
+func createTemp(dir, key string) (*tempFile, error) {
+	open := func() (int, error) { return unix.Open(dir, unix.O_RDWR|unix.O_TMPFILE|unix.O_CLOEXEC, filePerm) }
+	fd, err := open()
+	if errors.Is(err, unix.ENOENT) {
+		// One level: a bucket removed meanwhile is not made again.
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, mapNoSpace(err)
+		}
+		fd, err = open()
+	}
+	switch {
+	case err == nil:
+		f := os.NewFile(uintptr(fd), "/proc/self/fd/"+strconv.Itoa(fd))
+		if err := f.Chmod(filePerm); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return &tempFile{File: f, dir: dir}, nil
+	case errors.Is(err, unix.EROFS), errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
+		return nil, mapNoSpace(&os.PathError{Op: "open", Path: dir, Err: err})
+	}
+	// No O_TMPFILE here: a named temp file.
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, mapNoSpace(err)
+	}
+	sum := sha256.Sum256([]byte(key))
+	f, err := os.CreateTemp(dir, hex.EncodeToString(sum[:])+".")
+	if err != nil {
+		return nil, mapNoSpace(err)
+	}
+	return &tempFile{File: f, named: f.Name(), dir: dir}, nil
+}
+
+// discard drops an unpublished temp file (a published one is left alone:
+// its name is gone from the staging directory).
+func (t *tempFile) discard() {
+	t.File.Close()
+	if t.named != "" {
+		_ = os.Remove(t.named)
+	}
+}
+
+// setMtime sets the file's modification time (its version's time).
+func (t *tempFile) setMtime(mt time.Time) error {
+	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(mt.UnixNano())}
+	return unix.UtimesNanoAt(unix.AT_FDCWD, t.File.Name(), ts, 0)
+}
+
+// publish gives the temp file its name, replacing what was there. The
+// parent directory must exist; with base, one removed meanwhile (an
+// emptied key directory being pruned) is made again below base.
+func (t *tempFile) publish(target, base string) error {
+	var err error
+	for try := 0; try < 5; try++ {
+		if t.named != "" {
+			if err = os.Chmod(t.named, filePerm); err == nil {
+				err = os.Rename(t.named, target)
+				if err == nil {
+					t.named = ""
+				}
+			}
+		} else {
+			err = linkReplace(t.File.Name(), target, t.dir)
+		}
+		if !errors.Is(err, os.ErrNotExist) || base == "" {
+			break
+		}
+		if merr := mkdirBelow(base, filepath.Dir(target)); merr != nil {
+			return merr
+		}
+	}
+	return err
+}
+
+// mkdirBelow makes dir and the directories between it and base, which
+// must exist: a bucket removed meanwhile is not made again by a write
+// into it.
+func mkdirBelow(base, dir string) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	rel, err := filepath.Rel(base, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("posix: %s is not below %s", dir, base)
+	}
+	if fi, err := os.Stat(base); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%w: %s is gone", objlayer.ErrBucketNotFound, base)
+	}
+	cur := base
+	for _, seg := range strings.Split(rel, "/") {
+		if seg == "." {
+			continue
+		}
+		cur = filepath.Join(cur, seg)
+		if err := os.Mkdir(cur, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return mapNoSpace(err)
+		}
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: unix.ENOTDIR}
+	}
+	return nil
+}
+
+// linkReplace links src (an O_TMPFILE's /proc name, or a file) as target,
+// replacing what is there: link(2) does not replace, so over an existing
+// name the link goes to a hidden name in staging first, renamed over the
+// target. (versitygw linked it beside the target as .<name>.sgwtmp.<n>,
+// which a crash left in the listing and names over 227 bytes could not
+// take.)
+func linkReplace(src, target, staging string) error {
+	err := unix.Linkat(unix.AT_FDCWD, src, unix.AT_FDCWD, target, unix.AT_SYMLINK_FOLLOW)
+	if !errors.Is(err, unix.EEXIST) {
+		return pathErr("link", target, err)
+	}
+	tmp := filepath.Join(staging, ".publish-"+randomHex(8))
+	if err := unix.Linkat(unix.AT_FDCWD, src, unix.AT_FDCWD, tmp, unix.AT_SYMLINK_FOLLOW); err != nil {
+		return pathErr("link", tmp, err)
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func pathErr(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &os.PathError{Op: op, Path: path, Err: err}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
