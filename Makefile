@@ -42,10 +42,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code, the front end's S3 error decorator, and every file naming the release's images (hack/release.env).
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code and every file naming the release's images (hack/release.env).
 	go run ./hack/release -root .
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
-	go run ./hack/s3errors -out engine/s3front/zz_generated_errors.go
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases, chart crds/), RBAC (config/rbac/role.yaml) and the OLM bundle.
@@ -101,8 +100,8 @@ fuzz: ## Each fuzz target of the engine for FUZZTIME (default 60s).
 	FUZZTIME=$(or $(FUZZTIME),60s) hack/fuzz.sh
 
 .PHONY: engine-integration
-engine-integration: build pyclients strata-previous ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2, minio-go, the aws CLI, boto3 and s3cmd.
-	STRATA_BIN="$(LOCALBIN)/strata" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" \
+engine-integration: build pyclients jsclients strata-previous ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2, minio-go, the aws CLI, boto3, s3cmd and the AWS SDK for JavaScript v3.
+	STRATA_BIN="$(LOCALBIN)/strata" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" STRATA_JSCLIENTS="$(JSCLIENTS_DIR)" \
 		STRATA_PREVIOUS_BIN="$$(test -x $(LOCALBIN)/strata-previous && echo $(LOCALBIN)/strata-previous)" \
 		go test -count=1 ./test/engine/... -timeout 25m
 
@@ -132,6 +131,24 @@ $(PYCLIENTS_VENV)/.installed: $(PYCLIENTS_REQS) | $(LOCALBIN)
 	rm -rf $(PYCLIENTS_VENV)
 	python3 -m venv $(PYCLIENTS_VENV)
 	$(PYCLIENTS_VENV)/bin/pip install --quiet --disable-pip-version-check --no-cache-dir -r $(PYCLIENTS_REQS)
+	touch $@
+
+# The JavaScript S3 clients of TestClientMatrix (the AWS SDK for JavaScript
+# v3), pinned with their whole tree in package-lock.json and installed with
+# npm ci; reinstalled from scratch only when that file changes. The SDK is
+# the last release that still supports Node.js 18, the nodejs of Debian 12
+# and Ubuntu 24.04, which .ci/run installs where node is missing.
+JSCLIENTS_DIR  := $(LOCALBIN)/node-clients
+JSCLIENTS_SPEC := test/engine/testdata/clients/package.json test/engine/testdata/clients/package-lock.json
+
+.PHONY: jsclients
+jsclients: $(JSCLIENTS_DIR)/.installed ## npm packages in bin/node-clients with the pinned AWS SDK for JavaScript v3 (for TestClientMatrix: STRATA_JSCLIENTS=bin/node-clients).
+
+$(JSCLIENTS_DIR)/.installed: $(JSCLIENTS_SPEC) | $(LOCALBIN)
+	rm -rf $(JSCLIENTS_DIR)
+	mkdir -p $(JSCLIENTS_DIR)
+	cp $(JSCLIENTS_SPEC) $(JSCLIENTS_DIR)/
+	cd $(JSCLIENTS_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
 # Flags for hack/conformance, e.g. CONFORMANCE_FLAGS="-targets server-http,server-https,gateway,gateway-https -report".

@@ -10,7 +10,6 @@ cd "$root"
 generated=(
   api/v1alpha1/zz_generated.deepcopy.go
   engine/buildinfo/zz_generated_release.go
-  engine/s3front/zz_generated_errors.go
   config/crd/bases
   config/rbac/role.yaml
   config/webhook/manifests.yaml

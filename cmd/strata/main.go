@@ -187,7 +187,6 @@ pool list from a file (docs/topology.md) and follows its changes.
 	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key, and ca.crt that internode peers are verified against (without it: the system roots); "+
 		"reloaded when they change; empty serves plain HTTP")
 	limits := limitFlags(fs)
-	frontEnd := frontEndFlag(fs, getenv)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate or CA bundle")
 	metricsToken := metricsTokenFlag(fs)
@@ -211,10 +210,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 		return 2
 	}
 	captureStrays(stderr, log)
-	if err := applyFormSpill(*formSpill, log); err != nil {
-		fmt.Fprintln(stderr, "strata:", err)
-		return 2
-	}
+	warnFormSpill(*formSpill, log)
 	var topo cluster.Topology
 	switch {
 	case *topologyFile != "" && fs.NArg() > 0:
@@ -279,7 +275,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	err = server.Run(ctx, server.Config{
 		Address: *address, Topology: topo, TopologyFile: *topologyFile, InternodePort: *internodePort,
 		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
-		FrontEnd: *frontEnd, CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
+		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
 		Healer: healer, StaleUploadAge: *staleUploads, LifecycleInterval: *lifecycleEvery, LifecycleDay: lifecycleDay,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, DriveOpenDelay: openDelay, DriveFS: driveFS, DriveMetaFS: metaFS, Log: log,
 	})
@@ -306,7 +302,6 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	metadata := fs.String("metadata", string(gateway.MetadataAuto), "where object metadata lives: auto (xattrs when the filesystem has them), xattr or sidecar")
 	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key (reloaded when they change); empty serves plain HTTP")
 	limits := limitFlags(fs)
-	frontEnd := frontEndFlag(fs, getenv)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
 	metricsToken := metricsTokenFlag(fs)
@@ -329,17 +324,14 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 		return 2
 	}
 	captureStrays(stderr, log)
-	if err := applyFormSpill(*formSpill, log); err != nil {
-		fmt.Fprintln(stderr, "strata:", err)
-		return 2
-	}
+	warnFormSpill(*formSpill, log)
 	if fs.NArg() != 0 {
 		fs.Usage()
 		return 2
 	}
 	cfg := gateway.Config{
 		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
-		FrontEnd: *frontEnd, CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, UsersFile: getenv(iam.EnvIAMFile), LargeDirThreshold: *largeDir,
+		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, UsersFile: getenv(iam.EnvIAMFile), LargeDirThreshold: *largeDir,
 		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, ClaimTimeout: *claimTimeout, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
 		LifecycleInterval: *lifecycleEvery, LifecycleDay: testLifecycleDay(getenv),
 	}
@@ -367,34 +359,19 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	return 0
 }
 
-// noSpillDir is a temporary directory nothing can be created in (a path
-// under a device file: ENOTDIR, even for root).
-const noSpillDir = "/dev/null/strata-forms-never-spill"
-
-// formSpillFlag registers --form-spill-dir.
+// formSpillFlag registers --form-spill-dir, which no longer does anything:
+// POST form uploads are streamed to storage once their policy and
+// signature are checked, never held in memory or on disk (docs/security.md).
+// The flag stays so that deployments that pass it still start.
 func formSpillFlag(fs *flag.FlagSet) *string {
-	return fs.String("form-spill-dir", "", "directory where the file part of a POST form upload over 16 MiB may be kept while it is parsed "+
-		"(bound it: a volume of its own); empty: such forms are refused and no request is ever written to a temporary file")
+	return fs.String("form-spill-dir", "", "deprecated, ignored: POST form uploads are streamed to storage, never kept while parsed")
 }
 
-// applyFormSpill points the process's temporary directory at dir, or where
-// nothing can be created. The HTTP layer parses a multipart/form-data body
-// of known length as it arrives, before any handler (so before
-// authentication), keeping up to 16 MiB of file data in memory and the
-// rest in temporary files; versitygw, which configures that layer, offers
-// no way to turn it off. Without a directory, a form carrying more is
-// refused when it crosses 16 MiB instead of filling the node's disk
-// (docs/security.md). Nothing else in the process uses the temporary
-// directory.
-func applyFormSpill(dir string, log *slog.Logger) error {
-	if dir == "" {
-		dir = noSpillDir
-	} else if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("--form-spill-dir %s: not a directory", dir)
-	} else {
-		log.Info("POST form uploads over 16 MiB spill to a directory", "dir", dir)
+// warnFormSpill says that --form-spill-dir is ignored, when it is given.
+func warnFormSpill(dir string, log *slog.Logger) {
+	if dir != "" {
+		log.Warn("--form-spill-dir is ignored: POST form uploads are streamed to storage and never spill", "dir", dir)
 	}
-	return os.Setenv("TMPDIR", dir)
 }
 
 // metricsTokenFlag registers --metrics-token-file.
@@ -420,16 +397,6 @@ func limitFlags(fs *flag.FlagSet) *s3http.Limits {
 	fs.DurationVar(&l.WriteStall, "write-stall", s3http.DefaultWriteStall, "a response write that makes no progress for this long fails")
 	fs.IntVar(&l.MaxHeaderBytes, "max-header-bytes", s3http.DefaultMaxHeaderBytes, "largest request header, in bytes")
 	return l
-}
-
-// frontEndFlag registers --s3-front-end: the S3 front end to serve,
-// strata's own or versitygw's (until the switch to the own one is done).
-func frontEndFlag(fs *flag.FlagSet, getenv func(string) string) *string {
-	def := getenv("STRATA_S3_FRONT_END")
-	if def == "" {
-		def = "versitygw"
-	}
-	return fs.String("s3-front-end", def, "S3 front end: strata (our own) or versitygw (the previous one)")
 }
 
 // testLifecycleDay is the length of a lifecycle rule's day, only for tests

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"strings"
 	"testing"
 
@@ -10,9 +9,6 @@ import (
 )
 
 func TestRun(t *testing.T) {
-	// server and gateway point TMPDIR away (applyFormSpill): restore it
-	// for the tests that follow.
-	t.Setenv("TMPDIR", os.Getenv("TMPDIR"))
 	cases := []struct {
 		args       []string
 		code       int

@@ -1,15 +1,14 @@
 // Package gateway assembles `strata gateway`: S3 over a directory tree
-// (buckets are its top-level directories, objects plain files) with
-// versitygw's posix backend, behind the same front end, health, metrics,
-// TLS and IAM as `strata server`. A gateway keeps nothing locally:
-// multipart staging, versions, locks and (without user xattrs) metadata
-// live on the served volume, so replicas on one shared filesystem serve
-// any request, including parts of one upload arriving at different
-// replicas.
+// (buckets are its top-level directories, objects plain files, the layout
+// versitygw's posix backend reads and writes too; engine/posix), served by
+// the same S3 front end (engine/s3api), health, metrics, TLS and IAM as
+// `strata server`. A gateway keeps nothing locally: multipart staging,
+// versions, locks and (without user xattrs) metadata live on the served
+// volume, so replicas on one shared filesystem serve any request,
+// including parts of one upload arriving at different replicas.
 package gateway
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,8 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/versity/versitygw/backend/meta"
-	"github.com/versity/versitygw/backend/posix"
+	"github.com/strata-storage/strata/engine/posix"
 	"golang.org/x/sys/unix"
 
 	"github.com/strata-storage/strata/engine/admin"
@@ -29,8 +27,9 @@ import (
 	"github.com/strata-storage/strata/engine/buildinfo"
 	"github.com/strata-storage/strata/engine/certfiles"
 	"github.com/strata-storage/strata/engine/iam"
+	"github.com/strata-storage/strata/engine/lifecycle"
 	"github.com/strata-storage/strata/engine/metrics"
-	"github.com/strata-storage/strata/engine/s3front"
+	"github.com/strata-storage/strata/engine/s3api"
 	"github.com/strata-storage/strata/engine/s3http"
 )
 
@@ -52,9 +51,6 @@ type Config struct {
 	AdminOverHTTP bool
 	// Limits bound the S3 port's connections, requests and slow clients.
 	Limits s3http.Limits
-	// FrontEnd picks the S3 front end (server.FrontEndStrata or
-	// server.FrontEndVersitygw) while both exist.
-	FrontEnd string
 	// CertsReloadInterval is how often they are checked for changes.
 	CertsReloadInterval time.Duration
 	// MetricsTokenFile holds the bearer token /strata/metrics requires
@@ -98,16 +94,26 @@ type Config struct {
 // DefaultLifecycleInterval is the pause between two lifecycle passes.
 const DefaultLifecycleInterval = time.Hour
 
+// MetadataMode is where object metadata lives (posix.MetadataMode).
+type MetadataMode = posix.MetadataMode
+
+// Metadata modes: auto picks xattr when the filesystem stores user
+// extended attributes, sidecar otherwise, once per volume.
+const (
+	MetadataAuto    = posix.MetadataAuto
+	MetadataXattr   = posix.MetadataXattr
+	MetadataSidecar = posix.MetadataSidecar
+)
+
+// DefaultClaimTimeout is Config.ClaimTimeout's default.
+const DefaultClaimTimeout = posix.DefaultClaimTimeout
+
 // replicaName names this process among the gateway's replicas (the pod's
 // host name, and its process ID for replicas sharing a host).
 func replicaName() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
-
-// maxCopySource is the largest object CopyObject and UploadPartCopy copy,
-// as in S3.
-const maxCopySource = 5 << 30
 
 // Gateway is a running gateway.
 type Gateway struct {
@@ -122,83 +128,58 @@ type Gateway struct {
 	volume atomic.Pointer[volumeState]
 	// served is the S3 listener's certificate; trust is ca.crt as last
 	// read (nil without CertsDir).
-	served servedCert
+	served *s3api.ServedCertificate
 	trust  *certfiles.Trust
 }
 
-// Run serves until ctx ends, then drains: readiness drops, in-flight
-// requests finish. Long on purpose, like the server's Run: the gateway's
-// start-up sequence in the order it must happen.
+// Run serves the volume until ctx ends, then drains: readiness drops,
+// in-flight requests finish. Long on purpose, like the server's Run: the
+// gateway's start-up sequence in the order it must happen.
 func Run(ctx context.Context, cfg Config) error {
-	g := &Gateway{cfg: cfg, started: time.Now()}
+	log := cfg.Log
+	g := &Gateway{cfg: cfg, started: time.Now(), served: &s3api.ServedCertificate{}}
 	if cfg.CertsDir != "" {
 		g.trust = certfiles.NewTrust(filepath.Join(cfg.CertsDir, certfiles.CAFile), certfiles.Interval(cfg.CertsReloadInterval), nil)
 	}
 	g.volume.Store(&volumeState{})
-	if cfg.FrontEnd == FrontEndStrata {
-		return g.runOwn(ctx)
-	}
-	return g.runVersitygw(ctx)
-}
-
-// runVersitygw serves through versitygw's front end and posix backend.
-func (g *Gateway) runVersitygw(ctx context.Context) error {
-	cfg, log := g.cfg, g.cfg.Log
-	l, err := prepareLayout(cfg.Root, cfg.Metadata, probeXattrs)
+	layer, err := posix.New(posix.Options{
+		Root: cfg.Root, VersionsDir: cfg.VersionsDir, Metadata: cfg.Metadata, Fsync: cfg.Fsync,
+		ETagSyncLimit: cfg.ETagSyncLimit, ClaimTimeout: cfg.ClaimTimeout,
+		LargeDirThreshold: cfg.LargeDirThreshold, LargeDirScanInterval: cfg.LargeDirScanInterval,
+		OnLargeDir: func(dir string, entries int, large bool) {
+			if large {
+				log.Warn("large directory: listing it and writing into it slow down", "directory", dir, "entries", entries, "threshold", cfg.LargeDirThreshold)
+			} else {
+				log.Info("directory no longer large", "directory", dir, "entries", entries)
+			}
+		},
+		Log: log,
+	})
 	if err != nil {
 		return err
 	}
-	g.root, g.marker, g.id, g.metadata = l.root, filepath.Join(l.root, hiddenDir, markerFile), l.id, string(l.metadata)
-	g.served = servedCert{vgw: &s3front.ServedCertificate{}}
-
-	versions := cfg.VersionsDir
-	if versions == "" {
-		versions = filepath.Join(l.root, hiddenDir, versionsDir)
-	} else if versions, err = filepath.Abs(versions); err != nil {
-		return err
-	}
-	// CopyObjectThreshold is S3's 5 GiB copy limit: the backend's zero
-	// value refuses every copy (versitygw's CLI sets it from a flag).
-	opts := posix.PosixOpts{VersioningDir: l.backendPath(versions), CopyObjectThreshold: maxCopySource}
-	var ms meta.MetadataStorer = meta.XattrMeta{}
-	sidecar := filepath.Join(l.root, hiddenDir, sidecarDir)
-	switch {
-	case l.metadata == MetadataSidecar && l.detected:
-		log.Warn("the filesystem does not store user xattrs: object metadata goes to sidecar files", "dir", sidecar, "reason", l.why)
-	case l.metadata == MetadataSidecar:
-		log.Info("object metadata in sidecar files", "dir", sidecar)
-	default:
+	defer layer.Close()
+	g.root, g.marker, g.id, g.metadata = layer.Root(), layer.MarkerPath(), layer.DeploymentID(), string(layer.Metadata())
+	if layer.Metadata() == MetadataSidecar {
+		log.Info("object metadata in sidecar files", "dir", filepath.Join(g.root, leaseDir, "meta"))
+	} else {
 		log.Info("object metadata in user xattrs")
 	}
-	if l.metadata == MetadataSidecar {
-		sc, err := meta.NewSideCar(sidecar)
-		if err != nil {
-			return fmt.Errorf("sidecar directory %s: %w", sidecar, err)
-		}
-		ms, opts.SideCarDir = sc, l.backendPath(sidecar)
-	}
-	// posix.New changes the working directory to the root; nothing in this
-	// process may change it again (procCwd names the hidden directory).
-	px, err := posix.New(l.root, ms, opts)
-	if err != nil {
-		return fmt.Errorf("posix backend on %s: %w", l.root, err)
-	}
-	vol, err := openVolume(l.root)
-	if err != nil {
-		px.Shutdown()
-		return err
-	}
-	defer vol.close()
-	log.Info("volume ready", "root", l.root, "versions", versions, "deployment", l.id, "fsync", cfg.Fsync)
+	log.Info("volume ready", "root", g.root, "metadata", g.metadata, "deployment", g.id, "fsync", cfg.Fsync)
 
 	users, err := iam.NewUsers(cfg.UsersFile, cfg.RootUser.AccessKey, log)
 	if err != nil {
-		px.Shutdown()
 		return err
 	}
+	users.SetBucketOwners(func(bucket string) (string, bool) {
+		bk, err := layer.StatBucket(context.Background(), bucket)
+		if err != nil || bk.Owner == "" {
+			return "", false
+		}
+		return bk.Owner, true
+	})
 	token, err := metrics.OptionalToken(cfg.MetricsTokenFile, log)
 	if err != nil {
-		px.Shutdown()
 		return err
 	}
 	reg := metrics.NewRegistry()
@@ -206,34 +187,21 @@ func (g *Gateway) runVersitygw(ctx context.Context) error {
 	if cfg.CertsDir != "" {
 		metrics.RegisterCertificate(reg, filepath.Join(cfg.CertsDir, certfiles.CertFile), filepath.Join(cfg.CertsDir, certfiles.CAFile))
 	}
-	dirs := newDirWatch(l.root, cfg.LargeDirThreshold, time.Minute, log)
-	reg.MustRegister(dirs, g.volumeCollector())
+	reg.MustRegister(largeDirCollector{layer}, g.volumeCollector())
 
-	be := &Backend{
-		Posix: px, vol: vol, access: users, rootAccess: cfg.RootUser.AccessKey, region: "us-east-1",
-		dirs: dirs, log: log, fsync: cfg.Fsync, meta: ms, day: cfg.LifecycleDay, claimBase: cmp.Or(cfg.ClaimTimeout, DefaultClaimTimeout),
-		etags:     newETagFiller(l.root, ms, cfg.ETagSyncLimit, log),
-		firstByte: func(s float64) { s3m.ObserveFirstByte(time.Duration(s * float64(time.Second))) },
-	}
-
-	users.SetBucketOwners(func(bucket string) (string, bool) {
-		owner := be.owner(context.Background(), bucket)
-		return owner, owner != ""
-	})
-
-	bg, stopBg := context.WithCancel(context.Background())
-	defer stopBg()
-	go users.Watch(5*time.Second, bg.Done())
-	go dirs.run(bg, cfg.LargeDirScanInterval)
-	go g.probeVolume(bg, 5*time.Second)
-	go be.cleanStaleUploads(bg, cfg.StaleUploadAge, log)
-	lc := s3front.NewLifecycleOver(lifecycleStore{be}, s3front.LifecycleOptions{Day: cfg.LifecycleDay, Log: log})
+	lc := lifecycle.NewWorker(layer, s3api.VersionFacts, lifecycle.WorkerOptions{Day: cfg.LifecycleDay, Log: log})
 	metrics.RegisterLifecycle(reg, lc.Metrics)
 	every := cfg.LifecycleInterval
 	if every <= 0 {
 		every = DefaultLifecycleInterval
 	}
-	go runLifecycle(bg, lc, filepath.Join(g.root, hiddenDir), replicaName(), every, log)
+
+	bg, stopBg := context.WithCancel(context.Background())
+	defer stopBg()
+	go users.Watch(5*time.Second, bg.Done())
+	go g.probeVolume(bg, 5*time.Second)
+	go cleanStaleUploads(bg, layer, cfg.StaleUploadAge, log)
+	go runLifecycle(bg, lc, filepath.Join(g.root, leaseDir), replicaName(), every, log)
 
 	// The listener outlives ctx by ShutdownDelay: readiness drops first.
 	serveCtx, stopServing := context.WithCancel(context.Background())
@@ -245,11 +213,12 @@ func (g *Gateway) runVersitygw(ctx context.Context) error {
 		time.Sleep(cfg.ShutdownDelay)
 		stopServing()
 	}()
-	err = s3front.Serve(serveCtx, be, s3front.ServeConfig{
-		Address: cfg.Address, RootAccess: cfg.RootUser.AccessKey, RootSecret: cfg.RootUser.SecretKey,
-		IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: g.served.vgw, Middleware: s3m.Middleware(), Log: log,
-		Limits: s3front.Limits{MaxConnections: cfg.Limits.MaxConnections, MaxRequests: cfg.Limits.MaxRequests, MaxRequestsPerClient: cfg.Limits.MaxRequestsPerClient},
-		Routes: s3front.Routes(g, metrics.Handler(reg, token), users, cfg.RootUser.AccessKey, cfg.RootUser.SecretKey, cfg.AdminOverHTTP),
+	srv := s3api.New(layer, s3api.Config{RootAccess: cfg.RootUser.AccessKey, RootSecret: cfg.RootUser.SecretKey, Users: users,
+		Observer: s3m, LifecycleDay: cfg.LifecycleDay, Log: log})
+	err = s3api.Serve(serveCtx, srv, s3api.ServeConfig{
+		Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: g.served,
+		Limits: cfg.Limits, Log: log, Stats: func(st func() s3http.Stats) { metrics.RegisterHTTP(reg, st) },
+		Routes: s3api.Routes(g, metrics.Handler(reg, token), users, cfg.RootUser.AccessKey, cfg.RootUser.SecretKey, cfg.AdminOverHTTP),
 		OnListen: func() {
 			g.ready.Store(true)
 			log.Info("serving S3", "address", cfg.Address, "tls", cfg.CertsDir != "")
@@ -414,4 +383,46 @@ func (c Config) Check() error {
 		return fmt.Errorf("--large-dir-threshold %d: want 0 (off) or more", c.LargeDirThreshold)
 	}
 	return nil
+}
+
+// cleanStaleUploads aborts the uploads that received no part for age,
+// every min(age/4, 1h), until ctx ends.
+func cleanStaleUploads(ctx context.Context, layer *posix.Layer, age time.Duration, log *slog.Logger) {
+	if age <= 0 {
+		return
+	}
+	t := time.NewTicker(min(age/4, time.Hour))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := layer.AbortStaleUploads(ctx, age)
+		if err != nil {
+			log.Warn("stale multipart upload cleanup stopped", "err", err)
+		}
+		if n > 0 {
+			log.Info("aborted stale multipart uploads", "count", n, "age", age)
+		}
+	}
+}
+
+// largeDirCollector exports the directories the layer found large.
+type largeDirCollector struct{ layer *posix.Layer }
+
+func (c largeDirCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descLargeDirs
+	ch <- descDirEntries
+	ch <- descDirThreshold
+}
+
+func (c largeDirCollector) Collect(ch chan<- prometheus.Metric) {
+	dirs := c.layer.LargeDirs()
+	ch <- prometheus.MustNewConstMetric(descLargeDirs, prometheus.GaugeValue, float64(len(dirs)))
+	ch <- prometheus.MustNewConstMetric(descDirThreshold, prometheus.GaugeValue, float64(c.layer.LargeDirThreshold()))
+	for _, d := range dirs[:min(len(dirs), exportedLargeDirs)] {
+		ch <- prometheus.MustNewConstMetric(descDirEntries, prometheus.GaugeValue, float64(d.Entries), d.Dir)
+	}
 }

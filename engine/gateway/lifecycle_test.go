@@ -67,24 +67,3 @@ func btoi(b bool) int {
 	}
 	return 0
 }
-
-// TestWholeKeys: a truncated page is cut before its last key.
-func TestWholeKeys(t *testing.T) {
-	id := func(s string) string { return s[:1] }
-	for _, c := range []struct {
-		in    []string
-		kept  int
-		after string
-		ok    bool
-	}{
-		{[]string{"a1", "a2", "b1", "c1", "c2"}, 3, "b", true},
-		{[]string{"a1", "b1"}, 1, "a", true},
-		{[]string{"c1", "c2", "c3"}, 0, "", false},
-		{nil, 0, "", false},
-	} {
-		kept, after, ok := wholeKeys(c.in, id)
-		if len(kept) != c.kept || after != c.after || ok != c.ok {
-			t.Errorf("wholeKeys(%v) = %v, %q, %v; want %d kept, %q, %v", c.in, kept, after, ok, c.kept, c.after, c.ok)
-		}
-	}
-}

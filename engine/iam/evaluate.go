@@ -1,11 +1,8 @@
 package iam
 
 import (
-	"reflect"
 	"slices"
 	"strings"
-
-	"github.com/versity/versitygw/auth"
 )
 
 // A user's grant is an identity policy, not a bucket policy: the front end
@@ -15,60 +12,39 @@ import (
 // through S3 therefore stay exactly what their owners wrote, and keep
 // working for tenants with users.
 
-// Actions of each policy, as S3 policy action patterns.
-var policyActions = map[Policy][]auth.Action{
+// Actions of each policy, as S3 policy action patterns (a trailing '*'
+// matches any rest).
+var policyActions = map[Policy][]string{
 	PolicyReadWrite: {"s3:*"},
 	PolicyReadOnly:  {"s3:Get*", "s3:List*"},
 	PolicyWriteOnly: {"s3:PutObject", "s3:PutObjectTagging", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts", "s3:ListBucketMultipartUploads"},
 }
 
-var _ auth.PolicyEvaluator = (*Users)(nil)
-
-// EvaluatePolicy implements auth.PolicyEvaluator: for each resource (an S3
-// ARN: a bucket, an object, or "*" for account-level actions such as
-// listing buckets) and each action, whether the user's grant allows it.
-// Grants never deny; a user without a grant gets no match anywhere.
-func (u *Users) EvaluatePolicy(access, _ string, actions []auth.Action, resources []string, _ map[string][]string) (auth.PolicyEvaluation, error) {
+// IdentityAllows reports whether a user's identity policy allows an S3
+// action ("s3:GetObject") in a bucket ("bucket", or "bucket/key": the key
+// does not matter). Grants never deny; "" for the bucket means an
+// account-level action (listing buckets).
+func (u *Users) IdentityAllows(access, action, bucket string) bool {
 	u.mu.RLock()
 	usr, ok := u.users[access]
 	u.mu.RUnlock()
-	decisions := make([][]decision, len(resources))
-	for i, res := range resources {
-		decisions[i] = make([]decision, len(actions))
-		if !ok {
-			continue
-		}
-		for j, a := range actions {
-			if usr.allows(a, res, u.ownerOf) {
-				decisions[i][j] = decisionAllow
-			}
-		}
-	}
-	return evaluation(decisions), nil
+	bucket, _, _ = strings.Cut(bucket, "/")
+	return ok && usr.allows(action, bucket, u.ownerOf)
 }
 
-// Allows reports whether a user's identity policy allows an action on a
-// bucket's objects (resource-based grants aside).
-func (u *Users) Allows(access string, a auth.Action, bucket string) bool {
-	u.mu.RLock()
-	usr, ok := u.users[access]
-	u.mu.RUnlock()
-	return ok && usr.allows(a, auth.ResourceArnPrefix+bucket+"/*", u.ownerOf)
-}
-
-// allows reports whether a user's grant covers an action on a resource.
-// ownerOf names a bucket's owner (nil: none known).
-func (usr User) allows(a auth.Action, resource string, ownerOf func(string) (string, bool)) bool {
-	bucket, _, _ := strings.Cut(strings.TrimPrefix(resource, auth.ResourceArnPrefix), "/")
+// allows reports whether a user's grant covers an action in a bucket (""
+// for account-level actions). ownerOf names a bucket's owner (nil: none
+// known).
+func (usr User) allows(action, bucket string, ownerOf func(string) (string, bool)) bool {
 	switch {
-	case bucket == "*":
+	case bucket == "":
 		// Account-level actions: every user may list the buckets it
 		// sees (the listing shows only those).
-		return a == auth.ListAllMyBucketsAction
+		return strings.EqualFold(action, "s3:ListAllMyBuckets")
 	case usr.Policy == PolicyOwner:
 		// An account of its own: its buckets are wholly its; others
 		// grant it what their ACLs and policies say, evaluated beside.
-		if a == auth.CreateBucketAction {
+		if strings.EqualFold(action, "s3:CreateBucket") {
 			return true
 		}
 		owner, ok := "", false
@@ -80,53 +56,20 @@ func (usr User) allows(a auth.Action, resource string, ownerOf func(string) (str
 		return false
 	}
 	for _, p := range policyActions[usr.Policy] {
-		if a.Match(p) {
+		if actionMatches(action, p) {
 			return true
 		}
 	}
 	return false
 }
 
-// decision is the front end's tri-state policy decision. Its type is
-// unexported in versitygw's auth package, so evaluation converts through
-// reflection; TestEvaluationMeansWhatWeSay checks, through the front end's
-// own VerifyAccess, that the values below keep their meaning.
-type decision int
-
-const (
-	decisionNoMatch decision = 0
-	decisionAllow   decision = 1
-)
-
-// evaluation builds the front end's PolicyEvaluation from our decisions.
-func evaluation(ds [][]decision) auth.PolicyEvaluation {
-	var ev auth.PolicyEvaluation
-	field := reflect.ValueOf(&ev).Elem().FieldByName("Decisions")
-	rows := reflect.MakeSlice(field.Type(), len(ds), len(ds))
-	for i, row := range ds {
-		cells := reflect.MakeSlice(field.Type().Elem(), len(row), len(row))
-		for j, d := range row {
-			cells.Index(j).SetInt(int64(d))
-		}
-		rows.Index(i).Set(cells)
+// actionMatches reports whether an action matches a pattern, ignoring
+// case as IAM does.
+func actionMatches(action, pattern string) bool {
+	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
+		return len(action) >= len(prefix) && strings.EqualFold(action[:len(prefix)], prefix)
 	}
-	field.Set(rows)
-	return ev
-}
-
-// IdentityAllows reports whether a user's identity policy allows an S3
-// action ("s3:GetObject") on a bucket (and key; "" for the bucket
-// itself). Grants never deny; "" for the bucket means an account-level
-// action (listing buckets).
-func (u *Users) IdentityAllows(access, action, bucket string) bool {
-	u.mu.RLock()
-	usr, ok := u.users[access]
-	u.mu.RUnlock()
-	res := auth.ResourceArnPrefix + bucket
-	if bucket == "" {
-		res = auth.ResourceArnPrefix + "*"
-	}
-	return ok && usr.allows(auth.Action(action), res, u.ownerOf)
+	return strings.EqualFold(action, pattern)
 }
 
 // IsAdmin reports whether a user has root's rights (PolicyAdmin).

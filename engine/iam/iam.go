@@ -1,14 +1,13 @@
 // Package iam holds the identities of a strata process: the root
 // credentials (from the environment or mounted Secret files, never flags)
 // and the tenant's users, read from a mounted file the operator renders and
-// reloaded when it changes. Users get access through bucket policies
-// synthesised from their grants, which versitygw's front end evaluates.
+// reloaded when it changes. A user's grant is an identity policy the S3
+// front end (engine/s3api) combines with the bucket's policy and ACL.
 package iam
 
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,8 +15,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/versity/versitygw/auth"
 )
 
 // Credentials are an access key and its secret.
@@ -36,7 +33,7 @@ const (
 	EnvIAMFile = "STRATA_IAM_FILE"
 )
 
-// Length bounds S3 clients and versitygw accept.
+// Length bounds S3 clients accept.
 const (
 	minAccessKey = 3
 	minSecretKey = 8
@@ -181,9 +178,8 @@ func checkUsers(f usersFile, root string) ([]User, error) {
 	return f.Users, nil
 }
 
-// Users is the tenant's user list, implementing versitygw's IAMService
-// read-only: users are managed by the operator through the users file, so
-// the S3 admin calls that would change them are refused.
+// Users is the tenant's user list, read-only: users are managed by the
+// operator through the users file.
 type Users struct {
 	root string
 	path string
@@ -199,11 +195,6 @@ type Users struct {
 	// user's own.
 	ownerOf func(bucket string) (string, bool)
 }
-
-var _ auth.IAMService = (*Users)(nil)
-
-// ErrReadOnly refuses IAM changes through the S3 admin API.
-var ErrReadOnly = errors.New("users are managed by the strata operator (the tenant's users file); they cannot be changed through this API")
 
 // NewUsers loads the users file at path (empty: no users besides root).
 func NewUsers(path, rootAccess string, log *slog.Logger) (*Users, error) {
@@ -308,50 +299,6 @@ func (u *Users) AccessOf(id string) (string, bool) {
 	return a, ok
 }
 
-// GetUserAccount implements auth.IAMService. A user granted every bucket
-// read-write may also create buckets.
-func (u *Users) GetUserAccount(access string) (auth.Account, error) {
-	u.mu.RLock()
-	usr, ok := u.users[access]
-	u.mu.RUnlock()
-	if !ok {
-		return auth.Account{}, auth.ErrNoSuchUser
-	}
-	role := auth.RoleUser
-	switch {
-	case usr.Policy == PolicyAdmin:
-		role = auth.RoleAdmin
-	case usr.Policy == PolicyReadWrite && len(usr.Buckets) == 0:
-		role = auth.RoleUserPlus
-	}
-	return auth.Account{Access: usr.AccessKey, Secret: usr.SecretKey, Role: role}, nil
-}
-
-// ResolveAccounts implements auth.IAMService: the keys that do not exist.
-func (u *Users) ResolveAccounts(keys []string) ([]string, error) {
-	u.mu.RLock()
-	defer u.mu.RUnlock()
-	var missing []string
-	for _, k := range keys {
-		if _, ok := u.users[k]; !ok && k != u.root {
-			missing = append(missing, k)
-		}
-	}
-	return missing, nil
-}
-
-// ListUserAccounts implements auth.IAMService.
-func (u *Users) ListUserAccounts() ([]auth.Account, error) {
-	u.mu.RLock()
-	defer u.mu.RUnlock()
-	out := make([]auth.Account, 0, len(u.users))
-	for _, usr := range u.users {
-		out = append(out, auth.Account{Access: usr.AccessKey, Role: auth.RoleUser})
-	}
-	slices.SortFunc(out, func(a, b auth.Account) int { return strings.Compare(a.Access, b.Access) })
-	return out, nil
-}
-
 // Grants lists the users with their policies and buckets, sorted by access
 // key, without their secret keys (the admin API's user listing).
 func (u *Users) Grants() []User {
@@ -366,15 +313,3 @@ func (u *Users) Grants() []User {
 	slices.SortFunc(out, func(a, b User) int { return strings.Compare(a.AccessKey, b.AccessKey) })
 	return out
 }
-
-// CreateAccount implements auth.IAMService (refused).
-func (u *Users) CreateAccount(auth.Account) error { return ErrReadOnly }
-
-// UpdateUserAccount implements auth.IAMService (refused).
-func (u *Users) UpdateUserAccount(string, auth.MutableProps) error { return ErrReadOnly }
-
-// DeleteUserAccount implements auth.IAMService (refused).
-func (u *Users) DeleteUserAccount(string) error { return ErrReadOnly }
-
-// Shutdown implements auth.IAMService.
-func (u *Users) Shutdown() error { return nil }

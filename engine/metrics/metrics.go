@@ -5,11 +5,9 @@
 package metrics
 
 import (
-	"errors"
 	"strconv"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -64,49 +62,6 @@ func NewS3(reg prometheus.Registerer) *S3 {
 	}
 	reg.MustRegister(m.requests, m.duration, m.ttfb, m.bytesIn, m.bytesOut, m.inflight)
 	return m
-}
-
-// ObserveFirstByte records a GET's time to first byte.
-func (m *S3) ObserveFirstByte(d time.Duration) { m.ttfb.Observe(d.Seconds()) }
-
-// Middleware measures every S3 request. It runs in the front end after the
-// request limiter, so requests refused for load are counted by the limiter
-// (as SlowDown) and not here.
-func (m *S3) Middleware() fiber.Handler {
-	return func(c fiber.Ctx) error {
-		rc := c.RequestCtx()
-		api := APIName(string(rc.Method()), string(rc.Path()), rc.QueryArgs(), rc.Request.Header.Peek("X-Amz-Copy-Source") != nil)
-		m.inflight.Inc()
-		start := time.Now()
-		err := c.Next()
-		m.inflight.Dec()
-		status := rc.Response.StatusCode()
-		var fe *fiber.Error
-		if errors.As(err, &fe) {
-			status = fe.Code
-		}
-		m.requests.WithLabelValues(api, strconv.Itoa(status)).Inc()
-		m.duration.WithLabelValues(api).Observe(time.Since(start).Seconds())
-		if n := rc.Request.Header.ContentLength(); n > 0 {
-			m.bytesIn.WithLabelValues(api).Add(float64(n))
-		}
-		if n := rc.Response.Header.ContentLength(); n > 0 {
-			m.bytesOut.WithLabelValues(api).Add(float64(n))
-		}
-		return err
-	}
-}
-
-func splitPath(path string) (bucket, object string) {
-	for len(path) > 0 && path[0] == '/' {
-		path = path[1:]
-	}
-	for i := 0; i < len(path); i++ {
-		if path[i] == '/' {
-			return path[:i], path[i+1:]
-		}
-	}
-	return path, ""
 }
 
 // Begin counts a request the S3 front end started (engine/s3api).

@@ -101,7 +101,8 @@ func errOutside(bucket, key string) error {
 }
 
 // contain checks that bucket is a directory of the root reached without
-// a symbolic link (ErrBucketNotFound otherwise) and that key, if any,
+// a symbolic link (ErrOutsideBucket for a link, ErrBucketNotFound for
+// nothing) and that key, if any,
 // resolves inside it (ErrOutsideBucket when it leaves it). Paths that do not
 // exist (yet) are fine: they are created below a directory that was
 // checked. It asks the kernel (openat2 with RESOLVE_BENEATH: one system
@@ -132,7 +133,9 @@ func (l *Layer) containAt2(bucket, key string) error {
 	switch {
 	case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM):
 		return err
-	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+	case errors.Is(err, unix.ELOOP):
+		return errOutside(bucket, "") // the bucket is a symbolic link
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
 		return fmt.Errorf("%w: %s", objlayer.ErrBucketNotFound, bucket)
 	case err != nil:
 		return &os.PathError{Op: "open", Path: filepath.Join(l.root, bucket), Err: err}
@@ -168,6 +171,9 @@ const maxLinks = 40
 func (l *Layer) containWalk(bucket, key string) error {
 	bdir := filepath.Join(l.root, bucket)
 	fi, err := os.Lstat(bdir)
+	if err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return errOutside(bucket, "")
+	}
 	if err != nil || !fi.IsDir() {
 		return fmt.Errorf("%w: %s", objlayer.ErrBucketNotFound, bucket)
 	}

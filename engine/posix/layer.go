@@ -144,7 +144,7 @@ func New(opts Options) (*Layer, error) {
 	if lay.metadata == MetadataSidecar {
 		l.sidecar = filepath.Join(lay.root, hiddenDir, sidecarDir)
 		l.attrs = sidecarStore{fsync: opts.Fsync}
-		if lay.detected {
+		if lay.why != "" { // detection chose sidecar, not the operator
 			log.Warn("the filesystem does not store user xattrs: metadata goes to sidecar files", "dir", l.sidecar, "reason", lay.why)
 		}
 	}

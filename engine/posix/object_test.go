@@ -184,9 +184,9 @@ func TestContainment(t *testing.T) {
 			t.Fatalf("a link inside the bucket: %q", b)
 		}
 		_, err := l.OpenObject(ctx, "linked", "secret", nil)
-		wantErr(t, err, objlayer.ErrBucketNotFound)
+		wantErr(t, err, objlayer.ErrOutsideBucket)
 		_, err = l.StatBucket(ctx, "linked")
-		wantErr(t, err, objlayer.ErrBucketNotFound)
+		wantErr(t, err, objlayer.ErrOutsideBucket)
 		keys, _ := listAll(t, l, "jail", "", "", 1000)
 		if strings.Join(keys, " ") != "inside/file" {
 			t.Fatalf("listing shows links out of the bucket: %v", keys)

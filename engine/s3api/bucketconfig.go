@@ -352,6 +352,10 @@ func deleteBucketEncryption(r *request) error {
 
 // putBucketLifecycle checks a lifecycle document as S3 does and stores it
 // in the form engine/lifecycle reads (every rule with an ID).
+// lifecycleErrors are the answers to the lifecycle parser's error codes.
+var lifecycleErrors = map[string]*s3err.Error{"MalformedXML": s3err.MalformedXML, "InvalidArgument": s3err.InvalidArgument,
+	"InvalidRequest": s3err.InvalidRequest, "InvalidStorageClass": s3err.InvalidStorageClass}
+
 func putBucketLifecycle(r *request) error {
 	body, err := r.document()
 	if err != nil {
@@ -360,7 +364,9 @@ func putBucketLifecycle(r *request) error {
 	cfg, err := lifecycle.Parse(body)
 	if err != nil {
 		if le, ok := err.(*lifecycle.Error); ok {
-			return &s3err.Error{Code: le.Code, Status: http.StatusBadRequest, Message: le.Message}
+			if e := lifecycleErrors[le.Code]; e != nil {
+				return e.With(le.Message)
+			}
 		}
 		return s3err.MalformedXML.Because(err)
 	}

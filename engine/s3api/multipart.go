@@ -193,13 +193,12 @@ func uploadPart(r *request) error {
 	}
 	meta := map[string]string{}
 	sent := sentChecksum(r)
-	body := &eofHook{r: p, fn: func() {
+	body := &eofHook{r: r.tracked(p), fn: func() {
 		if alg, v := p.Checksum(); alg != "" {
 			meta[objlayer.MetaChecksumPrefix+alg] = v
 		}
 	}}
 	part, err := r.s.layer.PutObjectPart(r.ctx, r.bucket, r.key, id, number, body, size, r.partOptions(number, sent, meta))
-	r.bodyRead = true
 	if err != nil {
 		return r.writeError(err)
 	}

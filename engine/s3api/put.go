@@ -2,7 +2,6 @@ package s3api
 
 import (
 	"encoding/base64"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -233,7 +232,7 @@ func (r *request) storeObject(bk objlayer.BucketInfo, key string, meta map[strin
 			return objlayer.ObjectInfo{}, err
 		}
 	}
-	var src io.Reader = body
+	src := r.tracked(body)
 	size := body.Size()
 	opts := objlayer.PutOptions{Meta: meta, AfterBody: afterBody(body), VersionID: newVersionID(bk)}
 	if enc != nil {
@@ -242,7 +241,6 @@ func (r *request) storeObject(bk objlayer.BucketInfo, key string, meta map[strin
 		}
 	}
 	info, err := r.s.layer.PutObject(r.ctx, bk.Name, key, src, size, opts)
-	r.bodyRead = true
 	if err != nil {
 		return objlayer.ObjectInfo{}, r.writeError(err)
 	}

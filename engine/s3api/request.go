@@ -52,8 +52,9 @@ type request struct {
 	docRead    bool
 	taggingDoc map[string]string
 
-	// bodyRead: the handler read the body to its end (or it had none).
-	bodyRead bool
+	// bodyRead: the handler read the body to its end (or it had none);
+	// bodyStarted: it began to (a 100 Continue went out, if asked for).
+	bodyRead, bodyStarted bool
 	// drainable: the request was authenticated, so what is left of its
 	// body may be read after an early answer rather than the connection
 	// closed.
@@ -260,10 +261,21 @@ func (r *request) finish() {
 	if !r.w.wroteHeader {
 		r.w.WriteHeader(http.StatusOK)
 	}
-	if r.bodyLeft() && r.drainable && !r.expectsContinue() {
+	if r.bodyLeft() && r.drainable {
 		rc := http.NewResponseController(r.w.ResponseWriter)
-		_ = rc.SetReadDeadline(time.Now().Add(drainTime))
-		_, _ = io.CopyN(io.Discard, r.hr.Body, drainBytes)
+		switch {
+		case r.continued():
+			_ = rc.SetReadDeadline(time.Now().Add(drainTime))
+			_, _ = io.CopyN(io.Discard, r.hr.Body, drainBytes)
+		case r.w.written > 0:
+			// Answered before the body was asked for: no 100 Continue
+			// went out, and none can now that the answer has a body. The
+			// answer goes out first, for a client that waits for it; one
+			// that sent its body anyway has it read while it keeps coming,
+			// so it reads its answer instead of a reset.
+			_ = rc.Flush()
+			r.drainWhileSent(rc)
+		}
 	}
 	if o := r.s.cfg.Observer; o != nil {
 		name := "Unknown"
@@ -281,6 +293,44 @@ const (
 	drainTime  = 10 * time.Second
 )
 
+// tracked marks the request's body read once rd (over it) reports an
+// error or its end: a write the layer refused before reading the body to
+// its end leaves the rest for finish to drain.
+func (r *request) tracked(rd io.Reader) io.Reader { return &trackedBody{r: rd, req: r} }
+
+type trackedBody struct {
+	r   io.Reader
+	req *request
+}
+
+func (t *trackedBody) Read(p []byte) (int, error) {
+	t.req.bodyStarted = true
+	n, err := t.r.Read(p)
+	if err != nil {
+		t.req.bodyRead = true
+	}
+	return n, err
+}
+
+// drainWhileSent reads the body while its bytes keep arriving (each read
+// within drainIdle), up to drainBytes.
+func (r *request) drainWhileSent(rc *http.ResponseController) {
+	buf := make([]byte, 32<<10)
+	for total := 0; total < drainBytes; {
+		_ = rc.SetReadDeadline(time.Now().Add(drainIdle))
+		n, err := r.hr.Body.Read(buf)
+		total += n
+		if err != nil {
+			return
+		}
+	}
+}
+
+// drainIdle is how long a body being drained after an early answer may
+// pause: a client that sends it without waiting for 100 Continue sends it
+// at once.
+const drainIdle = 500 * time.Millisecond
+
 // bodyLeft reports a body the handler did not read to its end.
 func (r *request) bodyLeft() bool {
 	return !r.bodyRead && r.hr.Body != nil && r.hr.Body != http.NoBody && r.hr.ContentLength != 0
@@ -290,12 +340,16 @@ func (r *request) expectsContinue() bool {
 	return strings.EqualFold(r.h("Expect"), "100-continue")
 }
 
+// continued reports whether the client is sending its body: it did not
+// wait for 100 Continue, or was sent one when the handler began to read.
+func (r *request) continued() bool { return !r.expectsContinue() || r.bodyStarted }
+
 // closeIfBodyLeft marks the connection to close after the answer when the
 // body will not be read: a client still sending it must not have the rest
 // taken for its next request, and an unauthenticated sender gets nothing
 // read past the answer (net/http would otherwise read up to 256 KiB).
 func (r *request) closeIfBodyLeft() {
-	if r.bodyLeft() && (!r.drainable || r.expectsContinue() || r.hr.ContentLength > drainBytes) {
+	if r.bodyLeft() && (!r.drainable || !r.continued() || r.hr.ContentLength > drainBytes) {
 		r.w.Header().Set("Connection", "close")
 	}
 }

@@ -74,7 +74,7 @@ var (
 )
 
 func errNoSuchKMSKey(id string) error {
-	return &s3err.Error{Code: "KMS.NotFoundException", Status: 400, Message: "Invalid keyId " + id}
+	return s3err.KMSNotFound.With("Invalid keyId " + id)
 }
 
 // sseParam reads an encryption parameter of the request: its header, or

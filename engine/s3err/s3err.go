@@ -125,6 +125,7 @@ var (
 	InvalidRequest                = def("InvalidRequest", http.StatusBadRequest, "Invalid Request")
 	InvalidRetentionPeriod        = def("InvalidRetentionPeriod", http.StatusBadRequest, "The retention period specified is invalid.")
 	InvalidStorageClass           = def("InvalidStorageClass", http.StatusBadRequest, "The storage class you specified is not valid: only STANDARD is offered.")
+	KMSNotFound                   = def("KMS.NotFoundException", http.StatusBadRequest, "The KMS key does not exist.")
 	InvalidTag                    = def("InvalidTag", http.StatusBadRequest, "The tag provided was not a valid tag.")
 	InvalidToken                  = def("InvalidToken", http.StatusBadRequest, "The provided token is malformed or otherwise invalid.")
 	InvalidURI                    = def("InvalidURI", http.StatusBadRequest, "Couldn't parse the specified URI.")

@@ -251,14 +251,23 @@ func (c *chunkReader) checkClaim(claim []byte) error {
 func (c *chunkReader) readTrailers() error {
 	var text []byte // the trailer lines as signed: "name:value\n"
 	var claim []byte
+	bareLF := false
 	for i := 0; ; i++ {
-		line, err := c.readLine(true)
+		line, lf, err := c.readTrailerLine()
+		if err == nil && len(line) == 0 && bareLF {
+			// minio-go ends its trailer lines with LF (as they are signed)
+			// and then CRLF before the signature: an empty line there
+			// separates, it does not end the section.
+			bareLF = false
+			continue
+		}
 		if err == io.EOF || err == nil && len(line) == 0 {
 			break
 		}
 		if err != nil {
 			return err
 		}
+		bareLF = lf
 		if !c.trailers || i >= maxTrailers {
 			return s3err.MalformedTrailer
 		}
@@ -311,6 +320,23 @@ func (c *chunkReader) readLine(eofOK bool) ([]byte, error) {
 		return nil, errChunked("a line does not end with CRLF")
 	}
 	return line[:len(line)-2], nil
+}
+
+// readTrailerLine is readLine for trailer lines, which may also end with a
+// bare LF (lf true).
+func (c *chunkReader) readTrailerLine() (line []byte, lf bool, err error) {
+	line, err = c.br.ReadSlice('\n')
+	switch {
+	case err == bufio.ErrBufferFull:
+		return nil, false, errChunked("a trailer line is longer than 4 KiB")
+	case err == io.EOF && len(line) == 0:
+		return nil, false, io.EOF
+	case err != nil:
+		return nil, false, shortOr(err)
+	case len(line) >= 2 && line[len(line)-2] == '\r':
+		return line[:len(line)-2], false, nil
+	}
+	return line[:len(line)-1], true, nil
 }
 
 // parseChunkSize reads a chunk's hex size (at most 15 digits: no

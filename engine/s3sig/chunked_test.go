@@ -151,6 +151,16 @@ func TestChunkedSigned(t *testing.T) {
 			body: func(s *streamSigner) string {
 				return s.chunk("hello") + s.final() + s.trailer("x-amz-checksum-crc32:"+checksumOf(algCRC32, "hello")+"\n")
 			}},
+		// minio-go (TrailingHeaders) writes the trailer lines as they are
+		// signed, LF-terminated, then CRLF before the signature.
+		{name: "signed trailer as minio-go writes it", payload: StreamingSignedTrailer, trailer: "x-amz-checksum-crc32", decoded: 5, data: "hello",
+			checksum: checksumOf(algCRC32, "hello"),
+			body: func(s *streamSigner) string {
+				lines := "x-amz-checksum-crc32:" + checksumOf(algCRC32, "hello") + "\n"
+				chunks := s.chunk("hello") + s.final()
+				crlf := s.trailer(lines)
+				return chunks + lines + "\r\n" + crlf[strings.Index(crlf, "x-amz-trailer-signature"):]
+			}},
 		{name: "signed trailer, checksum wrong", payload: StreamingSignedTrailer, trailer: "x-amz-checksum-crc32", decoded: 5,
 			code: "BadDigest", status: 400,
 			body: func(s *streamSigner) string {

@@ -229,6 +229,28 @@ func (a *Auth) checkSignature(r *http.Request, cr credential, secret, signed, pa
 	m := newMacer()
 	m.deriveKey(secret, cr.date, cr.region)
 	m.canon = appendCanonicalRequest(m.canon[:0], r, signed, payload, presigned)
+	a.sign(m, cr)
+	if !sameHex(sig, m.out[:]) {
+		// A path with an escaped '/' may have been signed with the slash
+		// decoded, as some signers canonicalise (decode, then encode each
+		// segment): both forms name the same key.
+		if !hasEscapedSlash(requestPath(r)) {
+			return errMismatch(cr.access, string(m.msg), sig, string(m.canon))
+		}
+		msg, canon := string(m.msg), string(m.canon)
+		m.canon = appendCanonicalRequest(m.canon[:0], withSlashesDecoded(r), signed, payload, presigned)
+		a.sign(m, cr)
+		if !sameHex(sig, m.out[:]) {
+			return errMismatch(cr.access, msg, sig, canon)
+		}
+	}
+	a.key, a.signature = m.key, m.out
+	return nil
+}
+
+// sign computes the signature of m.canon into m.out (m.msg the string to
+// sign).
+func (a *Auth) sign(m *macer, cr credential) {
 	m.msg = append(m.msg[:0], v4Algorithm+"\n"...)
 	m.msg = append(m.msg, a.amzDate...)
 	m.msg = append(m.msg, '\n')
@@ -236,11 +258,18 @@ func (a *Auth) checkSignature(r *http.Request, cr credential, secret, signed, pa
 	m.msg = append(m.msg, '\n')
 	m.msg = m.sha256Hex(m.msg, m.canon)
 	m.mac(m.key[:], m.msg)
-	if !sameHex(sig, m.out[:]) {
-		return errMismatch(cr.access, string(m.msg), sig, string(m.canon))
-	}
-	a.key, a.signature = m.key, m.out
-	return nil
+}
+
+func hasEscapedSlash(p string) bool {
+	return strings.Contains(p, "%2F") || strings.Contains(p, "%2f")
+}
+
+// withSlashesDecoded is r with the escaped slashes of its path decoded.
+func withSlashesDecoded(r *http.Request) *http.Request {
+	p := strings.NewReplacer("%2F", "/", "%2f", "/").Replace(requestPath(r))
+	c := *r
+	c.RequestURI = p
+	return &c
 }
 
 // queryParam is the decoded value of a raw query's first parameter named

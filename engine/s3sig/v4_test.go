@@ -302,3 +302,25 @@ func TestCanonicalURI(t *testing.T) {
 		}
 	}
 }
+
+// A path with an escaped '/' verifies whether the client signed it as sent
+// or with the slash decoded (signers that decode, then encode each
+// segment); any other change to the path still fails.
+func TestEscapedSlashSignedEitherWay(t *testing.T) {
+	for _, c := range []struct {
+		what, signedPath string
+		code             string
+	}{
+		{"signed as sent", "/bucket/a%2Fb", ""},
+		{"signed with the slash decoded", "/bucket/a/b", ""},
+		{"signed for another key", "/bucket/a/c", "SignatureDoesNotMatch"},
+	} {
+		req := newRequest(t, http.MethodGet, testHost+c.signedPath, "")
+		sdkSign(t, req, testAccess, testSecret, "us-east-1", UnsignedPayload, testNow)
+		req.RequestURI = "/bucket/a%2Fb" // what the server received
+		_, err := Verify(req, testSecrets(), testOpts())
+		if code, _ := codeOf(err); code != c.code {
+			t.Errorf("%s: %q, want %q", c.what, code, c.code)
+		}
+	}
+}

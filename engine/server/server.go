@@ -34,7 +34,6 @@ import (
 	"github.com/strata-storage/strata/engine/metrics"
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/s3api"
-	"github.com/strata-storage/strata/engine/s3front"
 	"github.com/strata-storage/strata/engine/s3http"
 	"github.com/strata-storage/strata/engine/vfs"
 )
@@ -62,9 +61,6 @@ type Config struct {
 	// Limits bound the S3 port's connections, headers, bodies and
 	// requests in flight.
 	Limits s3http.Limits
-	// FrontEnd is the S3 front end served: "strata" (engine/s3api) or
-	// "versitygw" (the previous one, until the switch is done).
-	FrontEnd string
 	// InsecureInternode lets a clustered node run its internode service
 	// without TLS (no CertsDir). With CertsDir peers are always verified.
 	InsecureInternode bool
@@ -120,7 +116,7 @@ type Node struct {
 	// What the listeners hold, for GET tls: the S3 leaf, the internode
 	// TLS (nil unless clustered with TLS), the CAs trusted (nil without
 	// CertsDir).
-	served       servedCert
+	served       *s3api.ServedCertificate
 	internodeTLS *internode.TLS
 	trust        *certfiles.Trust
 
@@ -129,10 +125,7 @@ type Node struct {
 	// healerStops end the healers' runs (a removed pool's).
 	healerStops map[string]context.CancelFunc
 	drains      map[drainKey]*drainState
-	lifecycle   interface {
-		Run(context.Context, time.Time) error
-		Metrics() metrics.Lifecycle
-	}
+	lifecycle   *lifecycle.Worker
 	// told holds the pool states peers set before this node ran the pool:
 	// topology files reach nodes at different times, and a pool added and
 	// decommissioned within a minute can be Decommissioned everywhere
@@ -170,7 +163,7 @@ func Run(ctx context.Context, cfg Config) error {
 	bg, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
 	n := &Node{cfg: cfg, dep: dep, started: time.Now(), bg: bg, healers: map[string]*erasure.Healer{}, healerStops: map[string]context.CancelFunc{}, drains: map[drainKey]*drainState{},
-		served: newServedCert(cfg.FrontEnd), internodeTLS: itls, trust: trusted(cfg, itls)}
+		served: &s3api.ServedCertificate{}, internodeTLS: itls, trust: trusted(cfg, itls)}
 
 	// This node's drives are open before the internode service answers
 	// anyone (a peer is never told a drive is not served while it is being
@@ -265,19 +258,7 @@ func Run(ctx context.Context, cfg Config) error {
 		go keys.Watch(5*time.Second, bg.Done())
 	}
 	layer := erasure.Layer{Pools: dep.Pools, Heal: n.heal}
-	opts := s3front.Options{
-		Hooks:  s3front.Hooks{FirstByte: s3m.ObserveFirstByte},
-		Access: users, Identities: users, IAM: users, RootAccess: cfg.Root.AccessKey,
-		Log: log, LifecycleDay: cfg.LifecycleDay,
-	}
-	if keys != nil {
-		opts.Keys = keys
-	}
-	if cfg.FrontEnd == FrontEndStrata {
-		n.lifecycle = lifecycle.NewWorker(layer, s3api.VersionFacts, lifecycle.WorkerOptions{Day: cfg.LifecycleDay, Log: log})
-	} else {
-		n.lifecycle = s3front.NewLifecycle(layer, opts, s3front.LifecycleOptions{})
-	}
+	n.lifecycle = lifecycle.NewWorker(layer, s3api.VersionFacts, lifecycle.WorkerOptions{Day: cfg.LifecycleDay, Log: log})
 	go n.runLifecycle(bg)
 	go n.monitorDrives(bg)
 	go n.cleanStaleUploads(bg)
@@ -299,28 +280,18 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	onListen := func() {
 		n.ready.Store(true)
-		log.Info("serving S3", "address", cfg.Address, "tls", cfg.CertsDir != "", "frontEnd", cfg.FrontEnd)
+		log.Info("serving S3", "address", cfg.Address, "tls", cfg.CertsDir != "")
 	}
-	if cfg.FrontEnd == FrontEndStrata {
-		s3cfg := s3api.Config{RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey, Users: users,
-			Observer: s3m, LifecycleDay: cfg.LifecycleDay, Log: log}
-		if keys != nil {
-			s3cfg.Keys = keys
-		}
-		err = s3api.Serve(serveCtx, s3api.New(layer, s3cfg), s3api.ServeConfig{
-			Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: n.served.strata,
-			Limits: cfg.Limits, OnListen: onListen, Log: log, Stats: func(st func() s3http.Stats) { metrics.RegisterHTTP(reg, st) },
-			Routes: s3api.Routes(n, metrics.Handler(reg, token), users, cfg.Root.AccessKey, cfg.Root.SecretKey, cfg.AdminOverHTTP),
-		})
-	} else {
-		err = s3front.Serve(serveCtx, s3front.New(layer, opts), s3front.ServeConfig{
-			Address: cfg.Address, RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey,
-			IAM: users, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: n.served.vgw, Middleware: s3m.Middleware(), Log: log,
-			SSE: true, Limits: s3front.Limits{MaxConnections: cfg.Limits.MaxConnections, MaxRequests: cfg.Limits.MaxRequests, MaxRequestsPerClient: cfg.Limits.MaxRequestsPerClient},
-			Routes:   s3front.Routes(n, metrics.Handler(reg, token), users, cfg.Root.AccessKey, cfg.Root.SecretKey, cfg.AdminOverHTTP),
-			OnListen: onListen,
-		})
+	s3cfg := s3api.Config{RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey, Users: users,
+		Observer: s3m, LifecycleDay: cfg.LifecycleDay, Log: log}
+	if keys != nil {
+		s3cfg.Keys = keys
 	}
+	err = s3api.Serve(serveCtx, s3api.New(layer, s3cfg), s3api.ServeConfig{
+		Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: n.served,
+		Limits: cfg.Limits, OnListen: onListen, Log: log, Stats: func(st func() s3http.Stats) { metrics.RegisterHTTP(reg, st) },
+		Routes: s3api.Routes(n, metrics.Handler(reg, token), users, cfg.Root.AccessKey, cfg.Root.SecretKey, cfg.AdminOverHTTP),
+	})
 	stopBg()
 	return err
 }

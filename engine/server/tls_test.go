@@ -16,6 +16,7 @@ import (
 	"github.com/strata-storage/strata/engine/erasure"
 	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/internal/testcerts"
+	"github.com/strata-storage/strata/engine/s3api"
 )
 
 // freePort is a loopback port nothing listens on.
@@ -82,7 +83,7 @@ func TestAdminTLSFollowsRotation(t *testing.T) {
 
 // TestTLSWithoutCertificates: a node without --certs-dir reports nothing.
 func TestTLSWithoutCertificates(t *testing.T) {
-	n := &Node{served: newServedCert(FrontEndStrata), trust: trusted(Config{}, nil)}
+	n := &Node{served: &s3api.ServedCertificate{}, trust: trusted(Config{}, nil)}
 	if got := n.TLS(); !reflect.DeepEqual(got, adminapi.TLSInfo{}) {
 		t.Fatalf("TLS() = %+v, want nothing", got)
 	}

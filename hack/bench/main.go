@@ -248,7 +248,18 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	kinds := []serverKind{strataServerKind(*f.strataBin, extra)}
 	if name == "gateway" {
 		kinds[0] = strataGatewayKind(*f.strataBin, extra)
-	} else {
+	}
+	if *f.baseline != "" {
+		// The same target from another build, right after this one's: an
+		// A/B in one run, its ratios in the strata/strata-baseline column.
+		b := strataServerKind(*f.baseline, extra)
+		if name == "gateway" {
+			b = strataGatewayKind(*f.baseline, extra)
+		}
+		b.name, b.description = "strata-baseline", b.description+" (baseline build "+*f.baseline+")"
+		kinds = append(kinds, b)
+	}
+	if name != "gateway" {
 		keys, err := os.MkdirTemp("", "strata-bench-keys-")
 		if err != nil {
 			return err
@@ -268,17 +279,18 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // another and compare them (bench suite and bench listing) beyond those
 // in SuiteConfig.
 type suiteFlags struct {
-	strataBin, strataArgs, peersDir, only, outDir, clients *string
-	keepAlive                                              *bool
-	timeout                                                *time.Duration
+	strataBin, strataArgs, peersDir, only, outDir, clients, baseline *string
+	keepAlive                                                        *bool
+	timeout                                                          *time.Duration
 }
 
 func registerSuiteFlags(fs *flag.FlagSet, c *SuiteConfig, timeout time.Duration, targets string) *suiteFlags {
 	f := &suiteFlags{
 		strataBin:  fs.String("strata", "bin/strata", "strata binary"),
+		baseline:   fs.String("baseline", "", "another strata binary (e.g. main before a change), run as target strata-baseline right after strata: an A/B in one run"),
 		strataArgs: fs.String("strata-args", "", "extra flags for strata server/gateway, space-separated (e.g. --no-sync; reported with the figures)"),
 		peersDir:   fs.String("peers", "hack/peers/bin", "directory holding the minio and versitygw binaries (hack/peers.sh)"),
-		only:       fs.String("targets", targets, "comma-separated subset of targets to run (strata, strata-sse-s3, minio, versitygw)"),
+		only:       fs.String("targets", targets, "comma-separated subset of targets to run (strata, strata-baseline, strata-sse-s3, minio, versitygw)"),
 		outDir:     fs.String("out", "bench-results", "directory for the JSON report and server logs"),
 		keepAlive:  fs.Bool("versitygw-keepalive", true, "start VersityGW with --keep-alive (it closes every connection otherwise)"),
 		timeout:    fs.Duration("timeout", timeout, "hard bound on the whole run"),

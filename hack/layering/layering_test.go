@@ -78,6 +78,11 @@ func touchSources(t *testing.T) {
 
 // engineForbidden says why the engine may not depend on path ("" if it may).
 func engineForbidden(path string) string {
+	for _, m := range retiredModules {
+		if path == m || strings.HasPrefix(path, m+"/") {
+			return "a retired module (" + m + "): the S3 front end is our own"
+		}
+	}
 	switch {
 	case strings.HasPrefix(path, "k8s.io/"), strings.HasPrefix(path, "sigs.k8s.io/"):
 		return "Kubernetes"
@@ -111,11 +116,22 @@ var storageModules = []string{
 
 // engineModules are modules only the engine needs; an operator that links
 // one links the engine's internals.
-var engineModules = append([]string{"github.com/versity/versitygw"}, storageModules...)
+var engineModules = storageModules
+
+// retiredModules are the borrowed S3 front end's modules, which nothing
+// may link again: the HTTP server, the protocol layer and the backend
+// behind them are ours (engine/s3http, engine/s3api, engine/posix;
+// docs/decisions.md).
+var retiredModules = []string{"github.com/versity/versitygw", "github.com/gofiber/fiber", "github.com/valyala/fasthttp"}
 
 // operatorForbidden says why the operator may not depend on path ("" if
 // it may).
 func operatorForbidden(path string) string {
+	for _, m := range retiredModules {
+		if path == m || strings.HasPrefix(path, m+"/") {
+			return "a retired module (" + m + ")"
+		}
+	}
 	for _, m := range engineModules {
 		if path == m || strings.HasPrefix(path, m+"/") {
 			return "an engine module (" + m + ")"
@@ -128,7 +144,8 @@ func operatorForbidden(path string) string {
 }
 
 // TestEngineStandsAlone: nothing the strata binary is built from, directly
-// or through a dependency, is Kubernetes or operator code.
+// or through a dependency, is Kubernetes or operator code, or a module of
+// the S3 front end it no longer borrows.
 func TestEngineStandsAlone(t *testing.T) {
 	for _, p := range list(t, "./engine/...", "./cmd/...") {
 		for _, d := range p.Deps {
@@ -245,7 +262,9 @@ func TestRules(t *testing.T) {
 		module + "/controllers":                   true,
 		module + "/internal/placement":            true,
 		module + "/engine/erasure":                false,
-		"github.com/versity/versitygw/s3api":      false,
+		"github.com/versity/versitygw/s3api":      true,
+		"github.com/valyala/fasthttp":             true,
+		"github.com/gofiber/fiber/v3":             true,
 		"github.com/strata-storage/strata-extras": false,
 	} {
 		if got := engineForbidden(path) != ""; got != forbidden {

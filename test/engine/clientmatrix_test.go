@@ -50,7 +50,11 @@ import (
 //   - aws-sdk-go-v2: thousands of mixed requests from 4 goroutines and a
 //     multipart upload;
 //   - minio-go: small and unknown-size (multipart) PutObject, ranged GET,
-//     list, stat, RemoveObjects, RemoveBucket.
+//     list, stat, RemoveObjects, RemoveBucket;
+//   - the AWS SDK for JavaScript v3 (testdata/clients/aws_sdk_js_matrix.js):
+//     PutObject, a 20 MiB lib-storage Upload, GetObject, HeadObject,
+//     CopyObject, GetObjectAttributes, a multipart upload with ListParts, a
+//     paginated listing, DeleteObjects, DeleteBucket.
 //
 // Every scenario checks what it reads back against what it wrote, that no
 // request failed, and that the process answered no request with an error
@@ -60,7 +64,9 @@ import (
 //
 // The Python clients come from `make pyclients`: STRATA_PYCLIENTS is the
 // bin directory of that venv. Without it the test is skipped, except under
-// CI (STRATA_CI), where it fails.
+// CI (STRATA_CI), where it fails. The JavaScript SDK comes from `make
+// jsclients` (STRATA_JSCLIENTS, run by the node in PATH); without it its
+// subtests are skipped, except under CI.
 func TestClientMatrix(t *testing.T) {
 	venv := pyClients(t)
 	for _, kind := range []string{"server", "gateway"} {
@@ -71,6 +77,7 @@ func TestClientMatrix(t *testing.T) {
 			t.Run("s3cmd", func(t *testing.T) { matrixS3cmd(t, tg, venv) })
 			t.Run("aws-sdk-go-v2", func(t *testing.T) { matrixSDK(t, tg) })
 			t.Run("minio-go", func(t *testing.T) { matrixMinio(t, tg) })
+			t.Run("aws-sdk-js-v3", func(t *testing.T) { matrixJS(t, tg) })
 		})
 	}
 }

@@ -29,8 +29,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/pkg/xattr"
-
-	"github.com/strata-storage/strata/engine/gateway"
+	"github.com/strata-storage/strata/engine/posix"
 )
 
 func md5ETag(b []byte) string {
@@ -450,7 +449,8 @@ func TestGatewayKeysCannotEscapeTheRoot(t *testing.T) {
 
 // rawRequest sends a request with a path exactly as given (no client-side
 // cleaning or encoding), SigV4-signed with the root credentials over that
-// path the way the front end canonicalises it (decoded, then escaped).
+// path the way the front end canonicalises it (decoded, then escaped), and
+// over its query, if any.
 func rawRequest(t *testing.T, s *server, method, rawPath string) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, s.url()+"/", strings.NewReader(""))
@@ -463,9 +463,23 @@ func rawRequest(t *testing.T, s *server, method, rawPath string) (int, []byte) {
 	payload := sha256hex(nil)
 	req.Header.Set("X-Amz-Date", amzDate)
 	req.Header.Set("X-Amz-Content-Sha256", payload)
-	decoded, err := url.PathUnescape(rawPath)
+	path, query, _ := strings.Cut(rawPath, "?")
+	decoded, err := url.PathUnescape(path)
 	if err != nil {
-		decoded = rawPath
+		decoded = path
+	}
+	// The query's parameters, each "name=value" (a bare name has an empty
+	// value), in order: the tests' queries need no escaping.
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		if !strings.Contains(p, "=") {
+			params[i] = p + "="
+		}
+	}
+	slices.Sort(params)
+	canonQuery := strings.Join(params, "&")
+	if query == "" {
+		canonQuery = ""
 	}
 	var canonURI strings.Builder
 	for i := 0; i < len(decoded); i++ {
@@ -477,7 +491,7 @@ func rawRequest(t *testing.T, s *server, method, rawPath string) (int, []byte) {
 		}
 	}
 	signed := "host;x-amz-content-sha256;x-amz-date"
-	canon := strings.Join([]string{method, canonURI.String(), "",
+	canon := strings.Join([]string{method, canonURI.String(), canonQuery,
 		"host:" + s.addr, "x-amz-content-sha256:" + payload, "x-amz-date:" + amzDate, "", signed, payload}, "\n")
 	scope := day + "/us-east-1/s3/aws4_request"
 	toSign := "AWS4-HMAC-SHA256\n" + amzDate + "\n" + scope + "\n" + sha256hex([]byte(canon))
@@ -986,16 +1000,15 @@ func TestGatewayConcurrentVersionDeletes(t *testing.T) {
 }
 
 // TestGatewayDeleteTakesThePublishLock holds the lock file the gateway names
-// for a key (gateway.PublishLockPath) from this process: a PUT of the key
-// (whose commit versitygw's posix backend locks) and a DELETE of it (which
-// the gateway locks) both wait for it. A PUT going through would mean the
-// gateway's deletes lock another file than the backend's commits.
+// for a key (posix.PublishLockPath, the file versitygw's posix backend
+// locks, so replicas of an earlier release exclude ours) from this
+// process: a PUT of the key and a DELETE of it both wait for it.
 func TestGatewayDeleteTakesThePublishLock(t *testing.T) {
 	root := t.TempDir()
 	c := startGateway(t, root).aws()
 	mustCreateBucket(t, c, "locked")
 	put(t, c, "locked", "k", []byte("first"))
-	path := gateway.PublishLockPath(root, "locked", "k")
+	path := posix.PublishLockPath(root, "locked", "k")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatalf("the backend's lock file for the key: %v", err)

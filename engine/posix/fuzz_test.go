@@ -1,4 +1,4 @@
-package gateway
+package posix
 
 import (
 	"path/filepath"
@@ -6,14 +6,14 @@ import (
 	"testing"
 )
 
-// FuzzCheckKey: a key the gateway accepts maps onto exactly one path below
+// FuzzCheckKey: a key the layer accepts maps onto exactly one path below
 // its bucket, never outside it and never onto the staging directory.
 func FuzzCheckKey(f *testing.F) {
 	for _, k := range []string{"a/b/c", "dir/", "../x", "a/./b", "a//b", "/abs", stagingDir + "/x", "a/" + stagingDir, "a\x00b", "..", "é/ü"} {
 		f.Add(k)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
-		if CheckKey(key) != nil || key == "" {
+		if checkKey(key) != nil || key == "" {
 			return
 		}
 		const bucket = "/vol/bucket"
