@@ -256,6 +256,9 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 			return objlayer.ObjectInfo{}, err
 		}
 	}
+	if err := s.checkCondition(ctx, bucket, object, opts.Condition); err != nil {
+		return objlayer.ObjectInfo{}, err
+	}
 	rec := &drive.Record{
 		VersionID: opts.VersionID,
 		ModTime:   modTime.UnixNano(),

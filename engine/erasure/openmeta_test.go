@@ -3,11 +3,13 @@ package erasure
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
 
 	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // readCounter counts the record reads a drive answers, with data or not.
@@ -62,6 +64,39 @@ func TestOpenObjectMetaReadsNoData(t *testing.T) {
 		var buf bytes.Buffer
 		if _, err := full.WriteRange(t.Context(), &buf, 0, -1); err != nil || !bytes.Equal(buf.Bytes(), data) {
 			t.Fatalf("size %d: read back wrong (%v)", size, err)
+		}
+	}
+}
+
+// A write's Condition is asked, just before the commit, about the key's
+// current version (nil for none, the version otherwise, inline or
+// streamed), and its error refuses the write with nothing stored.
+func TestWriteConditionBeforeCommit(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	refuse := errors.New("refused")
+	for _, size := range []int{100, 3 << 20} {
+		key := fmt.Sprintf("cond-%d", size)
+		var seen []*objlayer.ObjectInfo
+		cond := func(cur *objlayer.ObjectInfo) error {
+			seen = append(seen, cur)
+			if cur != nil {
+				return refuse
+			}
+			return nil
+		}
+		first := randomBytes(size)
+		if _, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader(first), int64(size), objlayer.PutOptions{Condition: cond}); err != nil {
+			t.Fatalf("size %d: a new key's conditional write: %v", size, err)
+		}
+		_, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader(randomBytes(size)), int64(size), objlayer.PutOptions{Condition: cond})
+		if !errors.Is(err, refuse) {
+			t.Fatalf("size %d: the refused write answered %v", size, err)
+		}
+		if len(seen) != 2 || seen[0] != nil || seen[1] == nil || seen[1].Size != int64(size) {
+			t.Fatalf("size %d: the condition saw %v", size, seen)
+		}
+		if got := tp.get(t, key); !bytes.Equal(got, first) {
+			t.Fatalf("size %d: a refused conditional write changed the object", size)
 		}
 	}
 }

@@ -357,7 +357,7 @@ func (ps *Pools) placement(ctx context.Context) (*PoolEntry, error) {
 	}
 	switch {
 	case len(candidates) == 0:
-		return nil, objlayer.ErrNoSpace
+		return nil, fmt.Errorf("%w: every active pool has a drive over 85%% full", objlayer.ErrNoSpace)
 	case len(candidates) == 1 || total == 0:
 		return candidates[0], nil
 	}

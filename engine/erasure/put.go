@@ -61,7 +61,7 @@ func (s *Set) PutObject(ctx context.Context, bucket, object string, r io.Reader,
 		case size >= 0 && int64(len(buf)) > size:
 			return objlayer.ObjectInfo{}, objlayer.ErrBodyTooLong
 		case int64(len(buf)) <= s.inlineLimit:
-			if err := afterBody(rec, opts); err != nil {
+			if err := s.afterBody(ctx, bucket, object, rec, opts); err != nil {
 				return objlayer.ObjectInfo{}, err
 			}
 			return s.putInline(ctx, w, drives, bucket, object, rec, buf, opts.ETagFor(), !opts.ModTime.IsZero())
@@ -71,16 +71,36 @@ func (s *Set) PutObject(ctx context.Context, bucket, object string, r io.Reader,
 	return s.putStreaming(ctx, w, drives, bucket, object, rec, io.MultiReader(bytes.NewReader(head), r), size, opts)
 }
 
-// afterBody runs the options' AfterBody on the record's metadata; its
-// error refuses the write.
-func afterBody(rec *drive.Record, opts objlayer.PutOptions) error {
-	if opts.AfterBody == nil {
+// afterBody runs the options' AfterBody on the record's metadata, then
+// their Condition on the key's current version; either's error refuses
+// the write.
+func (s *Set) afterBody(ctx context.Context, bucket, object string, rec *drive.Record, opts objlayer.PutOptions) error {
+	if opts.AfterBody != nil {
+		if rec.Meta == nil {
+			rec.Meta = map[string]string{}
+		}
+		if err := opts.AfterBody(rec.Meta); err != nil {
+			return err
+		}
+	}
+	return s.checkCondition(ctx, bucket, object, opts.Condition)
+}
+
+// checkCondition calls cond with the key's current version (nil when it
+// has none), right before a commit.
+func (s *Set) checkCondition(ctx context.Context, bucket, object string, cond func(*objlayer.ObjectInfo) error) error {
+	if cond == nil {
 		return nil
 	}
-	if rec.Meta == nil {
-		rec.Meta = map[string]string{}
+	h, err := s.openObject(ctx, bucket, object, nil, openMeta)
+	switch {
+	case errors.Is(err, objlayer.ErrObjectNotFound):
+		return cond(nil)
+	case err != nil:
+		return err
 	}
-	return opts.AfterBody(rec.Meta)
+	info := h.Info
+	return cond(&info)
 }
 
 // readUpTo reads at most limit bytes, sizing the buffer from the limit
@@ -303,7 +323,7 @@ func (s *Set) putStreaming(ctx context.Context, w *writeWait, drives []Drive, bu
 		// began: last writer wins by completion, as S3 reports it.
 		rec.ModTime = hlc.Default.Now()
 	}
-	if err := afterBody(rec, opts); err != nil {
+	if err := s.afterBody(ctx, bucket, object, rec, opts); err != nil {
 		for pos, d := range drives {
 			if st.errs[pos] == nil && d != nil {
 				_ = d.AbortStaged(committing(ctx), rec.DataDir)

@@ -53,6 +53,11 @@ var (
 	// ErrWriteQuorum: too few drives accepted a write; it was rolled back
 	// and is not visible. Retryable.
 	ErrWriteQuorum = errors.New("write quorum lost")
-	// ErrNoSpace: no storage has room for new objects.
-	ErrNoSpace = errors.New("no pool has room for new objects (every active pool has a drive over 85% full)")
+	// ErrBusy: the key is being changed by another writer the layer
+	// waits for (a POSIX layer: another replica completing the same
+	// upload); the client retries.
+	ErrBusy = errors.New("busy: another writer holds the key")
+	// ErrNoSpace: no storage has room for new objects (the layer's error
+	// says why: pools over their fill limit, a full filesystem).
+	ErrNoSpace = errors.New("no room for new objects")
 )

@@ -6,11 +6,13 @@ import (
 	"github.com/google/uuid"
 )
 
-// Multipart limits, S3's.
+// Size limits, S3's: of a part and a multipart upload's part count, and
+// of an object written in one request (PUT, POST form, copy).
 const (
 	MinPartSize = 5 << 20
 	MaxPartSize = 5 << 30
 	MaxParts    = 10000
+	MaxPutSize  = 5 << 30
 )
 
 // NullVersion is the version ID of the S3 "null" version.

@@ -95,6 +95,14 @@ type PutOptions struct {
 	// chosen before anything is committed: it may add to the version's
 	// metadata (checksums derived from the parts') or refuse it.
 	CompleteParts func(parts []PartInfo, meta map[string]string) error
+	// Condition, when set, is called with the key's current version (nil
+	// when it has none) as late as the layer can before it commits, and
+	// refuses the write with its error (a conditional write: If-Match,
+	// If-None-Match). A layer that serialises a key's commits (a lock)
+	// calls it under that lock; the erasure layer calls it just before
+	// committing, so a write committing at the same moment elsewhere may
+	// still win.
+	Condition func(current *ObjectInfo) error
 }
 
 // ETagFor is the ETag options give a version ("" when the stored bytes'

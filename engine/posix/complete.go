@@ -46,7 +46,7 @@ const (
 // errClaimUnsettled answers a completion whose claim neither finished nor
 // could be taken over in time: the client retries (503), it is never told
 // a completion happened that did not.
-var errClaimUnsettled = fmt.Errorf("%w: another completion of this upload is still in progress; retry", objlayer.ErrWriteQuorum)
+var errClaimUnsettled = fmt.Errorf("%w: another completion of this upload is still in progress; retry", objlayer.ErrBusy)
 
 // CompleteMultipartUpload assembles the object from the parts named (in
 // ascending order, each but the last at least objlayer.MinPartSize, each
@@ -260,7 +260,7 @@ func (l *Layer) assemble(ctx context.Context, bucket, key string, uploadID [16]b
 	if opts.VersionID != objlayer.NullVersion {
 		attrs[attrVersionID] = []byte(versionName(opts.VersionID))
 	}
-	fi, err := l.commit(ctx, bucket, key, tmp, attrs, opts.VersionID, opts.ModTime)
+	fi, err := l.commit(ctx, bucket, key, tmp, attrs, opts.VersionID, opts.ModTime, opts.Condition)
 	if err != nil {
 		return objlayer.ObjectInfo{}, err
 	}

@@ -105,7 +105,7 @@ func (l *Layer) addMarker(bucket, key string, id [16]byte) (objlayer.DeleteResul
 	if err := l.prepare(tmp, attrs, time.Time{}); err != nil {
 		return objlayer.DeleteResult{}, err
 	}
-	if err := l.replaceCurrent(bucket, key, tmp, attrs, id); err != nil {
+	if err := l.replaceCurrent(bucket, key, tmp, attrs, id, nil); err != nil {
 		return objlayer.DeleteResult{}, fmt.Errorf("delete marker of %s/%s: %w", bucket, key, err)
 	}
 	if l.fsync {

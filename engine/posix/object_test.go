@@ -3,11 +3,14 @@ package posix
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -383,5 +386,49 @@ func TestUpdateObjectMeta(t *testing.T) {
 		}
 		_, err = l.UpdateObjectMeta(ctx, "bkt", "k", nil, func(m map[string]string) map[string]string { return m })
 		wantErr(t, err, objlayer.ErrObjectNotFound)
+	})
+}
+
+// A conditional write's Condition is asked under the key's publish lock
+// with the version it would replace: of writers that each accept only "no
+// current version" (If-None-Match: *), exactly one succeeds; a refused
+// write stores nothing.
+func TestConditionUnderThePublishLock(t *testing.T) {
+	forModes(t, func(t *testing.T, mode MetadataMode) {
+		l, _ := volume(t, mode, "bkt")
+		errExists := errors.New("exists")
+		onlyNew := func(cur *objlayer.ObjectInfo) error {
+			if cur != nil && !cur.DeleteMarker {
+				return errExists
+			}
+			return nil
+		}
+		const writers = 8
+		var wg sync.WaitGroup
+		var won atomic.Int32
+		for i := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				data := []byte(fmt.Sprintf("writer %d", i))
+				_, err := l.PutObject(ctx, "bkt", "k", bytes.NewReader(data), int64(len(data)), objlayer.PutOptions{Condition: onlyNew})
+				switch {
+				case err == nil:
+					won.Add(1)
+				case !errors.Is(err, errExists):
+					t.Errorf("writer %d: %v", i, err)
+				}
+			}()
+		}
+		wg.Wait()
+		if won.Load() != 1 {
+			t.Fatalf("%d conditional writers of a new key succeeded, want 1", won.Load())
+		}
+		before, _ := mustRead(t, l, "bkt", "k", nil)
+		_, err := l.PutObject(ctx, "bkt", "k", strings.NewReader("late"), 4, objlayer.PutOptions{Condition: onlyNew})
+		wantErr(t, err, errExists)
+		if after, _ := mustRead(t, l, "bkt", "k", nil); !bytes.Equal(after, before) {
+			t.Fatalf("a refused conditional write changed the object: %q, was %q", after, before)
+		}
 	})
 }

@@ -71,7 +71,7 @@ func (l *Layer) PutObject(ctx context.Context, bucket, object string, r io.Reade
 	if opts.VersionID != objlayer.NullVersion {
 		attrs[attrVersionID] = []byte(versionName(opts.VersionID))
 	}
-	fi, err := l.commit(ctx, bucket, object, tmp, attrs, opts.VersionID, opts.ModTime)
+	fi, err := l.commit(ctx, bucket, object, tmp, attrs, opts.VersionID, opts.ModTime, opts.Condition)
 	if err != nil {
 		return objlayer.ObjectInfo{}, err
 	}
@@ -123,7 +123,8 @@ func dirEmpty(dir string) bool {
 // it replaces as versioning asks (see PutObject), removes a null version
 // it replaces from the versions directory, and links the file at the
 // key's path. A multipart completion commits the same way.
-func (l *Layer) commit(ctx context.Context, bucket, key string, tmp *tempFile, attrs map[string][]byte, versionID [16]byte, modTime time.Time) (os.FileInfo, error) {
+func (l *Layer) commit(ctx context.Context, bucket, key string, tmp *tempFile, attrs map[string][]byte, versionID [16]byte, modTime time.Time,
+	cond func(*objlayer.ObjectInfo) error) (os.FileInfo, error) {
 	if err := l.prepare(tmp, attrs, modTime); err != nil {
 		return nil, err
 	}
@@ -139,7 +140,7 @@ func (l *Layer) commit(ctx context.Context, bucket, key string, tmp *tempFile, a
 	if err != nil {
 		return nil, err
 	}
-	err = l.replaceCurrent(bucket, key, tmp, attrs, versionID)
+	err = l.replaceCurrent(bucket, key, tmp, attrs, versionID, cond)
 	unlock()
 	if err != nil {
 		return nil, err
@@ -178,8 +179,9 @@ func (l *Layer) prepare(tmp *tempFile, attrs map[string][]byte, modTime time.Tim
 	return nil
 }
 
-// replaceCurrent is commit's part under the lock.
-func (l *Layer) replaceCurrent(bucket, key string, tmp *tempFile, attrs map[string][]byte, versionID [16]byte) error {
+// replaceCurrent is commit's part under the lock; cond, when set, is
+// asked first about the version it would replace.
+func (l *Layer) replaceCurrent(bucket, key string, tmp *tempFile, attrs map[string][]byte, versionID [16]byte, cond func(*objlayer.ObjectInfo) error) error {
 	path := l.objectPath(bucket, key)
 	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
 		if err := l.keyFree(bucket, key); err != nil {
@@ -192,6 +194,16 @@ func (l *Layer) replaceCurrent(bucket, key string, tmp *tempFile, attrs map[stri
 	cur, err := l.readCurrent(bucket, key)
 	if err != nil {
 		return err
+	}
+	if cond != nil {
+		var info *objlayer.ObjectInfo
+		if cur != nil {
+			i := infoOf(bucket, key, cur.fi, cur.st)
+			info = &i
+		}
+		if err := cond(info); err != nil {
+			return err
+		}
 	}
 	if cur != nil {
 		if _, versioned := cur.attrs[attrVersionID]; versioned || versionID != objlayer.NullVersion {

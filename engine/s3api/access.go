@@ -88,6 +88,14 @@ func (r *request) allowed(bk objlayer.BucketInfo, key, versionID string, actions
 		}
 		return nil
 	}
+	if len(actions) == 0 {
+		// An operation no policy action names (one not implemented): the
+		// bucket's owner only, so an anonymous client learns nothing.
+		if r.access != "" && r.access == r.s.ownerOf(bk) {
+			return nil
+		}
+		return s3err.AccessDenied
+	}
 	restricted := r.access == "" && publicAccessBlock(bk).RestrictPublicBuckets
 	side := s3rules.Allow
 	for _, a := range actions {

@@ -437,7 +437,7 @@ func completeMultipartUpload(r *request) error {
 			return err
 		}
 	}
-	opts := objlayer.PutOptions{VersionID: newVersionID(bk), CompleteParts: r.completedChecksum(id, named)}
+	opts := objlayer.PutOptions{VersionID: newVersionID(bk), CompleteParts: r.completedChecksum(id, named), Condition: r.writeCondition()}
 	info, err := r.s.layer.CompleteMultipartUpload(r.ctx, r.bucket, r.key, id, parts, opts)
 	if errors.Is(err, objlayer.ErrUploadNotFound) {
 		// A completion retried after it succeeded (its answer was lost)

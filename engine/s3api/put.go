@@ -48,21 +48,38 @@ func (r *request) writeTags(v string) (string, error) {
 // current object. Without locks this is a check, then a write: two
 // conditional writers racing may both pass (docs/engine.md).
 func (r *request) putConditions(bucket, key string) error {
-	ifMatch, ifNoneMatch := r.hp("If-Match"), r.hp("If-None-Match")
-	if ifMatch == nil && ifNoneMatch == nil {
+	cond := r.writeCondition()
+	if cond == nil {
 		return nil
 	}
-	etag, exists := "", false
 	h, err := r.s.layer.OpenObjectMeta(r.ctx, bucket, key, nil)
 	switch {
 	case err == nil:
 		info := h.Info()
 		h.Close()
-		exists, etag = !info.DeleteMarker, info.ETag
+		return cond(&info)
 	case !isNotFound(err):
 		return err
 	}
-	return s3rules.EvaluateWrite(ifMatch, ifNoneMatch, etag, exists)
+	return cond(nil)
+}
+
+// writeCondition is the request's If-Match / If-None-Match as a condition
+// on the key's current version (nil without them): checked when the
+// request arrives (putConditions, before its body is read) and again by
+// the layer as it commits (objlayer.PutOptions.Condition), so a write
+// that lands meanwhile is seen.
+func (r *request) writeCondition() func(*objlayer.ObjectInfo) error {
+	ifMatch, ifNoneMatch := r.hp("If-Match"), r.hp("If-None-Match")
+	if ifMatch == nil && ifNoneMatch == nil {
+		return nil
+	}
+	return func(cur *objlayer.ObjectInfo) error {
+		if cur == nil || cur.DeleteMarker {
+			return s3rules.EvaluateWrite(ifMatch, ifNoneMatch, "", false)
+		}
+		return s3rules.EvaluateWrite(ifMatch, ifNoneMatch, cur.ETag, true)
+	}
 }
 
 // lockOnWrite adds a new version's retention and legal hold to its
@@ -184,6 +201,9 @@ func putObject(r *request) error {
 	if r.h("Content-Length") == "" && r.hr.ContentLength < 0 && r.h("X-Amz-Decoded-Content-Length") == "" {
 		return s3err.MissingContentLength
 	}
+	if r.contentLength() > objlayer.MaxPutSize {
+		return s3err.EntityTooLarge.Withf("Your proposed upload exceeds the maximum allowed object size of %d bytes: upload it in parts.", int64(objlayer.MaxPutSize))
+	}
 	tags, err := r.writeTags(r.h("X-Amz-Tagging"))
 	if err != nil {
 		return err
@@ -234,7 +254,7 @@ func (r *request) storeObject(bk objlayer.BucketInfo, key string, meta map[strin
 	}
 	src := r.tracked(body)
 	size := body.Size()
-	opts := objlayer.PutOptions{Meta: meta, AfterBody: afterBody(body), VersionID: newVersionID(bk)}
+	opts := objlayer.PutOptions{Meta: meta, AfterBody: afterBody(body), VersionID: newVersionID(bk), Condition: r.writeCondition()}
 	if enc != nil {
 		if src, size, opts.BodyETag, err = enc.sealBody(bk.Name, key, src, size, meta); err != nil {
 			return objlayer.ObjectInfo{}, err

@@ -40,6 +40,9 @@ var objectMeanings = []struct {
 	{objlayer.ErrNoSpace, func(string, string) *Error { return InsufficientStorage }},
 	{objlayer.ErrReadQuorum, func(string, string) *Error { return quorumLost }},
 	{objlayer.ErrWriteQuorum, func(string, string) *Error { return quorumLost }},
+	{objlayer.ErrBusy, func(string, string) *Error {
+		return SlowDown.With("Please reduce your request rate: another request is changing this object; retry shortly.")
+	}},
 }
 
 // quorumLost answers a read or write that too few drives could serve:

@@ -106,7 +106,7 @@ var (
 	IllegalLocationConstraint     = def("IllegalLocationConstraintException", http.StatusBadRequest, "The unspecified location constraint is incompatible for the region specific endpoint this request was sent to.")
 	IllegalVersioningConfig       = def("IllegalVersioningConfigurationException", http.StatusBadRequest, "The versioning configuration specified in the request is invalid.")
 	IncompleteBody                = def("IncompleteBody", http.StatusBadRequest, "You did not provide the number of bytes specified by the Content-Length HTTP header.")
-	InsufficientStorage           = def("InsufficientStorage", http.StatusInsufficientStorage, "No pool has room for new objects: every active pool has a drive over 85% full.")
+	InsufficientStorage           = def("InsufficientStorage", http.StatusInsufficientStorage, "There is not enough free space to store the object.")
 	InternalError                 = def("InternalError", http.StatusInternalServerError, "We encountered an internal error. Please try again.")
 	InvalidAccessKeyID            = def("InvalidAccessKeyId", http.StatusForbidden, "The AWS Access Key Id you provided does not exist in our records.")
 	InvalidArgument               = def("InvalidArgument", http.StatusBadRequest, "Invalid Argument")

@@ -62,8 +62,12 @@ func (p *PostPolicy) Limit(r io.Reader) io.Reader {
 	return &Payload{src: r, size: -1, max: p.MaxLength, min: p.MinLength}
 }
 
+// MaxFormFile is the largest file a form uploads, S3's limit of an object
+// written in one request, whatever its policy says.
+const MaxFormFile = 5 << 30
+
 // Payload is the form's file with its integrity checked: the policy's
-// size range (policy may be nil) and the Content-MD5 and x-amz-checksum-*
+// size range (policy may be nil) within MaxFormFile and the Content-MD5 and x-amz-checksum-*
 // fields, as Auth.Body checks a request's headers.
 func (f *Form) Payload(policy *PostPolicy) (*Payload, error) {
 	md5Want, err := contentMD5(f.Fields["content-md5"], f.Fields.Has("content-md5"))
@@ -78,9 +82,12 @@ func (f *Form) Payload(policy *PostPolicy) (*Payload, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Payload{src: f.File, size: -1, max: -1, md5Want: md5Want, sum: spec}
+	p := &Payload{src: f.File, size: -1, max: MaxFormFile, md5Want: md5Want, sum: spec}
 	if policy != nil {
-		p.max, p.min = policy.MaxLength, policy.MinLength
+		p.min = policy.MinLength
+		if policy.MaxLength >= 0 {
+			p.max = min(policy.MaxLength, MaxFormFile)
+		}
 	}
 	return p, nil
 }

@@ -35,6 +35,14 @@ type attack struct {
 	send   func(t *testing.T, s *server) (int, string)
 }
 
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
 // rawSend sends req and returns its status and S3 error code.
 func rawSend(t *testing.T, req *http.Request) (int, string) {
 	t.Helper()
@@ -135,14 +143,20 @@ func abuses() []attack {
 			req, _ := http.NewRequest(http.MethodPut, s.url()+"/abuse/parts?partNumber=10001&uploadId="+aws.ToString(mu.UploadId), strings.NewReader("x"))
 			return rawSend(t, signed(t, req, rootUser, rootPassword, "us-east-1", time.Now()))
 		}},
-		// Refused once it passes the 16 MiB kept in memory: versitygw
-		// answers the parse error with a 500 (docs/security.md).
+		// Refused before its file part is read: the form is checked first
+		// (TestUnauthenticatedForms measures how little is read).
 		{"a 2 GiB form upload, unauthenticated", []string{"closed", "refused"}, 0, func(t *testing.T, s *server) (int, string) {
 			status := sendForm(t, s.addr, "abuse", 2<<30, nil)
 			if status == 0 {
 				return 0, "closed"
 			}
 			return status, map[bool]string{true: "refused"}[status >= 400]
+		}},
+		{"a 6 GiB PUT, over S3's 5 GiB for one request", []string{"EntityTooLarge"}, 400, func(t *testing.T, s *server) (int, string) {
+			req, _ := http.NewRequest(http.MethodPut, s.url()+"/abuse/huge", io.LimitReader(zeros{}, 6<<30))
+			req.ContentLength = 6 << 30
+			req.Header.Set("Expect", "100-continue")
+			return rawSend(t, signed(t, req, rootUser, rootPassword, "us-east-1", time.Now()))
 		}},
 		{"aws-chunked with a forged chunk signature", []string{"SignatureDoesNotMatch", "AccessDenied"}, 403, func(t *testing.T, s *server) (int, string) {
 			body := "5;chunk-signature=" + strings.Repeat("0", 64) + "\r\nhello\r\n0;chunk-signature=" + strings.Repeat("0", 64) + "\r\n\r\n"
