@@ -88,13 +88,12 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
-// ansiColor matches the terminal color codes the S3 front end prints with.
+// ansiColor matches terminal color codes a library may print with.
 var ansiColor = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // captureStrays makes every line the process writes a JSON log record:
-// what libraries print on the process's standard output and error (the S3
-// front end prints a few lines of its own, "[INTERNAL ERROR]: ..." among
-// them) becomes a record of log. Only when logging to the process's own
+// what libraries print on the process's standard output and error becomes
+// a record of log. Only when logging to the process's own
 // standard error (not in tests that pass their own writer).
 func captureStrays(logOut io.Writer, log *slog.Logger) {
 	if f, ok := logOut.(*os.File); !ok || f != os.Stderr {

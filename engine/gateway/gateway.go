@@ -146,13 +146,6 @@ func Run(ctx context.Context, cfg Config) error {
 		Root: cfg.Root, VersionsDir: cfg.VersionsDir, Metadata: cfg.Metadata, Fsync: cfg.Fsync,
 		ETagSyncLimit: cfg.ETagSyncLimit, ClaimTimeout: cfg.ClaimTimeout,
 		LargeDirThreshold: cfg.LargeDirThreshold, LargeDirScanInterval: cfg.LargeDirScanInterval,
-		OnLargeDir: func(dir string, entries int, large bool) {
-			if large {
-				log.Warn("large directory: listing it and writing into it slow down", "directory", dir, "entries", entries, "threshold", cfg.LargeDirThreshold)
-			} else {
-				log.Info("directory no longer large", "directory", dir, "entries", entries)
-			}
-		},
 		Log: log,
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 // Package metrics exposes a strata process's Prometheus metrics: S3
 // requests by API and status with latency, time to first byte and bytes in
-// and out (measured in a front-end middleware), and the node's drives,
+// and out (reported by the S3 front end, engine/s3api), the S3 port's
+// connections (http.go), and the node's drives,
 // capacity and healing (collected from a snapshot when scraped).
 package metrics
 

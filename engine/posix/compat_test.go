@@ -22,7 +22,7 @@ import (
 
 // Volumes as versitygw's posix backend (behind the gateway's earlier
 // releases) laid them out, written here by hand from the layout's
-// description (/tmp/research/vgw-posix-layout.md): this package must
+// description (docs/research/versitygw-posix-layout.md): this package must
 // read them, and what it writes must be what versitygw reads.
 
 // vgw writes a volume the way the gateway's earlier releases did.

@@ -23,7 +23,7 @@ import (
 // commit of a key (PUT, completion) and every change of its versions
 // (delete, archive, restore, metadata update) holds it, here and on
 // replicas not yet upgraded, whose commits versitygw locked and whose
-// deletes the gateway locked (engine/gateway/keylock.go). Without it two
+// deletes the gateway of earlier releases locked. Without it two
 // deletes of one key's versions could bring back a version the other had
 // just deleted, and a delete beside a commit could leave a version
 // without its ETag.

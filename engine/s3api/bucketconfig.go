@@ -350,11 +350,12 @@ func deleteBucketEncryption(r *request) error {
 	return r.finishSet(r.setBucket(func(b *objlayer.BucketInfo) { b.Encryption = nil }), http.StatusNoContent)
 }
 
-// putBucketLifecycle checks a lifecycle document as S3 does and stores it
-// in the form engine/lifecycle reads (every rule with an ID).
 // lifecycleErrors are the answers to the lifecycle parser's error codes.
 var lifecycleErrors = map[string]*s3err.Error{"MalformedXML": s3err.MalformedXML, "InvalidArgument": s3err.InvalidArgument,
 	"InvalidRequest": s3err.InvalidRequest, "InvalidStorageClass": s3err.InvalidStorageClass}
+
+// putBucketLifecycle checks a lifecycle document as S3 does and stores it
+// in the form engine/lifecycle reads (every rule with an ID).
 
 func putBucketLifecycle(r *request) error {
 	body, err := r.document()
