@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/strata-storage/strata/engine/drive"
@@ -355,7 +356,7 @@ func (r *shardReader) ReadBlock(i int) ([]byte, error) {
 		}
 	}
 	if r.reader == nil && r.err == nil {
-		r.file, r.err = r.open()
+		r.file, r.err = openShard(r.open)
 		if r.err == nil {
 			r.reader = drive.NewBitrotReaderBuf(r.file, r.size, r.block, r.pool.Get().([]byte))
 		}
@@ -364,6 +365,23 @@ func (r *shardReader) ReadBlock(i int) ([]byte, error) {
 		return nil, r.err
 	}
 	return r.reader.ReadBlock(i)
+}
+
+// openShard opens a shard file, waiting up to a second for a descriptor
+// when the process has none left (a flood of connections the S3 listener
+// is shedding): that shard is not damaged, and reporting it so would heal
+// a healthy object and fail the read.
+func openShard(open func() (vfs.File, error)) (vfs.File, error) {
+	f, err := open()
+	for wait := 10 * time.Millisecond; outOfDescriptors(err) && wait <= 640*time.Millisecond; wait *= 2 {
+		time.Sleep(wait)
+		f, err = open()
+	}
+	return f, err
+}
+
+func outOfDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // timeShard makes a shard file's reader count its drive's speed.

@@ -242,6 +242,19 @@ type staged struct {
 // behind (its shard removed; errLeftBehind). size < 0 means unknown; a
 // body shorter or longer than a known size fails the same way.
 func (s *Set) stageShards(ctx context.Context, w *writeWait, drives []Drive, id [16]byte, part int, dist []int, r io.Reader, size int64, hash bool) (staged, error) {
+	// Nothing is staged (a file and write buffers on every drive) until
+	// the body's first block has arrived: a client that sends its header
+	// and then trickles, or nothing, holds a small buffer and no
+	// descriptor (TestSlowClientFlood).
+	first := int64(s.codec.BlockSize())
+	if size >= 0 {
+		first = min(first, size)
+	}
+	head, err := readUpTo(r, first)
+	if err != nil {
+		return staged{}, err
+	}
+	r = io.MultiReader(bytes.NewReader(head), r)
 	files, errs := forEachDriveWait(w, drives, func(pos int, d Drive) (vfs.File, error) {
 		return d.CreateStaged(ctx, id, part)
 	}, errLeftBehind, func(pos int, f vfs.File, err error) {
