@@ -193,6 +193,16 @@ type DeleteResult struct {
 	DeleteMarker bool
 }
 
+// DirectHandle is a Handle whose WriteRange copies from a local file the
+// handle holds open (the POSIX layer's): a read then fails only on an I/O
+// error, so the front end need not read ahead of its answer's headers to
+// be able to answer an error instead, and a writer that can send a file
+// from the page cache (sendfile) is handed the file.
+type DirectHandle interface {
+	Handle
+	Direct() bool
+}
+
 // Handle is an object version resolved once: its info is fixed, and reads
 // return exactly that version's bytes, even if a newer version is written
 // meanwhile. A layer that finds data missing or damaged while serving a

@@ -324,6 +324,9 @@ func getObject(r *request) error {
 	bufp := headBufs.Get().(*[]byte)
 	defer func() { *bufp = (*bufp)[:0]; headBufs.Put(bufp) }()
 	n := min(sp.Length, headBytes)
+	if d, ok := rd.h.(objlayer.DirectHandle); ok && d.Direct() && rd.dek == nil {
+		n = 0 // a file read: nothing to read ahead, and it may be sent from the page cache
+	}
 	head := &appendWriter{buf: (*bufp)[:0]}
 	if err := read(head, sp.Offset, n); err != nil {
 		// Nothing was sent yet: the headers set for the answer go.
@@ -358,4 +361,31 @@ type appendWriter struct{ buf []byte }
 func (a *appendWriter) Write(p []byte) (int, error) {
 	a.buf = append(a.buf, p...)
 	return len(p), nil
+}
+
+// ReadFrom reads straight into the buffer's room (a layer that copies from
+// a file then fills it in one read, without a copy buffer between).
+func (a *appendWriter) ReadFrom(r io.Reader) (int64, error) {
+	var total int64
+	var probe [512]byte
+	for {
+		var n int
+		var err error
+		if len(a.buf) < cap(a.buf) {
+			n, err = r.Read(a.buf[len(a.buf):cap(a.buf)])
+			a.buf = a.buf[:len(a.buf)+n]
+		} else {
+			// Full: the buffer grows only if more than it holds comes
+			// (a read of exactly its size ends here at EOF).
+			n, err = r.Read(probe[:])
+			a.buf = append(a.buf, probe[:n]...)
+		}
+		total += int64(n)
+		if errors.Is(err, io.EOF) {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
 }

@@ -3,6 +3,7 @@ package s3api
 import (
 	"encoding/xml"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -37,6 +38,26 @@ func (a *answer) Write(p []byte) (int, error) {
 	a.written += int64(n)
 	return n, err
 }
+
+// ReadFrom passes a file on to a writer that can send it without copying
+// it through memory (the HTTP server's, over plain TCP: sendfile).
+func (a *answer) ReadFrom(src io.Reader) (int64, error) {
+	if !a.wroteHeader {
+		a.WriteHeader(http.StatusOK)
+	}
+	var n int64
+	var err error
+	if rf, ok := a.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(writerOnly{a.ResponseWriter}, src)
+	}
+	a.written += n
+	return n, err
+}
+
+// writerOnly hides a writer's ReadFrom (io.Copy would call it again).
+type writerOnly struct{ io.Writer }
 
 // Unwrap gives http.ResponseController the underlying writer.
 func (a *answer) Unwrap() http.ResponseWriter { return a.ResponseWriter }

@@ -421,6 +421,9 @@ func (c *trackedConn) releaseWriteDeadline() {
 	c.Conn.SetWriteDeadline(time.Time{})
 }
 
+// ReadFrom passes a file to the connection under (sendfile over TCP).
+func (c *trackedConn) ReadFrom(r io.Reader) (int64, error) { return readFrom(c.Conn, r) }
+
 // CloseWrite lets net/http half-close after an error answer so the client
 // reads it before the reset (it looks for this method on the connection).
 func (c *trackedConn) CloseWrite() error {

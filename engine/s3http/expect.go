@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"io"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -165,6 +166,18 @@ func (c *expectConn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return nil
+}
+
+// ReadFrom lets net/http hand a file to the connection under (a TCP
+// connection sends it with sendfile).
+func (c *expectConn) ReadFrom(r io.Reader) (int64, error) { return readFrom(c.Conn, r) }
+
+// readFrom is dst's own ReadFrom, or a copy.
+func readFrom(dst net.Conn, r io.Reader) (int64, error) {
+	if rf, ok := dst.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(writerOnly{dst}, r)
 }
 
 // NetConn is the connection under: trackedOf unwraps through it.

@@ -123,6 +123,63 @@ func writeChunked[S ~string | ~[]byte](w *stallWriter, p S, write func(S) (int, 
 	}
 }
 
+// ReadFrom sends a body read from src. A file (or a part of one, an
+// *io.LimitedReader over an *os.File) goes to net/http's ReadFrom in
+// pieces of stallChunk, each under a renewed deadline, so that over plain
+// TCP the kernel sends it from the page cache (sendfile) without losing
+// the stall guard; anything else is copied through Write.
+func (w *stallWriter) ReadFrom(src io.Reader) (int64, error) {
+	w.wroteHeader = true
+	rf, ok := w.rw.(io.ReaderFrom)
+	file, limit := fileOf(src)
+	if !ok || file == nil {
+		return io.Copy(writerOnly{w}, src)
+	}
+	var total int64
+	var err error
+	for limit != 0 {
+		piece := int64(stallChunk)
+		if limit > 0 {
+			piece = min(piece, limit)
+		}
+		w.renew()
+		var n int64
+		n, err = rf.ReadFrom(&io.LimitedReader{R: file, N: piece})
+		total += n
+		if limit > 0 {
+			limit -= n
+		}
+		if err != nil {
+			w.note(err)
+			break
+		}
+		if n < piece {
+			break // the file ended
+		}
+	}
+	if lr, ok := src.(*io.LimitedReader); ok {
+		lr.N -= total
+	}
+	return total, err
+}
+
+// fileOf finds the file a body is read from: src itself, or the file of an
+// *io.LimitedReader and its limit (-1: to the file's end).
+func fileOf(src io.Reader) (*os.File, int64) {
+	switch r := src.(type) {
+	case *os.File:
+		return r, -1
+	case *io.LimitedReader:
+		if f, ok := r.R.(*os.File); ok {
+			return f, r.N
+		}
+	}
+	return nil, 0
+}
+
+// writerOnly hides a writer's ReadFrom (io.Copy would call it again).
+type writerOnly struct{ io.Writer }
+
 // Flush sends what is buffered to the client.
 func (w *stallWriter) Flush() { w.FlushError() }
 
