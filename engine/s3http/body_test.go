@@ -3,6 +3,7 @@ package s3http
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -268,5 +271,72 @@ func TestSlowReaderIsNotStall(t *testing.T) {
 	}
 	if got := ts.Stats().WriteStalls; got != 0 {
 		t.Errorf("WriteStalls = %d, want 0", got)
+	}
+}
+
+// A file handed to the response (io.Copy of an *os.File, or of a part of
+// one) arrives whole, plain and over TLS, and a client that stops reading
+// it trips the write-stall guard as with Write.
+func TestFileResponses(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 3<<16) // 3 MiB
+	path := filepath.Join(t.TempDir(), "obj")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const from, length = 1000, 2<<20 + 7
+	result := make(chan error, 4)
+	handler := HandlerFunc(func(w http.ResponseWriter, r *Request) {
+		f, err := os.Open(path)
+		if err != nil {
+			result <- err
+			return
+		}
+		defer f.Close()
+		w.Header().Set("Content-Length", strconv.Itoa(length))
+		f.Seek(from, io.SeekStart)
+		_, err = io.Copy(w, io.LimitReader(f, length))
+		result <- err
+	})
+	cert, pool := selfSigned(t)
+	for _, useTLS := range []bool{false, true} {
+		cfg := Config{Handler: handler, Limits: Limits{WriteStall: time.Second}}
+		client, scheme := http.DefaultClient, "http"
+		if useTLS {
+			cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+			client, scheme = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}, "https"
+		}
+		ts := startServer(t, cfg)
+		resp, err := client.Get(scheme + "://" + ts.addr + "/b/k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || !bytes.Equal(got, data[from:from+length]) {
+			t.Fatalf("tls=%v: read %d bytes (%v), want bytes %d-%d of the file", useTLS, len(got), err, from, from+length)
+		}
+		if err := <-result; err != nil {
+			t.Fatalf("tls=%v: handler: %v", useTLS, err)
+		}
+		if useTLS {
+			continue
+		}
+		// A client that sends its request and reads nothing.
+		conn, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		io.WriteString(conn, "GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n")
+		select {
+		case err := <-result:
+			// The kernel's buffers may take the whole (small) file: a
+			// stall needs a response larger than they hold.
+			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("handler's error to a client that does not read: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("a file sent to a client that does not read held its handler")
+		}
 	}
 }
