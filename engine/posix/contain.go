@@ -193,21 +193,16 @@ func (l *Layer) containWalk(bucket, key string) error {
 			resolved = resolved[:len(resolved)-1]
 			continue
 		}
-		p := filepath.Join(bdir, filepath.Join(resolved...), seg)
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return nil // the rest does not exist: created below a checked directory
-		}
-		if fi.Mode()&os.ModeSymlink == 0 {
+		entry, target := lookAt(filepath.Join(bdir, filepath.Join(resolved...), seg))
+		switch entry {
+		case entryUnseen:
+			return nil // contained so far, and the operation answers for the rest
+		case entryPlain:
 			resolved = append(resolved, seg)
 			continue
 		}
 		if links++; links > maxLinks {
 			return errOutside(bucket, key)
-		}
-		target, err := os.Readlink(p)
-		if err != nil {
-			return nil
 		}
 		if filepath.IsAbs(target) {
 			return errOutside(bucket, key)
@@ -215,6 +210,39 @@ func (l *Layer) containWalk(bucket, key string) error {
 		pending = append(splitPath(target), pending...)
 	}
 	return nil
+}
+
+// pathEntry is what containWalk finds at one component of a path.
+type pathEntry int
+
+const (
+	// entryUnseen: nothing lstat or readlink can see, where resolving
+	// stops, contained. What does not exist is created below a checked
+	// directory; what cannot be looked at (not a directory, no
+	// permission, a link that went meanwhile) the operation meets and
+	// answers, as after openat2.
+	entryUnseen pathEntry = iota
+	// entryPlain: a directory or file, resolved past.
+	entryPlain
+	// entryLink: a symbolic link, followed through its target.
+	entryLink
+)
+
+// lookAt looks at p without following it: what is there, and a symbolic
+// link's target.
+func lookAt(p string) (pathEntry, string) {
+	fi, err := os.Lstat(p)
+	switch {
+	case err != nil:
+		return entryUnseen, ""
+	case fi.Mode()&os.ModeSymlink == 0:
+		return entryPlain, ""
+	}
+	target, err := os.Readlink(p)
+	if err != nil {
+		return entryUnseen, ""
+	}
+	return entryLink, target
 }
 
 func splitPath(p string) []string {

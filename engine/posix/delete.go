@@ -126,8 +126,13 @@ func (l *Layer) deleteDirObject(bucket, key string, versionID *[16]byte) (objlay
 	}
 	path := l.objectPath(bucket, key)
 	fi, err := os.Lstat(path)
-	if err != nil || !fi.IsDir() {
-		return objlayer.DeleteResult{}, nil
+	switch {
+	case notFound(err):
+		return objlayer.DeleteResult{}, nil // nothing to delete
+	case err != nil:
+		return objlayer.DeleteResult{}, fmt.Errorf("deleting %s/%s: %w", bucket, key, mapNoSpace(err))
+	case !fi.IsDir():
+		return objlayer.DeleteResult{}, nil // no directory: no directory object
 	}
 	p := l.treePlace(bucket, key)
 	attrs, err := l.attrs.all(p, nil)

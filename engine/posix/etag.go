@@ -3,6 +3,7 @@ package posix
 import (
 	"crypto/md5"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"sync"
@@ -105,7 +106,7 @@ func (e *etagFiller) background(p place) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return
 	}
-	if _, err := e.l.attrs.get(p, f, attrETag); err == errNoAttr {
+	if _, err := e.l.attrs.get(p, f, attrETag); errors.Is(err, errNoAttr) {
 		e.compute(p, f, fi)
 	}
 }

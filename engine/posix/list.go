@@ -2,6 +2,7 @@ package posix
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,8 +101,13 @@ func (s *lister) run(ctx context.Context) (objlayer.ListResult, error) {
 		return s.res, nil
 	}
 	relDir := s.prefix[:strings.LastIndexByte(s.prefix, '/')+1]
-	if relDir != "" && s.l.contain(s.bucket, relDir) != nil {
-		return s.res, nil // the prefix leads out of the bucket: nothing to list
+	if relDir != "" {
+		switch err := s.l.contain(s.bucket, relDir); {
+		case errors.Is(err, objlayer.ErrOutsideBucket), errors.Is(err, objlayer.ErrKeyTooLong):
+			return s.res, nil // the prefix leads out of the bucket, or to no storable key: nothing to list
+		case err != nil:
+			return objlayer.ListResult{}, err
+		}
 	}
 	bucketDir := s.l.bucketPath(s.bucket)
 	if relDir != "" && relDir == s.prefix && relDir > s.cursor {
@@ -237,8 +243,11 @@ func (s *lister) emitVersions(key string, vs []objlayer.ObjectInfo) bool {
 func (s *lister) keyVersions(key string) ([]objlayer.ObjectInfo, error) {
 	if strings.HasSuffix(key, "/") {
 		h, err := s.l.openDirObject(s.bucket, key, nil)
-		if err != nil {
-			return nil, nil
+		switch {
+		case errors.Is(err, objlayer.ErrObjectNotFound):
+			return nil, nil // a directory made in passing, or gone
+		case err != nil:
+			return nil, err
 		}
 		info := h.Info()
 		info.IsLatest = true

@@ -315,7 +315,12 @@ func readNames(dir string) ([]string, error) {
 func (l *Layer) readPart(bucket, rel string, number int) (objlayer.PartInfo, bool, error) {
 	p := l.treePlace(bucket, rel)
 	fi, err := os.Lstat(p.path)
-	if err != nil || !fi.Mode().IsRegular() {
+	switch {
+	case notFound(err):
+		return objlayer.PartInfo{}, false, nil
+	case err != nil:
+		return objlayer.PartInfo{}, false, err
+	case !fi.Mode().IsRegular():
 		return objlayer.PartInfo{}, false, nil
 	}
 	attrs, err := l.attrs.all(p, nil)

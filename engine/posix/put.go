@@ -98,8 +98,12 @@ func (l *Layer) keyFree(bucket, key string) error {
 		return fmt.Errorf("%w: a parent of %s is an object", objlayer.ErrKeyConflict, key)
 	case errors.Is(err, unix.ENAMETOOLONG):
 		return fmt.Errorf("%w: %s", objlayer.ErrKeyTooLong, key)
-	case err != nil || !fi.IsDir():
-		return nil
+	case notFound(err):
+		return nil // nothing there: the key is free
+	case err != nil:
+		return fmt.Errorf("looking at %s/%s: %w", bucket, key, mapNoSpace(err))
+	case !fi.IsDir():
+		return nil // a version replaces a file
 	}
 	if _, err := l.attrs.get(l.treePlace(bucket, key), nil, attrETag); err == nil || !dirEmpty(path) {
 		return fmt.Errorf("%w: %s is a directory holding other objects", objlayer.ErrKeyConflict, key)

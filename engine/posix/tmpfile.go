@@ -75,7 +75,7 @@ func createTemp(dir, key string) (*tempFile, error) {
 // discard drops an unpublished temp file (a published one is left alone:
 // its name is gone from the staging directory).
 func (t *tempFile) discard() {
-	t.File.Close()
+	t.Close()
 	if t.named != "" {
 		_ = os.Remove(t.named)
 	}
@@ -84,7 +84,7 @@ func (t *tempFile) discard() {
 // setMtime sets the file's modification time (its version's time).
 func (t *tempFile) setMtime(mt time.Time) error {
 	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(mt.UnixNano())}
-	return unix.UtimesNanoAt(unix.AT_FDCWD, t.File.Name(), ts, 0)
+	return unix.UtimesNanoAt(unix.AT_FDCWD, t.Name(), ts, 0)
 }
 
 // publish gives the temp file its name, replacing what was there. The
@@ -101,7 +101,7 @@ func (t *tempFile) publish(target, base string) error {
 				}
 			}
 		} else {
-			err = linkReplace(t.File.Name(), target, t.dir)
+			err = linkReplace(t.Name(), target, t.dir)
 		}
 		if !errors.Is(err, os.ErrNotExist) || base == "" {
 			break

@@ -94,7 +94,10 @@ func (l *Layer) readCurrent(bucket, key string) (*current, error) {
 	fi := lfi
 	if lfi.Mode()&os.ModeSymlink != 0 {
 		if fi, err = os.Stat(path); err != nil {
-			return nil, nil // dangling
+			if notFound(err) {
+				return nil, nil // dangling
+			}
+			return nil, mapNoSpace(err)
 		}
 	}
 	if !fi.Mode().IsRegular() {

@@ -97,6 +97,7 @@ func (r *request) allowed(bk objlayer.BucketInfo, key, versionID string, actions
 		return s3err.AccessDenied
 	}
 	restricted := r.access == "" && publicAccessBlock(bk).RestrictPublicBuckets
+	ownerManagingPolicy := func(a s3rules.Action) bool { return policyManagement[a] && r.access == r.s.ownerOf(bk) }
 	side := s3rules.Allow
 	for _, a := range actions {
 		d := decide(a)
@@ -104,7 +105,7 @@ func (r *request) allowed(bk objlayer.BucketInfo, key, versionID string, actions
 			d = s3rules.NoMatch // a public policy grants anonymous requests nothing
 		}
 		switch {
-		case d == s3rules.Deny && !(policyManagement[a] && r.access == r.s.ownerOf(bk)):
+		case d == s3rules.Deny && !ownerManagingPolicy(a):
 			return s3err.AccessDenied
 		case d == s3rules.NoMatch:
 			side = s3rules.NoMatch

@@ -3,6 +3,7 @@ package s3api
 import (
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -364,7 +365,7 @@ func putBucketLifecycle(r *request) error {
 	}
 	cfg, err := lifecycle.Parse(body)
 	if err != nil {
-		if le, ok := err.(*lifecycle.Error); ok {
+		if le := (*lifecycle.Error)(nil); errors.As(err, &le) {
 			if e := lifecycleErrors[le.Code]; e != nil {
 				return e.With(le.Message)
 			}

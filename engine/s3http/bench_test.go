@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"syscall"
@@ -30,26 +31,16 @@ func setTinyHeaders(w http.ResponseWriter) {
 // server) per request.
 func BenchmarkServeTinyRequest(b *testing.B) {
 	b.Run("bare", func(b *testing.B) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			setTinyHeaders(w)
 		})}
-		go srv.Serve(ln)
-		defer srv.Shutdown(context.Background())
-		benchRoundTrips(b, ln.Addr().String())
+		benchRoundTrips(b, serveBare(b, srv))
 	})
 	// tuned is bare net/http doing what this package asks of it (header
 	// and idle timeouts) and sending the two ID headers: the difference
 	// from s3http is the cost of the wrapping alone; from bare, the cost of
 	// the timeouts and headers themselves.
 	b.Run("tuned", func(b *testing.B) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
 		ids := newRequestIDs()
 		srv := &http.Server{
 			ReadHeaderTimeout: DefaultHeaderTimeout,
@@ -62,9 +53,7 @@ func BenchmarkServeTinyRequest(b *testing.B) {
 				setTinyHeaders(w)
 			}),
 		}
-		go srv.Serve(ln)
-		defer srv.Shutdown(context.Background())
-		benchRoundTrips(b, ln.Addr().String())
+		benchRoundTrips(b, serveBare(b, srv))
 	})
 	b.Run("s3http", func(b *testing.B) {
 		ts := startServer(b, Config{Handler: HandlerFunc(func(w http.ResponseWriter, r *Request) {
@@ -72,6 +61,26 @@ func BenchmarkServeTinyRequest(b *testing.B) {
 		})})
 		benchRoundTrips(b, ts.addr)
 	})
+}
+
+// serveBare runs srv on a loopback port until the benchmark ends and
+// returns its address.
+func serveBare(b *testing.B, srv *http.Server) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	b.Cleanup(func() {
+		if err := srv.Shutdown(context.Background()); err != nil {
+			b.Error(err)
+		}
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			b.Errorf("Serve returned %v", err)
+		}
+	})
+	return ln.Addr().String()
 }
 
 func benchRoundTrips(b *testing.B, addr string) {
@@ -104,20 +113,22 @@ func benchRoundTrips(b *testing.B, addr string) {
 	for range 1000 {
 		roundTrip() // warm pools and buffers
 	}
-	cpu0 := cpuTime()
+	cpu0 := cpuTime(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		roundTrip()
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // cpuTime is the process's user and system CPU time.
-func cpuTime() time.Duration {
+func cpuTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
@@ -170,7 +181,9 @@ func BenchmarkRequestOverhead(b *testing.B) {
 		for b.Loop() {
 			w.h = make(http.Header)
 			s.connState(tc, http.StateIdle)
-			tc.Read(buf[:])
+			if _, err := tc.Read(buf[:]); err != nil {
+				b.Fatal(err)
+			}
 			s.serveHTTP(w, hr)
 		}
 	})

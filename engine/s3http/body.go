@@ -75,7 +75,9 @@ func (b *rateBody) Read(p []byte) (int, error) {
 	if allowance <= 0 {
 		return 0, b.fail()
 	}
-	b.deadliner.SetReadDeadline(start.Add(max(allowance, minBodyWait)))
+	// Setting a deadline fails only on a closed connection, and then the
+	// read below fails too.
+	_ = b.deadliner.SetReadDeadline(start.Add(max(allowance, minBodyWait)))
 	n, err := b.src.Read(p)
 	b.waited += time.Since(start)
 	b.read += int64(n)

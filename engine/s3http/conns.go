@@ -84,16 +84,6 @@ func (q *connQueue) unlink(c *trackedConn) {
 	c.prev, c.next = nil, nil
 }
 
-// shedReason says why a connection was closed to make room.
-type shedReason int
-
-const (
-	// shedAtLimit: a new connection arrived with MaxConnections open.
-	shedAtLimit shedReason = iota
-	// shedNoDescriptors: accept failed with EMFILE or ENFILE.
-	shedNoDescriptors
-)
-
 // tracker knows every open connection and its phase, and picks the one to
 // close when there is no room for another.
 type tracker struct {
@@ -175,9 +165,10 @@ func (t *tracker) admit(c *trackedConn, p connPhase) bool {
 	return true
 }
 
-// shedOne closes the best victim to free a descriptor; it reports false
-// when every connection is being served.
-func (t *tracker) shedOne(why shedReason) bool {
+// shedOne closes the best victim to free a descriptor after accept failed
+// with EMFILE or ENFILE; it reports false when every connection is being
+// served. (Shedding at MaxConnections is admit's.)
+func (t *tracker) shedOne() bool {
 	t.mu.Lock()
 	victim := t.victimLocked()
 	if victim != nil {
@@ -187,11 +178,7 @@ func (t *tracker) shedOne(why shedReason) bool {
 	if victim == nil {
 		return false
 	}
-	if why == shedNoDescriptors {
-		t.counters.shedNoDescriptors.Add(1)
-	} else {
-		t.counters.shedAtLimit.Add(1)
-	}
+	t.counters.shedNoDescriptors.Add(1)
 	// Close returns once the descriptor is released, so the caller's retry
 	// of accept can use it.
 	victim.closeUntracked()
@@ -240,7 +227,9 @@ func (t *tracker) wake(c *trackedConn, got int) {
 	if woke && t.headerTimeout > 0 && (got < 4 || c.underTLS) {
 		dl := time.Now().Add(t.headerTimeout)
 		c.headerDeadline.Store(dl.UnixNano())
-		c.Conn.SetReadDeadline(dl)
+		// Fails only once the connection is closed, when there is no header
+		// left to bound.
+		_ = c.Conn.SetReadDeadline(dl)
 	}
 }
 
@@ -365,7 +354,7 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 	if n > 0 && connPhase(c.phase.Load()) == phaseIdle {
 		c.tracker.wake(c, n)
 	}
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		c.tracker.noteTimeout(c, err)
 	}
 	return n, err
@@ -401,7 +390,8 @@ func (c *trackedConn) holdWriteDeadline(now int64, stall time.Duration) {
 	}
 	dl := time.Now().Add(stall)
 	c.stallDeadline.Store(dl.UnixNano())
-	c.Conn.SetWriteDeadline(dl)
+	// Fails only on a closed connection, whose writes fail anyway.
+	_ = c.Conn.SetWriteDeadline(dl)
 }
 
 // SetWriteDeadline sets the write deadline, except that clearing it is
@@ -418,7 +408,8 @@ func (c *trackedConn) SetWriteDeadline(t time.Time) error {
 // hijacked: its new owner sets its own).
 func (c *trackedConn) releaseWriteDeadline() {
 	c.stallDeadline.Store(0)
-	c.Conn.SetWriteDeadline(time.Time{})
+	// Fails only on a closed connection, which has no deadline to give up.
+	_ = c.Conn.SetWriteDeadline(time.Time{})
 }
 
 // ReadFrom passes a file to the connection under (sendfile over TCP).

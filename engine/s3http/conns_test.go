@@ -122,13 +122,13 @@ func TestKeepAliveTrickle(t *testing.T) {
 		Handler: okHandler,
 		Limits:  Limits{HeaderTimeout: time.Second, IdleTimeout: 30 * time.Second},
 	})
-	conn, resp, err := rawRequest(ts.addr, "GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n")
+	conn, status, err := rawRequest(ts.addr, "GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("first request: %s", resp.Status)
+	if status != http.StatusOK {
+		t.Fatalf("first request: status %d", status)
 	}
 	eventually(t, 5*time.Second, "connection idle", func() bool { return ts.Stats().Idle == 1 })
 
@@ -176,13 +176,13 @@ func TestShedOldestTricklers(t *testing.T) {
 		}
 	}()
 	for i := range requests {
-		conn, resp, err := rawRequest(ts.addr, "GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n")
+		conn, status, err := rawRequest(ts.addr, "GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n")
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
 		kept = append(kept, conn)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("request %d: %s", i, resp.Status)
+		if status != http.StatusOK {
+			t.Fatalf("request %d: status %d", i, status)
 		}
 	}
 	for i := range requests {
@@ -234,7 +234,9 @@ func TestNeverShedServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := io.ReadAll(conn); err != nil {
 		t.Fatalf("third connection: %v, want it closed", err)
 	}

@@ -106,7 +106,9 @@ func TestUnknownExpectationReachesTheHandler(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
 		br := bufio.NewReader(conn)
 		for _, expect := range []string{"200", "100-continue", "200"} {
 			req := "PUT /b/k HTTP/1.1\r\nHost: x\r\nExpect: " + expect + "\r\nContent-Length: 3\r\n\r\n"
@@ -115,17 +117,26 @@ func TestUnknownExpectationReachesTheHandler(t *testing.T) {
 			}
 			if expect == "100-continue" {
 				resp, err := http.ReadResponse(br, nil)
-				if err != nil || resp.StatusCode != http.StatusContinue {
-					t.Fatalf("tls=%v: want 100 Continue first: %v %v", useTLS, resp, err)
+				if err != nil {
+					t.Fatalf("tls=%v: want 100 Continue first: %v", useTLS, err)
+				}
+				resp.Body.Close() // a 1xx answer has none
+				if resp.StatusCode != http.StatusContinue {
+					t.Fatalf("tls=%v: want 100 Continue first: %s", useTLS, resp.Status)
 				}
 			}
-			io.WriteString(conn, "abc")
+			if _, err := io.WriteString(conn, "abc"); err != nil {
+				t.Fatal(err)
+			}
 			resp, err := http.ReadResponse(br, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			io.Copy(io.Discard, resp.Body)
+			_, err = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
+			if err != nil {
+				t.Fatalf("tls=%v Expect %s: reading the body: %v", useTLS, expect, err)
+			}
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("tls=%v Expect %s: %s, want 200", useTLS, expect, resp.Status)
 			}

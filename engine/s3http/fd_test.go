@@ -43,7 +43,9 @@ func TestDescriptorExhaustion(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	// For the paths that fail before Wait; after it the child is gone and
+	// Kill says so.
+	defer func() { _ = cmd.Process.Kill() }()
 	lines := bufio.NewScanner(stdout)
 	field := func(prefix string) string {
 		for lines.Scan() {
@@ -100,7 +102,9 @@ func descriptorChild(t *testing.T) {
 	defer cancel()
 	go func() {
 		var b [1]byte
-		os.Stdin.Read(b[:])
+		// Returns (io.EOF) when the parent closes our stdin: the signal
+		// itself, whatever the error.
+		_, _ = os.Stdin.Read(b[:])
 		cancel()
 	}()
 	<-ctx.Done()

@@ -60,7 +60,7 @@ func (ts *testServer) stop(within time.Duration) error {
 	select {
 	case err, ok := <-ts.done:
 		if ok && err != nil {
-			return fmt.Errorf("Serve returned %v", err)
+			return fmt.Errorf("Serve returned %w", err)
 		}
 		if ok {
 			close(ts.done)
@@ -156,27 +156,36 @@ func (tr *trickler) isClosed() bool {
 	}
 }
 
-// rawRequest sends one request on a new connection and reads the answer,
-// leaving the connection open for the caller.
-func rawRequest(addr, req string) (net.Conn, *http.Response, error) {
+// rawRequest sends one request on a new connection, reads the answer and
+// returns its status code, leaving the connection open for the caller.
+func rawRequest(addr, req string) (_ net.Conn, status int, err error) {
 	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, err
 	}
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	defer func() {
+		if err != nil {
+			conn.Close()
+		}
+	}()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return nil, 0, err
+	}
 	if _, err := io.WriteString(conn, req); err != nil {
-		conn.Close()
-		return nil, nil, err
+		return nil, 0, err
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
-		conn.Close()
-		return nil, nil, err
+		return nil, 0, err
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	conn.SetDeadline(time.Time{})
-	return conn, resp, nil
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return nil, 0, err
+	}
+	if err := conn.SetDeadline(time.Time{}); err != nil {
+		return nil, 0, err
+	}
+	return conn, resp.StatusCode, nil
 }
 
 // get makes a GET with client and checks it answers 200.

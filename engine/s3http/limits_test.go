@@ -128,7 +128,9 @@ func TestRequestLimits(t *testing.T) {
 				status <- 0
 				return
 			}
-			io.Copy(io.Discard, resp.Body)
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				t.Error(err)
+			}
 			resp.Body.Close()
 			status <- resp.StatusCode
 		}()
@@ -186,7 +188,9 @@ func TestDefaultRefuse(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		get(&http.Client{Timeout: 10 * time.Second}, "http://"+ts.addr+"/b/k")
+		if err := get(&http.Client{Timeout: 10 * time.Second}, "http://"+ts.addr+"/b/k"); err != nil {
+			t.Errorf("admitted request: %v", err)
+		}
 	}()
 	<-entered
 	resp, err := (&http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}}).Get("http://" + ts.addr + "/b/k")
@@ -229,13 +233,20 @@ func TestRefuseUnreadBody(t *testing.T) {
 				close(entered)
 				<-release
 			}
-			io.Copy(io.Discard, r.Body)
+			// Only the held GET gets here, with no body to speak of.
+			_, _ = io.Copy(io.Discard, r.Body)
 		}),
 		Limits: Limits{MaxRequests: 1},
 	})
-	go get(&http.Client{Timeout: 20 * time.Second}, "http://"+ts.addr+"/hold")
+	held := make(chan error, 1)
+	go func() { held <- get(&http.Client{Timeout: 20 * time.Second}, "http://"+ts.addr+"/hold") }()
 	<-entered
-	defer close(release)
+	defer func() {
+		close(release)
+		if err := <-held; err != nil {
+			t.Errorf("held request: %v", err)
+		}
+	}()
 
 	t.Run("body not sent", func(t *testing.T) {
 		conn, err := net.Dial("tcp", ts.addr)
@@ -243,12 +254,17 @@ func TestRefuseUnreadBody(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		io.WriteString(conn, "PUT /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: 10485760\r\n\r\n")
-		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(conn, "PUT /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: 10485760\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {
 			t.Fatalf("no answer while the body is withheld: %v", err)
 		}
+		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusServiceUnavailable || !resp.Close {
 			t.Errorf("answer %s (close %v), want 503 and close", resp.Status, resp.Close)
 		}

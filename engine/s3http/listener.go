@@ -46,7 +46,7 @@ func (a *acceptor) accept(p connPhase) (*trackedConn, error) {
 			// Sleeping here, as net/http does, would leave the flood that
 			// exhausted us in place; closing its oldest member frees a
 			// descriptor for the connection at the head of the backlog.
-			if a.conns.shedOne(shedNoDescriptors) {
+			if a.conns.shedOne() {
 				backoff = 0
 				continue
 			}

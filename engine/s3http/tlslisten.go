@@ -95,13 +95,20 @@ func (l *tlsListener) handshake(tc *trackedConn) {
 	tc.underTLS = true
 	conn := tls.Server(tc, l.config)
 	if l.timeout > 0 {
-		tc.Conn.SetDeadline(time.Now().Add(l.timeout))
+		// No handshake without its deadline (this fails only on a closed
+		// connection, whose handshake would fail the same way).
+		if err := tc.Conn.SetDeadline(time.Now().Add(l.timeout)); err != nil {
+			l.handshakeFailed(tc, err)
+			return
+		}
 	}
 	if err := conn.HandshakeContext(l.ctx); err != nil {
 		l.handshakeFailed(tc, err)
 		return
 	}
-	tc.Conn.SetDeadline(time.Time{})
+	// Fails only on a closed connection, which net/http finds out about on
+	// its first read.
+	_ = tc.Conn.SetDeadline(time.Time{})
 	l.conns.move(tc, phaseAwaitingHeader)
 	select {
 	case l.ready <- conn:
@@ -120,8 +127,10 @@ func (l *tlsListener) handshakeFailed(tc *trackedConn, err error) {
 	// as net/http would give it.
 	var rh tls.RecordHeaderError
 	if errors.As(err, &rh) && rh.Conn != nil && looksLikeHTTP(rh.RecordHeader) {
-		tc.Conn.SetWriteDeadline(time.Now().Add(time.Second))
-		io.WriteString(tc.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+		// Best effort: the connection is closed next whether the answer
+		// got out or not.
+		_ = tc.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = io.WriteString(tc.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
 	}
 	l.log.Debug("s3http: TLS handshake failed", "client", tc.client, "err", err)
 	tc.Close()

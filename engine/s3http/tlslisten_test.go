@@ -40,7 +40,9 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 	}
 	defer partial.Close()
 	// A handshake record header announcing 512 bytes, and 5 of them.
-	partial.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03})
+	if _, err := partial.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03}); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 
 	client := &http.Client{
@@ -58,7 +60,9 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 	}
 
 	for i, c := range append(silent, partial) {
-		c.SetReadDeadline(start.Add(10 * time.Second))
+		if err := c.SetReadDeadline(start.Add(10 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := io.ReadAll(c); err != nil {
 			t.Fatalf("stalled handshake %d: %v, want the server to close it", i, err)
 		}
@@ -128,12 +132,18 @@ func TestTLSKeepAliveTrickle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	io.WriteString(conn, "GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n")
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("first request: %v %v", resp, err)
+	if _, err := io.WriteString(conn, "GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
 	}
-	io.Copy(io.Discard, resp.Body)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("first request: %v", err)
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("first request: %s, %v", resp.Status, err)
+	}
 	eventually(t, 5*time.Second, "connection idle", func() bool { return ts.Stats().Idle == 1 })
 
 	tr := &trickler{conn: conn, closed: make(chan struct{})}

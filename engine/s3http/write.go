@@ -180,8 +180,9 @@ func fileOf(src io.Reader) (*os.File, int64) {
 // writerOnly hides a writer's ReadFrom (io.Copy would call it again).
 type writerOnly struct{ io.Writer }
 
-// Flush sends what is buffered to the client.
-func (w *stallWriter) Flush() { w.FlushError() }
+// Flush sends what is buffered to the client. http.Flusher has no way to
+// report failure (FlushError has counted it if it was a stall).
+func (w *stallWriter) Flush() { _ = w.FlushError() }
 
 // FlushError is Flush reporting failure (http.ResponseController prefers
 // it).

@@ -37,9 +37,9 @@ func ParseRange(header string, size int64) (Span, error) {
 	}
 	invalid := s3err.InvalidRange.Field("RangeRequested", header).Field("ActualObjectSize", strconv.FormatInt(size, 10))
 	if first == "" {
-		n, err := strconv.ParseInt(last, 10, 64)
+		n, ok := rangeNumber(last)
 		switch {
-		case err != nil || n < 0:
+		case !ok:
 			return whole, nil
 		case n == 0:
 			return Span{}, invalid
@@ -49,16 +49,13 @@ func ParseRange(header string, size int64) (Span, error) {
 		n = min(n, size)
 		return Span{Offset: size - n, Length: n, Partial: true}, nil
 	}
-	start, err := strconv.ParseInt(first, 10, 64)
-	if err != nil || start < 0 {
+	start, ok := rangeNumber(first)
+	if !ok {
 		return whole, nil
 	}
 	end := size - 1
 	if last != "" {
-		if end, err = strconv.ParseInt(last, 10, 64); err != nil {
-			return whole, nil
-		}
-		if end < start {
+		if end, ok = rangeNumber(last); !ok || end < start {
 			return whole, nil
 		}
 	}
@@ -67,6 +64,13 @@ func ParseRange(header string, size int64) (Span, error) {
 	}
 	end = min(end, size-1)
 	return Span{Offset: start, Length: end - start + 1, Partial: true}, nil
+}
+
+// rangeNumber reads one bound of a range: a decimal number, not negative
+// (ok false for anything else, which makes the range one to ignore).
+func rangeNumber(s string) (int64, bool) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n >= 0
 }
 
 // ParseCopyRange applies UploadPartCopy's x-amz-copy-source-range

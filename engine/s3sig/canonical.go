@@ -271,12 +271,16 @@ func lookupHeader(h http.Header, lower string) []string {
 // characters only, the names net/http canonicalises.
 func isToken(name string) bool {
 	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+		if !isTokenChar(name[i]) {
 			return false
 		}
 	}
 	return name != ""
+}
+
+// isTokenChar reports whether c may appear in an HTTP token (RFC 9110).
+func isTokenChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 // listHas reports whether a ';'-separated list names name (any case).

@@ -216,23 +216,26 @@ func (c *chunkReader) endChunk() error {
 // the previous one.
 func (c *chunkReader) checkChunk() error {
 	m := c.m
-	m.msg = c.stringToSignPrefix("AWS4-HMAC-SHA256-PAYLOAD")
+	c.startStringToSign("AWS4-HMAC-SHA256-PAYLOAD")
 	m.msg = append(m.msg, emptySHA256+"\n"...)
 	m.msg = appendHex(m.msg, c.data.Sum(m.sum[:0]))
 	return c.checkClaim(c.claim[:])
 }
 
-// stringToSignPrefix starts a chunk's or trailer's string to sign: the
-// algorithm, date, scope and previous signature, each on its line.
-func (c *chunkReader) stringToSignPrefix(algorithm string) []byte {
-	b := append(c.m.msg[:0], algorithm...)
+// startStringToSign starts a chunk's or trailer's string to sign in m.msg
+// (reusing its buffer): the algorithm, date, scope and previous signature,
+// each on its line.
+func (c *chunkReader) startStringToSign(algorithm string) {
+	b := c.m.msg[:0]
+	b = append(b, algorithm...)
 	b = append(b, '\n')
 	b = append(b, c.auth.amzDate...)
 	b = append(b, '\n')
 	b = append(b, c.auth.Scope...)
 	b = append(b, '\n')
 	b = appendHex(b, c.prev[:])
-	return append(b, '\n')
+	b = append(b, '\n')
+	c.m.msg = b
 }
 
 // checkClaim compares claim with the MAC of the string to sign in m.msg.
@@ -261,7 +264,7 @@ func (c *chunkReader) readTrailers() error {
 			bareLF = false
 			continue
 		}
-		if err == io.EOF || err == nil && len(line) == 0 {
+		if errors.Is(err, io.EOF) || err == nil && len(line) == 0 {
 			break
 		}
 		if err != nil {
@@ -299,7 +302,7 @@ func (c *chunkReader) readTrailers() error {
 	if claim == nil {
 		return s3err.MalformedTrailer.With("The signed trailer has no x-amz-trailer-signature.")
 	}
-	c.m.msg = c.stringToSignPrefix("AWS4-HMAC-SHA256-TRAILER")
+	c.startStringToSign("AWS4-HMAC-SHA256-TRAILER")
 	c.m.msg = c.m.sha256Hex(c.m.msg, text)
 	return c.checkClaim(claim)
 }
@@ -310,9 +313,9 @@ func (c *chunkReader) readTrailers() error {
 func (c *chunkReader) readLine(eofOK bool) ([]byte, error) {
 	line, err := c.br.ReadSlice('\n')
 	switch {
-	case err == bufio.ErrBufferFull:
+	case errors.Is(err, bufio.ErrBufferFull):
 		return nil, errChunked("a chunk header or trailer line is longer than 4 KiB")
-	case err == io.EOF && len(line) == 0 && eofOK:
+	case errors.Is(err, io.EOF) && len(line) == 0 && eofOK:
 		return nil, io.EOF
 	case err != nil:
 		return nil, shortOr(err)
@@ -327,9 +330,9 @@ func (c *chunkReader) readLine(eofOK bool) ([]byte, error) {
 func (c *chunkReader) readTrailerLine() (line []byte, lf bool, err error) {
 	line, err = c.br.ReadSlice('\n')
 	switch {
-	case err == bufio.ErrBufferFull:
+	case errors.Is(err, bufio.ErrBufferFull):
 		return nil, false, errChunked("a trailer line is longer than 4 KiB")
-	case err == io.EOF && len(line) == 0:
+	case errors.Is(err, io.EOF) && len(line) == 0:
 		return nil, false, io.EOF
 	case err != nil:
 		return nil, false, shortOr(err)

@@ -178,7 +178,7 @@ func (p *Payload) Read(b []byte) (int, error) {
 	switch {
 	case err == nil:
 		return n, nil
-	case err == io.EOF:
+	case errors.Is(err, io.EOF):
 		if err = p.finish(); err == nil {
 			err = io.EOF
 		}

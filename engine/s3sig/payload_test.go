@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -153,7 +154,7 @@ func TestPayloadDeclarations(t *testing.T) {
 		var last error
 		for range 5 {
 			_, err := p.Read(buf)
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				t.Fatal("io.EOF from a body that does not match its Content-MD5")
 			}
 			if err != nil {

@@ -43,7 +43,9 @@ func buildForm(t testing.TB, fields []field, asFiles bool) (string, string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		io.WriteString(pw, f.value)
+		if _, err := io.WriteString(pw, f.value); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w.Close()
 	return b.String(), w.Boundary()

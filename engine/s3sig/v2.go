@@ -150,7 +150,8 @@ func v2StringToSign(r *http.Request, date v2Date, path string) string {
 	b.WriteString(date.line + "\n")
 	var names []string
 	for k := range r.Header {
-		if len(k) > 6 && strings.EqualFold(k[:6], "x-amz-") && !(date.dropAmzDate && strings.EqualFold(k, "x-amz-date")) {
+		dateGiven := date.dropAmzDate && strings.EqualFold(k, "x-amz-date") // already the date line
+		if len(k) > 6 && strings.EqualFold(k[:6], "x-amz-") && !dateGiven {
 			names = append(names, k)
 		}
 	}

@@ -551,6 +551,7 @@ func answerName(answer []byte) string {
 	if err != nil {
 		return "unreadable"
 	}
+	_ = resp.Body.Close() // a reader over answer: nothing to release
 	name := strconv.Itoa(resp.StatusCode)
 	if m := answerCode.FindSubmatch(answer); m != nil {
 		name += " " + string(m[1])

@@ -46,7 +46,7 @@ func onServerAndGateway(t *testing.T, test func(t *testing.T, s *server)) {
 
 // doSigned sends req signed with root's keys (unsigned payload) and
 // returns the answer with its body read.
-func doSigned(t *testing.T, req *http.Request) (*http.Response, []byte) {
+func doSigned(t *testing.T, req *http.Request) signedAnswer {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(signed(t, req, rootUser, rootPassword, "us-east-1", time.Now()))
 	if err != nil {
@@ -57,7 +57,14 @@ func doSigned(t *testing.T, req *http.Request) (*http.Response, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp, body
+	return signedAnswer{StatusCode: resp.StatusCode, Header: resp.Header, body: body}
+}
+
+// signedAnswer is a response read whole.
+type signedAnswer struct {
+	StatusCode int
+	Header     http.Header
+	body       []byte
 }
 
 // TestObjectAttributesAsJavaScriptAsksThem: GetObjectAttributes answers
@@ -79,21 +86,22 @@ func TestObjectAttributesAsJavaScriptAsksThem(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		attributes := func(list string) (*http.Response, []byte) {
+		attributes := func(list string) signedAnswer {
 			req, _ := http.NewRequest(http.MethodGet, s.url()+"/attrs/obj?attributes", nil)
 			req.Header.Set("X-Amz-Object-Attributes", list)
 			return doSigned(t, req)
 		}
 
-		resp, body := attributes("ETag,ObjectSize")
+		resp := attributes("ETag,ObjectSize")
 		lm := resp.Header.Get("Last-Modified")
 		if at, err := time.Parse(http.TimeFormat, lm); resp.StatusCode != http.StatusOK || err != nil || !at.Equal(aws.ToTime(head.LastModified)) {
 			t.Errorf("GetObjectAttributes: %d, Last-Modified %q, want the HTTP date %s (%v)\n%s",
-				resp.StatusCode, lm, aws.ToTime(head.LastModified).Format(http.TimeFormat), err, body)
+				resp.StatusCode, lm, aws.ToTime(head.LastModified).Format(http.TimeFormat), err, resp.body)
 		}
 
 		const spaced = "ETag, Checksum, ObjectSize"
-		resp, body = attributes(spaced)
+		resp = attributes(spaced)
+		body := resp.body
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GetObjectAttributes with %q: %d %s", spaced, resp.StatusCode, body)
 		}
@@ -129,7 +137,8 @@ func TestCORSAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 		req, _ := http.NewRequest(http.MethodGet, s.url()+"/web?cors", nil)
-		resp, body := doSigned(t, req)
+		resp := doSigned(t, req)
+		body := resp.body
 		if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`<CORSConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">`)) {
 			t.Errorf("GetBucketCors: %d, want the document in S3's namespace:\n%s", resp.StatusCode, body)
 		}
