@@ -61,6 +61,18 @@ type Config struct {
 	// RolloutPoll is how often a roll-out in progress checks its health
 	// gate (the engine's health is not watched).
 	RolloutPoll time.Duration
+	// PodPoll is how often a pool whose pods are not all ready looks at
+	// them for ones the kubelet cannot start (Pods are not watched: a
+	// cache of every pod in the cluster is not worth it). Zero means 15 s.
+	PodPoll time.Duration
+}
+
+// podPoll is Config.PodPoll with its default.
+func (c Config) podPoll() time.Duration {
+	if c.PodPoll > 0 {
+		return c.PodPoll
+	}
+	return 15 * time.Second
 }
 
 // Reconcilers holds what every reconciler needs from the manager.

@@ -43,6 +43,10 @@ type gatewayScope struct {
 	claimOK    bool
 	waitReason string
 	waitMsg    string
+	// pods is why gateways cannot start, when they cannot.
+	pods podTrouble
+	// requeue is when to look again (pods not ready).
+	requeue reconcile.Result
 }
 
 func (s *gatewayScope) wait(reason, msg string) error {
@@ -72,6 +76,7 @@ func (r *GatewayPoolReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		r.reconcileClaim,
 		r.reconcileCredentials,
 		r.reconcileDeployment,
+		r.reconcilePods,
 		r.reconcileService,
 		r.reconcileAutoscaler,
 		r.reconcileDisruptionBudget,
@@ -91,7 +96,23 @@ func (r *GatewayPoolReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	if stepErr != nil && !errors.Is(stepErr, errWaiting) {
 		return reconcile.Result{}, stepErr
 	}
-	return reconcile.Result{}, nil
+	return s.requeue, nil
+}
+
+// reconcilePods looks at the pods while gateways are not all ready, for
+// those the kubelet cannot start, and again every Config.PodPoll while a
+// pod is not ready.
+func (r *GatewayPoolReconciler) reconcilePods(ctx context.Context, s *gatewayScope) error {
+	d := s.deployment
+	if d == nil || d.Spec.Replicas == nil || d.Status.ReadyReplicas >= *d.Spec.Replicas {
+		return nil
+	}
+	trouble, waiting, err := readPodTrouble(ctx, r.APIReader, s.pool.Namespace, builders.PoolSelector(s.tenant.Name, s.pool.Name, builders.ComponentGateway))
+	if waiting {
+		s.requeue.RequeueAfter = r.Config.podPoll()
+	}
+	s.pods = trouble
+	return err
 }
 
 func (r *GatewayPoolReconciler) reconcileTenant(ctx context.Context, s *gatewayScope) error {

@@ -51,6 +51,9 @@ func setGatewayPoolReady(g *v1.GatewayPool, s *gatewayScope, want int32) {
 		setCondition(&st.Conditions, g.Generation, v1.ConditionReady, false, v1.ReasonClaimMissing, gatewayClaimMissing(g))
 	case st.ReadyReplicas >= want && want > 0:
 		setCondition(&st.Conditions, g.Generation, v1.ConditionReady, true, v1.ReasonReconciled, fmt.Sprintf("%d of %d gateways ready", st.ReadyReplicas, want))
+	case s.pods.reason != "":
+		setCondition(&st.Conditions, g.Generation, v1.ConditionReady, false, s.pods.reason,
+			fmt.Sprintf("%d of %d gateways ready; %s", st.ReadyReplicas, want, s.pods.message))
 	default:
 		setCondition(&st.Conditions, g.Generation, v1.ConditionReady, false, v1.ReasonWaitingForPods, fmt.Sprintf("%d of %d gateways ready", st.ReadyReplicas, want))
 	}

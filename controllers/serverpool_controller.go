@@ -62,6 +62,8 @@ type poolScope struct {
 	rollout         rolloutState
 	// waitReason/waitMessage say what a stopped pass waits for.
 	waitReason, waitMessage string
+	// pods is why servers cannot start, when they cannot.
+	pods podTrouble
 }
 
 func (s *poolScope) requeueWithin(d time.Duration) {
@@ -109,6 +111,7 @@ func (r *ServerPoolReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		r.reconcileTopologyMembership,
 		r.reconcileCredentials,
 		r.reconcileStatefulSets,
+		r.reconcilePods,
 		r.reconcileRollout,
 		r.reconcileDisruptionBudget,
 		r.reconcileClaims,
@@ -166,6 +169,25 @@ func findTenant(ctx context.Context, c client.Client, ns, name string) (*v1.Tena
 		return nil, fmt.Errorf("reading Tenant %s: %w", name, err)
 	}
 	return t, nil
+}
+
+// reconcilePods looks at the pods while servers are not all ready, for
+// those the kubelet cannot start, and again every Config.PodPoll while a
+// pod is not ready.
+func (r *ServerPoolReconciler) reconcilePods(ctx context.Context, s *poolScope) error {
+	var ready int32
+	for _, sts := range s.sets {
+		ready += sts.Status.ReadyReplicas
+	}
+	if len(s.sets) == 0 || ready >= s.pool.Spec.Servers {
+		return nil
+	}
+	trouble, waiting, err := readPodTrouble(ctx, r.APIReader, s.pool.Namespace, builders.PoolSelector(s.tenant.Name, s.pool.Name, builders.ComponentServer))
+	if waiting {
+		s.requeueWithin(r.Config.podPoll())
+	}
+	s.pods = trouble
+	return err
 }
 
 // reconcilePlacement runs placement on today's cluster facts. A refused

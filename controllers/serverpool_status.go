@@ -55,6 +55,8 @@ func setServerPoolReady(p *v1.ServerPool, s *poolScope) {
 		setCondition(&st.Conditions, p.Generation, v1.ConditionReady, false, s.waitReason, s.waitMessage)
 	case st.ReadyServers >= p.Spec.Servers:
 		setCondition(&st.Conditions, p.Generation, v1.ConditionReady, true, v1.ReasonReconciled, msg)
+	case s.pods.reason != "":
+		setCondition(&st.Conditions, p.Generation, v1.ConditionReady, false, s.pods.reason, msg+"; "+s.pods.message)
 	default:
 		setCondition(&st.Conditions, p.Generation, v1.ConditionReady, false, v1.ReasonWaitingForPods, msg)
 	}

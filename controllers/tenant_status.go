@@ -3,6 +3,7 @@ package controllers
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -44,7 +45,11 @@ type tenantPools struct {
 	servers  []v1.ServerPool
 	gateways []v1.GatewayPool
 	notReady []string // "<Kind> <name>" of each pool not Ready
-	degraded []string // "<Kind> <name>: <message>" of each Degraded pool
+	// stuck are "<Kind> <name>: <message>" of each pool whose pods the
+	// kubelet cannot start, and stuckReason the reason of the first.
+	stuck       []string
+	stuckReason string
+	degraded    []string // "<Kind> <name>: <message>" of each Degraded pool
 	// degradedReason is the reason of the last Degraded pool.
 	degradedReason string
 }
@@ -75,6 +80,13 @@ func observeTenantPools(s *tenantScope) tenantPools {
 func (o *tenantPools) observe(pool string, conditions []metav1.Condition) {
 	if !meta.IsStatusConditionTrue(conditions, v1.ConditionReady) {
 		o.notReady = append(o.notReady, pool)
+	}
+	if c := meta.FindStatusCondition(conditions, v1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse &&
+		(c.Reason == v1.ReasonImagePullFailed || c.Reason == v1.ReasonContainerStartFailed) {
+		o.stuck = append(o.stuck, fmt.Sprintf("%s: %s", pool, c.Message))
+		if o.stuckReason == "" || c.Reason == v1.ReasonImagePullFailed {
+			o.stuckReason = c.Reason
+		}
 	}
 	if c := meta.FindStatusCondition(conditions, v1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
 		o.degraded = append(o.degraded, fmt.Sprintf("%s: %s", pool, c.Message))
@@ -153,6 +165,9 @@ func setTenantReady(t *v1.Tenant, s *tenantScope, pools tenantPools) {
 		setCondition(&st.Conditions, gen, v1.ConditionReady, false, v1.ReasonCreating,
 			"no ServerPool or GatewayPool names this tenant in spec.tenantRef yet")
 		st.Phase = v1.TenantPending
+	case len(pools.stuck) > 0:
+		setCondition(&st.Conditions, gen, v1.ConditionReady, false, pools.stuckReason, strings.Join(pools.stuck, "; "))
+		st.Phase = v1.TenantProvisioning
 	case len(pools.notReady) > 0:
 		setCondition(&st.Conditions, gen, v1.ConditionReady, false, v1.ReasonWaitingForPods,
 			fmt.Sprintf("%d of %d pool(s) not ready: %v", len(pools.notReady), n, pools.notReady))

@@ -54,6 +54,19 @@ const (
 	// ReasonWaitingForPods: pods exist but not all are ready.
 	ReasonWaitingForPods = "WaitingForPods"
 
+	// ReasonImagePullFailed: a pod's node cannot pull the image (no such
+	// repository or tag, no access, an invalid reference: the kubelet's
+	// ErrImagePull, ImagePullBackOff, InvalidImageName). The message names
+	// the pods and what their kubelet said; fix spec.image or the pull
+	// Secrets.
+	ReasonImagePullFailed = "ImagePullFailed"
+
+	// ReasonContainerStartFailed: a pod has its image but its container
+	// cannot be created or keeps failing (CreateContainerConfigError,
+	// CreateContainerError, RunContainerError, CrashLoopBackOff). The
+	// message names the pods and what their kubelet said.
+	ReasonContainerStartFailed = "ContainerStartFailed"
+
 	// ReasonSecretMissing: a referenced Secret does not exist or lacks keys.
 	// The operator never invents replacement credentials.
 	ReasonSecretMissing = "SecretMissing"

@@ -18,8 +18,12 @@ type TenantSpec struct {
 	// this tenant runs. Changing it starts a rolling upgrade, gated on
 	// cluster health. Empty means the operator's default image
 	// (--default-strata-image).
+	// The reference must parse as a container image reference:
+	// [registry[:port]/]repository[:tag][@digest], the repository in lower
+	// case.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^(([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])([.]([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]))*(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@[A-Za-z][A-Za-z0-9]*([-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$')",message="image must be a container image reference such as ghcr.io/strata-storage/strata:0.1.0: [registry[:port]/]repository, then :tag and/or @sha256:digest; the repository is lower case"
 	Image string `json:"image,omitempty"`
 
 	// imagePullPolicy for the strata image.

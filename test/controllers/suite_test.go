@@ -115,6 +115,7 @@ var _ = BeforeSuite(func() {
 		CAOverlap:        3 * time.Second,
 		EngineRefresh:    time.Hour,
 		RolloutPoll:      200 * time.Millisecond,
+		PodPoll:          200 * time.Millisecond,
 	})).To(Succeed())
 	Expect(webhooks.Setup(mgr, mgr.GetAPIReader())).To(Succeed())
 	go func() {

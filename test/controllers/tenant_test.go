@@ -540,6 +540,68 @@ var _ = Describe("missing and invalid references", func() {
 		}).Should(Equal("media-root-credentials"))
 	})
 
+	It("a pod that cannot pull its image or start its container is reported on its pool and the Tenant, with Events", func() {
+		ns := newNamespace()
+		t, sp, gp := tenant(ns), nvmePool(ns), gatewayPool(ns)
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		Expect(k8s.Create(ctx, sp)).To(Succeed())
+		Expect(k8s.Create(ctx, gp)).To(Succeed())
+		sts := &appsv1.StatefulSet{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nvme"), sts) }).Should(Succeed())
+		d := &appsv1.Deployment{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-nas"), d) }).Should(Succeed())
+
+		// What the StatefulSet and Deployment controllers and a kubelet
+		// would make: pods with the templates' labels and container,
+		// waiting as the kubelet says.
+		waiting := func(name string, tmpl corev1.PodTemplateSpec, reason, message string) *corev1.Pod {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: tmpl.Labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "strata", Image: tmpl.Spec.Containers[0].Image}}}}
+			Expect(k8s.Create(ctx, p)).To(Succeed())
+			p.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "strata", Image: tmpl.Spec.Containers[0].Image,
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}},
+			}}}
+			Expect(k8s.Status().Update(ctx, p)).To(Succeed())
+			return p
+		}
+		server := waiting("media-nvme-0", sts.Spec.Template, "ImagePullBackOff", `Back-off pulling image "ghcr.io/strata-storage/strata:nope"`)
+		Eventually(poolCondition(sp, v1.ConditionReady)).Should(Equal("False/ImagePullFailed"))
+		Expect(meta.FindStatusCondition(sp.Status.Conditions, v1.ConditionReady).Message).To(
+			ContainSubstring(`pod media-nvme-0 container strata: ImagePullBackOff: Back-off pulling image "ghcr.io/strata-storage/strata:nope"`))
+		Eventually(tenantCondition(t, v1.ConditionReady)).Should(Equal("False/ImagePullFailed"))
+		Expect(meta.FindStatusCondition(t.Status.Conditions, v1.ConditionReady).Message).To(HavePrefix("ServerPool nvme: 0 of 4 servers ready; pod media-nvme-0"))
+		Eventually(eventsFor(ns, "media")).Should(ContainElement("ImagePullFailed"))
+		Eventually(eventsFor(ns, sp.Name)).Should(ContainElement("ImagePullFailed"))
+
+		waiting("media-nas-abc12", d.Spec.Template, "CreateContainerConfigError", `secret "media-iam" not found`)
+		// The Deployment controller counts the new pod.
+		Eventually(func() error {
+			if err := k8s.Get(ctx, key(ns, "media-nas"), d); err != nil {
+				return err
+			}
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, UnavailableReplicas: 1}
+			return k8s.Status().Update(ctx, d)
+		}).Should(Succeed())
+		Eventually(gatewayCondition(gp, v1.ConditionReady)).Should(Equal("False/ContainerStartFailed"))
+		Eventually(eventsFor(ns, gp.Name)).Should(ContainElement("ContainerStartFailed"))
+		Expect(meta.FindStatusCondition(gp.Status.Conditions, v1.ConditionReady).Message).To(
+			ContainSubstring(`pod media-nas-abc12 container strata: CreateContainerConfigError: secret "media-iam" not found`))
+		Eventually(func() (string, error) {
+			err := k8s.Get(ctx, key(ns, t.Name), t)
+			return meta.FindStatusCondition(t.Status.Conditions, v1.ConditionReady).Message, err
+		}).Should(And(ContainSubstring("ServerPool nvme: "), ContainSubstring("GatewayPool nas: ")))
+		Expect(tenantCondition(t, v1.ConditionReady)()).To(Equal("False/ImagePullFailed"), "an image problem outranks a container problem")
+
+		By("once the pods run, the pools and the Tenant are Ready")
+		Expect(k8s.Delete(ctx, server)).To(Succeed())
+		markStatefulSetReady(ns, "media-nvme")
+		markDeploymentReady(ns, "media-nas")
+		Eventually(poolCondition(sp, v1.ConditionReady)).Should(Equal("True/Reconciled"))
+		Eventually(gatewayCondition(gp, v1.ConditionReady)).Should(Equal("True/Reconciled"))
+		Eventually(tenantCondition(t, v1.ConditionReady)).Should(Equal("True/Reconciled"))
+	})
+
 	It("a gateway claim that does not exist is reported", func() {
 		ns := newNamespace()
 		Expect(k8s.Create(ctx, tenant(ns))).To(Succeed())

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/distribution/reference"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -226,7 +227,36 @@ var _ = Describe("invalid specs", func() {
 		Entry("service port out of range", invalid{tenantWith(func(t *v1.Tenant) {
 			t.Spec.Expose.Port = 70000
 		}), "spec.expose.port"}),
+		Entry("an image without a repository", invalid{tenantWith(func(t *v1.Tenant) {
+			t.Spec.Image = ":bar13"
+		}), "image must be a container image reference such as ghcr.io/strata-storage/strata:0.1.0"}),
+		Entry("an image repository in capitals", invalid{tenantWith(func(t *v1.Tenant) {
+			t.Spec.Image = "ghcr.io/Strata/strata:0.1.0"
+		}), "the repository is lower case"}),
 	)
+
+	It("image references: the API server and the registries' reference grammar agree", func() {
+		digest := "@sha256:" + strings.Repeat("0a", 32)
+		for _, ref := range []string{
+			"strata", "strata:0.1.0", "ghcr.io/strata-storage/strata:0.1.0", "localhost:5000/strata",
+			"127.0.0.1:5000/team/strata:v1.2-rc.1_b", "registry.example.com/a/b/c" + digest,
+			"ghcr.io/strata-storage/strata:0.1.0" + digest, "team/x__y/z--w.v:latest", "My-Registry.example:443/strata",
+			":bar13", "Strata:1", "ghcr.io/strata:", "ghcr.io/strata:-rc", "ghcr.io/strata:0.1.0:1", "ghcr.io//strata",
+			"https://ghcr.io/strata", "ghcr.io/strata@sha256:0a0a", "strata 0.1.0", "ghcr.io/strata/", "-strata", "strata_",
+			"ghcr.io/strata:" + strings.Repeat("t", 129),
+		} {
+			_, parseErr := reference.ParseNormalizedNamed(ref)
+			t := minimalTenant(newNamespace())
+			t.Spec.Image = ref
+			err := k8s.Create(ctx, t)
+			if parseErr == nil {
+				Expect(err).NotTo(HaveOccurred(), "image %q is a valid reference", ref)
+			} else {
+				Expect(err).To(HaveOccurred(), "image %q is not a reference (%v) but was accepted", ref, parseErr)
+				Expect(err.Error()).To(ContainSubstring("image must be a container image reference"))
+			}
+		}
+	})
 
 	DescribeTable("are refused on update when a field is immutable",
 		func(create func(ns string) client.Object, change func(client.Object), message string) {
