@@ -26,7 +26,12 @@ type SecretReference struct {
 // PodPlacement is the scheduling and sizing every pool accepts for its pods.
 type PodPlacement struct {
 	// resources are the CPU and memory requests and limits of each pod's
-	// storage container.
+	// storage container. What is left out is filled in: a server requests
+	// 1 CPU and 2Gi and is limited to 4Gi; a gateway requests 500m and
+	// 512Mi and is limited to 2Gi (a limit at least the memory request; no
+	// CPU limit unless given). The engine sizes itself from its memory
+	// limit: the Go runtime's soft limit at 80% of it, and how many
+	// requests move large objects at once.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 

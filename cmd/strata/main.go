@@ -32,6 +32,7 @@ import (
 	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/internode"
 	"github.com/strata-storage/strata/engine/kms"
+	"github.com/strata-storage/strata/engine/memlimit"
 	"github.com/strata-storage/strata/engine/s3http"
 	"github.com/strata-storage/strata/engine/server"
 )
@@ -200,10 +201,16 @@ pool list from a file (docs/topology.md) and follows its changes.
 	shutdownDelay := fs.Duration("shutdown-delay", 5*time.Second, "readiness reports down this long before the listener stops")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	formSpill := formSpillFlag(fs)
+	memory := memoryFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "strata server:", err)
+		return 2
+	}
+	dataSlots, err := memory.apply(getenv, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "strata server:", err)
 		return 2
@@ -273,7 +280,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	healer.ScanInterval, healer.BytesPerSecond = *scanInterval, *healRate
 	err = server.Run(ctx, server.Config{
 		Address: *address, Topology: topo, TopologyFile: *topologyFile, InternodePort: *internodePort,
-		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
+		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits, DataSlots: dataSlots,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
 		Healer: healer, StaleUploadAge: *staleUploads, LifecycleInterval: *lifecycleEvery, LifecycleDay: lifecycleDay,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, DriveOpenDelay: openDelay, DriveFS: driveFS, DriveMetaFS: metaFS, Log: log,
@@ -313,6 +320,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	etagLimit := fs.Int64("etag-sync-limit", 256<<20, "largest file created on the filesystem whose ETag is computed before its first HEAD or GET answers (larger: in the background)")
 	shutdownDelay := fs.Duration("shutdown-delay", 5*time.Second, "readiness reports down this long before the listener stops")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	memoryLimit := memoryLimitFlag(fs, "")
 	formSpill := formSpillFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -321,6 +329,12 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	if err != nil {
 		fmt.Fprintln(stderr, "strata gateway:", err)
 		return 2
+	}
+	if l, err := memlimit.Find(*memoryLimit, getenv); err != nil {
+		fmt.Fprintln(stderr, "strata gateway:", err)
+		return 2
+	} else if soft := memlimit.ApplySoftLimit(l, getenv); l.Bytes > 0 {
+		log.Info("memory limit", "bytes", l.Bytes, "from", l.Source, "go_soft_limit", soft)
 	}
 	captureStrays(stderr, log)
 	warnFormSpill(*formSpill, log)
@@ -356,6 +370,56 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 		return 1
 	}
 	return 0
+}
+
+// memorySettings are the flags that size the server to its memory.
+type memorySettings struct {
+	limit     *string
+	dataSlots *int
+}
+
+// serverReserved is the memory a server holds whatever its load, kept out
+// of the budget for object data: metadata caches and memtables (32 MiB a
+// drive, eight drives) and the runtime.
+const serverReserved = 256 << 20
+
+// minDataSlots: however small the memory, this many large requests may
+// move data at once.
+const minDataSlots = 4
+
+// memoryLimitFlag registers --memory-limit.
+func memoryLimitFlag(fs *flag.FlagSet, what string) *string {
+	return fs.String("memory-limit", "", "memory the process may use (1Gi, 1073741824): sets the Go runtime's soft limit to 80% of it unless GOMEMLIMIT is set"+what+
+		". Default: $"+memlimit.EnvLimit+" (the operator sets it from the container's memory limit), else the cgroup's limit")
+}
+
+func memoryFlags(fs *flag.FlagSet) memorySettings {
+	return memorySettings{
+		limit: memoryLimitFlag(fs, ", and --max-data-requests"),
+		dataSlots: fs.Int("max-data-requests", 0, "requests moving more than 1 MiB of object data at once (PUT, UploadPart, copies, GET); beyond, they wait up to 15 s, then SlowDown. "+
+			"0: from the memory limit (80% of it less 256 MiB, 16 MiB each, at least 4), no bound without a limit; -1: no bound"),
+	}
+}
+
+// apply finds the memory limit, sets the runtime's soft limit from it and
+// returns the data slots.
+func (m memorySettings) apply(getenv func(string) string, log *slog.Logger) (int, error) {
+	l, err := memlimit.Find(*m.limit, getenv)
+	if err != nil {
+		return 0, err
+	}
+	soft := memlimit.ApplySoftLimit(l, getenv)
+	slots := *m.dataSlots
+	switch {
+	case slots < 0:
+		slots = 0
+	case slots == 0:
+		slots = memlimit.DataSlots(l.Bytes, serverReserved, minDataSlots)
+	}
+	if l.Bytes > 0 {
+		log.Info("memory limit", "bytes", l.Bytes, "from", l.Source, "go_soft_limit", soft, "max_data_requests", slots)
+	}
+	return slots, nil
 }
 
 // formSpillFlag registers --form-spill-dir, which no longer does anything:

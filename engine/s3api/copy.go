@@ -266,8 +266,13 @@ func sameEncryption(meta map[string]string, enc *sseKey) bool {
 // encrypted with enc when set, with a checksum of alg ("" none) computed
 // over it.
 func (r *request) copyData(src *copySource, dst objlayer.BucketInfo, key string, meta map[string]string, enc *sseKey, alg string) (objlayer.ObjectInfo, error) {
-	pr, pw := io.Pipe()
 	plainSize := src.info.Size
+	release, err := r.dataSlot(plainSize)
+	if err != nil {
+		return objlayer.ObjectInfo{}, err
+	}
+	defer release()
+	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(src.read(r, pw, 0, plainSize)) }()
 	defer pr.CloseWithError(io.ErrClosedPipe)
 	var body io.Reader = pr

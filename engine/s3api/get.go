@@ -321,6 +321,14 @@ func getObject(r *request) error {
 		return rd.h.WriteRange(r.ctx, w, offset, length)
 	}
 	sp := rd.span
+	if d, ok := rd.h.(objlayer.DirectHandle); !ok || !d.Direct() || rd.dek != nil {
+		// Read through buffers (a file sent from the page cache is not).
+		release, err := r.dataSlot(sp.Length)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	bufp := headBufs.Get().(*[]byte)
 	defer func() { *bufp = (*bufp)[:0]; headBufs.Put(bufp) }()
 	n := min(sp.Length, headBytes)

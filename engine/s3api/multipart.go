@@ -198,6 +198,11 @@ func uploadPart(r *request) error {
 			meta[objlayer.MetaChecksumPrefix+alg] = v
 		}
 	}}
+	release, err := r.dataSlot(size)
+	if err != nil {
+		return err
+	}
+	defer release()
 	part, err := r.s.layer.PutObjectPart(r.ctx, r.bucket, r.key, id, number, body, size, r.partOptions(number, sent, meta))
 	if err != nil {
 		return r.writeError(err)
@@ -264,6 +269,11 @@ func uploadPartCopy(r *request) error {
 	if sp.Length > objlayer.MaxPartSize {
 		return s3err.EntityTooLarge.Withf("Your proposed upload exceeds the maximum allowed part size of %d bytes.", int64(objlayer.MaxPartSize))
 	}
+	release, err := r.dataSlot(sp.Length)
+	if err != nil {
+		return err
+	}
+	defer release()
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(src.read(r, pw, sp.Offset, sp.Length)) }()
 	meta := map[string]string{} // the part's checksum, when its upload has an algorithm

@@ -260,6 +260,11 @@ func (r *request) storeObject(bk objlayer.BucketInfo, key string, meta map[strin
 			return objlayer.ObjectInfo{}, err
 		}
 	}
+	release, err := r.dataSlot(size)
+	if err != nil {
+		return objlayer.ObjectInfo{}, err
+	}
+	defer release()
 	info, err := r.s.layer.PutObject(r.ctx, bk.Name, key, src, size, opts)
 	if err != nil {
 		return objlayer.ObjectInfo{}, r.writeError(err)

@@ -73,6 +73,13 @@ type Config struct {
 	// MaxDocument bounds request bodies that are not object data (XML and
 	// JSON documents); default 4 MiB.
 	MaxDocument int64
+	// DataSlots bounds the requests moving more than one block of object
+	// data at once (PUT, UploadPart, copies, GET of the erasure layer's
+	// objects), so their buffers fit the process's memory
+	// (memlimit.DataSlots); 0 is no bound. Others wait up to DataSlotWait
+	// (default DefaultDataSlotWait), then get SlowDown.
+	DataSlots    int
+	DataSlotWait time.Duration
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
 	Log *slog.Logger
@@ -91,6 +98,8 @@ type Server struct {
 	layer objlayer.Layer
 	cfg   Config
 	ids   identities
+	// slots holds a token per request holding a data slot (nil: no bound).
+	slots chan struct{}
 }
 
 // New returns the front end over layer.
@@ -107,7 +116,14 @@ func New(layer objlayer.Layer, cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{layer: layer, cfg: cfg, ids: identities{users: cfg.Users, root: cfg.RootAccess}}
+	if cfg.DataSlotWait <= 0 {
+		cfg.DataSlotWait = DefaultDataSlotWait
+	}
+	s := &Server{layer: layer, cfg: cfg, ids: identities{users: cfg.Users, root: cfg.RootAccess}}
+	if cfg.DataSlots > 0 {
+		s.slots = make(chan struct{}, cfg.DataSlots)
+	}
+	return s
 }
 
 var _ s3http.Handler = (*Server)(nil)

@@ -61,6 +61,9 @@ type Config struct {
 	// Limits bound the S3 port's connections, headers, bodies and
 	// requests in flight.
 	Limits s3http.Limits
+	// DataSlots bounds the requests moving large objects at once
+	// (s3api.Config.DataSlots); 0 is no bound.
+	DataSlots int
 	// InsecureInternode lets a clustered node run its internode service
 	// without TLS (no CertsDir). With CertsDir peers are always verified.
 	InsecureInternode bool
@@ -283,7 +286,7 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Info("serving S3", "address", cfg.Address, "tls", cfg.CertsDir != "")
 	}
 	s3cfg := s3api.Config{RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey, Users: users,
-		Observer: s3m, LifecycleDay: cfg.LifecycleDay, Log: log}
+		Observer: s3m, LifecycleDay: cfg.LifecycleDay, DataSlots: cfg.DataSlots, Log: log}
 	if keys != nil {
 		s3cfg.Keys = keys
 	}

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -111,7 +112,7 @@ func TestServerStatefulSet(t *testing.T) {
 				t.Errorf("volumes = %v, want %v", vols, tc.wantVols)
 			}
 			for _, env := range c.Env {
-				if env.ValueFrom != nil || strings.Contains(env.Value, "secret") && !strings.HasPrefix(env.Value, "/") {
+				if env.ValueFrom != nil && env.ValueFrom.ResourceFieldRef == nil || strings.Contains(env.Value, "secret") && !strings.HasPrefix(env.Value, "/") {
 					t.Errorf("credential not passed as a file: %+v", env)
 				}
 			}
@@ -476,5 +477,45 @@ func TestEncryptionKeys(t *testing.T) {
 	ref := testTenant(func(t *v1.Tenant) { t.Spec.Encryption.KeysSecretRef = &v1.SecretReference{Name: "vault-keys"} })
 	if EncryptionKeysSecretName(ref) != "vault-keys" || EngineFor(ref, "x", "").EncryptionSecret != "vault-keys" {
 		t.Error("spec.encryption.keysSecretRef not used")
+	}
+}
+
+func TestPodSizing(t *testing.T) {
+	q := resource.MustParse
+	for _, tc := range []struct {
+		name           string
+		given          corev1.ResourceRequirements
+		sizing         Sizing
+		requests, lims corev1.ResourceList
+	}{
+		{name: "nothing given: the server's defaults", sizing: ServerSizing,
+			requests: corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("2Gi")},
+			lims:     corev1.ResourceList{corev1.ResourceMemory: q("4Gi")}},
+		{name: "nothing given: the gateway's defaults", sizing: GatewaySizing,
+			requests: corev1.ResourceList{corev1.ResourceCPU: q("500m"), corev1.ResourceMemory: q("512Mi")},
+			lims:     corev1.ResourceList{corev1.ResourceMemory: q("2Gi")}},
+		{name: "a memory limit alone: the API server makes it the request", sizing: ServerSizing,
+			given:    corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("1Gi")}},
+			requests: corev1.ResourceList{corev1.ResourceCPU: q("1")},
+			lims:     corev1.ResourceList{corev1.ResourceMemory: q("1Gi")}},
+		{name: "a request above the default limit raises the limit", sizing: ServerSizing,
+			given:    corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: q("8Gi"), corev1.ResourceCPU: q("3")}},
+			requests: corev1.ResourceList{corev1.ResourceCPU: q("3"), corev1.ResourceMemory: q("8Gi")},
+			lims:     corev1.ResourceList{corev1.ResourceMemory: q("8Gi")}},
+		{name: "a CPU limit is kept, never added", sizing: ServerSizing,
+			given:    corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: q("2")}},
+			requests: corev1.ResourceList{corev1.ResourceMemory: q("2Gi")},
+			lims:     corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("4Gi")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			given := tc.given.DeepCopy()
+			got := withDefaults(tc.given, tc.sizing)
+			if !equality.Semantic.DeepEqual(got.Requests, tc.requests) || !equality.Semantic.DeepEqual(got.Limits, tc.lims) {
+				t.Errorf("requests %v limits %v, want %v %v", got.Requests, got.Limits, tc.requests, tc.lims)
+			}
+			if !equality.Semantic.DeepEqual(&tc.given, given) {
+				t.Errorf("the spec's resources were changed: %v", tc.given)
+			}
+		})
 	}
 }

@@ -23,6 +23,8 @@ const (
 	EnvRootUserFile     = "STRATA_ROOT_USER_FILE"
 	EnvRootPasswordFile = "STRATA_ROOT_PASSWORD_FILE"
 	EnvIAMFile          = "STRATA_IAM_FILE"
+	// EnvMemoryLimit is engine/memlimit.EnvLimit.
+	EnvMemoryLimit = "STRATA_MEMORY_LIMIT"
 
 	// AnnotationCredentialsHash on pod templates changes when the root keys
 	// change, so pods restart with them (the engine reloads IAM users and
@@ -164,18 +166,73 @@ func containerSecurity() *corev1.SecurityContext {
 	}
 }
 
+// Sizing is what a pool's pods get where the pool's spec.resources names
+// nothing: a CPU and memory request and a memory limit. No CPU limit: CFS
+// throttling of a storage server stalls every request it serves, while a
+// request already shares CPU fairly under contention.
+type Sizing struct {
+	CPURequest, MemoryRequest, MemoryLimit resource.Quantity
+}
+
+var (
+	// ServerSizing: a server's memory is mostly its requests' buffers, bounded
+	// from the limit (docs/engine.md, "Memory"); 4 GiB lets 150 requests
+	// move large objects at once.
+	ServerSizing = Sizing{CPURequest: resource.MustParse("1"), MemoryRequest: resource.MustParse("2Gi"), MemoryLimit: resource.MustParse("4Gi")}
+	// GatewaySizing: a gateway sends files from the page cache and copies
+	// bodies through small buffers.
+	GatewaySizing = Sizing{CPURequest: resource.MustParse("500m"), MemoryRequest: resource.MustParse("512Mi"), MemoryLimit: resource.MustParse("2Gi")}
+)
+
+// withDefaults fills what r leaves out from d: a request of a resource
+// that has neither request nor limit (the API server copies a limit
+// given alone into the request), and the memory limit, at least the
+// memory request.
+func withDefaults(r corev1.ResourceRequirements, d Sizing) corev1.ResourceRequirements {
+	out := *r.DeepCopy()
+	if out.Requests == nil {
+		out.Requests = corev1.ResourceList{}
+	}
+	if out.Limits == nil {
+		out.Limits = corev1.ResourceList{}
+	}
+	for name, q := range map[corev1.ResourceName]resource.Quantity{corev1.ResourceCPU: d.CPURequest, corev1.ResourceMemory: d.MemoryRequest} {
+		_, req := out.Requests[name]
+		_, lim := out.Limits[name]
+		if !req && !lim {
+			out.Requests[name] = q
+		}
+	}
+	if _, ok := out.Limits[corev1.ResourceMemory]; !ok {
+		limit := d.MemoryLimit
+		if req := out.Requests[corev1.ResourceMemory]; req.Cmp(limit) > 0 {
+			limit = req
+		}
+		out.Limits[corev1.ResourceMemory] = limit
+	}
+	return out
+}
+
+// memoryLimitEnv passes the container's memory limit to the engine, which
+// sizes its Go runtime and its large requests from it (memlimit).
+func memoryLimitEnv() corev1.EnvVar {
+	return corev1.EnvVar{Name: EnvMemoryLimit, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+		ContainerName: "strata", Resource: "limits.memory", Divisor: resource.MustParse("1"),
+	}}}
+}
+
 // container is the strata container with the arguments of one mode.
-func (e Engine) container(args []string, extraMounts []corev1.VolumeMount, placement v1.PodPlacement) corev1.Container {
+func (e Engine) container(args []string, extraMounts []corev1.VolumeMount, placement v1.PodPlacement, sizing Sizing) corev1.Container {
 	_, mounts := e.volumes()
 	return corev1.Container{
 		Name:            "strata",
 		Image:           e.Image,
 		ImagePullPolicy: e.PullPolicy,
 		Args:            append(args, e.commonArgs()...),
-		Env:             e.env(),
+		Env:             append(e.env(), memoryLimitEnv()),
 		Ports:           []corev1.ContainerPort{{Name: "s3", ContainerPort: S3Port, Protocol: corev1.ProtocolTCP}},
 		VolumeMounts:    append(mounts, extraMounts...),
-		Resources:       placement.Resources,
+		Resources:       withDefaults(placement.Resources, sizing),
 		LivenessProbe:   e.probe(HealthLive, 10),
 		ReadinessProbe:  e.probe(HealthReady, 5),
 		// Leave time for endpoints to drop the pod before it stops serving.

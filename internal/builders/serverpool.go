@@ -56,7 +56,7 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 	}
 	keyVols, keyMounts, keyEnv := e.encryptionKeys()
 	vols = append(vols, keyVols...)
-	c := e.container(args, append(mounts, keyMounts...), p.Spec.PodPlacement)
+	c := e.container(args, append(mounts, keyMounts...), p.Spec.PodPlacement, ServerSizing)
 	c.Env = append(c.Env, keyEnv...)
 
 	return &appsv1.StatefulSet{

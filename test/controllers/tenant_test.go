@@ -129,8 +129,14 @@ var _ = Describe("a Tenant with a ServerPool and a GatewayPool", func() {
 			corev1.EnvVar{Name: "STRATA_IAM_FILE", Value: "/etc/strata/iam/iam.json"},
 		))
 		for _, e := range c.Env {
+			if e.Name == "STRATA_MEMORY_LIMIT" {
+				// The engine sizes itself from its memory limit.
+				Expect(e.ValueFrom.ResourceFieldRef).To(Equal(&corev1.ResourceFieldSelector{ContainerName: "strata", Resource: "limits.memory", Divisor: resource.MustParse("1")}))
+				continue
+			}
 			Expect(e.ValueFrom).To(BeNil(), "credentials reach the engine as files only")
 		}
+		Expect(c.Resources.Limits[corev1.ResourceMemory]).To(Equal(resource.MustParse("4Gi")), "the default memory limit")
 		Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/strata/health/live"))
 		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/strata/health/ready"))
 		Expect(c.ReadinessProbe.HTTPGet.Scheme).To(Equal(corev1.URISchemeHTTPS))

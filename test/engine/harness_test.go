@@ -77,14 +77,19 @@ type server struct {
 	args   []string
 	env    []string
 	bin    string // the strata binary; strataBin when empty
-	cmd    *exec.Cmd
-	log    *bytes.Buffer
-	logMu  *sync.Mutex
-	done   chan struct{}
+	// cgroupProcs, when set, is a cgroup's cgroup.procs file: the process
+	// starts in that cgroup (a shell writes its pid there, then execs).
+	cgroupProcs string
+	cmd         *exec.Cmd
+	log         *bytes.Buffer
+	logMu       *sync.Mutex
+	done        chan struct{}
 }
 
 type serverOpts struct {
 	drives int
+	// cgroupProcs: see server.cgroupProcs.
+	cgroupProcs string
 	// at, when set, puts drive i (from 1) at at[i] instead of in a fresh
 	// directory.
 	at    map[int]string
@@ -108,7 +113,7 @@ func freeAddr(t testing.TB) string {
 func startServer(t testing.TB, o serverOpts) *server {
 	t.Helper()
 	root := t.TempDir()
-	s := &server{t: t, addr: freeAddr(t), env: o.env}
+	s := &server{t: t, addr: freeAddr(t), env: o.env, cgroupProcs: o.cgroupProcs}
 	for i := 1; i <= o.drives; i++ {
 		d := filepath.Join(root, fmt.Sprintf("d%d", i))
 		if at, ok := o.at[i]; ok {
@@ -173,10 +178,13 @@ func (s *server) startProcess() {
 	if bin == "" {
 		bin = strataBin
 	}
-	if s.netns != "" {
+	switch {
+	case s.netns != "":
 		// ip netns exec execs the binary: the process is strata itself.
 		s.cmd = exec.Command("ip", append([]string{"netns", "exec", s.netns, bin}, s.args...)...)
-	} else {
+	case s.cgroupProcs != "":
+		s.cmd = exec.Command("sh", append([]string{"-c", `echo $$ > "$0" && exec "$@"`, s.cgroupProcs, bin}, s.args...)...)
+	default:
 		s.cmd = exec.Command(bin, s.args...)
 	}
 	s.cmd.Env = append(os.Environ(), "STRATA_ROOT_USER="+rootUser, "STRATA_ROOT_PASSWORD="+rootPassword)
