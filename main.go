@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 
@@ -128,6 +129,16 @@ func parseFlags() (options, zap.Options) {
 	return o, zo
 }
 
+// checkImage refuses a --default-strata-image that is no image reference,
+// as the Tenant CRD refuses such a spec.image: every Tenant without one
+// would roll out an image no kubelet can pull.
+func checkImage(image string) error {
+	if _, err := reference.ParseNormalizedNamed(image); err != nil {
+		return fmt.Errorf("--default-strata-image %q: %w (want a reference such as ghcr.io/strata-storage/strata:0.1.0)", image, err)
+	}
+	return nil
+}
+
 func main() {
 	o, zo := parseFlags()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo)))
@@ -141,6 +152,9 @@ func main() {
 func run(o options) error {
 	log := ctrl.Log.WithName("setup")
 	log.Info("starting strata operator", "version", buildinfo.String(), "defaultStrataImage", o.defaultStrataImage, "watchNamespaces", o.watchNamespaces)
+	if err := checkImage(o.defaultStrataImage); err != nil {
+		return err
+	}
 
 	var tlsOpts []func(*tls.Config)
 	if !o.enableHTTP2 {

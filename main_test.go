@@ -2,11 +2,14 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/strata-storage/strata/engine/buildinfo"
 )
 
 // TestWatchNamespaces: --watch-namespaces limits the caches to the listed
@@ -32,6 +35,19 @@ func TestWatchNamespaces(t *testing.T) {
 		}
 	}
 	t.Fatal("CSIStorageCapacity limited to the watched namespaces")
+}
+
+func TestDefaultImageChecked(t *testing.T) {
+	for _, ok := range []string{buildinfo.EngineImage(), "strata:dev", "localhost:5000/strata@sha256:" + strings.Repeat("ab", 32)} {
+		if err := checkImage(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", ":bar13", "Strata:1", "ghcr.io/strata:-x"} {
+		if err := checkImage(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
 }
 
 // TestWebhookCertFlags: --webhook-cert-secret takes the Service as
