@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
 )
@@ -17,22 +18,46 @@ import (
 // would: pods at or above the partition run the new revision and are ready.
 func simulateStatefulSet(ns, name string) func() (int32, error) {
 	return func() (int32, error) {
+		return setStatefulSetStatus(ns, name, simulatedStatus)
+	}
+}
+
+// setStatefulSetStatus writes the status status gives a StatefulSet and
+// returns its partition. Like the StatefulSet controller, it retries when
+// the operator wrote the object between its read and its write.
+func setStatefulSetStatus(ns, name string, status func(*appsv1.StatefulSet)) (int32, error) {
+	var partition int32
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		sts := &appsv1.StatefulSet{}
 		if err := k8s.Get(ctx, key(ns, name), sts); err != nil {
-			return -1, err
+			return err
 		}
-		n, p := *sts.Spec.Replicas, int32(0)
+		status(sts)
+		partition = 0
 		if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
-			p = *ru.Partition
+			partition = *ru.Partition
 		}
-		sts.Status = appsv1.StatefulSetStatus{
-			ObservedGeneration: sts.Generation, Replicas: n, ReadyReplicas: n, AvailableReplicas: n,
-			UpdatedReplicas: n - p, CurrentReplicas: p, CurrentRevision: "old", UpdateRevision: "new",
-		}
-		if p == 0 {
-			sts.Status.CurrentRevision, sts.Status.CurrentReplicas = "new", n
-		}
-		return p, k8s.Status().Update(ctx, sts)
+		return k8s.Status().Update(ctx, sts)
+	})
+	if err != nil {
+		return -1, err
+	}
+	return partition, nil
+}
+
+// simulatedStatus is the status of a StatefulSet whose pods are all ready,
+// those above the partition updated.
+func simulatedStatus(sts *appsv1.StatefulSet) {
+	n, p := *sts.Spec.Replicas, int32(0)
+	if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		p = *ru.Partition
+	}
+	sts.Status = appsv1.StatefulSetStatus{
+		ObservedGeneration: sts.Generation, Replicas: n, ReadyReplicas: n, AvailableReplicas: n,
+		UpdatedReplicas: n - p, CurrentReplicas: p, CurrentRevision: "old", UpdateRevision: "new",
+	}
+	if p == 0 {
+		sts.Status.CurrentRevision, sts.Status.CurrentReplicas = "new", n
 	}
 }
 
@@ -103,17 +128,11 @@ func notReadyPod(ns, name string) {
 // none updated, and returns its partition.
 func stuckStatefulSet(ns, name string) func() (int32, error) {
 	return func() (int32, error) {
-		sts := &appsv1.StatefulSet{}
-		if err := k8s.Get(ctx, key(ns, name), sts); err != nil {
-			return -1, err
-		}
-		n := *sts.Spec.Replicas
-		sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: n, ReadyReplicas: n - 1, AvailableReplicas: n - 1,
-			CurrentReplicas: n, CurrentRevision: "broken", UpdateRevision: "reverted"}
-		if err := k8s.Status().Update(ctx, sts); err != nil {
-			return -1, err
-		}
-		return *sts.Spec.UpdateStrategy.RollingUpdate.Partition, nil
+		return setStatefulSetStatus(ns, name, func(sts *appsv1.StatefulSet) {
+			n := *sts.Spec.Replicas
+			sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: n, ReadyReplicas: n - 1, AvailableReplicas: n - 1,
+				CurrentReplicas: n, CurrentRevision: "broken", UpdateRevision: "reverted"}
+		})
 	}
 }
 
