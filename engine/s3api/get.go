@@ -321,8 +321,9 @@ func getObject(r *request) error {
 		return rd.h.WriteRange(r.ctx, w, offset, length)
 	}
 	sp := rd.span
-	if d, ok := rd.h.(objlayer.DirectHandle); !ok || !d.Direct() || rd.dek != nil {
-		// Read through buffers (a file sent from the page cache is not).
+	d, ok := rd.h.(objlayer.DirectHandle)
+	fromFile := ok && d.Direct() && rd.dek == nil // sent from the page cache, not through buffers
+	if !fromFile {
 		release, err := r.dataSlot(sp.Length)
 		if err != nil {
 			return err
@@ -332,8 +333,8 @@ func getObject(r *request) error {
 	bufp := headBufs.Get().(*[]byte)
 	defer func() { *bufp = (*bufp)[:0]; headBufs.Put(bufp) }()
 	n := min(sp.Length, headBytes)
-	if d, ok := rd.h.(objlayer.DirectHandle); ok && d.Direct() && rd.dek == nil {
-		n = 0 // a file read: nothing to read ahead, and it may be sent from the page cache
+	if fromFile {
+		n = 0 // nothing to read ahead: the file may go out as it is
 	}
 	head := &appendWriter{buf: (*bufp)[:0]}
 	if err := read(head, sp.Offset, n); err != nil {
