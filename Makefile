@@ -232,6 +232,12 @@ images: build ## Build both images (strata, strata-operator) without a daemon: O
 	go run ./hack/images -out $(IMAGES_DIR) -version $(VERSION) -revision $(COMMIT) -created $(SOURCE_DATE) \
 		-binary strata=$(LOCALBIN)/strata -binary strata-operator=$(LOCALBIN)/manager
 
+.PHONY: node-images
+node-images: ## The pause image (registry.k8s.io/pause:3.10, our own static program hack/localcluster/pause) in bin/images, for `localcluster up --kubelets`.
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/pause ./hack/localcluster/pause
+	go run ./hack/images -out $(IMAGES_DIR) \
+		-image "ref=registry.k8s.io/pause:3.10,entrypoint=/pause,user=65535:65535,binary=$(LOCALBIN)/pause,source=https://github.com/strata-storage/strata/tree/main/hack/localcluster/pause"
+
 .PHONY: monitoring-images
 monitoring-images: ## Images of prometheus-operator v0.85.0 and Prometheus v3.5.0 (built once from the Go module proxy, cached in ~/.cache/strata/monitoring) and the operator's CRDs in bin/images, for `localcluster up --monitoring`.
 	hack/monitoring-images.sh $(IMAGES_DIR)

@@ -10,21 +10,25 @@
 #      so the next run costs nothing.
 #
 # Prints the assets directory on stdout (and nothing else); progress goes to stderr.
-#   usage: hack/envtest.sh [--control-plane]
+#   usage: hack/envtest.sh [--control-plane | --nodes]
 #   --control-plane  also build kube-controller-manager and kube-scheduler
+#   --nodes          the control plane plus what a node runs: kubelet and
+#                    kube-proxy, and CoreDNS for the cluster DNS
 set -euo pipefail
 
 K8S_VERSION=${ENVTEST_K8S_VERSION:-1.36.3}
 ETCD_VERSION=${ENVTEST_ETCD_VERSION:-3.6.5}
+COREDNS_VERSION=${ENVTEST_COREDNS_VERSION:-1.15.0}
 GOOS=$(go env GOOS)
 GOARCH=$(go env GOARCH)
 STORE=${ENVTEST_STORE:-${XDG_DATA_HOME:-$HOME/.local/share}/kubebuilder-envtest}
 ASSETS="$STORE/k8s/${K8S_VERSION}-${GOOS}-${GOARCH}"
 
 want=(kube-apiserver etcd)
-if [[ "${1:-}" == "--control-plane" ]]; then
-  want+=(kube-controller-manager kube-scheduler)
-fi
+case "${1:-}" in
+--control-plane) want+=(kube-controller-manager kube-scheduler) ;;
+--nodes) want+=(kube-controller-manager kube-scheduler kubelet kube-proxy coredns) ;;
+esac
 
 log() { echo "envtest: $*" >&2; }
 
@@ -111,11 +115,58 @@ MOD
   )
 }
 
+# build_coredns builds CoreDNS with only the plugins a cluster DNS without
+# upstream needs; the Corefile of hack/localcluster uses no other.
+build_coredns() {
+  local mod="$work/coredns"
+  mkdir -p "$mod"
+  (
+    cd "$mod"
+    cat >go.mod <<MOD
+module strata.local/envtest-coredns
+
+go 1.26
+
+require github.com/coredns/coredns v${COREDNS_VERSION}
+MOD
+    cat >main.go <<'SRC'
+// The cluster DNS of hack/localcluster: CoreDNS with a chosen plugin set.
+package main
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/loadbalance"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/template"
+)
+
+func init() {
+	// The order plugins run in, as CoreDNS's plugin.cfg lists them.
+	dnsserver.Directives = []string{"bind", "ready", "health", "errors", "log", "loadbalance", "cache", "template", "kubernetes"}
+}
+
+func main() { coremain.Run() }
+SRC
+    GOFLAGS=-mod=mod go mod tidy -e >&2 2>&1 || true
+    log "building coredns v${COREDNS_VERSION}"
+    CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$ASSETS/coredns" .
+  )
+}
+
 [[ -x "$ASSETS/etcd" ]] || build_etcd
 missing=()
 for b in "${want[@]}"; do
-  [[ "$b" == etcd || -x "$ASSETS/$b" ]] || missing+=("$b")
+  [[ "$b" == etcd || "$b" == coredns || -x "$ASSETS/$b" ]] || missing+=("$b")
 done
+if [[ " ${want[*]} " == *" coredns "* && ! -x "$ASSETS/coredns" ]]; then build_coredns; fi
 [[ ${#missing[@]} -eq 0 ]] || build_kubernetes "${missing[@]}"
 
 has_all "$ASSETS" || { log "binaries missing in $ASSETS after build"; exit 1; }

@@ -58,7 +58,7 @@ func writeAPIServerCerts(dir string) ([]byte, error) {
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc." + clusterDomain},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(kubernetesServiceIP), net.ParseIP(bridgeAddr)},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(kubernetesServiceIP), net.ParseIP(bridgeAddr), net.ParseIP(nodeNetBridgeAddr)},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
 	if err != nil {
@@ -77,13 +77,32 @@ func writeAPIServerCerts(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The API server's client certificate towards kubelets (logs, exec,
+	// port-forward): the kubelets trust this CA for client certificates.
+	kcKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	kcTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(4),
+		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		NotBefore:    now.Add(-time.Hour), NotAfter: now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	kcDER, err := x509.CreateCertificate(rand.Reader, kcTmpl, caCert, &kcKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	files := map[string][]byte{
-		"ca.crt":        caPEM,
-		"apiserver.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		"sa-signer.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: saDER}),
-		"apiserver.key": pemKey(key),
-		"sa-signer.key": pemKey(saKey),
+		"kubelet-client.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: kcDER}),
+		"kubelet-client.key": pemKey(kcKey),
+		"ca.crt":             caPEM,
+		"apiserver.crt":      pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		"sa-signer.crt":      pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: saDER}),
+		"apiserver.key":      pemKey(key),
+		"sa-signer.key":      pemKey(saKey),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {

@@ -61,6 +61,9 @@ type runConfig struct {
 	// Monitoring also runs prometheus-operator and a Prometheus that
 	// scrapes the tenants (images and CRDs from hack/monitoring-images.sh).
 	Monitoring bool
+	// Kubelets runs each node as a real kubelet, containerd and
+	// kube-proxy in namespaces of its own instead of the node agent.
+	Kubelets bool
 	// NodeGrace is how long a node that is down (`localcluster node
 	// down`) stays Ready before it is marked Unknown and tainted.
 	NodeGrace time.Duration
@@ -80,6 +83,7 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "how long to wait for the Tenant to be Ready")
 	fs.Var((*stringList)(&c.Expose), "expose", "another Service to serve on 127.0.0.1, namespace/name=port (repeatable; port 0 picks one)")
 	fs.DurationVar(&c.NodeGrace, "node-monitor-grace-period", 15*time.Second, "how long after `localcluster node down` the node turns Unknown, gets the unreachable taints and its pods lose Ready (the node lifecycle controller's --node-monitor-grace-period, 40-50 s in Kubernetes)")
+	fs.BoolVar(&c.Kubelets, "kubelets", false, "run each node as a real kubelet with containerd, runc, CNI and kube-proxy (needs `hack/envtest.sh --nodes` assets, the pause image and Debian's containerd, runc and containernetworking-plugins); the cluster DNS is CoreDNS")
 	fs.BoolVar(&c.Monitoring, "monitoring", false, "also run prometheus-operator and a Prometheus scraping every tenant through its ServiceMonitor, with its rules (images and CRDs from hack/monitoring-images.sh in --images)")
 }
 
@@ -185,7 +189,7 @@ func cmdRun(args []string) error {
 		}
 	}
 
-	if err := setupClusterNetwork(ctx, c.Nodes); err != nil {
+	if err := setupClusterNetwork(ctx, c.Nodes, c.Kubelets); err != nil {
 		return fail(fmt.Errorf("cluster network: %w", err))
 	}
 	// Cluster names for everything in this mount namespace (the operator,
@@ -216,7 +220,13 @@ func cmdRun(args []string) error {
 	if err != nil {
 		return fail(err)
 	}
-	if err := registerNodes(ctx, cs, c.Nodes); err != nil {
+	if c.Kubelets {
+		stopNodes, err := startKubeletCluster(ctx, log, &c, cp, cs, store)
+		defer stopNodes()
+		if err != nil {
+			return fail(err)
+		}
+	} else if err := registerNodes(ctx, cs, c.Nodes); err != nil {
 		return fail(err)
 	}
 	if err := ensureStorageClasses(ctx, cs); err != nil {
@@ -275,11 +285,14 @@ func cmdRun(args []string) error {
 		f := func(any) { kicks.kick(which) }
 		return cache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, o any) { f(o) }, DeleteFunc: f}
 	}
-	for inf, which := range map[cache.SharedIndexInformer]string{
-		podInf.Informer(): "pods", secretInf.Informer(): "pods", cmInf.Informer(): "pods",
+	watched := map[cache.SharedIndexInformer]string{
 		svcInf.Informer(): "net", sliceInf.Informer(): "net",
 		pvcInf.Informer(): "storage", pvInf.Informer(): "storage", scInf.Informer(): "storage",
-	} {
+	}
+	if !c.Kubelets {
+		watched[podInf.Informer()], watched[secretInf.Informer()], watched[cmInf.Informer()] = "pods", "pods", "pods"
+	}
+	for inf, which := range watched {
 		if _, err := inf.AddEventHandler(onChange(which)); err != nil {
 			return fail(err)
 		}
@@ -290,12 +303,14 @@ func cmdRun(args []string) error {
 			return fail(fmt.Errorf("cache of %v did not sync", typ))
 		}
 	}
-	go kicks.loop(ctx, map[string]func(){
-		"pods": func() { ag.sync(agentCtx) },
+	actions := map[string]func(){
 		"net": func() {
 			svcs, _ := svcInf.Lister().List(everything())
 			slices, _ := sliceInf.Lister().List(everything())
-			records := nodeRecords(c.Nodes) + clusterRecords(svcs, slices)
+			records := clusterRecords(svcs, slices)
+			if !c.Kubelets {
+				records = nodeRecords(c.Nodes) + records
+			}
 			ag.setRecords(records)
 			if err := writeInPlace(hostsPath, []byte(hostsHeader+records)); err != nil {
 				log.Warn("hosts file", "error", err)
@@ -303,8 +318,14 @@ func cmdRun(args []string) error {
 			proxy.sync()
 		},
 		"storage": func() { prov.sync(ctx) },
-	})
-	go heartbeatNodes(ctx, cs, c.Nodes, power)
+	}
+	if !c.Kubelets {
+		actions["pods"] = func() { ag.sync(agentCtx) }
+	}
+	go kicks.loop(ctx, actions)
+	if !c.Kubelets {
+		go heartbeatNodes(ctx, cs, c.Nodes, power)
+	}
 	lifecycle := &nodeLifecycle{
 		log: log.With("component", "node-lifecycle"), cs: cs, power: power, agent: ag,
 		pods: podInf.Lister(), grace: c.NodeGrace, dir: nodesDir(c.State),
@@ -312,8 +333,10 @@ func cmdRun(args []string) error {
 		recorder: broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "node-controller"}),
 		kickPods: func() { kicks.kick("pods") },
 	}
-	go lifecycle.run(ctx)
-	for n := 1; n <= c.Nodes; n++ {
+	if !c.Kubelets {
+		go lifecycle.run(ctx)
+	}
+	for n := 1; n <= c.Nodes && !c.Kubelets; n++ {
 		if err := serveContainerLogs(ctx, log, n, filepath.Join(c.State, "logs", "pods")); err != nil {
 			return fail(fmt.Errorf("log server of %s: %w", nodeName(n), err))
 		}

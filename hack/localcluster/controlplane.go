@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ type controlPlane struct {
 	env      *envtest.Environment
 	admin    *rest.Config
 	apiURL   *url.URL
+	certDir  string // the API server's: its CA (ca.crt) and certificates
 	children []*process
 }
 
@@ -56,12 +58,30 @@ func startControlPlane(ctx context.Context, c *runConfig) (*controlPlane, error)
 	// The cluster namespace has no default route to guess an address from;
 	// the bridge address is what the `kubernetes` Service's endpoints say.
 	api.Configure().Set("advertise-address", bridgeAddr)
+	controllers := "*,-serviceaccount-token,-nodelifecycle"
+	if c.Kubelets {
+		// Kubelets reach it on the node network; it reaches them with a
+		// client certificate of the CA they trust.
+		api.SecureServing.Address = nodeNetBridgeAddr
+		api.SecureServing.Port = strconv.Itoa(apiServerPort)
+		api.Configure().Set("advertise-address", nodeNetBridgeAddr)
+		api.Configure().Set("kubelet-client-certificate", filepath.Join(api.CertDir, "kubelet-client.crt"))
+		api.Configure().Set("kubelet-client-key", filepath.Join(api.CertDir, "kubelet-client.key"))
+		api.Configure().Set("kubelet-preferred-address-types", "InternalIP,Hostname")
+		// Each kubelet reads only its own pods' Secrets and may change
+		// only its own Node.
+		api.Configure().Set("authorization-mode", "Node,RBAC")
+		api.Configure().Set("enable-admission-plugins", "NodeRestriction")
+		// Kubelets renew their Leases: the node lifecycle controller
+		// marks a node that stops Unknown, taints it and evicts.
+		controllers = "*,-serviceaccount-token"
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
-	cp := &controlPlane{env: env, admin: cfg, apiURL: api.SecureServing.URL("https", "/")}
+	cp := &controlPlane{env: env, admin: cfg, apiURL: api.SecureServing.URL("https", "/"), certDir: api.CertDir}
 
 	adminKubeconfig := filepath.Join(c.State, "kube", "admin.kubeconfig")
 	if err := writeKubeconfig(adminKubeconfig, cfg, cfg.Host); err != nil {
@@ -72,7 +92,7 @@ func startControlPlane(ctx context.Context, c *runConfig) (*controlPlane, error)
 		"--kubeconfig=" + adminKubeconfig,
 		// Tokens need a signing key the cluster has no use for; node
 		// lifecycle would evict pods from nodes without kubelet leases.
-		"--controllers=*,-serviceaccount-token,-nodelifecycle",
+		"--controllers=" + controllers,
 		"--secure-port=0",
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",
@@ -80,6 +100,8 @@ func startControlPlane(ctx context.Context, c *runConfig) (*controlPlane, error)
 		// Publishes kube-root-ca.crt in every namespace (the CA of
 		// in-cluster clients).
 		"--root-ca-file=" + filepath.Join(api.CertDir, "ca.crt"),
+		"--node-monitor-grace-period=" + c.NodeGrace.String(),
+		"--node-monitor-period=2s",
 	}, c.logFile("kube-controller-manager.log"))
 	sched := newProcess("kube-scheduler", filepath.Join(c.Assets, "kube-scheduler"), []string{
 		"--kubeconfig=" + adminKubeconfig,

@@ -53,6 +53,8 @@ func main() {
 		err = cmdPause(args)
 	case "pod-init":
 		err = cmdPodInit(args)
+	case "node-init":
+		err = cmdNodeInit(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -47,15 +47,23 @@ func run(ctx context.Context, name string, args ...string) error {
 // setupClusterNetwork prepares the cluster namespace the inner process runs
 // in: loopback, the pod bridge, the node addresses, and the service range as
 // local addresses (so the proxy can listen on any ClusterIP).
-func setupClusterNetwork(ctx context.Context, nodes int) error {
+//
+// With kubelet nodes the bridge is the node network instead (each node's
+// eth0 on it, routes to their pod ranges added as they start), and the
+// cluster namespace is its 10.240.0.1.
+func setupClusterNetwork(ctx context.Context, nodes int, kubelets bool) error {
+	addr := fmt.Sprintf("%s/%d", bridgeAddr, podPrefixLen)
+	if kubelets {
+		addr = fmt.Sprintf("%s/%d", nodeNetBridgeAddr, nodeNetPrefixLen)
+	}
 	steps := [][]string{
 		{"link", "set", "lo", "up"},
 		{"link", "add", bridgeName, "type", "bridge"},
-		{"addr", "add", fmt.Sprintf("%s/%d", bridgeAddr, podPrefixLen), "dev", bridgeName},
+		{"addr", "add", addr, "dev", bridgeName},
 		{"link", "set", bridgeName, "up"},
 		{"route", "add", "local", serviceCIDR, "dev", "lo"},
 	}
-	for n := 1; n <= nodes; n++ {
+	for n := 1; n <= nodes && !kubelets; n++ {
 		steps = append(steps, []string{"addr", "add", fmt.Sprintf("%s/%d", nodeIP(n), podPrefixLen), "dev", bridgeName})
 	}
 	for _, s := range steps {

@@ -155,6 +155,9 @@ func cmdUp(args []string) error {
 	if c.Monitoring {
 		runArgs = append(runArgs, "--monitoring")
 	}
+	if c.Kubelets {
+		runArgs = append(runArgs, "--kubelets")
+	}
 	logf, err := os.OpenFile(c.logFile("cluster.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -400,6 +403,14 @@ func cleanup(state string, cause error) error {
 	for _, pid := range pidsMentioning(state) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		waitGone(pid, 5*time.Second)
+	}
+	// Kubelet nodes: whatever is left in their cgroups (containers do not
+	// name the state directory), and the sysctls the kubelets changed.
+	if err := removeCgroups(nodeCgroupParent(state)); err != nil {
+		cause = errors.Join(cause, err)
+	}
+	if err := restoreSysctls(state); err != nil {
+		cause = errors.Join(cause, err)
 	}
 	if err := os.RemoveAll(state); err != nil {
 		return fmt.Errorf("removing %s: %w", state, err)
