@@ -171,26 +171,31 @@ cli-tools: ## Build bin/kubectl, bin/helm and bin/mc from the Go module proxy (w
 control-plane: ## Also build kube-controller-manager and kube-scheduler (local cluster harness).
 	@hack/envtest.sh --control-plane >/dev/null
 
+.PHONY: nodes
+nodes: ## What the local cluster's nodes run: the control plane plus kubelet, kube-proxy and CoreDNS (built once from the Go module proxy), and Debian's containerd, runc and CNI plugins (installed with apt when missing).
+	@hack/node-packages.sh
+	@hack/envtest.sh --nodes >/dev/null
+
 .PHONY: envtest-suites
 envtest-suites: envtest build ## Integration suites against a real kube-apiserver + etcd.
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" MANAGER_BIN="$(LOCALBIN)/manager" STRATA_BIN="$(LOCALBIN)/strata" \
 		go test $$(go list ./test/... | grep -v -e /test/engine -e /test/scale -e /test/localcluster -e /test/monitoring) -ginkgo.v=false -timeout 20m
 
 .PHONY: localcluster-e2e
-localcluster-e2e: images control-plane pyclients cli-tools monitoring-images ## End to end on a local cluster (as root): a Tenant from the images `make images` built, S3 through its endpoint, clean teardown; docs/install.md run as written (Helm, kubectl, aws, strata admin); with --monitoring, a real Prometheus scrapes the tenant.
-	KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_IMAGES="$(IMAGES_DIR)" STRATA_BIN="$(LOCALBIN)/strata" \
+localcluster-e2e: images node-images nodes pyclients cli-tools monitoring-images ## End to end on a local cluster (as root): a Tenant from the images `make images` built, S3 through its endpoint, clean teardown; docs/install.md run as written (Helm, kubectl, aws, strata admin); with --monitoring, a real Prometheus scrapes the tenant.
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh --nodes)" STRATA_IMAGES="$(IMAGES_DIR)" STRATA_BIN="$(LOCALBIN)/strata" \
 		STRATA_CLI_TOOLS="$$(hack/cli-tools.sh)" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" \
 		go test -count=1 ./test/localcluster/... -timeout 50m -v
 
 .PHONY: day2-e2e
-day2-e2e: images control-plane pyclients cli-tools ## The long form of the day-2 test of `make test` (docs/operations.md run under load: upgrade and roll-back, a paused roll-out, expansion, decommission, node drain and loss, gateway scaling), each state held a minute.
-	STRATA_DAY2_LONG=1 KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_IMAGES="$(IMAGES_DIR)" STRATA_BIN="$(LOCALBIN)/strata" \
+day2-e2e: images node-images nodes pyclients cli-tools ## The long form of the day-2 test of `make test` (docs/operations.md run under load: upgrade and roll-back, a paused roll-out, expansion, decommission, node drain and loss, gateway scaling), each state held a minute.
+	STRATA_DAY2_LONG=1 KUBEBUILDER_ASSETS="$$(hack/envtest.sh --nodes)" STRATA_IMAGES="$(IMAGES_DIR)" STRATA_BIN="$(LOCALBIN)/strata" \
 		STRATA_CLI_TOOLS="$$(hack/cli-tools.sh)" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" \
 		go test -count=1 ./test/localcluster/... -run TestDayTwoUnderLoad -timeout 60m -v
 
 .PHONY: soak
-soak: images control-plane pyclients ## The long form of the soak of `make test` (as root): 10 minutes (STRATA_SOAK_DURATION) of mixed S3 load on the demo tenant and its gateways while random pods are killed; requests, errors, p99, RSS growth (STRATA_SOAK_SEED reruns a seed).
-	STRATA_SOAK_DURATION=$${STRATA_SOAK_DURATION:-10m} KUBEBUILDER_ASSETS="$$(hack/envtest.sh --control-plane)" STRATA_IMAGES="$(IMAGES_DIR)" \
+soak: images node-images nodes pyclients ## The long form of the soak of `make test` (as root): 10 minutes (STRATA_SOAK_DURATION) of mixed S3 load on the demo tenant and its gateways while random pods are killed; requests, errors, p99, RSS growth (STRATA_SOAK_SEED reruns a seed).
+	STRATA_SOAK_DURATION=$${STRATA_SOAK_DURATION:-10m} KUBEBUILDER_ASSETS="$$(hack/envtest.sh --nodes)" STRATA_IMAGES="$(IMAGES_DIR)" \
 		STRATA_BIN="$(LOCALBIN)/strata" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" \
 		go test -count=1 ./test/localcluster/... -run 'TestSoak$$' -timeout 60m -v
 
@@ -202,9 +207,9 @@ DEMO_STATE ?= /tmp/strata-localcluster
 DEMO_FLAGS ?=
 
 .PHONY: demo
-demo: images control-plane $(if $(findstring --monitoring,$(DEMO_FLAGS)),monitoring-images) ## The main job: a local Kubernetes cluster (no Docker, needs root) running the operator and a demo Tenant from the images of `make images`; prints its S3 endpoint and keys. DEMO_FLAGS=--monitoring adds prometheus-operator and Prometheus (API on localhost:19090).
+demo: images node-images nodes $(if $(findstring --monitoring,$(DEMO_FLAGS)),monitoring-images) ## The main job: a local Kubernetes cluster (no Docker, needs root) running the operator and a demo Tenant from the images of `make images`; prints its S3 endpoint and keys. DEMO_FLAGS=--monitoring adds prometheus-operator and Prometheus (API on localhost:19090).
 	go build -o $(LOCALBIN)/localcluster ./hack/localcluster
-	$(LOCALBIN)/localcluster up --state-dir $(DEMO_STATE) --assets "$$(hack/envtest.sh --control-plane)" \
+	$(LOCALBIN)/localcluster up --state-dir $(DEMO_STATE) --assets "$$(hack/envtest.sh --nodes)" \
 		--images $(IMAGES_DIR) $(DEMO_FLAGS)
 
 .PHONY: demo-status

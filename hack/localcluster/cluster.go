@@ -83,7 +83,7 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "how long to wait for the Tenant to be Ready")
 	fs.Var((*stringList)(&c.Expose), "expose", "another Service to serve on 127.0.0.1, namespace/name=port (repeatable; port 0 picks one)")
 	fs.DurationVar(&c.NodeGrace, "node-monitor-grace-period", 15*time.Second, "how long after `localcluster node down` the node turns Unknown, gets the unreachable taints and its pods lose Ready (the node lifecycle controller's --node-monitor-grace-period, 40-50 s in Kubernetes)")
-	fs.BoolVar(&c.Kubelets, "kubelets", false, "run each node as a real kubelet with containerd, runc, CNI and kube-proxy (needs `hack/envtest.sh --nodes` assets, the pause image and Debian's containerd, runc and containernetworking-plugins); the cluster DNS is CoreDNS")
+	fs.BoolVar(&c.Kubelets, "kubelets", true, "run each node as a real kubelet with containerd, runc, CNI and kube-proxy (needs `hack/envtest.sh --nodes` assets, the pause image and Debian's containerd, runc and containernetworking-plugins); the cluster DNS is CoreDNS")
 	fs.BoolVar(&c.Monitoring, "monitoring", false, "also run prometheus-operator and a Prometheus scraping every tenant through its ServiceMonitor, with its rules (images and CRDs from hack/monitoring-images.sh in --images)")
 }
 
@@ -220,9 +220,12 @@ func cmdRun(args []string) error {
 	if err != nil {
 		return fail(err)
 	}
+	var kubelets *kubeletCluster
 	if c.Kubelets {
-		stopNodes, err := startKubeletCluster(ctx, log, &c, cp, cs, store)
-		defer stopNodes()
+		kubelets, err = startKubeletCluster(ctx, log, &c, cp, cs, store)
+		if kubelets != nil {
+			defer kubelets.stop()
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -332,10 +335,9 @@ func cmdRun(args []string) error {
 		kubelet:  func(node string) record.EventRecorder { return recorders[node] },
 		recorder: broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "node-controller"}),
 		kickPods: func() { kicks.kick("pods") },
+		kubelets: kubelets,
 	}
-	if !c.Kubelets {
-		go lifecycle.run(ctx)
-	}
+	go lifecycle.run(ctx)
 	for n := 1; n <= c.Nodes && !c.Kubelets; n++ {
 		if err := serveContainerLogs(ctx, log, n, filepath.Join(c.State, "logs", "pods")); err != nil {
 			return fail(fmt.Errorf("log server of %s: %w", nodeName(n), err))

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -557,43 +558,98 @@ func waitSocket(path string, timeout time.Duration) error {
 	}
 }
 
+// kubeletCluster is what the cluster namespace runs for kubelet nodes, and
+// the nodes.
+type kubeletCluster struct {
+	log   *slog.Logger
+	c     *runConfig
+	self  string
+	stops []func()
+
+	mu    sync.Mutex
+	nodes []*kubeletNode
+}
+
 // startKubeletCluster starts what kubelet nodes need from the cluster
-// namespace (the image registry, CoreDNS) and the nodes. The function it
-// returns stops them all, removes their cgroups and restores the host's
-// sysctls; call it even on error.
-func startKubeletCluster(ctx context.Context, log *slog.Logger, c *runConfig, cp *controlPlane, cs kubernetes.Interface, store *imageStore) (func(), error) {
-	var stops []func()
-	stop := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
+// namespace (the image registry, CoreDNS) and the nodes. Call stop even on
+// error: it stops them all, removes their cgroups and restores the host's
+// sysctls.
+func startKubeletCluster(ctx context.Context, log *slog.Logger, c *runConfig, cp *controlPlane, cs kubernetes.Interface, store *imageStore) (*kubeletCluster, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
 	}
+	kc := &kubeletCluster{log: log, c: c, self: self}
 	if err := saveSysctls(c.State); err != nil {
-		return stop, fmt.Errorf("recording the host's sysctls: %w", err)
+		return kc, fmt.Errorf("recording the host's sysctls: %w", err)
 	}
-	stops = append(stops, func() {
+	kc.stops = append(kc.stops, func() {
 		if err := restoreSysctls(c.State); err != nil {
 			log.Error("restoring the host's sysctls", "error", err)
 		}
 	})
 	reg, err := startRegistry(ctx, log.With("component", "registry"), c.State, store.loaded)
 	if err != nil {
-		return stop, err
+		return kc, err
 	}
-	stops = append(stops, reg.stop)
+	kc.stops = append(kc.stops, reg.stop)
 	dns, err := startCoreDNS(ctx, c, cp, cs)
 	if err != nil {
-		return stop, err
+		return kc, err
 	}
-	stops = append(stops, func() { dns.stop(5 * time.Second) })
-	nodes, err := startKubeletNodes(ctx, log, c, cp, cs)
-	stops = append(stops, func() {
-		for _, k := range nodes {
+	kc.stops = append(kc.stops, func() { dns.stop(5 * time.Second) })
+	kc.stops = append(kc.stops, func() {
+		kc.mu.Lock()
+		defer kc.mu.Unlock()
+		for _, k := range kc.nodes {
 			k.kill()
 		}
 		if err := removeCgroups(nodeCgroupParent(c.State)); err != nil {
 			log.Error("removing the nodes' cgroups", "error", err)
 		}
 	})
-	return stop, err
+	nodes, err := startKubeletNodes(ctx, log, c, cp, cs)
+	kc.mu.Lock()
+	kc.nodes = nodes
+	kc.mu.Unlock()
+	return kc, err
+}
+
+func (kc *kubeletCluster) stop() {
+	for i := len(kc.stops) - 1; i >= 0; i-- {
+		kc.stops[i]()
+	}
+}
+
+// act is `localcluster node down|up NODE` on a kubelet node.
+func (kc *kubeletCluster) act(ctx context.Context, cs kubernetes.Interface, node, action string) error {
+	kc.mu.Lock()
+	defer kc.mu.Unlock()
+	i := slices.IndexFunc(kc.nodes, func(k *kubeletNode) bool { return nodeName(k.n) == node })
+	if i < 0 {
+		return fmt.Errorf("no node %s in this cluster (node-1 .. node-%d)", node, kc.c.Nodes)
+	}
+	k := kc.nodes[i]
+	cgroup := nodeCgroupParent(kc.c.State) + "/" + node
+	switch action {
+	case nodeActionDown:
+		// Power off: node-init's death takes the kubelet, containerd,
+		// kube-proxy and every container at once; the node network's
+		// address stops answering.
+		k.kill()
+		return removeCgroups(cgroup)
+	case nodeActionUp:
+		select {
+		case <-k.done:
+		default:
+			return nil // running
+		}
+		nk, err := startKubeletNode(ctx, kc.self, kc.c, k.spec)
+		if err != nil {
+			return err
+		}
+		kc.nodes[i] = nk
+		return waitNodesReady(ctx, cs, []*kubeletNode{nk}, 2*time.Minute)
+	}
+	return fmt.Errorf("unknown action %q", action)
 }

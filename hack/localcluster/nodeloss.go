@@ -209,6 +209,9 @@ type nodeLifecycle struct {
 	kubelet  func(node string) record.EventRecorder
 	recorder record.EventRecorder // as the node-controller
 	kickPods func()
+	// kubelets are real nodes: node down and up stop and start them,
+	// and the controller manager's node lifecycle controller does the rest.
+	kubelets *kubeletCluster
 
 	handled map[string]string // node -> id of the last request acted on
 	unknown map[string]bool   // nodes marked Unknown and tainted
@@ -230,7 +233,9 @@ func (l *nodeLifecycle) run(ctx context.Context) {
 		case <-t.C:
 		}
 		l.serveRequests(ctx)
-		l.monitor(ctx)
+		if l.kubelets == nil {
+			l.monitor(ctx)
+		}
 	}
 }
 
@@ -274,6 +279,9 @@ func (l *nodeLifecycle) serveRequests(ctx context.Context) {
 }
 
 func (l *nodeLifecycle) act(ctx context.Context, node, action string) error {
+	if l.kubelets != nil {
+		return l.kubelets.act(ctx, l.cs, node, action)
+	}
 	if l.agent.nodeIndex(node) == 0 {
 		return fmt.Errorf("no node %s in this cluster (node-1 .. node-%d)", node, l.agent.cfg.Nodes)
 	}

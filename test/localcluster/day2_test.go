@@ -154,9 +154,9 @@ func TestDayTwoUnderLoad(t *testing.T) {
 	step("expansion by two pools", func(pod string) bool {
 		return strings.HasPrefix(pod, "media-nvme2") || strings.HasPrefix(pod, "media-nvme3")
 	}, false, func() {
-		book.run(ctx, "Expand: add a ServerPool", 0, "POOL=nvme2")
+		book.run(ctx, "Expand: add a ServerPool", 0, "POOL=nvme2", "CPU=100m", "MEMORY=128Mi")
 		time.Sleep(5 * time.Second) // nvme2 is still coming up
-		book.run(ctx, "Expand: add a ServerPool", 0, "POOL=nvme3")
+		book.run(ctx, "Expand: add a ServerPool", 0, "POOL=nvme3", "CPU=100m", "MEMORY=128Mi")
 		book.run(ctx, "Expand: add a ServerPool", 1, "POOL=nvme2")
 		book.run(ctx, "Expand: add a ServerPool", 1, "POOL=nvme3")
 		waitFor(ctx, t, 5*time.Minute, func() error { return tenantServes(ctx, kc, ns, 3) })

@@ -109,7 +109,7 @@ func prerequisites(t *testing.T) (assets, imagesDir string) {
 		missing(t, "the local cluster needs iproute2's `ip`")
 	}
 	assets = os.Getenv("KUBEBUILDER_ASSETS")
-	for _, b := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler"} {
+	for _, b := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "coredns"} {
 		if _, err := os.Stat(filepath.Join(assets, b)); assets == "" || err != nil {
 			missing(t, fmt.Sprintf("%s not in KUBEBUILDER_ASSETS=%q: run `make localcluster-e2e`", b, assets))
 		}
@@ -123,6 +123,17 @@ type cluster struct {
 	in        info
 	out       string // what `up` printed
 	tornDown  bool
+	sysctls   map[string]string // the host's, before up
+}
+
+// hostSysctls are the kernel settings a kubelet changes.
+func hostSysctls() map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"} {
+		v, _ := os.ReadFile(filepath.Join("/proc/sys", k))
+		out[k] = strings.TrimSpace(string(v))
+	}
+	return out
 }
 
 // startCluster builds the harness and brings a cluster up (the demo tenant
@@ -132,7 +143,7 @@ type cluster struct {
 func startCluster(ctx context.Context, t *testing.T, assets, imagesDir string, args ...string) *cluster {
 	t.Helper()
 	work := t.TempDir()
-	c := &cluster{lc: filepath.Join(work, "localcluster"), state: filepath.Join(work, "state")}
+	c := &cluster{lc: filepath.Join(work, "localcluster"), state: filepath.Join(work, "state"), sysctls: hostSysctls()}
 	build := exec.Command("go", "build", "-o", c.lc, "./hack/localcluster")
 	build.Dir = repoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
@@ -200,6 +211,14 @@ func (c *cluster) down(t *testing.T, urls ...string) {
 		if strings.HasPrefix(i.Name, "lcbr") || strings.HasPrefix(i.Name, "lcv") {
 			t.Errorf("interface %s left in the host's namespace", i.Name)
 		}
+	}
+	// Kubelet nodes: their cgroups gone from every hierarchy, and the
+	// kernel settings the kubelets changed back as they were before up.
+	if left, _ := filepath.Glob("/sys/fs/cgroup/*/localcluster-*"); len(left) > 0 {
+		t.Errorf("cgroups left behind: %v", left)
+	}
+	if now := hostSysctls(); fmt.Sprint(now) != fmt.Sprint(c.sysctls) {
+		t.Errorf("host sysctls not restored: %v, were %v before up", now, c.sysctls)
 	}
 	for _, u := range urls {
 		if conn, err := net.DialTimeout("tcp", strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://"), time.Second); err == nil {
@@ -355,7 +374,7 @@ func TestDemoTenantServesS3(t *testing.T) {
 		if _, err := tenants.Namespace("default").Patch(ctx, "media", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		// The operator rewrites the IAM Secret, the node agent the mounted
+		// The operator rewrites the IAM Secret, the kubelet the mounted
 		// file, and the engine reloads it.
 		app := s3Client(t, info{S3URL: in.S3URL, CAFile: in.CAFile, AccessKey: "E2EAPPACCESSKEY00001", SecretKey: "e2e-app-secret-key-0123456789abcdef"})
 		deadline := time.Now().Add(2 * time.Minute)

@@ -531,28 +531,39 @@ func gatewaysReadyPods(ctx context.Context, kc client.Client, ns string, gone ty
 	return gatewaysReady(ctx, kc, ns, 2)
 }
 
-// containerPID is the process of the pod's first container, which the
-// node agent names in the container ID (localcluster://<pod UID>/<pid>):
-// pod-init becomes the image's entrypoint by exec, so it is the server or
-// gateway itself. Pods are processes of this machine (no PID namespace).
+// containerPID is the process of the pod's first container as this
+// machine's PID namespace numbers it. The kubelet reports the container as
+// containerd://<id>, and runc puts the container in a cgroup named by that
+// id (<cgroupRoot>/kubepods/.../pod<uid>/<id>): the process whose
+// /proc/<pid>/cgroup names it, and runs strata, is the server or gateway.
 func containerPID(p *corev1.Pod) (int, error) {
 	if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Running == nil {
 		return 0, fmt.Errorf("pod %s: no running container", p.Name)
 	}
-	id := p.Status.ContainerStatuses[0].ContainerID
-	i := strings.LastIndexByte(id, '/')
-	pid, err := strconv.Atoi(id[i+1:])
-	if !strings.HasPrefix(id, "localcluster://") || err != nil {
-		return 0, fmt.Errorf("pod %s: container ID %q names no process", p.Name, id)
+	cid := p.Status.ContainerStatuses[0].ContainerID
+	id, ok := strings.CutPrefix(cid, "containerd://")
+	if !ok || id == "" {
+		return 0, fmt.Errorf("pod %s: container ID %q is not containerd's", p.Name, cid)
 	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, fmt.Errorf("pod %s: process %d: %w", p.Name, pid, err)
+		return 0, err
 	}
-	if !strings.Contains(string(cmdline), "strata") {
-		return 0, fmt.Errorf("pod %s: process %d is not a strata process (%q)", p.Name, pid, cmdline)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err != nil || !strings.Contains(string(cg), "/"+id+"\n") {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && strings.Contains(string(cmdline), "strata") {
+			return pid, nil
+		}
 	}
-	return pid, nil
+	return 0, fmt.Errorf("pod %s: no strata process in the cgroup of container %s", p.Name, id)
 }
 
 // procWatch samples, every period, the resident set size of the
