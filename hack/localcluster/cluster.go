@@ -22,15 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1alpha1 "github.com/strata-storage/strata/api/v1alpha1"
@@ -61,9 +58,6 @@ type runConfig struct {
 	// Monitoring also runs prometheus-operator and a Prometheus that
 	// scrapes the tenants (images and CRDs from hack/monitoring-images.sh).
 	Monitoring bool
-	// Kubelets runs each node as a real kubelet, containerd and
-	// kube-proxy in namespaces of its own instead of the node agent.
-	Kubelets bool
 	// NodeGrace is how long a node that is down (`localcluster node
 	// down`) stays Ready before it is marked Unknown and tainted.
 	NodeGrace time.Duration
@@ -76,14 +70,13 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Repo, "repo", ".", "repository root (CRDs, RBAC, manifests)")
 	fs.StringVar(&c.Assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver, etcd, kube-controller-manager, kube-scheduler")
 	fs.StringVar(&c.Images, "images", "bin/images", "directory of the OCI image layouts `make images` writes: pods run these images, the operator runs from its image's /manager")
-	fs.IntVar(&c.Nodes, "nodes", 4, "number of fake Nodes")
+	fs.IntVar(&c.Nodes, "nodes", 4, "number of nodes (each a kubelet, containerd and kube-proxy)")
 	fs.Var((*stringList)(&c.Manifests), "manifests", "YAML file or directory to apply once the operator runs (repeatable; default the demo tenant)")
 	fs.StringVar(&c.Tenant, "tenant", "default/media", "namespace/name of the Tenant to wait for and expose")
 	fs.BoolVar(&c.Bare, "bare", false, "no operator process, no manifests: ready once the cluster runs; install the operator and a tenant with Helm (docs/install.md). The tenant's S3 Service is still exposed once it exists")
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "how long to wait for the Tenant to be Ready")
 	fs.Var((*stringList)(&c.Expose), "expose", "another Service to serve on 127.0.0.1, namespace/name=port (repeatable; port 0 picks one)")
 	fs.DurationVar(&c.NodeGrace, "node-monitor-grace-period", 15*time.Second, "how long after `localcluster node down` the node turns Unknown, gets the unreachable taints and its pods lose Ready (the node lifecycle controller's --node-monitor-grace-period, 40-50 s in Kubernetes)")
-	fs.BoolVar(&c.Kubelets, "kubelets", true, "run each node as a real kubelet with containerd, runc, CNI and kube-proxy (needs `hack/envtest.sh --nodes` assets, the pause image and Debian's containerd, runc and containernetworking-plugins); the cluster DNS is CoreDNS")
 	fs.BoolVar(&c.Monitoring, "monitoring", false, "also run prometheus-operator and a Prometheus scraping every tenant through its ServiceMonitor, with its rules (images and CRDs from hack/monitoring-images.sh in --images)")
 }
 
@@ -189,17 +182,13 @@ func cmdRun(args []string) error {
 		}
 	}
 
-	if err := setupClusterNetwork(ctx, c.Nodes, c.Kubelets); err != nil {
+	if err := setupClusterNetwork(ctx); err != nil {
 		return fail(fmt.Errorf("cluster network: %w", err))
 	}
-	// Cluster names for everything in this mount namespace (the operator,
-	// the control plane): /etc/hosts here is the cluster's records.
-	hostsPath := filepath.Join(c.State, "hosts")
-	if err := os.WriteFile(hostsPath, []byte(hostsHeader), 0o644); err != nil {
+	// Names for everything in this mount namespace (the operator, the
+	// control plane) come from the cluster DNS, up before the operator.
+	if err := useClusterDNS(c.State); err != nil {
 		return fail(err)
-	}
-	if err := syscall.Mount(hostsPath, "/etc/hosts", "", syscall.MS_BIND, ""); err != nil {
-		return fail(fmt.Errorf("bind-mounting the cluster hosts file: %w", err))
 	}
 
 	cp, err := startControlPlane(ctx, &c)
@@ -220,82 +209,39 @@ func cmdRun(args []string) error {
 	if err != nil {
 		return fail(err)
 	}
-	var kubelets *kubeletCluster
-	if c.Kubelets {
-		kubelets, err = startKubeletCluster(ctx, log, &c, cp, cs, store)
-		if kubelets != nil {
-			defer kubelets.stop()
-		}
-		if err != nil {
-			return fail(err)
-		}
-	} else if err := registerNodes(ctx, cs, c.Nodes); err != nil {
+	kubelets, err := startKubeletCluster(ctx, log, &c, cp, cs, store)
+	if kubelets != nil {
+		defer kubelets.stop()
+	}
+	if err != nil {
 		return fail(err)
 	}
 	if err := ensureStorageClasses(ctx, cs); err != nil {
 		return fail(err)
 	}
 
-	self, err := os.Executable()
-	if err != nil {
-		return fail(err)
-	}
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	podInf := factory.Core().V1().Pods()
 	svcInf := factory.Core().V1().Services()
 	sliceInf := factory.Discovery().V1().EndpointSlices()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
 	pvInf := factory.Core().V1().PersistentVolumes()
 	scInf := factory.Storage().V1().StorageClasses()
-	secretInf := factory.Core().V1().Secrets()
-	cmInf := factory.Core().V1().ConfigMaps()
-
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorders := map[string]record.EventRecorder{}
-	for n := 1; n <= c.Nodes; n++ {
-		recorders[nodeName(n)] = broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "kubelet", Host: nodeName(n)})
-	}
-	power := &nodePower{}
-
-	ag := &agent{
-		log: log.With("component", "agent"), cs: cs, cfg: &c, self: self, ipam: newIPAM(),
-		images:     store,
-		recorders:  func(node string) record.EventRecorder { return recorders[node] },
-		pods:       podInf.Lister(),
-		secrets:    secretInf.Lister(),
-		configMaps: cmInf.Lister(),
-		claims:     pvcInf.Lister(),
-		volumes:    pvInf.Lister(),
-		services:   svcInf.Lister(),
-		workers:    map[types.UID]*podWorker{},
-		power:      power,
-	}
-	ag.records.Store("")
 	prov := &provisioner{
 		log: log.With("component", "provisioner"), cs: cs, root: filepath.Join(c.State, "volumes"),
 		claims: pvcInf.Lister(), volumes: pvInf.Lister(), classes: scInf.Lister(),
 	}
 	proxy := newServiceProxy(log.With("component", "proxy"), svcInf.Lister(), sliceInf.Lister())
 	defer proxy.close()
-	proxy.rewrite[net.JoinHostPort(bridgeAddr, cp.apiURL.Port())] = cp.apiURL.Host
 
-	agentCtx, stopAgent := context.WithCancel(context.Background())
-	defer stopAgent()
 	kicks := newKicker()
 	onChange := func(which string) cache.ResourceEventHandler {
 		f := func(any) { kicks.kick(which) }
 		return cache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, o any) { f(o) }, DeleteFunc: f}
 	}
-	watched := map[cache.SharedIndexInformer]string{
+	for inf, which := range map[cache.SharedIndexInformer]string{
 		svcInf.Informer(): "net", sliceInf.Informer(): "net",
 		pvcInf.Informer(): "storage", pvInf.Informer(): "storage", scInf.Informer(): "storage",
-	}
-	if !c.Kubelets {
-		watched[podInf.Informer()], watched[secretInf.Informer()], watched[cmInf.Informer()] = "pods", "pods", "pods"
-	}
-	for inf, which := range watched {
+	} {
 		if _, err := inf.AddEventHandler(onChange(which)); err != nil {
 			return fail(err)
 		}
@@ -306,43 +252,15 @@ func cmdRun(args []string) error {
 			return fail(fmt.Errorf("cache of %v did not sync", typ))
 		}
 	}
-	actions := map[string]func(){
-		"net": func() {
-			svcs, _ := svcInf.Lister().List(everything())
-			slices, _ := sliceInf.Lister().List(everything())
-			records := clusterRecords(svcs, slices)
-			if !c.Kubelets {
-				records = nodeRecords(c.Nodes) + records
-			}
-			ag.setRecords(records)
-			if err := writeInPlace(hostsPath, []byte(hostsHeader+records)); err != nil {
-				log.Warn("hosts file", "error", err)
-			}
-			proxy.sync()
-		},
+	go kicks.loop(ctx, map[string]func(){
+		// The cluster namespace's own processes (the operator, the
+		// control plane) reach Services through the harness's proxy.
+		"net":     proxy.sync,
 		"storage": func() { prov.sync(ctx) },
-	}
-	if !c.Kubelets {
-		actions["pods"] = func() { ag.sync(agentCtx) }
-	}
-	go kicks.loop(ctx, actions)
-	if !c.Kubelets {
-		go heartbeatNodes(ctx, cs, c.Nodes, power)
-	}
-	lifecycle := &nodeLifecycle{
-		log: log.With("component", "node-lifecycle"), cs: cs, power: power, agent: ag,
-		pods: podInf.Lister(), grace: c.NodeGrace, dir: nodesDir(c.State),
-		kubelet:  func(node string) record.EventRecorder { return recorders[node] },
-		recorder: broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "node-controller"}),
-		kickPods: func() { kicks.kick("pods") },
-		kubelets: kubelets,
-	}
-	go lifecycle.run(ctx)
-	for n := 1; n <= c.Nodes && !c.Kubelets; n++ {
-		if err := serveContainerLogs(ctx, log, n, filepath.Join(c.State, "logs", "pods")); err != nil {
-			return fail(fmt.Errorf("log server of %s: %w", nodeName(n), err))
-		}
-	}
+	})
+	requests := &nodeRequests{log: log.With("component", "nodes"), dir: nodesDir(c.State),
+		act: func(ctx context.Context, node, action string) error { return kubelets.act(ctx, cs, node, action) }}
+	go requests.run(ctx)
 	if c.Monitoring {
 		// Before the operator: Prometheus comes up while the tenant does.
 		if err := startMonitoring(ctx, &cfg, monitoring); err != nil {
@@ -350,19 +268,6 @@ func cmdRun(args []string) error {
 		}
 		log.Info("prometheus-operator and Prometheus created", "namespace", monitoringNamespace)
 	}
-	defer func() {
-		// Pods first (they are the only ones with data in flight), then the
-		// operator and the control plane (deferred above and below).
-		stopAgent()
-		done := make(chan struct{})
-		go func() { ag.wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			log.Warn("some pods did not stop in time")
-		}
-	}()
-
 	var opExited <-chan struct{} // nil (never) without the operator process
 	if !c.Bare {
 		op, err := startOperator(ctx, &c, cp, cs)

@@ -57,25 +57,18 @@ func startControlPlane(ctx context.Context, c *runConfig) (*controlPlane, error)
 	api.Configure().Set("service-cluster-ip-range", serviceCIDR)
 	// The cluster namespace has no default route to guess an address from;
 	// the bridge address is what the `kubernetes` Service's endpoints say.
-	api.Configure().Set("advertise-address", bridgeAddr)
-	controllers := "*,-serviceaccount-token,-nodelifecycle"
-	if c.Kubelets {
-		// Kubelets reach it on the node network; it reaches them with a
-		// client certificate of the CA they trust.
-		api.SecureServing.Address = nodeNetBridgeAddr
-		api.SecureServing.Port = strconv.Itoa(apiServerPort)
-		api.Configure().Set("advertise-address", nodeNetBridgeAddr)
-		api.Configure().Set("kubelet-client-certificate", filepath.Join(api.CertDir, "kubelet-client.crt"))
-		api.Configure().Set("kubelet-client-key", filepath.Join(api.CertDir, "kubelet-client.key"))
-		api.Configure().Set("kubelet-preferred-address-types", "InternalIP,Hostname")
-		// Each kubelet reads only its own pods' Secrets and may change
-		// only its own Node.
-		api.Configure().Set("authorization-mode", "Node,RBAC")
-		api.Configure().Set("enable-admission-plugins", "NodeRestriction")
-		// Kubelets renew their Leases: the node lifecycle controller
-		// marks a node that stops Unknown, taints it and evicts.
-		controllers = "*,-serviceaccount-token"
-	}
+	// Kubelets reach it on the node network; it reaches them with a client
+	// certificate of the CA they trust.
+	api.Address = nodeNetBridgeAddr
+	api.Port = strconv.Itoa(apiServerPort)
+	api.Configure().Set("advertise-address", nodeNetBridgeAddr)
+	api.Configure().Set("kubelet-client-certificate", filepath.Join(api.CertDir, "kubelet-client.crt"))
+	api.Configure().Set("kubelet-client-key", filepath.Join(api.CertDir, "kubelet-client.key"))
+	api.Configure().Set("kubelet-preferred-address-types", "InternalIP,Hostname")
+	// Each kubelet reads only its own pods' Secrets and may change only
+	// its own Node.
+	api.Configure().Set("authorization-mode", "Node,RBAC")
+	api.Configure().Set("enable-admission-plugins", "NodeRestriction")
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
@@ -90,9 +83,10 @@ func startControlPlane(ctx context.Context, c *runConfig) (*controlPlane, error)
 	}
 	kcm := newProcess("kube-controller-manager", filepath.Join(c.Assets, "kube-controller-manager"), []string{
 		"--kubeconfig=" + adminKubeconfig,
-		// Tokens need a signing key the cluster has no use for; node
-		// lifecycle would evict pods from nodes without kubelet leases.
-		"--controllers=" + controllers,
+		// Tokens need a signing key the cluster has no use for. The node
+		// lifecycle controller marks a node whose kubelet stops renewing
+		// its Lease Unknown, taints it and evicts its pods.
+		"--controllers=*,-serviceaccount-token",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",

@@ -10,9 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/strata-storage/strata/internal/images"
 )
@@ -28,26 +25,6 @@ type image struct {
 	env      []string
 	workdir  string
 	uid, gid int
-}
-
-// argv is what a container runs: its command, else the image's entrypoint;
-// then its args, else (with no command of its own) the image's cmd.
-func (img image) argv(c *corev1.Container, expand func(string) string) []string {
-	argv := slices.Clone(img.entry)
-	args := img.cmd
-	if len(c.Command) > 0 {
-		argv, args = nil, nil
-		for _, s := range c.Command {
-			argv = append(argv, expand(s))
-		}
-	}
-	if len(c.Args) > 0 {
-		args = nil
-		for _, s := range c.Args {
-			args = append(args, expand(s))
-		}
-	}
-	return append(argv, args...)
 }
 
 // imageStore resolves image references against the loaded layouts and
@@ -100,7 +77,7 @@ func (s *imageStore) refsOf(repository string) []string {
 func (s *imageStore) resolve(ref string) (image, error) {
 	l, ok := images.Find(s.loaded, ref)
 	if !ok {
-		return image{}, fmt.Errorf("image %q is not among the images this node agent runs (%s, built by `make images`)", ref, strings.Join(s.refs(), ", "))
+		return image{}, fmt.Errorf("image %q is not among the images the cluster serves (%s, built by `make images`)", ref, strings.Join(s.refs(), ", "))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -131,63 +108,4 @@ func (s *imageStore) resolve(ref string) (image, error) {
 	}
 	s.unpacked[l.Digest] = img
 	return img, nil
-}
-
-// linkTree recreates the unpacked image src at dst: directories and
-// symlinks made anew, regular files hard-linked (no copy, no space). The
-// shared files are root's and not writable by the images' user; the agent
-// replaces the /etc files it writes by rename, never in place.
-func linkTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				if err := os.Lchown(target, int(st.Uid), int(st.Gid)); err != nil {
-					return err
-				}
-			}
-			return os.Chmod(target, info.Mode()&(fs.ModePerm|fs.ModeSticky|fs.ModeSetuid|fs.ModeSetgid))
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
-		default:
-			return os.Link(p, target)
-		}
-	})
-}
-
-// withImageEnv puts the image's environment before the container's, so the
-// container's own values win, as in a runtime.
-func withImageEnv(imageEnv, env []string) []string {
-	own := map[string]bool{}
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		own[k] = true
-	}
-	var out []string
-	for _, kv := range imageEnv {
-		k, _, _ := strings.Cut(kv, "=")
-		if !own[k] {
-			out = append(out, kv)
-		}
-	}
-	return append(out, env...)
 }

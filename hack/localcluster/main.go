@@ -1,18 +1,18 @@
 // Command localcluster runs a small Kubernetes cluster on one Linux machine
 // without Docker: a real kube-apiserver, etcd, kube-controller-manager and
-// kube-scheduler, fake Nodes, a local volume provisioner, a service proxy,
-// cluster DNS through hosts files, and a node agent that runs the scheduled
-// pods' containers as host processes in namespaces of their own (one network
-// namespace per pod with a real pod IP, one mount namespace per container).
-// The real operator (bin/manager) runs against it and a demo Tenant is
-// applied, so `make demo` ends with an S3 endpoint on localhost.
+// kube-scheduler, and nodes that are real kubelets with containerd, runc,
+// CNI and kube-proxy, each in namespaces of its own; CoreDNS is the cluster
+// DNS, the images come from a registry the harness serves, and volumes from
+// a local provisioner. The real operator (bin/manager) runs against it and a
+// demo Tenant is applied, so `make demo` ends with an S3 endpoint on
+// localhost.
 //
 //	localcluster up   [flags]   start in the background, wait, print how to use it
 //	localcluster down [flags]   stop everything and remove the state directory
 //	localcluster node down|up NODE [flags]   a node loses power / comes back
 //
-// The other subcommands (run, pause, pod-init) are the harness's own
-// processes; docs/localcluster.md describes the whole.
+// The other subcommands (run, node-init) are the harness's own processes;
+// docs/localcluster.md describes the whole.
 package main
 
 import (
@@ -49,10 +49,6 @@ func main() {
 		err = cmdNode(args)
 	case "run":
 		err = cmdRun(args)
-	case "pause":
-		err = cmdPause(args)
-	case "pod-init":
-		err = cmdPodInit(args)
 	case "node-init":
 		err = cmdNodeInit(args)
 	case "-h", "--help", "help":

@@ -16,12 +16,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-func everything() labels.Selector { return labels.Everything() }
 
 // readManifests reads YAML documents from files and directories (*.yaml,
 // *.yml in name order; kustomization.yaml is skipped, its resources being

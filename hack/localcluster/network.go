@@ -7,23 +7,22 @@ import (
 	"net"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
 )
 
 // The cluster's addresses. All of them live only inside the network
-// namespace the harness makes for the cluster and the pods' namespaces
+// namespace the harness makes for the cluster and the nodes' namespaces
 // bridged to it; the host's own network never sees them.
 const (
+	// bridgeName is the node network: the cluster namespace is its
+	// nodeNetBridgeAddr, node n's eth0 is kubeletNodeIP(n).
 	bridgeName = "lcbr0"
-	// podCIDR is the pod network: node n's pods take 10.244.n.2-254, node n
-	// itself 10.244.n.1, the bridge (the pods' gateway) 10.244.0.1.
+	// Node n's pods take 10.244.n.2-254 behind its CNI bridge (10.244.n.1).
 	podCIDRPrefix = "10.244"
-	bridgeAddr    = "10.244.0.1"
-	podPrefixLen  = 16
 	// serviceCIDR matches envtest's --service-cluster-ip-range: every
 	// address in it is local to the cluster namespace, where the service
-	// proxy listens on each ClusterIP.
+	// proxy listens on each ClusterIP for the harness's own processes;
+	// pods reach Services through kube-proxy on their node.
 	serviceCIDR = "10.0.0.0/24"
 )
 
@@ -45,93 +44,19 @@ func run(ctx context.Context, name string, args ...string) error {
 }
 
 // setupClusterNetwork prepares the cluster namespace the inner process runs
-// in: loopback, the pod bridge, the node addresses, and the service range as
-// local addresses (so the proxy can listen on any ClusterIP).
-//
-// With kubelet nodes the bridge is the node network instead (each node's
-// eth0 on it, routes to their pod ranges added as they start), and the
-// cluster namespace is its 10.240.0.1.
-func setupClusterNetwork(ctx context.Context, nodes int, kubelets bool) error {
-	addr := fmt.Sprintf("%s/%d", bridgeAddr, podPrefixLen)
-	if kubelets {
-		addr = fmt.Sprintf("%s/%d", nodeNetBridgeAddr, nodeNetPrefixLen)
-	}
+// in: loopback, the node network's bridge, and the service range as local
+// addresses (so the proxy can listen on any ClusterIP). Routes to each
+// node's pods are added as the node starts.
+func setupClusterNetwork(ctx context.Context) error {
 	steps := [][]string{
 		{"link", "set", "lo", "up"},
 		{"link", "add", bridgeName, "type", "bridge"},
-		{"addr", "add", addr, "dev", bridgeName},
+		{"addr", "add", fmt.Sprintf("%s/%d", nodeNetBridgeAddr, nodeNetPrefixLen), "dev", bridgeName},
 		{"link", "set", bridgeName, "up"},
 		{"route", "add", "local", serviceCIDR, "dev", "lo"},
 	}
-	for n := 1; n <= nodes && !kubelets; n++ {
-		steps = append(steps, []string{"addr", "add", fmt.Sprintf("%s/%d", nodeIP(n), podPrefixLen), "dev", bridgeName})
-	}
 	for _, s := range steps {
 		if err := ipCmd(ctx, s...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// nodeIP is node n's InternalIP (1-based).
-func nodeIP(n int) string { return fmt.Sprintf("%s.%d.1", podCIDRPrefix, n) }
-
-// ipam hands out pod IPs per node and remembers them per pod UID.
-type ipam struct {
-	mu    sync.Mutex
-	used  map[string]string // ip -> pod uid
-	byPod map[string]string // pod uid -> ip
-}
-
-func newIPAM() *ipam {
-	return &ipam{used: map[string]string{}, byPod: map[string]string{}}
-}
-
-func (a *ipam) allocate(node int, podUID string) (string, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if ip, ok := a.byPod[podUID]; ok {
-		return ip, nil
-	}
-	for h := 2; h < 255; h++ {
-		ip := fmt.Sprintf("%s.%d.%d", podCIDRPrefix, node, h)
-		if _, taken := a.used[ip]; !taken {
-			a.used[ip] = podUID
-			a.byPod[podUID] = ip
-			return ip, nil
-		}
-	}
-	return "", fmt.Errorf("node %d has no free pod address", node)
-}
-
-func (a *ipam) release(podUID string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if ip, ok := a.byPod[podUID]; ok {
-		delete(a.used, ip)
-		delete(a.byPod, podUID)
-	}
-}
-
-// attachPod gives the network namespace of process pid an eth0 on the
-// bridge with the pod's address and a default route through the bridge.
-func attachPod(ctx context.Context, pid int, hostVeth, ip string) error {
-	netns := fmt.Sprintf("/proc/%d/ns/net", pid)
-	if err := ipCmd(ctx, "link", "add", hostVeth, "type", "veth", "peer", "name", "eth0", "netns", fmt.Sprint(pid)); err != nil {
-		return err
-	}
-	if err := ipCmd(ctx, "link", "set", hostVeth, "master", bridgeName, "up"); err != nil {
-		return err
-	}
-	inPod := [][]string{
-		{"link", "set", "lo", "up"},
-		{"addr", "add", fmt.Sprintf("%s/%d", ip, podPrefixLen), "dev", "eth0"},
-		{"link", "set", "eth0", "up"},
-		{"route", "add", "default", "via", bridgeAddr},
-	}
-	for _, s := range inPod {
-		if err := run(ctx, "nsenter", append([]string{"--net=" + netns, "ip"}, s...)...); err != nil {
 			return err
 		}
 	}

@@ -414,7 +414,7 @@ func cmdNodeInit(args []string) error {
 	}
 	goSignal := bufio.NewReader(os.NewFile(3, "go"))
 	if line, err := goSignal.ReadString('\n'); err != nil || line != "go\n" {
-		return fmt.Errorf("waiting for the node's network: %q %v", line, err)
+		return fmt.Errorf("waiting for the node's network (read %q): %w", line, err)
 	}
 	d := dirsOf(filepath.Dir(filepath.Dir(*dir)), *n)
 	d.Root, d.Logs = *dir, *logs

@@ -22,6 +22,7 @@ const (
 	nodeNetBridgeAddr = "10.240.0.1" // API server, CoreDNS, registry
 	nodeNetPrefixLen  = 24
 	apiServerPort     = 6443
+	kubeletPort       = 10250
 	registryPort      = 5000
 	clusterDNSIP      = "10.0.0.10" // kube-system/kube-dns
 	pauseImage        = "registry.k8s.io/pause:3.10"

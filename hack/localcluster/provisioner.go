@@ -53,7 +53,8 @@ func storageClasses() []*storagev1.StorageClass {
 
 // provisioner creates a directory-backed PersistentVolume for every claim of
 // its classes: a `local` volume pinned to the node the scheduler selected
-// for WaitForFirstConsumer classes, a hostPath volume for the shared class.
+// for WaitForFirstConsumer classes, one any node may mount for the shared
+// class.
 // It deletes the directory and the volume once a claim is gone and the
 // volume is Released. Binding is left to the PV controller.
 type provisioner struct {
@@ -136,19 +137,20 @@ func (p *provisioner) provision(ctx context.Context, c *corev1.PersistentVolumeC
 			},
 		},
 	}
-	if shared {
-		pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectory)}
-	} else {
-		pv.Spec.Local = &corev1.LocalVolumeSource{Path: dir}
+	// A local volume, so the kubelet applies the pods' fsGroup to it; a
+	// shared one (every node is this machine, so the directory really is
+	// shared) may be mounted on any node.
+	pv.Spec.Local = &corev1.LocalVolumeSource{Path: dir}
+	nodes := corev1.NodeSelectorRequirement{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpExists}
+	if !shared {
 		if node == "" {
 			return fmt.Errorf("local volume for %s/%s without a selected node", c.Namespace, c.Name)
 		}
-		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
-				Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
-			}}}},
-		}}
+		nodes = corev1.NodeSelectorRequirement{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}
 	}
+	pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{nodes}}},
+	}}
 	if _, err := p.cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}

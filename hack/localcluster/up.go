@@ -155,7 +155,6 @@ func cmdUp(args []string) error {
 	if c.Monitoring {
 		runArgs = append(runArgs, "--monitoring")
 	}
-	runArgs = append(runArgs, "--kubelets="+strconv.FormatBool(c.Kubelets))
 	logf, err := os.OpenFile(c.logFile("cluster.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
