@@ -1,6 +1,6 @@
 // Command images writes the release's container images without a daemon
 // (`make images`): for each image an OCI image layout in <out>/<name>/
-// (what the local cluster's node agent runs, and what `skopeo copy
+// (what the local cluster serves to its nodes, and what `skopeo copy
 // oci:...` or `crane push` take) and a tarball <out>/<name>.tar in the
 // format `docker load`, `ctr images import` and `kind load image-archive`
 // read.

@@ -342,6 +342,14 @@ func TestDemoTenantServesS3(t *testing.T) {
 		}
 	})
 
+	t.Run("16 MiB and 4 KiB load in a 1 GiB memory limit, a server lost and healed, no OOM kill", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", in.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		memoryLimitedLoad(ctx, t, c, kubernetes.NewForConfigOrDie(cfg))
+	})
+
 	t.Run("a user added to the Tenant works without restarting a server", func(t *testing.T) {
 		cfg, err := clientcmd.BuildConfigFromFlags("", in.Kubeconfig)
 		if err != nil {
