@@ -401,6 +401,14 @@ func TestDemoTenantServesS3(t *testing.T) {
 		}
 	})
 
+	t.Run("kubectl exec, port-forward and logs --previous reach the kubelets", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", in.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kubectlOnNodes(ctx, t, c, kubernetes.NewForConfigOrDie(cfg))
+	})
+
 	// Down, then nothing of the cluster is left.
 	c.down(t, in.S3URL)
 }

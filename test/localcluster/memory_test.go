@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,8 +55,16 @@ func memoryLimitedLoad(ctx context.Context, t *testing.T, c *cluster, cs kuberne
 		t.Fatal(err)
 	}
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB
-	var puts, gets, bigOps, failed atomic.Int64
+	var puts, gets, bigOps, failed, failedBefore atomic.Int64
+	var deleted atomic.Bool
 	var firstErr atomic.Value
+	fail := func(err error) {
+		failed.Add(1)
+		if !deleted.Load() {
+			failedBefore.Add(1)
+		}
+		firstErr.CompareAndSwap(nil, err.Error())
+	}
 	loadCtx, stopLoad := context.WithTimeout(ctx, loadFor)
 	defer stopLoad()
 	var wg sync.WaitGroup
@@ -74,8 +81,7 @@ func memoryLimitedLoad(ctx context.Context, t *testing.T, c *cluster, cs kuberne
 				key := fmt.Sprintf("w%02d/%06d", w, i)
 				if _, err := client.PutObject(loadCtx, &s3.PutObjectInput{Bucket: aws.String("memory"), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
 					if loadCtx.Err() == nil {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, fmt.Errorf("PUT %s: %w", key, err))
+						fail(fmt.Errorf("PUT %s: %w", key, err))
 					}
 					continue
 				}
@@ -91,8 +97,7 @@ func memoryLimitedLoad(ctx context.Context, t *testing.T, c *cluster, cs kuberne
 				}
 				if err != nil {
 					if loadCtx.Err() == nil {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, fmt.Errorf("GET %s: %w", key, err))
+						fail(fmt.Errorf("GET %s: %w", key, err))
 					}
 					continue
 				}
@@ -107,16 +112,21 @@ func memoryLimitedLoad(ctx context.Context, t *testing.T, c *cluster, cs kuberne
 	if err != nil {
 		t.Fatal(err)
 	}
+	deleted.Store(true)
 	if err := cs.CoreV1().Pods("default").Delete(ctx, victim, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
 	t.Logf("load of %d workers for %s: %d PUTs (%d of 16 MiB), %d GETs, %d failed (first: %v)",
 		workers, loadFor, puts.Load(), bigOps.Load(), gets.Load(), failed.Load(), firstErr.Load())
-	// A request in flight to the deleted server may fail every retry of
-	// the SDK; anything more is a fault.
-	if n, total := failed.Load(), puts.Load()+gets.Load(); total == 0 || n*100 > total {
-		t.Errorf("%d of %d requests failed (first: %v)", n, total, firstErr.Load())
+	// Before the deletion nothing may fail. After it, a request whose body
+	// was in flight from or to the killed server fails (the SDK does not
+	// retry a body cut short): at most a couple per worker.
+	if n := failedBefore.Load(); n > 0 {
+		t.Errorf("%d requests failed before any server was lost (first: %v)", n, firstErr.Load())
+	}
+	if n := failed.Load(); n > 2*workers || puts.Load() == 0 {
+		t.Errorf("%d requests failed after the server was lost, %d PUTs (first: %v)", n, puts.Load(), firstErr.Load())
 	}
 
 	ca, err := os.ReadFile(c.in.CAFile)
@@ -171,34 +181,30 @@ func memoryLimitedLoad(ctx context.Context, t *testing.T, c *cluster, cs kuberne
 		if peak, err := peakMemory(&p); err != nil {
 			t.Errorf("pod %s: %v", p.Name, err)
 		} else {
-			t.Logf("pod %s: peak memory of its cgroup %d MiB of its 1024 MiB limit", p.Name, peak>>20)
+			t.Logf("pod %s: peak resident set %d MiB in its 1024 MiB limit", p.Name, peak>>20)
 		}
 	}
 }
 
-// peakMemory is the most memory the pod's container ever used as its
-// memory cgroup counts it (cgroup v1 memory.max_usage_in_bytes, the number
-// the kernel's OOM killer weighs against the limit).
+// peakMemory is the peak resident set of the pod's server process
+// (VmHWM). The pod's memory cgroup also counts the page cache of what the
+// server wrote to its drives, which the kernel reclaims at the limit (its
+// usage sits at the limit under this load without any OOM kill); the
+// resident set is what the limit has to hold.
 func peakMemory(p *corev1.Pod) (int64, error) {
 	pid, err := containerPID(p)
 	if err != nil {
 		return 0, err
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		// hierarchy-id:controllers:path
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 || !strings.Contains(","+parts[1]+",", ",memory,") {
-			continue
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
 		}
-		v, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", parts[2], "memory.max_usage_in_bytes"))
-		if err != nil {
-			return 0, err
-		}
-		return strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64)
 	}
-	return 0, fmt.Errorf("process %d has no memory cgroup", pid)
+	return 0, fmt.Errorf("process %d: no VmHWM in /proc/%d/status", pid, pid)
 }
