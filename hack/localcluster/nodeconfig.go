@@ -171,8 +171,13 @@ func (s nodeSpec) kubeletConfig() ([]byte, error) {
 		},
 		ImageGCHighThresholdPercent: ptr.To[int32](95),
 		ImageGCLowThresholdPercent:  ptr.To[int32](90),
-		NodeLeaseDurationSeconds:    20,
-		NodeStatusUpdateFrequency:   metav1.Duration{Duration: 10 * time.Second},
+		// How often each pod is synced, which is when changed Secrets
+		// and ConfigMaps reach its volumes: Kubernetes' 1 min, a third of
+		// it here so that certificate rotations and topology changes take
+		// seconds, not minutes, in the tests (behaviour is the same).
+		SyncFrequency:             metav1.Duration{Duration: 20 * time.Second},
+		NodeLeaseDurationSeconds:  20,
+		NodeStatusUpdateFrequency: metav1.Duration{Duration: 10 * time.Second},
 		// Restarts a crashed container within two seconds at most, near
 		// what a node of a busy cluster does after the first crash.
 		CrashLoopBackOff: kubeletv1beta1.CrashLoopBackOffConfig{MaxContainerRestartPeriod: &metav1.Duration{Duration: 2 * time.Second}},
