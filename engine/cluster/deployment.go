@@ -86,6 +86,28 @@ func (d *Deployment) Peers() []*internode.Peer {
 	return out
 }
 
+// PoolPeers returns the clients of the other nodes that serve drives of
+// the pools this node runs now: the nodes a read may go through. Nodes of
+// a decommissioned pool are left out (their pods go with the pool).
+func (d *Deployment) PoolPeers() []*internode.Peer {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*internode.Peer
+	seen := map[string]bool{}
+	for _, pr := range d.pools {
+		if pr.Entry.State() == erasure.StateDecommissioned {
+			continue
+		}
+		for _, host := range pr.Layout.Hosts() {
+			if p, ok := d.peers[host]; ok && !seen[host] {
+				seen[host] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
 // PoolRuntimes returns the pools in topology order.
 func (d *Deployment) PoolRuntimes() []*PoolRuntime {
 	d.mu.Lock()

@@ -196,14 +196,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := dep.Bootstrap(ctx); err != nil {
 		return err
 	}
-	dep.Pools.KnownEverywhere = func(pool string) bool {
-		for _, p := range dep.Peers() {
-			if p.Online() && !p.KnowsPool(pool) {
-				return false
-			}
-		}
-		return true
-	}
+	dep.Pools.KnownEverywhere = func(pool string) bool { return internode.KnownByAll(dep.PoolPeers(), pool) }
 	n.announce(ctx)
 	dep.Pools.OnBucketChange = func(b string) {
 		for _, p := range dep.Peers() {
