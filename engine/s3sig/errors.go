@@ -1,7 +1,9 @@
 package s3sig
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -77,10 +79,15 @@ func errChunked(what string) *s3err.Error {
 	return s3err.InvalidRequest.With("The aws-chunked body is malformed: " + what + ".")
 }
 
-// errShortBody: the body ended before what was declared of it.
+// errShortBody: the body ended before what was declared of it. The end of
+// the stream itself (io.EOF, io.ErrUnexpectedEOF) is not kept as the
+// cause: a reader further on that asks errors.Is(err, io.EOF) would take
+// the short body for its normal end (2026-11-28, FuzzChunkedSigned: a
+// signed chunk cut before its CRLF, its signature never checked, ended the
+// payload as if complete). Other causes (a reset connection) are kept.
 func errShortBody(cause error) *s3err.Error {
 	e := s3err.IncompleteBody
-	if cause != nil {
+	if cause != nil && !errors.Is(cause, io.EOF) && !errors.Is(cause, io.ErrUnexpectedEOF) {
 		e = e.Because(cause)
 	}
 	return e
