@@ -206,9 +206,10 @@ func (l *load) timed(op func() error) error {
 
 func (l *load) round(ctx context.Context, cl *s3.Client, bucket, key string, body []byte, list bool) {
 	b, k := aws.String(bucket), aws.String(key)
+	at := func(op string, err error) error { return failedAt(op, bucket, key, err) }
 	if l.timed(func() error {
 		_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: k, Body: bytes.NewReader(body)})
-		return err
+		return at("PUT", err)
 	}) != nil {
 		return
 	}
@@ -216,7 +217,7 @@ func (l *load) round(ctx context.Context, cl *s3.Client, bucket, key string, bod
 	_ = l.timed(func() error {
 		out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: k})
 		if err != nil {
-			return err
+			return at("GET", err)
 		}
 		defer out.Body.Close()
 		got, err := io.ReadAll(out.Body)
@@ -227,7 +228,7 @@ func (l *load) round(ctx context.Context, cl *s3.Client, bucket, key string, bod
 	})
 	_ = l.timed(func() error {
 		_, err := cl.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: k})
-		return err
+		return at("HEAD", err)
 	})
 	if list {
 		_ = l.timed(func() error {
@@ -235,6 +236,16 @@ func (l *load) round(ctx context.Context, cl *s3.Client, bucket, key string, bod
 			return err
 		})
 	}
+}
+
+// failedAt names a failed request's key and when it failed (UTC), to find
+// it in the servers' logs; the SDK's error carries the answering server's
+// HostID. nil stays nil.
+func failedAt(op, bucket, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s %s/%s at %s: %w", op, bucket, key, time.Now().UTC().Format("15:04:05.000"), err)
 }
 
 // multipart uploads a 5 MiB part and a small last part, completes, and
@@ -247,7 +258,7 @@ func (l *load) multipart(ctx context.Context, cl *s3.Client, bucket, key string)
 		if err == nil {
 			id = out.UploadId
 		}
-		return err
+		return failedAt("CreateMultipartUpload", bucket, key, err)
 	}) != nil {
 		return
 	}
@@ -260,7 +271,7 @@ func (l *load) multipart(ctx context.Context, cl *s3.Client, bucket, key string)
 			if err == nil {
 				done = append(done, s3types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(n)})
 			}
-			return err
+			return failedAt("UploadPart", bucket, key, err)
 		}) != nil {
 			return
 		}
@@ -268,7 +279,7 @@ func (l *load) multipart(ctx context.Context, cl *s3.Client, bucket, key string)
 	if l.timed(func() error {
 		_, err := cl.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: b, Key: k, UploadId: id,
 			MultipartUpload: &s3types.CompletedMultipartUpload{Parts: done}})
-		return err
+		return failedAt("CompleteMultipartUpload", bucket, key, err)
 	}) != nil {
 		return
 	}
@@ -278,7 +289,7 @@ func (l *load) multipart(ctx context.Context, cl *s3.Client, bucket, key string)
 		if err == nil && aws.ToInt64(out.ContentLength) != 5<<20+4 {
 			err = fmt.Errorf("multipart object %s: %d bytes", key, aws.ToInt64(out.ContentLength))
 		}
-		return err
+		return failedAt("HEAD", bucket, key, err)
 	})
 }
 
