@@ -372,12 +372,7 @@ func startOperator(ctx context.Context, c *runConfig, cp *controlPlane, cs kuber
 	if err := applyYAMLFile(ctx, cs, filepath.Join(c.Repo, "config", "rbac", "role.yaml")); err != nil {
 		return nil, err
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "strata-operator"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "manager"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := bindClusterRole(ctx, cs, "strata-operator", "manager", user); err != nil {
 		return nil, err
 	}
 	ucfg, err := cp.addUser(user)

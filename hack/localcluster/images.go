@@ -14,17 +14,13 @@ import (
 	"github.com/strata-storage/strata/internal/images"
 )
 
-// image is what a pod's image reference runs here: an image from the OCI
-// layouts `make images` wrote, unpacked once into the state directory.
+// image is an image from the OCI layouts `make images` wrote, unpacked once
+// into the state directory: the operator runs as a process of the cluster
+// namespace from its image's entrypoint.
 type image struct {
-	ref      string
-	id       string // repository@digest, the container status' imageID
-	rootfs   string // the unpacked image (shared, never written)
-	entry    []string
-	cmd      []string
-	env      []string
-	workdir  string
-	uid, gid int
+	rootfs string // the unpacked image (shared, never written)
+	entry  []string
+	uid    int // the image's user
 }
 
 // imageStore resolves image references against the loaded layouts and
@@ -88,7 +84,7 @@ func (s *imageStore) resolve(ref string) (image, error) {
 	if err != nil {
 		return image{}, err
 	}
-	uid, gid, err := images.ImageUser(cf)
+	uid, _, err := images.ImageUser(cf)
 	if err != nil {
 		return image{}, err
 	}
@@ -101,11 +97,7 @@ func (s *imageStore) resolve(ref string) (image, error) {
 			return image{}, fmt.Errorf("unpacking %s: %w", l.Ref, err)
 		}
 	}
-	img := image{
-		ref: l.Ref, id: l.Repository + "@" + l.Digest, rootfs: root,
-		entry: cf.Config.Entrypoint, cmd: cf.Config.Cmd, env: cf.Config.Env, workdir: cf.Config.WorkingDir,
-		uid: uid, gid: gid,
-	}
+	img := image{rootfs: root, entry: cf.Config.Entrypoint, uid: uid}
 	s.unpacked[l.Digest] = img
 	return img, nil
 }

@@ -119,7 +119,7 @@ func startKubeletNode(ctx context.Context, self string, c *runConfig, spec nodeS
 	}
 	defer logf.Close()
 	cmd := exec.Command(self, "node-init", "--node", strconv.Itoa(spec.N), "--nodes", strconv.Itoa(spec.Nodes),
-		"--dir", spec.Dirs.Root, "--logs", spec.Dirs.Logs, "--cgroup", cgroup+"/system", "--assets", c.Assets)
+		"--state-dir", c.State, "--cgroup", cgroup+"/system", "--assets", c.Assets)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{r}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -402,8 +402,7 @@ func cmdNodeInit(args []string) error {
 	fs := flag.NewFlagSet("node-init", flag.ContinueOnError)
 	n := fs.Int("node", 0, "node number (1-based)")
 	nodes := fs.Int("nodes", 0, "number of nodes")
-	dir := fs.String("dir", "", "the node's state directory")
-	logs := fs.String("logs", "", "the node's log directory (its /var/log)")
+	state := fs.String("state-dir", "", "the cluster's state directory")
 	cgroup := fs.String("cgroup", "", "the cgroup of the node's own processes")
 	assets := fs.String("assets", "", "directory with kubelet and kube-proxy")
 	if err := fs.Parse(args); err != nil {
@@ -416,8 +415,7 @@ func cmdNodeInit(args []string) error {
 	if line, err := goSignal.ReadString('\n'); err != nil || line != "go\n" {
 		return fmt.Errorf("waiting for the node's network (read %q): %w", line, err)
 	}
-	d := dirsOf(filepath.Dir(filepath.Dir(*dir)), *n)
-	d.Root, d.Logs = *dir, *logs
+	d := dirsOf(*state, *n)
 	spec := nodeSpec{N: *n, Dirs: d, Nodes: *nodes}
 	if err := nodeMounts(d); err != nil {
 		return err

@@ -31,9 +31,6 @@ type serviceProxy struct {
 	mu        sync.Mutex
 	listeners map[string]*svcListener // "ip:port" -> listener
 	next      atomic.Uint64
-	// rewrite maps endpoint addresses to where they really listen: the API
-	// server advertises the bridge address but listens on loopback.
-	rewrite map[string]string
 }
 
 type svcListener struct {
@@ -44,7 +41,7 @@ type svcListener struct {
 }
 
 func newServiceProxy(log *slog.Logger, services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister) *serviceProxy {
-	return &serviceProxy{log: log, services: services, slices: slices, listeners: map[string]*svcListener{}, rewrite: map[string]string{}}
+	return &serviceProxy{log: log, services: services, slices: slices, listeners: map[string]*svcListener{}}
 }
 
 // sync opens listeners for new Service ports and closes those of Services
@@ -122,9 +119,6 @@ func (p *serviceProxy) forward(conn net.Conn, namespace, service string, port co
 			break
 		}
 		tried[target] = true
-		if r, ok := p.rewrite[target]; ok {
-			target = r
-		}
 		backend, err := dialTimeout(context.Background(), target, timeout)
 		if err != nil {
 			p.log.Debug("service endpoint refused; trying the next", "service", namespace+"/"+service, "endpoint", target, "err", err)
