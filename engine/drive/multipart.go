@@ -27,6 +27,10 @@ import (
 // ErrUploadNotFound means the drive holds no such multipart upload.
 var ErrUploadNotFound = errors.New("upload not found")
 
+// ErrPartMissing means the drive holds the upload but not one of the parts
+// a completion chose (it missed that upload of the part).
+var ErrPartMissing = errors.New("part missing")
+
 // Upload is a multipart upload as one drive stores it.
 type Upload struct {
 	ID        [16]byte          `json:"id"`
@@ -251,17 +255,28 @@ func (d *Local) ListParts(ctx context.Context, uploadID [16]byte) ([]PartRecord,
 
 // CompleteUpload turns an upload into an object version: the chosen parts'
 // shards are renamed to the version's part files (parts[i] becomes
-// part.<i+1>), other parts' shards are removed, and the version record is
-// committed together with the removal of the upload's records. Replacing a
-// null version follows PutVersion's rules: when the drive holds a newer
-// null version the completion is dropped (Superseded) and the upload left
-// as it was, for the writer to complete again with a later stamp or abort.
+// part.<i+1>), and the version record is committed together with the
+// removal of the upload's records; then the shards of parts not chosen are
+// removed. A drive that lacks one of the chosen parts (ErrPartMissing) or
+// fails on the way changes nothing. Replacing a null version follows
+// PutVersion's rules: when the drive holds a newer null version the
+// completion is dropped (Superseded) and the upload left as it was, for
+// the writer to complete again with a later stamp or abort.
 func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartRecord, rec *Record) (PutResult, error) {
 	lock := d.lockFor(u.Bucket, u.Object)
 	lock.Lock()
 	defer lock.Unlock()
 	if _, err := d.GetUpload(ctx, u.Bucket, u.Object, u.ID); err != nil {
 		return PutResult{}, err
+	}
+	for _, p := range chosen {
+		have, err := d.getPart(u.ID, p.Number)
+		if errors.Is(err, ErrUploadNotFound) || err == nil && have.ID != p.ID {
+			return PutResult{}, fmt.Errorf("drive %s: %w: part %d of upload %s", d.root, ErrPartMissing, p.Number, hexID(u.ID))
+		}
+		if err != nil {
+			return PutResult{}, err
+		}
 	}
 	o, err := d.readObject(u.Bucket, u.Object)
 	if err != nil {
@@ -277,19 +292,6 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 	if err != nil || res.Superseded {
 		return res, err
 	}
-	dir := d.dataDirPath(u.DataDir)
-	for i, p := range chosen {
-		from := filepath.Join(dir, stagedPartName(p.Number, p.ID))
-		to := filepath.Join(dir, partName(i+1))
-		if err := d.fs.Rename(from, to); err != nil {
-			return PutResult{}, fmt.Errorf("drive %s: completing part %d: %w", d.root, p.Number, err)
-		}
-	}
-	if !d.noSync {
-		if err := d.fs.SyncDir(dir); err != nil {
-			return PutResult{}, err
-		}
-	}
 	if err := b.Delete(uploadKey(u.Bucket, u.Object, u.ID), nil); err != nil {
 		return res, err
 	}
@@ -297,8 +299,14 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 	if err := b.DeleteRange(pp, prefixEnd(pp), nil); err != nil {
 		return res, err
 	}
+	dir := d.dataDirPath(u.DataDir)
+	undo, err := d.renameParts(dir, chosen, true)
+	if err != nil {
+		return PutResult{}, err
+	}
 	if err := d.meta.Commit(b, d.writeOpts()); err != nil {
-		return res, fmt.Errorf("drive %s: committing completed upload: %w", d.root, err)
+		undo()
+		return PutResult{}, fmt.Errorf("drive %s: committing completed upload: %w", d.root, err)
 	}
 	// Shards of parts uploaded but not chosen.
 	if entries, err := d.fs.ReadDir(dir); err == nil {
@@ -309,6 +317,104 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 		}
 	}
 	return res, nil
+}
+
+// renameParts gives the chosen parts' shards in dir their version names
+// (toFinal) or back their upload names, and syncs dir. On failure what it
+// renamed is renamed back; undo renames everything back after success.
+func (d *Local) renameParts(dir string, chosen []PartRecord, toFinal bool) (undo func(), err error) {
+	names := func(i int) (from, to string) {
+		staged := filepath.Join(dir, stagedPartName(chosen[i].Number, chosen[i].ID))
+		final := filepath.Join(dir, partName(i+1))
+		if toFinal {
+			return staged, final
+		}
+		return final, staged
+	}
+	back := func(n int) {
+		for i := n - 1; i >= 0; i-- {
+			from, to := names(i)
+			_ = d.fs.Rename(to, from)
+		}
+	}
+	for i, p := range chosen {
+		from, to := names(i)
+		if err := d.fs.Rename(from, to); err != nil {
+			back(i)
+			return nil, fmt.Errorf("drive %s: completing part %d: %w", d.root, p.Number, err)
+		}
+	}
+	if !d.noSync {
+		if err := d.fs.SyncDir(dir); err != nil {
+			back(len(chosen))
+			return nil, err
+		}
+	}
+	return func() { back(len(chosen)) }, nil
+}
+
+// ReopenUpload undoes CompleteUpload(u, chosen, rec) on a drive that
+// committed it, after the completion missed write quorum: in one batch the
+// version rec (matched by its data directory, which is the upload's own)
+// is removed, the null version it replaced is put back (as RollbackVersion
+// does), and the upload and its chosen parts are recorded again, their
+// shards renamed back first. Parts not chosen are gone. A drive that
+// still holds the upload, or where rec is no longer a version (replaced by
+// a later write), is left as it is; reopened reports whether the upload is
+// open here afterwards.
+func (d *Local) ReopenUpload(ctx context.Context, u *Upload, chosen []PartRecord, rec *Record) (reopened bool, err error) {
+	lock := d.lockFor(u.Bucket, u.Object)
+	lock.Lock()
+	defer lock.Unlock()
+	if _, err := d.GetUpload(ctx, u.Bucket, u.Object, u.ID); err == nil {
+		return true, nil
+	} else if !errors.Is(err, ErrUploadNotFound) {
+		return false, err
+	}
+	o, err := d.readObject(u.Bucket, u.Object)
+	if err != nil {
+		return false, err
+	}
+	b := d.meta.NewIndexedBatch()
+	defer b.Close()
+	t, err := d.begin(b, o)
+	if err != nil {
+		return false, err
+	}
+	found, err := t.remove(rec.VersionID, func(r *Record) bool { return r.DataDir == u.DataDir })
+	if err != nil || found == nil {
+		return false, err
+	}
+	_, skipped, err := t.restoreReplaced(found)
+	if err != nil {
+		return false, err
+	}
+	v, err := json.Marshal(u)
+	if err != nil {
+		return false, err
+	}
+	if err := b.Set(uploadKey(u.Bucket, u.Object, u.ID), v, nil); err != nil {
+		return false, err
+	}
+	for i := range chosen {
+		pv, err := json.Marshal(&chosen[i])
+		if err != nil {
+			return false, err
+		}
+		if err := b.Set(partKey(u.ID, chosen[i].Number), pv, nil); err != nil {
+			return false, err
+		}
+	}
+	undo, err := d.renameParts(d.dataDirPath(u.DataDir), chosen, false)
+	if err != nil {
+		return false, err
+	}
+	if err := d.meta.Commit(b, d.writeOpts()); err != nil {
+		undo()
+		return false, fmt.Errorf("drive %s: reopening upload: %w", d.root, err)
+	}
+	d.removeUnreferenced(u.Bucket, u.Object, skipped...)
+	return true, nil
 }
 
 func isFinalPartName(name string, parts int) bool {

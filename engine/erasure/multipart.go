@@ -125,15 +125,16 @@ func partInfo(p drive.PartRecord) objlayer.PartInfo {
 
 // resolveParts reads an upload's parts from every drive and keeps, for each
 // part number, the upload held by read quorum (the newest when several are).
-func (s *Set) resolveParts(ctx context.Context, drives []Drive, uploadID [16]byte) ([]drive.PartRecord, error) {
-	lists := make([][]drive.PartRecord, len(drives))
+// lists holds what each drive listed.
+func (s *Set) resolveParts(ctx context.Context, drives []Drive, uploadID [16]byte) (parts []drive.PartRecord, lists [][]drive.PartRecord, err error) {
+	lists = make([][]drive.PartRecord, len(drives))
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
 		var err error
 		lists[pos], err = d.ListParts(ctx, uploadID)
 		return err
 	})
 	if countNil(errs) < s.layout.ReadQuorum() {
-		return nil, fmt.Errorf("%w: %d of %d drives listed parts (%s)", objlayer.ErrReadQuorum, countNil(errs), len(errs), detail(errs))
+		return nil, nil, fmt.Errorf("%w: %d of %d drives listed parts (%s)", objlayer.ErrReadQuorum, countNil(errs), len(errs), detail(errs))
 	}
 	type key struct {
 		number int
@@ -163,7 +164,7 @@ func (s *Set) resolveParts(ctx context.Context, drives []Drive, uploadID [16]byt
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })
-	return out, nil
+	return out, lists, nil
 }
 
 // ListParts lists an upload's parts after partMarker, at most maxParts.
@@ -173,7 +174,7 @@ func (s *Set) ListParts(ctx context.Context, bucket, object string, uploadID [16
 	if err != nil {
 		return objlayer.UploadInfo{}, nil, false, err
 	}
-	parts, err := s.resolveParts(ctx, drives, uploadID)
+	parts, _, err := s.resolveParts(ctx, drives, uploadID)
 	if err != nil {
 		return objlayer.UploadInfo{}, nil, false, err
 	}
@@ -201,7 +202,7 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 	if err != nil {
 		return objlayer.ObjectInfo{}, err
 	}
-	uploaded, err := s.resolveParts(ctx, drives, uploadID)
+	uploaded, lists, err := s.resolveParts(ctx, drives, uploadID)
 	if err != nil {
 		return objlayer.ObjectInfo{}, err
 	}
@@ -271,6 +272,18 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 	for _, p := range chosen {
 		rec.Parts = append(rec.Parts, drive.Part{Number: p.Number, Size: p.Size, ETag: p.ETag})
 	}
+	// Only drives holding the upload and every chosen part complete it: a
+	// drive that missed a part (its node was away, or it was left behind
+	// committing it) would fail halfway. When fewer than write quorum hold
+	// them, nothing is consumed and the upload stays as it is.
+	holds := make([]bool, len(drives))
+	for pos := range drives {
+		holds[pos] = ups[pos] != nil && holdsParts(lists[pos], chosen)
+	}
+	if n := countTrue(holds); n < s.layout.WriteQuorum() {
+		return objlayer.ObjectInfo{}, fmt.Errorf("%w: %d of %d drives hold upload %s of %s/%s with every part chosen, %d needed; the upload is kept, retry",
+			objlayer.ErrWriteQuorum, n, len(drives), uuid.UUID(uploadID), bucket, object, s.layout.WriteQuorum())
+	}
 	// A drive that dropped the completion as older than a null version it
 	// holds kept the upload: commitVersion completes it there again with a
 	// later stamp; the drives that took an earlier stamp take the new
@@ -279,12 +292,15 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 	// whole); if it fails the object is healed, and if it dropped the
 	// completion its upload is aborted there.
 	var dropped []bool // in the last round
+	consumed := make([]bool, len(drives))
 	errs := s.commitVersion(ctx, drives, bucket, object, rec, !opts.ModTime.IsZero(), func(committed []bool) []error {
 		var errs []error
 		dropped, errs = forEachDriveWait(w, drives, func(pos int, d Drive) (bool, error) {
 			switch {
 			case ups[pos] == nil:
 				return false, drive.ErrUploadNotFound
+			case !holds[pos]:
+				return false, drive.ErrPartMissing
 			case committed[pos]:
 				_, err := d.PutVersion(committing(ctx), bucket, object, ownRecord(rec, pos, nil), drive.NotStaged)
 				return false, err
@@ -293,6 +309,7 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 			if err == nil && res.Superseded {
 				return true, drive.ErrSuperseded
 			}
+			consumed[pos] = consumed[pos] || err == nil
 			return false, err
 		}, errStillCommitting, func(pos int, dropped bool, err error) {
 			if dropped {
@@ -304,15 +321,76 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 		})
 		return errs
 	})
-	// Drives still holding the upload because they dropped it: the upload
-	// is done (or failed) everywhere else.
+	if countNil(errs) < s.layout.WriteQuorum() {
+		return objlayer.ObjectInfo{}, s.reopenUpload(ctx, drives, u, chosen, rec, consumed, errs)
+	}
+	// Drives still holding the upload because they dropped the completion
+	// or missed a part: the upload is done everywhere else.
 	forEachDrive(drives, func(pos int, d Drive) error {
-		if dropped[pos] {
+		if dropped[pos] || ups[pos] != nil && !holds[pos] {
 			_ = d.AbortUpload(committing(ctx), bucket, object, uploadID)
 		}
 		return nil
 	})
 	return s.finishPut(ctx, drives, bucket, object, rec, errs)
+}
+
+// holdsParts reports whether a drive's part list has every chosen part
+// (the same upload of each number).
+func holdsParts(list, chosen []drive.PartRecord) bool {
+	have := make(map[int][16]byte, len(list))
+	for _, p := range list {
+		have[p.Number] = p.ID
+	}
+	for _, p := range chosen {
+		if id, ok := have[p.Number]; !ok || id != p.ID {
+			return false
+		}
+	}
+	return true
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// reopenUpload undoes a completion that missed write quorum: the drives
+// that consumed the upload (consumed) take it back with its chosen parts
+// (drive.ReopenUpload), so the client's retry finds the upload whole. It
+// returns the completion's error, which says on how many drives the upload
+// is open again.
+func (s *Set) reopenUpload(ctx context.Context, drives []Drive, u *drive.Upload, chosen []drive.PartRecord, rec *drive.Record, consumed []bool, errs []error) error {
+	reopenErrs := forEachDrive(drives, func(pos int, d Drive) error {
+		if !consumed[pos] {
+			return nil
+		}
+		_, err := d.ReopenUpload(committing(ctx), u, chosen, ownRecord(rec, pos, nil))
+		return err
+	})
+	for pos := range reopenErrs {
+		if !consumed[pos] {
+			reopenErrs[pos] = nil // offline drives took no part
+		}
+	}
+	failed := len(reopenErrs) - countNil(reopenErrs)
+	kept := fmt.Sprintf("the upload is kept (reopened on %d of %d drives that completed it", countTrue(consumed)-failed, countTrue(consumed))
+	if failed > 0 {
+		kept += ": " + detail(reopenErrs)
+	}
+	kept += "), retry"
+	if countIs(errs, drive.ErrSuperseded) > 0 {
+		observeNewest(ctx, drives, u.Bucket, u.Object)
+		return fmt.Errorf("%w: %w: %s/%s was written with a later stamp while this completion committed (%d of %d drives hold the newer one); %s",
+			objlayer.ErrWriteQuorum, drive.ErrSuperseded, u.Bucket, u.Object, countIs(errs, drive.ErrSuperseded), len(errs), kept)
+	}
+	return fmt.Errorf("%w: %d of %d drives committed %s/%s, %d needed; %s (%s)",
+		objlayer.ErrWriteQuorum, countNil(errs), len(errs), u.Bucket, u.Object, s.layout.WriteQuorum(), kept, detail(errs))
 }
 
 // AbortMultipartUpload removes an upload and its parts.

@@ -44,6 +44,7 @@ type Drive interface {
 	CommitPart(ctx context.Context, u *drive.Upload, p *drive.PartRecord) error
 	ListParts(ctx context.Context, uploadID [16]byte) ([]drive.PartRecord, error)
 	CompleteUpload(ctx context.Context, u *drive.Upload, chosen []drive.PartRecord, rec *drive.Record) (drive.PutResult, error)
+	ReopenUpload(ctx context.Context, u *drive.Upload, chosen []drive.PartRecord, rec *drive.Record) (bool, error)
 	AbortUpload(ctx context.Context, bucket, object string, id [16]byte) error
 }
 

@@ -120,6 +120,18 @@ func TestCompletionDroppedAsOlderIsNeverAcknowledged(t *testing.T) {
 			if got := tp.get(t, key); !bytes.Equal(got, newer) {
 				t.Fatal("the failed completion changed the object")
 			}
+			for _, d := range tp.drives {
+				if _, err := d.GetUpload(ctx, "bk", key, u.ID); err != nil {
+					t.Fatalf("the failed completion lost the upload on %s: %v", d.Root(), err)
+				}
+			}
+			maxRestamps = 8
+			if _, err := tp.CompleteMultipartUpload(ctx, "bk", key, u.ID, []objlayer.CompletePart{{Number: 1, ETag: p.ETag}}, objlayer.PutOptions{}); err != nil {
+				t.Fatalf("retried completion: %v", err)
+			}
+			if got := tp.get(t, key); !bytes.Equal(got, data) {
+				t.Fatal("the retried completion is not what a read returns")
+			}
 		}
 		for _, d := range tp.drives {
 			if _, err := d.GetUpload(ctx, "bk", key, u.ID); !errors.Is(err, drive.ErrUploadNotFound) {

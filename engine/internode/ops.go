@@ -236,6 +236,7 @@ type (
 	}
 	supersededAnswer struct{ Superseded bool }
 	removedAnswer    struct{ Removed bool }
+	reopenedAnswer   struct{ Reopened bool }
 )
 
 // The drive operations whose requests are JSON.
@@ -339,6 +340,15 @@ var (
 			res, err := d.CompleteUpload(ctx, r.Upload, r.Chosen, rec)
 			return supersededAnswer{res.Superseded}, err
 		}}
+	opReopenUpload = op[completeReq, reopenedAnswer]{"reopenupload", true, jsonAnswer[reopenedAnswer](),
+		func(ctx context.Context, d *drive.Local, r completeReq) (reopenedAnswer, error) {
+			rec, err := drive.UnmarshalRecord(r.Record)
+			if err != nil {
+				return reopenedAnswer{}, err
+			}
+			reopened, err := d.ReopenUpload(ctx, r.Upload, r.Chosen, rec)
+			return reopenedAnswer{reopened}, err
+		}}
 	opAbortUpload = op[objectIDReq, none]{"abortupload", false, noAnswer,
 		func(ctx context.Context, d *drive.Local, r objectIDReq) (none, error) {
 			return none{}, d.AbortUpload(ctx, r.Bucket, r.Object, r.VersionID)
@@ -378,7 +388,7 @@ var (
 	driveOps = indexDriveOps(opFormat, opDiskInfo, opMakeBucket, opSetBucket, opStatBucket, opListBuckets,
 		opDeleteBucket, opVersions, opSetVersionMeta, opDeleteVersion, opRollbackVersion, opWalkObjects,
 		opAbortStaged, opPutUpload, opGetUpload, opWalkUploads, opCommitPart, opListParts, opCompleteUpload,
-		opAbortUpload, opPutVersion, opGetVersion, opShardWrite, opShardRead, opShardStat)
+		opReopenUpload, opAbortUpload, opPutVersion, opGetVersion, opShardWrite, opShardRead, opShardStat)
 	nodeOps = indexNodeOps(opPing, opBucketChanged, opNodeStatus, opPoolState, opBatchPut, opBatchGet, opBatchStat, opFrames)
 )
 

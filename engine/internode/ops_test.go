@@ -33,6 +33,7 @@ func TestWireFormat(t *testing.T) {
 		"commitpart":      {"Upload", "Part"},
 		"listparts":       {"VersionID"},
 		"completeupload":  {"Upload", "Chosen", "Record"},
+		"reopenupload":    {"Upload", "Chosen", "Record"},
 		"abortupload":     {"Bucket", "Object", "VersionID"},
 	}
 	otherOps := []string{"putversion", "getversion", "shard/write", "shard/read", "shard/stat"}

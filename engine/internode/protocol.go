@@ -97,6 +97,7 @@ var wireErrors = map[string]error{
 	"BucketExists":    drive.ErrBucketExists,
 	"BucketNotEmpty":  drive.ErrBucketNotEmpty,
 	"UploadNotFound":  drive.ErrUploadNotFound,
+	"PartMissing":     drive.ErrPartMissing,
 	"Unformatted":     drive.ErrUnformatted,
 	"CorruptRecord":   drive.ErrCorruptRecord,
 	"DriveNotServed":  ErrDriveNotServed,

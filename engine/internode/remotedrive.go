@@ -288,6 +288,12 @@ func (d *RemoteDrive) CompleteUpload(ctx context.Context, u *drive.Upload, chose
 	return drive.PutResult{Superseded: out.Superseded}, err
 }
 
+// ReopenUpload implements erasure.Drive.
+func (d *RemoteDrive) ReopenUpload(ctx context.Context, u *drive.Upload, chosen []drive.PartRecord, rec *drive.Record) (bool, error) {
+	out, err := opReopenUpload.call(ctx, d, completeReq{u, chosen, drive.MarshalRecord(nil, rec)})
+	return out.Reopened, err
+}
+
 // AbortUpload implements erasure.Drive.
 func (d *RemoteDrive) AbortUpload(ctx context.Context, bucket, object string, id [16]byte) error {
 	_, err := opAbortUpload.call(ctx, d, objectIDReq{bucket, object, id})

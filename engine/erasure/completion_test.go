@@ -1,0 +1,171 @@
+package erasure
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/objlayer"
+	"github.com/strata-storage/strata/engine/vfs/faultfs"
+)
+
+// uploadTwoParts starts an upload of key and stores a part of MinPartSize
+// and a small last one, returning the upload, the parts to complete with
+// and the object's data.
+func uploadTwoParts(t *testing.T, p *Pool, key string) (objlayer.UploadInfo, []objlayer.CompletePart, []byte) {
+	t.Helper()
+	ctx := t.Context()
+	u, err := p.NewMultipartUpload(ctx, "bk", key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := randomBytes(objlayer.MinPartSize + 1000)
+	var parts []objlayer.CompletePart
+	for i, piece := range [][]byte{data[:objlayer.MinPartSize], data[objlayer.MinPartSize:]} {
+		info, err := p.PutObjectPart(ctx, "bk", key, u.ID, i+1, bytes.NewReader(piece), int64(len(piece)), objlayer.PartOptions{})
+		if err != nil {
+			t.Fatalf("part %d: %v", i+1, err)
+		}
+		parts = append(parts, objlayer.CompletePart{Number: i + 1, ETag: info.ETag})
+	}
+	return u, parts, data
+}
+
+// checkUploadWhole checks every drive holds the upload with both parts and
+// no part file of a version in its directory.
+func checkUploadWhole(t *testing.T, drives []*drive.Local, key string, u objlayer.UploadInfo) {
+	t.Helper()
+	for _, d := range drives {
+		if _, err := d.GetUpload(t.Context(), "bk", key, u.ID); err != nil {
+			t.Fatalf("the upload is gone from %s: %v", d.Root(), err)
+		}
+		parts, err := d.ListParts(t.Context(), u.ID)
+		if err != nil || len(parts) != 2 {
+			t.Fatalf("%s lists %d parts (%v), want 2", d.Root(), len(parts), err)
+		}
+	}
+}
+
+// TestFailedCompletionKeepsTheUpload: a CompleteMultipartUpload that misses
+// write quorum answers 503 and leaves the upload as it was, so the
+// client's retry completes it (it used to leave the upload on too few
+// drives, and the retry got NoSuchUpload). Two ways it fails on a 2+2 set
+// (write quorum 3):
+//   - two drives fail while completing (renaming a part): the two that
+//     completed take the upload back, and the object overwritten is
+//     readable again;
+//   - a drive missed a part (it was offline when the part was stored) and
+//     another is offline at the completion: only two drives hold every
+//     part, and nothing is consumed.
+//
+// And with the missing drive back, a completion through three holders
+// succeeds and the drive that missed the part loses the upload and is
+// healed.
+func TestFailedCompletionKeepsTheUpload(t *testing.T) {
+	ctx := t.Context()
+	fp := newFaultPool(t, 4, 2)
+
+	t.Run("drives fail while completing", func(t *testing.T) {
+		old := randomBytes(1000)
+		if _, err := fp.PutObject(ctx, "bk", "mp", bytes.NewReader(old), int64(len(old)), objlayer.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		u, parts, data := uploadTwoParts(t, fp.Pool, "mp")
+		fp.fss[0].Fail(faultfs.OpRename, "part.2", nil, 1)
+		fp.fss[1].Fail(faultfs.OpRename, "part.2", nil, 1)
+		_, err := fp.CompleteMultipartUpload(ctx, "bk", "mp", u.ID, parts, objlayer.PutOptions{})
+		if !errors.Is(err, objlayer.ErrWriteQuorum) || !strings.Contains(err.Error(), "reopened on 2 of 2") {
+			t.Fatalf("completion with two drives failing: %v", err)
+		}
+		checkUploadWhole(t, fp.drives, "mp", u)
+		if got := readAll(t, fp.Pool, "mp"); !bytes.Equal(got, old) {
+			t.Fatal("the object the failed completion overwrote does not read back")
+		}
+		for _, root := range fp.roots {
+			if m, _ := filepath.Glob(filepath.Join(root, "*", "*", "*", "part.[0-9]")); len(m) > 0 {
+				t.Fatalf("version part files left after the failed completion: %v", m)
+			}
+		}
+		if _, err := fp.CompleteMultipartUpload(ctx, "bk", "mp", u.ID, parts, objlayer.PutOptions{}); err != nil {
+			t.Fatalf("retried completion: %v", err)
+		}
+		if got := readAll(t, fp.Pool, "mp"); !bytes.Equal(got, data) {
+			t.Fatal("the retried completion does not read back")
+		}
+	})
+
+	t.Run("too few drives hold the parts", func(t *testing.T) {
+		u, err := fp.NewMultipartUpload(ctx, "bk", "mp2", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := randomBytes(1000)
+		back := offlineSet(fp.set, 0)
+		info, err := fp.PutObjectPart(ctx, "bk", "mp2", u.ID, 1, bytes.NewReader(data), int64(len(data)), objlayer.PartOptions{})
+		back()
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := []objlayer.CompletePart{{Number: 1, ETag: info.ETag}}
+		back = offlineSet(fp.set, 1)
+		_, err = fp.CompleteMultipartUpload(ctx, "bk", "mp2", u.ID, parts, objlayer.PutOptions{})
+		back()
+		if !errors.Is(err, objlayer.ErrWriteQuorum) || !strings.Contains(err.Error(), "the upload is kept") {
+			t.Fatalf("completion with two drives holding the part: %v", err)
+		}
+		for _, d := range fp.drives {
+			if _, err := d.GetUpload(ctx, "bk", "mp2", u.ID); err != nil {
+				t.Fatalf("the upload is gone from %s: %v", d.Root(), err)
+			}
+		}
+		if _, err := fp.CompleteMultipartUpload(ctx, "bk", "mp2", u.ID, parts, objlayer.PutOptions{}); err != nil {
+			t.Fatalf("completion with three drives holding the part: %v", err)
+		}
+		if got := readAll(t, fp.Pool, "mp2"); !bytes.Equal(got, data) {
+			t.Fatal("the completion does not read back")
+		}
+		if _, err := fp.drives[0].GetUpload(ctx, "bk", "mp2", u.ID); !errors.Is(err, drive.ErrUploadNotFound) {
+			t.Fatalf("the drive that missed the part still holds the upload: %v", err)
+		}
+		if _, err := fp.set.HealObject(ctx, "bk", "mp2", false); err != nil {
+			t.Fatal(err)
+		}
+		back = offlineSet(fp.set, 2, 3)
+		defer back()
+		if got := readAll(t, fp.Pool, "mp2"); !bytes.Equal(got, data) {
+			t.Fatal("the object does not read from the drive that missed its part, healed, and another")
+		}
+	})
+	for _, root := range fp.roots {
+		if left, _ := os.ReadDir(filepath.Join(root, ".strata", "tmp")); len(left) > 0 {
+			t.Fatalf("staged files left on %s: %d", root, len(left))
+		}
+	}
+}
+
+// offlineSet takes the drives at positions of set s away until the
+// returned function puts them back.
+func offlineSet(s *Set, positions ...int) func() {
+	saved := s.Drives()
+	for _, p := range positions {
+		s.SetDrive(p, nil)
+	}
+	return func() {
+		for _, p := range positions {
+			s.SetDrive(p, saved[p])
+		}
+	}
+}
+
+func readAll(t *testing.T, p *Pool, key string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, _, err := p.GetObject(t.Context(), &buf, "bk", key, nil, 0, -1); err != nil {
+		t.Fatalf("get %s: %v", key, err)
+	}
+	return buf.Bytes()
+}
