@@ -24,11 +24,11 @@ type Pools struct {
 	// OnBucketChange is told when a bucket is created, changed or
 	// removed here, so peers drop their cached record; nil: nobody.
 	OnBucketChange func(bucket string)
-	// KnownEverywhere reports whether every node that serves reads knows
-	// the pool named (a pool just added to the topology is not known to a
-	// node that has not loaded it yet, which would not find an object put
-	// there); nil: always. Set before the pools serve.
-	KnownEverywhere func(pool string) bool
+	// KnownBy counts the other nodes serving reads that know the pool
+	// named (a pool just added to the topology is not known to a node that
+	// has not loaded it yet, which would not find an object put there);
+	// nil: every pool is known alike. Set before the pools serve.
+	KnownBy func(pool string) int
 }
 
 // PoolEntry is one pool of the deployment.
@@ -320,11 +320,16 @@ func (e *PoolEntry) freeSpace(ctx context.Context) (uint64, bool) {
 }
 
 // placement picks the pool of a new object: weighted by free space among
-// active pools that are not full, and among those, the ones known to every
-// node (when any is), and among those, the pools whose every set can reach
-// write quorum now (when any can): an object in a pool some node does not
-// know yet would be missing from that node's reads, and a pool whose
-// servers are still starting would only refuse the write.
+// active pools that are not full, and among those, the ones known to the
+// most nodes, and among those, the pools whose every set can reach write
+// quorum now (when any can): an object in a pool some node does not know
+// yet would be missing from that node's reads, and a pool whose servers
+// are still starting would only refuse the write. The pools known to the
+// most nodes, not to all: when some node knows no pool (it never answered:
+// the servers of a second pool being added, still starting), "known to
+// all" holds for none, and the first pool being added, known to fewer
+// nodes than the old ones, must still take nothing (2026-11-28: the day-2
+// test's expansion by two pools read 404 for an object placed so).
 func (ps *Pools) placement(ctx context.Context) (*PoolEntry, error) {
 	var candidates []*PoolEntry
 	var weights []uint64
@@ -339,8 +344,8 @@ func (ps *Pools) placement(ctx context.Context) (*PoolEntry, error) {
 			continue
 		}
 		rank := 0
-		if ps.KnownEverywhere == nil || ps.KnownEverywhere(e.Name) {
-			rank += 2
+		if ps.KnownBy != nil {
+			rank = 2 * ps.KnownBy(e.Name)
 		}
 		if e.Pool.writable() {
 			rank++

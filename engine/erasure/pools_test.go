@@ -73,25 +73,32 @@ func TestNewObjectsAvoidAPoolWithoutWriteQuorum(t *testing.T) {
 }
 
 // A pool some node does not know yet takes no new objects while a pool
-// every node knows can take them (an object there would be missing from
-// that node's reads); once every node knows it, it takes its share.
+// more nodes know can take them (an object there would be missing from
+// that node's reads), also when no pool is known to every node (the
+// servers of a second pool being added have not answered yet); once every
+// node knows it, it takes its share.
 func TestNewObjectsGoOnlyWhereEveryNodeLooks(t *testing.T) {
 	known, added := newTestPool(t, 1, 4, 2), newTestPool(t, 1, 4, 2)
-	everywhere := &atomic.Bool{}
+	// Three peers: two know pool known, one (starting) knows nothing yet.
+	knowers := map[string]*atomic.Int32{"known": {}, "added": {}}
+	knowers["known"].Store(2)
 	ps := NewPools(NewPoolEntry("known", known.Pool, StateActive), NewPoolEntry("added", added.Pool, StateActive))
-	ps.KnownEverywhere = func(pool string) bool { return pool == "known" || everywhere.Load() }
+	ps.KnownBy = func(pool string) int { return int(knowers[pool].Load()) }
 	seen := map[string]int{}
-	for range 40 {
-		e, err := ps.placement(t.Context())
-		if err != nil {
-			t.Fatal(err)
+	for _, addedKnownBy := range []int32{0, 1} {
+		knowers["added"].Store(addedKnownBy)
+		for range 40 {
+			e, err := ps.placement(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[e.Name]++
 		}
-		seen[e.Name]++
+		if seen["added"] > 0 {
+			t.Fatalf("placement while pool added is known to %d nodes and pool known to 2: %v", addedKnownBy, seen)
+		}
 	}
-	if seen["added"] > 0 {
-		t.Fatalf("placement while a node does not know pool added: %v", seen)
-	}
-	everywhere.Store(true)
+	knowers["added"].Store(2)
 	clear(seen)
 	for range 200 {
 		e, err := ps.placement(t.Context())

@@ -178,23 +178,24 @@ func (p *Peer) KnowsPool(name string) bool {
 	return known == nil || (*known)[name]
 }
 
-// KnownByAll reports whether every peer has said it reads and writes the
-// pool named: a placement may then put new objects there, since a read
-// through any node finds them. A peer that has not answered a ping yet, or
-// whose last answer lacks the pool, holds the pool back; a peer offline now
-// counts by its last answer, not as agreeing: a ping that timed out on a
-// busy node, or a node away for a while, may serve reads again before it
-// has loaded the topology that lists the pool (2026-11-28: the day-2 test
-// on real kubelets read 404 for three acknowledged objects placed in a pool
-// one server had not loaded yet, while it was briefly offline to the
-// writer).
-func KnownByAll(peers []*Peer, pool string) bool {
+// KnownBy counts the peers that have said they read and write the pool
+// named: a placement prefers the pools the most peers know, since a read
+// through a node that does not know a pool misses the objects in it. A peer
+// that has not answered a ping yet, or whose last answer lacks the pool,
+// does not count; a peer offline now counts by its last answer: a ping that
+// timed out on a busy node, or a node away for a while, may serve reads
+// again before it has loaded the topology that lists the pool (2026-11-28:
+// the day-2 test on real kubelets read 404 for three acknowledged objects
+// placed in a pool one server had not loaded yet, while it was briefly
+// offline to the writer).
+func KnownBy(peers []*Peer, pool string) int {
+	n := 0
 	for _, p := range peers {
-		if !p.KnowsPool(pool) {
-			return false
+		if p.KnowsPool(pool) {
+			n++
 		}
 	}
-	return true
+	return n
 }
 
 // Ping asks the peer for its protocol version and drives; it marks the

@@ -2,10 +2,10 @@ package internode
 
 import "testing"
 
-// A pool is known by all only when every peer's last answer lists it: a
-// peer that never answered, or that is offline now and last said it did
-// not know the pool, holds it back; one offline now that knew it does not.
-func TestKnownByAll(t *testing.T) {
+// A peer counts as knowing a pool when its last answer lists it: not a
+// peer that never answered, nor one offline now that last said it did not
+// know the pool; one offline now that knew it does.
+func TestKnownBy(t *testing.T) {
 	peer := func(answered, online bool, pools ...string) *Peer {
 		p, err := NewPeer("node:9000", 9001, PeerOptions{})
 		if err != nil {
@@ -27,17 +27,17 @@ func TestKnownByAll(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		peers []*Peer
-		want  bool
+		want  int
 	}{
-		{"every peer says so", []*Peer{knows, peer(true, true, "b")}, true},
-		{"no peers", nil, true},
-		{"one has not loaded it", []*Peer{knows, peer(true, true, "a")}, false},
-		{"one never answered", []*Peer{knows, peer(false, true)}, false},
-		{"one offline that did not know it", []*Peer{knows, peer(true, false, "a")}, false},
-		{"one offline that knew it", []*Peer{knows, peer(true, false, "b")}, true},
+		{"every peer says so", []*Peer{knows, peer(true, true, "b")}, 2},
+		{"no peers", nil, 0},
+		{"one has not loaded it", []*Peer{knows, peer(true, true, "a")}, 1},
+		{"one never answered", []*Peer{knows, peer(false, true)}, 1},
+		{"one offline that did not know it", []*Peer{knows, peer(true, false, "a")}, 1},
+		{"one offline that knew it", []*Peer{knows, peer(true, false, "b")}, 2},
 	} {
-		if got := KnownByAll(tc.peers, "b"); got != tc.want {
-			t.Errorf("%s: KnownByAll = %v, want %v", tc.name, got, tc.want)
+		if got := KnownBy(tc.peers, "b"); got != tc.want {
+			t.Errorf("%s: KnownBy = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

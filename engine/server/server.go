@@ -196,7 +196,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := dep.Bootstrap(ctx); err != nil {
 		return err
 	}
-	dep.Pools.KnownEverywhere = func(pool string) bool { return internode.KnownByAll(dep.PoolPeers(), pool) }
+	dep.Pools.KnownBy = func(pool string) int { return internode.KnownBy(dep.PoolPeers(), pool) }
 	n.announce(ctx)
 	dep.Pools.OnBucketChange = func(b string) {
 		for _, p := range dep.Peers() {
