@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -214,7 +216,7 @@ func (l *load) round(ctx context.Context, cl *s3.Client, bucket, key string, bod
 		return
 	}
 	l.wrote(key, object{size: int64(len(body)), fill: body[0]})
-	_ = l.timed(func() error {
+	l.read(func() error {
 		out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: k})
 		if err != nil {
 			return at("GET", err)
@@ -222,7 +224,7 @@ func (l *load) round(ctx context.Context, cl *s3.Client, bucket, key string, bod
 		defer out.Body.Close()
 		got, err := io.ReadAll(out.Body)
 		if err != nil || !bytes.Equal(got, body) {
-			return fmt.Errorf("GET %s: %d bytes, read error %w", key, len(got), err)
+			return at("GET", fmt.Errorf("%d bytes, read error %w", len(got), err))
 		}
 		return nil
 	})
@@ -231,11 +233,28 @@ func (l *load) round(ctx context.Context, cl *s3.Client, bucket, key string, bod
 		return at("HEAD", err)
 	})
 	if list {
-		_ = l.timed(func() error {
+		l.read(func() error {
 			_, err := cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b, MaxKeys: aws.Int32(10)})
-			return err
+			return failedAt("LIST", bucket, "", err)
 		})
 	}
+}
+
+// read runs a read; one whose answer was cut off after its status line
+// (its connection broke mid-body: the answering pod or its node was killed
+// while answering, which the SDK does not retry once a body has begun) is
+// counted as a failed attempt and run again once, as an application
+// retries such a read.
+func (l *load) read(op func() error) {
+	_ = l.timed(func() error {
+		err := op()
+		if err != nil && (errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "unexpected EOF")) {
+			l.attempts.Add(1)
+			l.note("attempt cut off mid-body: " + err.Error())
+			err = op()
+		}
+		return err
+	})
 }
 
 // failedAt names a failed request's key and when it failed (UTC), to find
