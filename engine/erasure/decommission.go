@@ -124,19 +124,24 @@ func (ps *Pools) drainBuckets(ctx context.Context) ([]objlayer.BucketInfo, error
 	return out, nil
 }
 
-// setEmpty reports whether a set holds no object and no upload.
+// setEmpty reports whether a set holds no object and no upload. Uploads
+// are looked at first: no upload can start in a draining pool, so once
+// none is left no completion can add an object behind the objects' check
+// (the other order missed an upload completed between the two).
 func setEmpty(ctx context.Context, s *Set, buckets []objlayer.BucketInfo) (bool, error) {
 	for _, b := range buckets {
-		entries, _, err := s.walkDrives(ctx, b.Name, "", "", "", 1, len(s.Drives()), true)
-		if err != nil || len(entries) > 0 {
-			return false, err
-		}
 		found := false
-		err = eachUpload(ctx, s.uploadsPage, b.Name, "", drive.UploadPos{}, func(objlayer.UploadInfo) (bool, error) {
+		err := eachUpload(ctx, s.uploadsPage, b.Name, "", drive.UploadPos{}, func(objlayer.UploadInfo) (bool, error) {
 			found = true
 			return false, nil
 		})
 		if err != nil || found {
+			return false, err
+		}
+	}
+	for _, b := range buckets {
+		entries, _, err := s.walkDrives(ctx, b.Name, "", "", "", 1, len(s.Drives()), true)
+		if err != nil || len(entries) > 0 {
 			return false, err
 		}
 	}

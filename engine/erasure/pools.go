@@ -45,6 +45,20 @@ type PoolEntry struct {
 	// awaiting: the pool was added while this node runs (Add) and its
 	// servers have not yet been seen up (listable).
 	awaiting atomic.Bool
+	// writes counts the writes this node placed in the pool (poolFor) that
+	// are still running.
+	writes atomic.Int64
+}
+
+// WritesInFlight counts the writes this node placed in the pool (new
+// objects, versions and delete markers) that have not finished: a drain
+// waits for those placed before every node knew the pool was draining.
+func (e *PoolEntry) WritesInFlight() int64 { return e.writes.Load() }
+
+// placed counts a write placed in e until the returned function is called.
+func (e *PoolEntry) placed() func() {
+	e.writes.Add(1)
+	return func() { e.writes.Add(-1) }
 }
 
 // Pool states.
@@ -470,6 +484,7 @@ func (ps *Pools) PutObject(ctx context.Context, bucket, object string, r io.Read
 	if err != nil {
 		return objlayer.ObjectInfo{}, err
 	}
+	defer e.placed()()
 	return e.Pool.PutObject(ctx, bucket, object, r, size, opts)
 }
 
@@ -485,6 +500,7 @@ func (ps *Pools) DeleteObject(ctx context.Context, bucket, object string, versio
 		if err != nil {
 			return objlayer.DeleteResult{}, err
 		}
+		defer e.placed()()
 		return e.Pool.DeleteObject(ctx, bucket, object, nil, mode)
 	}
 	var res objlayer.DeleteResult

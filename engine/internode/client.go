@@ -636,7 +636,12 @@ func (p *Peer) NodeStatus(ctx context.Context, out any) error {
 	return p.call(ctx, opNodeStatus.name, nil, nil, opNodeStatus.idempotent, func(r io.Reader) error { return json.NewDecoder(r).Decode(out) })
 }
 
-// SetPoolState asks the peer to override a pool's state.
-func (p *Peer) SetPoolState(ctx context.Context, pool, state string) error {
-	return p.call(ctx, opPoolState.name, url.Values{"pool": {pool}, "state": {state}}, nil, opPoolState.idempotent, nil)
+// SetPoolState asks the peer to override a pool's state (persist), or to
+// apply now the state the topology gives it (NodeHooks.SetPoolState).
+func (p *Peer) SetPoolState(ctx context.Context, pool, state string, persist bool) error {
+	q := url.Values{"pool": {pool}, "state": {state}}
+	if !persist {
+		q.Set("persist", "false")
+	}
+	return p.call(ctx, opPoolState.name, q, nil, opPoolState.idempotent, nil)
 }

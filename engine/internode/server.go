@@ -67,8 +67,11 @@ type NodeHooks interface {
 	// NodeStatus is this node's own view (its drives, its drains), as JSON.
 	NodeStatus(ctx context.Context) any
 	// SetPoolState overrides a pool's state on this node (an admin
-	// starting or cancelling a decommission).
-	SetPoolState(pool, state string) error
+	// starting or cancelling a decommission; persist), or applies the
+	// state the topology gives it before this node's copy of the topology
+	// says so (a drain about to start; not persist). It answers once the
+	// writes this node placed in a pool now draining have finished.
+	SetPoolState(pool, state string, persist bool) error
 }
 
 // ServeHTTP implements http.Handler.
@@ -216,7 +219,8 @@ func (s *Server) poolState(_ http.ResponseWriter, r *http.Request) error {
 	if s.Node == nil {
 		return errors.New("internode: no node")
 	}
-	return s.Node.SetPoolState(r.URL.Query().Get("pool"), r.URL.Query().Get("state"))
+	q := r.URL.Query()
+	return s.Node.SetPoolState(q.Get("pool"), q.Get("state"), q.Get("persist") != "false")
 }
 
 // putVersion: the record is the body, bucket, object and staging area

@@ -88,9 +88,12 @@ func applyOverride(pr *cluster.PoolRuntime) {
 	}
 }
 
-// SetPoolState implements internode.NodeHooks: it persists and applies an
-// override of a pool's state on this node.
-func (n *Node) SetPoolState(pool, state string) error {
+// SetPoolState implements internode.NodeHooks: it applies a pool's state
+// on this node, persisted as an override (an admin's decommission) or not
+// (the topology's state, told by a drain's leader before this node's copy
+// of the topology says it). A pool that becomes Draining answers once the
+// writes this node placed in it have finished (up to drainSettle).
+func (n *Node) SetPoolState(pool, state string, persist bool) error {
 	switch state {
 	case erasure.StateActive, erasure.StateDraining, erasure.StateDecommissioned:
 	default:
@@ -98,6 +101,8 @@ func (n *Node) SetPoolState(pool, state string) error {
 	}
 	pr := n.poolRuntime(pool)
 	if pr == nil {
+		// It places nothing in a pool it does not run; the pool comes up
+		// in this state if its topology lists it so.
 		n.mu.Lock()
 		if n.told == nil {
 			n.told = map[string]string{}
@@ -107,13 +112,35 @@ func (n *Node) SetPoolState(pool, state string) error {
 		n.cfg.Log.Info("pool state noted for a pool this node does not run yet", "pool", pool, "state", state)
 		return nil
 	}
-	if err := writeJSONFile(pr, pr.LocalSlots(), overrideFile, map[string]string{"State": state}); err != nil {
-		return err
+	switch {
+	case persist:
+		if err := writeJSONFile(pr, pr.LocalSlots(), overrideFile, map[string]string{"State": state}); err != nil {
+			return err
+		}
+		pr.Entry.SetState(state)
+		n.cfg.Log.Info("pool state changed", "pool", pool, "state", state)
+	case pr.Entry.State() == erasure.StateDecommissioned:
+		return nil // for good
+	case pr.Entry.State() != state:
+		pr.Entry.SetState(state)
+		n.cfg.Log.Info("pool state from the topology, told by a peer", "pool", pool, "state", state)
 	}
-	pr.Entry.SetState(state)
-	n.cfg.Log.Info("pool state changed", "pool", pool, "state", state)
+	if state != erasure.StateDraining {
+		return nil
+	}
+	deadline := time.Now().Add(drainSettle)
+	for pr.Entry.WritesInFlight() > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d writes placed in pool %s before it was draining still run", pr.Entry.WritesInFlight(), pool)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	return nil
 }
+
+// drainSettle bounds how long SetPoolState waits for the writes placed in
+// a pool that becomes Draining (the caller asks again).
+const drainSettle = 5 * time.Second
 
 func (n *Node) poolRuntime(name string) *cluster.PoolRuntime {
 	for _, pr := range n.dep.PoolRuntimes() {
@@ -128,12 +155,18 @@ func (n *Node) poolRuntime(name string) *cluster.PoolRuntime {
 // included); nodes that are down learn it from the topology or from their
 // peers when they return.
 func (n *Node) setPoolStateEverywhere(ctx context.Context, pool, state string) error {
-	if err := n.SetPoolState(pool, state); err != nil {
+	return n.poolStateEverywhere(ctx, pool, state, true)
+}
+
+// poolStateEverywhere is setPoolStateEverywhere, persisted or not
+// (NodeHooks.SetPoolState).
+func (n *Node) poolStateEverywhere(ctx context.Context, pool, state string, persist bool) error {
+	if err := n.SetPoolState(pool, state, persist); err != nil {
 		return err
 	}
 	var errs []error
 	for _, p := range n.dep.Peers() {
-		if err := p.SetPoolState(ctx, pool, state); err != nil {
+		if err := p.SetPoolState(ctx, pool, state, persist); err != nil {
 			errs = append(errs, fmt.Errorf("node %s: %w", p.Host, err))
 		}
 	}
@@ -141,11 +174,34 @@ func (n *Node) setPoolStateEverywhere(ctx context.Context, pool, state string) e
 }
 
 // runDecommissions starts and stops the drains of the sets this node
-// leads, following the pools' states.
+// leads, following the pools' states. Before a drain starts, every node is
+// told the pool is draining (not persisted: it is the topology's state, or
+// an admin's already persisted) and answers once the writes it placed
+// there have finished: nodes load the topology each at its own time (a
+// kubelet's pod sync), and a node that still took the pool for active
+// placed objects in a set after its drain had passed them; the pool was
+// then called empty and the objects lost with it (2026-11-28, the day-2
+// test on real kubelets). A node that does not answer holds the drain
+// back until it does.
 func (n *Node) runDecommissions(ctx context.Context) {
+	told := map[string]bool{}
+	warned := map[string]time.Time{}
 	tick(ctx, time.Second, func() {
 		for _, pr := range n.dep.PoolRuntimes() {
 			draining := pr.Entry.State() == erasure.StateDraining
+			name := pr.Layout.Name
+			if !draining {
+				delete(told, name)
+			} else if !told[name] && n.leadsAny(pr) {
+				if err := n.poolStateEverywhere(ctx, name, erasure.StateDraining, false); err != nil {
+					if time.Since(warned[name]) > 30*time.Second {
+						warned[name] = time.Now()
+						n.cfg.Log.Warn("drain waits until every node knows the pool is draining", "pool", name, "err", err)
+					}
+					continue
+				}
+				told[name] = true
+			}
 			for set := 0; set < pr.Layout.Sets; set++ {
 				if !n.leads(pr, set) {
 					continue
@@ -166,6 +222,16 @@ func (n *Node) runDecommissions(ctx context.Context) {
 			}
 		}
 	})
+}
+
+// leadsAny reports whether this node leads a set of the pool.
+func (n *Node) leadsAny(pr *cluster.PoolRuntime) bool {
+	for set := 0; set < pr.Layout.Sets; set++ {
+		if n.leads(pr, set) {
+			return true
+		}
+	}
+	return false
 }
 
 // startDrain drains one set in the background from its saved marker.
@@ -346,7 +412,7 @@ func (n *Node) applyTold(pr *cluster.PoolRuntime, listed string) error {
 	if !ok || listed == cluster.PoolActive || listed == "" || state == pr.Entry.State() {
 		return nil
 	}
-	return n.SetPoolState(pr.Layout.Name, state)
+	return n.SetPoolState(pr.Layout.Name, state, true)
 }
 
 func (n *Node) applyTopology(ctx context.Context, topo cluster.Topology) error {

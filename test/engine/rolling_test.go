@@ -524,3 +524,99 @@ func TestClusterPoolDecommissionedBeforeSomeNodesKnowIt(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterDrainWaitsUntilEveryNodeKnows: a pool is decommissioned
+// through the topology (as the operator does it) while the nodes' copies of
+// the topology say so at different times, and a writer keeps putting new
+// objects through a node whose copy still says Active. The drain's leader
+// tells every node the pool is draining, and waits for the writes they
+// placed there, before it walks the pool: not one acknowledged object is
+// lost. Before, the late node kept placing objects in the pool after its
+// drain had passed them, the pool was called empty and decommissioned, and
+// they were gone (the day-2 test on real kubelets lost one so).
+func TestClusterDrainWaitsUntilEveryNodeKnows(t *testing.T) {
+	c := newCluster(t)
+	first, added, late := []int{11, 12}, []int{13, 14}, []int{11}
+	a, b := c.poolSpec("pool-a", first, 2), c.poolSpec("pool-b", added, 2)
+	c.writeTopologyFor(append(first, added...), a, b)
+	c.start(append(first, added...))
+	mustCreateBucket(t, c.nodes[11].aws(), "drain")
+
+	var mu sync.Mutex
+	objs := corpus{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cl := c.nodes[late[0]].aws()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			key, data := fmt.Sprintf("k%05d", i), randomBytes(1000)
+			if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("drain"), Key: &key, Body: bytes.NewReader(data)}); err != nil {
+				t.Errorf("put %s: %v", key, err)
+				return
+			}
+			mu.Lock()
+			objs[key] = data
+			mu.Unlock()
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	time.Sleep(2 * time.Second) // objects in both pools
+
+	b["state"] = "Draining"
+	c.writeTopologyFor([]int{12, 13, 14}, a, b)
+	waitFor(t, "pool-b decommissioned", 90*time.Second, func() bool {
+		var st decomStatus
+		_, body := c.nodes[13].admin("GET", "pools/pool-b/decommission")
+		_ = json.Unmarshal(body, &st)
+		return st.State == "Decommissioned"
+	})
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	c.writeTopologyFor(late, a, b)
+	c.writeTopologyFor(append(first, added...), a)
+	waitFor(t, "pool-b dropped by pool-a's nodes", 30*time.Second, func() bool {
+		for _, n := range first {
+			if _, body := c.nodes[n].adminGet("info"); strings.Contains(string(body), `"name": "pool-b"`) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, n := range added {
+		c.nodes[n].kill()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	missing := 0
+	var first5 []string
+	cl := c.nodes[12].aws()
+	for key, want := range objs {
+		out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("drain"), Key: aws.String(key)})
+		if err == nil {
+			var got []byte
+			got, err = io.ReadAll(out.Body)
+			out.Body.Close()
+			if err == nil && !bytes.Equal(got, want) {
+				err = fmt.Errorf("%d bytes, not the ones written", len(got))
+			}
+		}
+		if err != nil {
+			missing++
+			if len(first5) < 5 {
+				first5 = append(first5, fmt.Sprintf("%s: %v", key, err))
+			}
+		}
+	}
+	t.Logf("%d objects written while pool-b drained, %d missing once it was gone", len(objs), missing)
+	if missing > 0 {
+		t.Fatalf("acknowledged objects lost with the decommissioned pool:\n%s", strings.Join(first5, "\n"))
+	}
+}
