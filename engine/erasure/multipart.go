@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -366,22 +367,32 @@ func countTrue(bs []bool) int {
 // returns the completion's error, which says on how many drives the upload
 // is open again.
 func (s *Set) reopenUpload(ctx context.Context, drives []Drive, u *drive.Upload, chosen []drive.PartRecord, rec *drive.Record, consumed []bool, errs []error) error {
-	reopenErrs := forEachDrive(drives, func(pos int, d Drive) error {
-		if !consumed[pos] {
-			return nil
-		}
-		_, err := d.ReopenUpload(committing(ctx), u, chosen, ownRecord(rec, pos, nil))
-		return err
-	})
-	for pos := range reopenErrs {
-		if !consumed[pos] {
-			reopenErrs[pos] = nil // offline drives took no part
+	took := make([]Drive, len(drives)) // the drives that consumed the upload
+	for pos, d := range drives {
+		if consumed[pos] {
+			took[pos] = d
 		}
 	}
-	failed := len(reopenErrs) - countNil(reopenErrs)
-	kept := fmt.Sprintf("the upload is kept (reopened on %d of %d drives that completed it", countTrue(consumed)-failed, countTrue(consumed))
-	if failed > 0 {
-		kept += ": " + detail(reopenErrs)
+	var reopened atomic.Int32
+	reopenErrs := forEachDrive(took, func(pos int, d Drive) error {
+		ok, err := d.ReopenUpload(committing(ctx), u, chosen, ownRecord(rec, pos, nil))
+		if ok {
+			reopened.Add(1)
+		}
+		return err
+	})
+	kept := fmt.Sprintf("the upload is kept (reopened on %d of %d drives that completed it", reopened.Load(), countTrue(consumed))
+	if int(reopened.Load()) < countTrue(consumed) {
+		for pos := range reopenErrs {
+			if !consumed[pos] {
+				reopenErrs[pos] = nil // not asked
+			}
+		}
+		why := detail(reopenErrs)
+		if countNil(reopenErrs) == len(reopenErrs) {
+			why = "a later write replaced the completed version there"
+		}
+		kept += ": " + why
 	}
 	kept += "), retry"
 	if countIs(errs, drive.ErrSuperseded) > 0 {
