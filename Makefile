@@ -84,7 +84,7 @@ bundle: manifests ## Generate the OLM bundle (bundle/); part of `make manifests`
 S3_PACKAGES = ./engine/s3api/... ./engine/s3http/... ./engine/s3sig/... ./engine/s3rules/... ./engine/s3err/... ./engine/posix/... ./engine/lifecycle/...
 
 .PHONY: test
-test: verify lint unit fuzz-smoke engine-integration conformance envtest-suites localcluster-e2e ## Everything CI runs: verify, lint, unit, fuzz targets (briefly), engine integration, S3 conformance, envtest suites and the local-cluster end-to-end test.
+test: verify lint unit fuzz-smoke engine-integration conformance nodes envtest-suites localcluster-e2e ## Everything CI runs: verify, lint, unit, fuzz targets (briefly), engine integration, S3 conformance, envtest suites and the local-cluster end-to-end test.
 
 .PHONY: unit
 unit: ## Unit tests (no API server); fuzz targets run their seed corpora; the alerting rules' unit tests; the S3 front end's packages once more under the race detector.
@@ -157,7 +157,7 @@ CONFORMANCE_FLAGS ?= -parallel 2
 
 .PHONY: conformance
 conformance: build ## S3 conformance: ceph/s3-tests against strata server (HTTPS) and strata gateway; fails below test/conformance/floors.json, when a test of test/conformance/passing-TARGET.txt fails twice, or on output outside the JSON log.
-	go run ./hack/conformance -strata $(LOCALBIN)/strata $(CONFORMANCE_FLAGS)
+	go run ./hack/conformance -strata $(LOCALBIN)/strata -parallel 2 $(CONFORMANCE_FLAGS)
 
 .PHONY: envtest
 envtest: ## Make kube-apiserver and etcd available to envtest (builds them offline if needed).

@@ -17,7 +17,8 @@
 # Writes IMAGES_DIR/prometheus-operator/, prometheus-config-reloader/,
 # prometheus/ (layouts) and IMAGES_DIR/prometheus-operator-crds/*.yaml.
 # Prometheus is built without its web UI assets (they are not in the Go
-# module): the HTTP API and /-/ready work, the UI pages answer 500.
+# module): the HTTP API and /-/ready work, the UI pages answer 500. Its
+# only service discovery is kubernetes_sd_configs (and file and http).
 set -euo pipefail
 
 OPERATOR_VERSION=${PROMETHEUS_OPERATOR_VERSION:-0.85.0}
@@ -30,7 +31,7 @@ out=${1:?usage: hack/monitoring-images.sh IMAGES_DIR}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 platform="$(go env GOOS)-$(go env GOARCH)"
 op_dir="$CACHE/prometheus-operator-v${OPERATOR_VERSION}-${platform}"
-prom_dir="$CACHE/prometheus-v${PROMETHEUS_VERSION}-${platform}"
+prom_dir="$CACHE/prometheus-v${PROMETHEUS_VERSION}-k8s-sd-${platform}"
 
 log() { echo "monitoring-images: $*" >&2; }
 
@@ -95,8 +96,19 @@ build_prometheus() {
       grep -q '^replace github.com/fsnotify/fsnotify v1.8.0 => github.com/fsnotify/fsnotify v1.7.0' "$gomod"; then
       echo 'replace github.com/fsnotify/fsnotify v1.8.0 => github.com/fsnotify/fsnotify v1.7.0' >>go.mod
     fi
+    # Only the service discovery prometheus-operator's configuration uses
+    # (kubernetes_sd_configs; file and http are always in): Prometheus
+    # registers its discovery mechanisms by importing them from one file,
+    # plugins/plugins.go, so a copy of the module with that file naming
+    # only kubernetes builds without the cloud SDKs (AWS, Azure, GCE,
+    # OpenStack, ...: a sixth of the packages and most of the compile).
+    local src
+    src=$(go mod download -json "$mod@$modv" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    cp -r "$src" module && chmod -R u+w module
+    printf '// Written by hack/monitoring-images.sh: the kubernetes discovery only.\n\npackage plugins\n\nimport _ "github.com/prometheus/prometheus/discovery/kubernetes"\n' >module/plugins/plugins.go
+    echo "replace $mod => ./module" >>go.mod
     GOFLAGS=-mod=mod go mod tidy >&2
-    log "building Prometheus v${PROMETHEUS_VERSION} ($modv; minutes on 2 cores the first time)"
+    log "building Prometheus v${PROMETHEUS_VERSION} ($modv, kubernetes discovery only; minutes on 2 cores the first time)"
     CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -tags netgo -ldflags "$(version_ldflags "$PROMETHEUS_VERSION")" \
       -o "$tmp/prometheus" "$mod/cmd/prometheus"
   )
