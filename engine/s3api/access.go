@@ -35,11 +35,17 @@ func (r *request) authorize() error {
 	case accessInHandler:
 		return nil
 	case accessService:
-		if r.access == "" {
+		if r.access == "" || r.dirUser != "" && r.identityDecides(s3rules.ActListAllMyBuckets, "arn:aws:s3:::*") != s3rules.Allow {
 			return s3err.AccessDenied
 		}
 		return nil
 	case accessCreate:
+		if r.dirUser != "" {
+			if r.identityDecides(s3rules.ActCreateBucket, s3rules.Resource(r.bucket, "")) == s3rules.Allow {
+				return nil
+			}
+			return s3err.AccessDenied
+		}
 		if r.root || r.access != "" && r.s.cfg.Users != nil && r.s.cfg.Users.CanCreateBuckets(r.access) {
 			return nil
 		}
@@ -68,6 +74,9 @@ var policyManagement = map[s3rules.Action]bool{
 func (r *request) allowed(bk objlayer.BucketInfo, key, versionID string, actions []s3rules.Action, perm s3rules.Permission, objectACL bool) error {
 	policy, broken := r.s.bucketPolicy(bk)
 	resource := s3rules.Resource(bk.Name, key)
+	if r.dirUser != "" {
+		return r.allowedAsDirectoryUser(policy, broken, resource, bk.Name, key, versionID, actions)
+	}
 	decide := func(a s3rules.Action) s3rules.Decision {
 		if broken {
 			// A stored policy that no longer parses grants nothing and

@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"context"
 	"crypto/subtle"
 	"strings"
 
@@ -8,16 +9,25 @@ import (
 	"github.com/strata-storage/strata/engine/s3sig"
 )
 
-// secrets are the keys a request may be signed with: root's and the
-// users'.
-type secrets struct{ s *Server }
+// secrets are the keys a request may be signed with: root's, the users
+// file's, and the IAM directory's.
+type secrets struct {
+	s   *Server
+	ctx context.Context
+}
 
 func (k secrets) Secret(access string) (string, bool) {
 	if subtle.ConstantTimeCompare([]byte(access), []byte(k.s.cfg.RootAccess)) == 1 {
 		return k.s.cfg.RootSecret, true
 	}
 	if k.s.cfg.Users != nil {
-		return k.s.cfg.Users.Secret(access)
+		if secret, ok := k.s.cfg.Users.Secret(access); ok {
+			return secret, true
+		}
+	}
+	if k.s.cfg.Directory != nil {
+		secret, _, ok := k.s.cfg.Directory.Secret(k.ctx, access)
+		return secret, ok
 	}
 	return "", false
 }
@@ -39,7 +49,7 @@ func (r *request) authenticate() error {
 		// answers 403, as for any expired URL, not a parameter error).
 		return s3err.AccessDenied.With("Request has expired")
 	}
-	a, err := s3sig.Verify(r.hr.Request, secrets{r.s}, r.s.sigOptions())
+	a, err := s3sig.Verify(r.hr.Request, secrets{r.s, r.ctx}, r.s.sigOptions())
 	if err != nil {
 		return err
 	}
@@ -53,4 +63,9 @@ func (r *request) setIdentity(a *s3sig.Auth) {
 	r.access = a.AccessKey
 	r.drainable = a.AccessKey != ""
 	r.root = a.AccessKey != "" && (a.AccessKey == r.s.cfg.RootAccess || r.s.cfg.Users != nil && r.s.cfg.Users.IsAdmin(a.AccessKey))
+	if r.dirUser = r.s.directoryUser(r.ctx, a.AccessKey); r.dirUser != "" {
+		// A directory user acts for the account: what it creates is
+		// the account's; what it may do, its policies say (iam.go).
+		r.access = r.s.cfg.RootAccess
+	}
 }

@@ -48,6 +48,9 @@ func listBuckets(r *request) error {
 	}
 	out := listBucketsResult{XMLNS: xmlNS, Owner: s3rules.Named(r.access, r.s.ids), Prefix: prefix, Buckets: []bucketEntry{}}
 	for _, bk := range buckets {
+		if !servableBucketName(bk.Name) {
+			continue // the process's own (the IAM directory's)
+		}
 		if !r.root && r.s.ownerOf(bk) != r.access && (r.s.cfg.Users == nil || !r.s.cfg.Users.CanList(r.access, bk.Name)) {
 			continue
 		}

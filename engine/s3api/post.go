@@ -44,7 +44,7 @@ func postObject(r *request) error {
 		return err
 	}
 	r.form = form
-	a, policy, err := s3sig.VerifyPost(form, r.bucket, secrets{r.s}, r.s.sigOptions())
+	a, policy, err := s3sig.VerifyPost(form, r.bucket, secrets{r.s, r.ctx}, r.s.sigOptions())
 	if err != nil {
 		return err
 	}

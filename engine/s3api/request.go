@@ -38,6 +38,9 @@ type request struct {
 	access string
 	root   bool
 	auth   *s3sig.Auth
+	// dirUser is the IAM directory user whose key signed the request
+	// (access is then the account's, root's; iam.go).
+	dirUser string
 	// form is a POST form upload's fields and file.
 	form *s3sig.Form
 
@@ -79,6 +82,10 @@ func (r *request) serve() {
 		return
 	}
 	r.query = q
+	if r.s.iamRequest(r) {
+		r.serveIAM()
+		return
+	}
 	op, err := route(r)
 	if err != nil {
 		r.fail(err)

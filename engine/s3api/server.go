@@ -11,8 +11,10 @@ package s3api
 import (
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
+	"github.com/strata-storage/strata/engine/iamapi"
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/s3http"
 )
@@ -65,6 +67,10 @@ type Config struct {
 	// Keys are the master keys of SSE-S3 and SSE-KMS; nil refuses those
 	// modes (SSE-C needs none).
 	Keys KeyRing
+	// Directory is the tenant's IAM directory and IAM its API (iam.go);
+	// nil: neither (POST / stays MethodNotAllowed).
+	Directory Directory
+	IAM       *iamapi.Handler
 	// Observer is told about requests; nil: no one.
 	Observer Observer
 	// LifecycleDay, for tests only, shortens the day of lifecycle rules;
@@ -100,6 +106,9 @@ type Server struct {
 	ids   identities
 	// slots holds a token per request holding a data slot (nil: no bound).
 	slots chan struct{}
+	// identityPolicies are directory users' policies parsed, by document
+	// (*s3rules.BucketPolicy, or the error that refused it).
+	identityPolicies sync.Map
 }
 
 // New returns the front end over layer.

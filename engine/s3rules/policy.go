@@ -103,6 +103,29 @@ func ParseBucketPolicy(doc []byte, bucket string, ids Identities) (*BucketPolicy
 // one, otherwise (a stored policy, whose users may have gone since) they
 // match no request.
 func ParseStoredPolicy(doc []byte, bucket string, ids Identities, strict bool) (*BucketPolicy, error) {
+	return parsePolicy(doc, policyKind{bucket: bucket, ids: ids, strict: strict})
+}
+
+// ParseIdentityPolicy reads and checks an identity policy (an IAM user's
+// inline policy): no Principal (it is whoever holds the policy), Version
+// 2012-10-17, unique Sids, S3 actions on S3 resources and IAM actions on
+// IAM resources. Its Decide ignores PolicyRequest.Principal.
+func ParseIdentityPolicy(doc []byte) (*BucketPolicy, error) {
+	return parsePolicy(doc, policyKind{identity: true})
+}
+
+// policyKind says which kind of policy a document must be.
+type policyKind struct {
+	// A bucket policy: its bucket, who its principals may name, and
+	// whether naming no one is refused.
+	bucket string
+	ids    Identities
+	strict bool
+	// identity: an identity policy instead.
+	identity bool
+}
+
+func parsePolicy(doc []byte, kind policyKind) (*BucketPolicy, error) {
 	var raw struct {
 		Version   string          `json:"Version"`
 		ID        string          `json:"Id"`
@@ -113,9 +136,10 @@ func ParseStoredPolicy(doc []byte, bucket string, ids Identities, strict bool) (
 	if err := dec.Decode(&raw); err != nil {
 		return nil, policyError("This policy contains invalid Json")
 	}
-	switch raw.Version {
-	case "", "2012-10-17", "2008-10-17":
-	default:
+	switch {
+	case kind.identity && raw.Version != "2012-10-17":
+		return nil, policyError("The policy must contain a valid version string (2012-10-17)")
+	case raw.Version != "" && raw.Version != "2012-10-17" && raw.Version != "2008-10-17":
 		return nil, policyError("The policy must contain a valid version string")
 	}
 	var stmts []json.RawMessage
@@ -133,6 +157,7 @@ func ParseStoredPolicy(doc []byte, bucket string, ids Identities, strict bool) (
 		return nil, policyError("Could not parse the policy: Statement is empty!")
 	}
 	p := &BucketPolicy{}
+	sids := map[string]bool{}
 	for _, s := range stmts {
 		var r rawStatement
 		d := json.NewDecoder(bytes.NewReader(s))
@@ -140,7 +165,13 @@ func ParseStoredPolicy(doc []byte, bucket string, ids Identities, strict bool) (
 		if err := d.Decode(&r); err != nil {
 			return nil, policyError("This policy contains invalid Json")
 		}
-		st, err := parseStatement(r, bucket, ids, strict)
+		if kind.identity && r.Sid != "" {
+			if sids[r.Sid] {
+				return nil, policyError("Statement IDs (SID) in a single policy must be unique")
+			}
+			sids[r.Sid] = true
+		}
+		st, err := parseStatement(r, kind)
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +180,7 @@ func ParseStoredPolicy(doc []byte, bucket string, ids Identities, strict bool) (
 	return p, nil
 }
 
-func parseStatement(r rawStatement, bucket string, ids Identities, strict bool) (policyStatement, error) {
+func parseStatement(r rawStatement, kind policyKind) (policyStatement, error) {
 	st := policyStatement{sid: r.Sid}
 	switch r.Effect {
 	case "Allow":
@@ -160,6 +191,10 @@ func parseStatement(r rawStatement, bucket string, ids Identities, strict bool) 
 	}
 	var err error
 	switch {
+	case kind.identity && (len(r.Principal) > 0 || len(r.NotPrincipal) > 0):
+		return st, policyError("Policy document should not specify a principal")
+	case kind.identity:
+		st.principals = principalMatch{anyone: true}
 	case len(r.Principal) > 0 && len(r.NotPrincipal) > 0 || len(r.Principal) == 0 && len(r.NotPrincipal) == 0:
 		return st, policyError("Statement must have exactly one of Principal or NotPrincipal")
 	case len(r.NotPrincipal) > 0:
@@ -167,9 +202,9 @@ func parseStatement(r rawStatement, bucket string, ids Identities, strict bool) 
 			return st, policyError("NotPrincipal is only supported with Effect Deny")
 		}
 		st.notPrincipal = true
-		st.principals, err = parsePrincipal(r.NotPrincipal, ids, strict)
+		st.principals, err = parsePrincipal(r.NotPrincipal, kind.ids, kind.strict)
 	default:
-		st.principals, err = parsePrincipal(r.Principal, ids, strict)
+		st.principals, err = parsePrincipal(r.Principal, kind.ids, kind.strict)
 	}
 	if err != nil {
 		return st, err
@@ -180,6 +215,9 @@ func parseStatement(r rawStatement, bucket string, ids Identities, strict bool) 
 	st.notAction = len(r.NotAction) > 0
 	for _, a := range append(r.Action, r.NotAction...) {
 		pattern, ok := actionPattern(a)
+		if !ok && kind.identity {
+			pattern, ok = iamActionPattern(a)
+		}
 		if !ok {
 			return st, policyError("Policy has invalid action")
 		}
@@ -190,7 +228,7 @@ func parseStatement(r rawStatement, bucket string, ids Identities, strict bool) 
 	}
 	st.notResource = len(r.NotResource) > 0
 	for _, res := range append(r.Resource, r.NotResource...) {
-		if !resourceOfBucket(res, bucket) {
+		if kind.identity && !identityResource(res) || !kind.identity && !resourceOfBucket(res, kind.bucket) {
 			return st, policyError("Policy has invalid resource")
 		}
 		st.resources = append(st.resources, res)
@@ -306,6 +344,31 @@ func actionPattern(a string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// iamActionPattern checks an IAM or STS action of an identity policy
+// ("iam:*", "iam:Get*", "iam:CreateUser", "sts:AssumeRole") and returns it
+// in lower case.
+func iamActionPattern(a string) (string, bool) {
+	l := strings.ToLower(a)
+	service, name, ok := strings.Cut(l, ":")
+	if !ok || service != "iam" && service != "sts" || name == "" {
+		return "", false
+	}
+	for _, c := range name {
+		if (c < 'a' || c > 'z') && c != '*' && c != '?' {
+			return "", false
+		}
+	}
+	return l, true
+}
+
+// identityResource reports whether an identity policy's resource is one
+// it can name: "*", an S3 bucket or object pattern, or an IAM entity's
+// ARN (arn:aws:iam::<account>:user/..., the account possibly empty).
+func identityResource(res string) bool {
+	return res == "*" || strings.HasPrefix(res, "arn:aws:s3:::") && len(res) > len("arn:aws:s3:::") ||
+		strings.HasPrefix(res, "arn:aws:iam::") || strings.HasPrefix(res, "arn:aws:sts::")
 }
 
 // resourceOfBucket reports whether a resource pattern can name the bucket

@@ -327,3 +327,43 @@ func TestWildcardMatch(t *testing.T) {
 		}
 	}
 }
+
+// Identity policies: no principal, IAM's version and unique Sids, S3 and
+// IAM actions on their own resources; Deny wins as in bucket policies.
+func TestIdentityPolicies(t *testing.T) {
+	for _, bad := range []string{
+		`{"Version":"2008-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}`,
+		`{"Version":"2012-10-17"}`,
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"*"}]}`,
+		`{"Version":"2012-10-17","Statement":[{"Sid":"a","Effect":"Allow","Action":"s3:*","Resource":"*"},{"Sid":"a","Effect":"Deny","Action":"s3:*","Resource":"*"}]}`,
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"ec2:RunInstances","Resource":"*"}]}`,
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"iam:Create-User","Resource":"*"}]}`,
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:ec2:::x"}]}`,
+	} {
+		if _, err := ParseIdentityPolicy([]byte(bad)); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+	p, err := ParseIdentityPolicy([]byte(`{"Version":"2012-10-17","Statement":[
+		{"Effect":"Allow","Action":["s3:*","iam:Get*"],"Resource":["arn:aws:s3:::app/*","arn:aws:iam:::user/*"]},
+		{"Effect":"Deny","Action":"s3:DeleteObject","Resource":"arn:aws:s3:::app/keep/*"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		action   Action
+		resource string
+		want     Decision
+	}{
+		{ActGetObject, "arn:aws:s3:::app/k", Allow},
+		{ActDeleteObject, "arn:aws:s3:::app/k", Allow},
+		{ActDeleteObject, "arn:aws:s3:::app/keep/k", Deny},
+		{ActGetObject, "arn:aws:s3:::other/k", NoMatch},
+		{"iam:GetUser", "arn:aws:iam:::user/app", Allow},
+		{"iam:CreateUser", "arn:aws:iam:::user/app", NoMatch},
+	} {
+		if got := p.Decide(PolicyRequest{Principal: "anyone", Action: c.action, Resource: c.resource}); got != c.want {
+			t.Errorf("%s on %s: %v, want %v", c.action, c.resource, got, c.want)
+		}
+	}
+}

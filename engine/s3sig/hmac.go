@@ -69,7 +69,7 @@ func (m *macer) macString(key []byte, msg string) {
 
 // deriveKey sets m.key to Signature V4's signing key for S3 on date
 // (20060102) in region.
-func (m *macer) deriveKey(secret, date, region string) {
+func (m *macer) deriveKey(secret, date, region, service string) {
 	// "AWS4"+secret is built in canon's scratch: it is free until the
 	// canonical request is written, which comes after.
 	m.canon = append(append(m.canon[:0], "AWS4"...), secret...)
@@ -77,7 +77,7 @@ func (m *macer) deriveKey(secret, date, region string) {
 	m.key = m.out
 	m.macString(m.key[:], region)
 	m.key = m.out
-	m.macString(m.key[:], "s3")
+	m.macString(m.key[:], service)
 	m.key = m.out
 	m.macString(m.key[:], "aws4_request")
 	m.key = m.out

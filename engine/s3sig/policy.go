@@ -169,7 +169,7 @@ func verifyPostV4(fields FormFields, secrets Secrets, opts Options) (*Auth, erro
 		return nil, errUnknownKey(cr.access)
 	}
 	m := newMacer()
-	m.deriveKey(secret, cr.date, cr.region)
+	m.deriveKey(secret, cr.date, cr.region, cr.service)
 	m.macString(m.key[:], fields["policy"])
 	if sig := fields["x-amz-signature"]; !sameHex(sig, m.out[:]) {
 		return nil, errMismatch(cr.access, fields["policy"], sig, "")

@@ -117,19 +117,9 @@ func verifyV4Header(r *http.Request, rest string, secrets Secrets, opts Options)
 	if err := checkScope(cr, opts.region(), errMalformedHeader); err != nil {
 		return nil, err
 	}
-	t, ok := requestTime(r.Header)
-	if !ok {
-		return nil, errNoDate()
-	}
-	amzDate := firstHeader(r.Header, "X-Amz-Date")
-	if _, basic := parseAmzDate(amzDate); !basic {
-		amzDate = t.Format("20060102T150405Z") // signed with Date: its V4 form
-	}
-	if amzDate[:8] != cr.date {
-		return nil, errMalformedHeader("Invalid credential date. Date is not the same as X-Amz-Date.")
-	}
-	if now, bad := skewed(t, opts); bad {
-		return nil, errSkewed(t, now, opts.maxSkew())
+	t, amzDate, err := signedTime(r, cr, opts)
+	if err != nil {
+		return nil, err
 	}
 	payload, ok := headerValue(r.Header, "X-Amz-Content-Sha256")
 	if !ok {
@@ -138,6 +128,13 @@ func verifyV4Header(r *http.Request, rest string, secrets Secrets, opts Options)
 	if err := checkPayload(payload); err != nil {
 		return nil, err
 	}
+	return headerSignedBy(r, cr, secrets, signed, payload, sig, t, amzDate)
+}
+
+// headerSignedBy finishes checking an Authorization header's signature:
+// every header that must be signed is, and the signature is the one the
+// access key's secret gives.
+func headerSignedBy(r *http.Request, cr credential, secrets Secrets, signed, payload, sig string, t time.Time, amzDate string) (*Auth, error) {
 	if missing := unsignedHeaders(r, signed); len(missing) > 0 {
 		return nil, errNotSigned(missing)
 	}
@@ -150,6 +147,27 @@ func verifyV4Header(r *http.Request, rest string, secrets Secrets, opts Options)
 		return nil, err
 	}
 	return a, nil
+}
+
+// signedTime is the time of a request signed in its Authorization header
+// (X-Amz-Date, or Date), checked against its credential's date and the
+// server's clock; amzDate is that time as Signature V4 writes it.
+func signedTime(r *http.Request, cr credential, opts Options) (t time.Time, amzDate string, err error) {
+	t, ok := requestTime(r.Header)
+	if !ok {
+		return t, "", errNoDate()
+	}
+	amzDate = firstHeader(r.Header, "X-Amz-Date")
+	if _, basic := parseAmzDate(amzDate); !basic {
+		amzDate = t.Format("20060102T150405Z") // signed with Date: its V4 form
+	}
+	if amzDate[:8] != cr.date {
+		return t, "", errMalformedHeader("Invalid credential date. Date is not the same as X-Amz-Date.")
+	}
+	if now, bad := skewed(t, opts); bad {
+		return t, "", errSkewed(t, now, opts.maxSkew())
+	}
+	return t, amzDate, nil
 }
 
 // verifyV4Query checks a V4 presigned URL.
@@ -227,7 +245,7 @@ func verifyV4Query(r *http.Request, secrets Secrets, opts Options) (*Auth, error
 // sig, keeping the signing key and the signature for a chunked body.
 func (a *Auth) checkSignature(r *http.Request, cr credential, secret, signed, payload, sig string, presigned bool) error {
 	m := newMacer()
-	m.deriveKey(secret, cr.date, cr.region)
+	m.deriveKey(secret, cr.date, cr.region, cr.service)
 	m.canon = appendCanonicalRequest(m.canon[:0], r, signed, payload, presigned)
 	a.sign(m, cr)
 	if !sameHex(sig, m.out[:]) {

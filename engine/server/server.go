@@ -28,6 +28,7 @@ import (
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/erasure"
 	"github.com/strata-storage/strata/engine/iam"
+	"github.com/strata-storage/strata/engine/iamapi"
 	"github.com/strata-storage/strata/engine/internode"
 	"github.com/strata-storage/strata/engine/kms"
 	"github.com/strata-storage/strata/engine/lifecycle"
@@ -282,6 +283,17 @@ func Run(ctx context.Context, cfg Config) error {
 		Observer: s3m, LifecycleDay: cfg.LifecycleDay, DataSlots: cfg.DataSlots, Log: log}
 	if keys != nil {
 		s3cfg.Keys = keys
+		// The IAM directory seals its secrets with the master keys: no
+		// keys file, no IAM API (the operator always mounts one).
+		dir := iam.NewDirectory(layer, keys, log)
+		loadCtx, cancel := context.WithTimeout(bg, 30*time.Second)
+		if err := dir.Load(loadCtx); err != nil {
+			log.Warn("IAM directory not loaded yet; it is read again every second", "err", err)
+		}
+		cancel()
+		go dir.Watch(bg, time.Second)
+		s3cfg.Directory = dir
+		s3cfg.IAM = &iamapi.Handler{Dir: dir, CheckPolicy: s3api.CheckIdentityPolicy}
 	}
 	err = s3api.Serve(serveCtx, s3api.New(layer, s3cfg), s3api.ServeConfig{
 		Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: n.served,
