@@ -11,6 +11,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin"
 mkdir -p "$bin"
+# One build at a time (.ci/run starts one in the background, hack/prebuild.sh).
+exec 9>"$bin/.cli-tools.lock"
+flock 9
 
 k8s=${ENVTEST_K8S_VERSION:-1.36.3}
 kubectl_version="v0.${k8s#1.}"   # k8s.io/kubectl tags v0.<minor>.<patch>

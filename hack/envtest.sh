@@ -54,9 +54,16 @@ if [[ ${#want[@]} -eq 2 && -z "${ENVTEST_SKIP_DOWNLOAD:-}" ]]; then
   log "setup-envtest could not provide binaries; building from the Go module proxy"
 fi
 
+mkdir -p "$ASSETS"
+# One build at a time (.ci/run starts one in the background, hack/prebuild.sh):
+# whoever comes second waits, then finds the binaries.
+exec 9>"$ASSETS/.build.lock"
+flock 9
+if has_all "$ASSETS"; then
+  echo "$ASSETS"; exit 0
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$ASSETS"
 
 build_kubernetes() {
   local cmds=("$@")

@@ -117,6 +117,10 @@ build_prometheus() {
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# One build at a time (.ci/run starts one in the background, hack/prebuild.sh).
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.build.lock"
+flock 9
 [[ -x "$op_dir/operator" && -x "$op_dir/prometheus-config-reloader" && -d "$op_dir/crds" ]] || build_operator "$work"
 [[ -x "$prom_dir/prometheus" ]] || build_prometheus "$work"
 
