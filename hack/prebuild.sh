@@ -2,10 +2,11 @@
 # Builds what the last steps of `make test` need from the Go module proxy
 # (the nodes' Kubernetes binaries and CoreDNS, prometheus-operator and
 # Prometheus, kubectl, helm and mc), at the lowest CPU and I/O priority.
-# .ci/run starts it in the background: on a machine whose caches are cold
-# these builds then use the CPU the test steps before them leave idle
-# (the engine's integration tests and the conformance suite mostly wait
-# on their servers), instead of adding 10 minutes after them. Each script
+# `make test` starts it in the background (prebuild-background) when the
+# engine's integration tests begin: on a machine whose caches are cold
+# these builds then use the CPU those tests and the conformance suite
+# leave idle (they mostly wait on their servers: 35-90% of the CPU was
+# idle through them), instead of adding 10 minutes after them. Each script
 # takes a lock, so a step of `make test` that reaches one while it builds
 # waits for it rather than building the same thing again; with warm
 # caches it finds everything built and ends in seconds.
