@@ -84,12 +84,12 @@ bundle: manifests ## Generate the OLM bundle (bundle/); part of `make manifests`
 S3_PACKAGES = ./engine/s3api/... ./engine/s3http/... ./engine/s3sig/... ./engine/s3rules/... ./engine/s3err/... ./engine/posix/... ./engine/lifecycle/...
 
 .PHONY: test
-test: verify lint unit fuzz-smoke prebuild-background engine-integration conformance nodes envtest-suites localcluster-e2e ## Everything CI runs: verify, lint, unit, fuzz targets (briefly), engine integration, S3 conformance, envtest suites and the local-cluster end-to-end test.
+test: verify lint unit fuzz-smoke build pyclients jsclients strata-previous prebuild-background engine-integration conformance nodes envtest-suites localcluster-e2e ## Everything CI runs: verify, lint, unit, fuzz targets (briefly), engine integration, S3 conformance, envtest suites and the local-cluster end-to-end test.
 
 # The builds the last steps of `make test` need (hack/prebuild.sh), started
 # in the background at the lowest priority when the steps that mostly wait
-# begin (the engine's integration tests, then the conformance suite), not
-# earlier: beside the steps before them, which keep both cores busy, it only
+# begin (the engine's integration tests, once their own builds are done,
+# then the conformance suite), not earlier: beside the steps before them, which keep both cores busy, it only
 # slowed them (a cold .ci/run with it started first: docs/decisions.md).
 # Its process group's ID is in bin/prebuild.pid (.ci/run stops it on exit).
 .PHONY: prebuild-background
