@@ -237,22 +237,6 @@ func (d *Directory) refresh(ctx context.Context) error {
 	return d.load(ctx)
 }
 
-// Watch refreshes the directory every interval until ctx ends.
-func (d *Directory) Watch(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := d.Refresh(ctx); err != nil && ctx.Err() == nil {
-				d.log.Warn("IAM directory not refreshed; keeping the last one loaded", "err", err)
-			}
-		}
-	}
-}
-
 // Secret returns an active access key's secret and its user's name. A key
 // this server does not know makes it refresh the directory first (one
 // metadata read unless the directory changed; requests that miss at the

@@ -291,7 +291,11 @@ func Run(ctx context.Context, cfg Config) error {
 			log.Warn("IAM directory not loaded yet; it is read again every second", "err", err)
 		}
 		cancel()
-		go dir.Watch(bg, time.Second)
+		go tick(bg, time.Second, func() {
+			if err := dir.Refresh(bg); err != nil && bg.Err() == nil {
+				log.Warn("IAM directory not refreshed; keeping the last one loaded", "err", err)
+			}
+		})
 		s3cfg.Directory = dir
 		s3cfg.IAM = &iamapi.Handler{Dir: dir, CheckPolicy: s3api.CheckIdentityPolicy}
 	}
