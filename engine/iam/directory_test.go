@@ -45,34 +45,34 @@ func TestDirectorySharedByServers(t *testing.T) {
 	a, b := directory(t, store, testKey), directory(t, store, testKey)
 	ctx := t.Context()
 
-	if _, err := a.CreateUser(ctx, "alice", ""); err != nil {
+	if _, err := a.Create(ctx, Entity{Kind: KindUser, Name: "alice", Path: ""}, nil); err != nil {
 		t.Fatal(err)
 	}
-	k, err := a.CreateAccessKey(ctx, "alice")
+	k, err := a.CreateAccessKey(ctx, "", "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(k.ID, "AKIA") || len(k.ID) != 20 || len(k.Secret) != 40 {
 		t.Errorf("key %q secret %q: not IAM's shapes", k.ID, k.Secret)
 	}
-	secret, user, ok := b.Secret(ctx, k.ID)
-	if !ok || secret != k.Secret || user != "alice" {
-		t.Fatalf("the other server: Secret(%s) = %q, %q, %v", k.ID, secret, user, ok)
+	secret, owner, ok := b.Secret(ctx, k.ID)
+	if !ok || secret != k.Secret || owner.User != "alice" {
+		t.Fatalf("the other server: Secret(%s) = %q, %+v, %v", k.ID, secret, owner, ok)
 	}
 
 	doc := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}`
-	if err := a.PutUserPolicy(ctx, "ALICE", "all", doc, nil); err != nil {
+	if err := a.PutPolicy(ctx, KindUser, "", "ALICE", "all", doc, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	u, err := b.User("Alice")
+	u, err := b.Get(KindUser, "", "Alice")
 	if err != nil || u.Policies["all"] != doc {
 		t.Fatalf("the other server after a refresh: %+v, %v", u, err)
 	}
 
-	if err := b.UpdateAccessKey(ctx, "alice", k.ID, KeyInactive); err != nil {
+	if err := b.UpdateAccessKey(ctx, "", "alice", k.ID, KeyInactive); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Refresh(ctx); err != nil {
@@ -83,7 +83,7 @@ func TestDirectorySharedByServers(t *testing.T) {
 	}
 	// A server started now reads everything back, secrets included.
 	c := directory(t, store, testKey)
-	if got, err := c.Keys("alice"); err != nil || len(got) != 1 || got[0].Secret != k.Secret || got[0].Status != KeyInactive {
+	if got, err := c.Keys("", "alice"); err != nil || len(got) != 1 || got[0].Secret != k.Secret || got[0].Status != KeyInactive {
 		t.Errorf("a new server: keys %+v, %v", got, err)
 	}
 }
@@ -100,95 +100,95 @@ func TestDirectoryRules(t *testing.T) {
 		if n == "Ab" {
 			path = "/team/"
 		}
-		if _, err := d.CreateUser(ctx, n, path); err != nil {
+		if _, err := d.Create(ctx, Entity{Kind: KindUser, Name: n, Path: path}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := d.CreateUser(ctx, "AC", ""); !errors.Is(err, ErrEntityExists) {
+	if _, err := d.Create(ctx, Entity{Kind: KindUser, Name: "AC", Path: ""}, nil); !errors.Is(err, ErrEntityExists) {
 		t.Errorf("a name taken but for case: %v, want ErrEntityExists", err)
 	}
 	var names []string
-	for _, u := range d.Users("") {
+	for _, u := range d.List(KindUser, "", "") {
 		names = append(names, u.Name)
 	}
 	if got := strings.Join(names, ","); got != "aa,Ab,ac,Ad" {
 		t.Errorf("users listed %s, want aa,Ab,ac,Ad", got)
 	}
-	if got := d.Users("/team/"); len(got) != 1 || got[0].Name != "Ab" {
+	if got := d.List(KindUser, "", "/team/"); len(got) != 1 || got[0].Name != "Ab" {
 		t.Errorf("users under /team/: %+v", got)
 	}
 	for _, bad := range []string{"", "a b", strings.Repeat("x", 65), "é"} {
-		if _, err := d.CreateUser(ctx, bad, ""); !errors.Is(err, ErrInvalidInput) {
+		if _, err := d.Create(ctx, Entity{Kind: KindUser, Name: bad, Path: ""}, nil); !errors.Is(err, ErrInvalidInput) {
 			t.Errorf("user name %q: %v, want ErrInvalidInput", bad, err)
 		}
 	}
-	if _, err := d.CreateUser(ctx, "pathless", "team"); !errors.Is(err, ErrInvalidInput) {
+	if _, err := d.Create(ctx, Entity{Kind: KindUser, Name: "pathless", Path: "team"}, nil); !errors.Is(err, ErrInvalidInput) {
 		t.Errorf("path without slashes: %v, want ErrInvalidInput", err)
 	}
 
-	k1, err := d.CreateAccessKey(ctx, "aa")
+	k1, err := d.CreateAccessKey(ctx, "", "aa")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.CreateAccessKey(ctx, "aa"); err != nil {
+	if _, err := d.CreateAccessKey(ctx, "", "aa"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.CreateAccessKey(ctx, "aa"); !errors.Is(err, ErrLimitExceeded) {
+	if _, err := d.CreateAccessKey(ctx, "", "aa"); !errors.Is(err, ErrLimitExceeded) {
 		t.Errorf("a third key: %v, want ErrLimitExceeded", err)
 	}
-	if err := d.DeleteUser(ctx, "aa"); !errors.Is(err, ErrDeleteConflict) {
+	if err := d.Delete(ctx, KindUser, "", "aa"); !errors.Is(err, ErrDeleteConflict) {
 		t.Errorf("deleting a user with keys: %v, want ErrDeleteConflict", err)
 	}
-	if err := d.DeleteAccessKey(ctx, "ac", k1.ID); !errors.Is(err, ErrNoSuchEntity) {
+	if err := d.DeleteAccessKey(ctx, "", "ac", k1.ID); !errors.Is(err, ErrNoSuchEntity) {
 		t.Errorf("deleting another user's key: %v, want ErrNoSuchEntity", err)
 	}
 
-	u, err := d.UpdateUser(ctx, "aa", "zz", "/moved/")
+	u, err := d.Edit(ctx, KindUser, "", "aa", func(e *Entity) error { e.Name, e.Path = "zz", "/moved/"; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.User("aa"); !errors.Is(err, ErrNoSuchEntity) {
+	if _, err := d.Get(KindUser, "", "aa"); !errors.Is(err, ErrNoSuchEntity) {
 		t.Errorf("the old name after a rename: %v", err)
 	}
-	if keys, _ := d.Keys("zz"); len(keys) != 2 || u.Path != "/moved/" {
+	if keys, _ := d.Keys("", "zz"); len(keys) != 2 || u.Path != "/moved/" {
 		t.Errorf("renamed user %+v has keys %+v", u, keys)
 	}
-	if _, user, ok := d.Secret(ctx, k1.ID); !ok || user != "zz" {
-		t.Errorf("a key of the renamed user names %q (%v)", user, ok)
+	if _, owner, ok := d.Secret(ctx, k1.ID); !ok || owner.User != "zz" {
+		t.Errorf("a key of the renamed user names %+v (%v)", owner, ok)
 	}
 
-	if err := d.PutUserPolicy(ctx, "zz", "p", "{}", nil); err != nil {
+	if err := d.PutPolicy(ctx, KindUser, "", "zz", "p", "{}", nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range mustKeys(t, d, "zz") {
-		if err := d.DeleteAccessKey(ctx, "zz", k.ID); err != nil {
+		if err := d.DeleteAccessKey(ctx, "", "zz", k.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := d.DeleteUser(ctx, "zz"); !errors.Is(err, ErrDeleteConflict) {
+	if err := d.Delete(ctx, KindUser, "", "zz"); !errors.Is(err, ErrDeleteConflict) {
 		t.Errorf("deleting a user with a policy: %v, want ErrDeleteConflict", err)
 	}
-	if err := d.DeleteUserPolicy(ctx, "zz", "p"); err != nil {
+	if err := d.DeletePolicy(ctx, KindUser, "", "zz", "p"); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.DeleteUser(ctx, "zz"); err != nil {
+	if err := d.Delete(ctx, KindUser, "", "zz"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.User("zz"); !errors.Is(err, ErrNoSuchEntity) {
+	if _, err := d.Get(KindUser, "", "zz"); !errors.Is(err, ErrNoSuchEntity) {
 		t.Errorf("a deleted user: %v", err)
 	}
-	if err := d.PutUserPolicy(ctx, "ac", "big", strings.Repeat(" ", maxPolicyDocument+1), nil); !errors.Is(err, ErrLimitExceeded) {
+	if err := d.PutPolicy(ctx, KindUser, "", "ac", "big", strings.Repeat(" ", maxPolicyDocument+1), nil); !errors.Is(err, ErrLimitExceeded) {
 		t.Errorf("a policy past IAM's size: %v, want ErrLimitExceeded", err)
 	}
 	refuse := func(string) error { return errors.New("no Statement") }
-	if err := d.PutUserPolicy(ctx, "ac", "bad", "{}", refuse); !errors.Is(err, ErrMalformedPolicy) {
+	if err := d.PutPolicy(ctx, KindUser, "", "ac", "bad", "{}", refuse); !errors.Is(err, ErrMalformedPolicy) {
 		t.Errorf("a policy its check refuses: %v, want ErrMalformedPolicy", err)
 	}
 }
 
 func mustKeys(t *testing.T, d *Directory, user string) []DirKey {
 	t.Helper()
-	keys, err := d.Keys(user)
+	keys, err := d.Keys("", user)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,10 +202,10 @@ func TestDirectorySecretsSealed(t *testing.T) {
 	store, roots := storage(t)
 	d := directory(t, store, testKey)
 	ctx := t.Context()
-	if _, err := d.CreateUser(ctx, "bob", ""); err != nil {
+	if _, err := d.Create(ctx, Entity{Kind: KindUser, Name: "bob", Path: ""}, nil); err != nil {
 		t.Fatal(err)
 	}
-	k, err := d.CreateAccessKey(ctx, "bob")
+	k, err := d.CreateAccessKey(ctx, "", "bob")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestDirectorySecretsSealed(t *testing.T) {
 	if secret, _, ok := r.Secret(ctx, k.ID); !ok || secret != k.Secret {
 		t.Errorf("after a new default master key: %q, %v", secret, ok)
 	}
-	k2, err := r.CreateAccessKey(ctx, "bob")
+	k2, err := r.CreateAccessKey(ctx, "", "bob")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/strata-storage/strata/engine/s3rules"
 )
 
 // Credentials are an access key and its secret.
@@ -103,6 +105,11 @@ type User struct {
 	Policy    Policy `json:"policy"`
 	// Buckets the policy applies to; empty means every bucket.
 	Buckets []string `json:"buckets,omitempty"`
+	// Account makes an owner the root of an IAM account of that ID: it
+	// manages the account's users, groups, roles and providers through
+	// the IAM API, and what they create is its own. Other users belong
+	// to the tenant's account.
+	Account string `json:"account,omitempty"`
 	Identity
 }
 
@@ -153,6 +160,7 @@ func parseUsersFile(data []byte, root string) (usersFile, error) {
 func checkUsers(f usersFile, root string) ([]User, error) {
 	seen := map[string]bool{}
 	ids := map[string]string{f.Root.named(root).ID: root}
+	accounts := map[string]string{}
 	for i, u := range f.Users {
 		switch {
 		case len(u.AccessKey) < minAccessKey:
@@ -168,6 +176,18 @@ func checkUsers(f usersFile, root string) ([]User, error) {
 		case PolicyReadWrite, PolicyReadOnly, PolicyWriteOnly, PolicyAdmin, PolicyOwner:
 		default:
 			return nil, fmt.Errorf("users file: user %s: policy %q is not readwrite, readonly, writeonly, admin or owner", u.AccessKey, u.Policy)
+		}
+		if u.Account != "" {
+			if u.Policy != PolicyOwner {
+				return nil, fmt.Errorf("users file: user %s: an account's root (account %q) must have policy owner", u.AccessKey, u.Account)
+			}
+			if !s3rules.ValidAccountID(u.Account) {
+				return nil, fmt.Errorf("users file: user %s: account %q must be 1 to 64 letters and digits", u.AccessKey, u.Account)
+			}
+			if other, taken := accounts[u.Account]; taken {
+				return nil, fmt.Errorf("users file: user %s: account %q is already %s's", u.AccessKey, u.Account, other)
+			}
+			accounts[u.Account] = u.AccessKey
 		}
 		id := u.Identity.named(u.AccessKey).ID
 		if other, taken := ids[id]; taken {
@@ -297,6 +317,56 @@ func (u *Users) AccessOf(id string) (string, bool) {
 	defer u.mu.RUnlock()
 	a, ok := u.byID[id]
 	return a, ok
+}
+
+// AccountOf returns the IAM account a key of the users file belongs to
+// ("" the tenant's) and whether it is that account's root.
+func (u *Users) AccountOf(access string) (account string, root bool) {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	usr, ok := u.users[access]
+	if !ok || usr.Account == "" {
+		return "", false
+	}
+	return usr.Account, true
+}
+
+// RootOf returns the access key of an account's root ("" for the
+// tenant's account: its root is the tenant's root).
+func (u *Users) RootOf(account string) (string, bool) {
+	if account == "" {
+		return u.root, true
+	}
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	for _, usr := range u.users {
+		if usr.Account == account {
+			return usr.AccessKey, true
+		}
+	}
+	return "", false
+}
+
+// Declares reports whether the users file has a user of the tenant's
+// account with that IAM name (its canonical ID, ignoring case).
+func (u *Users) Declares(account, name string) bool {
+	if account != "" {
+		return false
+	}
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	for _, usr := range u.users {
+		if usr.Account == "" && strings.EqualFold(usr.named(usr.AccessKey).ID, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Name returns a users-file user's IAM name (its canonical ID).
+func (u *Users) Name(access string) string {
+	id, _, _ := u.Identity(access)
+	return id
 }
 
 // Grants lists the users with their policies and buckets, sorted by access

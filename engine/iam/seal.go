@@ -16,7 +16,10 @@ import (
 // ID so that a secret still opens after another master key became the
 // default. The associated data is the access key, so a sealed secret
 // cannot be moved to another key's object.
-type sealer struct{ keys MasterKeys }
+type sealer struct {
+	keys MasterKeys
+	info string // HKDF's info: what the derived keys seal
+}
 
 // MasterKeys are the tenant's master keys (engine/kms.Keys).
 type MasterKeys interface {
@@ -33,7 +36,7 @@ func (s sealer) aead(id string) (cipher.AEAD, error) {
 	if !ok {
 		return nil, fmt.Errorf("master key %q is not in the keys file", id)
 	}
-	key, err := hkdf.Key(sha256.New, master, nil, sealInfo, 32)
+	key, err := hkdf.Key(sha256.New, master, nil, s.info, 32)
 	if err != nil {
 		return nil, err
 	}

@@ -14,10 +14,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/strata-storage/strata/engine/iam"
 )
@@ -29,14 +27,23 @@ const xmlns = "https://iam.amazonaws.com/doc/2010-05-08/"
 
 // Caller is who sent a request, as the front end authenticated it.
 type Caller struct {
-	// Admin: the root account or a user with its rights; may do anything.
+	// Account is the IAM account the caller belongs to ("" the tenant's).
+	Account string
+	// Root: the account's root itself (its own access keys are its to
+	// manage).
+	Root bool
+	// Admin: the account's root or a user with its rights; may do
+	// anything in the account.
 	Admin bool
-	// User is the caller's directory user ("" when it is none: the root
-	// account, or a user of the operator's users file).
+	// User is the caller's IAM user name ("" for the account's root and
+	// for users of the users file with its rights).
 	User string
 	// Allows decides an IAM action ("iam:CreateUser") on a resource (an
 	// IAM ARN) by the caller's identity policies; nil allows nothing.
 	Allows func(action, resource string) bool
+	// Session is the STS session whose credentials signed the request
+	// (nil: none).
+	Session *iam.Session
 }
 
 // Handler serves the IAM API over a directory.
@@ -47,37 +54,32 @@ type Handler struct {
 	// CheckPolicy validates an inline policy document (the front end's
 	// identity-policy grammar, engine/s3rules); nil accepts any.
 	CheckPolicy func(doc string) error
+	// CheckTrust validates a role's trust policy; nil accepts any.
+	CheckTrust func(doc string) error
 }
 
 // Serve runs the action a form names and writes its answer.
 func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, form url.Values, c Caller, requestID string) {
 	res, err := h.run(ctx, form, c)
+	answer(w, xmlns, form.Get("Action"), res, err, requestID)
+}
+
+// answer writes an action's result, or its error, in the namespace ns.
+func answer(w http.ResponseWriter, ns, action string, res any, err error, requestID string) {
 	if err != nil {
-		writeError(w, err, requestID)
+		writeError(w, ns, err, requestID)
 		return
 	}
-	writeResult(w, form.Get("Action"), res, requestID)
+	writeResult(w, ns, action, res, requestID)
 }
 
 // action is one IAM action: its handler returns the result element's
 // content (nil: none), after authorize checked the caller.
 type action func(ctx context.Context, h *Handler, p params, c Caller) (any, error)
 
-var actions = map[string]action{
-	"CreateUser":       createUser,
-	"GetUser":          getUser,
-	"ListUsers":        listUsers,
-	"UpdateUser":       updateUser,
-	"DeleteUser":       deleteUser,
-	"CreateAccessKey":  createAccessKey,
-	"ListAccessKeys":   listAccessKeys,
-	"UpdateAccessKey":  updateAccessKey,
-	"DeleteAccessKey":  deleteAccessKey,
-	"PutUserPolicy":    putUserPolicy,
-	"GetUserPolicy":    getUserPolicy,
-	"ListUserPolicies": listUserPolicies,
-	"DeleteUserPolicy": deleteUserPolicy,
-}
+// actions are the IAM actions served, filled in by init (the policy,
+// attachment and listing actions exist once per kind of entity).
+var actions = map[string]action{}
 
 func (h *Handler) run(ctx context.Context, form url.Values, c Caller) (any, error) {
 	name := form.Get("Action")
@@ -90,7 +92,7 @@ func (h *Handler) run(ctx context.Context, form url.Values, c Caller) (any, erro
 	act, ok := actions[name]
 	if !ok {
 		return nil, &apiError{code: "InvalidAction", status: http.StatusBadRequest,
-			msg: fmt.Sprintf("Could not find operation %s for version %s (this IAM API serves users, access keys and inline user policies)", name, Version)}
+			msg: fmt.Sprintf("Could not find operation %s for version %s (see docs/iam.md for the actions served)", name, Version)}
 	}
 	return act(ctx, h, params{form: form, action: name}, c)
 }
@@ -131,147 +133,6 @@ func (p params) maxItems() (int, error) {
 	return n, nil
 }
 
-// subject is the user an action is about: UserName, or the caller's own
-// when omitted (a directory user acting on itself).
-func (p params) subject(c Caller) (string, error) {
-	if u := p.opt("UserName"); u != "" {
-		return u, nil
-	}
-	if c.User == "" {
-		return "", validation("UserName is required: this caller is no IAM user (the root account's keys are the tenant's credentials, kept in a Secret)")
-	}
-	return c.User, nil
-}
-
-// userARN is a user's ARN.
-func (h *Handler) userARN(u iam.DirUser) string {
-	return fmt.Sprintf("arn:aws:iam::%s:user%s%s", h.Account, u.Path, u.Name)
-}
-
-// userResource is the ARN an action on a user is authorised against.
-func (h *Handler) userResource(name string) string {
-	if u, err := h.Dir.User(name); err == nil {
-		return h.userARN(u)
-	}
-	return fmt.Sprintf("arn:aws:iam::%s:user/%s", h.Account, name)
-}
-
-// authorize lets the caller run the action on a resource: admins always;
-// directory users when their policies allow it.
-func (h *Handler) authorize(c Caller, action, resource string) error {
-	if c.Admin || c.Allows != nil && c.Allows("iam:"+action, resource) {
-		return nil
-	}
-	return &apiError{code: "AccessDenied", status: http.StatusForbidden,
-		msg: fmt.Sprintf("User is not authorized to perform: iam:%s on resource: %s", action, resource)}
-}
-
-// xmlUser is a User element.
-type xmlUser struct {
-	Path       string `xml:"Path"`
-	UserName   string `xml:"UserName"`
-	UserID     string `xml:"UserId"`
-	Arn        string `xml:"Arn"`
-	CreateDate string `xml:"CreateDate"`
-}
-
-func (h *Handler) xmlUser(u iam.DirUser) xmlUser {
-	return xmlUser{Path: u.Path, UserName: u.Name, UserID: u.ID, Arn: h.userARN(u), CreateDate: isoTime(u.Created)}
-}
-
-func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
-
-type userResult struct {
-	User xmlUser `xml:"User"`
-}
-
-// onUser reads the required UserName and fields (in the order named),
-// and authorises the action on that user.
-func (h *Handler) onUser(p params, c Caller, fields ...string) (string, []string, error) {
-	name, err := p.req("UserName")
-	if err != nil {
-		return "", nil, err
-	}
-	return h.onSubject(p, c, name, fields)
-}
-
-// onSelf is onUser where UserName may be omitted for the caller's own.
-func (h *Handler) onSelf(p params, c Caller, fields ...string) (string, []string, error) {
-	name, err := p.subject(c)
-	if err != nil {
-		return "", nil, err
-	}
-	return h.onSubject(p, c, name, fields)
-}
-
-func (h *Handler) onSubject(p params, c Caller, name string, fields []string) (string, []string, error) {
-	values := make([]string, len(fields))
-	for i, f := range fields {
-		v, err := p.req(f)
-		if err != nil {
-			return "", nil, err
-		}
-		values[i] = v
-	}
-	return name, values, h.authorize(c, p.action, h.userResource(name))
-}
-
-func createUser(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
-	name, _, err := h.onUser(p, c)
-	if err != nil {
-		return nil, err
-	}
-	u, err := h.Dir.CreateUser(ctx, name, p.opt("Path"))
-	if err != nil {
-		return nil, err
-	}
-	return userResult{User: h.xmlUser(u)}, nil
-}
-
-func getUser(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
-	if p.opt("UserName") == "" && c.User == "" && c.Admin {
-		// The account itself, as IAM answers its root.
-		return userResult{User: xmlUser{Path: "/", UserName: "root", UserID: h.Account,
-			Arn: fmt.Sprintf("arn:aws:iam::%s:root", h.Account), CreateDate: isoTime(time.Unix(0, 0))}}, nil
-	}
-	name, _, err := h.onSelf(p, c)
-	if err != nil {
-		return nil, err
-	}
-	u, err := h.Dir.User(name)
-	if err != nil {
-		return nil, err
-	}
-	return userResult{User: h.xmlUser(u)}, nil
-}
-
-type listUsersResult struct {
-	Users       []xmlUser `xml:"Users>member"`
-	IsTruncated bool      `xml:"IsTruncated"`
-	Marker      string    `xml:"Marker,omitempty"`
-}
-
-func listUsers(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
-	prefix := p.opt("PathPrefix")
-	if prefix == "" {
-		prefix = "/"
-	}
-	if err := h.authorize(c, p.action, fmt.Sprintf("arn:aws:iam::%s:user%s", h.Account, prefix)); err != nil {
-		return nil, err
-	}
-	n, err := p.maxItems()
-	if err != nil {
-		return nil, err
-	}
-	var res listUsersResult
-	page, next := paginate(h.Dir.Users(prefix), p.opt("Marker"), n, func(u iam.DirUser) string { return u.Name })
-	for _, u := range page {
-		res.Users = append(res.Users, h.xmlUser(u))
-	}
-	res.IsTruncated, res.Marker = next != "", next
-	return res, nil
-}
-
 // paginate returns the page of items after marker (a name, compared
 // ignoring case as IAM sorts) and the marker of the next page ("" when
 // this is the last).
@@ -287,148 +148,6 @@ func paginate[T any](items []T, marker string, n int, name func(T) string) ([]T,
 		return items, ""
 	}
 	return items[:n], name(items[n-1])
-}
-
-func updateUser(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
-	name, _, err := h.onUser(p, c)
-	if err != nil {
-		return nil, err
-	}
-	_, err = h.Dir.UpdateUser(ctx, name, p.opt("NewUserName"), p.opt("NewPath"))
-	return nil, err
-}
-
-func deleteUser(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
-	name, _, err := h.onUser(p, c)
-	if err != nil {
-		return nil, err
-	}
-	return nil, h.Dir.DeleteUser(ctx, name)
-}
-
-// xmlKey is an AccessKey element (the secret only when just created).
-type xmlKey struct {
-	UserName        string `xml:"UserName"`
-	AccessKeyID     string `xml:"AccessKeyId"`
-	Status          string `xml:"Status"`
-	SecretAccessKey string `xml:"SecretAccessKey,omitempty"`
-	CreateDate      string `xml:"CreateDate"`
-}
-
-func createAccessKey(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
-	name, _, err := h.onSelf(p, c)
-	if err != nil {
-		return nil, err
-	}
-	k, err := h.Dir.CreateAccessKey(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return struct {
-		AccessKey xmlKey `xml:"AccessKey"`
-	}{xmlKey{UserName: k.User, AccessKeyID: k.ID, Status: k.Status, SecretAccessKey: k.Secret, CreateDate: isoTime(k.Created)}}, nil
-}
-
-func listAccessKeys(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
-	name, _, err := h.onSelf(p, c)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := h.Dir.Keys(name)
-	if err != nil {
-		return nil, err
-	}
-	var res struct {
-		Keys        []xmlKey `xml:"AccessKeyMetadata>member"`
-		IsTruncated bool     `xml:"IsTruncated"`
-	}
-	for _, k := range keys {
-		res.Keys = append(res.Keys, xmlKey{UserName: k.User, AccessKeyID: k.ID, Status: k.Status, CreateDate: isoTime(k.Created)})
-	}
-	return res, nil
-}
-
-func updateAccessKey(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
-	name, v, err := h.onSelf(p, c, "AccessKeyId", "Status")
-	if err != nil {
-		return nil, err
-	}
-	return nil, h.Dir.UpdateAccessKey(ctx, name, v[0], v[1])
-}
-
-func deleteAccessKey(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
-	name, v, err := h.onSelf(p, c, "AccessKeyId")
-	if err != nil {
-		return nil, err
-	}
-	return nil, h.Dir.DeleteAccessKey(ctx, name, v[0])
-}
-
-func putUserPolicy(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
-	name, v, err := h.onUser(p, c, "PolicyName", "PolicyDocument")
-	if err != nil {
-		return nil, err
-	}
-	return nil, h.Dir.PutUserPolicy(ctx, name, v[0], v[1], h.CheckPolicy)
-}
-
-func getUserPolicy(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
-	name, v, err := h.onUser(p, c, "PolicyName")
-	if err != nil {
-		return nil, err
-	}
-	u, err := h.Dir.User(name)
-	if err != nil {
-		return nil, err
-	}
-	doc, ok := u.Policies[v[0]]
-	if !ok {
-		return nil, fmt.Errorf("%w: the user policy with name %s cannot be found", iam.ErrNoSuchEntity, v[0])
-	}
-	return struct {
-		UserName       string `xml:"UserName"`
-		PolicyName     string `xml:"PolicyName"`
-		PolicyDocument string `xml:"PolicyDocument"`
-	}{u.Name, v[0], percentEncoded(doc)}, nil
-}
-
-// percentEncoded is a policy document as IAM answers it: URL-encoded,
-// spaces as %20 (botocore decodes it with Python's unquote, which leaves
-// '+' alone).
-func percentEncoded(doc string) string { return strings.ReplaceAll(url.QueryEscape(doc), "+", "%20") }
-
-func listUserPolicies(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
-	name, _, err := h.onUser(p, c)
-	if err != nil {
-		return nil, err
-	}
-	n, err := p.maxItems()
-	if err != nil {
-		return nil, err
-	}
-	u, err := h.Dir.User(name)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(u.Policies))
-	for k := range u.Policies {
-		names = append(names, k)
-	}
-	slices.SortFunc(names, func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
-	page, next := paginate(names, p.opt("Marker"), n, func(s string) string { return s })
-	return struct {
-		PolicyNames []string `xml:"PolicyNames>member"`
-		IsTruncated bool     `xml:"IsTruncated"`
-		Marker      string   `xml:"Marker,omitempty"`
-	}{page, next != "", next}, nil
-}
-
-func deleteUserPolicy(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
-	name, v, err := h.onUser(p, c, "PolicyName")
-	if err != nil {
-		return nil, err
-	}
-	return nil, h.Dir.DeleteUserPolicy(ctx, name, v[0])
 }
 
 // apiError is an error the Query protocol answers with its own code.
@@ -482,9 +201,16 @@ func asAPIError(err error) *apiError {
 }
 
 // WriteError answers an error in the Query protocol's XML.
-func WriteError(w http.ResponseWriter, err error, requestID string) { writeError(w, err, requestID) }
+func WriteError(w http.ResponseWriter, err error, requestID string) {
+	writeError(w, xmlns, err, requestID)
+}
 
-func writeError(w http.ResponseWriter, err error, requestID string) {
+// WriteSTSError answers an error in STS's XML.
+func WriteSTSError(w http.ResponseWriter, err error, requestID string) {
+	writeError(w, stsXmlns, err, requestID)
+}
+
+func writeError(w http.ResponseWriter, ns string, err error, requestID string) {
 	ae := asAPIError(err)
 	typ := "Sender"
 	if ae.status >= 500 {
@@ -499,7 +225,7 @@ func writeError(w http.ResponseWriter, err error, requestID string) {
 			Message string `xml:"Message"`
 		} `xml:"Error"`
 		RequestID string `xml:"RequestId"`
-	}{Xmlns: xmlns, RequestID: requestID}
+	}{Xmlns: ns, RequestID: requestID}
 	doc.Error.Type, doc.Error.Code, doc.Error.Message = typ, ae.code, ae.msg
 	writeXML(w, ae.status, doc)
 }
@@ -507,13 +233,13 @@ func writeError(w http.ResponseWriter, err error, requestID string) {
 // writeResult answers <ActionResponse><ActionResult>res</ActionResult>
 // <ResponseMetadata>...; actions without a result carry only the
 // metadata. The action is one of the actions table's names.
-func writeResult(w http.ResponseWriter, action string, res any, requestID string) {
+func writeResult(w http.ResponseWriter, ns, action string, res any, requestID string) {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `<%sResponse xmlns="%s">`, action, xmlns)
+	fmt.Fprintf(&b, `<%sResponse xmlns="%s">`, action, ns)
 	if res != nil {
 		enc := xml.NewEncoder(&b)
 		if err := enc.EncodeElement(res, xml.StartElement{Name: xml.Name{Local: action + "Result"}}); err != nil {
-			writeError(w, err, requestID)
+			writeError(w, ns, err, requestID)
 			return
 		}
 		_ = enc.Flush()

@@ -87,7 +87,8 @@ func TestAnswersAndErrors(t *testing.T) {
 		{[]string{"Action", "GetUser", "UserName", "nobody"}, "NoSuchEntity", 404},
 		{[]string{"Action", "CreateUser"}, "ValidationError", 400},
 		{[]string{"Action", "CreateUser", "UserName", "bad name"}, "InvalidInput", 400},
-		{[]string{"Action", "CreateRole", "RoleName", "r"}, "InvalidAction", 400},
+		{[]string{"Action", "CreateSAMLProvider", "Name", "r"}, "InvalidAction", 400},
+		{[]string{"Action", "CreateRole", "RoleName", "r"}, "MalformedPolicyDocument", 400},
 		{[]string{"UserName", "x"}, "MissingAction", 400},
 		{[]string{"Action", "PutUserPolicy", "UserName", "app", "PolicyName", "p", "PolicyDocument", strings.Repeat("x", 3000)}, "LimitExceeded", 409},
 	} {

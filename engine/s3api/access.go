@@ -35,18 +35,21 @@ func (r *request) authorize() error {
 	case accessInHandler:
 		return nil
 	case accessService:
-		if r.access == "" || r.dirUser != "" && r.identityDecides(s3rules.ActListAllMyBuckets, "arn:aws:s3:::*") != s3rules.Allow {
+		d := r.identityDecides(s3rules.ActListAllMyBuckets, "arn:aws:s3:::*")
+		if r.access == "" || d == s3rules.Deny || r.directoryUser() && d != s3rules.Allow {
 			return s3err.AccessDenied
 		}
 		return nil
 	case accessCreate:
-		if r.dirUser != "" {
-			if r.identityDecides(s3rules.ActCreateBucket, s3rules.Resource(r.bucket, "")) == s3rules.Allow {
+		switch d := r.identityDecides(s3rules.ActCreateBucket, s3rules.Resource(r.bucket, "")); {
+		case d == s3rules.Deny:
+			return s3err.AccessDenied
+		case r.directoryUser():
+			if d == s3rules.Allow {
 				return nil
 			}
 			return s3err.AccessDenied
-		}
-		if r.root || r.access != "" && r.s.cfg.Users != nil && r.s.cfg.Users.CanCreateBuckets(r.access) {
+		case r.root || d == s3rules.Allow || r.access != "" && r.s.cfg.Users != nil && r.s.cfg.Users.CanCreateBuckets(r.access):
 			return nil
 		}
 		return s3err.AccessDenied
@@ -74,8 +77,8 @@ var policyManagement = map[s3rules.Action]bool{
 func (r *request) allowed(bk objlayer.BucketInfo, key, versionID string, actions []s3rules.Action, perm s3rules.Permission, objectACL bool) error {
 	policy, broken := r.s.bucketPolicy(bk)
 	resource := s3rules.Resource(bk.Name, key)
-	if r.dirUser != "" {
-		return r.allowedAsDirectoryUser(policy, broken, resource, bk.Name, key, versionID, actions)
+	if r.directoryUser() {
+		return r.allowedAsDirectoryUser(bk, policy, broken, resource, key, versionID, actions, perm, objectACL)
 	}
 	decide := func(a s3rules.Action) s3rules.Decision {
 		if broken {
@@ -86,7 +89,7 @@ func (r *request) allowed(bk objlayer.BucketInfo, key, versionID string, actions
 		if policy == nil {
 			return s3rules.NoMatch
 		}
-		return policy.Decide(s3rules.PolicyRequest{Principal: r.access, Action: a, Resource: resource,
+		return policy.Decide(s3rules.PolicyRequest{Principal: r.access, PrincipalARNs: r.principalARNs(), Action: a, Resource: resource,
 			Context: r.conditions(bk.Name, key, versionID)})
 	}
 	if r.root {
@@ -104,6 +107,18 @@ func (r *request) allowed(bk objlayer.BucketInfo, key, versionID string, actions
 			return nil
 		}
 		return s3err.AccessDenied
+	}
+	// The user's identity policies (users-file users may have some): a
+	// Deny refuses even in the user's own bucket; Allows for every action
+	// are enough.
+	ownAllows := r.who.user != ""
+	for _, a := range actions {
+		switch r.identityDecides(a, resource) {
+		case s3rules.Deny:
+			return s3err.AccessDenied
+		case s3rules.NoMatch:
+			ownAllows = false
+		}
 	}
 	restricted := r.access == "" && publicAccessBlock(bk).RestrictPublicBuckets
 	ownerManagingPolicy := func(a s3rules.Action) bool { return policyManagement[a] && r.access == r.s.ownerOf(bk) }
@@ -123,7 +138,7 @@ func (r *request) allowed(bk objlayer.BucketInfo, key, versionID string, actions
 	if side == s3rules.NoMatch && r.effectiveACL(bk, key, versionID, objectACL, actions).Allows(r.access, perm) {
 		side = s3rules.Allow
 	}
-	if side == s3rules.Allow || r.identityAllows(bk.Name, actions) {
+	if side == s3rules.Allow || ownAllows || r.identityAllows(bk.Name, actions) {
 		return nil
 	}
 	return s3err.AccessDenied
@@ -160,6 +175,15 @@ func (s *Server) owns(account string, bk objlayer.BucketInfo) bool {
 	}
 	id, _, ok := s.ids.Identity(owner)
 	return ok && id == account
+}
+
+// providerKey is the condition key PROVIDER:name of the request's web
+// identity session ("" when it has none: it matches no key).
+func (r *request) providerKey(k, name string) string {
+	if sess := r.who.session; sess != nil && sess.Provider != "" && k == strings.ToLower(sess.Provider)+":"+name {
+		return k
+	}
+	return "\x00"
 }
 
 // publicAccessBlock is a bucket's configuration (all false: none).
@@ -300,6 +324,19 @@ func (r *request) conditions(bucket, key, versionID string) s3rules.ConditionCon
 				return nil, false
 			}
 			return []string{"arn:aws:iam:::user/" + principal}, true
+		case "aws:principaltag/" + strings.TrimPrefix(k, "aws:principaltag/"):
+			if sess := r.who.session; sess != nil {
+				for tag, v := range sess.Tags {
+					if strings.EqualFold(tag, strings.TrimPrefix(k, "aws:principaltag/")) {
+						return []string{v}, true
+					}
+				}
+			}
+			return nil, false
+		case "sts:authentication":
+			// Ceph's key: whether the request is signed with STS session
+			// credentials.
+			return []string{strconv.FormatBool(r.who.session != nil)}, true
 		case "aws:principaltype":
 			switch {
 			case principal == "":
@@ -308,6 +345,10 @@ func (r *request) conditions(bucket, key, versionID string) s3rules.ConditionCon
 				return []string{"Account"}, true
 			}
 			return []string{"User"}, true
+		case r.providerKey(k, "sub"):
+			return []string{r.who.session.Subject}, true
+		case r.providerKey(k, "aud"), r.providerKey(k, "app_id"):
+			return []string{r.who.session.Audience}, true
 		case "s3:prefix", "s3:delimiter", "s3:max-keys":
 			if v := r.q(k[len("s3:"):]); v != "" {
 				return []string{v}, true

@@ -44,11 +44,15 @@ func postObject(r *request) error {
 		return err
 	}
 	r.form = form
-	a, policy, err := s3sig.VerifyPost(form, r.bucket, secrets{r.s, r.ctx}, r.s.sigOptions())
+	keys, err := r.withSession(form.Fields.Get("x-amz-security-token"))
 	if err != nil {
 		return err
 	}
-	r.setIdentity(a)
+	a, policy, err := s3sig.VerifyPost(form, r.bucket, keys, r.s.sigOptions())
+	if err != nil {
+		return err
+	}
+	r.setIdentity(a, keys.session)
 	fields := form.Fields
 	key := fields.Get("key")
 	if strings.Contains(key, "${filename}") {

@@ -38,9 +38,10 @@ type request struct {
 	access string
 	root   bool
 	auth   *s3sig.Auth
-	// dirUser is the IAM directory user whose key signed the request
-	// (access is then the account's, root's; iam.go).
-	dirUser string
+	// who is the request's IAM principal: its account, the user whose
+	// identity policies apply, and whether those are its only grants (a
+	// directory user's; access is then its account root's: iam.go).
+	who principal
 	// form is a POST form upload's fields and file.
 	form *s3sig.Form
 
@@ -82,8 +83,8 @@ func (r *request) serve() {
 		return
 	}
 	r.query = q
-	if r.s.iamRequest(r) {
-		r.serveIAM()
+	if svc := r.s.queryService(r); svc != "" {
+		r.serveQuery(svc)
 		return
 	}
 	op, err := route(r)

@@ -11,9 +11,11 @@ package s3api
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/iamapi"
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/s3http"
@@ -37,6 +39,10 @@ type Users interface {
 	// Identity and AccessOf map access keys to canonical user IDs.
 	Identity(access string) (id, displayName string, ok bool)
 	AccessOf(id string) (access string, ok bool)
+	// AccountOf says which IAM account a user's key roots (none: the
+	// user belongs to the tenant's); RootOf is an account root's key.
+	AccountOf(access string) (account string, root bool)
+	RootOf(account string) (access string, ok bool)
 }
 
 // KeyRing gives the master keys of SSE-S3 and SSE-KMS (engine/kms).
@@ -71,6 +77,12 @@ type Config struct {
 	// nil: neither (POST / stays MethodNotAllowed).
 	Directory Directory
 	IAM       *iamapi.Handler
+	// Account is the tenant's own IAM account ID, shown in its ARNs (""
+	// by default, as Ceph shows users without an account).
+	Account string
+	// STS is the STS API (nil: none); Sessions open its session tokens.
+	STS      *iamapi.STS
+	Sessions *iam.Sessions
 	// Observer is told about requests; nil: no one.
 	Observer Observer
 	// LifecycleDay, for tests only, shortens the day of lifecycle rules;
@@ -128,7 +140,7 @@ func New(layer objlayer.Layer, cfg Config) *Server {
 	if cfg.DataSlotWait <= 0 {
 		cfg.DataSlotWait = DefaultDataSlotWait
 	}
-	s := &Server{layer: layer, cfg: cfg, ids: identities{users: cfg.Users, root: cfg.RootAccess}}
+	s := &Server{layer: layer, cfg: cfg, ids: identities{users: cfg.Users, root: cfg.RootAccess, dir: cfg.Directory, account: cfg.Account}}
 	if cfg.DataSlots > 0 {
 		s.slots = make(chan struct{}, cfg.DataSlots)
 	}
@@ -148,10 +160,42 @@ func (s *Server) ServeS3(w http.ResponseWriter, hr *s3http.Request) {
 }
 
 // identities names principals in ACLs and policies: the users', and root
-// by its access key.
+// by its access key; and the IAM principals policies name by ARN.
 type identities struct {
-	users Users
-	root  string
+	users   Users
+	root    string
+	dir     Directory
+	account string
+}
+
+// KnownPrincipal reports whether an IAM ARN or account ID names a
+// principal of the tenant: an account (its ID or root ARN), or a user or
+// role of the directory.
+func (i identities) KnownPrincipal(arn string) bool {
+	rest, isARN := strings.CutPrefix(arn, "arn:aws:iam::")
+	acct, what, _ := strings.Cut(rest, ":")
+	if !isARN {
+		acct, what = arn, "root"
+	}
+	known := acct == i.account
+	if !known && i.users != nil {
+		_, known = i.users.RootOf(acct)
+	}
+	if !known {
+		return false
+	}
+	if acct == i.account {
+		acct = ""
+	}
+	kind, name, _ := strings.Cut(what, "/")
+	switch {
+	case what == "root":
+		return true
+	case i.dir == nil || kind != "user" && kind != "role":
+		return false
+	}
+	e, err := i.dir.Get(iam.Kind(kind), acct, name[strings.LastIndex(name, "/")+1:])
+	return err == nil && e.Path+e.Name == "/"+name
 }
 
 func (i identities) Identity(access string) (string, string, bool) {

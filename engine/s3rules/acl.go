@@ -91,6 +91,9 @@ type Identities interface {
 	Identity(access string) (id, displayName string, ok bool)
 	// AccessOf returns the access key of a canonical user ID.
 	AccessOf(id string) (access string, ok bool)
+	// KnownPrincipal reports whether an IAM ARN (an account's root, a
+	// user's, a role's) or an account ID names a principal of the tenant.
+	KnownPrincipal(arn string) bool
 }
 
 // OwnerOnly is the ACL of a resource whose owner alone has access.

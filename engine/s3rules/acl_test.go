@@ -23,6 +23,10 @@ func (testIDs) Identity(access string) (string, string, bool) {
 	return "", "", false
 }
 
+func (testIDs) KnownPrincipal(arn string) bool {
+	return arn == "arn:aws:iam::RGW1:user/app/u" || arn == "arn:aws:iam::RGW1:root" || arn == "RGW2"
+}
+
 func (testIDs) AccessOf(id string) (string, bool) {
 	switch id {
 	case "main":

@@ -41,14 +41,24 @@ type policyStatement struct {
 	conditions   []policyCondition
 }
 
-// principalMatch is whom a Principal element names: anyone, or access keys.
+// principalMatch is whom a Principal element names: anyone, access keys,
+// or (a trust policy's) IAM ARNs and account IDs.
 type principalMatch struct {
 	anyone bool
 	keys   map[string]bool
+	arns   map[string]bool
 }
 
-func (p principalMatch) matches(access string) bool {
-	return p.anyone || access != "" && p.keys[access]
+func (p principalMatch) matches(r PolicyRequest) bool {
+	if p.anyone || r.Principal != "" && p.keys[r.Principal] {
+		return true
+	}
+	for _, a := range r.PrincipalARNs {
+		if p.arns[a] {
+			return true
+		}
+	}
+	return false
 }
 
 type policyCondition struct {
@@ -114,8 +124,17 @@ func ParseIdentityPolicy(doc []byte) (*BucketPolicy, error) {
 	return parsePolicy(doc, policyKind{identity: true})
 }
 
+// ParseTrustPolicy reads and checks a role's trust policy: who may assume
+// it (Principal: IAM ARNs, account IDs, OIDC providers as Federated) by
+// which STS actions, on what conditions; no Resource.
+func ParseTrustPolicy(doc []byte) (*BucketPolicy, error) {
+	return parsePolicy(doc, policyKind{trust: true})
+}
+
 // policyKind says which kind of policy a document must be.
 type policyKind struct {
+	// trust: a role's trust policy instead.
+	trust bool
 	// A bucket policy: its bucket, who its principals may name, and
 	// whether naming no one is refused.
 	bucket string
@@ -165,7 +184,7 @@ func parsePolicy(doc []byte, kind policyKind) (*BucketPolicy, error) {
 		if err := d.Decode(&r); err != nil {
 			return nil, policyError("This policy contains invalid Json")
 		}
-		if kind.identity && r.Sid != "" {
+		if (kind.identity || kind.trust) && r.Sid != "" {
 			if sids[r.Sid] {
 				return nil, policyError("Statement IDs (SID) in a single policy must be unique")
 			}
@@ -195,6 +214,11 @@ func parseStatement(r rawStatement, kind policyKind) (policyStatement, error) {
 		return st, policyError("Policy document should not specify a principal")
 	case kind.identity:
 		st.principals = principalMatch{anyone: true}
+	case kind.trust:
+		if len(r.Principal) == 0 || len(r.NotPrincipal) > 0 {
+			return st, policyError("A trust policy's statements need a Principal (and no NotPrincipal)")
+		}
+		st.principals, err = parseTrustPrincipal(r.Principal)
 	case len(r.Principal) > 0 && len(r.NotPrincipal) > 0 || len(r.Principal) == 0 && len(r.NotPrincipal) == 0:
 		return st, policyError("Statement must have exactly one of Principal or NotPrincipal")
 	case len(r.NotPrincipal) > 0:
@@ -215,7 +239,10 @@ func parseStatement(r rawStatement, kind policyKind) (policyStatement, error) {
 	st.notAction = len(r.NotAction) > 0
 	for _, a := range append(r.Action, r.NotAction...) {
 		pattern, ok := actionPattern(a)
-		if !ok && kind.identity {
+		if kind.trust {
+			pattern, ok = iamActionPattern(a)
+			ok = ok && strings.HasPrefix(pattern, "sts:")
+		} else if !ok && kind.identity {
 			pattern, ok = iamActionPattern(a)
 		}
 		if !ok {
@@ -223,7 +250,10 @@ func parseStatement(r rawStatement, kind policyKind) (policyStatement, error) {
 		}
 		st.actions = append(st.actions, pattern)
 	}
-	if (len(r.Resource) > 0) == (len(r.NotResource) > 0) {
+	switch {
+	case kind.trust && (len(r.Resource) > 0 || len(r.NotResource) > 0):
+		return st, policyError("A trust policy names no Resource: the role is its resource")
+	case !kind.trust && (len(r.Resource) > 0) == (len(r.NotResource) > 0):
 		return st, policyError("Statement must have exactly one of Resource or NotResource")
 	}
 	st.notResource = len(r.NotResource) > 0
@@ -258,7 +288,7 @@ func parsePrincipal(raw json.RawMessage, ids Identities, strict bool) (principal
 	if err := json.Unmarshal(raw, &named); err != nil || len(named) == 0 {
 		return principalMatch{}, policyError("Invalid principal in policy")
 	}
-	p := principalMatch{keys: map[string]bool{}}
+	p := principalMatch{keys: map[string]bool{}, arns: map[string]bool{}}
 	for kind, names := range named {
 		for _, n := range names {
 			switch kind {
@@ -267,17 +297,25 @@ func parsePrincipal(raw json.RawMessage, ids Identities, strict bool) (principal
 					p.anyone = true
 					continue
 				}
+				if access, ok := principalAccess(n, ids); ok {
+					p.keys[access] = true
+					continue
+				}
+				if ids.KnownPrincipal(n) {
+					// An IAM principal: an account, a directory user or
+					// role, matched by the request's ARNs.
+					p.arns[n] = true
+					continue
+				}
 				if otherAccount(n) {
 					// Another AWS account (a policy written for AWS that
 					// grants across accounts): no request here is made
 					// by it.
 					continue
 				}
-				access, ok := principalAccess(n, ids)
-				if !ok && strict {
+				if strict {
 					return principalMatch{}, policyError("Invalid principal in policy")
 				}
-				p.keys[access] = ok
 			case "CanonicalUser":
 				access, ok := ids.AccessOf(n)
 				if !ok && strict {
@@ -293,6 +331,53 @@ func parsePrincipal(raw json.RawMessage, ids Identities, strict bool) (principal
 		}
 	}
 	return p, nil
+}
+
+// parseTrustPrincipal reads a trust policy's Principal: "*", or AWS
+// principals (user and role ARNs, account root ARNs, account IDs) and
+// Federated ones (OIDC providers' ARNs), kept as written.
+func parseTrustPrincipal(raw json.RawMessage) (principalMatch, error) {
+	var star string
+	if json.Unmarshal(raw, &star) == nil {
+		if star != "*" {
+			return principalMatch{}, policyError("Invalid principal in policy")
+		}
+		return principalMatch{anyone: true, arns: map[string]bool{}}, nil
+	}
+	var named map[string]stringOrList
+	if err := json.Unmarshal(raw, &named); err != nil || len(named) == 0 {
+		return principalMatch{}, policyError("Invalid principal in policy")
+	}
+	p := principalMatch{arns: map[string]bool{}}
+	for kind, names := range named {
+		for _, n := range names {
+			switch {
+			case kind == "AWS" && n == "*":
+				p.anyone = true
+			case kind == "AWS" && (strings.HasPrefix(n, "arn:aws:iam::") || strings.HasPrefix(n, "arn:aws:sts::") || ValidAccountID(n)),
+				kind == "Federated" && n != "",
+				kind == "Service" && n != "":
+				p.arns[n] = true
+			default:
+				return principalMatch{}, policyError("Invalid principal in policy: %s", n)
+			}
+		}
+	}
+	return p, nil
+}
+
+// ValidAccountID reports an IAM account ID as Strata takes them: 1 to 64
+// letters and digits (AWS's are 12 digits, Ceph's "RGW" and 17 digits).
+func ValidAccountID(n string) bool {
+	if n == "" || len(n) > 64 {
+		return false
+	}
+	for _, c := range n {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // otherAccount reports whether a principal names an AWS account as a
@@ -425,9 +510,12 @@ const (
 // PolicyRequest is one action on one resource, as a policy judges it.
 type PolicyRequest struct {
 	Principal string // access key; "" for an anonymous request
-	Action    Action
-	Resource  string // "arn:aws:s3:::bucket" or "arn:aws:s3:::bucket/key"
-	Context   ConditionContext
+	// PrincipalARNs name the caller for a trust policy: its own ARN, its
+	// account's root ARN and ID, or a web identity's provider.
+	PrincipalARNs []string
+	Action        Action
+	Resource      string // "arn:aws:s3:::bucket" or "arn:aws:s3:::bucket/key"
+	Context       ConditionContext
 }
 
 // Decide evaluates the policy: an explicit Deny wins, then an Allow.
@@ -447,7 +535,7 @@ func (p *BucketPolicy) Decide(r PolicyRequest) Decision {
 }
 
 func (st policyStatement) applies(r PolicyRequest, action string) bool {
-	if st.principals.matches(r.Principal) == st.notPrincipal {
+	if st.principals.matches(r) == st.notPrincipal {
 		return false
 	}
 	matched := false
@@ -457,7 +545,7 @@ func (st policyStatement) applies(r PolicyRequest, action string) bool {
 	if matched == st.notAction {
 		return false
 	}
-	matched = false
+	matched = len(st.resources) == 0 && !st.notResource // a trust policy's: the role
 	for _, res := range st.resources {
 		matched = matched || res == "*" || wildcardMatch(res, r.Resource)
 	}

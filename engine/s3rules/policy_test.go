@@ -367,3 +367,52 @@ func TestIdentityPolicies(t *testing.T) {
 		}
 	}
 }
+
+// IAM principals in bucket policies: a directory user, an account (its
+// root ARN or ID) match the requests whose ARNs name them; a principal
+// nobody knows is refused when the policy is set.
+func TestPolicyIAMPrincipals(t *testing.T) {
+	doc := `{"Version":"2012-10-17","Statement":[
+		{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam::RGW1:user/app/u","RGW2"]},"Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}]}`
+	p, err := ParseBucketPolicy([]byte(doc), "b", testIDs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		arns []string
+		want Decision
+	}{
+		{[]string{"arn:aws:iam::RGW1:user/app/u", "arn:aws:iam::RGW1:root", "RGW1"}, Allow},
+		{[]string{"arn:aws:iam::RGW1:user/app/other", "arn:aws:iam::RGW1:root", "RGW1"}, NoMatch},
+		{[]string{"arn:aws:iam::RGW2:user/x", "arn:aws:iam::RGW2:root", "RGW2"}, Allow},
+		{nil, NoMatch},
+	} {
+		got := p.Decide(PolicyRequest{PrincipalARNs: c.arns, Action: "s3:GetObject", Resource: "arn:aws:s3:::b/k",
+			Context: func(string) ([]string, bool) { return nil, false }})
+		if got != c.want {
+			t.Errorf("%v: %v, want %v", c.arns, got, c.want)
+		}
+	}
+	unknown := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::RGW9:user/nobody"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}]}`
+	if _, err := ParseBucketPolicy([]byte(unknown), "b", testIDs{}); err == nil {
+		t.Error("a policy naming a principal nobody knows was accepted")
+	}
+	trust := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":"arn:aws:iam::RGW1:oidc-provider/issuer"},"Action":"sts:AssumeRoleWithWebIdentity"}]}`
+	tp, err := ParseTrustPolicy([]byte(trust))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := tp.Decide(PolicyRequest{PrincipalARNs: []string{"arn:aws:iam::RGW1:oidc-provider/issuer"}, Action: "sts:AssumeRoleWithWebIdentity",
+		Context: func(string) ([]string, bool) { return nil, false }}); d != Allow {
+		t.Errorf("the trust policy's provider: %v", d)
+	}
+	for _, bad := range []string{
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"s3:GetObject"}]}`,
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"sts:AssumeRole"}]}`,
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"sts:AssumeRole","Resource":"*"}]}`,
+	} {
+		if _, err := ParseTrustPolicy([]byte(bad)); err == nil {
+			t.Errorf("trust policy accepted: %s", bad)
+		}
+	}
+}

@@ -20,7 +20,7 @@ type ConditionContext func(key string) (values []string, present bool)
 var conditionKeys = map[string]bool{
 	"aws:sourceip": true, "aws:securetransport": true, "aws:currenttime": true, "aws:epochtime": true,
 	"aws:useragent": true, "aws:referer": true, "aws:username": true, "aws:userid": true, "aws:principalarn": true,
-	"aws:principaltype": true, "aws:principalaccount": true, "aws:sourcevpc": true, "aws:sourcevpce": true,
+	"aws:principaltype": true, "aws:principalaccount": true, "sts:authentication": true, "aws:sourcevpc": true, "aws:sourcevpce": true,
 	"aws:multifactorauthpresent": true, "aws:multifactorauthage": true, "aws:requestedregion": true,
 	"aws:sourcearn": true, "aws:sourceaccount": true, "aws:sourceorgid": true, "aws:resourceaccount": true,
 	"s3:prefix": true, "s3:delimiter": true, "s3:max-keys": true, "s3:versionid": true,
@@ -31,8 +31,12 @@ var conditionKeys = map[string]bool{
 	"s3:x-amz-storage-class": true, "s3:x-amz-content-sha256": true, "s3:signatureversion": true, "s3:authtype": true,
 	"s3:object-lock-mode": true, "s3:object-lock-retain-until-date": true, "s3:object-lock-legal-hold": true,
 	"s3:requestobjecttagkeys": true, "s3:locationconstraint": true, "s3:x-amz-object-ownership": true,
-	"s3:existingobjecttag/": true, "s3:requestobjecttag/": true,
+	"s3:existingobjecttag/": true, "s3:requestobjecttag/": true, "aws:principaltag/": true,
 }
+
+// providerKeys are the keys of a web identity's provider, named
+// PROVIDER:KEY (oidc.example.com/id/1:sub); app_id is Ceph's name for aud.
+var providerKeys = map[string]bool{"sub": true, "aud": true, "azp": true, "amr": true, "app_id": true}
 
 func knownConditionKey(key string) bool {
 	if strings.HasSuffix(key, "/") {
@@ -41,8 +45,11 @@ func knownConditionKey(key string) bool {
 	if conditionKeys[key] {
 		return true
 	}
-	if i := strings.IndexByte(key, '/'); i > 0 && i < len(key)-1 {
-		return conditionKeys[key[:i+1]]
+	if i := strings.IndexByte(key, '/'); i > 0 && i < len(key)-1 && conditionKeys[key[:i+1]] {
+		return true
+	}
+	if i := strings.LastIndexByte(key, ':'); i > 0 && providerKeys[key[i+1:]] {
+		return true
 	}
 	return false
 }

@@ -286,6 +286,9 @@ func Run(ctx context.Context, cfg Config) error {
 		// The IAM directory seals its secrets with the master keys: no
 		// keys file, no IAM API (the operator always mounts one).
 		dir := iam.NewDirectory(layer, keys, log)
+		if users != nil {
+			dir.SetDeclared(users.Declares)
+		}
 		loadCtx, cancel := context.WithTimeout(bg, 30*time.Second)
 		if err := dir.Load(loadCtx); err != nil {
 			log.Warn("IAM directory not loaded yet; it is read again every second", "err", err)
@@ -297,7 +300,9 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		})
 		s3cfg.Directory = dir
-		s3cfg.IAM = &iamapi.Handler{Dir: dir, CheckPolicy: s3api.CheckIdentityPolicy}
+		s3cfg.IAM = &iamapi.Handler{Dir: dir, CheckPolicy: s3api.CheckIdentityPolicy, CheckTrust: s3api.CheckTrustPolicy}
+		s3cfg.Sessions = iam.NewSessions(keys)
+		s3cfg.STS = &iamapi.STS{IAM: s3cfg.IAM, Sessions: s3cfg.Sessions, Web: webVerifier(os.Getenv)}
 	}
 	err = s3api.Serve(serveCtx, s3api.New(layer, s3cfg), s3api.ServeConfig{
 		Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: n.served,

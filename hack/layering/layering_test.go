@@ -180,7 +180,7 @@ var engineLayers = []struct {
 }{
 	{"drive", []string{"engine/drive", "engine/vfs"}},
 	{"erasure", []string{"engine/erasure", "engine/internode", "engine/cluster"}},
-	{"S3 server", []string{"engine/s3api", "engine/s3http", "engine/s3sig", "engine/s3rules", "engine/lifecycle", "engine/iamapi"}},
+	{"S3 server", []string{"engine/s3api", "engine/s3http", "engine/s3sig", "engine/s3rules", "engine/lifecycle", "engine/iamapi", "engine/oidc"}},
 	{"server and gateway", []string{"engine/server", "engine/gateway", "engine/posix"}},
 	{"cmd", []string{"cmd/"}},
 }

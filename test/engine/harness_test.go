@@ -266,10 +266,15 @@ func (s *server) url() string { return "http://" + s.addr }
 
 // s3Client returns an aws-sdk-go-v2 client for the server.
 func (s *server) s3Client(access, secret string) *s3.Client {
+	return s.sessionClient(access, secret, "")
+}
+
+// sessionClient is s3Client with an STS session's token.
+func (s *server) sessionClient(access, secret, token string) *s3.Client {
 	return s3.New(s3.Options{
 		BaseEndpoint: aws.String(s.url()),
 		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider(access, secret, ""),
+		Credentials:  credentials.NewStaticCredentialsProvider(access, secret, token),
 		UsePathStyle: true,
 		// Retries would hide the errors the tests look for.
 		RetryMaxAttempts: 1,

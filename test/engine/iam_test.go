@@ -23,6 +23,15 @@ type awsIAM struct {
 	t    *testing.T
 	venv string
 	home string
+	// token is an STS session's (AWS_SESSION_TOKEN), "" for none.
+	token string
+}
+
+// session is the CLI signing with an STS session's token too.
+func (a *awsIAM) session(token string) *awsIAM {
+	s := *a
+	s.token = token
+	return &s
 }
 
 func newAWSIAM(t *testing.T) *awsIAM {
@@ -44,6 +53,9 @@ func (a *awsIAM) run(node *server, access, secret string, args ...string) (strin
 	cmd := exec.CommandContext(cctx, filepath.Join(a.venv, "aws"), append(args, "--endpoint-url", node.url(), "--output", "json")...)
 	cmd.Env = []string{"HOME=" + a.home, "PATH=" + a.venv + ":/usr/bin:/bin", "AWS_ACCESS_KEY_ID=" + access,
 		"AWS_SECRET_ACCESS_KEY=" + secret, "AWS_EC2_METADATA_DISABLED=true", "AWS_RETRY_MODE=standard", "AWS_MAX_ATTEMPTS=1"}
+	if a.token != "" {
+		cmd.Env = append(cmd.Env, "AWS_SESSION_TOKEN="+a.token)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -77,6 +89,21 @@ func (a *awsIAM) refused(node *server, access, secret, code string, args ...stri
 	}
 }
 
+// iamCluster starts a four-node cluster with a master keys file (the IAM
+// directory seals its secrets with it), each node with env besides.
+func iamCluster(t *testing.T, env ...string) (n1, n2, n3, n4 *server) {
+	c := newCluster(t)
+	keys := keysFile(t, "tenant-1")
+	c.env = map[int][]string{}
+	nodes := []int{1, 2, 3, 4}
+	for _, n := range nodes {
+		c.env[n] = append([]string{"STRATA_KMS_KEYS_FILE=" + keys}, env...)
+	}
+	c.writeTopology(c.poolSpec("pool-0", nodes, 2))
+	c.start(nodes)
+	return c.nodes[1], c.nodes[2], c.nodes[3], c.nodes[4]
+}
+
 // TestIAMUsersAcrossNodes: the IAM API of a four-node cluster, driven by
 // the aws CLI. A user and its key made through one node sign S3 requests
 // on every other at once; what the key may do is what the user's inline
@@ -85,16 +112,7 @@ func (a *awsIAM) refused(node *server, access, secret, code string, args ...stri
 // key stops working everywhere.
 func TestIAMUsersAcrossNodes(t *testing.T) {
 	cli := newAWSIAM(t)
-	c := newCluster(t)
-	keys := keysFile(t, "tenant-1")
-	c.env = map[int][]string{}
-	nodes := []int{1, 2, 3, 4}
-	for _, n := range nodes {
-		c.env[n] = []string{"STRATA_KMS_KEYS_FILE=" + keys}
-	}
-	c.writeTopology(c.poolSpec("pool-0", nodes, 2))
-	c.start(nodes)
-	n1, n2, n3, n4 := c.nodes[1], c.nodes[2], c.nodes[3], c.nodes[4]
+	n1, n2, n3, n4 := iamCluster(t)
 
 	var created struct {
 		User struct{ UserName, UserId, Arn, Path string }
@@ -200,4 +218,102 @@ func TestIAMUsersAcrossNodes(t *testing.T) {
 	cli.must(n4, rootUser, rootPassword, nil, "iam", "delete-user-policy", "--user-name", "app", "--policy-name", "apps")
 	cli.must(n4, rootUser, rootPassword, nil, "iam", "delete-user", "--user-name", "app")
 	cli.refused(n1, "AKIAUNKNOWNUNKNOWN00", "not-a-secret-at-all-0000000000000000000", "InvalidClientTokenId", "iam", "list-users")
+}
+
+// TestSTSAssumeRoleAcrossNodes: STS on a four-node cluster. A user the
+// role's trust policy names assumes it through one node (the aws CLI) and
+// its session credentials sign S3 requests on every other (aws-sdk-go-v2
+// with the session token): it may do what the role's policies allow, less
+// what a session policy leaves out; a user the trust policy does not name
+// is refused; a token altered by one character is InvalidToken; once the
+// role is deleted its sessions end on every node.
+func TestSTSAssumeRoleAcrossNodes(t *testing.T) {
+	cli := newAWSIAM(t)
+	n1, n2, n3, n4 := iamCluster(t)
+
+	userKey := func(name string) (string, string) {
+		cli.must(n1, rootUser, rootPassword, nil, "iam", "create-user", "--user-name", name)
+		var key struct {
+			AccessKey struct{ AccessKeyId, SecretAccessKey string }
+		}
+		cli.must(n1, rootUser, rootPassword, &key, "iam", "create-access-key", "--user-name", name)
+		return key.AccessKey.AccessKeyId, key.AccessKey.SecretAccessKey
+	}
+	devAK, devSK := userKey("dev")
+	otherAK, otherSK := userKey("other")
+	trust := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam:::user/dev"},"Action":"sts:AssumeRole"}]}`
+	var role struct{ Role struct{ Arn, RoleId string } }
+	cli.must(n2, rootUser, rootPassword, &role, "iam", "create-role", "--role-name", "app", "--assume-role-policy-document", trust)
+	if role.Role.Arn != "arn:aws:iam:::role/app" || !strings.HasPrefix(role.Role.RoleId, "AROA") {
+		t.Fatalf("create-role answered %+v", role.Role)
+	}
+	cli.must(n2, rootUser, rootPassword, nil, "iam", "put-role-policy", "--role-name", "app", "--policy-name", "apps", "--policy-document",
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":["arn:aws:s3:::app-*","arn:aws:s3:::app-*/*"]}]}`)
+	mustCreateBucket(t, n1.aws(), "shared")
+
+	type assumed struct {
+		Credentials     struct{ AccessKeyId, SecretAccessKey, SessionToken, Expiration string }
+		AssumedRoleUser struct{ AssumedRoleId, Arn string }
+	}
+	var a assumed
+	cli.must(n3, devAK, devSK, &a, "sts", "assume-role", "--role-arn", role.Role.Arn, "--role-session-name", "job", "--duration-seconds", "900")
+	cr := a.Credentials
+	if !strings.HasPrefix(cr.AccessKeyId, "ASIA") || a.AssumedRoleUser.Arn != "arn:aws:sts:::assumed-role/app/job" ||
+		a.AssumedRoleUser.AssumedRoleId != role.Role.RoleId+":job" {
+		t.Fatalf("assume-role answered %+v", a)
+	}
+	if exp, err := time.Parse(time.RFC3339, cr.Expiration); err != nil || time.Until(exp) > 15*time.Minute || time.Until(exp) < 14*time.Minute {
+		t.Errorf("the session expires at %s (%v), want in 15 minutes", cr.Expiration, err)
+	}
+	var who struct{ UserId, Arn string }
+	cli.session(cr.SessionToken).must(n4, cr.AccessKeyId, cr.SecretAccessKey, &who, "sts", "get-caller-identity")
+	if who.UserId != a.AssumedRoleUser.AssumedRoleId || who.Arn != a.AssumedRoleUser.Arn {
+		t.Errorf("get-caller-identity with the session: %+v", who)
+	}
+
+	for _, n := range []*server{n1, n2, n4} {
+		s := n.sessionClient(cr.AccessKeyId, cr.SecretAccessKey, cr.SessionToken)
+		bucket := "app-" + strings.ReplaceAll(strings.Split(n.addr, ":")[1], ".", "")
+		if _, err := s.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			t.Fatalf("CreateBucket with the session on %s: %v", n.addr, err)
+		}
+		put(t, s, bucket, "k", []byte("v"))
+		if b := get(t, s, bucket, "k"); string(b) != "v" {
+			t.Errorf("read back %q", b)
+		}
+		if _, err := s.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("shared"), Key: aws.String("x"), Body: strings.NewReader("x")}); errCode(err) != "AccessDenied" {
+			t.Errorf("PutObject outside the role's buckets: %v, want AccessDenied", err)
+		}
+	}
+	bad := cr.SessionToken[:len(cr.SessionToken)-1] + map[bool]string{true: "A", false: "B"}[!strings.HasSuffix(cr.SessionToken, "A")]
+	if _, err := n2.sessionClient(cr.AccessKeyId, cr.SecretAccessKey, bad).ListBuckets(ctx, &s3.ListBucketsInput{}); errCode(err) != "InvalidToken" {
+		t.Errorf("an altered token: %v, want InvalidToken", err)
+	}
+	cli.refused(n1, otherAK, otherSK, "AccessDenied", "sts", "assume-role", "--role-arn", role.Role.Arn, "--role-session-name", "job")
+	cli.refused(n1, devAK, devSK, "ValidationError", "sts", "assume-role", "--role-arn", role.Role.Arn, "--role-session-name", "job",
+		"--duration-seconds", "7200")
+
+	// A session policy narrows the session to reads.
+	var ro assumed
+	cli.must(n2, devAK, devSK, &ro, "sts", "assume-role", "--role-arn", role.Role.Arn, "--role-session-name", "reader", "--policy",
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"*"}]}`)
+	reader := n3.sessionClient(ro.Credentials.AccessKeyId, ro.Credentials.SecretAccessKey, ro.Credentials.SessionToken)
+	bucket := "app-" + strings.ReplaceAll(strings.Split(n1.addr, ":")[1], ".", "")
+	if b := get(t, reader, bucket, "k"); string(b) != "v" {
+		t.Errorf("a read the session policy allows: %q", b)
+	}
+	if _, err := reader.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("y"), Body: strings.NewReader("y")}); errCode(err) != "AccessDenied" {
+		t.Errorf("a write the session policy leaves out: %v, want AccessDenied", err)
+	}
+
+	// The role deleted, its sessions end everywhere.
+	cli.must(n4, rootUser, rootPassword, nil, "iam", "delete-role-policy", "--role-name", "app", "--policy-name", "apps")
+	cli.must(n4, rootUser, rootPassword, nil, "iam", "delete-role", "--role-name", "app")
+	for _, n := range []*server{n1, n2, n3, n4} {
+		s := n.sessionClient(cr.AccessKeyId, cr.SecretAccessKey, cr.SessionToken)
+		waitFor(t, "the deleted role's session refused on "+n.addr, 10*time.Second, func() bool {
+			_, err := s.ListBuckets(ctx, &s3.ListBucketsInput{})
+			return errCode(err) == "InvalidToken"
+		})
+	}
 }

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+)
+
+// oidcIssuer is an OpenID Connect issuer over HTTPS publishing its
+// discovery document and keys as the Kubernetes API server does, and
+// minting ServiceAccount tokens as it would.
+type oidcIssuer struct {
+	srv *httptest.Server
+	key *ecdsa.PrivateKey
+}
+
+func newOIDCIssuer(t *testing.T) *oidcIssuer {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := &oidcIssuer{key: key}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": is.srv.URL, "jwks_uri": is.srv.URL + "/openid/v1/jwks"})
+	})
+	mux.HandleFunc("/openid/v1/jwks", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: key.Public(), KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})
+	})
+	is.srv = httptest.NewTLSServer(mux)
+	t.Cleanup(is.srv.Close)
+	return is
+}
+
+// caFile writes the issuer's certificate where the servers read extra CAs.
+func (is *oidcIssuer) caFile(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "issuer-ca.pem")
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: is.srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// token is a projected ServiceAccount token of namespace/name for aud.
+func (is *oidcIssuer) token(t *testing.T, namespace, name, aud string, exp time.Time) string {
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: is.key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := jwt.Claims{Issuer: is.srv.URL, Subject: "system:serviceaccount:" + namespace + ":" + name, Audience: jwt.Audience{aud},
+		Expiry: jwt.NewNumericDate(exp), IssuedAt: jwt.NewNumericDate(time.Now().Add(-time.Minute))}
+	k8s := map[string]any{"kubernetes.io": map[string]any{"namespace": namespace,
+		"serviceaccount": map[string]string{"name": name, "uid": "sa-uid"}, "pod": map[string]string{"name": name + "-pod", "uid": "pod-uid"}}}
+	raw, err := jwt.Signed(signer).Claims(claims).Claims(k8s).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// TestWebIdentityAcrossNodes: a workload with a ServiceAccount token and
+// no key at all gets credentials through AssumeRoleWithWebIdentity (the
+// AWS SDK's own web identity provider, reading the token from a file as
+// in a pod) and reads and writes the bucket its role allows, on every
+// node. The trust policy admits one ServiceAccount: another namespace's
+// token is refused, as are a token for another audience and an expired
+// one; the session's namespace is a principal tag policies can test.
+func TestWebIdentityAcrossNodes(t *testing.T) {
+	is := newOIDCIssuer(t)
+	cli := newAWSIAM(t)
+	n1, n2, n3, _ := iamCluster(t, "STRATA_OIDC_CA_FILE="+is.caFile(t))
+
+	const aud = "sts.strata.dev/tenants/t1"
+	provider := strings.TrimPrefix(is.srv.URL, "https://")
+	var created struct{ OpenIDConnectProviderArn string }
+	cli.must(n1, rootUser, rootPassword, &created, "iam", "create-open-id-connect-provider", "--url", is.srv.URL, "--client-id-list", aud)
+	if created.OpenIDConnectProviderArn != "arn:aws:iam:::oidc-provider/"+provider {
+		t.Fatalf("provider ARN %q", created.OpenIDConnectProviderArn)
+	}
+	trust := fmt.Sprintf(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":%q},
+		"Action":"sts:AssumeRoleWithWebIdentity","Condition":{"StringEquals":{%q:"system:serviceaccount:apps:uploader",%q:%q}}}]}`,
+		created.OpenIDConnectProviderArn, provider+":sub", provider+":aud", aud)
+	cli.must(n2, rootUser, rootPassword, nil, "iam", "create-role", "--role-name", "uploader", "--assume-role-policy-document", trust)
+	cli.must(n2, rootUser, rootPassword, nil, "iam", "put-role-policy", "--role-name", "uploader", "--policy-name", "data", "--policy-document",
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":["arn:aws:s3:::apps-data","arn:aws:s3:::apps-data/*"],
+		"Condition":{"StringEquals":{"aws:PrincipalTag/kubernetes-namespace":"apps"}}}]}`)
+	mustCreateBucket(t, n1.aws(), "apps-data")
+	mustCreateBucket(t, n1.aws(), "other-team")
+
+	// As in a pod: the token in a file, the role in the environment, the
+	// SDK's web identity provider.
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(is.token(t, "apps", "uploader", aud, time.Now().Add(time.Hour))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stsOn := func(n *server) *sts.Client {
+		return sts.New(sts.Options{BaseEndpoint: aws.String(n.url()), Region: "us-east-1", RetryMaxAttempts: 1})
+	}
+	provided := stscreds.NewWebIdentityRoleProvider(stsOn(n3), "arn:aws:iam:::role/uploader", stscreds.IdentityTokenFile(tokenFile),
+		func(o *stscreds.WebIdentityRoleOptions) { o.RoleSessionName = "pod-1" })
+	creds := aws.NewCredentialsCache(provided)
+	for _, n := range []*server{n1, n2, n3} {
+		cl := s3.New(s3.Options{BaseEndpoint: aws.String(n.url()), Region: "us-east-1", Credentials: creds, UsePathStyle: true, RetryMaxAttempts: 1})
+		put(t, cl, "apps-data", "from-"+n.addr, []byte("written with no key"))
+		if b := get(t, cl, "apps-data", "from-"+n.addr); string(b) != "written with no key" {
+			t.Errorf("read back %q", b)
+		}
+		if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("other-team"), Key: aws.String("x"), Body: strings.NewReader("x")}); errCode(err) != "AccessDenied" {
+			t.Errorf("another team's bucket: %v, want AccessDenied", err)
+		}
+	}
+	got, err := creds.Retrieve(ctx)
+	if err != nil || !strings.HasPrefix(got.AccessKeyID, "ASIA") || got.SessionToken == "" {
+		t.Errorf("credentials %+v, %v", got, err)
+	}
+
+	refused := func(token, code string) {
+		t.Helper()
+		_, err := stsOn(n1).AssumeRoleWithWebIdentity(ctx, &sts.AssumeRoleWithWebIdentityInput{
+			RoleArn: aws.String("arn:aws:iam:::role/uploader"), RoleSessionName: aws.String("x1"), WebIdentityToken: aws.String(token)})
+		if errCode(err) != code {
+			t.Errorf("AssumeRoleWithWebIdentity: %v, want %s", err, code)
+		}
+	}
+	refused(is.token(t, "other", "uploader", aud, time.Now().Add(time.Hour)), "AccessDenied")
+	refused(is.token(t, "apps", "uploader", "https://kubernetes.default.svc", time.Now().Add(time.Hour)), "InvalidIdentityToken")
+	refused(is.token(t, "apps", "uploader", aud, time.Now().Add(-5*time.Minute)), "ExpiredTokenException")
+	refused("not.a.token", "InvalidIdentityToken")
+}
