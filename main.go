@@ -218,6 +218,7 @@ func run(o options) error {
 		ClusterDomain:    o.clusterDomain,
 		DefaultIssuer:    cmmeta.IssuerReference{Name: o.defaultIssuer, Kind: o.defaultIssuerKind, Group: "cert-manager.io"},
 		Engine:           engine.HTTPClient{Timeout: 5 * time.Second},
+		Issuer:           controllers.ClusterIssuer(cfg),
 		Random:           rand.Reader,
 		Now:              time.Now,
 		EngineRefresh:    o.engineRefresh,

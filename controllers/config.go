@@ -51,6 +51,9 @@ type Config struct {
 	MonitoringLabels map[string]string
 	// Engine talks to running tenants (admin API, buckets).
 	Engine engine.Client
+	// Issuer reads this cluster's ServiceAccount token issuer (the API
+	// server's /.well-known/openid-configuration); nil: none known.
+	Issuer func(ctx context.Context) (string, error)
 	// Random is crypto/rand.Reader in production.
 	Random io.Reader
 	// Now is time.Now in production.

@@ -49,6 +49,8 @@ type TenantReconciler struct {
 	// BucketsReady condition reached the cache (or whose status write
 	// conflicted) does not call the engine again.
 	bucketsEnsured sync.Map
+	// webIdentityEnsured: the same for spec.webIdentity.
+	webIdentityEnsured sync.Map
 }
 
 // tenantScope is the state of one reconcile.
@@ -110,6 +112,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.reconcileMonitoring,
 		r.reconcileEngine,
 		r.reconcileBuckets,
+		r.reconcileWebIdentity,
 	} {
 		if stepErr = step(ctx, s); stepErr != nil {
 			break
@@ -475,6 +478,7 @@ func (r *TenantReconciler) reconcileDelete(ctx context.Context, s *tenantScope, 
 		}
 	}
 	r.bucketsEnsured.Delete(t.UID)
+	r.webIdentityEnsured.Delete(t.UID)
 	controllerutil.RemoveFinalizer(t, Finalizer)
 	if err := r.Client.Update(ctx, t); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

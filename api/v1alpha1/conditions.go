@@ -35,6 +35,10 @@ const (
 	// (created through the S3 API once the tenant is ready).
 	ConditionBucketsReady = "BucketsReady"
 
+	// ConditionWebIdentityReady is True when the issuers of
+	// spec.webIdentity are registered with the tenant's STS.
+	ConditionWebIdentityReady = "WebIdentityReady"
+
 	// ConditionUpgrading is True while a new image is being rolled out.
 	ConditionUpgrading = "Upgrading"
 )
@@ -137,6 +141,11 @@ const (
 	// ReasonBucketCreateFailed: the S3 API refused or did not answer a
 	// bucket creation; the operator retries.
 	ReasonBucketCreateFailed = "BucketCreateFailed"
+
+	// ReasonWebIdentityFailed: the cluster's token issuer could not be
+	// read, or the tenant's IAM API refused or did not answer a provider's
+	// registration; the operator retries.
+	ReasonWebIdentityFailed = "WebIdentityFailed"
 
 	// ReasonWaitingForTopology: the pool's layout is decided and the tenant's
 	// topology file does not list it yet; servers start once it does.

@@ -62,6 +62,13 @@ type TenantSpec struct {
 	// +kubebuilder:validation:MaxItems=1024
 	Buckets []BucketSpec `json:"buckets,omitempty"`
 
+	// webIdentity lets workloads trade an identity token for temporary S3
+	// credentials through STS (AssumeRoleWithWebIdentity), with no static
+	// key: this cluster's ServiceAccount tokens, other OIDC issuers' or
+	// both. Roles saying who may assume what are made through the IAM API.
+	// +optional
+	WebIdentity WebIdentitySpec `json:"webIdentity,omitempty"`
+
 	// tls configures HTTPS for S3 and for traffic between servers.
 	// +optional
 	// +kubebuilder:default={mode: Operator}
@@ -108,6 +115,58 @@ const (
 	// DeletionPolicyDelete removes PVCs and generated Secrets.
 	DeletionPolicyDelete DeletionPolicy = "Delete"
 )
+
+// WebIdentitySpec names the identity token issuers STS accepts.
+type WebIdentitySpec struct {
+	// serviceAccounts registers this cluster's ServiceAccount token issuer
+	// with the tenant: a projected token whose audience is
+	// status.webIdentity.audience (sts.strata.dev/NAMESPACE/TENANT, never
+	// the API server's own) is accepted.
+	// +optional
+	ServiceAccounts bool `json:"serviceAccounts,omitempty"`
+
+	// providers are other OpenID Connect issuers and the client IDs
+	// (audiences) their tokens must carry.
+	// +optional
+	// +listType=map
+	// +listMapKey=url
+	// +kubebuilder:validation:MaxItems=16
+	Providers []OIDCProviderSpec `json:"providers,omitempty"`
+}
+
+// OIDCProviderSpec is an OpenID Connect issuer.
+type OIDCProviderSpec struct {
+	// url is the issuer, as its tokens' iss claim names it.
+	// +kubebuilder:validation:Pattern=`^https://[^?#]+$`
+	// +kubebuilder:validation:MaxLength=255
+	URL string `json:"url"`
+
+	// clientIDs are the audiences accepted; a token for any other is
+	// refused.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=set
+	ClientIDs []string `json:"clientIDs"`
+}
+
+// WebIdentityStatus says how workloads reach STS with a ServiceAccount
+// token.
+type WebIdentityStatus struct {
+	// issuer is this cluster's ServiceAccount token issuer, when
+	// registered.
+	// +optional
+	Issuer string `json:"issuer,omitempty"`
+
+	// audience a projected ServiceAccount token must be made for.
+	// +optional
+	Audience string `json:"audience,omitempty"`
+
+	// providers are the OIDC provider ARNs registered, for roles' trust
+	// policies (Principal: {"Federated": ARN}).
+	// +optional
+	// +listType=atomic
+	Providers []string `json:"providers,omitempty"`
+}
 
 // CredentialsSpec locates the root user's keys.
 type CredentialsSpec struct {
@@ -559,6 +618,10 @@ type TenantStatus struct {
 	// +optional
 	// +listType=atomic
 	Buckets []BucketStatus `json:"buckets,omitempty"`
+
+	// webIdentity is what the operator registered for spec.webIdentity.
+	// +optional
+	WebIdentity *WebIdentityStatus `json:"webIdentity,omitempty"`
 
 	// encryption names the Secret of the encryption master keys and the
 	// default key's ID (never a key).

@@ -240,6 +240,12 @@ func runSuite(ctx context.Context, cfg *config, t target, addr, outDir, tmpDir s
 	cmd := exec.CommandContext(ctx, filepath.Join(cfg.suite, "run-s3-tests.sh"), args...)
 	useTLS := map[bool]string{false: "0", true: "1"}[t.tls]
 	cmd.Env = append(os.Environ(), "S3TESTS_VENV="+cfg.venv, "S3_TLS="+useTLS, "TMPDIR="+tmpDir)
+	if t.tls {
+		// The suite's own clients verify nothing, but the clients some
+		// tests make themselves (STS's) verify the server's certificate:
+		// they trust it as any client given the tenant's CA bundle would.
+		cmd.Env = append(cmd.Env, "AWS_CA_BUNDLE="+filepath.Join(filepath.Dir(tmpDir), "certs", "tls.crt"))
+	}
 	// A session of its own, so that an interrupt can reach pytest too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Cancel = func() error { signalSession(cmd.Process.Pid, syscall.SIGTERM); return nil }

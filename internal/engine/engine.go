@@ -136,6 +136,9 @@ type Client interface {
 	// a CA rotation moves leaves to a new CA only once every pod trusts
 	// it, and drops the old CA only once no pod serves a leaf of it.
 	TLS(ctx context.Context, ep Endpoint) (TLSInfo, error)
+	// EnsureOIDCProviders registers web identity issuers with the tenant
+	// (IAM's CreateOpenIDConnectProvider) and returns their ARNs.
+	EnsureOIDCProviders(ctx context.Context, ep Endpoint, providers []OIDCProvider) ([]string, error)
 }
 
 // HTTPClient is the production Client.

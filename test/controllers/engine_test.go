@@ -13,12 +13,19 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
 	"github.com/strata-storage/strata/internal/builders"
@@ -53,6 +60,7 @@ var _ = Describe("against a real strata server", func() {
 				Lifecycle: &v1.BucketLifecycle{ExpirationDays: days(30), AbortIncompleteMultipartUploadDays: days(2)}},
 			{Name: "vault", ObjectLock: &v1.BucketObjectLock{Mode: "COMPLIANCE", Days: 30}, Encryption: &v1.BucketEncryption{Algorithm: "aws:kms"}}}
 		t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "app-keys"}, Policy: "readonly", Buckets: []string{"*"}}}
+		t.Spec.WebIdentity.ServiceAccounts = true
 		Expect(k8s.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1ObjectMeta(ns, "app-keys"),
 			StringData: map[string]string{"accessKey": "APPKEY0000", "secretKey": "app-secret-0000"},
@@ -77,11 +85,15 @@ var _ = Describe("against a real strata server", func() {
 		for i := 1; i <= 4; i++ {
 			Expect(os.MkdirAll(filepath.Join(dir, fmt.Sprintf("d%d", i)), 0o700)).To(Succeed())
 		}
+		// The engine reads the API server's token issuer with the cluster's
+		// CA, as a pod does with its mounted ca.crt.
+		Expect(os.WriteFile(filepath.Join(dir, "cluster-ca.pem"), cfg.CAData, 0o600)).To(Succeed())
 		addr := startEngine([]string{
 			builders.EnvRootUserFile + "=" + filepath.Join(dir, "accessKey"),
 			builders.EnvRootPasswordFile + "=" + filepath.Join(dir, "secretKey"),
 			builders.EnvIAMFile + "=" + filepath.Join(dir, "iam.json"),
 			"STRATA_KMS_KEYS_FILE=" + filepath.Join(dir, "keys.json"),
+			"STRATA_OIDC_CA_FILE=" + filepath.Join(dir, "cluster-ca.pem"),
 		}, filepath.Join(dir, "d{1...4}"))
 		fakeEn.route(ns, "http://"+addr)
 
@@ -138,6 +150,9 @@ var _ = Describe("against a real strata server", func() {
 		Eventually(tenantCondition(t, v1.ConditionBucketsReady)).WithTimeout(60 * time.Second).Should(Equal("False/BucketCreateFailed"))
 		Expect(t.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("bucket plain exists without object lock"))))
 
+		By("registering the cluster's ServiceAccount issuer; a ServiceAccount's token buys S3 credentials with no key")
+		webIdentityStory(t, addr, files["accessKey"], files["secretKey"])
+
 		By("reading capacity from the admin API")
 		Eventually(func() (int64, error) {
 			err := k8s.Get(ctx, key(ns, "media"), t)
@@ -175,4 +190,74 @@ func freeLocalAddr() string {
 	Expect(err).NotTo(HaveOccurred())
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// webIdentityStory: the operator registered the API server's token issuer
+// with the tenant for the tenant's own audience; a role trusting one
+// ServiceAccount is made through IAM; a token the API server signs for
+// that ServiceAccount (TokenRequest, as the kubelet projects one) buys a
+// session through the AWS SDK's web identity provider, which writes and
+// reads the bucket the role allows; another ServiceAccount's token, and a
+// token for the API server's audience, are refused.
+func webIdentityStory(t *v1.Tenant, addr string, access, secret []byte) {
+	Eventually(tenantCondition(t, v1.ConditionWebIdentityReady)).WithTimeout(60 * time.Second).Should(Equal("True/Reconciled"))
+	Expect(k8s.Get(ctx, key(t.Namespace, t.Name), t)).To(Succeed())
+	w := t.Status.WebIdentity
+	Expect(w).NotTo(BeNil())
+	Expect(w.Audience).To(Equal("sts.strata.dev/" + t.Namespace + "/" + t.Name))
+	Expect(w.Issuer).To(HavePrefix("https://127.0.0.1:"))
+	Expect(w.Providers).To(HaveLen(1))
+	provider := strings.TrimSuffix(strings.TrimPrefix(w.Issuer, "https://"), "/")
+	Expect(w.Providers[0]).To(Equal("arn:aws:iam:::oidc-provider/" + provider))
+
+	// The engine reads the issuer's keys as an outside verifier: the
+	// discovery ClusterRole bound to unauthenticated requests (a choice
+	// Kubernetes documents for verifiers outside the cluster; in a pod the
+	// engine presents its own token instead).
+	Expect(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{GenerateName: "oidc-discovery-"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:service-account-issuer-discovery"},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "Group", Name: "system:unauthenticated"}}})).To(Succeed())
+
+	bg := context.Background()
+	root := iam.New(iam.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + addr),
+		Credentials: credentials.NewStaticCredentialsProvider(string(access), string(secret), "")})
+	trust := fmt.Sprintf(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":%q},`+
+		`"Action":"sts:AssumeRoleWithWebIdentity","Condition":{"StringEquals":{%q:%q,%q:%q}}}]}`,
+		w.Providers[0], provider+":sub", "system:serviceaccount:"+t.Namespace+":uploader", provider+":aud", w.Audience)
+	_, err := root.CreateRole(bg, &iam.CreateRoleInput{RoleName: aws.String("uploader"), AssumeRolePolicyDocument: aws.String(trust)})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = root.PutRolePolicy(bg, &iam.PutRolePolicyInput{RoleName: aws.String("uploader"), PolicyName: aws.String("photos"),
+		PolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":["arn:aws:s3:::photos","arn:aws:s3:::photos/*"]}]}`)})
+	Expect(err).NotTo(HaveOccurred())
+
+	token := func(sa, audience string) string {
+		acct := &corev1.ServiceAccount{ObjectMeta: metav1ObjectMeta(t.Namespace, sa)}
+		if err := k8s.Create(ctx, acct); err != nil && !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}}}
+		Expect(k8s.SubResource("token").Create(ctx, acct, tr)).To(Succeed())
+		return tr.Status.Token
+	}
+	tokenFile := filepath.Join(GinkgoT().TempDir(), "token")
+	Expect(os.WriteFile(tokenFile, []byte(token("uploader", w.Audience)), 0o600)).To(Succeed())
+	stsClient := sts.New(sts.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + addr)})
+	creds := aws.NewCredentialsCache(stscreds.NewWebIdentityRoleProvider(stsClient, "arn:aws:iam:::role/uploader", stscreds.IdentityTokenFile(tokenFile)))
+	pod := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + addr), UsePathStyle: true, Credentials: creds})
+	_, err = pod.PutObject(bg, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String("from-a-pod"), Body: strings.NewReader("no key anywhere")})
+	Expect(err).NotTo(HaveOccurred())
+	got, err := pod.GetObject(bg, &s3.GetObjectInput{Bucket: aws.String("photos"), Key: aws.String("from-a-pod")})
+	Expect(err).NotTo(HaveOccurred())
+	got.Body.Close()
+	_, err = pod.PutObject(bg, &s3.PutObjectInput{Bucket: aws.String("logs"), Key: aws.String("x"), Body: strings.NewReader("x")})
+	Expect(err).To(MatchError(ContainSubstring("AccessDenied")), "a bucket the role does not name")
+
+	for _, c := range []struct{ sa, audience, code string }{
+		{"other", w.Audience, "AccessDenied"},
+		{"uploader", "https://kubernetes.default.svc", "InvalidIdentityToken"},
+	} {
+		_, err := stsClient.AssumeRoleWithWebIdentity(bg, &sts.AssumeRoleWithWebIdentityInput{RoleArn: aws.String("arn:aws:iam:::role/uploader"),
+			RoleSessionName: aws.String("x1"), WebIdentityToken: aws.String(token(c.sa, c.audience))})
+		Expect(err).To(MatchError(ContainSubstring(c.code)), "ServiceAccount %s, audience %s", c.sa, c.audience)
+	}
 }

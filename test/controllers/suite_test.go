@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -58,6 +59,8 @@ var (
 	k8s    client.Client
 	ctx    context.Context
 	cancel context.CancelFunc
+	// cfg reaches the API server as its admin.
+	cfg    *rest.Config
 	fakeEn = &recordingEngine{}
 	clock  = &testClock{}
 )
@@ -86,7 +89,7 @@ var _ = BeforeSuite(func() {
 	env.WebhookInstallOptions = envtest.WebhookInstallOptions{
 		Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "webhook", "manifests.yaml")},
 	}
-	cfg, err := env.Start()
+	cfg, err = env.Start()
 	if err != nil {
 		_ = env.Stop()
 	}
@@ -110,6 +113,7 @@ var _ = BeforeSuite(func() {
 		// --monitoring-labels; a Tenant's own labels win.
 		MonitoringLabels: map[string]string{"release": "kube-prometheus-stack", "team": "storage"},
 		Engine:           fakeEn,
+		Issuer:           controllers.ClusterIssuer(cfg),
 		Random:           rand.Reader,
 		Now:              clock.Now,
 		CAOverlap:        3 * time.Second,
@@ -256,6 +260,17 @@ func (e *recordingEngine) EnsureBuckets(ctx context.Context, ep engine.Endpoint,
 	}
 	e.buckets[ep.URL] = append(e.buckets[ep.URL], b...)
 	return nil
+}
+
+func (e *recordingEngine) EnsureOIDCProviders(ctx context.Context, ep engine.Endpoint, p []engine.OIDCProvider) ([]string, error) {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.EnsureOIDCProviders(ctx, local, p)
+	}
+	arns := make([]string, len(p))
+	for i, pr := range p {
+		arns[i] = "arn:aws:iam:::oidc-provider/" + strings.TrimPrefix(pr.URL, "https://")
+	}
+	return arns, nil
 }
 
 func (e *recordingEngine) setInfo(info engine.Info) {

@@ -58,10 +58,15 @@ func NewEnvironment() (*envtest.Environment, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run the suites with `make envtest-suites`, or export KUBEBUILDER_ASSETS=$(hack/envtest.sh)")
 	}
-	return &envtest.Environment{
+	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
-	}, nil
+	}
+	// The API server listens on loopback only: it says so in what it
+	// advertises (the keys URL of its ServiceAccount issuer's discovery
+	// document among them), instead of the machine's own address.
+	env.ControlPlane.GetAPIServer().Configure().Set("advertise-address", "127.0.0.1")
+	return env, nil
 }
 
 // GVK returns the group/version/kind of a Strata kind.
