@@ -459,14 +459,21 @@ func (d *Directory) members(account, group string) []Entity {
 
 // IdentityPolicies are the documents that decide what a user may do:
 // its inline and attached policies and those of its groups.
+//
+// It is asked on every request of a user with policies of its own or of
+// a users-file user, so it reads the records alone: a declared user
+// without a record has none (Get's lookup in the users file is not
+// needed).
 func (d *Directory) IdentityPolicies(account, user string) []string {
-	u, err := d.Get(KindUser, account, user)
-	if err != nil {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	u, ok := d.entities[entityKey{KindUser, account, strings.ToLower(user)}]
+	if !ok {
 		return nil
 	}
 	out := policyDocs(u)
 	for _, g := range u.Groups {
-		if ge, err := d.Get(KindGroup, account, g); err == nil {
+		if ge, ok := d.entities[entityKey{KindGroup, account, strings.ToLower(g)}]; ok {
 			out = append(out, policyDocs(ge)...)
 		}
 	}

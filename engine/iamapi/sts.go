@@ -62,7 +62,7 @@ func (s *STS) run(ctx context.Context, form url.Values, c Caller) (any, error) {
 	case "GetCallerIdentity":
 		return s.callerIdentity(c)
 	case "AssumeRole":
-		return s.assumeRole(p, c)
+		return s.assumeRole(ctx, p, c)
 	case "GetSessionToken":
 		return s.sessionToken(p, c)
 	case "AssumeRoleWithWebIdentity":
@@ -126,8 +126,11 @@ func credentials(sess iam.Session, token string) xmlCredentials {
 }
 
 // roleNamed finds the role an ARN names (arn:aws:iam::ACCOUNT:role/PATH/NAME):
-// its account (the tenant's own ID is "") and the role.
-func (s *STS) roleNamed(arn string) (iam.Entity, error) {
+// its account (the tenant's own ID is "") and the role. A role this
+// server does not know makes it refresh the directory first, as an
+// unknown access key does: a role made through another server is
+// assumable here at once.
+func (s *STS) roleNamed(ctx context.Context, arn string) (iam.Entity, error) {
 	rest, ok := strings.CutPrefix(arn, "arn:aws:iam::")
 	acct, role, ok2 := strings.Cut(rest, ":role/")
 	if !ok || !ok2 || role == "" {
@@ -138,13 +141,18 @@ func (s *STS) roleNamed(arn string) (iam.Entity, error) {
 	}
 	name := role[strings.LastIndex(role, "/")+1:]
 	r, err := s.IAM.Dir.Get(iam.KindRole, acct, name)
+	if err != nil {
+		if rerr := s.IAM.Dir.Refresh(ctx); rerr == nil {
+			r, err = s.IAM.Dir.Get(iam.KindRole, acct, name)
+		}
+	}
 	if err != nil || s.IAM.arnOf(acct, r) != arn {
 		return iam.Entity{}, &apiError{code: "AccessDenied", status: http.StatusForbidden, msg: "Not authorized to perform sts:AssumeRole: no role " + arn}
 	}
 	return r, nil
 }
 
-func (s *STS) assumeRole(p params, c Caller) (any, error) {
+func (s *STS) assumeRole(ctx context.Context, p params, c Caller) (any, error) {
 	arn, err := p.req("RoleArn")
 	if err != nil {
 		return nil, err
@@ -156,7 +164,7 @@ func (s *STS) assumeRole(p params, c Caller) (any, error) {
 	if err := checkSessionName(name); err != nil {
 		return nil, err
 	}
-	role, err := s.roleNamed(arn)
+	role, err := s.roleNamed(ctx, arn)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +306,7 @@ func (s *STS) sessionToken(p params, c Caller) (any, error) {
 	}{credentials(sess, token)}, nil
 }
 
-// webErrors are the verifier's errors as STS answers them.
+// webError is a verifier's error as STS answers it.
 func webError(err error) error {
 	switch {
 	case errors.Is(err, oidc.ErrExpired):
@@ -329,7 +337,7 @@ func (s *STS) assumeRoleWithWebIdentity(ctx context.Context, p params) (any, err
 	if err := checkSessionName(name); err != nil {
 		return nil, err
 	}
-	role, err := s.roleNamed(arn)
+	role, err := s.roleNamed(ctx, arn)
 	if err != nil {
 		return nil, err
 	}

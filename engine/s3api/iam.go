@@ -236,6 +236,9 @@ func (r *request) identityDecides(action s3rules.Action, resource string) s3rule
 	default:
 		return d
 	}
+	if len(docs) == 0 {
+		return d // most users of the users file: nothing to evaluate
+	}
 	req := s3rules.PolicyRequest{Action: action, Resource: resource, Context: r.conditions(bucketOf(resource), "", "")}
 	d = r.s.decideAll(docs, req)
 	if sess := r.who.session; sess != nil && len(sess.Policies) > 0 && d == s3rules.Allow {
@@ -296,18 +299,15 @@ func (s *Server) identityPolicy(doc string) (*s3rules.BucketPolicy, error) {
 // CheckIdentityPolicy validates an inline policy as the IAM API stores
 // it: what this front end will evaluate.
 func CheckIdentityPolicy(doc string) error {
-	_, err := s3rules.ParseIdentityPolicy([]byte(doc))
-	var e *s3err.Error
-	if errors.As(err, &e) {
-		return errors.New(e.Message)
-	}
-	return err
+	return policyMessage(s3rules.ParseIdentityPolicy([]byte(doc)))
 }
 
 // CheckTrustPolicy validates a role's trust policy as the IAM API stores
 // it: what AssumeRole will evaluate.
-func CheckTrustPolicy(doc string) error {
-	_, err := s3rules.ParseTrustPolicy([]byte(doc))
+func CheckTrustPolicy(doc string) error { return policyMessage(s3rules.ParseTrustPolicy([]byte(doc))) }
+
+// policyMessage is a parse's refusal as IAM words it: S3's message alone.
+func policyMessage(_ *s3rules.BucketPolicy, err error) error {
 	var e *s3err.Error
 	if errors.As(err, &e) {
 		return errors.New(e.Message)

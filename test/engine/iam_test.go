@@ -154,8 +154,12 @@ func TestIAMUsersAcrossNodes(t *testing.T) {
 	cli.must(n4, rootUser, rootPassword, nil, "iam", "put-user-policy", "--user-name", "app", "--policy-name", "apps", "--policy-document", policy)
 	cli.refused(n4, rootUser, rootPassword, "MalformedPolicyDocument", "iam", "put-user-policy", "--user-name", "app",
 		"--policy-name", "bad", "--policy-document", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"*"}]}`)
+	// Another node has it within a second or so (its next refresh).
 	var got struct{ PolicyDocument map[string]any }
-	cli.must(n2, rootUser, rootPassword, &got, "iam", "get-user-policy", "--user-name", "app", "--policy-name", "apps")
+	waitFor(t, "the policy read through node 2", 10*time.Second, func() bool {
+		out, err := cli.run(n2, rootUser, rootPassword, "iam", "get-user-policy", "--user-name", "app", "--policy-name", "apps")
+		return err == nil && json.Unmarshal([]byte(out), &got) == nil
+	})
 	if got.PolicyDocument["Version"] != "2012-10-17" {
 		t.Errorf("get-user-policy answered %+v", got)
 	}

@@ -117,6 +117,14 @@ func TestWebIdentityAcrossNodes(t *testing.T) {
 		func(o *stscreds.WebIdentityRoleOptions) { o.RoleSessionName = "pod-1" })
 	creds := aws.NewCredentialsCache(provided)
 	for _, n := range []*server{n1, n2, n3} {
+		// The role's policy reaches every node within a second or so.
+		cl := s3.New(s3.Options{BaseEndpoint: aws.String(n.url()), Region: "us-east-1", Credentials: creds, UsePathStyle: true, RetryMaxAttempts: 1})
+		waitFor(t, "the role's policy on "+n.addr, 10*time.Second, func() bool {
+			_, err := cl.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("apps-data")})
+			return err == nil
+		})
+	}
+	for _, n := range []*server{n1, n2, n3} {
 		cl := s3.New(s3.Options{BaseEndpoint: aws.String(n.url()), Region: "us-east-1", Credentials: creds, UsePathStyle: true, RetryMaxAttempts: 1})
 		put(t, cl, "apps-data", "from-"+n.addr, []byte("written with no key"))
 		if b := get(t, cl, "apps-data", "from-"+n.addr); string(b) != "written with no key" {
