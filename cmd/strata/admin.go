@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/engine/adminclient"
 	"github.com/strata-storage/strata/engine/iam"
 )
@@ -30,6 +32,8 @@ commands:
   decommission POOL           a pool's decommission progress
   decommission POOL start     start draining the pool onto the others
   decommission POOL cancel    stop draining it
+  bucket BUCKET               a bucket's usage and quota
+  bucket BUCKET quota B O     set its hard quota: B bytes, O objects (0: no limit; both 0: none)
 flags:
   --endpoint URL   the tenant's S3 endpoint (env STRATA_ENDPOINT), e.g. https://localhost:19000
   --ca-file FILE   CA certificate that verifies it (env STRATA_CA_FILE)
@@ -128,6 +132,21 @@ func (a adminCmd) run(ctx context.Context, args []string) error {
 			return err
 		}
 		return a.say("decommission of pool " + args[1] + " cancelled")
+	case len(args) == 2 && args[0] == "bucket":
+		return a.bucket(ctx, args[1])
+	case len(args) == 5 && args[0] == "bucket" && args[2] == "quota":
+		var q adminapi.Quota
+		for i, v := range []*int64{&q.Bytes, &q.Objects} {
+			n, err := strconv.ParseInt(args[3+i], 10, 64)
+			if err != nil || n < 0 {
+				return usageError(fmt.Sprintf("quota %q: not a non-negative integer", args[3+i]))
+			}
+			*v = n
+		}
+		if err := a.c.SetBucketQuota(ctx, args[1], q); err != nil {
+			return err
+		}
+		return a.bucket(ctx, args[1])
 	}
 	return usageError(fmt.Sprintf("unknown command %q", strings.Join(args, " ")))
 }
@@ -275,6 +294,29 @@ func (a adminCmd) decommission(ctx context.Context, pool string) error {
 		return nil
 	}
 	return a.table("SET\tNODE\tOBJECTS\tBYTES\tDONE\tERROR", rows)
+}
+
+func (a adminCmd) bucket(ctx context.Context, bucket string) error {
+	u, err := a.c.BucketUsage(ctx, bucket)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.emit(u)
+	}
+	quota := func(limit int64, show func(int64) string) string {
+		if u.Quota == nil || limit == 0 {
+			return "no limit"
+		}
+		return show(limit)
+	}
+	var qb, qo int64
+	if u.Quota != nil {
+		qb, qo = u.Quota.Bytes, u.Quota.Objects
+	}
+	iec := func(n int64) string { return bytesIEC(uint64(max(n, 0))) }
+	return a.table("BUCKET\tBYTES\tQUOTA BYTES\tOBJECTS\tQUOTA OBJECTS", [][]string{{
+		u.Bucket, iec(u.Bytes), quota(qb, iec), fmt.Sprint(u.Objects), quota(qo, func(n int64) string { return fmt.Sprint(n) })}})
 }
 
 // bytesIEC prints a byte count in binary units.

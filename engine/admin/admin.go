@@ -11,6 +11,8 @@
 //	GET    /strata/admin/v1/pools/{pool}/decommission   a pool's decommission progress
 //	POST   /strata/admin/v1/pools/{pool}/decommission   start decommissioning a pool
 //	DELETE /strata/admin/v1/pools/{pool}/decommission   cancel it
+//	GET    /strata/admin/v1/buckets/{bucket}/usage      a bucket's usage and quota
+//	PUT    /strata/admin/v1/buckets/{bucket}/quota?bytes=N&objects=M   set its quota (both 0: none)
 //
 // A gateway serves only info (Mode "gateway", its volume as Capacity), tls
 // and users.
@@ -21,16 +23,23 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/engine/iam"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // ErrNoSuchPool answers 404.
 var ErrNoSuchPool = errors.New("no such pool")
+
+// ErrInvalid answers 400: a request the API cannot act on as given.
+var ErrInvalid = errors.New("invalid request")
 
 // Informer is what every strata process answers: its info and its TLS. A
 // gateway is only an Informer; a server is a Node.
@@ -47,6 +56,8 @@ type Node interface {
 	DecommissionStatus(ctx context.Context, pool string) (adminapi.DecommissionStatus, error)
 	StartDecommission(ctx context.Context, pool string) error
 	CancelDecommission(ctx context.Context, pool string) error
+	BucketUsage(ctx context.Context, bucket string) (adminapi.BucketUsage, error)
+	SetBucketQuota(ctx context.Context, bucket string, q adminapi.Quota) error
 }
 
 // Users lists the users the process accepts (besides root).
@@ -98,6 +109,25 @@ func Handler(node Informer, users Users, access, secret string, allowHTTP bool) 
 			}
 			writeJSON(w, map[string]string{"status": "decommission cancelled"})
 		})
+		mux.HandleFunc("GET "+adminapi.Prefix+"buckets/{bucket}/usage", func(w http.ResponseWriter, r *http.Request) {
+			u, err := n.BucketUsage(r.Context(), r.PathValue("bucket"))
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, u)
+		})
+		mux.HandleFunc("PUT "+adminapi.Prefix+"buckets/{bucket}/quota", func(w http.ResponseWriter, r *http.Request) {
+			q, err := quotaOf(r.URL.Query())
+			if err == nil {
+				err = n.SetBucketQuota(r.Context(), r.PathValue("bucket"), q)
+			}
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, q)
+		})
 	}
 	return authenticated(mux, access, secret, allowHTTP, newLockout())
 }
@@ -148,10 +178,31 @@ func checkCredentials(r *http.Request, access, secret string) error {
 
 func writeError(w http.ResponseWriter, err error) {
 	code := http.StatusConflict
-	if errors.Is(err, ErrNoSuchPool) {
+	switch {
+	case errors.Is(err, ErrNoSuchPool), errors.Is(err, objlayer.ErrBucketNotFound):
 		code = http.StatusNotFound
+	case errors.Is(err, ErrInvalid):
+		code = http.StatusBadRequest
 	}
 	writeJSONStatus(w, code, map[string]string{"error": err.Error()})
+}
+
+// quotaOf reads a quota from the query: bytes and objects, each a
+// non-negative integer, absent for zero.
+func quotaOf(q url.Values) (adminapi.Quota, error) {
+	var out adminapi.Quota
+	for name, v := range map[string]*int64{"bytes": &out.Bytes, "objects": &out.Objects} {
+		s := q.Get(name)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return out, fmt.Errorf("%w: %s=%q is not a non-negative integer", ErrInvalid, name, s)
+		}
+		*v = n
+	}
+	return out, nil
 }
 
 func writeJSON(w http.ResponseWriter, v any) { writeJSONStatus(w, http.StatusOK, v) }

@@ -131,3 +131,18 @@ type DriveHealState struct {
 	Done    bool      `json:"done"`
 	Error   string    `json:"error,omitempty"`
 }
+
+// Quota is a bucket's hard quota; zero is no limit on that figure.
+type Quota struct {
+	Bytes   int64 `json:"bytes"`
+	Objects int64 `json:"objects"`
+}
+
+// BucketUsage is a bucket's usage (its versions' bytes and number, delete
+// markers not counted) and its quota (nil for none).
+type BucketUsage struct {
+	Bucket  string `json:"bucket"`
+	Bytes   int64  `json:"bytes"`
+	Objects int64  `json:"objects"`
+	Quota   *Quota `json:"quota,omitempty"`
+}

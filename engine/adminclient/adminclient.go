@@ -213,3 +213,20 @@ func (c *Client) ClusterHealth(ctx context.Context, maintenance bool) error {
 	}
 	return c.do(ctx, http.MethodGet, p, false, nil)
 }
+
+func bucketPath(bucket, what string) string {
+	return adminapi.Prefix + "buckets/" + url.PathEscape(bucket) + "/" + what
+}
+
+// BucketUsage reads a bucket's usage and quota.
+func (c *Client) BucketUsage(ctx context.Context, bucket string) (adminapi.BucketUsage, error) {
+	var u adminapi.BucketUsage
+	err := c.do(ctx, http.MethodGet, bucketPath(bucket, "usage"), true, &u)
+	return u, err
+}
+
+// SetBucketQuota sets a bucket's quota (the zero Quota removes it).
+func (c *Client) SetBucketQuota(ctx context.Context, bucket string, q adminapi.Quota) error {
+	p := fmt.Sprintf("%s?bytes=%d&objects=%d", bucketPath(bucket, "quota"), q.Bytes, q.Objects)
+	return c.do(ctx, http.MethodPut, p, true, nil)
+}

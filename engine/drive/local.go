@@ -18,6 +18,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/sstable"
 	pebblevfs "github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/vfs"
 )
 
@@ -59,6 +60,8 @@ type BucketInfo struct {
 	// PublicAccessBlock is the bucket's public access block (the S3 front
 	// end's JSON); empty when not set.
 	PublicAccessBlock []byte `json:"publicAccessBlock,omitempty"`
+	// Quota is the bucket's hard quota; nil for none.
+	Quota *objlayer.Quota `json:"quota,omitempty"`
 	// Updated is the time of the last change to the record; when drives
 	// disagree, the latest change wins.
 	Updated time.Time `json:"updated,omitzero"`
@@ -179,6 +182,10 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 		}
 		d.format = &f
 	}
+	if err := d.countUsage(); err != nil {
+		_ = meta.Close()
+		return nil, err
+	}
 	// Versions replaced before a restart whose window has passed, then
 	// every sweepEvery.
 	if err := d.sweepUndo(time.Now()); err != nil {
@@ -261,7 +268,7 @@ const (
 )
 
 func storeOptions(c *pebble.Cache) *pebble.Options {
-	opts := &pebble.Options{Cache: c, MemTableSize: defaultMemTableSize,
+	opts := &pebble.Options{Cache: c, MemTableSize: defaultMemTableSize, Merger: usageMerger,
 		L0CompactionThreshold: l0CompactionThreshold, L0StopWritesThreshold: l0StopWrites}
 	opts.TargetFileSizes[0] = l0TargetFileSize
 	for i := range opts.Levels {
@@ -435,6 +442,9 @@ func (d *Local) DeleteBucket(ctx context.Context, name string, force bool) error
 		}
 	}
 	if err := b.Delete(bucketKey(name), nil); err != nil {
+		return err
+	}
+	if err := b.Delete(usageKey(name), nil); err != nil {
 		return err
 	}
 	return d.meta.Commit(b, d.writeOpts())

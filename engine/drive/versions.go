@@ -368,6 +368,9 @@ func (t *objectTxn) put(rec *Record) (PutResult, error) {
 			return res, err
 		}
 	}
+	if err := t.count(rec, existing); err != nil {
+		return res, err
+	}
 	latest := t.o.latest
 	switch {
 	case latest == nil || atHead:
@@ -399,6 +402,9 @@ func (t *objectTxn) put(rec *Record) (PutResult, error) {
 func (t *objectTxn) remove(id [16]byte, match func(*Record) bool) (*Record, error) {
 	found, atHead, err := t.d.find(t.b, t.o, id)
 	if err != nil || found == nil || !match(found) {
+		return nil, err
+	}
+	if err := t.count(nil, found); err != nil {
 		return nil, err
 	}
 	if !atHead {

@@ -480,6 +480,9 @@ func (ps *Pools) poolFor(ctx context.Context, bucket, object string) (*PoolEntry
 
 // PutObject stores an object in its pool.
 func (ps *Pools) PutObject(ctx context.Context, bucket, object string, r io.Reader, size int64, opts objlayer.PutOptions) (objlayer.ObjectInfo, error) {
+	if err := ps.admit(ctx, bucket, size, 1); err != nil {
+		return objlayer.ObjectInfo{}, err
+	}
 	e, err := ps.poolFor(ctx, bucket, object)
 	if err != nil {
 		return objlayer.ObjectInfo{}, err
@@ -563,6 +566,9 @@ func (ps *Pools) ListObjectVersions(ctx context.Context, bucket, prefix, keyMark
 
 // NewMultipartUpload starts an upload in the pool the object goes to.
 func (ps *Pools) NewMultipartUpload(ctx context.Context, bucket, object string, meta map[string]string) (objlayer.UploadInfo, error) {
+	if err := ps.admit(ctx, bucket, -1, 1); err != nil {
+		return objlayer.UploadInfo{}, err
+	}
 	e, err := ps.poolFor(ctx, bucket, object)
 	if err != nil {
 		return objlayer.UploadInfo{}, err
@@ -604,6 +610,9 @@ func (ps *Pools) StatUpload(ctx context.Context, bucket, object string, uploadID
 
 // PutObjectPart stores a part in its upload's pool.
 func (ps *Pools) PutObjectPart(ctx context.Context, bucket, object string, uploadID [16]byte, number int, r io.Reader, size int64, opts objlayer.PartOptions) (objlayer.PartInfo, error) {
+	if err := ps.admit(ctx, bucket, size, 0); err != nil {
+		return objlayer.PartInfo{}, err
+	}
 	p, err := ps.uploadPool(ctx, bucket, object, uploadID)
 	if err != nil {
 		return objlayer.PartInfo{}, err
@@ -622,6 +631,9 @@ func (ps *Pools) ListParts(ctx context.Context, bucket, object string, uploadID 
 
 // CompleteMultipartUpload completes an upload in its pool.
 func (ps *Pools) CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []objlayer.CompletePart, opts objlayer.PutOptions) (objlayer.ObjectInfo, error) {
+	if err := ps.admit(ctx, bucket, -1, 1); err != nil {
+		return objlayer.ObjectInfo{}, err
+	}
 	p, err := ps.uploadPool(ctx, bucket, object, uploadID)
 	if err != nil {
 		return objlayer.ObjectInfo{}, err

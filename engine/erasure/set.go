@@ -21,6 +21,8 @@ type Drive interface {
 	SetBucket(ctx context.Context, b drive.BucketInfo) error
 	StatBucket(ctx context.Context, name string) (drive.BucketInfo, error)
 	ListBuckets(ctx context.Context) ([]drive.BucketInfo, error)
+	// BucketUsage is what the bucket's versions on the drive hold.
+	BucketUsage(ctx context.Context, bucket string) (drive.Usage, error)
 	DeleteBucket(ctx context.Context, name string, force bool) error
 
 	PutVersion(ctx context.Context, bucket, object string, rec *drive.Record, stageID [16]byte) (drive.PutResult, error)

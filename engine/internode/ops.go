@@ -257,6 +257,10 @@ var (
 		func(ctx context.Context, d *drive.Local, r bucketReq) (drive.BucketInfo, error) {
 			return d.StatBucket(ctx, r.Bucket)
 		}}
+	opBucketUsage = op[bucketReq, drive.Usage]{"bucketusage", true, jsonAnswer[drive.Usage](),
+		func(ctx context.Context, d *drive.Local, r bucketReq) (drive.Usage, error) {
+			return d.BucketUsage(ctx, r.Bucket)
+		}}
 	opListBuckets = op[none, []drive.BucketInfo]{"listbuckets", true, jsonAnswer[[]drive.BucketInfo](),
 		func(ctx context.Context, d *drive.Local, _ none) ([]drive.BucketInfo, error) {
 			return d.ListBuckets(ctx)
@@ -385,8 +389,8 @@ var (
 
 // driveOps and nodeOps are the server's dispatch tables, by name.
 var (
-	driveOps = indexDriveOps(opFormat, opDiskInfo, opMakeBucket, opSetBucket, opStatBucket, opListBuckets,
-		opDeleteBucket, opVersions, opSetVersionMeta, opDeleteVersion, opRollbackVersion, opWalkObjects,
+	driveOps = indexDriveOps(opFormat, opDiskInfo, opMakeBucket, opSetBucket, opStatBucket, opBucketUsage,
+		opListBuckets, opDeleteBucket, opVersions, opSetVersionMeta, opDeleteVersion, opRollbackVersion, opWalkObjects,
 		opAbortStaged, opPutUpload, opGetUpload, opWalkUploads, opCommitPart, opListParts, opCompleteUpload,
 		opReopenUpload, opAbortUpload, opPutVersion, opGetVersion, opShardWrite, opShardRead, opShardStat)
 	nodeOps = indexNodeOps(opPing, opBucketChanged, opNodeStatus, opPoolState, opBatchPut, opBatchGet, opBatchStat, opFrames)

@@ -19,6 +19,7 @@ func TestWireFormat(t *testing.T) {
 		"makebucket":      {"BucketInfo"},
 		"setbucket":       {"BucketInfo"},
 		"statbucket":      {"Bucket"},
+		"bucketusage":     {"Bucket"}, // added: older nodes refuse it, and a quota check reads the newer nodes' drives
 		"listbuckets":     nil,
 		"deletebucket":    {"Bucket", "Force"},
 		"versions":        {"Bucket", "Object"},

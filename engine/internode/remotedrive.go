@@ -80,6 +80,11 @@ func (d *RemoteDrive) StatBucket(ctx context.Context, name string) (drive.Bucket
 	return opStatBucket.call(ctx, d, bucketReq{name})
 }
 
+// BucketUsage implements erasure.Drive.
+func (d *RemoteDrive) BucketUsage(ctx context.Context, name string) (drive.Usage, error) {
+	return opBucketUsage.call(ctx, d, bucketReq{name})
+}
+
 // ListBuckets implements erasure.Drive.
 func (d *RemoteDrive) ListBuckets(ctx context.Context) ([]drive.BucketInfo, error) {
 	return opListBuckets.call(ctx, d, none{})

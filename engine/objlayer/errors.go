@@ -60,4 +60,7 @@ var (
 	// ErrNoSpace: no storage has room for new objects (the layer's error
 	// says why: pools over their fill limit, a full filesystem).
 	ErrNoSpace = errors.New("no room for new objects")
+	// ErrQuotaExceeded: the write would take its bucket past the bucket's
+	// quota (the error says which figure).
+	ErrQuotaExceeded = errors.New("bucket quota exceeded")
 )

@@ -38,9 +38,25 @@ type BucketInfo struct {
 	// PublicAccessBlock is the bucket's public access block (the front
 	// end's JSON); empty when not set.
 	PublicAccessBlock []byte `json:"publicAccessBlock,omitempty"`
+	// Quota is the bucket's hard quota; nil for none.
+	Quota *Quota `json:"quota,omitempty"`
 	// Updated is the time of the last change to the record; when copies
 	// disagree, the latest change wins.
 	Updated time.Time `json:"updated,omitzero"`
+}
+
+// Quota is a bucket's hard quota: a write that would take the bucket's
+// versions past either figure is refused (ErrQuotaExceeded); zero is no
+// limit on that figure.
+type Quota struct {
+	Bytes   int64 `json:"bytes,omitempty"`
+	Objects int64 `json:"objects,omitempty"`
+}
+
+// Usage is what a bucket's versions hold (delete markers are none).
+type Usage struct {
+	Bytes   int64 `json:"bytes"`
+	Objects int64 `json:"objects"`
 }
 
 // ObjectInfo describes one object version as the layer resolved it.

@@ -117,7 +117,7 @@ func Routes(c health.Checker, metricsHandler http.Handler, users admin.Users, ro
 	}
 	if a, ok := c.(admin.Informer); ok {
 		h := admin.Handler(a, users, rootAccess, rootSecret, adminOverHTTP)
-		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
 			routes = append(routes, s3http.Route{Method: m, Path: "/strata/admin/v1/*", Handler: h})
 		}
 	}

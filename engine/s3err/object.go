@@ -38,6 +38,7 @@ var objectMeanings = []struct {
 		return AccessDenied.With("Access Denied: the key leads out of its bucket through a symbolic link.")
 	}},
 	{objlayer.ErrNoSpace, func(string, string) *Error { return InsufficientStorage }},
+	{objlayer.ErrQuotaExceeded, func(string, string) *Error { return QuotaExceeded }},
 	{objlayer.ErrReadQuorum, func(string, string) *Error { return quorumLost }},
 	{objlayer.ErrWriteQuorum, func(string, string) *Error { return quorumLost }},
 	{objlayer.ErrBusy, func(string, string) *Error {

@@ -160,6 +160,7 @@ var (
 	OwnershipControlsNotFound     = def("OwnershipControlsNotFoundError", http.StatusNotFound, "The bucket ownership controls were not found")
 	PreconditionFailed            = def("PreconditionFailed", http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold")
 	RequestHeaderSectionTooLarge  = def("RequestHeaderSectionTooLarge", http.StatusBadRequest, "Your request header section exceeds the maximum allowed size.")
+	QuotaExceeded                 = def("QuotaExceeded", http.StatusForbidden, "The bucket's quota does not leave room for this write: delete objects or ask for a larger quota.")
 	RequestTimeTooSkewed          = def("RequestTimeTooSkewed", http.StatusForbidden, "The difference between the request time and the server's time is too large.")
 	RequestTimeout                = def("RequestTimeout", http.StatusBadRequest, "Your socket connection to the server was not read from or written to within the timeout period.")
 	ServerSideEncryptionNotFound  = def("ServerSideEncryptionConfigurationNotFoundError", http.StatusNotFound, "The server side encryption configuration was not found")

@@ -235,6 +235,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return n.lifecycle.Metrics()
 	})
 	metrics.RegisterStores(reg, n.stores)
+	metrics.RegisterBucketQuotas(reg, func() []metrics.BucketQuota {
+		ctx, cancel := context.WithTimeout(bg, 8*time.Second)
+		defer cancel()
+		return n.quotaMetrics(ctx)
+	})
 	users.SetBucketOwners(func(bucket string) (string, bool) {
 		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 		defer cancel()

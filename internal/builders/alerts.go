@@ -34,6 +34,9 @@ const (
 	// StoreStallRatio is the fraction of time a drive's metadata store
 	// holds writes back (write stalls while it compacts) that alerts.
 	StoreStallRatio = 0.1
+	// QuotaWarning is the used fraction of a bucket's quota (bytes or
+	// objects) that alerts.
+	QuotaWarning = 0.9
 )
 
 // sizedAPIs carry or copy an object's body within the request, so their
@@ -210,6 +213,16 @@ func tenantAlerts(t *v1.Tenant) []alert {
 			"/strata/admin/v1/pools/{{ $labels.pool }}/decommission shows each set's progress and error; the other pools need free " +
 			"space for what moves, and every server of the pool must be up. Setting the ServerPool's spec.decommission back to " +
 			"false cancels the drain (what moved stays moved).",
+	}, {
+		name: "StrataBucketNearQuota", severity: "warning", forDur: "15m",
+		expr: fmt.Sprintf(`(max by (%[1]s) (%[2]s) / max by (%[1]s) (%[3]s > 0) > %[6]g) or (max by (%[1]s) (%[4]s) / max by (%[1]s) (%[5]s > 0) > %[6]g)`,
+			byTenant+", bucket", sel("strata_bucket_usage_bytes"), sel("strata_bucket_quota_bytes"),
+			sel("strata_bucket_usage_objects"), sel("strata_bucket_quota_objects"), QuotaWarning),
+		summary: "Bucket {{ $labels.bucket }} of " + who + " has used {{ $value | humanizePercentage }} of its quota.",
+		description: fmt.Sprintf("For 15 minutes the bucket has held more than %.0f%% of its quota's bytes or objects; writes past "+
+			"the quota are refused with 403 QuotaExceeded. Delete objects or old versions (a lifecycle rule expires them), or raise "+
+			"the quota: the BucketClaim's spec.quota, or strata admin bucket BUCKET quota BYTES OBJECTS for a bucket no claim owns.",
+			QuotaWarning*100),
 	}}
 	if TLSEnabled(t) {
 		alerts = append(alerts, alert{

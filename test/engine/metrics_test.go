@@ -152,18 +152,23 @@ func TestShippedMetricNamesAreExported(t *testing.T) {
 	for range mc.ListObjects(ctx, "metrics", minio.ListObjectsOptions{}) {
 	}
 
-	// A drain for the decommission metrics.
-	req, _ := http.NewRequest(http.MethodPost, base+"/strata/admin/v1/pools/pool-1/decommission", nil)
-	if err := adminapi.Sign(req, rootUser, rootPassword, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("starting the decommission of pool-1: %d", resp.StatusCode)
+	// A quota for the bucket metrics, a drain for the decommission ones.
+	for _, c := range []struct {
+		method, path string
+		want         int
+	}{{http.MethodPut, "buckets/metrics/quota?bytes=1048576000", http.StatusOK}, {http.MethodPost, "pools/pool-1/decommission", http.StatusAccepted}} {
+		req, _ := http.NewRequest(c.method, base+adminapi.Prefix+c.path, nil)
+		if err := adminapi.Sign(req, rootUser, rootPassword, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Fatalf("%s %s: %d", c.method, c.path, resp.StatusCode)
+		}
 	}
 
 	for _, tok := range []string{"", "wrong-token"} {

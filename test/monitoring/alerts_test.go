@@ -213,6 +213,23 @@ func TestAlerts(t *testing.T) {
 		name: "a decommissioned pool", alert: "StrataDecommissionStuck", at: 100 * time.Minute,
 		input: []inputSeries{poolState("Decommissioned")},
 	}, {
+		// Two servers report the bucket; its bytes near their quota.
+		name: "a bucket at 95% of its byte quota", alert: "StrataBucketNearQuota", at: 20 * time.Minute,
+		input: []inputSeries{{ts("strata_bucket_usage_bytes", pod0, `bucket="logs"`), "950x30"}, {ts("strata_bucket_usage_bytes", pod1, `bucket="logs"`), "950x30"},
+			{ts("strata_bucket_quota_bytes", pod0, `bucket="logs"`), "1000x30"}, {ts("strata_bucket_quota_objects", pod0, `bucket="logs"`), "0x30"},
+			{ts("strata_bucket_usage_objects", pod0, `bucket="logs"`), "3x30"}},
+		want:    []map[string]string{alertLabels("StrataBucketNearQuota", "warning", "bucket", "logs")},
+		summary: "95%",
+	}, {
+		name: "a bucket at 95% of its object quota", alert: "StrataBucketNearQuota", at: 20 * time.Minute,
+		input: []inputSeries{{ts("strata_bucket_usage_objects", pod0, `bucket="logs"`), "95x30"}, {ts("strata_bucket_quota_objects", pod0, `bucket="logs"`), "100x30"},
+			{ts("strata_bucket_usage_bytes", pod0, `bucket="logs"`), "10x30"}, {ts("strata_bucket_quota_bytes", pod0, `bucket="logs"`), "0x30"}},
+		want: []map[string]string{alertLabels("StrataBucketNearQuota", "warning", "bucket", "logs")},
+	}, {
+		name: "a bucket at half its quota", alert: "StrataBucketNearQuota", at: 20 * time.Minute,
+		input: []inputSeries{{ts("strata_bucket_usage_bytes", pod0, `bucket="logs"`), "500x30"}, {ts("strata_bucket_quota_bytes", pod0, `bucket="logs"`), "1000x30"},
+			{ts("strata_bucket_usage_objects", pod0, `bucket="logs"`), "5x30"}, {ts("strata_bucket_quota_objects", pod0, `bucket="logs"`), "0x30"}},
+	}, {
 		// Evaluation starts at the Unix epoch: the certificate's notAfter
 		// is days after it.
 		name: "a certificate expiring in 10 days", alert: "StrataCertificateExpiring", at: 2 * time.Hour,
