@@ -78,6 +78,7 @@ type options struct {
 	defaultIssuerKind    string
 	enableWebhooks       bool
 	engineRefresh        time.Duration
+	claimsUsageInterval  time.Duration
 	watchNamespaces      string
 }
 
@@ -123,6 +124,8 @@ func parseFlags() (options, zap.Options) {
 	flag.StringVar(&o.monitoringLabels, "monitoring-labels", "",
 		"Labels added to every Tenant's ServiceMonitor and PrometheusRule, as k=v,k2=v2 (e.g. release=kube-prometheus-stack, what that chart's Prometheus selects); a Tenant's own spec.monitoring labels win.")
 	flag.DurationVar(&o.engineRefresh, "engine-refresh", time.Minute, "How often running tenants' admin API is read for drive states and capacity.")
+	flag.DurationVar(&o.claimsUsageInterval, "claims-usage-interval", 5*time.Minute,
+		"How often a BucketClaim's usage is read from its tenant (status changes only when the figures do).")
 	zo := zap.Options{Development: false}
 	zo.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -213,17 +216,18 @@ func run(o options) error {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if err := controllers.Setup(ctx, mgr, controllers.Config{
-		MonitoringLabels: monLabels,
-		DefaultImage:     o.defaultStrataImage,
-		ClusterDomain:    o.clusterDomain,
-		DefaultIssuer:    cmmeta.IssuerReference{Name: o.defaultIssuer, Kind: o.defaultIssuerKind, Group: "cert-manager.io"},
-		Engine:           engine.HTTPClient{Timeout: 5 * time.Second},
-		Issuer:           controllers.ClusterIssuer(cfg),
-		Random:           rand.Reader,
-		Now:              time.Now,
-		EngineRefresh:    o.engineRefresh,
-		RolloutPoll:      5 * time.Second,
-		CAOverlap:        o.caOverlap,
+		MonitoringLabels:    monLabels,
+		DefaultImage:        o.defaultStrataImage,
+		ClusterDomain:       o.clusterDomain,
+		DefaultIssuer:       cmmeta.IssuerReference{Name: o.defaultIssuer, Kind: o.defaultIssuerKind, Group: "cert-manager.io"},
+		Engine:              engine.HTTPClient{Timeout: 5 * time.Second},
+		Issuer:              controllers.ClusterIssuer(cfg),
+		Random:              rand.Reader,
+		Now:                 time.Now,
+		EngineRefresh:       o.engineRefresh,
+		ClaimsUsageInterval: o.claimsUsageInterval,
+		RolloutPoll:         5 * time.Second,
+		CAOverlap:           o.caOverlap,
 	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}

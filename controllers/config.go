@@ -68,6 +68,17 @@ type Config struct {
 	// them for ones the kubelet cannot start (Pods are not watched: a
 	// cache of every pod in the cluster is not worth it). Zero means 15 s.
 	PodPoll time.Duration
+	// ClaimsUsageInterval is how often a BucketClaim's usage is read from
+	// its tenant (written to status only when it changed). Zero means 5
+	// minutes.
+	ClaimsUsageInterval time.Duration
+}
+
+func (c Config) claimsUsageInterval() time.Duration {
+	if c.ClaimsUsageInterval > 0 {
+		return c.ClaimsUsageInterval
+	}
+	return 5 * time.Minute
 }
 
 // podPoll is Config.PodPoll with its default.
@@ -110,6 +121,27 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 	}); err != nil {
 		return err
 	}
+	if err := idx.IndexField(ctx, &v1.BucketClaim{}, indexClaimTenant, func(o client.Object) []string {
+		ref := o.(*v1.BucketClaim).Spec.TenantRef
+		return []string{ref.Namespace + "/" + ref.Name}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1.BucketAccess{}, indexClaimTenant, func(o client.Object) []string {
+		return []string{o.(*v1.BucketAccess).Status.Tenant}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1.BucketAccess{}, indexAccessClaims, func(o client.Object) []string {
+		a := o.(*v1.BucketAccess)
+		out := make([]string, len(a.Spec.BucketClaims))
+		for i, c := range a.Spec.BucketClaims {
+			out[i] = a.Namespace + "/" + c
+		}
+		return out
+	}); err != nil {
+		return err
+	}
 	if err := RegisterMetrics(ctrlmetrics.Registry, mgr.GetClient()); err != nil {
 		return fmt.Errorf("registering the operator's metrics: %w", err)
 	}
@@ -119,7 +151,13 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 	if err := (&ServerPoolReconciler{r}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&GatewayPoolReconciler{r}).SetupWithManager(mgr)
+	if err := (&GatewayPoolReconciler{r}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&BucketClaimReconciler{Reconcilers: r}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&BucketAccessReconciler{Reconcilers: r}).SetupWithManager(mgr)
 }
 
 // hasKind reports whether the API server serves a kind (an optional CRD

@@ -147,6 +147,26 @@ const (
 	// registration; the operator retries.
 	ReasonWebIdentityFailed = "WebIdentityFailed"
 
+	// ReasonTenantNotFound: a claim's spec.tenantRef names no Tenant.
+	ReasonTenantNotFound = "TenantNotFound"
+
+	// ReasonNamespaceNotAllowed: the claim's namespace is not selected by
+	// the Tenant's spec.claims.namespaceSelector.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+
+	// ReasonClaimInvalid: the claim cannot be realised as written (a
+	// bucket name taken by another claim, a policy naming other buckets,
+	// claims of different tenants); the message says what to change.
+	ReasonClaimInvalid = "ClaimInvalid"
+
+	// ReasonClaimFailed: the tenant refused or did not answer; the
+	// operator retries.
+	ReasonClaimFailed = "ClaimFailed"
+
+	// ReasonWaitingForClaim: a BucketAccess names a BucketClaim that does
+	// not exist or whose bucket is not ready yet.
+	ReasonWaitingForClaim = "WaitingForClaim"
+
 	// ReasonWaitingForTopology: the pool's layout is decided and the tenant's
 	// topology file does not list it yet; servers start once it does.
 	ReasonWaitingForTopology = "WaitingForTopology"

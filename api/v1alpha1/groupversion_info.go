@@ -31,6 +31,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Tenant{}, &TenantList{},
 		&ServerPool{}, &ServerPoolList{},
 		&GatewayPool{}, &GatewayPoolList{},
+		&BucketClaim{}, &BucketClaimList{},
+		&BucketAccess{}, &BucketAccessList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -69,6 +69,12 @@ type TenantSpec struct {
 	// +optional
 	WebIdentity WebIdentitySpec `json:"webIdentity,omitempty"`
 
+	// claims lets application namespaces claim buckets (BucketClaim) and
+	// credentials (BucketAccess) from this tenant by themselves. No
+	// namespace may until namespaceSelector selects it.
+	// +optional
+	Claims ClaimsSpec `json:"claims,omitempty"`
+
 	// tls configures HTTPS for S3 and for traffic between servers.
 	// +optional
 	// +kubebuilder:default={mode: Operator}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
@@ -139,6 +138,25 @@ type Client interface {
 	// EnsureOIDCProviders registers web identity issuers with the tenant
 	// (IAM's CreateOpenIDConnectProvider) and returns their ARNs.
 	EnsureOIDCProviders(ctx context.Context, ep Endpoint, providers []OIDCProvider) ([]string, error)
+
+	// EnsureClaimBucket makes (or finds, marked as the claim's) a
+	// BucketClaim's bucket with its versioning, lock and quota;
+	// ErrBucketTaken when the name belongs to something else.
+	EnsureClaimBucket(ctx context.Context, ep Endpoint, b ClaimBucket) error
+	// BucketUsage reads what a bucket holds.
+	BucketUsage(ctx context.Context, ep Endpoint, bucket string) (Usage, error)
+	// DeleteClaimBucket empties and deletes a claim's bucket (one not
+	// marked with owner is left alone).
+	DeleteClaimBucket(ctx context.Context, ep Endpoint, bucket, owner string) error
+	// EnsurePrincipal makes an IAM user or role with its inline policy
+	// and returns its ARN.
+	EnsurePrincipal(ctx context.Context, ep Endpoint, p Principal) (string, error)
+	// CreateAccessKey makes a key for a user.
+	CreateAccessKey(ctx context.Context, ep Endpoint, user string) (AccessKey, error)
+	// DeleteAccessKeys deletes a user's keys but keep.
+	DeleteAccessKeys(ctx context.Context, ep Endpoint, user, keep string) error
+	// DeletePrincipal deletes a user (with its keys) or a role.
+	DeletePrincipal(ctx context.Context, ep Endpoint, name string, role bool) error
 }
 
 // HTTPClient is the production Client.
@@ -237,14 +255,7 @@ func (c HTTPClient) EnsureBuckets(ctx context.Context, ep Endpoint, buckets []Bu
 		return err
 	}
 	defer hc.CloseIdleConnections()
-	cl := s3.New(s3.Options{
-		Region:           "us-east-1",
-		BaseEndpoint:     aws.String(ep.URL),
-		UsePathStyle:     true,
-		Credentials:      credentials.NewStaticCredentialsProvider(ep.AccessKey, ep.SecretKey, ""),
-		HTTPClient:       hc,
-		RetryMaxAttempts: 2,
-	})
+	cl := c.s3Client(ep, hc)
 	for _, b := range buckets {
 		if _, err := cl.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b.Name)}); err != nil {
 			var notFound *s3types.NotFound

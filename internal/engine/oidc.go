@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 )
 
@@ -27,13 +26,7 @@ func (c HTTPClient) EnsureOIDCProviders(ctx context.Context, ep Endpoint, provid
 		return nil, err
 	}
 	defer hc.CloseIdleConnections()
-	cl := iam.New(iam.Options{
-		Region:           "us-east-1",
-		BaseEndpoint:     aws.String(ep.URL),
-		Credentials:      credentials.NewStaticCredentialsProvider(ep.AccessKey, ep.SecretKey, ""),
-		HTTPClient:       hc,
-		RetryMaxAttempts: 2,
-	})
+	cl := c.iamClient(ep, hc)
 	listed, err := cl.ListOpenIDConnectProviders(ctx, &iam.ListOpenIDConnectProvidersInput{})
 	if err != nil {
 		return nil, fmt.Errorf("listing OIDC providers: %w", err)

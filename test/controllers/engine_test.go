@@ -153,6 +153,9 @@ var _ = Describe("against a real strata server", func() {
 		By("registering the cluster's ServiceAccount issuer; a ServiceAccount's token buys S3 credentials with no key")
 		webIdentityStory(t, addr, files["accessKey"], files["secretKey"])
 
+		By("serving bucket claims and accesses of an application namespace")
+		claimsStory(t, addr, files["accessKey"], files["secretKey"])
+
 		By("reading capacity from the admin API")
 		Eventually(func() (int64, error) {
 			err := k8s.Get(ctx, key(ns, "media"), t)

@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -120,6 +121,8 @@ var _ = BeforeSuite(func() {
 		EngineRefresh:    time.Hour,
 		RolloutPoll:      200 * time.Millisecond,
 		PodPoll:          200 * time.Millisecond,
+		// Claims read their bucket's usage this often.
+		ClaimsUsageInterval: time.Second,
 	})).To(Succeed())
 	Expect(webhooks.Setup(mgr, mgr.GetAPIReader())).To(Succeed())
 	go func() {
@@ -173,6 +176,9 @@ type recordingEngine struct {
 	// closed gates: pod URL prefix -> the engine's refusal
 	closed map[string]error
 	gated  []string // pod URLs asked, in order
+	// claimCalls records the claims' calls not routed to a real engine.
+	claimCalls []string
+	keys       int
 }
 
 func (e *recordingEngine) ClusterHealth(ctx context.Context, ep engine.Endpoint, maintenance bool) error {
@@ -271,6 +277,80 @@ func (e *recordingEngine) EnsureOIDCProviders(ctx context.Context, ep engine.End
 		arns[i] = "arn:aws:iam:::oidc-provider/" + strings.TrimPrefix(pr.URL, "https://")
 	}
 	return arns, nil
+}
+
+// The claims' calls go to a routed real engine; otherwise they succeed
+// and are recorded as claimCalls ("bucket NAME", "principal NAME", ...).
+func (e *recordingEngine) record(call string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.claimCalls = append(e.claimCalls, call)
+}
+
+func (e *recordingEngine) calls() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.claimCalls...)
+}
+
+func (e *recordingEngine) EnsureClaimBucket(ctx context.Context, ep engine.Endpoint, b engine.ClaimBucket) error {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.EnsureClaimBucket(ctx, local, b)
+	}
+	e.record("bucket " + b.Name)
+	return nil
+}
+
+func (e *recordingEngine) BucketUsage(ctx context.Context, ep engine.Endpoint, bucket string) (engine.Usage, error) {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.BucketUsage(ctx, local, bucket)
+	}
+	return engine.Usage{}, nil
+}
+
+func (e *recordingEngine) DeleteClaimBucket(ctx context.Context, ep engine.Endpoint, bucket, owner string) error {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.DeleteClaimBucket(ctx, local, bucket, owner)
+	}
+	e.record("delete bucket " + bucket)
+	return nil
+}
+
+func (e *recordingEngine) EnsurePrincipal(ctx context.Context, ep engine.Endpoint, p engine.Principal) (string, error) {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.EnsurePrincipal(ctx, local, p)
+	}
+	e.record("principal " + p.Name)
+	if p.Trust != "" {
+		return "arn:aws:iam:::role" + p.Path + p.Name, nil
+	}
+	return "arn:aws:iam:::user" + p.Path + p.Name, nil
+}
+
+func (e *recordingEngine) CreateAccessKey(ctx context.Context, ep engine.Endpoint, user string) (engine.AccessKey, error) {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.CreateAccessKey(ctx, local, user)
+	}
+	e.record("key " + user)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.keys++
+	return engine.AccessKey{ID: fmt.Sprintf("AKIARECORDED%08d", e.keys), Secret: fmt.Sprintf("recorded-secret-%d", e.keys)}, nil
+}
+
+func (e *recordingEngine) DeleteAccessKeys(ctx context.Context, ep engine.Endpoint, user, keep string) error {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.DeleteAccessKeys(ctx, local, user, keep)
+	}
+	return nil
+}
+
+func (e *recordingEngine) DeletePrincipal(ctx context.Context, ep engine.Endpoint, name string, role bool) error {
+	if local, ok := e.real(ep); ok {
+		return engine.HTTPClient{}.DeletePrincipal(ctx, local, name, role)
+	}
+	e.record("delete principal " + name)
+	return nil
 }
 
 func (e *recordingEngine) setInfo(info engine.Info) {

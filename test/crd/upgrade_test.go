@@ -89,7 +89,7 @@ var _ = Describe("upgrading the CRDs from a previous release with server-side ap
 		Expect(err).NotTo(HaveOccurred())
 
 		By("creating the previous CRDs as helm install does (a create by field manager helm)")
-		for _, crd := range readCRDs(previousCRDs) {
+		for _, crd := range readCRDs(previousCRDs, 3) {
 			Expect(c.Create(ctx, crd, client.FieldOwner("helm"))).To(Succeed(), crd.Name)
 		}
 		waitEstablished(c)
@@ -110,7 +110,7 @@ var _ = Describe("upgrading the CRDs from a previous release with server-side ap
 	})
 
 	current := func() []*apiextensionsv1.CustomResourceDefinition {
-		return readCRDs(filepath.Join(testenv.RepoRoot(), "charts", "strata-operator", "crds"))
+		return readCRDs(filepath.Join(testenv.RepoRoot(), "charts", "strata-operator", "crds"), 5) // BucketClaim and BucketAccess are new
 	}
 	apply := func(crd *apiextensionsv1.CustomResourceDefinition, opts ...client.ApplyOption) error {
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
@@ -203,11 +203,11 @@ var _ = Describe("upgrading the CRDs from a previous release with server-side ap
 })
 
 // readCRDs decodes every CRD file of dir.
-func readCRDs(dir string) []*apiextensionsv1.CustomResourceDefinition {
+func readCRDs(dir string, n int) []*apiextensionsv1.CustomResourceDefinition {
 	GinkgoHelper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	Expect(err).NotTo(HaveOccurred())
-	Expect(files).To(HaveLen(3), dir)
+	Expect(files).To(HaveLen(n), dir)
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, f := range files {
 		data, err := os.ReadFile(f)
