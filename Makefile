@@ -326,6 +326,11 @@ bench-operator: envtest build ## Operator scale benchmark: 100 Tenants with pool
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" MANAGER_BIN="$(LOCALBIN)/manager" \
 		go test ./test/scale -run '^$$' -bench HundredTenants -benchtime 1x -timeout 20m -v
 
+.PHONY: bench-claims
+bench-claims: envtest build ## Claims scale benchmark: 1,000 BucketClaims and BucketAccesses in 100 namespaces against envtest and a real strata server.
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" MANAGER_BIN="$(LOCALBIN)/manager" \
+		go test ./test/scale -run '^$$' -bench ThousandClaims -benchtime 1x -timeout 20m -v
+
 .PHONY: bench-placement
 bench-placement: ## Placement benchmark: a 64-server x 16-drive pool over 1,000 labelled nodes.
 	go test ./internal/placement -run '^$$' -bench . -benchtime 2s

@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -258,10 +259,7 @@ func (r *BucketAccessReconciler) grantKeys(ctx context.Context, a *v1.BucketAcce
 		if have {
 			keep = id // the Secret's key works until the new one is in it
 		}
-		if err := r.Config.Engine.DeleteAccessKeys(ctx, ct.ep, p.Name, keep); err != nil {
-			return "", &claimRefusal{reason: v1.ReasonClaimFailed, retry: 30 * time.Second, message: err.Error()}
-		}
-		k, err := r.Config.Engine.CreateAccessKey(ctx, ct.ep, p.Name)
+		k, err := r.Config.Engine.CreateAccessKey(ctx, ct.ep, p.Name, keep)
 		if err != nil {
 			return "", &claimRefusal{reason: v1.ReasonClaimFailed, retry: 30 * time.Second, message: err.Error()}
 		}
@@ -281,9 +279,12 @@ func (r *BucketAccessReconciler) grantKeys(ctx context.Context, a *v1.BucketAcce
 		return "", err
 	}
 	if created || id != a.Status.AccessKeyID {
-		// The Secret holds the key: the others go.
-		if err := r.Config.Engine.DeleteAccessKeys(ctx, ct.ep, p.Name, id); err != nil {
-			return "", &claimRefusal{reason: v1.ReasonClaimFailed, retry: 30 * time.Second, message: err.Error()}
+		// The Secret holds the key: a key it replaced goes (a user's first
+		// key replaces none).
+		if have || a.Status.AccessKeyID != "" {
+			if err := r.Config.Engine.DeleteAccessKeys(ctx, ct.ep, p.Name, id); err != nil {
+				return "", &claimRefusal{reason: v1.ReasonClaimFailed, retry: 30 * time.Second, message: err.Error()}
+			}
 		}
 		first := a.Status.AccessKeyID == ""
 		a.Status.AccessKeyID = id
@@ -358,5 +359,6 @@ func (r *BucketAccessReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1.BucketClaim{}, handler.EnqueueRequestsFromMapFunc(claimToAccesses)).
 		Watches(&v1.Tenant{}, handler.EnqueueRequestsFromMapFunc(claimsOfTenant(r.Client, list, items)), builder.WithPredicates(tenantClaimsChanged)).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(claimsInNamespace(r.Client, list, items)), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: claimWorkers}).
 		Named("bucketaccess").Complete(r)
 }

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -215,5 +216,6 @@ func (r *BucketClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1.BucketClaim{}).
 		Watches(&v1.Tenant{}, handler.EnqueueRequestsFromMapFunc(claimsOfTenant(r.Client, list, items)), builder.WithPredicates(tenantClaimsChanged)).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(claimsInNamespace(r.Client, list, items)), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: claimWorkers}).
 		Named("bucketclaim").Complete(r)
 }

@@ -41,6 +41,10 @@ const AnnotationRotateKeys = "storage.strata.dev/rotate-keys"
 // indexClaimTenant indexes claims and accesses by NAMESPACE/TENANT.
 const indexClaimTenant = "claim.tenant"
 
+// claimWorkers reconcile claims and accesses side by side: most of a
+// pass waits on the tenant's S3, IAM and admin APIs.
+const claimWorkers = 8
+
 // ClaimRegion is the region written for claims' clients (the engine
 // accepts any; SDKs want one).
 const ClaimRegion = "us-east-1"

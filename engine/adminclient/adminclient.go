@@ -28,6 +28,7 @@ type Client struct {
 	base                 string
 	accessKey, secretKey string
 	hc                   *http.Client
+	shared               bool
 }
 
 // Options configure a Client.
@@ -44,10 +45,21 @@ type Options struct {
 	// DialContext, when set, makes the connections (say, from another
 	// network namespace).
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Transport, when set, carries the requests instead of a transport of
+	// the client's own (CA, ServerName and DialContext are then the
+	// transport's business); Close leaves its connections alone.
+	Transport http.RoundTripper
 }
 
 // New returns a client of the process at baseURL (scheme://host:port).
 func New(baseURL string, opts Options) (*Client, error) {
+	if opts.Timeout == 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.Transport != nil {
+		return &Client{base: strings.TrimSuffix(baseURL, "/"), accessKey: opts.AccessKey, secretKey: opts.SecretKey,
+			hc: &http.Client{Transport: opts.Transport, Timeout: opts.Timeout}, shared: true}, nil
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if len(opts.CA) > 0 {
 		pool := x509.NewCertPool()
@@ -65,17 +77,18 @@ func New(baseURL string, opts Options) (*Client, error) {
 	if opts.DialContext != nil {
 		tr.DialContext = opts.DialContext
 	}
-	if opts.Timeout == 0 {
-		opts.Timeout = 5 * time.Second
-	}
 	return &Client{
 		base: strings.TrimSuffix(baseURL, "/"), accessKey: opts.AccessKey, secretKey: opts.SecretKey,
 		hc: &http.Client{Transport: tr, Timeout: opts.Timeout},
 	}, nil
 }
 
-// Close releases idle connections.
-func (c *Client) Close() { c.hc.CloseIdleConnections() }
+// Close releases idle connections (those of a transport of its own).
+func (c *Client) Close() {
+	if !c.shared {
+		c.hc.CloseIdleConnections()
+	}
+}
 
 // StatusError is an answer other than success, with the server's reason.
 type StatusError struct {

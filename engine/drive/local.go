@@ -87,9 +87,11 @@ type Options struct {
 
 // Local is a drive that is a directory on this node.
 type Local struct {
-	root   string
-	fs     vfs.FS
-	meta   *store
+	root string
+	fs   vfs.FS
+	meta *store
+	// usage are the buckets' usage figures (usage.go).
+	usage  usageFigures
 	noSync bool
 
 	// locks serialise read-modify-write of one object's records on this
@@ -182,7 +184,7 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 		}
 		d.format = &f
 	}
-	if err := d.countUsage(); err != nil {
+	if err := errors.Join(d.countUsage(), d.loadUsage()); err != nil {
 		_ = meta.Close()
 		return nil, err
 	}
@@ -447,7 +449,11 @@ func (d *Local) DeleteBucket(ctx context.Context, name string, force bool) error
 	if err := b.Delete(usageKey(name), nil); err != nil {
 		return err
 	}
-	return d.meta.Commit(b, d.writeOpts())
+	if err := d.meta.Commit(b, d.writeOpts()); err != nil {
+		return err
+	}
+	d.usage.drop(name)
+	return nil
 }
 
 func (d *Local) lockFor(bucket, object string) *sync.Mutex {

@@ -304,7 +304,7 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 	if err != nil {
 		return PutResult{}, err
 	}
-	if err := d.meta.Commit(b, d.writeOpts()); err != nil {
+	if err := t.commit(); err != nil {
 		undo()
 		return PutResult{}, fmt.Errorf("drive %s: committing completed upload: %w", d.root, err)
 	}
@@ -409,7 +409,7 @@ func (d *Local) ReopenUpload(ctx context.Context, u *Upload, chosen []PartRecord
 	if err != nil {
 		return false, err
 	}
-	if err := d.meta.Commit(b, d.writeOpts()); err != nil {
+	if err := t.commit(); err != nil {
 		undo()
 		return false, fmt.Errorf("drive %s: reopening upload: %w", d.root, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -104,7 +105,79 @@ func (t *objectTxn) count(added, removed *Record) error {
 	if delta == (Usage{}) {
 		return nil
 	}
+	t.delta.Bytes += delta.Bytes
+	t.delta.Objects += delta.Objects
 	return t.b.Merge(usageKey(t.o.bucket), delta.marshal(), nil)
+}
+
+// commit commits t's batch, then adds its delta to the drive's figures.
+func (t *objectTxn) commit() error {
+	if err := t.d.meta.Commit(t.b, t.d.writeOpts()); err != nil {
+		return err
+	}
+	if t.delta != (Usage{}) {
+		t.d.usage.add(t.o.bucket, t.delta)
+	}
+	return nil
+}
+
+// usageFigures are a drive's buckets' usage in memory: read from the
+// store once, at open, then moved by every commit. (A read of the store's
+// key would fold every delta since the last flush, thousands of them, on
+// every write to a bucket with a quota.)
+type usageFigures struct {
+	mu sync.Mutex
+	m  map[string]Usage
+}
+
+func (f *usageFigures) add(bucket string, delta Usage) {
+	f.mu.Lock()
+	if f.m == nil {
+		f.m = map[string]Usage{}
+	}
+	u := f.m[bucket]
+	u.Bytes += delta.Bytes
+	u.Objects += delta.Objects
+	f.m[bucket] = u
+	f.mu.Unlock()
+}
+
+func (f *usageFigures) get(bucket string) Usage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m[bucket]
+}
+
+func (f *usageFigures) drop(bucket string) {
+	f.mu.Lock()
+	delete(f.m, bucket)
+	f.mu.Unlock()
+}
+
+// loadUsage reads every bucket's usage from the store (at open).
+func (d *Local) loadUsage() error {
+	m := map[string]Usage{}
+	it, err := d.meta.NewIter(&pebble.IterOptions{LowerBound: usagePrefix, UpperBound: prefixEnd(usagePrefix)})
+	if err != nil {
+		return err
+	}
+	var bad error
+	for it.First(); it.Valid(); it.Next() {
+		bucket := string(it.Key()[len(usagePrefix):])
+		u, err := decodeUsage(it.Value())
+		if err != nil {
+			bad = fmt.Errorf("drive %s: usage of %s: %w", d.root, bucket, err)
+			break
+		}
+		m[bucket] = u
+	}
+	if err := d.meta.after(errors.Join(bad, it.Error(), it.Close())); err != nil {
+		return err
+	}
+	d.usage.mu.Lock()
+	d.usage.m = m
+	d.usage.mu.Unlock()
+	return nil
 }
 
 // BucketUsage is what the bucket's versions on this drive hold.
@@ -112,19 +185,10 @@ func (d *Local) BucketUsage(ctx context.Context, bucket string) (Usage, error) {
 	if err := ended(ctx); err != nil {
 		return Usage{}, err
 	}
-	v, closer, err := d.meta.Get(usageKey(bucket))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return Usage{}, nil
-	}
-	if err != nil {
+	if err := d.meta.err(); err != nil {
 		return Usage{}, err
 	}
-	defer closer.Close()
-	u, err := decodeUsage(v)
-	if err != nil {
-		return Usage{}, fmt.Errorf("drive %s: %s: %w", d.root, bucket, err)
-	}
-	return u, nil
+	return d.usage.get(bucket), nil
 }
 
 // countUsage counts every bucket's usage once, on a drive written by a

@@ -272,6 +272,9 @@ type objectTxn struct {
 	d *Local
 	b *pebble.Batch
 	o *object
+	// delta is what the staged changes add to the bucket's usage, applied
+	// to the drive's figures once the batch commits (commit).
+	delta Usage
 }
 
 // begin starts changing an object: an object in the layout before has its
@@ -446,7 +449,7 @@ func (d *Local) change(bucket, name string, fn func(t *objectTxn) error) error {
 	if b.Empty() {
 		return nil
 	}
-	if err := d.meta.Commit(b, d.writeOpts()); err != nil {
+	if err := t.commit(); err != nil {
 		return fmt.Errorf("drive %s: committing record: %w", d.root, err)
 	}
 	return nil

@@ -18,14 +18,32 @@ import (
 // object each. A bucket without a quota pays for nothing but its bucket
 // record, which the write reads anyway (cached).
 
-// BucketUsage is what a set's drives hold of the bucket.
+// BucketUsage is what a set's drives hold of the bucket. This node's
+// drives answer from memory, in line; other nodes' in parallel.
 func (s *Set) BucketUsage(ctx context.Context, bucket string) (objlayer.Usage, error) {
-	usages := make([]drive.Usage, len(s.Drives()))
-	errs := s.forEach(func(i int, d Drive) error {
+	drives := s.Drives()
+	usages := make([]drive.Usage, len(drives))
+	errs := make([]error, len(drives))
+	remote := make([]Drive, len(drives))
+	for i, d := range drives {
+		switch l := d.(type) {
+		case nil:
+			errs[i] = errDriveOffline
+		case *drive.Local:
+			usages[i], errs[i] = l.BucketUsage(ctx, bucket)
+		default:
+			remote[i] = d
+		}
+	}
+	for i, err := range forEachDrive(remote, func(i int, d Drive) error {
 		var err error
 		usages[i], err = d.BucketUsage(ctx, bucket)
 		return err
-	})
+	}) {
+		if remote[i] != nil {
+			errs[i] = err
+		}
+	}
 	if err := reduceErrors(errs, s.layout.ReadQuorum(), objlayer.ErrReadQuorum); err != nil {
 		return objlayer.Usage{}, mapDriveErr(err)
 	}

@@ -2,11 +2,17 @@ package erasure
 
 import (
 	"bytes"
+	"path/filepath"
+
+	"github.com/google/uuid"
+
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/strata-storage/strata/engine/drive"
 
 	"github.com/strata-storage/strata/engine/objlayer"
 )
@@ -113,5 +119,50 @@ func TestCheckQuota(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("used %d, writing %d: %v", c.used, c.size, err)
 		}
+	}
+}
+
+// BenchmarkPutTinyQuota: 4 KiB PUTs through the pools to a bucket without
+// a quota and to one with a quota (usage read before each write), on
+// drives without fsync so that the figure is CPU, for the A/B in
+// docs/benchmarks.md.
+func BenchmarkPutTinyQuota(b *testing.B) {
+	for _, q := range []*objlayer.Quota{nil, {Bytes: 1 << 40, Objects: 1 << 30}} {
+		name := "no-quota"
+		if q != nil {
+			name = "quota"
+		}
+		b.Run(name, func(b *testing.B) {
+			var ds []Drive
+			for i := range 4 {
+				d, err := drive.OpenLocal(filepath.Join(b.TempDir(), fmt.Sprint(i)), drive.Options{NoSync: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = d.Close() })
+				ds = append(ds, d)
+			}
+			set, err := NewSet(ds, 2)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pool, err := NewPool(uuid.New(), []*Set{set})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ps := NewPools(NewPoolEntry("p", pool, StateActive))
+			if err := ps.CreateBucket(b.Context(), objlayer.BucketInfo{Name: "bk", Quota: q}); err != nil {
+				b.Fatal(err)
+			}
+			data := randomBytes(4096)
+			b.SetBytes(int64(len(data)))
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := ps.PutObject(b.Context(), "bk", fmt.Sprintf("o-%d", i), bytes.NewReader(data), int64(len(data)), objlayer.PutOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -84,6 +84,15 @@ type Directory struct {
 	providers  map[string]Provider // by account and URL without its scheme
 	generation string              // the generation object's ETag at the last load
 	loaded     bool
+	// objects are the directory's objects as last read, by name with
+	// their ETags: a reload reads again only those whose ETag moved.
+	objects map[string]dirObject
+	// pending are the objects this process's change wrote (nil data:
+	// removed), applied to the loaded directory once the generation moves
+	// from the one it was made on (see bump).
+	pending map[string]pendingObject
+	// fullAt is when the directory was last listed whole.
+	fullAt time.Time
 
 	reload sync.Mutex // one reload at a time
 }
@@ -112,51 +121,127 @@ func (d *Directory) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.mu.RLock()
+	before := d.objects
+	d.mu.RUnlock()
+	objects := make(map[string]dirObject, len(before))
 	entities := map[entityKey]Entity{}
+	keys := map[string]DirKey{}
+	providers := map[string]Provider{}
+	prefixes := []string{keysPrefix, providersPrefix}
 	for _, kind := range kinds {
-		if err := d.each(ctx, string(kind)+"s/", func(data []byte) error {
-			var e Entity
-			if err := json.Unmarshal(data, &e); err != nil {
-				return err
+		prefixes = append(prefixes, string(kind)+"s/")
+	}
+	for _, prefix := range prefixes {
+		if err := d.each(ctx, prefix, before, func(name string, o dirObject) {
+			objects[name] = o
+			switch {
+			case o.entity != nil:
+				entities[o.entity.key()] = *o.entity
+			case o.key != nil:
+				keys[o.key.ID] = *o.key
+			case o.provider != nil:
+				providers[providerKey(o.provider.Account, o.provider.URL)] = *o.provider
 			}
-			e.Kind = kind
-			entities[e.key()] = e
-			return nil
 		}); err != nil {
 			return err
 		}
 	}
+	d.mu.Lock()
+	d.entities, d.keys, d.providers, d.generation, d.loaded, d.objects = entities, keys, providers, gen, true, objects
+	d.fullAt = d.now()
+	d.mu.Unlock()
+	return nil
+}
+
+// pendingObject is an object a change wrote (data nil: removed).
+type pendingObject struct {
+	data []byte
+	etag string
+}
+
+// fullListEvery bounds how long a server may miss another's change in the
+// one race conditional writes leave open (two servers moving the
+// generation at the same moment): past it, the next refresh lists the
+// directory whole.
+const fullListEvery = 30 * time.Second
+
+// applyPending applies this process's change to the loaded directory,
+// now at generation gen: what it wrote is parsed, nothing is read.
+func (d *Directory) applyPending(gen string, pending map[string]pendingObject) error {
+	d.mu.RLock()
+	objects := make(map[string]dirObject, len(d.objects)+len(pending))
+	for name, o := range d.objects {
+		objects[name] = o
+	}
+	d.mu.RUnlock()
+	for name, p := range pending {
+		if p.data == nil {
+			delete(objects, name)
+			continue
+		}
+		o, err := d.parse(name, p.data)
+		if err != nil {
+			return err
+		}
+		o.etag = p.etag
+		objects[name] = o
+	}
+	entities := map[entityKey]Entity{}
 	keys := map[string]DirKey{}
-	if err := d.each(ctx, keysPrefix, func(data []byte) error {
+	providers := map[string]Provider{}
+	for _, o := range objects {
+		switch {
+		case o.entity != nil:
+			entities[o.entity.key()] = *o.entity
+		case o.key != nil:
+			keys[o.key.ID] = *o.key
+		case o.provider != nil:
+			providers[providerKey(o.provider.Account, o.provider.URL)] = *o.provider
+		}
+	}
+	d.mu.Lock()
+	d.entities, d.keys, d.providers, d.generation, d.objects = entities, keys, providers, gen, objects
+	d.mu.Unlock()
+	return nil
+}
+
+// dirObject is one object of the directory, parsed.
+type dirObject struct {
+	etag     string
+	entity   *Entity
+	key      *DirKey
+	provider *Provider
+}
+
+// parse decodes one of the directory's objects by its prefix.
+func (d *Directory) parse(name string, data []byte) (dirObject, error) {
+	switch {
+	case strings.HasPrefix(name, keysPrefix):
 		var k DirKey
 		if err := json.Unmarshal(data, &k); err != nil {
-			return err
+			return dirObject{}, err
 		}
 		secret, err := d.seal.open(k.Sealed, k.SealedWith, k.ID)
 		if err != nil {
-			return fmt.Errorf("access key %s: %w", k.ID, err)
+			return dirObject{}, fmt.Errorf("access key %s: %w", k.ID, err)
 		}
 		k.Secret = string(secret)
-		keys[k.ID] = k
-		return nil
-	}); err != nil {
-		return err
-	}
-	providers := map[string]Provider{}
-	if err := d.each(ctx, providersPrefix, func(data []byte) error {
+		return dirObject{key: &k}, nil
+	case strings.HasPrefix(name, providersPrefix):
 		var p Provider
-		if err := json.Unmarshal(data, &p); err != nil {
-			return err
-		}
-		providers[providerKey(p.Account, p.URL)] = p
-		return nil
-	}); err != nil {
-		return err
+		err := json.Unmarshal(data, &p)
+		return dirObject{provider: &p}, err
 	}
-	d.mu.Lock()
-	d.entities, d.keys, d.providers, d.generation, d.loaded = entities, keys, providers, gen, true
-	d.mu.Unlock()
-	return nil
+	for _, kind := range kinds {
+		if strings.HasPrefix(name, string(kind)+"s/") {
+			var e Entity
+			err := json.Unmarshal(data, &e)
+			e.Kind = kind
+			return dirObject{entity: &e}, err
+		}
+	}
+	return dirObject{}, fmt.Errorf("an object of no known kind")
 }
 
 // generationTag is the generation object's ETag ("" when there is none).
@@ -172,8 +257,9 @@ func (d *Directory) generationTag(ctx context.Context) (string, error) {
 	return h.Info().ETag, nil
 }
 
-// each calls fn with the content of every object under prefix.
-func (d *Directory) each(ctx context.Context, prefix string, fn func([]byte) error) error {
+// each calls fn with every object under prefix, parsed: read again only
+// when its ETag differs from the one in known.
+func (d *Directory) each(ctx context.Context, prefix string, known map[string]dirObject, fn func(name string, o dirObject)) error {
 	marker := ""
 	for {
 		res, err := d.store.ListObjects(ctx, ReservedBucket, prefix, marker, "", 1000)
@@ -183,17 +269,24 @@ func (d *Directory) each(ctx context.Context, prefix string, fn func([]byte) err
 		if err != nil {
 			return fmt.Errorf("IAM directory: listing %s: %w", prefix, err)
 		}
-		for _, o := range res.Objects {
-			data, err := d.read(ctx, o.Name)
+		for _, info := range res.Objects {
+			if o, ok := known[info.Name]; ok && o.etag == info.ETag && info.ETag != "" {
+				fn(info.Name, o)
+				continue
+			}
+			data, err := d.read(ctx, info.Name)
 			if errors.Is(err, objlayer.ErrObjectNotFound) {
 				continue // removed since the listing
 			}
+			var o dirObject
 			if err == nil {
-				err = fn(data)
+				o, err = d.parse(info.Name, data)
 			}
 			if err != nil {
-				return fmt.Errorf("IAM directory: %s: %w", o.Name, err)
+				return fmt.Errorf("IAM directory: %s: %w", info.Name, err)
 			}
+			o.etag = info.ETag
+			fn(info.Name, o)
 		}
 		if !res.IsTruncated {
 			return nil
@@ -229,7 +322,7 @@ func (d *Directory) refresh(ctx context.Context) error {
 		return err
 	}
 	d.mu.RLock()
-	same := d.loaded && gen == d.generation
+	same := d.loaded && gen == d.generation && d.now().Sub(d.fullAt) < fullListEvery
 	d.mu.RUnlock()
 	if same {
 		return nil
@@ -245,17 +338,44 @@ func (d *Directory) changing(ctx context.Context, fn func() error) error {
 	if err := d.Refresh(ctx); err != nil {
 		return err
 	}
+	d.pending = map[string]pendingObject{}
+	defer func() { d.pending = nil }()
 	if err := fn(); err != nil {
 		return err
 	}
 	return d.bump(ctx)
 }
 
-// bump writes a new generation object, then reloads.
+// errMoved: the generation moved under a change (another server changed
+// the directory too).
+var errMoved = errors.New("the IAM directory changed meanwhile")
+
+// bump writes a new generation object, if the generation is still the
+// one the change was made on, and applies the change to what was loaded
+// (every other server lists the directory again, reading only the objects
+// that changed); when another server moved it meanwhile, it lists the
+// directory too.
 func (d *Directory) bump(ctx context.Context) error {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	if err := d.write(ctx, generationKey, fmt.Appendf(nil, "%x", b), nil); err != nil {
+	d.mu.RLock()
+	base := d.generation
+	d.mu.RUnlock()
+	info, err := d.put(ctx, generationKey, fmt.Appendf(nil, "%x", b), func(cur *objlayer.ObjectInfo) error {
+		if cur == nil && base == "" || cur != nil && !cur.DeleteMarker && cur.ETag == base {
+			return nil
+		}
+		return errMoved
+	})
+	if err == nil {
+		// Read back: of two servers moving it at once, the one whose
+		// generation did not stay lists the directory.
+		if gen, gerr := d.generationTag(ctx); gerr == nil && gen == info.ETag {
+			return d.applyPending(gen, d.pending)
+		}
+	} else if !errors.Is(err, errMoved) {
+		return err
+	} else if _, err := d.put(ctx, generationKey, fmt.Appendf(nil, "%x", b), nil); err != nil {
 		return err
 	}
 	return d.Load(ctx)
@@ -264,27 +384,38 @@ func (d *Directory) bump(ctx context.Context) error {
 // write stores one of the directory's objects, making the reserved
 // bucket first when it is missing (a StatBucket is a cached read).
 func (d *Directory) write(ctx context.Context, key string, data []byte, cond func(*objlayer.ObjectInfo) error) error {
+	info, err := d.put(ctx, key, data, cond)
+	if err == nil && d.pending != nil {
+		d.pending[key] = pendingObject{data: data, etag: info.ETag}
+	}
+	return err
+}
+
+func (d *Directory) put(ctx context.Context, key string, data []byte, cond func(*objlayer.ObjectInfo) error) (objlayer.ObjectInfo, error) {
 	// The object layer leaves checking that a bucket exists to its
 	// caller.
 	if _, err := d.store.StatBucket(ctx, ReservedBucket); errors.Is(err, objlayer.ErrBucketNotFound) {
 		if err := d.store.CreateBucket(ctx, objlayer.BucketInfo{Name: ReservedBucket}); err != nil && !errors.Is(err, objlayer.ErrBucketExists) {
-			return fmt.Errorf("IAM directory: creating its bucket: %w", err)
+			return objlayer.ObjectInfo{}, fmt.Errorf("IAM directory: creating its bucket: %w", err)
 		}
 	} else if err != nil {
-		return fmt.Errorf("IAM directory: %w", err)
+		return objlayer.ObjectInfo{}, fmt.Errorf("IAM directory: %w", err)
 	}
-	_, err := d.store.PutObject(ctx, ReservedBucket, key, bytes.NewReader(data), int64(len(data)),
+	info, err := d.store.PutObject(ctx, ReservedBucket, key, bytes.NewReader(data), int64(len(data)),
 		objlayer.PutOptions{Meta: map[string]string{"content-type": "application/json"}, Condition: cond})
-	if err != nil && !errors.Is(err, ErrEntityExists) {
-		return fmt.Errorf("IAM directory: writing %s: %w", key, err)
+	if err != nil && !errors.Is(err, ErrEntityExists) && !errors.Is(err, errMoved) {
+		return info, fmt.Errorf("IAM directory: writing %s: %w", key, err)
 	}
-	return err
+	return info, err
 }
 
 func (d *Directory) remove(ctx context.Context, key string) error {
 	_, err := d.store.DeleteObject(ctx, ReservedBucket, key, nil, objlayer.DeleteUnversioned)
 	if err != nil && !errors.Is(err, objlayer.ErrObjectNotFound) {
 		return fmt.Errorf("IAM directory: removing %s: %w", key, err)
+	}
+	if d.pending != nil {
+		d.pending[key] = pendingObject{}
 	}
 	return nil
 }

@@ -85,7 +85,6 @@ func (c HTTPClient) withClients(ep Endpoint, fn func(s *s3.Client, i *iam.Client
 	if err != nil {
 		return err
 	}
-	defer hc.CloseIdleConnections()
 	return fn(c.s3Client(ep, hc), c.iamClient(ep, hc))
 }
 
@@ -293,11 +292,19 @@ func (c HTTPClient) EnsurePrincipal(ctx context.Context, ep Endpoint, p Principa
 // AccessKey is a user's key.
 type AccessKey struct{ ID, Secret string }
 
-// CreateAccessKey makes a new key for a user.
-func (c HTTPClient) CreateAccessKey(ctx context.Context, ep Endpoint, user string) (AccessKey, error) {
+// CreateAccessKey makes a new key for a user. A user that has its two
+// keys already (a key made before whose Secret was never written) has
+// those but keep deleted first.
+func (c HTTPClient) CreateAccessKey(ctx context.Context, ep Endpoint, user, keep string) (AccessKey, error) {
 	var k AccessKey
 	err := c.withClients(ep, func(_ *s3.Client, cl *iam.Client) error {
 		out, err := cl.CreateAccessKey(ctx, &iam.CreateAccessKeyInput{UserName: aws.String(user)})
+		if errCode(err) == "LimitExceeded" {
+			if err := deleteKeys(ctx, cl, user, keep); err != nil {
+				return err
+			}
+			out, err = cl.CreateAccessKey(ctx, &iam.CreateAccessKeyInput{UserName: aws.String(user)})
+		}
 		if err != nil {
 			return fmt.Errorf("creating a key for user %s: %w", user, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -151,8 +152,9 @@ type Client interface {
 	// EnsurePrincipal makes an IAM user or role with its inline policy
 	// and returns its ARN.
 	EnsurePrincipal(ctx context.Context, ep Endpoint, p Principal) (string, error)
-	// CreateAccessKey makes a key for a user.
-	CreateAccessKey(ctx context.Context, ep Endpoint, user string) (AccessKey, error)
+	// CreateAccessKey makes a key for a user (deleting its keys but keep
+	// when it has two already).
+	CreateAccessKey(ctx context.Context, ep Endpoint, user, keep string) (AccessKey, error)
 	// DeleteAccessKeys deletes a user's keys but keep.
 	DeleteAccessKeys(ctx context.Context, ep Endpoint, user, keep string) error
 	// DeletePrincipal deletes a user (with its keys) or a role.
@@ -167,29 +169,50 @@ type HTTPClient struct {
 
 var _ Client = HTTPClient{}
 
-func (c HTTPClient) httpClient(ep Endpoint) (*http.Client, error) {
+// transports keeps one transport per CA bundle, so the calls of many
+// reconciles to a tenant reuse connections (and TLS sessions) instead of
+// dialling for each.
+var transports sync.Map // string(CA) -> *http.Transport
+
+func transportFor(ca []byte) (*http.Transport, error) {
+	if tr, ok := transports.Load(string(ca)); ok {
+		return tr.(*http.Transport), nil
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if len(ep.CA) > 0 {
+	tr.MaxIdleConnsPerHost = 16
+	if len(ca) > 0 {
 		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ep.CA) {
+		if !pool.AppendCertsFromPEM(ca) {
 			return nil, errors.New("tenant CA is not PEM")
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = 5 * time.Second
+	got, _ := transports.LoadOrStore(string(ca), tr)
+	return got.(*http.Transport), nil
+}
+
+func (c HTTPClient) timeout() time.Duration {
+	if c.Timeout == 0 {
+		return 5 * time.Second
 	}
-	return &http.Client{Transport: tr, Timeout: timeout}, nil
+	return c.Timeout
+}
+
+func (c HTTPClient) httpClient(ep Endpoint) (*http.Client, error) {
+	tr, err := transportFor(ep.CA)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: tr, Timeout: c.timeout()}, nil
 }
 
 // admin returns the engine's admin client for an endpoint.
 func (c HTTPClient) admin(ep Endpoint) (*adminclient.Client, error) {
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = 5 * time.Second
+	tr, err := transportFor(ep.CA)
+	if err != nil {
+		return nil, err
 	}
-	return adminclient.New(ep.URL, adminclient.Options{AccessKey: ep.AccessKey, SecretKey: ep.SecretKey, CA: ep.CA, Timeout: timeout})
+	return adminclient.New(ep.URL, adminclient.Options{AccessKey: ep.AccessKey, SecretKey: ep.SecretKey, Transport: tr, Timeout: c.timeout()})
 }
 
 // Info implements Client through the engine's admin client.
@@ -254,7 +277,6 @@ func (c HTTPClient) EnsureBuckets(ctx context.Context, ep Endpoint, buckets []Bu
 	if err != nil {
 		return err
 	}
-	defer hc.CloseIdleConnections()
 	cl := c.s3Client(ep, hc)
 	for _, b := range buckets {
 		if _, err := cl.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b.Name)}); err != nil {

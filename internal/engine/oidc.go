@@ -25,7 +25,6 @@ func (c HTTPClient) EnsureOIDCProviders(ctx context.Context, ep Endpoint, provid
 	if err != nil {
 		return nil, err
 	}
-	defer hc.CloseIdleConnections()
 	cl := c.iamClient(ep, hc)
 	listed, err := cl.ListOpenIDConnectProviders(ctx, &iam.ListOpenIDConnectProvidersInput{})
 	if err != nil {

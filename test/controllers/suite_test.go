@@ -327,9 +327,9 @@ func (e *recordingEngine) EnsurePrincipal(ctx context.Context, ep engine.Endpoin
 	return "arn:aws:iam:::user" + p.Path + p.Name, nil
 }
 
-func (e *recordingEngine) CreateAccessKey(ctx context.Context, ep engine.Endpoint, user string) (engine.AccessKey, error) {
+func (e *recordingEngine) CreateAccessKey(ctx context.Context, ep engine.Endpoint, user, keep string) (engine.AccessKey, error) {
 	if local, ok := e.real(ep); ok {
-		return engine.HTTPClient{}.CreateAccessKey(ctx, local, user)
+		return engine.HTTPClient{}.CreateAccessKey(ctx, local, user, keep)
 	}
 	e.record("key " + user)
 	e.mu.Lock()
