@@ -40,10 +40,14 @@ const (
 	KeyEndpointURL     = "AWS_ENDPOINT_URL"
 	KeyRegion          = "AWS_REGION"
 	KeyRoleARN         = "AWS_ROLE_ARN"
-	KeyAudience        = "STRATA_STS_AUDIENCE"
-	KeyBucketName      = "BUCKET_NAME"
-	KeyBucketNames     = "BUCKET_NAMES"
-	KeyCABundle        = "ca.crt"
+	// KeySTSEndpointURL: the AWS SDKs' web identity providers ask STS at
+	// this, and not at AWS_ENDPOINT_URL (aws-sdk-go-v2's did not, found
+	// by the local cluster's pod).
+	KeySTSEndpointURL = "AWS_ENDPOINT_URL_STS"
+	KeyAudience       = "STRATA_STS_AUDIENCE"
+	KeyBucketName     = "BUCKET_NAME"
+	KeyBucketNames    = "BUCKET_NAMES"
+	KeyCABundle       = "ca.crt"
 )
 
 // BucketAccessReconciler gives an access its IAM user and keys (in a
@@ -201,7 +205,7 @@ func (r *BucketAccessReconciler) grantRole(ctx context.Context, a *v1.BucketAcce
 	}
 	a.Status.RoleARN = arn
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Name, Labels: map[string]string{builders.LabelManagedBy: builders.ManagedBy}},
-		Data: map[string]string{KeyRoleARN: arn, KeyAudience: ws.Audience}}
+		Data: map[string]string{KeyRoleARN: arn, KeyAudience: ws.Audience, KeySTSEndpointURL: ct.ep.URL}}
 	for k, v := range clientSettings(ct, a.Status.Buckets) {
 		cm.Data[k] = v
 	}

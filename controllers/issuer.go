@@ -10,10 +10,14 @@ import (
 	"k8s.io/client-go/rest"
 )
 
+// The discovery document, granted to the operator itself: the default
+// ClusterRole system:service-account-issuer-discovery is bound to
+// ServiceAccounts only, and an operator running under another identity
+// (the local cluster's, a user's kubeconfig) was refused it.
+// +kubebuilder:rbac:urls=/.well-known/openid-configuration,verbs=get
+
 // ClusterIssuer reads this cluster's ServiceAccount token issuer from the
-// API server's OIDC discovery document (served to every authenticated
-// ServiceAccount by the default ClusterRole
-// system:service-account-issuer-discovery).
+// API server's OIDC discovery document.
 func ClusterIssuer(cfg *rest.Config) func(ctx context.Context) (string, error) {
 	return func(ctx context.Context) (string, error) {
 		dc, err := discovery.NewDiscoveryClientForConfig(cfg)

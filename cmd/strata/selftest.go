@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -64,8 +65,13 @@ func runSelftest(args []string, stdout, stderr io.Writer, getenv func(string) st
 Writes objects to an S3 endpoint, reads them back and compares them, then
 deletes them (the check a Helm test of a tenant runs). Without --bucket it
 works in a temporary bucket it removes. Credentials come from the
-environment as for 'strata server'. Exits 0 when every step succeeded, 1
-with the failing step on standard error otherwise.
+environment as for 'strata server' or, with --aws-credentials, from the
+AWS SDK's own chain (static keys in AWS_ACCESS_KEY_ID and
+AWS_SECRET_ACCESS_KEY, or AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE
+traded for a session through STS at AWS_ENDPOINT_URL: what a
+BucketAccess's Secret or ConfigMap gives a pod, docs/claims.md). Exits 0
+when every step succeeded, 1 with the failing step on standard error
+otherwise.
 
 `)
 		fs.PrintDefaults()
@@ -75,6 +81,7 @@ with the failing step on standard error otherwise.
 	bucket := fs.String("bucket", "", "existing bucket to write in; empty: a temporary bucket, removed afterwards")
 	region := fs.String("region", "us-east-1", "region the requests are signed for")
 	wait := fs.Duration("wait", 0, "how long to keep retrying while the endpoint does not answer yet (a tenant still starting)")
+	sdkCreds := fs.Bool("aws-credentials", false, "take credentials from the AWS SDK's default chain (environment, web identity) instead of the root's")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -95,15 +102,25 @@ with the failing step on standard error otherwise.
 	case *caFile != "" && u.Scheme != "https":
 		return fail(2, "--ca-file is only used with an https endpoint")
 	}
-	root, err := iam.RootFromEnv(getenv)
-	if err != nil {
-		return fail(2, "%v", err)
-	}
 	hc, err := selftestHTTPClient(*caFile)
 	if err != nil {
 		return fail(2, "%v", err)
 	}
 	defer hc.CloseIdleConnections()
+	var creds aws.CredentialsProvider
+	if *sdkCreds {
+		cfg, err := config.LoadDefaultConfig(context.Background(), config.WithHTTPClient(hc), config.WithRegion(*region))
+		if err != nil || cfg.Credentials == nil {
+			return fail(2, "the AWS SDK's credentials: %v", err)
+		}
+		creds = cfg.Credentials
+	} else {
+		root, err := iam.RootFromEnv(getenv)
+		if err != nil {
+			return fail(2, "%v", err)
+		}
+		creds = credentials.NewStaticCredentialsProvider(root.AccessKey, root.SecretKey, "")
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -111,7 +128,7 @@ with the failing step on standard error otherwise.
 		endpoint: *endpoint, bucket: *bucket, wait: *wait, out: stdout,
 		s3: s3.New(s3.Options{
 			BaseEndpoint: aws.String(*endpoint), Region: *region, UsePathStyle: true,
-			Credentials: credentials.NewStaticCredentialsProvider(root.AccessKey, root.SecretKey, ""),
+			Credentials: creds,
 			HTTPClient:  hc,
 		}),
 	}
@@ -181,14 +198,20 @@ func (st *selftest) waitForEndpoint(ctx context.Context) error {
 	deadline := time.Now().Add(st.wait)
 	waiting := false
 	for {
-		_, err := st.s3.ListBuckets(ctx, &s3.ListBucketsInput{})
+		// A bucket given is all the credentials may reach (a claim's).
+		var err error
+		if st.bucket != "" {
+			_, err = st.s3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(st.bucket)})
+		} else {
+			_, err = st.s3.ListBuckets(ctx, &s3.ListBucketsInput{})
+		}
 		if err == nil {
 			st.logf("%s answers", st.endpoint)
 			return nil
 		}
 		var apiErr smithy.APIError
 		if errors.As(err, &apiErr) && credentialsRefused(apiErr.ErrorCode()) {
-			return fmt.Errorf("%s refuses the root credentials (%s): check STRATA_ROOT_USER/STRATA_ROOT_PASSWORD or the files they name", st.endpoint, apiErr.ErrorCode())
+			return fmt.Errorf("%s refuses the credentials (%s): check STRATA_ROOT_USER/STRATA_ROOT_PASSWORD or the files they name (with --aws-credentials: the AWS_ variables)", st.endpoint, apiErr.ErrorCode())
 		}
 		var untrusted *tls.CertificateVerificationError
 		if errors.As(err, &untrusted) {

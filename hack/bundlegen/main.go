@@ -347,6 +347,12 @@ var clusterWide = map[string]bool{"nodes": true, "namespaces": true, "storagecla
 func splitRules(rules []any) (cluster, namespaced []any) {
 	for _, r := range rules {
 		r := r.(object)
+		if _, ok := r["nonResourceURLs"]; ok {
+			// URLs of the API server (its OIDC discovery): cluster-wide by
+			// nature.
+			cluster = append(cluster, r)
+			continue
+		}
 		var c, n []any
 		for _, res := range r["resources"].([]any) {
 			if clusterWide[res.(string)] {

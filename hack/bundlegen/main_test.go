@@ -39,8 +39,8 @@ func TestBundle(t *testing.T) {
 
 	// Every CRD in the bundle is owned by the CSV, with its served version.
 	crds, _ := filepath.Glob(filepath.Join(root, "bundle/manifests/storage.strata.dev_*.yaml"))
-	if len(crds) != 3 {
-		t.Fatalf("bundle has %d CRDs, want 3", len(crds))
+	if len(crds) != 5 {
+		t.Fatalf("bundle has %d CRDs, want 5", len(crds))
 	}
 	owned := map[string]object{}
 	for _, o := range spec["customresourcedefinitions"].(object)["owned"].([]any) {
@@ -107,14 +107,19 @@ func TestBundle(t *testing.T) {
 	resources := func(key string) map[string][]any {
 		out := map[string][]any{}
 		for _, r := range install[key].([]any)[0].(object)["rules"].([]any) {
-			for _, res := range r.(object)["resources"].([]any) {
+			urls, _ := r.(object)["nonResourceURLs"].([]any)
+			for _, u := range urls {
+				out["url "+u.(string)] = r.(object)["verbs"].([]any)
+			}
+			res, _ := r.(object)["resources"].([]any)
+			for _, res := range res {
 				out[res.(string)] = r.(object)["verbs"].([]any)
 			}
 		}
 		return out
 	}
 	cluster, namespaced := resources("clusterPermissions"), resources("permissions")
-	for _, res := range []string{"nodes", "storageclasses", "csistoragecapacities"} {
+	for _, res := range []string{"nodes", "storageclasses", "csistoragecapacities", "url /.well-known/openid-configuration"} {
 		if _, ok := cluster[res]; !ok {
 			t.Errorf("cluster permissions lack %s", res)
 		}

@@ -17,6 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
+// serviceAccountIssuer is the issuer of the cluster's ServiceAccount
+// tokens.
+const serviceAccountIssuer = "https://kubernetes.default.svc." + clusterDomain
+
 // controlPlane is envtest's kube-apiserver and etcd plus the two control
 // loops envtest leaves out, kube-controller-manager and kube-scheduler.
 type controlPlane struct {
@@ -62,6 +66,12 @@ func startControlPlane(ctx context.Context, c *runConfig) (*controlPlane, error)
 	api.Address = nodeNetBridgeAddr
 	api.Port = strconv.Itoa(apiServerPort)
 	api.Configure().Set("advertise-address", nodeNetBridgeAddr)
+	// ServiceAccount tokens name the API server by its in-cluster name, as
+	// kubeadm's clusters do, so that a verifier in a pod (a tenant's STS,
+	// docs/claims.md) finds the issuer's discovery and keys through the
+	// `kubernetes` Service rather than at envtest's 127.0.0.1.
+	api.Configure().Set("service-account-issuer", serviceAccountIssuer)
+	api.Configure().Set("service-account-jwks-uri", serviceAccountIssuer+"/openid/v1/jwks")
 	api.Configure().Set("kubelet-client-certificate", filepath.Join(api.CertDir, "kubelet-client.crt"))
 	api.Configure().Set("kubelet-client-key", filepath.Join(api.CertDir, "kubelet-client.key"))
 	api.Configure().Set("kubelet-preferred-address-types", "InternalIP,Hostname")

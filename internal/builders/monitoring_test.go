@@ -132,3 +132,22 @@ func TestPrometheusRule(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIAccessOnlyForWebIdentity: server pods hold no ServiceAccount token
+// unless the tenant verifies ServiceAccount tokens (its servers then read
+// the issuer's keys with one, projected where the automount would put it).
+func TestAPIAccessOnlyForWebIdentity(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		tn := testTenant()
+		tn.Spec.WebIdentity.ServiceAccounts = on
+		pod := ServerStatefulSet(tn, testPool("pool-a", 4, 2), placement.Group{Replicas: 4}, nil, EngineFor(tn, "strata:x", "")).Spec.Template.Spec
+		vol := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == apiAccessVolumeName })
+		mount := slices.IndexFunc(pod.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == APIAccessMountPath })
+		if (vol >= 0) != on || (mount >= 0) != on || *pod.AutomountServiceAccountToken {
+			t.Errorf("webIdentity.serviceAccounts=%v: token volume %v, mounted %v, automount %v", on, vol >= 0, mount >= 0, *pod.AutomountServiceAccountToken)
+		}
+		if on && pod.Volumes[vol].Projected.Sources[0].ServiceAccountToken == nil {
+			t.Errorf("the volume projects no token: %+v", pod.Volumes[vol])
+		}
+	}
+}

@@ -56,7 +56,12 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 	}
 	keyVols, keyMounts, keyEnv := e.encryptionKeys()
 	vols = append(vols, keyVols...)
-	c := e.container(args, append(mounts, keyMounts...), p.Spec.PodPlacement, ServerSizing)
+	mounts = append(mounts, keyMounts...)
+	if t.Spec.WebIdentity.ServiceAccounts {
+		vols = append(vols, apiAccessVolume())
+		mounts = append(mounts, corev1.VolumeMount{Name: apiAccessVolumeName, MountPath: APIAccessMountPath, ReadOnly: true})
+	}
+	c := e.container(args, mounts, p.Spec.PodPlacement, ServerSizing)
 	c.Env = append(c.Env, keyEnv...)
 
 	return &appsv1.StatefulSet{
@@ -92,6 +97,27 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 			},
 		},
 	}
+}
+
+// APIAccessMountPath is where a pod's ServiceAccount token and the
+// cluster's CA are, as the kubelet's automount places them.
+const APIAccessMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+const apiAccessVolumeName = "kube-api-access"
+
+// apiAccessVolume is the token and CA a server reads the cluster's token
+// issuer with (its discovery and keys are served to authenticated
+// ServiceAccounts only), mounted only for tenants with
+// spec.webIdentity.serviceAccounts: the servers' pods otherwise hold no
+// token at all (the automount stays off).
+func apiAccessVolume() corev1.Volume {
+	return corev1.Volume{Name: apiAccessVolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+		},
+	}}}
 }
 
 // ServerPDB lets voluntary disruptions (drains, upgrades of nodes) take down

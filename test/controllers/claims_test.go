@@ -197,6 +197,7 @@ func claimsStory(t *v1.Tenant, addr string, rootAccess, rootSecret []byte) {
 	cm := &corev1.ConfigMap{}
 	Expect(k8s.Get(ctx, key(app, "reader"), cm)).To(Succeed())
 	roleARN := cm.Data[controllers.KeyRoleARN]
+	Expect(cm.Data[controllers.KeySTSEndpointURL]).To(Equal(cm.Data[controllers.KeyEndpointURL]))
 	Expect(roleARN).To(Equal(reader.Status.RoleARN))
 	Expect(roleARN).To(ContainSubstring(":role/strata-claims/" + app + "/"))
 	audience := cm.Data[controllers.KeyAudience]

@@ -401,6 +401,14 @@ func TestDemoTenantServesS3(t *testing.T) {
 		}
 	})
 
+	t.Run("a pod claims a bucket and reaches it with its ServiceAccount's token alone", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", in.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimsFromPods(ctx, t, kubeClient(t, in.Kubeconfig), kubernetes.NewForConfigOrDie(cfg))
+	})
+
 	t.Run("kubectl exec, port-forward and logs --previous reach the kubelets", func(t *testing.T) {
 		cfg, err := clientcmd.BuildConfigFromFlags("", in.Kubeconfig)
 		if err != nil {
