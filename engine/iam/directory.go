@@ -125,33 +125,42 @@ func (d *Directory) load(ctx context.Context) error {
 	before := d.objects
 	d.mu.RUnlock()
 	objects := make(map[string]dirObject, len(before))
-	entities := map[entityKey]Entity{}
-	keys := map[string]DirKey{}
-	providers := map[string]Provider{}
 	prefixes := []string{keysPrefix, providersPrefix}
 	for _, kind := range kinds {
 		prefixes = append(prefixes, string(kind)+"s/")
 	}
 	for _, prefix := range prefixes {
-		if err := d.each(ctx, prefix, before, func(name string, o dirObject) {
-			objects[name] = o
-			switch {
-			case o.entity != nil:
-				entities[o.entity.key()] = *o.entity
-			case o.key != nil:
-				keys[o.key.ID] = *o.key
-			case o.provider != nil:
-				providers[providerKey(o.provider.Account, o.provider.URL)] = *o.provider
-			}
-		}); err != nil {
+		if err := d.each(ctx, prefix, before, func(name string, o dirObject) { objects[name] = o }); err != nil {
 			return err
+		}
+	}
+	d.install(objects, gen, true)
+	return nil
+}
+
+// install makes objects, at generation gen, the directory served: the
+// entities, keys and providers indexed from them (full: they were listed
+// whole).
+func (d *Directory) install(objects map[string]dirObject, gen string, full bool) {
+	entities := map[entityKey]Entity{}
+	keys := map[string]DirKey{}
+	providers := map[string]Provider{}
+	for _, o := range objects {
+		switch {
+		case o.entity != nil:
+			entities[o.entity.key()] = *o.entity
+		case o.key != nil:
+			keys[o.key.ID] = *o.key
+		case o.provider != nil:
+			providers[providerKey(o.provider.Account, o.provider.URL)] = *o.provider
 		}
 	}
 	d.mu.Lock()
 	d.entities, d.keys, d.providers, d.generation, d.loaded, d.objects = entities, keys, providers, gen, true, objects
-	d.fullAt = d.now()
+	if full {
+		d.fullAt = d.now()
+	}
 	d.mu.Unlock()
-	return nil
 }
 
 // pendingObject is an object a change wrote (data nil: removed).
@@ -187,22 +196,7 @@ func (d *Directory) applyPending(gen string, pending map[string]pendingObject) e
 		o.etag = p.etag
 		objects[name] = o
 	}
-	entities := map[entityKey]Entity{}
-	keys := map[string]DirKey{}
-	providers := map[string]Provider{}
-	for _, o := range objects {
-		switch {
-		case o.entity != nil:
-			entities[o.entity.key()] = *o.entity
-		case o.key != nil:
-			keys[o.key.ID] = *o.key
-		case o.provider != nil:
-			providers[providerKey(o.provider.Account, o.provider.URL)] = *o.provider
-		}
-	}
-	d.mu.Lock()
-	d.entities, d.keys, d.providers, d.generation, d.objects = entities, keys, providers, gen, objects
-	d.mu.Unlock()
+	d.install(objects, gen, false)
 	return nil
 }
 
