@@ -45,8 +45,11 @@ type selftest struct {
 	endpoint string
 	bucket   string
 	wait     time.Duration
-	s3       *s3.Client
-	out      io.Writer
+	// credentials names where the keys came from and what to check, for a
+	// refusal's message.
+	credentials [2]string
+	s3          *s3.Client
+	out         io.Writer
 	// made lists what this run created, newest last, for the clean-up.
 	made []madeThing
 }
@@ -108,7 +111,9 @@ otherwise.
 	}
 	defer hc.CloseIdleConnections()
 	var creds aws.CredentialsProvider
+	credsName := [2]string{"root credentials", "check STRATA_ROOT_USER/STRATA_ROOT_PASSWORD or the files they name"}
 	if *sdkCreds {
+		credsName = [2]string{"AWS SDK's credentials", "check the AWS_ variables (a BucketAccess's Secret or ConfigMap) and the bucket"}
 		cfg, err := config.LoadDefaultConfig(context.Background(), config.WithHTTPClient(hc), config.WithRegion(*region))
 		if err != nil || cfg.Credentials == nil {
 			return fail(2, "the AWS SDK's credentials: %v", err)
@@ -125,7 +130,7 @@ otherwise.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	st := &selftest{
-		endpoint: *endpoint, bucket: *bucket, wait: *wait, out: stdout,
+		endpoint: *endpoint, bucket: *bucket, wait: *wait, out: stdout, credentials: credsName,
 		s3: s3.New(s3.Options{
 			BaseEndpoint: aws.String(*endpoint), Region: *region, UsePathStyle: true,
 			Credentials: creds,
@@ -205,13 +210,14 @@ func (st *selftest) waitForEndpoint(ctx context.Context) error {
 		} else {
 			_, err = st.s3.ListBuckets(ctx, &s3.ListBucketsInput{})
 		}
-		if err == nil {
+		// A bucket that does not exist is an answer too: useBucket says so.
+		if err == nil || isNotFound(err) {
 			st.logf("%s answers", st.endpoint)
 			return nil
 		}
 		var apiErr smithy.APIError
 		if errors.As(err, &apiErr) && credentialsRefused(apiErr.ErrorCode()) {
-			return fmt.Errorf("%s refuses the credentials (%s): check STRATA_ROOT_USER/STRATA_ROOT_PASSWORD or the files they name (with --aws-credentials: the AWS_ variables)", st.endpoint, apiErr.ErrorCode())
+			return fmt.Errorf("%s refuses the %s (%s): %s", st.endpoint, st.credentials[0], apiErr.ErrorCode(), st.credentials[1])
 		}
 		var untrusted *tls.CertificateVerificationError
 		if errors.As(err, &untrusted) {
@@ -356,7 +362,7 @@ func (st *selftest) cleanup(ctx context.Context) error {
 // the endpoint is up and refuses the credentials.
 func credentialsRefused(code string) bool {
 	switch code {
-	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied":
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "Forbidden": // Forbidden: a HEAD's 403, which has no body
 		return true
 	}
 	return false
