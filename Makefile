@@ -167,8 +167,16 @@ $(JSCLIENTS_DIR)/.installed: $(JSCLIENTS_SPEC) | $(LOCALBIN)
 CONFORMANCE_FLAGS ?= -parallel 2
 
 .PHONY: conformance
-conformance: build ## S3 conformance: ceph/s3-tests against strata server (HTTPS) and strata gateway; fails below test/conformance/floors.json, when a test of test/conformance/passing-TARGET.txt fails twice, or on output outside the JSON log.
-	go run ./hack/conformance -strata $(LOCALBIN)/strata -parallel 2 $(CONFORMANCE_FLAGS)
+conformance: build keycloak ## S3 conformance: ceph/s3-tests against strata server (HTTPS) and strata gateway, with Keycloak as the web identity tests' issuer; fails below test/conformance/floors.json, when a test of test/conformance/passing-TARGET.txt fails twice, or on output outside the JSON log.
+	go run ./hack/conformance -strata $(LOCALBIN)/strata -keycloak $(KEYCLOAK) -parallel 2 $(CONFORMANCE_FLAGS)
+
+# Keycloak, the OIDC issuer of the suite's web identity tests, from Maven Central (runs on the JDK 17 here).
+KEYCLOAK_VERSION ?= 26.5.6
+KEYCLOAK ?= $(LOCALBIN)/keycloak-$(KEYCLOAK_VERSION)
+.PHONY: keycloak
+keycloak: $(KEYCLOAK)/bin/kc.sh ## Download Keycloak (the conformance suite's OIDC issuer) into bin/.
+$(KEYCLOAK)/bin/kc.sh:
+	hack/keycloak.sh $(KEYCLOAK_VERSION) $(KEYCLOAK)
 
 .PHONY: envtest
 envtest: ## Make kube-apiserver and etcd available to envtest (builds them offline if needed).

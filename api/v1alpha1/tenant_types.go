@@ -132,7 +132,9 @@ type WebIdentitySpec struct {
 	ServiceAccounts bool `json:"serviceAccounts,omitempty"`
 
 	// providers are other OpenID Connect issuers and the client IDs
-	// (audiences) their tokens must carry.
+	// (audiences) their tokens must carry. They are registered in the
+	// tenant's root account, and an IAM account's own provider of such an
+	// issuer that lists no client IDs accepts these.
 	// +optional
 	// +listType=map
 	// +listMapKey=url

@@ -42,6 +42,30 @@ type Session struct {
 	// kubernetes-service-account and kubernetes-pod-name, as EKS names
 	// them.
 	Tags map[string]string `json:"tags,omitempty"`
+	// TokenTags are the session tags the web identity token carried
+	// (oidc.TagsClaim), a value a list when the issuer's attribute is.
+	TokenTags map[string][]string `json:"ttags,omitempty"`
+}
+
+// Tag returns the values of the session's principal tag key (keys
+// compare without case, as AWS's do).
+func (s *Session) Tag(key string) ([]string, bool) {
+	for k, v := range s.Tags {
+		if strings.EqualFold(k, key) {
+			return []string{v}, true
+		}
+	}
+	return TagValues(s.TokenTags, key)
+}
+
+// TagValues returns the values of tags' key, compared without case.
+func TagValues(tags map[string][]string, key string) ([]string, bool) {
+	for k, v := range tags {
+		if strings.EqualFold(k, key) {
+			return v, true
+		}
+	}
+	return nil, false
 }
 
 // sessionInfo makes session keys differ from the directory's.

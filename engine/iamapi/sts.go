@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -41,6 +42,11 @@ type STS struct {
 	// Web verifies web identity tokens (nil: AssumeRoleWithWebIdentity
 	// is refused).
 	Web *oidc.Verifier
+	// Audiences are the client IDs the tenant accepts for an issuer
+	// (spec.webIdentity.providers): an account's provider of that issuer
+	// that lists no client IDs of its own accepts these, and one of
+	// another issuer accepts no token.
+	Audiences map[string][]string
 }
 
 // Serve runs the STS action a form names and writes its answer.
@@ -349,18 +355,22 @@ func (s *STS) assumeRoleWithWebIdentity(ctx context.Context, p params) (any, err
 	if err != nil {
 		return nil, webError(fmt.Errorf("%w: no OpenIDConnect provider found in the role's account for %s", oidc.ErrInvalidToken, issuer))
 	}
-	if len(provider.ClientIDs) == 0 {
+	audiences := provider.ClientIDs
+	if len(audiences) == 0 {
+		audiences = s.Audiences[issuer]
+	}
+	if len(audiences) == 0 {
 		// Any audience would do: a token the issuer made for another
 		// service could be replayed here (docs/iam.md).
-		return nil, webError(fmt.Errorf("%w: the OpenIDConnect provider %s lists no client IDs (audiences)", oidc.ErrInvalidToken, issuer))
+		return nil, webError(fmt.Errorf("%w: the OpenIDConnect provider %s lists no client IDs (audiences), and the tenant names none for it", oidc.ErrInvalidToken, issuer))
 	}
-	claims, err := s.Web.Verify(ctx, token, issuer, provider.ClientIDs)
+	claims, err := s.Web.Verify(ctx, token, issuer, audiences)
 	if err != nil {
 		return nil, webError(err)
 	}
 	audience := ""
 	for _, a := range claims.Audience {
-		if slices.Contains(provider.ClientIDs, a) {
+		if slices.Contains(audiences, a) {
 			audience = a
 			break
 		}
@@ -376,6 +386,12 @@ func (s *STS) assumeRoleWithWebIdentity(ctx context.Context, p params) (any, err
 	}
 	req := s3rules.PolicyRequest{Action: "sts:AssumeRoleWithWebIdentity", PrincipalARNs: []string{providerARN},
 		Context: func(k string) ([]string, bool) {
+			if tag, ok := strings.CutPrefix(k, "aws:requesttag/"); ok {
+				return iam.TagValues(claims.Tags, tag)
+			}
+			if k == "aws:tagkeys" && len(claims.Tags) > 0 {
+				return slices.Sorted(maps.Keys(claims.Tags)), true
+			}
 			prefix, key, ok := strings.Cut(k, strings.ToLower(name0)+":")
 			if !ok || prefix != "" || values[key] == "" {
 				return nil, false
@@ -385,12 +401,21 @@ func (s *STS) assumeRoleWithWebIdentity(ctx context.Context, p params) (any, err
 	if trust.Decide(req) != s3rules.Allow {
 		return nil, denied
 	}
+	// A token carrying session tags needs the trust's sts:TagSession too,
+	// as AWS's STS asks.
+	if len(claims.Tags) > 0 {
+		req.Action = "sts:TagSession"
+		if trust.Decide(req) != s3rules.Allow {
+			denied.msg = fmt.Sprintf("Not authorized to perform sts:TagSession on %s: the web identity token carries session tags", arn)
+			return nil, denied
+		}
+	}
 	d, err := duration(p, time.Duration(role.MaxSessionDuration)*time.Second)
 	if err != nil {
 		return nil, err
 	}
 	sess := iam.Session{Account: role.Account, Role: role.Name, RoleID: role.ID, Name: name,
-		Provider: name0, Subject: claims.Subject, Audience: audience}
+		Provider: name0, Subject: claims.Subject, Audience: audience, TokenTags: claims.Tags}
 	if claims.Namespace != "" {
 		sess.Tags = map[string]string{"kubernetes-namespace": claims.Namespace, "kubernetes-service-account": claims.ServiceAccount}
 		if claims.Pod != "" {

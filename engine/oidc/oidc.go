@@ -53,6 +53,60 @@ type Claims struct {
 	// A Kubernetes ServiceAccount token's: its namespace, ServiceAccount
 	// and pod.
 	Namespace, ServiceAccount, Pod string
+	// Tags are the session tags the issuer gives the token's subject
+	// (the claim https://aws.amazon.com/tags, principal_tags: AWS's
+	// shape; a value may be a list, as an identity provider's
+	// multi-valued attribute is).
+	Tags map[string][]string
+}
+
+// TagsClaim is where an issuer puts session tags, as AWS names it.
+const TagsClaim = "https://aws.amazon.com/tags"
+
+// Limits AWS sets on session tags.
+const (
+	maxTags        = 50
+	maxTagKey      = 128
+	maxTagValue    = 256
+	maxValuesOfTag = 16
+)
+
+// tagsOf reads the tags claim: principal_tags maps a key to a string or a
+// list of strings.
+func tagsOf(raw json.RawMessage) (map[string][]string, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var c struct {
+		PrincipalTags map[string]json.RawMessage `json:"principal_tags"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("%w: the %s claim: %w", ErrInvalidToken, TagsClaim, err)
+	}
+	if len(c.PrincipalTags) > maxTags {
+		return nil, fmt.Errorf("%w: more than %d session tags", ErrInvalidToken, maxTags)
+	}
+	tags := make(map[string][]string, len(c.PrincipalTags))
+	for k, v := range c.PrincipalTags {
+		var values []string
+		if err := json.Unmarshal(v, &values); err != nil {
+			var one string
+			if err := json.Unmarshal(v, &one); err != nil {
+				return nil, fmt.Errorf("%w: session tag %q is neither a string nor a list of strings", ErrInvalidToken, k)
+			}
+			values = []string{one}
+		}
+		if k == "" || len(k) > maxTagKey || len(values) == 0 || len(values) > maxValuesOfTag {
+			return nil, fmt.Errorf("%w: session tag %q: a key of 1 to %d characters with 1 to %d values", ErrInvalidToken, k, maxTagKey, maxValuesOfTag)
+		}
+		for _, one := range values {
+			if len(one) > maxTagValue {
+				return nil, fmt.Errorf("%w: session tag %q: a value longer than %d characters", ErrInvalidToken, k, maxTagValue)
+			}
+		}
+		tags[k] = values
+	}
+	return tags, nil
 }
 
 // Verifier verifies tokens.
@@ -118,9 +172,14 @@ func (v *Verifier) Verify(ctx context.Context, token, issuer string, audiences [
 				Name string `json:"name"`
 			} `json:"pod"`
 		} `json:"kubernetes.io"`
+		Tags json.RawMessage `json:"https://aws.amazon.com/tags"`
 	}
 	if err := t.Claims(key, &std, &extra); err != nil {
 		return Claims{}, fmt.Errorf("%w: the signature does not verify", ErrInvalidToken)
+	}
+	tags, err := tagsOf(extra.Tags)
+	if err != nil {
+		return Claims{}, err
 	}
 	err = std.ValidateWithLeeway(jwt.Expected{Issuer: issuer, AnyAudience: audiences, Time: v.clock()}, leeway)
 	switch {
@@ -135,7 +194,7 @@ func (v *Verifier) Verify(ctx context.Context, token, issuer string, audiences [
 	}
 	return Claims{Issuer: std.Issuer, Subject: std.Subject, Audience: std.Audience, Expiry: std.Expiry.Time(),
 		AuthorizedParty: extra.AZP, Namespace: extra.K8s.Namespace, ServiceAccount: extra.K8s.ServiceAccount.Name,
-		Pod: extra.K8s.Pod.Name}, nil
+		Pod: extra.K8s.Pod.Name, Tags: tags}, nil
 }
 
 func (v *Verifier) clock() time.Time {

@@ -6,8 +6,10 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,5 +123,34 @@ func TestVerify(t *testing.T) {
 	anon := &Verifier{Client: is.srv.Client()}
 	if _, err := anon.Verify(ctx, good, is.srv.URL, aud); !errors.Is(err, ErrCommunication) {
 		t.Errorf("discovery refused: %v, want ErrCommunication", err)
+	}
+}
+
+func TestSessionTagsClaim(t *testing.T) {
+	for raw, want := range map[string]map[string][]string{
+		``: nil,
+		`{"principal_tags":{"Department":["Engineering","Marketing"],"Team":"blue"},"transitive_tag_keys":["Team"]}`: {
+			"Department": {"Engineering", "Marketing"}, "Team": {"blue"}},
+	} {
+		got, err := tagsOf(json.RawMessage(raw))
+		if err != nil || len(got) != len(want) {
+			t.Errorf("%s: %v, %v", raw, got, err)
+		}
+		for k, v := range want {
+			if strings.Join(got[k], ",") != strings.Join(v, ",") {
+				t.Errorf("%s: %s = %v, want %v", raw, k, got[k], v)
+			}
+		}
+	}
+	many := map[string]string{}
+	for i := range maxTags + 1 {
+		many[fmt.Sprint("k", i)] = "v"
+	}
+	tooMany, _ := json.Marshal(map[string]any{"principal_tags": many})
+	for _, raw := range []string{`[]`, `{"principal_tags":{"Department":7}}`, `{"principal_tags":{"Department":[]}}`,
+		`{"principal_tags":{"":"x"}}`, `{"principal_tags":{"k":"` + strings.Repeat("v", maxTagValue+1) + `"}}`, string(tooMany)} {
+		if _, err := tagsOf(json.RawMessage(raw)); !errors.Is(err, ErrInvalidToken) {
+			t.Errorf("%.80s: %v, want ErrInvalidToken", raw, err)
+		}
 	}
 }

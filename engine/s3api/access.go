@@ -326,11 +326,7 @@ func (r *request) conditions(bucket, key, versionID string) s3rules.ConditionCon
 			return []string{"arn:aws:iam:::user/" + principal}, true
 		case "aws:principaltag/" + strings.TrimPrefix(k, "aws:principaltag/"):
 			if sess := r.who.session; sess != nil {
-				for tag, v := range sess.Tags {
-					if strings.EqualFold(tag, strings.TrimPrefix(k, "aws:principaltag/")) {
-						return []string{v}, true
-					}
-				}
+				return sess.Tag(strings.TrimPrefix(k, "aws:principaltag/"))
 			}
 			return nil, false
 		case "sts:authentication":

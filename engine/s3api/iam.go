@@ -334,8 +334,18 @@ func (r *request) allowedAsDirectoryUser(bk objlayer.BucketInfo, policy *s3rules
 		case broken:
 			bucketSide = s3rules.Deny
 		case policy != nil:
-			bucketSide = policy.Decide(s3rules.PolicyRequest{Principal: r.access, PrincipalARNs: r.principalARNs(), Action: a,
-				Resource: resource, Context: r.conditions(bk.Name, key, versionID)})
+			req := s3rules.PolicyRequest{Principal: r.access, PrincipalARNs: r.principalARNs(), Action: a,
+				Resource: resource, Context: r.conditions(bk.Name, key, versionID)}
+			bucketSide = policy.Decide(req)
+			if sess := r.who.session; bucketSide == s3rules.Allow && sess != nil && len(sess.Policies) > 0 {
+				// As AWS's: an Allow naming the session itself stands;
+				// one naming its role (or account) is narrowed by the
+				// session's policies like the role's own.
+				req.PrincipalARNs = sessionARNs(r.principalAccount(), sess)
+				if policy.Decide(req) != s3rules.Allow && r.s.decideAll(sess.Policies, req) != s3rules.Allow {
+					bucketSide = s3rules.NoMatch
+				}
+			}
 		}
 		own := r.identityDecides(a, resource)
 		switch {
@@ -365,6 +375,22 @@ func (s *Server) accountOfBucket(bk objlayer.BucketInfo) string {
 	return account
 }
 
+// principalAccount is the account the request's principal acts in, as its
+// ARNs name it.
+func (r *request) principalAccount() string {
+	if r.who.account != "" {
+		return r.who.account
+	}
+	return r.s.cfg.Account
+}
+
+// sessionARNs name a role session as policies may: STS's ARN of it, and
+// Ceph's, which names it under iam.
+func sessionARNs(acct string, sess *iam.Session) []string {
+	return []string{fmt.Sprintf("arn:aws:sts::%s:assumed-role/%s/%s", acct, sess.Role, sess.Name),
+		fmt.Sprintf("arn:aws:iam::%s:assumed-role/%s/%s", acct, sess.Role, sess.Name)}
+}
+
 // principalARNs name the request's principal as policies may: its own
 // ARN (a user's, a role session's and its role's), its account's root ARN
 // and its account's ID.
@@ -372,14 +398,11 @@ func (r *request) principalARNs() []string {
 	if r.access == "" {
 		return nil
 	}
-	acct := r.s.cfg.Account
-	if r.who.account != "" {
-		acct = r.who.account
-	}
-	arns := make([]string, 0, 4)
+	acct := r.principalAccount()
+	arns := make([]string, 0, 5)
 	switch sess := r.who.session; {
 	case sess != nil && sess.Role != "":
-		arns = append(arns, fmt.Sprintf("arn:aws:sts::%s:assumed-role/%s/%s", acct, sess.Role, sess.Name))
+		arns = append(arns, sessionARNs(acct, sess)...)
 		if role, err := r.s.cfg.Directory.Get(iam.KindRole, sess.Account, sess.Role); err == nil {
 			arns = append(arns, fmt.Sprintf("arn:aws:iam::%s:role%s%s", acct, role.Path, role.Name))
 		}

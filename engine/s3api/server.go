@@ -173,6 +173,12 @@ type identities struct {
 // role of the directory.
 func (i identities) KnownPrincipal(arn string) bool {
 	rest, isARN := strings.CutPrefix(arn, "arn:aws:iam::")
+	if !isARN {
+		// A role session, arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION.
+		if rest, isARN = strings.CutPrefix(arn, "arn:aws:sts::"); isARN && !strings.Contains(rest, ":assumed-role/") {
+			return false
+		}
+	}
 	acct, what, _ := strings.Cut(rest, ":")
 	if !isARN {
 		acct, what = arn, "root"
@@ -188,6 +194,16 @@ func (i identities) KnownPrincipal(arn string) bool {
 		acct = ""
 	}
 	kind, name, _ := strings.Cut(what, "/")
+	if kind == "assumed-role" {
+		// The role's sessions (Ceph writes them arn:aws:iam::, AWS
+		// arn:aws:sts::), whatever the session's name.
+		role, session, ok := strings.Cut(name, "/")
+		if !ok || session == "" || i.dir == nil {
+			return false
+		}
+		_, err := i.dir.Get(iam.KindRole, acct, role)
+		return err == nil
+	}
 	switch {
 	case what == "root":
 		return true

@@ -32,6 +32,8 @@ var conditionKeys = map[string]bool{
 	"s3:object-lock-mode": true, "s3:object-lock-retain-until-date": true, "s3:object-lock-legal-hold": true,
 	"s3:requestobjecttagkeys": true, "s3:locationconstraint": true, "s3:x-amz-object-ownership": true,
 	"s3:existingobjecttag/": true, "s3:requestobjecttag/": true, "aws:principaltag/": true,
+	// A web identity token's session tags, to a trust policy.
+	"aws:requesttag/": true, "aws:tagkeys": true,
 }
 
 // providerKeys are the keys of a web identity's provider, named

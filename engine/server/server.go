@@ -259,6 +259,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		go keys.Watch(5*time.Second, bg.Done())
 	}
+	audiences, err := webAudiences(os.Getenv)
+	if err != nil {
+		return err
+	}
 	layer := erasure.Layer{Pools: dep.Pools, Heal: n.heal}
 	n.lifecycle = lifecycle.NewWorker(layer, s3api.VersionFacts, lifecycle.WorkerOptions{Day: cfg.LifecycleDay, Log: log})
 	go n.runLifecycle(bg)
@@ -307,7 +311,7 @@ func Run(ctx context.Context, cfg Config) error {
 		s3cfg.Directory = dir
 		s3cfg.IAM = &iamapi.Handler{Dir: dir, CheckPolicy: s3api.CheckIdentityPolicy, CheckTrust: s3api.CheckTrustPolicy}
 		s3cfg.Sessions = iam.NewSessions(keys)
-		s3cfg.STS = &iamapi.STS{IAM: s3cfg.IAM, Sessions: s3cfg.Sessions, Web: webVerifier(os.Getenv)}
+		s3cfg.STS = &iamapi.STS{IAM: s3cfg.IAM, Sessions: s3cfg.Sessions, Web: webVerifier(os.Getenv), Audiences: audiences}
 	}
 	err = s3api.Serve(serveCtx, s3api.New(layer, s3cfg), s3api.ServeConfig{
 		Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: n.served,

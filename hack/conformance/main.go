@@ -47,8 +47,12 @@ const defaultTargets = "server-https,gateway"
 type config struct {
 	suite, strata, venv, out, floors string
 	work                             string // temp dir: binary snapshot, users file, data dirs
-	parallel                         int
-	report, updateFloors             bool
+	// keycloak is Keycloak's distribution, for the web identity tests
+	// ("" leaves them failing); kc the one running.
+	keycloak             string
+	kc                   *keycloak
+	parallel             int
+	report, updateFloors bool
 }
 
 // counts are the figures of the suite's summary line.
@@ -83,6 +87,7 @@ func run() int {
 	flag.StringVar(&cfg.venv, "venv", filepath.Join(repo, "bin", "venv-s3tests"), "Python venv for the suite (created when missing)")
 	flag.StringVar(&cfg.out, "out", filepath.Join(repo, "bin", "conformance"), "results go to OUT/TARGET (wiped before each run)")
 	flag.StringVar(&cfg.floors, "floors", filepath.Join(repo, "test", "conformance", "floors.json"), "floors file")
+	flag.StringVar(&cfg.keycloak, "keycloak", "", "Keycloak's distribution directory (make keycloak): the web identity tests' issuer on localhost:8080; empty: those tests fail")
 	flag.IntVar(&cfg.parallel, "parallel", 1, "targets run at the same time")
 	flag.BoolVar(&cfg.report, "report", false, "print the failing tests of each target grouped by feature")
 	flag.BoolVar(&cfg.updateFloors, "update-floors", false, "raise the floors to the measured figures (passed up, errors down; never lowered) and add the tests passed to test/conformance/passing-TARGET.txt")
@@ -103,6 +108,9 @@ func run() int {
 		return 2
 	}
 	defer os.RemoveAll(cfg.work)
+	if cfg.kc != nil {
+		defer cfg.kc.stop()
+	}
 
 	results := make([]result, len(targets))
 	sem := make(chan struct{}, max(cfg.parallel, 1))
@@ -175,10 +183,52 @@ func prepare(ctx context.Context, cfg *config, repo string) error {
 	if err == nil {
 		err = ensureVenv(ctx, cfg.venv, cfg.suite)
 	}
+	if err == nil && cfg.keycloak != "" {
+		err = withKeycloak(ctx, cfg)
+	}
 	if err != nil {
 		os.RemoveAll(cfg.work)
 	}
 	return err
+}
+
+// withKeycloak starts Keycloak and points cfg.suite at a copy of the
+// suite's script and configuration template with a [webidentity] section
+// added (the tests themselves stay where they are).
+func withKeycloak(ctx context.Context, cfg *config) error {
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%s keycloak: starting (log in %s)\n", time.Now().Format("15:04:05"), filepath.Join(cfg.out, "keycloak.log"))
+	kc, err := startKeycloak(ctx, cfg.keycloak, filepath.Join(cfg.out, "keycloak.log"))
+	if err != nil {
+		return err
+	}
+	suite := filepath.Join(cfg.work, "suite")
+	script, err := os.ReadFile(filepath.Join(cfg.suite, "run-s3-tests.sh"))
+	var template []byte
+	if err == nil {
+		template, err = os.ReadFile(filepath.Join(cfg.suite, "s3tests.conf.template"))
+	}
+	if err == nil {
+		err = os.MkdirAll(suite, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(suite, "run-s3-tests.sh"), script, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(suite, "s3tests.conf.template"), append(template, kc.section...), 0o644)
+	}
+	if err == nil {
+		err = os.Symlink(filepath.Join(cfg.suite, "s3-tests"), filepath.Join(suite, "s3-tests"))
+	}
+	if err != nil {
+		kc.stop()
+		return err
+	}
+	cfg.suite, cfg.kc = suite, kc
+	fmt.Fprintf(os.Stderr, "%s keycloak: realm %s ready at %s\n", time.Now().Format("15:04:05"), keycloakRealm, keycloakIssuer)
+	return nil
 }
 
 // repoRoot is the nearest directory above the working directory holding go.mod.

@@ -153,6 +153,11 @@ func startStrata(cfg *config, t target, dir, logPath string) (*process, error) {
 	}
 	cmd := exec.Command(cfg.strata, args...)
 	cmd.Env = append(os.Environ(), "STRATA_ROOT_USER="+mainKey, "STRATA_ROOT_PASSWORD="+mainSecret, "STRATA_IAM_FILE="+users, "STRATA_KMS_KEYS_FILE="+keys)
+	if cfg.kc != nil {
+		// The tenant accepts the realm's tokens made for the suite's
+		// client, as a Tenant's spec.webIdentity.providers would say.
+		cmd.Env = append(cmd.Env, fmt.Sprintf(`STRATA_OIDC_AUDIENCES={%q:[%q]}`, keycloakIssuer, keycloakAudience))
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // gone with the runner, however it ends
 	if err := cmd.Start(); err != nil {

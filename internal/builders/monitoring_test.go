@@ -151,3 +151,31 @@ func TestAPIAccessOnlyForWebIdentity(t *testing.T) {
 		}
 	}
 }
+
+// TestOIDCAudiencesFromProviders: the issuers and client IDs the Tenant
+// names reach the servers, in one stable form (a pod template that
+// changed on its own would roll the pool).
+func TestOIDCAudiencesFromProviders(t *testing.T) {
+	env := func(tn *v1.Tenant) (string, bool) {
+		c := ServerStatefulSet(tn, testPool("pool-a", 4, 2), placement.Group{Replicas: 4}, nil, EngineFor(tn, "strata:x", "")).Spec.Template.Spec.Containers[0]
+		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == EnvOIDCAudiences })
+		if i < 0 {
+			return "", false
+		}
+		return c.Env[i].Value, true
+	}
+	tn := testTenant()
+	if v, ok := env(tn); ok {
+		t.Errorf("no providers: %s=%s", EnvOIDCAudiences, v)
+	}
+	tn.Spec.WebIdentity.Providers = []v1.OIDCProviderSpec{
+		{URL: "https://login.example.com/realms/b", ClientIDs: []string{"s3"}},
+		{URL: "https://accounts.example.org", ClientIDs: []string{"app-1", "app-2"}},
+	}
+	want := `{"https://accounts.example.org":["app-1","app-2"],"https://login.example.com/realms/b":["s3"]}`
+	for range 3 {
+		if v, _ := env(tn); v != want {
+			t.Fatalf("%s=%s, want %s", EnvOIDCAudiences, v, want)
+		}
+	}
+}

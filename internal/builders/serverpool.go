@@ -1,6 +1,7 @@
 package builders
 
 import (
+	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -63,6 +64,9 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 	}
 	c := e.container(args, mounts, p.Spec.PodPlacement, ServerSizing)
 	c.Env = append(c.Env, keyEnv...)
+	if env, ok := oidcAudiencesEnv(t.Spec.WebIdentity.Providers); ok {
+		c.Env = append(c.Env, env)
+	}
 
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: labels},
@@ -97,6 +101,24 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 			},
 		},
 	}
+}
+
+// EnvOIDCAudiences tells the servers the client IDs the tenant accepts per
+// issuer (engine/server: an IAM account's provider of that issuer listing
+// no client IDs of its own accepts these).
+const EnvOIDCAudiences = "STRATA_OIDC_AUDIENCES"
+
+// oidcAudiencesEnv is spec.webIdentity.providers as the servers read them.
+func oidcAudiencesEnv(providers []v1.OIDCProviderSpec) (corev1.EnvVar, bool) {
+	if len(providers) == 0 {
+		return corev1.EnvVar{}, false
+	}
+	m := make(map[string][]string, len(providers))
+	for _, p := range providers {
+		m[p.URL] = p.ClientIDs
+	}
+	data, _ := json.Marshal(m) // keys sorted: the pod template stays the same
+	return corev1.EnvVar{Name: EnvOIDCAudiences, Value: string(data)}, true
 }
 
 // APIAccessMountPath is where a pod's ServiceAccount token and the

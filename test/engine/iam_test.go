@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -308,6 +309,35 @@ func TestSTSAssumeRoleAcrossNodes(t *testing.T) {
 	}
 	if _, err := reader.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("y"), Body: strings.NewReader("y")}); errCode(err) != "AccessDenied" {
 		t.Errorf("a write the session policy leaves out: %v, want AccessDenied", err)
+	}
+
+	// A bucket policy naming the role is narrowed by the session policy
+	// too; one naming the session itself is not (AWS's rule).
+	put(t, n1.aws(), "shared", "doc", []byte("shared doc"))
+	grant := func(principal string) {
+		t.Helper()
+		if _, err := n1.aws().PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String("shared"), Policy: aws.String(fmt.Sprintf(
+			`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":%q},"Action":["s3:GetObject","s3:PutObject"],"Resource":"arn:aws:s3:::shared/*"}]}`,
+			principal))}); err != nil {
+			t.Fatalf("PutBucketPolicy naming %s: %v", principal, err)
+		}
+	}
+	writeShared := func() error {
+		_, err := reader.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("shared"), Key: aws.String("w"), Body: strings.NewReader("w")})
+		return err
+	}
+	grant("arn:aws:iam:::role/app")
+	if b := get(t, reader, "shared", "doc"); string(b) != "shared doc" {
+		t.Errorf("a read the bucket policy and the session policy allow: %q", b)
+	}
+	if err := writeShared(); errCode(err) != "AccessDenied" {
+		t.Errorf("a write the bucket policy grants the role but the session policy leaves out: %v, want AccessDenied", err)
+	}
+	for _, session := range []string{"arn:aws:sts:::assumed-role/app/reader", "arn:aws:iam:::assumed-role/app/reader"} {
+		grant(session)
+		if err := writeShared(); err != nil {
+			t.Errorf("a write the bucket policy grants the session (%s): %v", session, err)
+		}
 	}
 
 	// The role deleted, its sessions end everywhere.

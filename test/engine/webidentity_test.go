@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
@@ -60,15 +61,20 @@ func (is *oidcIssuer) caFile(t *testing.T) string {
 
 // token is a projected ServiceAccount token of namespace/name for aud.
 func (is *oidcIssuer) token(t *testing.T, namespace, name, aud string, exp time.Time) string {
+	k8s := map[string]any{"kubernetes.io": map[string]any{"namespace": namespace,
+		"serviceaccount": map[string]string{"name": name, "uid": "sa-uid"}, "pod": map[string]string{"name": name + "-pod", "uid": "pod-uid"}}}
+	return is.sign(t, "system:serviceaccount:"+namespace+":"+name, aud, exp, k8s)
+}
+
+// sign mints a token of subject for aud with extra claims.
+func (is *oidcIssuer) sign(t *testing.T, subject, aud string, exp time.Time, extra map[string]any) string {
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: is.key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims := jwt.Claims{Issuer: is.srv.URL, Subject: "system:serviceaccount:" + namespace + ":" + name, Audience: jwt.Audience{aud},
+	claims := jwt.Claims{Issuer: is.srv.URL, Subject: subject, Audience: jwt.Audience{aud},
 		Expiry: jwt.NewNumericDate(exp), IssuedAt: jwt.NewNumericDate(time.Now().Add(-time.Minute))}
-	k8s := map[string]any{"kubernetes.io": map[string]any{"namespace": namespace,
-		"serviceaccount": map[string]string{"name": name, "uid": "sa-uid"}, "pod": map[string]string{"name": name + "-pod", "uid": "pod-uid"}}}
-	raw, err := jwt.Signed(signer).Claims(claims).Claims(k8s).Serialize()
+	raw, err := jwt.Signed(signer).Claims(claims).Claims(extra).Serialize()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,4 +157,104 @@ func TestWebIdentityAcrossNodes(t *testing.T) {
 	refused(is.token(t, "apps", "uploader", "https://kubernetes.default.svc", time.Now().Add(time.Hour)), "InvalidIdentityToken")
 	refused(is.token(t, "apps", "uploader", aud, time.Now().Add(-5*time.Minute)), "ExpiredTokenException")
 	refused("not.a.token", "InvalidIdentityToken")
+}
+
+// TestWebIdentityTenantAudiencesAndSessionTags: an account's provider that
+// lists no client IDs accepts the audiences the tenant names for its
+// issuer (STRATA_OIDC_AUDIENCES, from the Tenant's
+// spec.webIdentity.providers) and no other; a provider of an issuer the
+// tenant names nothing for accepts no token. A token's session tags (AWS's
+// https://aws.amazon.com/tags claim, multi-valued as an identity
+// provider's attributes are) need sts:TagSession in the trust policy, are
+// aws:RequestTag and aws:TagKeys to it, and aws:PrincipalTag to the
+// session's policies.
+func TestWebIdentityTenantAudiencesAndSessionTags(t *testing.T) {
+	is, other := newOIDCIssuer(t), newOIDCIssuer(t)
+	cli := newAWSIAM(t)
+	audiences, err := json.Marshal(map[string][]string{is.srv.URL: {"s3-app"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cas := filepath.Join(t.TempDir(), "cas.pem")
+	var bundle []byte
+	for _, i := range []*oidcIssuer{is, other} {
+		bundle = append(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: i.srv.Certificate().Raw})...)
+	}
+	if err := os.WriteFile(cas, bundle, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, serverOpts{drives: 4, env: []string{"STRATA_KMS_KEYS_FILE=" + keysFile(t, "tenant-1"),
+		"STRATA_OIDC_CA_FILE=" + cas, "STRATA_OIDC_AUDIENCES=" + string(audiences)}})
+	mustCreateBucket(t, s.aws(), "tagged")
+
+	role := func(name, provider, trustCondition, action, policyCondition string) string {
+		trust := fmt.Sprintf(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":"arn:aws:iam:::oidc-provider/%s"},
+			"Action":%s,"Condition":%s}]}`, strings.TrimPrefix(provider, "https://"), action, trustCondition)
+		cli.must(s, rootUser, rootPassword, nil, "iam", "create-role", "--role-name", name, "--assume-role-policy-document", trust)
+		cli.must(s, rootUser, rootPassword, nil, "iam", "put-role-policy", "--role-name", name, "--policy-name", "data", "--policy-document",
+			`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":["arn:aws:s3:::tagged","arn:aws:s3:::tagged/*"],"Condition":`+policyCondition+`}]}`)
+		return "arn:aws:iam:::role/" + name
+	}
+	for _, i := range []*oidcIssuer{is, other} { // no --client-id-list
+		cli.must(s, rootUser, rootPassword, nil, "iam", "create-open-id-connect-provider", "--url", i.srv.URL, "--thumbprint-list", strings.Repeat("a", 40))
+	}
+	issuerName := strings.TrimPrefix(is.srv.URL, "https://")
+	tags := map[string]any{"https://aws.amazon.com/tags": map[string]any{"principal_tags": map[string]any{"Department": []string{"Engineering", "Marketing"}}}}
+	hour := time.Now().Add(time.Hour)
+	stsClient := sts.New(sts.Options{BaseEndpoint: aws.String(s.url()), Region: "us-east-1", RetryMaxAttempts: 1})
+	assume := func(roleARN, token, want string) *sts.AssumeRoleWithWebIdentityOutput {
+		t.Helper()
+		out, err := stsClient.AssumeRoleWithWebIdentity(ctx, &sts.AssumeRoleWithWebIdentityInput{RoleArn: aws.String(roleARN),
+			RoleSessionName: aws.String("s1"), WebIdentityToken: aws.String(token)})
+		if errCode(err) != want {
+			t.Fatalf("AssumeRoleWithWebIdentity %s: %v, want %q", roleARN, err, want)
+		}
+		return out
+	}
+	canWrite := func(out *sts.AssumeRoleWithWebIdentityOutput) bool {
+		t.Helper()
+		c := out.Credentials
+		cl := s3.New(s3.Options{BaseEndpoint: aws.String(s.url()), Region: "us-east-1", UsePathStyle: true, RetryMaxAttempts: 1,
+			Credentials: credentials.NewStaticCredentialsProvider(*c.AccessKeyId, *c.SecretAccessKey, *c.SessionToken)})
+		_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("tagged"), Key: aws.String("k"), Body: strings.NewReader("v")})
+		if err != nil && errCode(err) != "AccessDenied" {
+			t.Fatalf("PutObject: %v", err)
+		}
+		return err == nil
+	}
+
+	// Audiences: the tenant's for the issuer, and nothing for another.
+	app := role("app", is.srv.URL, fmt.Sprintf(`{"StringEquals":{%q:"s3-app"}}`, issuerName+":aud"), `"sts:AssumeRoleWithWebIdentity"`, `{}`)
+	if !canWrite(assume(app, is.sign(t, "svc-1", "s3-app", hour, nil), "")) {
+		t.Error("a session of the tenant's audience cannot write")
+	}
+	assume(app, is.sign(t, "svc-1", "another-service", hour, nil), "InvalidIdentityToken")
+	elsewhere := role("elsewhere", other.srv.URL, `{}`, `"sts:AssumeRoleWithWebIdentity"`, `{}`)
+	assume(elsewhere, other.sign(t, "svc-1", "s3-app", hour, nil), "InvalidIdentityToken")
+
+	// Session tags.
+	tagged := is.sign(t, "user-1", "s3-app", hour, tags)
+	assume(app, tagged, "AccessDenied") // no sts:TagSession in the trust
+	both := `["sts:AssumeRoleWithWebIdentity","sts:TagSession"]`
+	n := 0
+	for name, c := range map[string]struct {
+		trust, policy string
+		assumeCode    string
+		writes        bool
+	}{
+		"request tag":                  {`{"StringEquals":{"aws:RequestTag/Department":"Engineering"}}`, `{}`, "", true},
+		"request tag absent":           {`{"StringEquals":{"aws:RequestTag/Team":"Engineering"}}`, `{}`, "AccessDenied", false},
+		"tag keys":                     {`{"StringEquals":{"aws:TagKeys":"Department"}}`, `{}`, "", true},
+		"principal tag":                {`{}`, `{"StringEquals":{"aws:PrincipalTag/Department":"Marketing"}}`, "", true},
+		"all values within":            {`{}`, `{"ForAllValues:StringEquals":{"aws:PrincipalTag/Department":["Engineering","Marketing"]}}`, "", true},
+		"a value outside (denied)":     {`{}`, `{"ForAllValues:StringEquals":{"aws:PrincipalTag/Department":["Engineering"]}}`, "", false},
+		"another principal tag denied": {`{}`, `{"StringEquals":{"aws:PrincipalTag/Department":"Sales"}}`, "", false},
+	} {
+		n++
+		arn := role(fmt.Sprintf("tagged-%d", n), is.srv.URL, c.trust, both, c.policy)
+		out := assume(arn, tagged, c.assumeCode)
+		if c.assumeCode == "" && canWrite(out) != c.writes {
+			t.Errorf("%s: writes %v, want %v", name, !c.writes, c.writes)
+		}
+	}
 }
