@@ -133,9 +133,17 @@ func setTenantCapacity(st *v1.TenantStatus, s *tenantScope) {
 	}
 	st.Capacity = &v1.TenantCapacity{
 		Raw:    resource.NewQuantity(s.capacity.TotalBytes, resource.BinarySI),
-		Usable: resource.NewQuantity(s.capacity.UsableBytes, resource.BinarySI),
-		Used:   resource.NewQuantity(s.capacity.UsedBytes, resource.BinarySI),
+		Usable: resource.NewQuantity(roundUsed(s.capacity.UsableBytes, s.capacity.TotalBytes), resource.BinarySI),
+		Used:   resource.NewQuantity(roundUsed(s.capacity.UsedBytes, s.capacity.TotalBytes), resource.BinarySI),
 	}
+}
+
+// roundUsed rounds used (or usable) bytes to the nearest 0.1% of raw, 1
+// MiB at least: exact figures would rewrite the status at every reconcile
+// of a tenant being written to (usable follows the drives' free space).
+func roundUsed(used, raw int64) int64 {
+	q := max(raw/1000, 1<<20)
+	return (used + q/2) / q * q
 }
 
 // setTenantReady sets Ready and the phase: credentials first, then

@@ -429,3 +429,18 @@ func TestTenantPhaseDuringARollOut(t *testing.T) {
 		})
 	}
 }
+
+func TestRoundUsed(t *testing.T) {
+	const ti = int64(1) << 40
+	for _, c := range []struct{ used, raw, want int64 }{
+		{0, ti, 0},
+		{ti / 1000 * 3, ti, ti / 1000 * 3},
+		{ti/1000*3 + 100<<20, ti, ti / 1000 * 3},       // a few writes later: the same figure
+		{ti/1000*3 + ti/1000/2 + 1, ti, ti / 1000 * 4}, // to the nearest step
+		{5<<20 + 100, 100 << 20, 5 << 20},              // 1 MiB at least
+	} {
+		if got := roundUsed(c.used, c.raw); got != c.want {
+			t.Errorf("roundUsed(%d, %d) = %d, want %d", c.used, c.raw, got, c.want)
+		}
+	}
+}
