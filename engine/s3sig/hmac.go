@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"hash"
+	"sync"
 )
 
 // macer computes Signature V4's HMAC-SHA256 chain with one SHA-256 state
@@ -70,6 +71,52 @@ func (m *macer) macString(key []byte, msg string) {
 // deriveKey sets m.key to Signature V4's signing key for S3 on date
 // (20060102) in region.
 func (m *macer) deriveKey(secret, date, region, service string) {
+	id := signingKeyID{secret, date, region, service}
+	if k, ok := signingKeys.get(id); ok {
+		m.key = k
+		return
+	}
+	m.deriveKeyUncached(secret, date, region, service)
+	signingKeys.put(id, m.key)
+}
+
+// signingKeyID names a derived signing key: it changes with the day.
+type signingKeyID struct{ secret, date, region, service string }
+
+// keyCache holds derived signing keys: four HMACs a request saved for a
+// key that signs many the same day.
+type keyCache struct {
+	mu   sync.Mutex
+	keys map[signingKeyID][32]byte
+}
+
+// maxSigningKeys bounds the cache: full, it starts again empty (a day's
+// keys of as many credentials as that make it fill again).
+const maxSigningKeys = 4096
+
+var signingKeys keyCache
+
+func (c *keyCache) get(id signingKeyID) ([32]byte, bool) {
+	c.mu.Lock()
+	k, ok := c.keys[id]
+	c.mu.Unlock()
+	return k, ok
+}
+
+func (c *keyCache) put(id signingKeyID, k [32]byte) {
+	c.mu.Lock()
+	if c.keys == nil || len(c.keys) >= maxSigningKeys {
+		c.keys = make(map[signingKeyID][32]byte)
+	}
+	c.keys[id] = k
+	c.mu.Unlock()
+}
+
+// macers are reused across requests (their scratch arrays are 1.5 KiB).
+var macers = sync.Pool{New: func() any { return newMacer() }}
+
+// deriveKeyUncached computes the signing key into m.key.
+func (m *macer) deriveKeyUncached(secret, date, region, service string) {
 	// "AWS4"+secret is built in canon's scratch: it is free until the
 	// canonical request is written, which comes after.
 	m.canon = append(append(m.canon[:0], "AWS4"...), secret...)

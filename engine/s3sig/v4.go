@@ -247,7 +247,8 @@ func verifyV4Query(r *http.Request, secrets Secrets, opts Options) (*Auth, error
 // checkSignature computes the request's signature and compares it with
 // sig, keeping the signing key and the signature for a chunked body.
 func (a *Auth) checkSignature(r *http.Request, cr credential, secret, signed, payload, sig string, presigned bool) error {
-	m := newMacer()
+	m := macers.Get().(*macer)
+	defer macers.Put(m)
 	m.deriveKey(secret, cr.date, cr.region, cr.service)
 	m.canon = appendCanonicalRequest(m.canon[:0], r, signed, payload, presigned)
 	a.sign(m, cr)
