@@ -362,7 +362,10 @@ func (st *selftest) cleanup(ctx context.Context) error {
 // the endpoint is up and refuses the credentials.
 func credentialsRefused(code string) bool {
 	switch code {
-	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "Forbidden": // Forbidden: a HEAD's 403, which has no body
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied":
+		// Not a HEAD's body-less 403 (Forbidden): for a bucket, it is
+		// also what an access just made answers until its policy reaches
+		// every server.
 		return true
 	}
 	return false
