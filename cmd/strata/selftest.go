@@ -45,11 +45,11 @@ type selftest struct {
 	endpoint string
 	bucket   string
 	wait     time.Duration
-	// credentials names where the keys came from and what to check, for a
-	// refusal's message.
-	credentials [2]string
-	s3          *s3.Client
-	out         io.Writer
+	// credentials names where the keys came from, and check what to check,
+	// for a refusal's message.
+	credentials, check string
+	s3                 *s3.Client
+	out                io.Writer
 	// made lists what this run created, newest last, for the clean-up.
 	made []madeThing
 }
@@ -111,9 +111,9 @@ otherwise.
 	}
 	defer hc.CloseIdleConnections()
 	var creds aws.CredentialsProvider
-	credsName := [2]string{"root credentials", "check STRATA_ROOT_USER/STRATA_ROOT_PASSWORD or the files they name"}
+	credsName, check := "root credentials", "check STRATA_ROOT_USER/STRATA_ROOT_PASSWORD or the files they name"
 	if *sdkCreds {
-		credsName = [2]string{"AWS SDK's credentials", "check the AWS_ variables (a BucketAccess's Secret or ConfigMap) and the bucket"}
+		credsName, check = "AWS SDK's credentials", "check the AWS_ variables (a BucketAccess's Secret or ConfigMap) and the bucket"
 		cfg, err := config.LoadDefaultConfig(context.Background(), config.WithHTTPClient(hc), config.WithRegion(*region))
 		if err != nil || cfg.Credentials == nil {
 			return fail(2, "the AWS SDK's credentials: %v", err)
@@ -130,7 +130,7 @@ otherwise.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	st := &selftest{
-		endpoint: *endpoint, bucket: *bucket, wait: *wait, out: stdout, credentials: credsName,
+		endpoint: *endpoint, bucket: *bucket, wait: *wait, out: stdout, credentials: credsName, check: check,
 		s3: s3.New(s3.Options{
 			BaseEndpoint: aws.String(*endpoint), Region: *region, UsePathStyle: true,
 			Credentials: creds,
@@ -217,7 +217,7 @@ func (st *selftest) waitForEndpoint(ctx context.Context) error {
 		}
 		var apiErr smithy.APIError
 		if errors.As(err, &apiErr) && credentialsRefused(apiErr.ErrorCode()) {
-			return fmt.Errorf("%s refuses the %s (%s): %s", st.endpoint, st.credentials[0], apiErr.ErrorCode(), st.credentials[1])
+			return fmt.Errorf("%s refuses the %s (%s): %s", st.endpoint, st.credentials, apiErr.ErrorCode(), st.check)
 		}
 		var untrusted *tls.CertificateVerificationError
 		if errors.As(err, &untrusted) {

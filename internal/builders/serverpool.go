@@ -103,9 +103,9 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 	}
 }
 
-// EnvOIDCAudiences tells the servers the client IDs the tenant accepts per
-// issuer (engine/server: an IAM account's provider of that issuer listing
-// no client IDs of its own accepts these).
+// EnvOIDCAudiences is engine/server.EnvOIDCAudiences: the client IDs the
+// tenant accepts per issuer (an IAM account's provider of that issuer
+// listing no client IDs of its own accepts these).
 const EnvOIDCAudiences = "STRATA_OIDC_AUDIENCES"
 
 // oidcAudiencesEnv is spec.webIdentity.providers as the servers read them.

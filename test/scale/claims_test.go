@@ -80,24 +80,8 @@ func runThousandClaims(b *testing.B) {
 	go func() { _ = proxy.ListenAndServe() }()
 	defer proxy.Close()
 
-	bin := os.Getenv("MANAGER_BIN")
-	if bin == "" {
-		bin = filepath.Join(testenv.RepoRoot(), "bin", "manager")
-	}
-	kubeconfig, err := testenv.AdminKubeconfig(env, "operator", b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	metricsAddr, probeAddr := freeAddr(b), freeAddr(b)
-	cmd := exec.Command(bin, "--metrics-secure=false", "--metrics-bind-address="+metricsAddr,
-		"--health-probe-bind-address="+probeAddr, "--enable-webhooks=false", "--zap-log-level=error")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HTTP_PROXY=http://"+proxyAddr, "NO_PROXY=")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	cmd, metricsAddr := startManager(b, env, "HTTP_PROXY=http://"+proxyAddr, "NO_PROXY=")
 	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
-	waitHTTP(b, "http://"+probeAddr+"/readyz")
 
 	const store = "store"
 	objs := []client.Object{
@@ -237,17 +221,7 @@ func runThousandClaims(b *testing.B) {
 
 	// Quiet for a whole engine refresh (a minute): the Tenant's capacity
 	// then shows what the burst wrote, read after it.
-	last, quiet := writes(b, metricsAddr), 0
-	for quiet < 14 {
-		time.Sleep(5 * time.Second)
-		cur := writes(b, metricsAddr)
-		if cur == last {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		last = cur
-	}
+	last := waitQuiet(b, metricsAddr, 70*time.Second)
 	before := versions(ctx, b, k8s)
 	tenantStatus := func() string {
 		t := &v1.Tenant{}

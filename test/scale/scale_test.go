@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
 	"github.com/strata-storage/strata/test/testenv"
@@ -56,27 +57,9 @@ func runHundredTenants(b *testing.B) {
 	}
 	defer func() { _ = env.Stop() }()
 
-	bin := os.Getenv("MANAGER_BIN")
-	if bin == "" {
-		bin = filepath.Join(testenv.RepoRoot(), "bin", "manager")
-	}
-	kubeconfig, err := testenv.AdminKubeconfig(env, "operator", b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-
 	facts(ctx, b, k8s)
-
-	metricsAddr, probeAddr := freeAddr(b), freeAddr(b)
-	cmd := exec.Command(bin, "--metrics-secure=false", "--metrics-bind-address="+metricsAddr,
-		"--health-probe-bind-address="+probeAddr, "--enable-webhooks=false", "--zap-log-level=error")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	cmd, metricsAddr := startManager(b, env)
 	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
-	waitHTTP(b, "http://"+probeAddr+"/readyz")
 
 	start := time.Now()
 	create(ctx, b, k8s)
@@ -100,17 +83,7 @@ func runHundredTenants(b *testing.B) {
 	toWorkloads := time.Since(start)
 
 	// Converged: no write for 10 s. Then count writes over 60 idle seconds.
-	last, quiet := writes(b, metricsAddr), 0
-	for quiet < 2 {
-		time.Sleep(5 * time.Second)
-		cur := writes(b, metricsAddr)
-		if cur == last {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		last = cur
-	}
+	last := waitQuiet(b, metricsAddr, 10*time.Second)
 	time.Sleep(60 * time.Second)
 	idle := writes(b, metricsAddr) - last
 	rss := peakRSS(b, cmd.Process.Pid)
@@ -120,6 +93,47 @@ func runHundredTenants(b *testing.B) {
 	b.ReportMetric(float64(idle), "idle-writes/60s")
 	b.Logf("%d tenants (+%d ServerPools, %d GatewayPools) created in %.1fs; every StatefulSet and Deployment existed after %.1fs; manager peak RSS %.1f MiB; %d API writes in 60 idle seconds",
 		tenants, tenants, tenants, created.Seconds(), toWorkloads.Seconds(), float64(rss)/1024, idle)
+}
+
+// startManager runs bin/manager (or $MANAGER_BIN) against env with env
+// variables extra besides its kubeconfig, waits until it is ready, and
+// returns it and the address of its metrics.
+func startManager(b *testing.B, env *envtest.Environment, extra ...string) (*exec.Cmd, string) {
+	bin := os.Getenv("MANAGER_BIN")
+	if bin == "" {
+		bin = filepath.Join(testenv.RepoRoot(), "bin", "manager")
+	}
+	kubeconfig, err := testenv.AdminKubeconfig(env, "operator", b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	metricsAddr, probeAddr := freeAddr(b), freeAddr(b)
+	cmd := exec.Command(bin, "--metrics-secure=false", "--metrics-bind-address="+metricsAddr,
+		"--health-probe-bind-address="+probeAddr, "--enable-webhooks=false", "--zap-log-level=error")
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), extra...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	waitHTTP(b, "http://"+probeAddr+"/readyz")
+	return cmd, metricsAddr
+}
+
+// waitQuiet waits until the manager has written nothing for quiet
+// (sampled every 5 s) and returns its count of writes then.
+func waitQuiet(b *testing.B, metricsAddr string, quiet time.Duration) int {
+	last, still := writes(b, metricsAddr), time.Duration(0)
+	for still < quiet {
+		time.Sleep(5 * time.Second)
+		cur := writes(b, metricsAddr)
+		if cur == last {
+			still += 5 * time.Second
+		} else {
+			still = 0
+		}
+		last = cur
+	}
+	return last
 }
 
 // facts: four storage nodes and the classes the pools use.
