@@ -138,11 +138,16 @@ func setTenantCapacity(st *v1.TenantStatus, s *tenantScope) {
 	}
 }
 
-// roundUsed rounds used (or usable) bytes to the nearest 0.1% of raw, 1
-// MiB at least: exact figures would rewrite the status at every reconcile
-// of a tenant being written to (usable follows the drives' free space).
+// roundUsed rounds used (or usable) bytes to the nearest multiple of a
+// power of two near raw/4096 (1 MiB at least): exact figures would
+// rewrite the status at every reconcile of a tenant being written to
+// (usable follows the drives' free space), and a power of two keeps the
+// quantities readable (2Gi, not 2147483500).
 func roundUsed(used, raw int64) int64 {
-	q := max(raw/1000, 1<<20)
+	q := int64(1 << 20)
+	for q*2 <= raw/4096 {
+		q *= 2
+	}
 	return (used + q/2) / q * q
 }
 

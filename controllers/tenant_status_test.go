@@ -431,13 +431,14 @@ func TestTenantPhaseDuringARollOut(t *testing.T) {
 }
 
 func TestRoundUsed(t *testing.T) {
-	const ti = int64(1) << 40
+	const ti = int64(1) << 40 // a step of 256 MiB
 	for _, c := range []struct{ used, raw, want int64 }{
 		{0, ti, 0},
-		{ti / 1000 * 3, ti, ti / 1000 * 3},
-		{ti/1000*3 + 100<<20, ti, ti / 1000 * 3},       // a few writes later: the same figure
-		{ti/1000*3 + ti/1000/2 + 1, ti, ti / 1000 * 4}, // to the nearest step
-		{5<<20 + 100, 100 << 20, 5 << 20},              // 1 MiB at least
+		{3 << 30, ti, 3 << 30},
+		{3<<30 + 100<<20, ti, 3 << 30},         // a few writes later: the same figure
+		{3<<30 + 128<<20, ti, 3<<30 + 256<<20}, // to the nearest step
+		{5<<20 + 100, 100 << 20, 5 << 20},      // 1 MiB at least
+		{2<<30 + 12345, 4 << 30, 2 << 30},      // a step of 1 MiB
 	} {
 		if got := roundUsed(c.used, c.raw); got != c.want {
 			t.Errorf("roundUsed(%d, %d) = %d, want %d", c.used, c.raw, got, c.want)

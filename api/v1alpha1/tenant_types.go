@@ -707,12 +707,12 @@ type TenantCapacity struct {
 	// raw is the sum of all drive sizes.
 	// +optional
 	Raw *resource.Quantity `json:"raw,omitempty"`
-	// usable is raw less erasure parity, to the nearest 0.1% of raw.
+	// usable is raw less erasure parity, rounded as used is.
 	// +optional
 	Usable *resource.Quantity `json:"usable,omitempty"`
-	// used is what objects (with parity) occupy, to the nearest 0.1% of
-	// raw (1 MiB at least): the status moves with the data, not with
-	// every write.
+	// used is what objects (with parity) occupy, to the nearest multiple
+	// of a power of two near raw/4096 (1 MiB at least): the status moves
+	// with the data, not with every write.
 	// +optional
 	Used *resource.Quantity `json:"used,omitempty"`
 }
