@@ -317,6 +317,9 @@ var _ = Describe("a Tenant with a ServerPool and a GatewayPool", func() {
 			return -1, err
 		}).Should(Equal(t.Generation))
 		last := versions()
+		// Eventually's first sample comes at once: without this wait it
+		// compared two reads a few milliseconds apart.
+		time.Sleep(3 * time.Second)
 		Eventually(func() bool {
 			cur := versions()
 			same := fmt.Sprint(cur) == fmt.Sprint(last)
