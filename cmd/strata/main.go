@@ -210,7 +210,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 		fmt.Fprintln(stderr, "strata server:", err)
 		return 2
 	}
-	dataSlots, err := memory.apply(getenv, log)
+	plan, err := memory.apply(getenv, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "strata server:", err)
 		return 2
@@ -280,7 +280,8 @@ pool list from a file (docs/topology.md) and follows its changes.
 	healer.ScanInterval, healer.BytesPerSecond = *scanInterval, *healRate
 	err = server.Run(ctx, server.Config{
 		Address: *address, Topology: topo, TopologyFile: *topologyFile, InternodePort: *internodePort,
-		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits, DataSlots: dataSlots,
+		InternodeProtocol: protocol, NoSync: *noSync, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
+		DataSlots: plan.DataSlots, MetaCacheSize: plan.Meta, MemTableSize: plan.MemTable,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
 		Healer: healer, StaleUploadAge: *staleUploads, LifecycleInterval: *lifecycleEvery, LifecycleDay: lifecycleDay,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, DriveOpenDelay: openDelay, DriveFS: driveFS, DriveMetaFS: metaFS, Log: log,
@@ -378,11 +379,6 @@ type memorySettings struct {
 	dataSlots *int
 }
 
-// serverReserved is the memory a server holds whatever its load, kept out
-// of the budget for object data: metadata caches and memtables (32 MiB a
-// drive, eight drives) and the runtime.
-const serverReserved = 256 << 20
-
 // minDataSlots: however small the memory, this many large requests may
 // move data at once.
 const minDataSlots = 4
@@ -395,31 +391,33 @@ func memoryLimitFlag(fs *flag.FlagSet, what string) *string {
 
 func memoryFlags(fs *flag.FlagSet) memorySettings {
 	return memorySettings{
-		limit: memoryLimitFlag(fs, ", and --max-data-requests"),
-		dataSlots: fs.Int("max-data-requests", 0, "requests moving more than 1 MiB of object data at once (PUT, UploadPart, copies, GET); beyond, they wait up to 15 s, then SlowDown. "+
-			"0: from the memory limit (80% of it less 256 MiB, 16 MiB each, at least 4), no bound without a limit; -1: no bound"),
+		limit: memoryLimitFlag(fs, ", sizes the drives' shared metadata cache (a quarter of it) and --max-data-requests"),
+		dataSlots: fs.Int("max-data-requests", 0, "requests moving more than 128 KiB of object data at once (PUT, UploadPart, copies, GET); beyond, they wait up to 15 s, then SlowDown. "+
+			"0: from the memory limit (80% of it less the metadata cache and 48 MiB, 8 MiB each, at least 4), no bound without a limit; -1: no bound"),
 	}
 }
 
 // apply finds the memory limit, sets the runtime's soft limit from it and
-// returns the data slots.
-func (m memorySettings) apply(getenv func(string) string, log *slog.Logger) (int, error) {
+// returns how the server spends it (the zero plan without a limit: the
+// defaults, and no bound on data requests unless the flag sets one).
+func (m memorySettings) apply(getenv func(string) string, log *slog.Logger) (memlimit.Plan, error) {
 	l, err := memlimit.Find(*m.limit, getenv)
 	if err != nil {
-		return 0, err
+		return memlimit.Plan{}, err
 	}
 	soft := memlimit.ApplySoftLimit(l, getenv)
-	slots := *m.dataSlots
+	plan := memlimit.PlanFor(l.Bytes, minDataSlots)
 	switch {
-	case slots < 0:
-		slots = 0
-	case slots == 0:
-		slots = memlimit.DataSlots(l.Bytes, serverReserved, minDataSlots)
+	case *m.dataSlots < 0:
+		plan.DataSlots = 0
+	case *m.dataSlots > 0:
+		plan.DataSlots = *m.dataSlots
 	}
 	if l.Bytes > 0 {
-		log.Info("memory limit", "bytes", l.Bytes, "from", l.Source, "go_soft_limit", soft, "max_data_requests", slots)
+		log.Info("memory limit", "bytes", l.Bytes, "from", l.Source, "go_soft_limit", soft, "max_data_requests", plan.DataSlots,
+			"metadata_cache", plan.Meta, "memtable", plan.MemTable)
 	}
-	return slots, nil
+	return plan, nil
 }
 
 // formSpillFlag registers --form-spill-dir, which no longer does anything:

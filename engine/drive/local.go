@@ -77,6 +77,13 @@ type Options struct {
 	// CacheSize is the metadata store's block cache (beyond what pebble
 	// reserves in it for memtables); 0 = DefaultCacheSize.
 	CacheSize int64
+	// Cache, when set, is one block cache every drive opened with it
+	// shares, memtables included: the node's metadata memory is then its
+	// size, whatever the number of drives (CacheSize is not used).
+	Cache *MetaCache
+	// MemTableSize is each of the store's memtables (pebble keeps the one
+	// being written and up to two being flushed); 0 = DefaultMemTableSize.
+	MemTableSize int64
 	// MetaFS is the metadata store's filesystem seam (pebble's own
 	// interface, so tests can inject faults with its errorfs); the
 	// operating system's when nil.
@@ -212,7 +219,7 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 // before keep theirs until compacted, and every release reads both.
 const (
 	DefaultCacheSize    = 16 << 20
-	defaultMemTableSize = 8 << 20
+	DefaultMemTableSize = 8 << 20
 	dataBlockSize       = 32 << 10
 	// memTableReserve is what pebble takes out of the block cache for its
 	// memtables: it reserves each memtable's size in the cache it is
@@ -226,18 +233,35 @@ const (
 	// 8 MiB (16 before): the blocks and the memtables live on the Go heap
 	// (static builds, no cgo), where a larger cache cost about 1.7 times
 	// its size in resident memory (docs/benchmarks.md).
-	memTableReserve = 2 * defaultMemTableSize
+	memTableReserve = 2 * DefaultMemTableSize
 )
+
+// MetaCache is a metadata block cache shared by a node's drives. It is
+// held for the life of the process: a drive opened later (a pool added, a
+// drive coming back) joins it.
+type MetaCache struct{ c *pebble.Cache }
+
+// NewMetaCache returns a shared cache of size bytes.
+func NewMetaCache(size int64) *MetaCache { return &MetaCache{c: pebble.NewCache(size)} }
 
 // openStore opens the metadata store at dir.
 func openStore(dir string, o Options) (*store, error) {
-	size := o.CacheSize
-	if size <= 0 {
-		size = DefaultCacheSize
+	var c *pebble.Cache
+	if o.Cache != nil {
+		c = o.Cache.c // pebble.Open takes a reference of its own
+	} else {
+		size := o.CacheSize
+		if size <= 0 {
+			size = DefaultCacheSize
+		}
+		c = pebble.NewCache(size + memTableReserve)
+		defer c.Unref() // the open store holds its own reference
 	}
-	c := pebble.NewCache(size + memTableReserve)
-	defer c.Unref() // the open store holds its own reference
-	opts := storeOptions(c)
+	memTable := o.MemTableSize
+	if memTable <= 0 {
+		memTable = DefaultMemTableSize
+	}
+	opts := storeOptions(c, memTable)
 	opts.FS = o.MetaFS
 	s := &store{log: o.Log}
 	opts.Logger = storeLogger{log: o.Log, store: s}
@@ -269,8 +293,8 @@ const (
 	l0TargetFileSize      = 8 << 20
 )
 
-func storeOptions(c *pebble.Cache) *pebble.Options {
-	opts := &pebble.Options{Cache: c, MemTableSize: defaultMemTableSize, Merger: usageMerger,
+func storeOptions(c *pebble.Cache, memTable int64) *pebble.Options {
+	opts := &pebble.Options{Cache: c, MemTableSize: uint64(memTable), Merger: usageMerger,
 		L0CompactionThreshold: l0CompactionThreshold, L0StopWritesThreshold: l0StopWrites}
 	opts.TargetFileSizes[0] = l0TargetFileSize
 	for i := range opts.Levels {

@@ -409,3 +409,51 @@ func TestBlocksHoldManyRecords(t *testing.T) {
 		t.Fatalf("%d entries in %d data blocks: want at least 12 records a block", entries, blocks)
 	}
 }
+
+// TestSharedMetaCache: drives opened with one MetaCache keep their blocks
+// in it (the node's metadata memory is its size, not a cache per drive),
+// with the memtable size given; a drive opened after the others closed
+// still finds it usable (the cache lives as long as the process).
+func TestSharedMetaCache(t *testing.T) {
+	cache := NewMetaCache(8 << 20)
+	open := func() *Local {
+		d, err := OpenLocal(t.TempDir(), Options{Cache: cache, MemTableSize: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	use := func(d *Local) {
+		t.Helper()
+		inline := make([]byte, 2048)
+		for i := range 2000 {
+			rec := &Record{ModTime: int64(i + 1), Size: 4096, ETag: "etag", Inline: inline}
+			if _, err := d.PutVersion(t.Context(), "bk", fmt.Sprintf("o%06d", i), rec, NotStaged); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.meta.db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := d.GetVersion(t.Context(), "bk", "o000005", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a, b := open(), open()
+	use(a)
+	use(b)
+	ma, mb := a.meta.db.Metrics(), b.meta.db.Metrics()
+	if ma.BlockCache.Size != mb.BlockCache.Size || ma.BlockCache.Count == 0 {
+		t.Fatalf("two drives see caches of %d and %d bytes (%d blocks): not one shared cache", ma.BlockCache.Size, mb.BlockCache.Size, ma.BlockCache.Count)
+	}
+	if got := a.meta.db.Metrics().MemTable.Size; got > 3<<20 {
+		t.Errorf("memtables hold %d bytes with 1 MiB memtables", got)
+	}
+	_ = a.Close()
+	_ = b.Close()
+	c := open()
+	defer c.Close()
+	use(c)
+}

@@ -96,12 +96,32 @@ func (c *Codec) EncodeBlock(block []byte) ([][]byte, error) {
 	if len(block) == 0 || len(block) > c.blockSize {
 		return nil, fmt.Errorf("erasure: block of %d bytes (want 1..%d)", len(block), c.blockSize)
 	}
-	shards, err := c.rs.Split(block)
+	shards, err := c.split(block)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.rs.Encode(shards); err != nil {
 		return nil, err
+	}
+	return shards, nil
+}
+
+// split cuts block into its shards in place when its capacity holds the
+// parity: only the last data shard's padding is cleared, as the parity is
+// computed over whatever is there (reedsolomon's Split clears all of the
+// spare capacity, a block's worth of memory writes per block). Without the
+// room it is Split's.
+func (c *Codec) split(block []byte) ([][]byte, error) {
+	per := ceilDiv(len(block), c.layout.Data)
+	total := c.layout.SetSize() * per
+	if cap(block) < total {
+		return c.rs.Split(block)
+	}
+	all := block[:total]
+	clear(all[len(block) : c.layout.Data*per])
+	shards := make([][]byte, c.layout.SetSize())
+	for i := range shards {
+		shards[i] = all[i*per : (i+1)*per : (i+1)*per]
 	}
 	return shards, nil
 }
@@ -115,7 +135,7 @@ func (c *Codec) Encode(r io.Reader, writers []BlockWriter, writeQuorum int) (n i
 	if len(writers) != c.layout.SetSize() {
 		return 0, nil, fmt.Errorf("erasure: %d writers for a set of %d", len(writers), c.layout.SetSize())
 	}
-	return c.encode(r, writers, writeQuorum, nil, nil)
+	return c.encode(firstBlock{}, r, writers, writeQuorum, nil, nil)
 }
 
 // Decode writes bytes [offset, offset+length) of an object of size bytes to

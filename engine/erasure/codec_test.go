@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+	"testing/iotest"
 
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/objlayer"
@@ -200,5 +201,71 @@ func BenchmarkDecode(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestHeadThenEncode: a body whose first block was read ahead (readHead,
+// as a PUT does before it stages anything) encodes to the same shards as
+// the whole body read by the encode, whatever its size and however the
+// client's bytes arrive; and block buffers left dirty by an earlier,
+// larger object change nothing (only the last data shard's padding is
+// cleared before the parity is computed).
+func TestHeadThenEncode(t *testing.T) {
+	l, err := NewLayout(4, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const block = 256 << 10
+	c, err := NewCodec(l, block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encodeObject(t, c, randomBytes(3*block)) // dirties the pool's buffers
+	for _, size := range []int{0, 1, headSmall - 1, headSmall, headSmall + 1, block - 1, block, block + 1, 3*block + 7} {
+		for _, known := range []bool{true, false} {
+			for _, trickle := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%d/known=%v/trickle=%v", size, known, trickle), func(t *testing.T) {
+					data := randomBytes(size)
+					fresh, _ := NewCodec(l, block)
+					want := encodeObject(t, fresh, data)
+
+					var r io.Reader = bytes.NewReader(data)
+					if trickle {
+						r = iotest.OneByteReader(r)
+					}
+					first := int64(block)
+					if known {
+						first = min(first, int64(size))
+					}
+					head, err := c.readHead(r, first)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := min(int(first), size); len(head.data) != want {
+						t.Fatalf("head holds %d bytes, want %d", len(head.data), want)
+					}
+					// A block buffer only once headSmall bytes came and more may.
+					if wantPooled := first > headSmall && size >= headSmall; (head.pooled != nil) != wantPooled {
+						t.Fatalf("%d bytes read ahead, block buffer %v, want %v", len(head.data), head.pooled != nil, wantPooled)
+					}
+					got := &shardStore{}
+					writers := make([]BlockWriter, l.SetSize())
+					for i := range writers {
+						b := &bytes.Buffer{}
+						got.bufs = append(got.bufs, b)
+						writers[i] = drive.NewBitrotWriter(b)
+					}
+					n, errs, err := c.encode(head, r, writers, l.WriteQuorum(), nil, nil)
+					if err != nil || n != int64(size) {
+						t.Fatalf("encode: %d bytes, %v %v", n, err, errs)
+					}
+					for i := range want.bufs {
+						if !bytes.Equal(got.bufs[i].Bytes(), want.bufs[i].Bytes()) {
+							t.Fatalf("shard %d differs from the whole body's encode", i)
+						}
+					}
+				})
+			}
+		}
 	}
 }

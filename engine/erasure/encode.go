@@ -307,6 +307,43 @@ func (e *encoding) errs() []error {
 	return errs
 }
 
+// headSmall is how much of a body is read into a buffer of its own before
+// a block buffer is taken for it: a client that sends its headers and then
+// trickles holds this much, not a block (TestSlowClientFlood).
+const headSmall = 64 << 10
+
+// firstBlock is a body's first block, read before anything is staged: data
+// holds the bytes, in pooled (a block buffer of the codec's pool, which the
+// encode then encodes in place) or, for up to headSmall bytes, a buffer of
+// its own.
+type firstBlock struct {
+	pooled *[]byte
+	data   []byte
+}
+
+// release gives the block buffer back when no encode took it.
+func (h firstBlock) release(pool *sync.Pool) {
+	if h.pooled != nil {
+		pool.Put(h.pooled)
+	}
+}
+
+// readHead reads up to limit (at most a block) of r: limit bytes, or fewer
+// when the body ended.
+func (c *Codec) readHead(r io.Reader, limit int64) (firstBlock, error) {
+	small := min(limit, headSmall)
+	buf := make([]byte, small)
+	n, err := readInto(r, buf)
+	if err != nil || n < len(buf) || small == limit {
+		return firstBlock{data: buf[:n]}, err
+	}
+	p := c.blocks.Get().(*[]byte)
+	b := (*p)[:limit]
+	copy(b, buf)
+	m, err := readInto(r, b[n:])
+	return firstBlock{pooled: p, data: b[:n+m]}, err
+}
+
 // encode reads r to EOF and writes shard i of every block to writers[i],
 // each writer in a goroutine of its own behind a queue of encodeDepth
 // blocks. A writer that fails is dropped and its error recorded in errs[i];
@@ -315,10 +352,13 @@ func (e *encoding) errs() []error {
 // set position), a writer more than its allowance behind write quorum of
 // the others is left behind (errLeftBehind). Writers that are finishers
 // finish in their goroutine; encode returns when every writer not left
-// behind has finished. It returns the object bytes read.
-func (c *Codec) encode(r io.Reader, writers []BlockWriter, quorum int, w *writeWait, pos []int) (n int64, errs []error, err error) {
+// behind has finished. It returns the object bytes read. head, when it
+// holds bytes, is the first block (a full one unless the body ended in it)
+// and r the rest; encode takes its buffer.
+func (c *Codec) encode(head firstBlock, r io.Reader, writers []BlockWriter, quorum int, w *writeWait, pos []int) (n int64, errs []error, err error) {
 	e := newEncoding(writers, quorum, w, pos)
 	defer func() {
+		head.release(&c.blocks)
 		for _, b := range e.ring {
 			if b != nil {
 				c.blocks.Put(b)
@@ -338,11 +378,24 @@ func (c *Codec) encode(r io.Reader, writers []BlockWriter, quorum int, w *writeW
 			return fail(err)
 		}
 		slot := e.sent % encodeDepth
-		if e.ring[slot] == nil {
-			e.ring[slot] = c.blocks.Get().(*[]byte)
+		var buf []byte
+		var got int
+		var rerr error
+		switch {
+		case e.sent == 0 && head.pooled != nil:
+			e.ring[slot], head.pooled = head.pooled, nil
+			buf, got = head.data, len(head.data)
+		default:
+			if e.ring[slot] == nil {
+				e.ring[slot] = c.blocks.Get().(*[]byte)
+			}
+			buf = (*e.ring[slot])[:c.blockSize]
+			if e.sent == 0 && len(head.data) > 0 {
+				got = copy(buf, head.data)
+			} else {
+				got, rerr = io.ReadFull(r, buf)
+			}
 		}
-		buf := (*e.ring[slot])[:c.blockSize]
-		got, rerr := io.ReadFull(r, buf)
 		if got > 0 {
 			n += int64(got)
 			shards, err := c.EncodeBlock(buf[:got])

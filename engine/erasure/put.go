@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"slices"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -103,28 +103,33 @@ func (s *Set) checkCondition(ctx context.Context, bucket, object string, cond fu
 	return cond(&info)
 }
 
-// readUpTo reads at most limit bytes, sizing the buffer from the limit
-// rather than growing it (the common case is a small object of known size).
+// readUpTo reads at most limit bytes into a buffer of that size: it
+// decides whether a body is small enough to keep inline, so limit is at
+// most the inline limit and one byte (a buffer grown by doubling copied
+// the body up to three times).
 func readUpTo(r io.Reader, limit int64) ([]byte, error) {
-	buf := make([]byte, 0, min(limit, 64<<10))
-	for int64(len(buf)) < limit {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, int(min(limit, int64(2*cap(buf))))-len(buf))
-		}
-		n, err := r.Read(buf[len(buf):int(min(int64(cap(buf)), limit))])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			return buf, nil
-		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			// The connection ended inside the body: a short body.
-			return buf, objlayer.ErrIncompleteBody
-		}
-		if err != nil {
-			return buf, err
+	buf := make([]byte, limit)
+	n, err := readInto(r, buf)
+	return buf[:n], err
+}
+
+// readInto fills b from r, or up to the end of the body: the bytes read,
+// and ErrIncompleteBody when the connection ended inside the body.
+func readInto(r io.Reader, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		k, err := r.Read(b[n:])
+		n += k
+		switch {
+		case errors.Is(err, io.EOF):
+			return n, nil
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return n, objlayer.ErrIncompleteBody
+		case err != nil:
+			return n, err
 		}
 	}
-	return buf, nil
+	return n, nil
 }
 
 func (s *Set) erasureInfo(bucket, object string) drive.ErasureInfo {
@@ -188,19 +193,38 @@ func (s *Set) putInline(ctx context.Context, w *writeWait, drives []Drive, bucke
 	return s.finishPut(ctx, drives, bucket, object, rec, errs)
 }
 
-// shardSink is one drive's staged shard file behind a buffered bitrot writer.
+// shardSink is one drive's staged shard file behind a bitrot writer, and
+// a buffer between them unless the file gathers writes itself (an O_DIRECT
+// file copies them into its aligned buffer: a second buffer in front of it
+// cost a shard block's allocation and copy per shard and PUT).
 type shardSink struct {
 	ctx  context.Context
 	d    Drive
 	id   [16]byte
 	file vfs.File
-	buf  *bufio.Writer
+	buf  *bufio.Writer // nil when file gathers writes
 	bw   *drive.BitrotWriter
 }
 
+// sinkBufs recycles the buffers of shard files that do not gather writes
+// (relaxed mode's page-cache files, filesystems refusing O_DIRECT).
+var sinkBufs sync.Pool
+
 func newShardSink(ctx context.Context, d Drive, id [16]byte, f vfs.File, shardBlockSize int) *shardSink {
-	buf := bufio.NewWriterSize(f, shardBlockSize+drive.BitrotChecksumSize)
-	return &shardSink{ctx: ctx, d: d, id: id, file: f, buf: buf, bw: drive.NewBitrotWriter(buf)}
+	s := &shardSink{ctx: ctx, d: d, id: id, file: f}
+	if vfs.GathersWrites(f) {
+		s.bw = drive.NewBitrotWriter(f)
+		return s
+	}
+	size := shardBlockSize + drive.BitrotChecksumSize
+	if b, ok := sinkBufs.Get().(*bufio.Writer); ok && b.Size() == size {
+		b.Reset(f)
+		s.buf = b
+	} else {
+		s.buf = bufio.NewWriterSize(f, size)
+	}
+	s.bw = drive.NewBitrotWriter(s.buf)
+	return s
 }
 
 // WriteBlock implements BlockWriter.
@@ -212,8 +236,13 @@ func (s *shardSink) WriteBlock(block []byte) error { return s.bw.WriteBlock(bloc
 // abandoned half-written is never left to commit.
 func (s *shardSink) finish(complete bool) error {
 	var err error
-	if complete {
+	if complete && s.buf != nil {
 		err = s.buf.Flush()
+	}
+	if s.buf != nil {
+		s.buf.Reset(nil)
+		sinkBufs.Put(s.buf)
+		s.buf = nil
 	}
 	if cerr := s.file.Close(); err == nil {
 		err = cerr
@@ -250,11 +279,11 @@ func (s *Set) stageShards(ctx context.Context, w *writeWait, drives []Drive, id 
 	if size >= 0 {
 		first = min(first, size)
 	}
-	head, err := readUpTo(r, first)
+	head, err := s.codec.readHead(r, first)
 	if err != nil {
+		head.release(&s.codec.blocks)
 		return staged{}, err
 	}
-	r = io.MultiReader(bytes.NewReader(head), r)
 	files, errs := forEachDriveWait(w, drives, func(pos int, d Drive) (vfs.File, error) {
 		return d.CreateStaged(ctx, id, part)
 	}, errLeftBehind, func(pos int, f vfs.File, err error) {
@@ -277,12 +306,13 @@ func (s *Set) stageShards(ctx context.Context, w *writeWait, drives []Drive, id 
 	md5sum := md5.New()
 	src := r
 	if size >= 0 {
-		src = &exactly{r: r, left: size}
+		src = &exactly{r: r, left: size - int64(len(head.data))}
 	}
 	if hash {
+		md5sum.Write(head.data)
 		src = io.TeeReader(src, md5sum)
 	}
-	n, writeErrs, err := s.codec.encode(src, writers, s.layout.WriteQuorum(), w, posOf)
+	n, writeErrs, err := s.codec.encode(head, src, writers, s.layout.WriteQuorum(), w, posOf)
 	for pos := range drives {
 		if errs[pos] == nil {
 			errs[pos] = writeErrs[dist[pos]]

@@ -171,21 +171,60 @@ func ApplySoftLimit(l Limit, getenv func(string) string) int64 {
 	return soft
 }
 
-// DataSlotBytes is what one request moving a large object holds in
-// memory, at most, on the erasure-coded server: measured at about 15 MiB
-// resident per PUT of 16 MiB in flight (64 at once in a 1 GiB cgroup
-// peaked at 990 MiB resident, GOGC 100, no soft limit), which blocks of
-// 1 MiB, their shards and the pipeline's stages account for.
-const DataSlotBytes = 16 << 20
+// DataSlotBytes is what one request moving object data holds in memory,
+// at most, on the erasure-coded server: measured at about 6 MiB resident
+// per PUT of 16 MiB in flight (64 at once peaked at 444 MiB, 16 at 154,
+// GOGC 100 and no soft limit: two blocks of 1 MiB with room for their
+// parity, and an O_DIRECT buffer of 512 KiB per drive), with room for the
+// collector to catch up. (16 MiB until 2026-11-29, when a PUT also
+// allocated a buffer per drive and grew its first block by doubling.)
+const DataSlotBytes = 8 << 20
 
-// DataSlots is how many requests may move large objects at once within
-// limit bytes, after reserved bytes (caches and the like): the data
-// budget is the soft limit's share of what remains, at least min slots.
-// 0 (no limit) means no bound.
-func DataSlots(limit, reserved int64, min int) int {
+// What a server holds whatever its load, and how the rest is shared.
+const (
+	// BaseBytes is the runtime's own, the goroutines and buffers of idle
+	// connections and the metrics: an idle server with four drives is
+	// about 25 MiB resident.
+	BaseBytes = 48 << 20
+	// The drives' metadata (block cache and memtables, shared by every
+	// drive of the node) gets a quarter of the limit, between MinMeta and
+	// MaxMeta; its memtables a 32nd of that, between 1 and 8 MiB each
+	// (pebble keeps up to three a drive, so a budget covers about ten
+	// drives' memtables before the cache gives way to them).
+	metaDivisor     = 4
+	MinMeta         = 16 << 20
+	MaxMeta         = 2 << 30
+	memTableDivisor = 32
+	minMemTable     = 1 << 20
+	maxMemTable     = 8 << 20
+)
+
+// Plan is how a server spends its memory limit.
+type Plan struct {
+	// Limit is the limit planned for; 0: none, and everything else is
+	// zero (the defaults, no bound on data requests).
+	Limit int64
+	// Meta is the drives' shared metadata cache, memtables included.
+	Meta int64
+	// MemTable is the size of each memtable of each drive.
+	MemTable int64
+	// DataSlots is how many requests may move object data at once.
+	DataSlots int
+}
+
+// PlanFor divides limit: metadata first, BaseBytes, and the rest of the
+// runtime's soft limit (SoftLimitShare) to requests moving object data, at
+// DataSlotBytes each and at least minSlots.
+func PlanFor(limit int64, minSlots int) Plan {
 	if limit <= 0 {
-		return 0
+		return Plan{}
 	}
-	budget := int64(float64(limit)*SoftLimitShare) - reserved
-	return max(min, int(budget/DataSlotBytes))
+	meta := min(max(limit/metaDivisor, MinMeta), MaxMeta)
+	data := int64(float64(limit)*SoftLimitShare) - meta - BaseBytes
+	return Plan{
+		Limit:     limit,
+		Meta:      meta,
+		MemTable:  min(max(meta/memTableDivisor, minMemTable), maxMemTable),
+		DataSlots: max(minSlots, int(data/DataSlotBytes)),
+	}
 }

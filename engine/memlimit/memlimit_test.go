@@ -75,18 +75,22 @@ func TestFromCgroup(t *testing.T) {
 	}
 }
 
-func TestDataSlots(t *testing.T) {
+func TestPlanFor(t *testing.T) {
+	const mi = 1 << 20
 	for _, tc := range []struct {
-		limit, reserved int64
-		want            int
+		limit int64
+		want  Plan
 	}{
-		{0, 0, 0},
-		{1 << 30, 128 << 20, 43},  // 819 MiB soft limit - 128 MiB of caches
-		{256 << 20, 256 << 20, 4}, // nothing left: the minimum
-		{64 << 30, 1 << 30, 3212},
+		{0, Plan{}},
+		// 204.8 MiB soft limit - 64 MiB of metadata - 48 MiB base = 11 slots.
+		{256 * mi, Plan{Limit: 256 * mi, Meta: 64 * mi, MemTable: 2 * mi, DataSlots: 11}},
+		{1 << 30, Plan{Limit: 1 << 30, Meta: 256 * mi, MemTable: 8 * mi, DataSlots: 64}},
+		// Nothing left for data: the minimum; the smallest metadata budget.
+		{64 * mi, Plan{Limit: 64 * mi, Meta: 16 * mi, MemTable: 1 * mi, DataSlots: 4}},
+		{64 << 30, Plan{Limit: 64 << 30, Meta: 2 << 30, MemTable: 8 * mi, DataSlots: 6291}},
 	} {
-		if got := DataSlots(tc.limit, tc.reserved, 4); got != tc.want {
-			t.Errorf("DataSlots(%d, %d) = %d, want %d", tc.limit, tc.reserved, got, tc.want)
+		if got := PlanFor(tc.limit, 4); got != tc.want {
+			t.Errorf("PlanFor(%d MiB) = %+v, want %+v", tc.limit/mi, got, tc.want)
 		}
 	}
 }

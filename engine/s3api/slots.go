@@ -7,9 +7,11 @@ import (
 )
 
 // dataSlotFloor is the most object data a request moves without a data
-// slot: one erasure block, which small objects and the first read of any
-// GET fit in.
-const dataSlotFloor = 1 << 20
+// slot: what the erasure-coded server keeps inline in its records
+// (erasure.DefaultInlineLimit), which moves no block buffer. Anything
+// larger is striped through block and drive buffers (a 1 MiB PUT holds
+// about as much as a 16 MiB one: memlimit.DataSlotBytes).
+const dataSlotFloor = 128 << 10
 
 // DefaultDataSlotWait is how long a request waits for a data slot before
 // it is answered SlowDown.

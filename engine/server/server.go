@@ -65,6 +65,12 @@ type Config struct {
 	// DataSlots bounds the requests moving large objects at once
 	// (s3api.Config.DataSlots); 0 is no bound.
 	DataSlots int
+	// MetaCacheSize, when positive, is one metadata cache the node's
+	// drives share, memtables included (drive.Options.Cache); 0: a cache
+	// of drive.DefaultCacheSize per drive.
+	MetaCacheSize int64
+	// MemTableSize is each drive's memtable size; 0: the default.
+	MemTableSize int64
 	// InsecureInternode lets a clustered node run its internode service
 	// without TLS (no CertsDir). With CertsDir peers are always verified.
 	InsecureInternode bool
@@ -161,7 +167,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	dep := cluster.NewDeployment(cluster.Options{
 		Locality: locality(cfg, 3*time.Minute), InternodePort: cfg.InternodePort,
-		Drive: drive.Options{NoSync: cfg.NoSync, FS: cfg.DriveFS, MetaFS: cfg.DriveMetaFS, Log: log}, Peer: peerOpts, Log: log, DriveOpenDelay: cfg.DriveOpenDelay,
+		Drive: drive.Options{NoSync: cfg.NoSync, FS: cfg.DriveFS, MetaFS: cfg.DriveMetaFS, Log: log, Cache: metaCache(cfg.MetaCacheSize), MemTableSize: cfg.MemTableSize}, Peer: peerOpts, Log: log, DriveOpenDelay: cfg.DriveOpenDelay,
 	})
 	defer dep.Close()
 	bg, stopBg := context.WithCancel(context.Background())
@@ -345,6 +351,15 @@ func clustered(t cluster.Topology) bool {
 // locality decides which endpoints are this node's; peers' names that do
 // not resolve yet are waited for (wait), as pods of a StatefulSet start
 // together and each gets its DNS record only once it has an address.
+// metaCache is the drives' shared metadata cache of size bytes; nil (a
+// cache per drive) when size is not positive.
+func metaCache(size int64) *drive.MetaCache {
+	if size <= 0 {
+		return nil
+	}
+	return drive.NewMetaCache(size)
+}
+
 func locality(cfg Config, wait time.Duration) cluster.Locality {
 	return cluster.Locality{Address: cfg.Address, ResolveWait: wait, Logf: func(format string, args ...any) {
 		cfg.Log.Info(fmt.Sprintf(format, args...))

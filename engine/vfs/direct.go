@@ -23,6 +23,19 @@ func CreateDirect(fsys FS, name string) (File, error) {
 	return fsys.Create(name)
 }
 
+// WriteGatherer is implemented by files that gather small writes into
+// large ones themselves (an O_DIRECT file writes whole aligned buffers), so
+// a writer needs no buffer of its own in front of them.
+type WriteGatherer interface {
+	GathersWrites() bool
+}
+
+// GathersWrites says whether f gathers small writes itself.
+func GathersWrites(f File) bool {
+	g, ok := f.(WriteGatherer)
+	return ok && g.GathersWrites()
+}
+
 // directAlign is the alignment of O_DIRECT buffers, offsets and lengths
 // (the logical block size of every device we expect; 4 KiB covers 512 too).
 const directAlign = 4096

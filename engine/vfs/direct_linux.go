@@ -101,6 +101,10 @@ func (d *directFile) finish() error {
 	return nil
 }
 
+// GathersWrites implements WriteGatherer: writes are copied into the
+// aligned buffer and written out whole.
+func (d *directFile) GathersWrites() bool { return true }
+
 func (d *directFile) Name() string               { return d.f.Name() }
 func (d *directFile) Stat() (fs.FileInfo, error) { return d.f.Stat() }
 

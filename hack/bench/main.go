@@ -269,7 +269,7 @@ func cmdSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		kinds = append(kinds, sse, minioKind(filepath.Join(*f.peersDir, "minio")))
+		kinds = append(kinds, sse, minioKind(filepath.Join(*f.peersDir, "minio")), garageKind(filepath.Join(*f.peersDir, "garage")))
 	}
 	kinds = append(kinds, versitygwKind(filepath.Join(*f.peersDir, "versitygw"), *f.keepAlive))
 	return runSuite(ctx, c, f, kinds, stps, "bench suite "+strings.Join(args, " "), stdout, stderr)
@@ -289,8 +289,8 @@ func registerSuiteFlags(fs *flag.FlagSet, c *SuiteConfig, timeout time.Duration,
 		strataBin:  fs.String("strata", "bin/strata", "strata binary"),
 		baseline:   fs.String("baseline", "", "another strata binary (e.g. main before a change), run as target strata-baseline right after strata: an A/B in one run"),
 		strataArgs: fs.String("strata-args", "", "extra flags for strata server/gateway, space-separated (e.g. --no-sync; reported with the figures)"),
-		peersDir:   fs.String("peers", "hack/peers/bin", "directory holding the minio and versitygw binaries (hack/peers.sh)"),
-		only:       fs.String("targets", targets, "comma-separated subset of targets to run (strata, strata-baseline, strata-sse-s3, minio, versitygw)"),
+		peersDir:   fs.String("peers", "hack/peers/bin", "directory holding the minio, versitygw and garage binaries (hack/peers.sh)"),
+		only:       fs.String("targets", targets, "comma-separated subset of targets to run (strata, strata-baseline, strata-sse-s3, minio, garage, versitygw)"),
 		outDir:     fs.String("out", "bench-results", "directory for the JSON report and server logs"),
 		keepAlive:  fs.Bool("versitygw-keepalive", true, "start VersityGW with --keep-alive (it closes every connection otherwise)"),
 		timeout:    fs.Duration("timeout", timeout, "hard bound on the whole run"),

@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // opStats accumulates what one worker observed for one operation.
@@ -99,6 +102,55 @@ func (w *worker) put(ctx context.Context, key string) error {
 		Key:           aws.String(key),
 		Body:          w.body,
 		ContentLength: aws.Int64(w.size),
+	})
+	return err
+}
+
+// multipart writes key as a multipart upload of the payload in parts of
+// MultipartPartSize, multipartPartsInFlight at once; a failed upload is
+// aborted.
+func (w *worker) multipart(ctx context.Context, key string) (err error) {
+	up, err := w.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(w.bucket), Key: aws.String(key)})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_, _ = w.client.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{
+				Bucket: aws.String(w.bucket), Key: aws.String(key), UploadId: up.UploadId})
+		}
+	}()
+	n := int((w.size + MultipartPartSize - 1) / MultipartPartSize)
+	parts := make([]types.CompletedPart, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, multipartPartsInFlight)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			off := int64(i) * MultipartPartSize
+			body := w.payload[off:min(off+MultipartPartSize, w.size)]
+			out, err := w.client.UploadPart(ctx, &s3.UploadPartInput{
+				Bucket: aws.String(w.bucket), Key: aws.String(key), UploadId: up.UploadId,
+				PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))),
+			})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			parts[i] = types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: out.ETag,
+				ChecksumCRC32: out.ChecksumCRC32, ChecksumCRC32C: out.ChecksumCRC32C, ChecksumCRC64NVME: out.ChecksumCRC64NVME}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	_, err = w.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(w.bucket), Key: aws.String(key), UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	})
 	return err
 }

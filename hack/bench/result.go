@@ -150,7 +150,7 @@ func (r Result) Headline() (value float64, unit string) {
 	switch {
 	case r.Op == OpList:
 		return r.ListedPerSec, "listed/s"
-	case (r.Op == OpPut || r.Op == OpGet || r.Op == OpMixed) && r.Size >= mib:
+	case (r.Op.writes() || r.Op == OpGet || r.Op == OpMixed) && r.Size >= mib:
 		return r.MiBPerSec, "MiB/s"
 	default:
 		return r.ObjPerSec, "obj/s"

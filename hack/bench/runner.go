@@ -243,10 +243,14 @@ func (w *worker) do(ctx context.Context, op Op, p Plan) {
 	var key string
 	start := time.Now()
 	switch op {
-	case OpPut:
+	case OpPut, OpMultipart:
 		key = newKey(w.prefix, w.id, w.seq)
 		w.seq++
-		err = w.put(ctx, key)
+		if op == OpPut {
+			err = w.put(ctx, key)
+		} else {
+			err = w.multipart(ctx, key)
+		}
 	case OpGet:
 		ttfb, err = w.get(ctx, w.readKey(p), start)
 	case OpHead:
@@ -270,7 +274,7 @@ func (w *worker) do(ctx context.Context, op Op, p Plan) {
 	}
 	s.lat.record(lat)
 	switch op {
-	case OpPut:
+	case OpPut, OpMultipart:
 		s.bytes += w.size
 		if p.Op == OpMixed {
 			w.pool = append(w.pool, key)

@@ -45,6 +45,13 @@ type serverKind struct {
 	// bucketEncryption, when set, is the benchmark bucket's default
 	// encryption (clients send no encryption headers).
 	bucketEncryption string
+	// accessKey and secretKey, when set, replace benchUser and
+	// benchPassword (a server with its own key format).
+	accessKey, secretKey string
+	// setup, when set, runs once the process started and before S3 is
+	// waited for: what a server needs done through its own tools before
+	// it serves (Garage's layout and key).
+	setup func(ctx context.Context, root string) error
 }
 
 func driveDirs(root string, n int) error {
@@ -117,6 +124,104 @@ func versitygwKind(bin string, keepAlive bool) serverKind {
 			"ROOT_ACCESS_KEY=" + benchUser,
 			"ROOT_SECRET_KEY=" + benchPassword,
 		},
+	}
+}
+
+// Garage's key formats: an access key is GK and 24 hex digits, a secret 64
+// hex digits. Like the others, these only guard a throwaway server.
+const (
+	garageAccessKey = "GK0123456789abcdef01234567"
+	garageSecretKey = "6265e6368616461646d696e2d7365637265742d6f662d61206265e636800001"
+)
+
+// garageKind runs Garage as issue 36 measured it: one node, one copy
+// (replication_factor 1), data and metadata synced (data_fsync and
+// metadata_fsync on), LMDB metadata. Before it serves S3 its node needs a
+// layout role and the benchmark key, made with its own CLI (setup).
+func garageKind(bin string) serverKind {
+	var config string
+	return serverKind{
+		name:        "garage",
+		description: "Garage, single node, one copy, data and metadata fsync",
+		binary:      bin,
+		versionArgs: []string{"--version"},
+		accessKey:   garageAccessKey,
+		secretKey:   garageSecretKey,
+		args: func(addr, root string, freePort func() (int, error)) ([]string, error) {
+			rpc, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			admin, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			if err := os.MkdirAll(root, 0o755); err != nil {
+				return nil, err
+			}
+			secret := make([]byte, 32)
+			if _, err := rand.Read(secret); err != nil {
+				return nil, err
+			}
+			config = filepath.Join(root, "garage.toml")
+			doc := fmt.Sprintf(`metadata_dir = %q
+data_dir = %q
+db_engine = "lmdb"
+metadata_fsync = true
+data_fsync = true
+replication_factor = 1
+rpc_bind_addr = "127.0.0.1:%d"
+rpc_public_addr = "127.0.0.1:%d"
+rpc_secret = "%x"
+
+[s3_api]
+s3_region = "us-east-1"
+api_bind_addr = %q
+root_domain = ".s3.garage.localhost"
+
+[admin]
+api_bind_addr = "127.0.0.1:%d"
+`, filepath.Join(root, "meta"), filepath.Join(root, "data"), rpc, rpc, secret, addr, admin)
+			if err := os.WriteFile(config, []byte(doc), 0o600); err != nil {
+				return nil, err
+			}
+			return []string{"-c", config, "server"}, nil
+		},
+		setup: func(ctx context.Context, root string) error {
+			garage := func(args ...string) (string, error) {
+				out, err := exec.CommandContext(ctx, bin, append([]string{"-c", config}, args...)...).CombinedOutput()
+				if err != nil {
+					return "", fmt.Errorf("garage %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+				}
+				return strings.TrimSpace(string(out)), nil
+			}
+			// The node answers its CLI once its RPC listener is up.
+			var id string
+			for {
+				out, err := garage("node", "id", "-q")
+				if err == nil {
+					id, _, _ = strings.Cut(out, "@")
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return err
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+			for _, args := range [][]string{
+				{"layout", "assign", "-z", "dc1", "-c", "100G", id},
+				{"layout", "apply", "--version", "1"},
+				{"key", "import", "--yes", "-n", "bench", garageAccessKey, garageSecretKey},
+				{"key", "allow", "--create-bucket", garageAccessKey},
+			} {
+				if _, err := garage(args...); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		env: []string{"RUST_LOG=warn"},
 	}
 }
 
@@ -250,7 +355,7 @@ func startServer(ctx context.Context, kind serverKind, root, logPath string) (*s
 		logFile.Close()
 		close(p.exited)
 	}()
-	if err := p.waitReady(ctx); err != nil {
+	if err := p.waitReady(ctx, root); err != nil {
 		p.stop()
 		return nil, err
 	}
@@ -278,7 +383,7 @@ func serverEnv() []string {
 	return env
 }
 
-func (p *serverProcess) waitReady(ctx context.Context) error {
+func (p *serverProcess) waitReady(ctx context.Context, root string) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	exitedEarly := func() error {
@@ -308,6 +413,18 @@ func (p *serverProcess) waitReady(ctx context.Context) error {
 			case <-ctx.Done():
 				return fmt.Errorf("%s not ready after %s; log %s", p.kind.name, startTimeout, p.logPath)
 			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	if p.kind.setup != nil {
+		setupDone := make(chan error, 1)
+		go func() { setupDone <- p.kind.setup(ctx, root) }()
+		select {
+		case <-p.exited:
+			return exitedEarly()
+		case err := <-setupDone:
+			if err != nil {
+				return fmt.Errorf("%s: setting up: %w; log %s", p.kind.name, err, p.logPath)
 			}
 		}
 	}
@@ -345,7 +462,11 @@ func (p *serverProcess) pid() int { return p.cmd.Process.Pid }
 
 // target is how clients reach the server.
 func (p *serverProcess) target() Target {
-	return Target{Name: p.kind.name, Endpoints: []string{p.endpoint}, AccessKey: benchUser, SecretKey: benchPassword}
+	t := Target{Name: p.kind.name, Endpoints: []string{p.endpoint}, AccessKey: benchUser, SecretKey: benchPassword}
+	if p.kind.accessKey != "" {
+		t.AccessKey, t.SecretKey = p.kind.accessKey, p.kind.secretKey
+	}
+	return t
 }
 
 // scratchServer is a server on fresh directories of its own, its log

@@ -94,6 +94,9 @@ func steps(suite, profile string) ([]Step, error) {
 		out = append(out,
 			Step{Op: OpPut, Size: 16 * mib},
 			Step{Op: OpGet, Size: 16 * mib, Dataset: "16MiB"},
+			// 256 MiB in parts of 16 MiB: four uploads of four parts in
+			// flight, the 16 requests of the other steps.
+			Step{Op: OpMultipart, Size: 256 * mib, Concurrency: 16 / multipartPartsInFlight},
 		)
 		if profile == "full" {
 			out = append(out,
@@ -138,7 +141,7 @@ func (c SuiteConfig) planStep(s Step) (Plan, error) {
 	if s.Concurrency > 0 {
 		w.Concurrency = s.Concurrency
 	}
-	if s.Op == OpPut && c.MaxBytes > 0 {
+	if s.Op.writes() && c.MaxBytes > 0 {
 		if byBytes := max(c.MaxBytes/s.Size, 1); w.Count == 0 || byBytes < w.Count {
 			w.Count = byBytes
 		}
@@ -308,7 +311,7 @@ func (c SuiteConfig) runStep(ctx context.Context, r *Runner, kind serverKind, da
 	if err == nil && res.Ops == 0 {
 		err = fmt.Errorf("no request succeeded (%d errors, first: %s)", res.Errors, res.FirstError)
 	}
-	if p.Op == OpPut || p.Op == OpMixed || p.Op == OpDelete {
+	if p.Op.writes() || p.Op == OpMixed || p.Op == OpDelete {
 		syncDisks() // the next step should not pay for this one's writeback
 	}
 	v, unit := res.Headline()

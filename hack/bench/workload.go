@@ -19,9 +19,20 @@ const (
 	OpDelete Op = "delete" // deletes each object of a prepared set once
 	OpList   Op = "list"   // lists the whole prepared set, page by page
 	OpMixed  Op = "mixed"  // GET/HEAD/PUT/DELETE drawn by weight
+	// OpMultipart writes each new object as a multipart upload of
+	// MultipartPartSize parts, multipartPartsInFlight of them at once.
+	OpMultipart Op = "multipart"
 )
 
-var allOps = []Op{OpPut, OpGet, OpHead, OpDelete, OpList, OpMixed}
+var allOps = []Op{OpPut, OpGet, OpHead, OpDelete, OpList, OpMixed, OpMultipart}
+
+// A multipart upload's shape: parts of 16 MiB (what the issue asks for),
+// four of an upload in flight at once, as SDK transfer managers send them
+// (aws-sdk-go-v2's manager defaults to five, the aws CLI to ten).
+const (
+	MultipartPartSize      = 16 << 20
+	multipartPartsInFlight = 4
+)
 
 func parseOp(s string) (Op, error) {
 	for _, op := range allOps {
@@ -29,14 +40,17 @@ func parseOp(s string) (Op, error) {
 			return op, nil
 		}
 	}
-	return "", fmt.Errorf("unknown workload %q (want one of put, get, head, delete, list, mixed)", s)
+	return "", fmt.Errorf("unknown workload %q (want one of put, get, head, delete, list, mixed, multipart)", s)
 }
 
 // needsPreparedObjects says whether the workload reads a set of objects that
 // must be written before the measured phase starts.
 func (op Op) needsPreparedObjects() bool {
-	return op != OpPut
+	return op != OpPut && op != OpMultipart
 }
+
+// writes says whether each request of the workload writes a new object.
+func (op Op) writes() bool { return op == OpPut || op == OpMultipart }
 
 // readOnly says whether the workload leaves its objects as they were, so a
 // warm-up pass can run before the measured one.
@@ -128,6 +142,8 @@ func plan(w Workload) (Plan, error) {
 		return Plan{}, errors.New("a workload needs a duration or a count bound")
 	case w.Count < 0 || w.Objects < 0 || w.Warmup < 0 || w.Dirs < 0:
 		return Plan{}, errors.New("count, objects, directories and warm-up cannot be negative")
+	case w.Op == OpMultipart && w.Size <= MultipartPartSize:
+		return Plan{}, fmt.Errorf("a multipart upload is of more than one part of %s, got %s", formatSize(MultipartPartSize), formatSize(w.Size))
 	}
 	if _, err := parseOp(string(w.Op)); err != nil {
 		return Plan{}, err

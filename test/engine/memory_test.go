@@ -72,25 +72,27 @@ func (cg memoryCgroup) value(t *testing.T, file, key string) int64 {
 	return 0
 }
 
-// TestMemoryLimitedServer: a server in a 1 GiB memory cgroup, as a pod
-// with a 1 GiB memory limit runs it, finds its limit by itself (the
-// cgroup), sets the Go runtime's soft limit from it and bounds the
-// requests moving large objects at once. Under mixed 4 KiB and 16 MiB
-// PUT and GET load from 96 clients, then a drive wiped and healed while
-// the load goes on, it is never OOM-killed and every request succeeds.
-// (Without the bound, 160 clients PUTting 16 MiB objects had it killed
-// within seconds: docs/engine.md.)
+// TestMemoryLimitedServer: a server in a 256 MiB memory cgroup, as a pod
+// with a 256 MiB memory limit runs it, finds its limit by itself (the
+// cgroup), sets the Go runtime's soft limit from it, sizes the drives'
+// shared metadata cache from it and bounds the requests moving object
+// data at once. Under mixed 4 KiB and 16 MiB PUT and GET load from 144
+// clients, then a drive wiped and healed while the load goes on, it is
+// never OOM-killed, every request succeeds (a SlowDown the SDK retried
+// included) and its resident memory stays under the limit with room to
+// spare. (Without the bound, 160 clients PUTting 16 MiB objects had a
+// server in 1 GiB killed within seconds: docs/engine.md.)
 func TestMemoryLimitedServer(t *testing.T) {
-	const limit = 1 << 30
+	const limit = 256 << 20
 	cg := newMemoryCgroup(t, limit)
 	// The rebuild reads at up to 512 MiB/s (64 by default), so that
 	// rebuilding 128 objects of 16 MiB under load takes seconds.
 	extra := append([]string{"--heal-bytes-per-second", "536870912"}, strings.Fields(os.Getenv("STRATA_TEST_MEMORY_EXTRA"))...)
 	s := startServer(t, serverOpts{drives: 4, cgroupProcs: cg.procs(), extra: extra})
-	if m := regexp.MustCompile(`"msg":"memory limit","bytes":(\d+),"from":"([^"]+)","go_soft_limit":(\d+),"max_data_requests":(\d+)`).FindStringSubmatch(s.logs()); m == nil {
+	if m := regexp.MustCompile(`"msg":"memory limit","bytes":(\d+),"from":"([^"]+)","go_soft_limit":(\d+),"max_data_requests":(\d+),"metadata_cache":(\d+),"memtable":(\d+)`).FindStringSubmatch(s.logs()); m == nil {
 		t.Fatalf("the server did not report the cgroup's memory limit:\n%s", s.logs())
 	} else {
-		t.Logf("server: memory limit %s bytes from %s, Go soft limit %s, max data requests %s", m[1], m[2], m[3], m[4])
+		t.Logf("server: memory limit %s bytes from %s, Go soft limit %s, max data requests %s, metadata cache %s, memtables %s", m[1], m[2], m[3], m[4], m[5], m[6])
 		if m[1] != strconv.Itoa(limit) || !strings.HasPrefix(m[2], cg.dir) {
 			t.Fatalf("limit %s from %s, want %d from %s", m[1], m[2], limit, cg.dir)
 		}
@@ -220,5 +222,10 @@ func TestMemoryLimitedServer(t *testing.T) {
 	}
 	if failed.Load() != 0 {
 		t.Errorf("%d of %d requests failed", failed.Load(), ops.Load())
+	}
+	// The cgroup would kill the server at the limit; the budget is meant
+	// to keep it well below (the page cache the kernel reclaims aside).
+	if budget := int64(limit) * 95 / 100; peakRSS.Load() > budget {
+		t.Errorf("peak RSS %d MiB, over 95%% of the %d MiB limit", peakRSS.Load()>>20, limit>>20)
 	}
 }
