@@ -62,7 +62,7 @@ install_garage() {
 	echo "peers: building garage $GARAGE_VERSION with cargo (${have:+replacing $have, }about half an hour on 2 cores)"
 	local tmp="$root/hack/peers/cargo"
 	nice "$cargo" install --locked --quiet --root "$tmp" --version "$GARAGE_VERSION" garage
-	install -m 0755 "$tmp/bin/garage" "$bin/garage"
+	command install -m 0755 "$tmp/bin/garage" "$bin/garage"
 	echo "peers: garage $("$bin/garage" --version | awk '{print $2}') installed in $bin"
 }
 
