@@ -51,7 +51,7 @@ install() {
 # from rustup; .ci/run does not build peers, benchmarks do.
 install_garage() {
 	local have=""
-	[[ -x $bin/garage ]] && have=$("$bin/garage" --version 2>/dev/null | awk '{print $2}' | sed 's/^v//')
+	[[ -x $bin/garage ]] && have=$("$bin/garage" --version 2>/dev/null | awk '{print $2}' | sed 's/^cargo://; s/^v//')
 	if [[ $have == "$GARAGE_VERSION" ]]; then
 		echo "peers: garage $GARAGE_VERSION already installed"
 		return 0
@@ -63,7 +63,7 @@ install_garage() {
 	local tmp="$root/hack/peers/cargo"
 	nice "$cargo" install --locked --quiet --root "$tmp" --version "$GARAGE_VERSION" garage
 	command install -m 0755 "$tmp/bin/garage" "$bin/garage"
-	echo "peers: garage $("$bin/garage" --version | awk '{print $2}') installed in $bin"
+	echo "peers: garage $GARAGE_VERSION installed in $bin"
 }
 
 want=("$@")

@@ -30,9 +30,11 @@ const renamedExpect = "X-Strata-Expect-Unhandled"
 type expectConn struct {
 	net.Conn
 	scanning atomic.Bool
-	// line is the start of a header line held back; out are bytes filtered
-	// and not yet returned.
+	// line is the start of a header line held back; out[pos:] are bytes
+	// filtered and not yet returned (out is reset once they all are, so
+	// its buffer serves every request of the connection).
 	line, out []byte
+	pos       int
 	// passLine: the current line cannot be an Expect header (or grew too
 	// long to hold) and passes through up to its end.
 	passLine bool
@@ -56,11 +58,19 @@ func (c *expectConn) rearm() { c.scanning.Store(true) }
 // line is passed on for net/http to judge.
 const maxHeldLine = 256
 
+// take moves filtered bytes to p.
+func (c *expectConn) take(p []byte) int {
+	n := copy(p, c.out[c.pos:])
+	c.pos += n
+	if c.pos == len(c.out) {
+		c.out, c.pos = c.out[:0], 0
+	}
+	return n
+}
+
 func (c *expectConn) Read(p []byte) (int, error) {
-	if len(c.out) > 0 {
-		n := copy(p, c.out)
-		c.out = c.out[n:]
-		return n, nil
+	if c.pos < len(c.out) {
+		return c.take(p), nil
 	}
 	if !c.scanning.Load() {
 		return c.Conn.Read(p)
@@ -72,10 +82,9 @@ func (c *expectConn) Read(p []byte) (int, error) {
 			c.out = append(c.out, c.line...)
 			c.line = c.line[:0]
 		}
-		if len(c.out) > 0 || err != nil {
-			m := copy(p, c.out)
-			c.out = c.out[m:]
-			if len(c.out) > 0 {
+		if c.pos < len(c.out) || err != nil {
+			m := c.take(p)
+			if c.pos < len(c.out) {
 				err = nil // returned with the last of them
 			}
 			return m, err
