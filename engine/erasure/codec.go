@@ -135,7 +135,7 @@ func (c *Codec) Encode(r io.Reader, writers []BlockWriter, writeQuorum int) (n i
 	if len(writers) != c.layout.SetSize() {
 		return 0, nil, fmt.Errorf("erasure: %d writers for a set of %d", len(writers), c.layout.SetSize())
 	}
-	return c.encode(firstBlock{}, r, writers, writeQuorum, nil, nil)
+	return c.encode(firstBlock{}, r, writers, writeQuorum, nil, nil, nil)
 }
 
 // Decode writes bytes [offset, offset+length) of an object of size bytes to

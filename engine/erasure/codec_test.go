@@ -2,6 +2,7 @@ package erasure
 
 import (
 	"bytes"
+	"crypto/md5"
 	"errors"
 	"fmt"
 	"io"
@@ -207,7 +208,8 @@ func BenchmarkDecode(b *testing.B) {
 // TestHeadThenEncode: a body whose first block was read ahead (readHead,
 // as a PUT does before it stages anything) encodes to the same shards as
 // the whole body read by the encode, whatever its size and however the
-// client's bytes arrive; and block buffers left dirty by an earlier,
+// client's bytes arrive, and the MD5 hashed beside the encode is the
+// body's; and block buffers left dirty by an earlier,
 // larger object change nothing (only the last data shard's padding is
 // cleared before the parity is computed).
 func TestHeadThenEncode(t *testing.T) {
@@ -255,9 +257,13 @@ func TestHeadThenEncode(t *testing.T) {
 						got.bufs = append(got.bufs, b)
 						writers[i] = drive.NewBitrotWriter(b)
 					}
-					n, errs, err := c.encode(head, r, writers, l.WriteQuorum(), nil, nil)
+					sum := md5.New()
+					n, errs, err := c.encode(head, r, writers, l.WriteQuorum(), nil, nil, sum)
 					if err != nil || n != int64(size) {
 						t.Fatalf("encode: %d bytes, %v %v", n, err, errs)
+					}
+					if want := md5.Sum(data); !bytes.Equal(sum.Sum(nil), want[:]) {
+						t.Fatalf("MD5 %x, want %x: the hasher missed or reordered bytes", sum.Sum(nil), want)
 					}
 					for i := range want.bufs {
 						if !bytes.Equal(got.bufs[i].Bytes(), want.bufs[i].Bytes()) {

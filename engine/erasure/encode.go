@@ -3,6 +3,7 @@ package erasure
 import (
 	"cmp"
 	"errors"
+	"hash"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -344,6 +345,58 @@ func (c *Codec) readHead(r io.Reader, limit int64) (firstBlock, error) {
 	return firstBlock{pooled: p, data: b[:n+m]}, err
 }
 
+// hasher hashes the blocks an encode reads in a goroutine of its own, so
+// that hashing one block (MD5, the ETag: the largest CPU cost of a large
+// PUT) overlaps reading and encoding the next instead of adding to the
+// request's time. Blocks are hashed in order; a block's buffer stays out
+// of reuse until its hash is in (wait).
+type hasher struct {
+	in     chan []byte
+	done   chan struct{} // one per block hashed
+	waited int           // blocks whose hashing was waited for
+	fed    int
+}
+
+func newHasher(h hash.Hash) *hasher {
+	if h == nil {
+		return nil
+	}
+	x := &hasher{in: make(chan []byte, encodeDepth), done: make(chan struct{}, encodeDepth)}
+	go func() {
+		for b := range x.in {
+			h.Write(b)
+			x.done <- struct{}{}
+		}
+		close(x.done)
+	}()
+	return x
+}
+
+// add queues a block (nothing without a hash).
+func (x *hasher) add(b []byte) {
+	if x != nil {
+		x.in <- b
+		x.fed++
+	}
+}
+
+// wait returns once the first blocks blocks were hashed.
+func (x *hasher) wait(blocks int) {
+	for x != nil && x.waited < min(blocks, x.fed) {
+		<-x.done
+		x.waited++
+	}
+}
+
+// end waits for every block queued; the hash is then complete.
+func (x *hasher) end() {
+	if x != nil {
+		close(x.in)
+		for range x.done {
+		}
+	}
+}
+
 // encode reads r to EOF and writes shard i of every block to writers[i],
 // each writer in a goroutine of its own behind a queue of encodeDepth
 // blocks. A writer that fails is dropped and its error recorded in errs[i];
@@ -354,10 +407,13 @@ func (c *Codec) readHead(r io.Reader, limit int64) (firstBlock, error) {
 // finish in their goroutine; encode returns when every writer not left
 // behind has finished. It returns the object bytes read. head, when it
 // holds bytes, is the first block (a full one unless the body ended in it)
-// and r the rest; encode takes its buffer.
-func (c *Codec) encode(head firstBlock, r io.Reader, writers []BlockWriter, quorum int, w *writeWait, pos []int) (n int64, errs []error, err error) {
+// and r the rest; encode takes its buffer. sum, when not nil, is written
+// every byte read, in order (hasher), complete when encode returns.
+func (c *Codec) encode(head firstBlock, r io.Reader, writers []BlockWriter, quorum int, w *writeWait, pos []int, sum hash.Hash) (n int64, errs []error, err error) {
 	e := newEncoding(writers, quorum, w, pos)
+	hs := newHasher(sum)
 	defer func() {
+		hs.end() // before a buffer it may still read goes back to the pool
 		head.release(&c.blocks)
 		for _, b := range e.ring {
 			if b != nil {
@@ -377,6 +433,8 @@ func (c *Codec) encode(head firstBlock, r io.Reader, writers []BlockWriter, quor
 		} else if err := e.checkQuorum(); err != nil {
 			return fail(err)
 		}
+		// The slot's last block must be hashed before the slot is refilled.
+		hs.wait(e.sent - encodeDepth + 1)
 		slot := e.sent % encodeDepth
 		var buf []byte
 		var got int
@@ -398,6 +456,7 @@ func (c *Codec) encode(head firstBlock, r io.Reader, writers []BlockWriter, quor
 		}
 		if got > 0 {
 			n += int64(got)
+			hs.add(buf[:got])
 			shards, err := c.EncodeBlock(buf[:got])
 			if err != nil {
 				return fail(err)

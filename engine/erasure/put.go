@@ -270,7 +270,7 @@ type staged struct {
 // error returned. A drive more than the write's allowance behind is left
 // behind (its shard removed; errLeftBehind). size < 0 means unknown; a
 // body shorter or longer than a known size fails the same way.
-func (s *Set) stageShards(ctx context.Context, w *writeWait, drives []Drive, id [16]byte, part int, dist []int, r io.Reader, size int64, hash bool) (staged, error) {
+func (s *Set) stageShards(ctx context.Context, w *writeWait, drives []Drive, id [16]byte, part int, dist []int, r io.Reader, size int64, withMD5 bool) (staged, error) {
 	// Nothing is staged (a file and write buffers on every drive) until
 	// the body's first block has arrived: a client that sends its header
 	// and then trickles, or nothing, holds a small buffer and no
@@ -308,11 +308,11 @@ func (s *Set) stageShards(ctx context.Context, w *writeWait, drives []Drive, id 
 	if size >= 0 {
 		src = &exactly{r: r, left: size - int64(len(head.data))}
 	}
-	if hash {
-		md5sum.Write(head.data)
-		src = io.TeeReader(src, md5sum)
+	var sum hash.Hash
+	if withMD5 {
+		sum = md5sum
 	}
-	n, writeErrs, err := s.codec.encode(head, src, writers, s.layout.WriteQuorum(), w, posOf)
+	n, writeErrs, err := s.codec.encode(head, src, writers, s.layout.WriteQuorum(), w, posOf, sum)
 	for pos := range drives {
 		if errs[pos] == nil {
 			errs[pos] = writeErrs[dist[pos]]

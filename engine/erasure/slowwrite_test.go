@@ -268,7 +268,7 @@ func TestEncodeLeavesBehindOnlyBeyondWriteQuorum(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				_, errs, err := c.encode(firstBlock{}, bytes.NewReader(data), []BlockWriter{g[0], g[1], g[2], g[3]}, l.WriteQuorum(), w, []int{0, 1, 2, 3})
+				_, errs, err := c.encode(firstBlock{}, bytes.NewReader(data), []BlockWriter{g[0], g[1], g[2], g[3]}, l.WriteQuorum(), w, []int{0, 1, 2, 3}, nil)
 				done <- result{errs, err}
 			}()
 			select {
