@@ -292,7 +292,7 @@ BENCH_FLAGS ?=
 BENCH_CLIENTS ?= both
 
 .PHONY: peers
-peers: ## Install the benchmark peers, MinIO and VersityGW, into hack/peers/bin (git-ignored; built once).
+peers: ## Install the benchmark peers, MinIO, VersityGW and Garage, into hack/peers/bin (git-ignored; built once).
 	hack/peers.sh
 
 .PHONY: bench
@@ -301,8 +301,8 @@ bench: peers bench-build ## Run bench-engine then bench-gateway.
 	$(MAKE) --no-print-directory bench-gateway
 
 .PHONY: bench-engine
-bench-engine: peers bench-build ## Benchmark strata server (plain, and with SSE-S3 by bucket default) against MinIO (4 drives, EC 2+2) and VersityGW, lean and default client settings; then bench-versions, bench-ingest, bench-list. JSON in bench-results/.
-	$(LOCALBIN)/bench suite engine -strata $(LOCALBIN)/strata -clients $(BENCH_CLIENTS) -timeout 36m $(BENCH_FLAGS)
+bench-engine: peers bench-build ## Benchmark strata server (plain, and with SSE-S3 by bucket default) against MinIO (4 drives, EC 2+2), Garage (one node, fsync) and VersityGW, lean and default client settings; then bench-versions, bench-ingest, bench-list. JSON in bench-results/.
+	$(LOCALBIN)/bench suite engine -strata $(LOCALBIN)/strata -clients $(BENCH_CLIENTS) -timeout 60m $(BENCH_FLAGS)
 	$(MAKE) --no-print-directory bench-versions
 	$(MAKE) --no-print-directory bench-ingest
 	$(MAKE) --no-print-directory bench-list

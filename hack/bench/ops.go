@@ -110,7 +110,15 @@ func (w *worker) put(ctx context.Context, key string) error {
 // MultipartPartSize, multipartPartsInFlight at once; a failed upload is
 // aborted.
 func (w *worker) multipart(ctx context.Context, key string) (err error) {
-	up, err := w.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(w.bucket), Key: aws.String(key)})
+	// With the SDK's checksums on, the upload declares CRC32 as its
+	// algorithm, as the SDK's transfer manager does: the parts' checksums
+	// are then the upload's, which CompleteMultipartUpload repeats (a
+	// server may refuse part checksums an upload did not declare: Garage).
+	var algo types.ChecksumAlgorithm
+	if w.client.Options().RequestChecksumCalculation == aws.RequestChecksumCalculationWhenSupported {
+		algo = types.ChecksumAlgorithmCrc32
+	}
+	up, err := w.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(w.bucket), Key: aws.String(key), ChecksumAlgorithm: algo})
 	if err != nil {
 		return err
 	}
@@ -135,13 +143,16 @@ func (w *worker) multipart(ctx context.Context, key string) (err error) {
 			out, err := w.client.UploadPart(ctx, &s3.UploadPartInput{
 				Bucket: aws.String(w.bucket), Key: aws.String(key), UploadId: up.UploadId,
 				PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))),
+				ChecksumAlgorithm: algo,
 			})
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			parts[i] = types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: out.ETag,
-				ChecksumCRC32: out.ChecksumCRC32, ChecksumCRC32C: out.ChecksumCRC32C, ChecksumCRC64NVME: out.ChecksumCRC64NVME}
+			parts[i] = types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: out.ETag}
+			if algo != "" {
+				parts[i].ChecksumCRC32 = out.ChecksumCRC32
+			}
 		}()
 	}
 	wg.Wait()
