@@ -27,6 +27,20 @@ func openTestDrive(t *testing.T, root string, fsys vfs.FS) *Local {
 	return d
 }
 
+// putSmallObjects writes the records of n objects of 4 KiB ("o000000"
+// on, in bucket "bk"), each with a 2 KiB inline shard as a 2+2 set's drive
+// holds it.
+func putSmallObjects(t *testing.T, d *Local, n int) {
+	t.Helper()
+	inline := make([]byte, 2048)
+	for i := range n {
+		rec := &Record{ModTime: int64(i + 1), Size: 4096, ETag: "etag", Inline: inline}
+		if _, err := d.PutVersion(t.Context(), "bk", fmt.Sprintf("o%06d", i), rec, NotStaged); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestFormatLifecycle(t *testing.T) {
 	root := t.TempDir()
 	d := openTestDrive(t, root, nil)
@@ -354,13 +368,7 @@ func TestRollbackLeavesANewerRecordAlone(t *testing.T) {
 // read missed: the reservations took all of it).
 func TestBlockCacheKeepsBlocks(t *testing.T) {
 	d := openTestDrive(t, t.TempDir(), nil)
-	inline := make([]byte, 2048)
-	for i := range 20000 {
-		rec := &Record{ModTime: int64(i + 1), Size: 4096, ETag: "etag", Inline: inline}
-		if _, err := d.PutVersion(t.Context(), "bk", fmt.Sprintf("o%06d", i), rec, NotStaged); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putSmallObjects(t, d, 20000)
 	read := func() {
 		t.Helper()
 		if _, err := d.GetVersion(t.Context(), "bk", "o000005", nil); err != nil {
@@ -383,14 +391,8 @@ func TestBlockCacheKeepsBlocks(t *testing.T) {
 // so a listing reads a block for many records, not for one or two.
 func TestBlocksHoldManyRecords(t *testing.T) {
 	d := openTestDrive(t, t.TempDir(), nil)
-	inline := make([]byte, 2048)
 	const n = 2000
-	for i := range n {
-		rec := &Record{ModTime: int64(i + 1), Size: 4096, ETag: "etag", Inline: inline}
-		if _, err := d.PutVersion(t.Context(), "bk", fmt.Sprintf("o%06d", i), rec, NotStaged); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putSmallObjects(t, d, n)
 	if err := d.meta.db.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -425,13 +427,7 @@ func TestSharedMetaCache(t *testing.T) {
 	}
 	use := func(d *Local) {
 		t.Helper()
-		inline := make([]byte, 2048)
-		for i := range 2000 {
-			rec := &Record{ModTime: int64(i + 1), Size: 4096, ETag: "etag", Inline: inline}
-			if _, err := d.PutVersion(t.Context(), "bk", fmt.Sprintf("o%06d", i), rec, NotStaged); err != nil {
-				t.Fatal(err)
-			}
-		}
+		putSmallObjects(t, d, 2000)
 		if err := d.meta.db.Flush(); err != nil {
 			t.Fatal(err)
 		}

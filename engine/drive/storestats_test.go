@@ -1,7 +1,6 @@
 package drive
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -14,13 +13,7 @@ import (
 // included), and reports nothing, without failing, once closed.
 func TestStoreStats(t *testing.T) {
 	d := openTestDrive(t, t.TempDir(), nil)
-	inline := make([]byte, 2048)
-	for i := range 500 {
-		rec := &Record{ModTime: int64(i + 1), Size: 4096, ETag: "etag", Inline: inline}
-		if _, err := d.PutVersion(t.Context(), "bk", fmt.Sprintf("o%06d", i), rec, NotStaged); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putSmallObjects(t, d, 500)
 	if err := d.meta.db.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -182,18 +182,18 @@ const DataSlotBytes = 8 << 20
 
 // What a server holds whatever its load, and how the rest is shared.
 const (
-	// BaseBytes is the runtime's own, the goroutines and buffers of idle
+	// baseBytes is the runtime's own, the goroutines and buffers of idle
 	// connections and the metrics: an idle server with four drives is
 	// about 25 MiB resident.
-	BaseBytes = 48 << 20
+	baseBytes = 48 << 20
 	// The drives' metadata (block cache and memtables, shared by every
-	// drive of the node) gets a quarter of the limit, between MinMeta and
-	// MaxMeta; its memtables a 32nd of that, between 1 and 8 MiB each
+	// drive of the node) gets a quarter of the limit, between minMeta and
+	// maxMeta; its memtables a 32nd of that, between 1 and 8 MiB each
 	// (pebble keeps up to three a drive, so a budget covers about ten
 	// drives' memtables before the cache gives way to them).
 	metaDivisor     = 4
-	MinMeta         = 16 << 20
-	MaxMeta         = 2 << 30
+	minMeta         = 16 << 20
+	maxMeta         = 2 << 30
 	memTableDivisor = 32
 	minMemTable     = 1 << 20
 	maxMemTable     = 8 << 20
@@ -212,15 +212,15 @@ type Plan struct {
 	DataSlots int
 }
 
-// PlanFor divides limit: metadata first, BaseBytes, and the rest of the
+// PlanFor divides limit: metadata first, baseBytes, and the rest of the
 // runtime's soft limit (SoftLimitShare) to requests moving object data, at
 // DataSlotBytes each and at least minSlots.
 func PlanFor(limit int64, minSlots int) Plan {
 	if limit <= 0 {
 		return Plan{}
 	}
-	meta := min(max(limit/metaDivisor, MinMeta), MaxMeta)
-	data := int64(float64(limit)*SoftLimitShare) - meta - BaseBytes
+	meta := min(max(limit/metaDivisor, minMeta), maxMeta)
+	data := int64(float64(limit)*SoftLimitShare) - meta - baseBytes
 	return Plan{
 		Limit:     limit,
 		Meta:      meta,

@@ -91,9 +91,9 @@ type Config struct {
 	// MaxDocument bounds request bodies that are not object data (XML and
 	// JSON documents); default 4 MiB.
 	MaxDocument int64
-	// DataSlots bounds the requests moving more than an inline object of
-	// data at once (PUT, UploadPart, copies, GET of the erasure layer's
-	// objects), so their buffers fit the process's memory
+	// DataSlots bounds the requests moving more object data than an inline
+	// object holds, at once (PUT, UploadPart, copies, GET of the erasure
+	// layer's objects), so their buffers fit the process's memory
 	// (memlimit.PlanFor); 0 is no bound. Others wait up to DataSlotWait
 	// (default DefaultDataSlotWait), then get SlowDown.
 	DataSlots    int

@@ -348,9 +348,6 @@ func clustered(t cluster.Topology) bool {
 
 // serveInternode starts the internode HTTP/2 service on the S3 address's
 // host and the internode port.
-// locality decides which endpoints are this node's; peers' names that do
-// not resolve yet are waited for (wait), as pods of a StatefulSet start
-// together and each gets its DNS record only once it has an address.
 // metaCache is the drives' shared metadata cache of size bytes; nil (a
 // cache per drive) when size is not positive.
 func metaCache(size int64) *drive.MetaCache {
@@ -360,6 +357,9 @@ func metaCache(size int64) *drive.MetaCache {
 	return drive.NewMetaCache(size)
 }
 
+// locality decides which endpoints are this node's; peers' names that do
+// not resolve yet are waited for (wait), as pods of a StatefulSet start
+// together and each gets its DNS record only once it has an address.
 func locality(cfg Config, wait time.Duration) cluster.Locality {
 	return cluster.Locality{Address: cfg.Address, ResolveWait: wait, Logf: func(format string, args ...any) {
 		cfg.Log.Info(fmt.Sprintf(format, args...))

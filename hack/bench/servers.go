@@ -139,7 +139,7 @@ const (
 // metadata_fsync on), LMDB metadata. Before it serves S3 its node needs a
 // layout role and the benchmark key, made with its own CLI (setup).
 func garageKind(bin string) serverKind {
-	var config string
+	config := func(root string) string { return filepath.Join(root, "garage.toml") }
 	return serverKind{
 		name:        "garage",
 		description: "Garage, single node, one copy, data and metadata fsync",
@@ -163,7 +163,6 @@ func garageKind(bin string) serverKind {
 			if _, err := rand.Read(secret); err != nil {
 				return nil, err
 			}
-			config = filepath.Join(root, "garage.toml")
 			doc := fmt.Sprintf(`metadata_dir = %q
 data_dir = %q
 db_engine = "lmdb"
@@ -182,14 +181,14 @@ root_domain = ".s3.garage.localhost"
 [admin]
 api_bind_addr = "127.0.0.1:%d"
 `, filepath.Join(root, "meta"), filepath.Join(root, "data"), rpc, rpc, secret, addr, admin)
-			if err := os.WriteFile(config, []byte(doc), 0o600); err != nil {
+			if err := os.WriteFile(config(root), []byte(doc), 0o600); err != nil {
 				return nil, err
 			}
-			return []string{"-c", config, "server"}, nil
+			return []string{"-c", config(root), "server"}, nil
 		},
 		setup: func(ctx context.Context, root string) error {
 			garage := func(args ...string) (string, error) {
-				out, err := exec.CommandContext(ctx, bin, append([]string{"-c", config}, args...)...).CombinedOutput()
+				out, err := exec.CommandContext(ctx, bin, append([]string{"-c", config(root)}, args...)...).CombinedOutput()
 				if err != nil {
 					return "", fmt.Errorf("garage %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 				}
