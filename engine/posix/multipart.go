@@ -154,13 +154,14 @@ func (l *Layer) PutObjectPart(ctx context.Context, bucket, object string, upload
 		}
 	}
 	partRel := filepath.Join(uploadRel(object, uploadID), strconv.Itoa(number))
-	tmp, err := createTemp(filepath.Join(l.bucketPath(bucket), hashRel(object)), partRel)
+	pending := &pendingTemp{dir: filepath.Join(l.bucketPath(bucket), hashRel(object)), key: partRel}
+	defer pending.discard()
+	crc := crc64.New(crc64.MakeTable(crc64NVME))
+	n, sum, err := l.readBody(io.MultiWriter(pending, crc), r, size, etagOf == nil)
 	if err != nil {
 		return objlayer.PartInfo{}, err
 	}
-	defer tmp.discard()
-	crc := crc64.New(crc64.MakeTable(crc64NVME))
-	n, sum, err := l.readBody(io.MultiWriter(tmp.File, crc), r, size, etagOf == nil)
+	tmp, err := pending.file()
 	if err != nil {
 		return objlayer.PartInfo{}, err
 	}

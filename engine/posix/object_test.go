@@ -432,3 +432,91 @@ func TestConditionUnderThePublishLock(t *testing.T) {
 		}
 	})
 }
+
+// chunky hands out its data a few bytes at a time, sizes cycling.
+type chunky struct {
+	data []byte
+	i    int
+}
+
+func (c *chunky) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	c.i++
+	n := min(len(p), len(c.data), []int{1, 7, 4096, 100_000, 3}[c.i%5])
+	copy(p, c.data[:n])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+// stagedFiles counts this process's open files in dir (an O_TMPFILE reads
+// as "dir/#inode (deleted)").
+func stagedFiles(t *testing.T, dir string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, dir+"/") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestBodyHeadGathered: bodies around the size gathered before a temp file
+// is made, read in chunks of every size, are stored whole with their MD5;
+// a body trickling in holds no temp file until its head has come, and is
+// stored whole after.
+func TestBodyHeadGathered(t *testing.T) {
+	l, _ := volume(t, MetadataXattr, "bkt")
+	for _, size := range []int{0, 1, headBytes - 1, headBytes, headBytes + 1, 2*headBytes + 5, 300 << 10} {
+		data := bytes.Repeat([]byte("0123456789abcdefg"), size/17+1)[:size]
+		key := fmt.Sprintf("obj-%d", size)
+		info, err := l.PutObject(ctx, "bkt", key, &chunky{data: data}, int64(size), objlayer.PutOptions{})
+		if err != nil {
+			t.Fatalf("PUT of %d bytes: %v", size, err)
+		}
+		got, _ := mustRead(t, l, "bkt", key, nil)
+		if !bytes.Equal(got, data) || info.ETag != md5hex(data) {
+			t.Fatalf("%d bytes: read back %d bytes, ETag %s (want %s)", size, len(got), info.ETag, md5hex(data))
+		}
+		_, err = l.PutObject(ctx, "bkt", key+"-long", &chunky{data: data}, int64(size)-1, objlayer.PutOptions{})
+		if size > 0 {
+			wantErr(t, err, objlayer.ErrBodyTooLong)
+		}
+	}
+
+	data := bytes.Repeat([]byte{'x'}, 300<<10)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.PutObject(ctx, "bkt", "trickled", pr, int64(len(data)), objlayer.PutOptions{})
+		done <- err
+	}()
+	staging := l.stagingPath("bkt")
+	for i := range headBytes - 1 {
+		if _, err := pw.Write(data[i : i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := stagedFiles(t, staging); n != 0 {
+		t.Fatalf("%d temp files open with %d bytes of the body come", n, headBytes-1)
+	}
+	if _, err := pw.Write(data[headBytes-1:]); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := mustRead(t, l, "bkt", "trickled", nil); !bytes.Equal(got, data) {
+		t.Fatalf("the trickled body read back as %d bytes", len(got))
+	}
+	if n := stagedFiles(t, staging); n != 0 {
+		t.Fatalf("%d temp files left open", n)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -47,12 +48,13 @@ func (l *Layer) PutObject(ctx context.Context, bucket, object string, r io.Reade
 	if err := l.keyFree(bucket, object); err != nil {
 		return objlayer.ObjectInfo{}, err
 	}
-	tmp, err := createTemp(l.stagingPath(bucket), object)
+	pending := &pendingTemp{dir: l.stagingPath(bucket), key: object}
+	defer pending.discard()
+	n, sum, err := l.readBody(pending, r, size, opts.ETag == "" && opts.BodyETag == nil)
 	if err != nil {
 		return objlayer.ObjectInfo{}, err
 	}
-	defer tmp.discard()
-	n, sum, err := l.readBody(tmp.File, r, size, opts.ETag == "" && opts.BodyETag == nil)
+	tmp, err := pending.file()
 	if err != nil {
 		return objlayer.ObjectInfo{}, err
 	}
@@ -262,31 +264,62 @@ func parentRel(bucket, key string) string {
 // where the front end's verifying readers report a bad checksum or
 // signature instead of io.EOF. It returns the bytes written and, with
 // hashMD5, their MD5 in hex.
+//
+// The body's first headBytes are gathered in a small buffer before any
+// is written, and the layer's 256 KiB copy buffer is taken only once they
+// have come: a client trickling its body holds a few KiB, and, when f is
+// a pendingTemp, no file (1,500 such uploads holding a copy buffer and a
+// temp file each stalled every other request of a gateway).
 func (l *Layer) readBody(f io.Writer, r io.Reader, size int64, hashMD5 bool) (int64, string, error) {
-	bp := l.buffer()
-	defer l.bufs.Put(bp)
-	buf := *bp
+	head := headBufs.Get().(*[headBytes]byte)
+	var bp *[]byte
+	defer func() {
+		headBufs.Put(head)
+		if bp != nil {
+			l.bufs.Put(bp)
+		}
+	}()
 	var h hash.Hash
 	if hashMD5 {
 		h = md5.New()
 	}
 	var n int64
+	held := 0 // bytes of the head gathered, not yet written
 	for {
-		k, rerr := r.Read(buf)
-		if k > 0 {
-			n += int64(k)
-			if size >= 0 && n > size {
-				return n, "", fmt.Errorf("%w: more than %d bytes", objlayer.ErrBodyTooLong, size)
+		var k int
+		var rerr error
+		if bp == nil {
+			k, rerr = r.Read(head[held:])
+		} else {
+			k, rerr = r.Read(*bp)
+		}
+		n += int64(k)
+		if size >= 0 && n > size {
+			return n, "", fmt.Errorf("%w: more than %d bytes", objlayer.ErrBodyTooLong, size)
+		}
+		var out []byte
+		if bp == nil {
+			held += k
+			if held < headBytes && rerr == nil {
+				continue
 			}
+			out = head[:held]
+		} else {
+			out = (*bp)[:k]
+		}
+		if len(out) > 0 {
 			if h != nil {
-				h.Write(buf[:k])
+				h.Write(out)
 			}
-			if _, err := f.Write(buf[:k]); err != nil {
+			if _, err := f.Write(out); err != nil {
 				return n, "", mapNoSpace(err)
 			}
 		}
 		switch {
 		case rerr == nil:
+			if bp == nil {
+				bp = l.buffer()
+			}
 			continue
 		case errors.Is(rerr, io.EOF):
 			if size >= 0 && n < size {
@@ -303,6 +336,11 @@ func (l *Layer) readBody(f io.Writer, r io.Reader, size int64, hashMD5 bool) (in
 		}
 	}
 }
+
+// headBytes is how much of a body is read before a copy buffer is taken.
+const headBytes = 16 << 10
+
+var headBufs = sync.Pool{New: func() any { return new([headBytes]byte) }}
 
 // buffer is a copy buffer from the layer's pool.
 func (l *Layer) buffer() *[]byte {

@@ -72,6 +72,42 @@ func createTemp(dir, key string) (*tempFile, error) {
 	return &tempFile{File: f, named: f.Name(), dir: dir}, nil
 }
 
+// pendingTemp is a temp file made at its first write (or when asked for),
+// so an upload whose body has not begun to arrive holds none: making one
+// takes the filesystem's orphan-list lock (ext4), and 1,500 slow uploads
+// made at once queued every other request of the gateway behind it.
+type pendingTemp struct {
+	dir, key string
+	tmp      *tempFile
+}
+
+func (p *pendingTemp) Write(b []byte) (int, error) {
+	t, err := p.file()
+	if err != nil {
+		return 0, err
+	}
+	return t.Write(b)
+}
+
+// file is the temp file, made now if no byte has come.
+func (p *pendingTemp) file() (*tempFile, error) {
+	if p.tmp == nil {
+		t, err := createTemp(p.dir, p.key)
+		if err != nil {
+			return nil, err
+		}
+		p.tmp = t
+	}
+	return p.tmp, nil
+}
+
+// discard drops the temp file if one was made and not published.
+func (p *pendingTemp) discard() {
+	if p.tmp != nil {
+		p.tmp.discard()
+	}
+}
+
 // discard drops an unpublished temp file (a published one is left alone:
 // its name is gone from the staging directory).
 func (t *tempFile) discard() {

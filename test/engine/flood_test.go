@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"regexp"
@@ -482,7 +483,14 @@ func startSteadyReader(t *testing.T, s *server, bucket, key string, size int) *s
 		defer tick.Stop()
 		for {
 			start := time.Now()
-			err := readObject(client, bucket, key, size)
+			var got, wrote, first time.Duration
+			reused := false
+			ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+				GotConn:              func(i httptrace.GotConnInfo) { got, reused = time.Since(start), i.Reused },
+				WroteRequest:         func(httptrace.WroteRequestInfo) { wrote = time.Since(start) },
+				GotFirstResponseByte: func() { first = time.Since(start) },
+			})
+			err := readObject(ctx, client, bucket, key, size)
 			took := time.Since(start)
 			r.mu.Lock()
 			r.lat = append(r.lat, took)
@@ -494,7 +502,8 @@ func startSteadyReader(t *testing.T, s *server, bucket, key string, size int) *s
 					r.errors = append(r.errors, fmt.Sprintf("at %v: %v", at, err))
 				}
 			case took >= 100*time.Millisecond && len(r.slow) < 10:
-				r.slow = append(r.slow, fmt.Sprintf("%v at %v", took.Round(time.Millisecond), at))
+				r.slow = append(r.slow, fmt.Sprintf("%v at %v (connection %v reused=%v, request written %v, first byte %v)",
+					took.Round(time.Millisecond), at, got.Round(time.Millisecond), reused, wrote.Round(time.Millisecond), first.Round(time.Millisecond)))
 			}
 			r.mu.Unlock()
 			select {
@@ -509,8 +518,8 @@ func startSteadyReader(t *testing.T, s *server, bucket, key string, size int) *s
 }
 
 // readObject reads an object of size bytes, within 10 s.
-func readObject(client *s3.Client, bucket, key string, size int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func readObject(ctx context.Context, client *s3.Client, bucket, key string, size int) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	if err != nil {
