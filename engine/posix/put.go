@@ -307,7 +307,10 @@ func (l *Layer) readBody(f io.Writer, r io.Reader, size int64, hashMD5 bool) (in
 		} else {
 			out = (*bp)[:k]
 		}
-		if len(out) > 0 {
+		// A body that failed or came short is not stored: what came of it
+		// is not written (nor a temp file made for it).
+		whole := rerr == nil || errors.Is(rerr, io.EOF) && (size < 0 || n == size)
+		if len(out) > 0 && whole {
 			if h != nil {
 				h.Write(out)
 			}
