@@ -334,8 +334,8 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	if l, err := memlimit.Find(*memoryLimit, getenv); err != nil {
 		fmt.Fprintln(stderr, "strata gateway:", err)
 		return 2
-	} else if soft := memlimit.ApplySoftLimit(l, getenv); l.Bytes > 0 {
-		log.Info("memory limit", "bytes", l.Bytes, "from", l.Source, "go_soft_limit", soft)
+	} else if soft, gogc := memlimit.ApplySoftLimit(l, getenv), memlimit.ApplyGCPercent(getenv); l.Bytes > 0 {
+		log.Info("memory limit", "bytes", l.Bytes, "from", l.Source, "go_soft_limit", soft, "gogc", gogc)
 	}
 	captureStrays(stderr, log)
 	warnFormSpill(*formSpill, log)
@@ -406,6 +406,7 @@ func (m memorySettings) apply(getenv func(string) string, log *slog.Logger) (mem
 		return memlimit.Plan{}, err
 	}
 	soft := memlimit.ApplySoftLimit(l, getenv)
+	gogc := memlimit.ApplyGCPercent(getenv)
 	plan := memlimit.PlanFor(l.Bytes, minDataSlots)
 	switch {
 	case *m.dataSlots < 0:
@@ -414,7 +415,7 @@ func (m memorySettings) apply(getenv func(string) string, log *slog.Logger) (mem
 		plan.DataSlots = *m.dataSlots
 	}
 	if l.Bytes > 0 {
-		log.Info("memory limit", "bytes", l.Bytes, "from", l.Source, "go_soft_limit", soft, "max_data_requests", plan.DataSlots,
+		log.Info("memory limit", "bytes", l.Bytes, "from", l.Source, "go_soft_limit", soft, "gogc", gogc, "max_data_requests", plan.DataSlots,
 			"metadata_cache", plan.Meta, "memtable", plan.MemTable)
 	}
 	return plan, nil

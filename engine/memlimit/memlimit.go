@@ -171,6 +171,28 @@ func ApplySoftLimit(l Limit, getenv func(string) string) int64 {
 	return soft
 }
 
+// GCPercent is the collector's target (GOGC) the server runs with unless
+// GOGC is set: the heap grows by half its live size between collections,
+// not by all of it. Measured on 2026-11-29 (4 drives, 16 clients): peak
+// RSS 113 MiB instead of 141 over a 4 KiB PUT run, 145-152 instead of
+// 157-174 over 1 MiB, 352 instead of 454 over the engine suite, with no
+// server CPU per request measurably added (4 KiB PUT 336-370 us against
+// 345-407 at 100, interleaved). Most of what a large request allocates is
+// pooled buffers, which the collector does not scan.
+const GCPercent = 50
+
+// ApplyGCPercent sets the collector's target to GCPercent unless GOGC is
+// set (the runtime has read it then), and returns the target in force.
+func ApplyGCPercent(getenv func(string) string) int {
+	if getenv("GOGC") != "" {
+		p := debug.SetGCPercent(100)
+		debug.SetGCPercent(p)
+		return p
+	}
+	debug.SetGCPercent(GCPercent)
+	return GCPercent
+}
+
 // DataSlotBytes is what one request moving object data holds in memory,
 // at most, on the erasure-coded server: measured at about 6 MiB resident
 // per PUT of 16 MiB in flight (64 at once peaked at 444 MiB, 16 at 154,

@@ -3,6 +3,7 @@ package memlimit
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 )
 
@@ -92,5 +93,26 @@ func TestPlanFor(t *testing.T) {
 		if got := PlanFor(tc.limit, 4); got != tc.want {
 			t.Errorf("PlanFor(%d MiB) = %+v, want %+v", tc.limit/mi, got, tc.want)
 		}
+	}
+}
+
+// TestApplyGCPercent: GCPercent unless GOGC is set, when the runtime's
+// target (read from GOGC at start) stays.
+func TestApplyGCPercent(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	if got := ApplyGCPercent(func(string) string { return "" }); got != GCPercent {
+		t.Fatalf("without GOGC: %d, want %d", got, GCPercent)
+	}
+	if now := debug.SetGCPercent(GCPercent); now != GCPercent {
+		t.Fatalf("the runtime's target is %d, want %d", now, GCPercent)
+	}
+	debug.SetGCPercent(80) // as GOGC=80 would have set it
+	env := map[string]string{"GOGC": "80"}
+	if got := ApplyGCPercent(func(k string) string { return env[k] }); got != 80 {
+		t.Fatalf("with GOGC=80: %d", got)
+	}
+	if now := debug.SetGCPercent(80); now != 80 {
+		t.Fatalf("with GOGC=80 the runtime's target became %d", now)
 	}
 }
