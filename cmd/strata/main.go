@@ -334,8 +334,10 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	if l, err := memlimit.Find(*memoryLimit, getenv); err != nil {
 		fmt.Fprintln(stderr, "strata gateway:", err)
 		return 2
-	} else if soft, gogc := memlimit.ApplySoftLimit(l, getenv), memlimit.ApplyGCPercent(getenv); l.Bytes > 0 {
+	} else if soft, gogc := memlimit.ApplySoftLimit(l, getenv), memlimit.ApplyGCPercent(l, getenv); l.Bytes > 0 {
 		log.Info("memory limit", "bytes", l.Bytes, "from", l.Source, "go_soft_limit", soft, "gogc", gogc)
+	} else {
+		log.Info("no memory limit (--memory-limit, $"+memlimit.EnvLimit+" or a cgroup's)", "gogc", gogc)
 	}
 	captureStrays(stderr, log)
 	warnFormSpill(*formSpill, log)
@@ -406,7 +408,7 @@ func (m memorySettings) apply(getenv func(string) string, log *slog.Logger) (mem
 		return memlimit.Plan{}, err
 	}
 	soft := memlimit.ApplySoftLimit(l, getenv)
-	gogc := memlimit.ApplyGCPercent(getenv)
+	gogc := memlimit.ApplyGCPercent(l, getenv)
 	plan := memlimit.PlanFor(l.Bytes, minDataSlots)
 	switch {
 	case *m.dataSlots < 0:
@@ -417,6 +419,8 @@ func (m memorySettings) apply(getenv func(string) string, log *slog.Logger) (mem
 	if l.Bytes > 0 {
 		log.Info("memory limit", "bytes", l.Bytes, "from", l.Source, "go_soft_limit", soft, "gogc", gogc, "max_data_requests", plan.DataSlots,
 			"metadata_cache", plan.Meta, "memtable", plan.MemTable)
+	} else {
+		log.Info("no memory limit (--memory-limit, $"+memlimit.EnvLimit+" or a cgroup's)", "gogc", gogc, "max_data_requests", plan.DataSlots)
 	}
 	return plan, nil
 }

@@ -96,20 +96,24 @@ func TestPlanFor(t *testing.T) {
 	}
 }
 
-// TestApplyGCPercent: GCPercent unless GOGC is set, when the runtime's
-// target (read from GOGC at start) stays.
+// TestApplyGCPercent: GCPercent without a limit, unless GOGC is set, when
+// the runtime's target (read from GOGC at start) stays; with a limit too.
 func TestApplyGCPercent(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(before) })
-	if got := ApplyGCPercent(func(string) string { return "" }); got != GCPercent {
-		t.Fatalf("without GOGC: %d, want %d", got, GCPercent)
+	none := func(string) string { return "" }
+	if got := ApplyGCPercent(Limit{}, none); got != GCPercent {
+		t.Fatalf("without GOGC or a limit: %d, want %d", got, GCPercent)
 	}
-	if now := debug.SetGCPercent(GCPercent); now != GCPercent {
+	if now := debug.SetGCPercent(100); now != GCPercent {
 		t.Fatalf("the runtime's target is %d, want %d", now, GCPercent)
+	}
+	if got := ApplyGCPercent(Limit{Bytes: 1 << 30}, none); got != 100 {
+		t.Fatalf("with a limit: %d, want the runtime's 100", got)
 	}
 	debug.SetGCPercent(80) // as GOGC=80 would have set it
 	env := map[string]string{"GOGC": "80"}
-	if got := ApplyGCPercent(func(k string) string { return env[k] }); got != 80 {
+	if got := ApplyGCPercent(Limit{}, func(k string) string { return env[k] }); got != 80 {
 		t.Fatalf("with GOGC=80: %d", got)
 	}
 	if now := debug.SetGCPercent(80); now != 80 {

@@ -89,10 +89,10 @@ func TestMemoryLimitedServer(t *testing.T) {
 	// rebuilding 128 objects of 16 MiB under load takes seconds.
 	extra := append([]string{"--heal-bytes-per-second", "536870912"}, strings.Fields(os.Getenv("STRATA_TEST_MEMORY_EXTRA"))...)
 	s := startServer(t, serverOpts{drives: 4, cgroupProcs: cg.procs(), extra: extra})
-	if m := regexp.MustCompile(`"msg":"memory limit","bytes":(\d+),"from":"([^"]+)","go_soft_limit":(\d+),"max_data_requests":(\d+),"metadata_cache":(\d+),"memtable":(\d+)`).FindStringSubmatch(s.logs()); m == nil {
+	if m := regexp.MustCompile(`"msg":"memory limit","bytes":(\d+),"from":"([^"]+)","go_soft_limit":(\d+),"gogc":(\d+),"max_data_requests":(\d+),"metadata_cache":(\d+),"memtable":(\d+)`).FindStringSubmatch(s.logs()); m == nil {
 		t.Fatalf("the server did not report the cgroup's memory limit:\n%s", s.logs())
 	} else {
-		t.Logf("server: memory limit %s bytes from %s, Go soft limit %s, max data requests %s, metadata cache %s, memtables %s", m[1], m[2], m[3], m[4], m[5], m[6])
+		t.Logf("server: memory limit %s bytes from %s, Go soft limit %s, GOGC %s, max data requests %s, metadata cache %s, memtables %s", m[1], m[2], m[3], m[4], m[5], m[6], m[7])
 		if m[1] != strconv.Itoa(limit) || !strings.HasPrefix(m[2], cg.dir) {
 			t.Fatalf("limit %s from %s, want %d from %s", m[1], m[2], limit, cg.dir)
 		}
