@@ -331,7 +331,15 @@ func getObject(r *request) error {
 		defer release()
 	}
 	bufp := headBufs.Get().(*[]byte)
-	defer func() { *bufp = (*bufp)[:0]; headBufs.Put(bufp) }()
+	var headBack bool
+	putHead := func() {
+		if !headBack {
+			headBack = true
+			*bufp = (*bufp)[:0]
+			headBufs.Put(bufp)
+		}
+	}
+	defer putHead()
 	n := min(sp.Length, headBytes)
 	if fromFile {
 		n = 0 // nothing to read ahead: the file may go out as it is
@@ -355,7 +363,11 @@ func getObject(r *request) error {
 		status = http.StatusPartialContent
 	}
 	r.w.WriteHeader(status)
-	if _, err := r.w.Write(head.buf); err != nil || sp.Length == n {
+	_, werr := r.w.Write(head.buf)
+	// The rest streams without the head's buffer: a GET of 16 MiB no
+	// longer holds 1 MiB for its whole answer.
+	putHead()
+	if werr != nil || sp.Length == n {
 		return nil
 	}
 	if err := read(r.w, sp.Offset+n, sp.Length-n); err != nil && r.ctx.Err() == nil {
