@@ -337,7 +337,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	} else if soft, gogc := memlimit.ApplySoftLimit(l, getenv), memlimit.ApplyGCPercent(l, getenv); l.Bytes > 0 {
 		log.Info("memory limit", "bytes", l.Bytes, "from", l.Source, "go_soft_limit", soft, "gogc", gogc)
 	} else {
-		log.Info("no memory limit (--memory-limit, $"+memlimit.EnvLimit+" or a cgroup's)", "gogc", gogc)
+		log.Info(noMemoryLimit, "gogc", gogc)
 	}
 	captureStrays(stderr, log)
 	warnFormSpill(*formSpill, log)
@@ -381,6 +381,9 @@ type memorySettings struct {
 	dataSlots *int
 }
 
+// noMemoryLimit is what server and gateway log when they found no limit.
+const noMemoryLimit = "no memory limit (--memory-limit, $" + memlimit.EnvLimit + " or a cgroup's)"
+
 // minDataSlots: however small the memory, this many large requests may
 // move data at once.
 const minDataSlots = 4
@@ -420,7 +423,7 @@ func (m memorySettings) apply(getenv func(string) string, log *slog.Logger) (mem
 		log.Info("memory limit", "bytes", l.Bytes, "from", l.Source, "go_soft_limit", soft, "gogc", gogc, "max_data_requests", plan.DataSlots,
 			"metadata_cache", plan.Meta, "memtable", plan.MemTable)
 	} else {
-		log.Info("no memory limit (--memory-limit, $"+memlimit.EnvLimit+" or a cgroup's)", "gogc", gogc, "max_data_requests", plan.DataSlots)
+		log.Info(noMemoryLimit, "gogc", gogc, "max_data_requests", plan.DataSlots)
 	}
 	return plan, nil
 }
