@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -19,7 +23,9 @@ import (
 // TestProxySkipsAnEndpointThatRefuses: of a Service's two ready endpoints,
 // one refuses connections (its process died; the node's loss has not
 // marked it not ready yet). Every connection through the proxy reaches the
-// other, as kube-proxy's userspace mode did.
+// other, as kube-proxy's userspace mode did, and only the first one dials
+// the dead endpoint: later ones pass it over for the fail window, then try
+// it again once the window is over.
 func TestProxySkipsAnEndpointThatRefuses(t *testing.T) {
 	live, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -69,14 +75,48 @@ func TestProxySkipsAnEndpointThatRefuses(t *testing.T) {
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{host}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 		})
 	}
-	p := newServiceProxy(slog.New(slog.DiscardHandler), nil, discoverylisters.NewEndpointSliceLister(idx))
-	for i := range 6 {
-		client, server := net.Pipe()
-		go p.forward(server, "ns", "s3", corev1.ServicePort{Name: "s3"})
-		got, _ := io.ReadAll(client)
-		client.Close()
-		if string(got) != "live" {
-			t.Fatalf("connection %d: read %q, want the live endpoint's answer", i, got)
+	var logs lockedBuffer
+	p := newServiceProxy(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		nil, discoverylisters.NewEndpointSliceLister(idx))
+	connect := func(n int) {
+		for i := range n {
+			client, server := net.Pipe()
+			go p.forward(server, "ns", "s3", corev1.ServicePort{Name: "s3"})
+			got, _ := io.ReadAll(client)
+			client.Close()
+			if string(got) != "live" {
+				t.Fatalf("connection %d: read %q, want the live endpoint's answer", i, got)
+			}
 		}
 	}
+	deadDials := func() int { return strings.Count(logs.String(), "endpoint="+deadAddr) }
+	connect(6)
+	if n := deadDials(); n != 1 {
+		t.Fatalf("6 connections dialed the dead endpoint %d times, want once (then passed over for %s):\n%s", n, p.failWindow, logs.String())
+	}
+	p.failMu.Lock()
+	p.failed[deadAddr] = time.Now() // the window is over
+	p.failMu.Unlock()
+	connect(2)
+	if n := deadDials(); n != 2 {
+		t.Fatalf("after the fail window, 2 connections dialed the dead endpoint %d times in all, want 2 (tried again once)", n)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer for a logger that goroutines share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -66,9 +66,23 @@ func TestDayTwoUnderLoad(t *testing.T) {
 			"KUBECONFIG=" + c.in.Kubeconfig, "HOME=" + t.TempDir()}}
 	watch := startWatch(ctx, t, kc, ns)
 	mixed := startMixedLoad(ctx, t, c.in, gwIn, py, "day2")
+	// Failures found while the cluster runs are given when the test ends,
+	// after the teardown and below the cluster's logs, which would
+	// otherwise bury them.
+	var verdicts []string
+	fail := func(format string, args ...any) {
+		v := fmt.Sprintf(format, args...)
+		t.Logf("failure (given again after the teardown): %s", v)
+		verdicts = append(verdicts, v)
+	}
+	defer func() {
+		for _, v := range verdicts {
+			t.Error(v)
+		}
+	}()
 	servers, gateways := mixed.servers, mixed.gateways
 	if err := serversSpeak(t, c.in, previousProtocol); err != nil {
-		t.Errorf("at the start: %v", err)
+		fail("at the start: %v", err)
 	}
 	steadyFrom := time.Now()
 	time.Sleep(2 * hold)
@@ -99,13 +113,13 @@ func TestDayTwoUnderLoad(t *testing.T) {
 		results = append(results, r)
 		for pod, n := range restartCounts(ctx, t, kc) {
 			if b, was := before[pod]; was && n != b && !touched(strings.Split(pod, "/")[0]) {
-				t.Errorf("step %q restarted pod %s, which it does not touch (%d -> %d restarts)", name, pod, b, n)
+				fail("step %q restarted pod %s, which it does not touch (%d -> %d restarts)", name, pod, b, n)
 			}
 		}
 		if voluntary {
 			for pool, down := range r.maxDown {
 				if down > 1 {
-					t.Errorf("step %q: %d servers of pool %s down at once; its PodDisruptionBudget allows 1", name, down, pool)
+					fail("step %q: %d servers of pool %s down at once; its PodDisruptionBudget allows 1", name, down, pool)
 				}
 			}
 		}
@@ -121,14 +135,14 @@ func TestDayTwoUnderLoad(t *testing.T) {
 			waitFor(ctx, t, time.Minute, func() error { return serversRun(ctx, kc, ns, next, 4) })
 		})
 		if err := serversSpeak(t, c.in, buildinfo.ProtocolVersion); err != nil {
-			t.Errorf("after the upgrade: %v", err)
+			fail("after the upgrade: %v", err)
 		}
 	}
 	rollBack := func() {
 		book.run(ctx, "Roll back", -1, "PREVIOUS_IMAGE="+buildinfo.EngineImage())
 		waitFor(ctx, t, time.Minute, func() error { return serversRun(ctx, kc, ns, buildinfo.EngineImage(), 4) })
 		if err := serversSpeak(t, c.in, previousProtocol); err != nil {
-			t.Errorf("after the roll-back: %v", err)
+			fail("after the roll-back: %v", err)
 		}
 	}
 	upgrade()
@@ -146,7 +160,7 @@ func TestDayTwoUnderLoad(t *testing.T) {
 		})
 		out := book.run(ctx, "When a roll-out pauses", -1)
 		if !strings.Contains(out, "paused at") || !strings.Contains(out, v1.ReasonHealthGateFailed) {
-			t.Errorf("the page's commands do not show why the roll-out paused:\n%s", out)
+			fail("the page's commands do not show why the roll-out paused:\n%s", out)
 		}
 		rollBack()
 	})
@@ -178,7 +192,7 @@ func TestDayTwoUnderLoad(t *testing.T) {
 		time.Sleep(30 * time.Second)
 		out := book.run(ctx, "When a node is lost", 0)
 		if !strings.Contains(out, "Degraded") {
-			t.Errorf("with node-2 lost, the page's commands do not show the tenant Degraded:\n%s", out)
+			fail("with node-2 lost, the page's commands do not show the tenant Degraded:\n%s", out)
 		}
 		time.Sleep(30 * time.Second)
 		c.nodeUp(t, "node-2")
@@ -208,19 +222,22 @@ func TestDayTwoUnderLoad(t *testing.T) {
 			// all, are the control for what that costs. The servers may be
 			// slower than steady state by at most 3x what the control was.
 			if ratio > 3*max(1, gwRatio) {
-				t.Errorf("step %q: p99 %.1fx steady through the servers, more than 3x the %.1fx of the untouched gateways", r.name, ratio, gwRatio)
+				fail("step %q: p99 %.1fx steady through the servers, more than 3x the %.1fx of the untouched gateways", r.name, ratio, gwRatio)
 			}
 		case ratio > 3 || gwRatio > 3:
-			t.Errorf("step %q: p99 %.1fx steady through the servers, %.1fx through the gateways (target at most 3x)", r.name, ratio, gwRatio)
+			fail("step %q: p99 %.1fx steady through the servers, %.1fx through the gateways (target at most 3x)", r.name, ratio, gwRatio)
 		}
 	}
 	t.Logf("figures:\n%s", table.String())
+	watch.checkNarration(t)
+	mixed.readBack(ctx, t, figures)
+	if (len(verdicts) > 0 || figures.failed() > 0) && !t.Failed() {
+		dumpLogs(t, c.state)
+	}
+	c.down(t, c.in.S3URL, gwIn.S3URL)
 	if figures.failed() > 0 {
 		figures.errorf(t, "requests failed")
 	}
-	watch.checkNarration(t)
-	mixed.readBack(ctx, t, figures)
-	c.down(t, c.in.S3URL, gwIn.S3URL)
 }
 
 type stepResult struct {
