@@ -19,17 +19,24 @@ var (
 )
 
 func bucketKey(bucket string) []byte {
-	return append(append([]byte(nil), bucketPrefix...), bucket...)
+	return append(append(make([]byte, 0, len(bucketPrefix)+len(bucket)), bucketPrefix...), bucket...)
 }
 
-// bucketObjectsPrefix covers every object of a bucket.
-func bucketObjectsPrefix(bucket string) []byte {
-	k := append(append([]byte(nil), objectPrefix...), bucket...)
+// prefixed is prefix, bucket and sep in one allocation with room for extra
+// bytes more: the keys below were grown by appending part after part, two
+// or three allocations a key (6.8% of a HEAD's CPU in BenchmarkHeadObject).
+func prefixed(prefix []byte, bucket string, extra int) []byte {
+	k := make([]byte, 0, len(prefix)+len(bucket)+1+extra)
+	k = append(k, prefix...)
+	k = append(k, bucket...)
 	return append(k, sep)
 }
 
+// bucketObjectsPrefix covers every object of a bucket.
+func bucketObjectsPrefix(bucket string) []byte { return prefixed(objectPrefix, bucket, 0) }
+
 func objectKey(bucket, object string) []byte {
-	return append(bucketObjectsPrefix(bucket), object...)
+	return append(prefixed(objectPrefix, bucket, len(object)), object...)
 }
 
 // prefixEnd is the smallest key greater than every key starting with p.
@@ -45,16 +52,16 @@ func prefixEnd(p []byte) []byte {
 }
 
 // bucketVersionsPrefix covers every older version of a bucket's objects.
-func bucketVersionsPrefix(bucket string) []byte {
-	k := append(append([]byte(nil), versionPrefix...), bucket...)
-	return append(k, sep)
-}
+func bucketVersionsPrefix(bucket string) []byte { return prefixed(versionPrefix, bucket, 0) }
 
 // objectVersionsPrefix covers an object's older versions.
-func objectVersionsPrefix(bucket, object string) []byte {
-	return append(append(bucketVersionsPrefix(bucket), object...), sep)
+func objectVersionsPrefix(bucket, object string) []byte { return versionsPrefixCap(bucket, object, 0) }
+
+// versionsPrefixCap is objectVersionsPrefix with room for extra bytes more.
+func versionsPrefixCap(bucket, object string, extra int) []byte {
+	return append(append(prefixed(versionPrefix, bucket, len(object)+1+extra), object...), sep)
 }
 
 func versionKey(bucket, object string, id [16]byte) []byte {
-	return append(objectVersionsPrefix(bucket, object), id[:]...)
+	return append(versionsPrefixCap(bucket, object, len(id)), id[:]...)
 }

@@ -110,7 +110,7 @@ func putVersions(ctx context.Context, w *writeWait, drives []Drive, bucket, obje
 	done := func(pos int, err error) { results <- driveResult[struct{}]{pos: pos, err: err} }
 	groups, single := groupByNode(drives)
 	for _, pos := range single {
-		go func() {
+		driveWork.run(func() {
 			r, stage, err := rec(pos)
 			if r == nil {
 				done(pos, err)
@@ -121,7 +121,7 @@ func putVersions(ctx context.Context, w *writeWait, drives []Drive, bucket, obje
 				err = drive.ErrSuperseded
 			}
 			done(pos, err)
-		}()
+		})
 	}
 	for _, g := range groups {
 		go func() {
@@ -193,10 +193,10 @@ func getVersionsTimed(ctx context.Context, drives []Drive, get GetItem, lat *lat
 			continue
 		}
 		wg.Add(1)
-		go func() {
+		driveWork.run(func() {
 			defer wg.Done()
 			read()
-		}()
+		})
 	}
 	for _, b := range batches {
 		rs, es, took := b.wait()

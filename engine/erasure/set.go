@@ -159,10 +159,10 @@ func forEachDrive(drives []Drive, fn func(i int, d Drive) error) []error {
 			continue
 		}
 		wg.Add(1)
-		go func() {
+		driveWork.run(func() {
 			defer wg.Done()
 			errs[i] = fn(i, d)
-		}()
+		})
 	}
 	wg.Wait()
 	return errs

@@ -38,7 +38,11 @@ func (l *latencies) observe(pos int, d time.Duration) {
 	if l == nil || pos >= len(l.ewma) {
 		return
 	}
-	now := time.Now().UnixNano()
+	l.observeAt(pos, d, time.Now().UnixNano())
+}
+
+// observeAt is observe with the time of the sample's end (unix ns).
+func (l *latencies) observeAt(pos int, d time.Duration, now int64) {
 	old := l.ewma[pos].Load()
 	if now-l.at[pos].Load() > int64(slowMemory) {
 		old = int64(d) // the last sample is stale: start again
@@ -52,10 +56,13 @@ func (l *latencies) slow(pos int) bool {
 	if l == nil || pos >= len(l.ewma) {
 		return false
 	}
+	mine := l.ewma[pos].Load()
+	if mine < int64(slowFloor) {
+		return false // the usual answer, without reading the clock
+	}
 	now := time.Now().UnixNano()
 	fresh := func(i int) bool { return now-l.at[i].Load() <= int64(slowMemory) }
-	mine := l.ewma[pos].Load()
-	if !fresh(pos) || mine < int64(slowFloor) {
+	if !fresh(pos) {
 		return false
 	}
 	var others []int64
@@ -75,5 +82,9 @@ func (l *latencies) slow(pos int) bool {
 func (l *latencies) timed(pos int, fn func()) {
 	start := time.Now()
 	fn()
-	l.observe(pos, time.Since(start))
+	if l == nil || pos >= len(l.ewma) {
+		return
+	}
+	end := time.Now()
+	l.observeAt(pos, end.Sub(start), end.UnixNano())
 }

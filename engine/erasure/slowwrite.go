@@ -279,10 +279,10 @@ func forEachDriveWait[T any](w *writeWait, drives []Drive, fn func(pos int, d Dr
 			continue
 		}
 		pending = append(pending, pos)
-		go func() {
+		driveWork.run(func() {
 			v, err := fn(pos, d)
 			results <- driveResult[T]{pos, v, err}
-		}()
+		})
 	}
 	collect(w, results, pending, vals, errs, behind, late)
 	return vals, errs

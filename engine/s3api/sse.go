@@ -12,6 +12,7 @@ import (
 	"hash"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/s3err"
@@ -55,6 +56,8 @@ const (
 	hdrSSECKey      = "X-Amz-Server-Side-Encryption-Customer-Key"
 	hdrSSECKeyMD5   = "X-Amz-Server-Side-Encryption-Customer-Key-Md5"
 	hdrCopySSEC     = "X-Amz-Copy-Source-Server-Side-Encryption-Customer-"
+	// hdrCopySSEPrefix starts every X-Amz-Copy-Source SSE parameter.
+	hdrCopySSEPrefix = "X-Amz-Copy-Source-Server-Side-Encryption"
 )
 
 // sseKey is how one object is, or is to be, encrypted.
@@ -93,9 +96,28 @@ func (r *request) sseParam(name string) string {
 	return ""
 }
 
+// namesSSE reports whether the request may carry an SSE parameter: a
+// header of the SSE ones' prefixes, or a form. Most requests have none,
+// and looking each of checkSSE's ten up to find it missing was 4% of a
+// HEAD's CPU.
+func (r *request) namesSSE() bool {
+	if r.form != nil {
+		return true
+	}
+	for k := range r.header {
+		if strings.HasPrefix(k, hdrSSE) || strings.HasPrefix(k, hdrCopySSEPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // checkSSE validates the request's server-side-encryption parameters as S3
 // does (read: the request reads data).
 func (r *request) checkSSE(read bool) error {
+	if !r.namesSSE() {
+		return nil
+	}
 	get := r.sseParam
 	sse, kmsKey := get(hdrSSE), get(hdrSSEKMSKey)
 	alg, key, keyMD5 := get(hdrSSECAlg), get(hdrSSECKey), get(hdrSSECKeyMD5)
