@@ -183,6 +183,9 @@ func (s *Set) healVersion(ctx context.Context, drives []Drive, listErrs []error,
 		return res, fmt.Errorf("%w: %s/%s: %d intact copies, %d needed", objlayer.ErrReadQuorum, bucket, object, n, s.layout.ReadQuorum())
 	}
 	if err := s.rebuild(ctx, h, targets); err != nil {
+		if errors.Is(err, errHealOutdated) {
+			return res, nil // what replaced or deleted it is healed as itself
+		}
 		return res, fmt.Errorf("healing %s/%s: %w", bucket, object, err)
 	}
 	res.Shards = len(targets)
@@ -262,13 +265,21 @@ func (s *Set) rebuild(ctx context.Context, h *ObjectHandle, targets []int) error
 				return err
 			}
 		}
+		if !s.stillAgreed(ctx, h) {
+			return errHealOutdated
+		}
+		written := make([]bool, len(h.drives))
 		errs := forEachDrive(h.drives, func(pos int, d Drive) error {
 			if !contains(targets, pos) {
 				return nil
 			}
-			_, err := d.PutVersion(ctx, h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, shards), drive.NotStaged)
+			res, err := d.PutVersion(ctx, h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, shards), drive.NotStaged)
+			written[pos] = err == nil && !res.Superseded
 			return err
 		})
+		if err := s.undoIfOutdated(ctx, h, written); err != nil {
+			return err
+		}
 		return errors.Join(errs...)
 	}
 
@@ -311,6 +322,13 @@ func (s *Set) rebuild(ctx context.Context, h *ObjectHandle, targets []int) error
 			}
 		}
 	}
+	if !s.stillAgreed(ctx, h) {
+		for _, pos := range targets {
+			_ = h.drives[pos].AbortStaged(ctx, stage)
+		}
+		return errHealOutdated
+	}
+	written := make([]bool, len(h.drives))
 	for _, pos := range targets {
 		d := h.drives[pos]
 		if errs[pos] == nil {
@@ -318,15 +336,80 @@ func (s *Set) rebuild(ctx context.Context, h *ObjectHandle, targets []int) error
 			if res, errs[pos] = d.PutVersion(ctx, h.Info.Bucket, h.Info.Name, ownRecord(rec, pos, nil), stage); errs[pos] == nil && res.Superseded {
 				_ = d.AbortStaged(ctx, stage) // a newer version is there: nothing to heal
 			}
+			written[pos] = errs[pos] == nil && !res.Superseded
 		}
 		if errs[pos] != nil {
 			_ = d.AbortStaged(ctx, stage)
 		}
 	}
+	if err := s.undoIfOutdated(ctx, h, written); err != nil {
+		return err
+	}
 	return errors.Join(errs...)
 }
 
+// undoIfOutdated checks again, after the heal wrote the version to the
+// drives marked written, that it is still agreed (stillAgreed), and takes
+// it back from them if not: a replacement or delete that reached the
+// sources between the check before the write and the write itself.
+func (s *Set) undoIfOutdated(ctx context.Context, h *ObjectHandle, written []bool) error {
+	if !slices.Contains(written, true) || s.stillAgreed(ctx, h) {
+		return nil
+	}
+	forEachDrive(h.drives, func(pos int, d Drive) error {
+		if written[pos] {
+			_, _ = d.RollbackVersion(committing(ctx), h.Info.Bucket, h.Info.Name, ownRecord(h.rec, pos, nil))
+		}
+		return nil
+	})
+	return errHealOutdated
+}
+
 func contains(s []int, v int) bool { return slices.Contains(s, v) }
+
+// errHealOutdated: the version a heal rebuilt was replaced or deleted
+// while it was being rebuilt; nothing is written.
+var errHealOutdated = errors.New("the version was replaced or deleted while it was healed")
+
+// healCommitHook, when set (tests), runs at each stillAgreed check, before
+// it reads the drives.
+var healCommitHook atomic.Pointer[func()]
+
+// stillAgreed reports whether a read quorum of the drives a heal rebuilt a
+// version from still hold it, just before the heal writes it to the drives
+// that miss it (and again just after: undoIfOutdated). A heal can take long (a large object's decode, a drive
+// that stopped answering mid-read); if meanwhile the version was replaced
+// or deleted (an unversioned overwrite or DELETE, a version's delete), the
+// heal would write it back on its targets, which had taken the overwrite
+// and the delete, and with drives that were away for both still holding
+// it, a read quorum could serve the deleted version again
+// (TestCrashConsistency saw a key read as its second-to-last PUT after an
+// acknowledged DELETE). What stays open is a delete whose drive writes
+// straddle the heal's write and its second check (docs/reliability.md).
+func (s *Set) stillAgreed(ctx context.Context, h *ObjectHandle) bool {
+	if hook := healCommitHook.Load(); hook != nil {
+		(*hook)()
+	}
+	held := make([]bool, len(h.drives))
+	forEachDrive(h.drives, func(pos int, d Drive) error {
+		if h.agreeing[pos] == nil {
+			return nil
+		}
+		vs, err := d.Versions(ctx, h.Info.Bucket, h.Info.Name)
+		if err != nil {
+			return err
+		}
+		held[pos] = slices.ContainsFunc(vs, func(r *drive.Record) bool { return sameVersion(r, h.rec) })
+		return nil
+	})
+	n := 0
+	for _, ok := range held {
+		if ok {
+			n++
+		}
+	}
+	return n >= s.layout.ReadQuorum()
+}
 
 // HealBuckets copies bucket records to drives of the pool that miss them
 // (a replaced drive) and settles disagreements by the latest change.

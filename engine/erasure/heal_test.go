@@ -389,3 +389,91 @@ func (f flakyAll) WalkObjects(ctx context.Context, bucket, prefix, startAfter st
 	}
 	return f.Drive.WalkObjects(ctx, bucket, prefix, startAfter, latestOnly, fn)
 }
+
+// TestHealDoesNotBringBackADeletedVersion: a heal rebuilds a version for
+// the drive that missed it; while it does, the object is overwritten and
+// then deleted (unversioned), with another drive away for both, so that
+// drive keeps the version. Written to its target after that, the version
+// would be on two drives, a read quorum of this 2+2 set, and served again
+// after an acknowledged DELETE. The heal must write nothing: the object
+// stays deleted. Inline and shard-file objects.
+func TestHealDoesNotBringBackADeletedVersion(t *testing.T) {
+	for _, size := range []int{4096, DefaultInlineLimit + 1<<20} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			tp := newTestPool(t, 1, 4, 2)
+			restore := tp.offline(t, 3)
+			tp.put(t, "k", randomBytes(size)) // drives 0, 1, 2
+			restore()
+
+			hook := func() {
+				healCommitHook.Store(nil)
+				back := tp.offline(t, 2) // away for the overwrite and the delete
+				tp.put(t, "k", randomBytes(100))
+				if _, err := tp.DeleteObject(t.Context(), "bk", "k", nil, objlayer.DeleteUnversioned); err != nil {
+					t.Fatal(err)
+				}
+				back()
+			}
+			healCommitHook.Store(&hook)
+			t.Cleanup(func() { healCommitHook.Store(nil) })
+			if _, err := tp.Sets()[0].HealObject(t.Context(), "bk", "k", false); err != nil {
+				t.Fatalf("heal: %v", err)
+			}
+			if healCommitHook.Load() != nil {
+				t.Fatal("the heal never came to write drive 3 its missing version (the test's premise)")
+			}
+			for pos, d := range tp.drives {
+				vs, err := d.Versions(t.Context(), "bk", "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pos != 2 && len(vs) > 0 {
+					t.Errorf("drive %d holds %d version(s) of the deleted key after the heal", pos, len(vs))
+				}
+			}
+			if _, _, err := tp.GetObject(t.Context(), &bytes.Buffer{}, "bk", "k", nil, 0, -1); !errors.Is(err, objlayer.ErrObjectNotFound) {
+				t.Fatalf("GET after the delete: %v, want ErrObjectNotFound", err)
+			}
+		})
+	}
+}
+
+// TestHealTakesBackAVersionDeletedAsItWrote: the delete reaches the drives
+// the heal read the version from after the heal's check and before its
+// second one (its drive writes straddle the heal's write): the heal takes
+// the version back from the drive it wrote it to.
+func TestHealTakesBackAVersionDeletedAsItWrote(t *testing.T) {
+	for _, size := range []int{4096, DefaultInlineLimit + 1<<20} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			tp := newTestPool(t, 1, 4, 2)
+			restore := tp.offline(t, 3)
+			tp.put(t, "k", randomBytes(size)) // drives 0, 1, 2
+			restore()
+
+			checks := 0
+			hook := func() {
+				if checks++; checks != 2 {
+					return
+				}
+				for pos := range 3 { // the delete's writes to the sources
+					if _, err := tp.drives[pos].DeleteVersion(t.Context(), "bk", "k", [16]byte{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			healCommitHook.Store(&hook)
+			t.Cleanup(func() { healCommitHook.Store(nil) })
+			if _, err := tp.Sets()[0].HealObject(t.Context(), "bk", "k", false); err != nil {
+				t.Fatalf("heal: %v", err)
+			}
+			if checks != 2 {
+				t.Fatalf("the heal checked %d times, want 2 (before and after its write)", checks)
+			}
+			for pos, d := range tp.drives {
+				if vs, err := d.Versions(t.Context(), "bk", "k"); err != nil || len(vs) > 0 {
+					t.Errorf("drive %d holds %d version(s) of the deleted key after the heal (%v)", pos, len(vs), err)
+				}
+			}
+		})
+	}
+}
