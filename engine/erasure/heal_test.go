@@ -390,6 +390,19 @@ func (f flakyAll) WalkObjects(ctx context.Context, bucket, prefix, startAfter st
 	return f.Drive.WalkObjects(ctx, bucket, prefix, startAfter, latestOnly, fn)
 }
 
+// keyMissedByDrive3 is a 2+2 set whose key "k", of size bytes, drive 3
+// missed (it was away): what a heal writes to it. The test's heal hook is
+// cleared when the test ends.
+func keyMissedByDrive3(t *testing.T, size int) *testPool {
+	t.Helper()
+	tp := newTestPool(t, 1, 4, 2)
+	restore := tp.offline(t, 3)
+	tp.put(t, "k", randomBytes(size)) // drives 0, 1, 2
+	restore()
+	t.Cleanup(func() { healCommitHook.Store(nil) })
+	return tp
+}
+
 // TestHealDoesNotBringBackADeletedVersion: a heal rebuilds a version for
 // the drive that missed it; while it does, the object is overwritten and
 // then deleted (unversioned), with another drive away for both, so that
@@ -400,10 +413,7 @@ func (f flakyAll) WalkObjects(ctx context.Context, bucket, prefix, startAfter st
 func TestHealDoesNotBringBackADeletedVersion(t *testing.T) {
 	for _, size := range []int{4096, DefaultInlineLimit + 1<<20} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			tp := newTestPool(t, 1, 4, 2)
-			restore := tp.offline(t, 3)
-			tp.put(t, "k", randomBytes(size)) // drives 0, 1, 2
-			restore()
+			tp := keyMissedByDrive3(t, size)
 
 			hook := func() {
 				healCommitHook.Store(nil)
@@ -415,7 +425,6 @@ func TestHealDoesNotBringBackADeletedVersion(t *testing.T) {
 				back()
 			}
 			healCommitHook.Store(&hook)
-			t.Cleanup(func() { healCommitHook.Store(nil) })
 			if _, err := tp.Sets()[0].HealObject(t.Context(), "bk", "k", false); err != nil {
 				t.Fatalf("heal: %v", err)
 			}
@@ -445,10 +454,7 @@ func TestHealDoesNotBringBackADeletedVersion(t *testing.T) {
 func TestHealTakesBackAVersionDeletedAsItWrote(t *testing.T) {
 	for _, size := range []int{4096, DefaultInlineLimit + 1<<20} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			tp := newTestPool(t, 1, 4, 2)
-			restore := tp.offline(t, 3)
-			tp.put(t, "k", randomBytes(size)) // drives 0, 1, 2
-			restore()
+			tp := keyMissedByDrive3(t, size)
 
 			checks := 0
 			hook := func() {
@@ -462,7 +468,6 @@ func TestHealTakesBackAVersionDeletedAsItWrote(t *testing.T) {
 				}
 			}
 			healCommitHook.Store(&hook)
-			t.Cleanup(func() { healCommitHook.Store(nil) })
 			if _, err := tp.Sets()[0].HealObject(t.Context(), "bk", "k", false); err != nil {
 				t.Fatalf("heal: %v", err)
 			}
