@@ -377,38 +377,32 @@ var healCommitHook atomic.Pointer[func()]
 
 // stillAgreed reports whether a read quorum of the drives a heal rebuilt a
 // version from still hold it, just before the heal writes it to the drives
-// that miss it (and again just after: undoIfOutdated). A heal can take long (a large object's decode, a drive
-// that stopped answering mid-read); if meanwhile the version was replaced
-// or deleted (an unversioned overwrite or DELETE, a version's delete), the
-// heal would write it back on its targets, which had taken the overwrite
-// and the delete, and with drives that were away for both still holding
-// it, a read quorum could serve the deleted version again
-// (TestCrashConsistency saw a key read as its second-to-last PUT after an
-// acknowledged DELETE). What stays open is a delete whose drive writes
-// straddle the heal's write and its second check (docs/reliability.md).
+// that miss it (and again just after: undoIfOutdated). A heal can take
+// long (a large object's decode, a drive that stopped answering mid-read);
+// if meanwhile the version was replaced or deleted (an unversioned
+// overwrite or DELETE, a version's delete), the heal would write it back
+// on its targets, which had taken the overwrite and the delete, and with
+// drives that were away for both still holding it, a read quorum could
+// serve the deleted version again (TestCrashConsistency saw a key read as
+// its second-to-last PUT after an acknowledged DELETE). What stays open is
+// a delete whose drive writes straddle the heal's write and its second
+// check (docs/reliability.md).
 func (s *Set) stillAgreed(ctx context.Context, h *ObjectHandle) bool {
 	if hook := healCommitHook.Load(); hook != nil {
 		(*hook)()
 	}
-	held := make([]bool, len(h.drives))
+	still := make([]*drive.Record, len(h.drives))
 	forEachDrive(h.drives, func(pos int, d Drive) error {
 		if h.agreeing[pos] == nil {
 			return nil
 		}
 		vs, err := d.Versions(ctx, h.Info.Bucket, h.Info.Name)
-		if err != nil {
-			return err
+		if i := slices.IndexFunc(vs, func(r *drive.Record) bool { return sameVersion(r, h.rec) }); err == nil && i >= 0 {
+			still[pos] = vs[i]
 		}
-		held[pos] = slices.ContainsFunc(vs, func(r *drive.Record) bool { return sameVersion(r, h.rec) })
-		return nil
+		return err
 	})
-	n := 0
-	for _, ok := range held {
-		if ok {
-			n++
-		}
-	}
-	return n >= s.layout.ReadQuorum()
+	return countNonNil(still) >= s.layout.ReadQuorum()
 }
 
 // HealBuckets copies bucket records to drives of the pool that miss them
