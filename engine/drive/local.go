@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -503,7 +504,17 @@ func (d *Local) dataDirPath(dataDir [16]byte) string {
 	return d.path("data", h[:2], h)
 }
 
-func partName(part int) string { return fmt.Sprintf("part.%d", part) }
+func partName(part int) string { return "part." + strconv.Itoa(part) }
+
+// shardFile is where part's shard of dataDir lives as a file of its own,
+// data/<xx>/<dataDir>.<part>, with no directory per version: a form this
+// build reads and removes but does not write. A later build writes it
+// (no mkdir, rmdir and directory sync per shard; docs/engine.md), and a
+// rollback from that build to this one still finds every shard.
+func (d *Local) shardFile(dataDir [16]byte, part int) string {
+	h := hexID(dataDir)
+	return d.path("data", h[:2], h+"."+strconv.Itoa(part))
+}
 
 // CreateStaged creates the shard file of one part in the staging area.
 func (d *Local) CreateStaged(ctx context.Context, dataDir [16]byte, part int) (vfs.File, error) {
@@ -612,7 +623,30 @@ func (d *Local) OpenShard(ctx context.Context, dataDir [16]byte, part int) (vfs.
 	if err := ended(ctx); err != nil {
 		return nil, err
 	}
-	return d.fs.Open(filepath.Join(d.dataDirPath(dataDir), partName(part)))
+	f, err := d.fs.Open(filepath.Join(d.dataDirPath(dataDir), partName(part)))
+	if errors.Is(err, fs.ErrNotExist) {
+		if ff, ferr := d.fs.Open(d.shardFile(dataDir, part)); ferr == nil {
+			return ff, nil
+		}
+	}
+	return f, err
+}
+
+// hasShards reports whether the shards of dataDir can be found, in either
+// form.
+func (d *Local) hasShards(dataDir [16]byte) bool {
+	return d.exists(d.dataDirPath(dataDir)) || d.exists(d.shardFile(dataDir, 1))
+}
+
+// removeShards removes the shard files of dataDir, in either form (a file
+// of its own for each part, from the first up to the first missing).
+func (d *Local) removeShards(dataDir [16]byte) {
+	_ = d.fs.RemoveAll(d.dataDirPath(dataDir))
+	for part := 1; ; part++ {
+		if d.fs.Remove(d.shardFile(dataDir, part)) != nil {
+			return
+		}
+	}
 }
 
 func (d *Local) clearTmp() error {

@@ -301,6 +301,67 @@ func TestStagedShardCommitAndReplace(t *testing.T) {
 	}
 }
 
+// A version whose shards are files of their own, data/<xx>/<dataDir>.<part>
+// (as a later build writes them), is read and removed like one whose shards
+// are in its directory: a rollback from that build to this one finds every
+// shard.
+func TestShardsAsFilesOfTheirOwn(t *testing.T) {
+	root := t.TempDir()
+	d := openTestDrive(t, root, nil)
+	fanout := func(dataDir [16]byte) string { return filepath.Join(root, ".strata", "data", hexID(dataDir)[:2]) }
+	content := func(dataDir [16]byte, part int) string { return fmt.Sprint(hexID(dataDir), " part ", part) }
+
+	inDir := putShards(t, d, 1, content([16]byte{}, 1), [16]byte{})
+	inDir.VersionID = [16]byte{} // putShards writes the null version
+	files := &Record{VersionID: [16]byte(uuid.New()), ModTime: 2, DataDir: [16]byte(uuid.New()), Parts: make([]Part, 3)}
+	if err := os.MkdirAll(fanout(files.DataDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for part := 1; part <= 3; part++ {
+		name := filepath.Join(fanout(files.DataDir), fmt.Sprintf("%s.%d", hexID(files.DataDir), part))
+		if err := os.WriteFile(name, []byte(content(files.DataDir, part)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.PutVersion(t.Context(), "b", "o", files, NotStaged); err != nil {
+		t.Fatal(err)
+	}
+
+	for part := 1; part <= 3; part++ {
+		f, err := d.OpenShard(t.Context(), files.DataDir, part)
+		if err != nil {
+			t.Fatalf("part %d: %v", part, err)
+		}
+		b, _ := io.ReadAll(f)
+		_ = f.Close()
+		if string(b) != content(files.DataDir, part) {
+			t.Fatalf("part %d reads %q", part, b)
+		}
+	}
+	if _, err := d.OpenShard(t.Context(), files.DataDir, 4); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a part the version lacks: %v", err)
+	}
+	if !d.hasShards(files.DataDir) || !d.hasShards(inDir.DataDir) {
+		t.Fatal("shards not found")
+	}
+	for _, rec := range []*Record{files, inDir} {
+		if _, err := d.DeleteVersion(t.Context(), "b", "o", rec.VersionID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.sweepUndo(time.Now()); err != nil { // the null version's data is kept for UndoWindow
+		t.Fatal(err)
+	}
+	for _, rec := range []*Record{files, inDir} {
+		if d.hasShards(rec.DataDir) {
+			t.Fatalf("shards of %s left after its version was deleted", hexID(rec.DataDir))
+		}
+		if left, _ := os.ReadDir(fanout(rec.DataDir)); len(left) != 0 {
+			t.Fatalf("left in %s: %v", fanout(rec.DataDir), left)
+		}
+	}
+}
+
 func TestFailedRenameLeavesNoRecordAndReopenClearsTmp(t *testing.T) {
 	root := t.TempDir()
 	ffs := faultfs.New(vfs.Default)

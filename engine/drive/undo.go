@@ -177,7 +177,7 @@ func (t *objectTxn) restoreReplaced(removed *Record) (restored *Record, skipped 
 			skipped = append(skipped, prev)
 			continue
 		}
-		if hasShardFiles(prev) && !t.d.exists(t.d.dataDirPath(prev.DataDir)) {
+		if hasShardFiles(prev) && !t.d.hasShards(prev.DataDir) {
 			return nil, skipped, nil // swept meanwhile: nothing to put back
 		}
 		res, err := t.put(prev)

@@ -12,7 +12,7 @@ import (
 // CreateDirect opens name with O_DIRECT; a filesystem refusing it
 // (tmpfs, some FUSE ones) gets an ordinary file.
 func (osFS) CreateDirect(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_DIRECT, 0o644)
+	f, err := openFile(name, unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC|unix.O_DIRECT, 0o644)
 	if errors.Is(err, syscall.EINVAL) {
 		return osFS{}.Create(name)
 	}

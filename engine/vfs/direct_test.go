@@ -2,7 +2,9 @@ package vfs
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -65,5 +67,44 @@ func TestCreateDirectWritesExactly(t *testing.T) {
 		if _, err := f.Write([]byte("x")); err == nil {
 			t.Fatalf("size %d: a write after Close succeeded", size)
 		}
+	}
+}
+
+// The operating system's files open in fewer calls than os.OpenFile makes
+// (openFile), and behave as os's do: a missing file is fs.ErrNotExist and
+// no File at all, a file made is read back, a directory syncs.
+func TestOSFilesOpen(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Default.Open(filepath.Join(dir, "missing"))
+	if !errors.Is(err, fs.ErrNotExist) || f != nil {
+		t.Fatalf("Open of a missing file: %v, %v", f, err)
+	}
+	name := filepath.Join(dir, "made")
+	w, err := Default.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("written")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Default.SyncData(name); err != nil {
+		t.Fatal(err)
+	}
+	if err := Default.SyncDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Default.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if b, err := io.ReadAll(r); err != nil || string(b) != "written" {
+		t.Fatalf("read back %q, %v", b, err)
+	}
+	if err := Default.SyncDir(name); err == nil {
+		t.Fatal("a file synced as a directory")
 	}
 }
