@@ -91,6 +91,13 @@ type Options struct {
 	MetaFS pebblevfs.FS
 	// Log receives the metadata store's messages; slog.Default() when nil.
 	Log *slog.Logger
+	// ShardFiles stages and commits each shard as a file of its own,
+	// data/<xx>/<dataDir>.<part>, instead of in a directory per version
+	// (data/<xx>/<dataDir>/part.<part>): no directory to make, sync and
+	// remove for each shard. Both forms are read whatever it says. It stays
+	// off until the release a rollback returns to (PREVIOUS_REV) reads
+	// both (docs/engine.md, On-disk format).
+	ShardFiles bool
 }
 
 // Local is a drive that is a directory on this node.
@@ -101,6 +108,8 @@ type Local struct {
 	// usage are the buckets' usage figures (usage.go).
 	usage  usageFigures
 	noSync bool
+	// shardFiles: Options.ShardFiles.
+	shardFiles bool
 
 	// locks serialise read-modify-write of one object's records on this
 	// drive (replacing the null version). They are local to the drive: no
@@ -135,7 +144,7 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 	if fsys == nil {
 		fsys = vfs.Default
 	}
-	d := &Local{root: root, fs: fsys, noSync: opts.NoSync}
+	d := &Local{root: root, fs: fsys, noSync: opts.NoSync, shardFiles: opts.ShardFiles}
 	for _, dir := range []string{d.path("tmp"), d.path("data")} {
 		if err := fsys.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("drive %s: %w", root, err)
@@ -493,7 +502,9 @@ func (d *Local) lockFor(bucket, object string) *sync.Mutex {
 // Shard files. A write stages its shard under tmp/<dataDir>/, then
 // PutVersion moves the directory to data/<xx>/<dataDir>/ and syncs the
 // files, the directory and its parent (together) before the record is
-// committed.
+// committed. With Options.ShardFiles a write stages tmp/<dataDir>.<part>
+// and syncs it as it closes it; PutVersion moves it to
+// data/<xx>/<dataDir>.<part> and syncs data/<xx>.
 
 func hexID(id [16]byte) string { return hex.EncodeToString(id[:]) }
 
@@ -506,20 +517,34 @@ func (d *Local) dataDirPath(dataDir [16]byte) string {
 
 func partName(part int) string { return "part." + strconv.Itoa(part) }
 
-// shardFile is where part's shard of dataDir lives as a file of its own,
-// data/<xx>/<dataDir>.<part>, with no directory per version: a form this
-// build reads and removes but does not write. A later build writes it
-// (no mkdir, rmdir and directory sync per shard; docs/engine.md), and a
-// rollback from that build to this one still finds every shard.
+// shardFile is where part's shard of dataDir lives as a file of its own
+// (Options.ShardFiles).
 func (d *Local) shardFile(dataDir [16]byte, part int) string {
 	h := hexID(dataDir)
 	return d.path("data", h[:2], h+"."+strconv.Itoa(part))
+}
+
+// stagedFile is where part's shard of the write id is staged as a file of
+// its own (Options.ShardFiles).
+func (d *Local) stagedFile(id [16]byte, part int) string {
+	return d.path("tmp", hexID(id)+"."+strconv.Itoa(part))
+}
+
+// stagedShard is where part's shard of the write id is staged.
+func (d *Local) stagedShard(id [16]byte, part int) string {
+	if d.shardFiles {
+		return d.stagedFile(id, part)
+	}
+	return filepath.Join(d.stagedPath(id), partName(part))
 }
 
 // CreateStaged creates the shard file of one part in the staging area.
 func (d *Local) CreateStaged(ctx context.Context, dataDir [16]byte, part int) (vfs.File, error) {
 	if err := ended(ctx); err != nil {
 		return nil, err
+	}
+	if d.shardFiles {
+		return d.createStagedFile(dataDir, part)
 	}
 	dir := d.stagedPath(dataDir)
 	if err := d.fs.MkdirAll(dir, 0o755); err != nil {
@@ -534,11 +559,88 @@ func (d *Local) CreateStaged(ctx context.Context, dataDir [16]byte, part int) (v
 
 // AbortStaged removes a staged data directory.
 func (d *Local) AbortStaged(ctx context.Context, dataDir [16]byte) error {
+	if d.shardFiles {
+		return d.removeParts(func(part int) string { return d.stagedFile(dataDir, part) })
+	}
 	return d.fs.RemoveAll(d.stagedPath(dataDir))
 }
 
-func (d *Local) commitStaged(stageID, dataDir [16]byte) error {
-	final := d.dataDirPath(dataDir)
+// createStagedFile stages part's shard as a file of its own, synced as it
+// is closed: each drive's writer syncs its shard in its own lane as it
+// finishes, and the commit has only an entry to sync.
+func (d *Local) createStagedFile(id [16]byte, part int) (vfs.File, error) {
+	name := d.stagedFile(id, part)
+	if d.noSync {
+		return d.fs.Create(name)
+	}
+	f, err := vfs.CreateDirect(d.fs, name)
+	if err != nil {
+		return nil, err
+	}
+	return syncedOnClose{f}, nil
+}
+
+// syncedOnClose is a staged shard file that syncs its data as it closes.
+type syncedOnClose struct{ vfs.File }
+
+func (f syncedOnClose) Close() error {
+	err := f.Sync()
+	if cerr := f.File.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// GathersWrites passes on the file's own (vfs.WriteGatherer).
+func (f syncedOnClose) GathersWrites() bool { return vfs.GathersWrites(f.File) }
+
+// removeParts removes the files name(1), name(2)... up to the first that
+// is not there (parts are staged and committed in order from the first).
+func (d *Local) removeParts(name func(part int) string) error {
+	for part := 1; ; part++ {
+		err := d.fs.Remove(name(part))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// shardParts is how many shard files a version has: one a part.
+func shardParts(rec *Record) int { return max(1, len(rec.Parts)) }
+
+// commitStagedFiles moves the shards staged as files of their own under
+// stageID into place as rec's (Options.ShardFiles). Each rename replaces
+// atomically what is there (a heal meeting the write it repairs, or a heal
+// cut off before), so a reader never finds a shard missing.
+func (d *Local) commitStagedFiles(stageID [16]byte, rec *Record) error {
+	files := make([]string, shardParts(rec))
+	for i := range files {
+		files[i] = d.shardFile(rec.DataDir, i+1)
+	}
+	parent := filepath.Dir(files[0])
+	made, err := d.mkdirs(parent)
+	if err != nil {
+		return err
+	}
+	for i, final := range files {
+		if err := d.fs.Rename(d.stagedFile(stageID, i+1), final); err != nil {
+			return fmt.Errorf("drive %s: moving shard into place: %w", d.root, err)
+		}
+	}
+	// The files' data is durable (synced as they were closed); their
+	// entries in data/<xx>, and a new data/<xx>'s in data/, must be too
+	// before the record commits.
+	return d.syncAll(nil, append([]string{parent}, made...))
+}
+
+func (d *Local) commitStaged(stageID [16]byte, rec *Record) error {
+	if d.shardFiles {
+		return d.commitStagedFiles(stageID, rec)
+	}
+	final := d.dataDirPath(rec.DataDir)
 	parent := filepath.Dir(final)
 	staged := d.stagedPath(stageID)
 	made, err := d.mkdirs(parent)
@@ -623,9 +725,14 @@ func (d *Local) OpenShard(ctx context.Context, dataDir [16]byte, part int) (vfs.
 	if err := ended(ctx); err != nil {
 		return nil, err
 	}
-	f, err := d.fs.Open(filepath.Join(d.dataDirPath(dataDir), partName(part)))
+	// The form this drive writes first, then the other.
+	names := [2]string{filepath.Join(d.dataDirPath(dataDir), partName(part)), d.shardFile(dataDir, part)}
+	if d.shardFiles {
+		names[0], names[1] = names[1], names[0]
+	}
+	f, err := d.fs.Open(names[0])
 	if errors.Is(err, fs.ErrNotExist) {
-		if ff, ferr := d.fs.Open(d.shardFile(dataDir, part)); ferr == nil {
+		if ff, ferr := d.fs.Open(names[1]); ferr == nil {
 			return ff, nil
 		}
 	}
@@ -638,15 +745,10 @@ func (d *Local) hasShards(dataDir [16]byte) bool {
 	return d.exists(d.dataDirPath(dataDir)) || d.exists(d.shardFile(dataDir, 1))
 }
 
-// removeShards removes the shard files of dataDir, in either form (a file
-// of its own for each part, from the first up to the first missing).
+// removeShards removes the shard files of dataDir, in either form.
 func (d *Local) removeShards(dataDir [16]byte) {
 	_ = d.fs.RemoveAll(d.dataDirPath(dataDir))
-	for part := 1; ; part++ {
-		if d.fs.Remove(d.shardFile(dataDir, part)) != nil {
-			return
-		}
-	}
+	_ = d.removeParts(func(part int) string { return d.shardFile(dataDir, part) })
 }
 
 func (d *Local) clearTmp() error {

@@ -301,64 +301,98 @@ func TestStagedShardCommitAndReplace(t *testing.T) {
 	}
 }
 
-// A version whose shards are files of their own, data/<xx>/<dataDir>.<part>
-// (as a later build writes them), is read and removed like one whose shards
-// are in its directory: a rollback from that build to this one finds every
-// shard.
-func TestShardsAsFilesOfTheirOwn(t *testing.T) {
+// With Options.ShardFiles shards are files data/<xx>/<dataDir>.<part>, no
+// directory made per version; without, they go into
+// data/<xx>/<dataDir>/part.<part>, as every build before wrote them. A drive
+// reads and removes both forms either way: a rollback to a build that
+// writes directories still finds every shard.
+func TestShardFilesAndDirectories(t *testing.T) {
 	root := t.TempDir()
-	d := openTestDrive(t, root, nil)
-	fanout := func(dataDir [16]byte) string { return filepath.Join(root, ".strata", "data", hexID(dataDir)[:2]) }
-	content := func(dataDir [16]byte, part int) string { return fmt.Sprint(hexID(dataDir), " part ", part) }
-
-	inDir := putShards(t, d, 1, content([16]byte{}, 1), [16]byte{})
-	inDir.VersionID = [16]byte{} // putShards writes the null version
-	files := &Record{VersionID: [16]byte(uuid.New()), ModTime: 2, DataDir: [16]byte(uuid.New()), Parts: make([]Part, 3)}
-	if err := os.MkdirAll(fanout(files.DataDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for part := 1; part <= 3; part++ {
-		name := filepath.Join(fanout(files.DataDir), fmt.Sprintf("%s.%d", hexID(files.DataDir), part))
-		if err := os.WriteFile(name, []byte(content(files.DataDir, part)), 0o644); err != nil {
+	open := func(files bool) *Local {
+		t.Helper()
+		d, err := OpenLocal(root, Options{ShardFiles: files})
+		if err != nil {
 			t.Fatal(err)
 		}
+		return d
 	}
-	if _, err := d.PutVersion(t.Context(), "b", "o", files, NotStaged); err != nil {
-		t.Fatal(err)
+	fanout := func(dataDir [16]byte) string { return filepath.Join(root, ".strata", "data", hexID(dataDir)[:2]) }
+	write := func(d *Local, modTime int64, parts int) *Record {
+		t.Helper()
+		rec := &Record{VersionID: [16]byte(uuid.New()), ModTime: modTime, DataDir: [16]byte(uuid.New()), Parts: make([]Part, parts)}
+		for part := 1; part <= parts; part++ {
+			f, err := d.CreateStaged(t.Context(), rec.DataDir, part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.WriteString(f, fmt.Sprint(hexID(rec.DataDir), " part ", part))
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := d.PutVersion(t.Context(), "b", "o", rec, rec.DataDir); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	read := func(d *Local, rec *Record) {
+		t.Helper()
+		for part := 1; part <= len(rec.Parts); part++ {
+			f, err := d.OpenShard(t.Context(), rec.DataDir, part)
+			if err != nil {
+				t.Fatalf("part %d: %v", part, err)
+			}
+			b, _ := io.ReadAll(f)
+			_ = f.Close()
+			if want := fmt.Sprint(hexID(rec.DataDir), " part ", part); string(b) != want {
+				t.Fatalf("part %d reads %q, want %q", part, b, want)
+			}
+		}
+	}
+	isFile := func(name string) bool {
+		fi, err := os.Stat(name)
+		return err == nil && fi.Mode().IsRegular()
 	}
 
+	d := open(true)
+	files := write(d, 1, 3)
 	for part := 1; part <= 3; part++ {
-		f, err := d.OpenShard(t.Context(), files.DataDir, part)
-		if err != nil {
-			t.Fatalf("part %d: %v", part, err)
-		}
-		b, _ := io.ReadAll(f)
-		_ = f.Close()
-		if string(b) != content(files.DataDir, part) {
-			t.Fatalf("part %d reads %q", part, b)
+		if !isFile(filepath.Join(fanout(files.DataDir), fmt.Sprintf("%s.%d", hexID(files.DataDir), part))) {
+			t.Fatalf("part %d is not a file of its own", part)
 		}
 	}
-	if _, err := d.OpenShard(t.Context(), files.DataDir, 4); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("a part the version lacks: %v", err)
+	if _, err := os.Stat(filepath.Join(fanout(files.DataDir), hexID(files.DataDir))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a directory was made for the version: %v", err)
 	}
-	if !d.hasShards(files.DataDir) || !d.hasShards(inDir.DataDir) {
-		t.Fatal("shards not found")
+	_ = d.Close()
+
+	d = open(false) // rolled back
+	t.Cleanup(func() { _ = d.Close() })
+	dirs := write(d, 2, 2)
+	for part := 1; part <= 2; part++ {
+		if !isFile(filepath.Join(fanout(dirs.DataDir), hexID(dirs.DataDir), fmt.Sprint("part.", part))) {
+			t.Fatalf("part %d is not in the version's directory", part)
+		}
 	}
-	for _, rec := range []*Record{files, inDir} {
+	for _, rec := range []*Record{files, dirs} {
+		read(d, rec)
+		if !d.hasShards(rec.DataDir) {
+			t.Fatal("shards not found")
+		}
+	}
+	for _, rec := range []*Record{files, dirs} {
 		if _, err := d.DeleteVersion(t.Context(), "b", "o", rec.VersionID); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := d.sweepUndo(time.Now()); err != nil { // the null version's data is kept for UndoWindow
-		t.Fatal(err)
-	}
-	for _, rec := range []*Record{files, inDir} {
 		if d.hasShards(rec.DataDir) {
 			t.Fatalf("shards of %s left after its version was deleted", hexID(rec.DataDir))
 		}
 		if left, _ := os.ReadDir(fanout(rec.DataDir)); len(left) != 0 {
 			t.Fatalf("left in %s: %v", fanout(rec.DataDir), left)
 		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(root, ".strata", "tmp")); len(entries) != 0 {
+		t.Fatalf("tmp not empty after commits: %v", entries)
 	}
 }
 

@@ -190,16 +190,21 @@ func (d *Local) CommitPart(ctx context.Context, u *Upload, p *PartRecord) error 
 	if err != nil {
 		return err
 	}
-	staged := filepath.Join(d.stagedPath(p.ID), partName(1))
 	final := filepath.Join(dir, stagedPartName(p.Number, p.ID))
-	if err := d.fs.Rename(staged, final); err != nil {
+	if err := d.fs.Rename(d.stagedShard(p.ID, 1), final); err != nil {
 		return fmt.Errorf("drive %s: moving part into place: %w", d.root, err)
 	}
-	_ = d.fs.RemoveAll(d.stagedPath(p.ID))
+	if !d.shardFiles {
+		_ = d.fs.RemoveAll(d.stagedPath(p.ID))
+	}
 	// The part's data, its entry and the upload directory's own entry
 	// (and a new fan-out directory's) are durable before the part is
 	// recorded.
-	if err := d.syncAll([]string{final}, append([]string{dir}, made...)); err != nil {
+	files := []string{final}
+	if d.shardFiles {
+		files = nil // synced as it was closed (createStagedFile)
+	}
+	if err := d.syncAll(files, append([]string{dir}, made...)); err != nil {
 		return err
 	}
 	v, err := json.Marshal(p)

@@ -477,7 +477,7 @@ func (d *Local) PutVersion(ctx context.Context, bucket, object string, rec *Reco
 			return err
 		}
 		if stageID != NotStaged {
-			return d.commitStaged(stageID, rec.DataDir)
+			return d.commitStaged(stageID, rec)
 		}
 		return nil
 	})

@@ -27,6 +27,11 @@ type testPool struct {
 }
 
 // newTestPool builds a pool of sets x setSize local drives in temp dirs.
+// testShardFiles opens the test pools' drives with shards as files of their
+// own (drive.Options.ShardFiles), as `make unit` runs this package once
+// more.
+var testShardFiles = os.Getenv("STRATA_TEST_SHARD_FILES") != ""
+
 func newTestPool(t testing.TB, sets, setSize, parity int) *testPool {
 	t.Helper()
 	tp := &testPool{}
@@ -35,7 +40,7 @@ func newTestPool(t testing.TB, sets, setSize, parity int) *testPool {
 		var ds []Drive
 		for i := 0; i < setSize; i++ {
 			root := filepath.Join(t.TempDir(), fmt.Sprintf("d%d", i))
-			d, err := drive.OpenLocal(root, drive.Options{})
+			d, err := drive.OpenLocal(root, drive.Options{ShardFiles: testShardFiles})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func newFaultPool(t *testing.T, n, parity int) *faultPool {
 	for range n {
 		ffs := faultfs.New(vfs.Default)
 		root := filepath.Join(t.TempDir(), "d")
-		d, err := drive.OpenLocal(root, drive.Options{FS: ffs, MetaFS: errorfs.Wrap(pebblevfs.Default, ffs.MetaInjector())})
+		d, err := drive.OpenLocal(root, drive.Options{FS: ffs, MetaFS: errorfs.Wrap(pebblevfs.Default, ffs.MetaInjector()), ShardFiles: testShardFiles})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,9 +174,9 @@ func getObject(t *testing.T, p *Pool, key string, versionID *[16]byte) []byte {
 	return buf.Bytes()
 }
 
-// assertWholeShards checks that the drive holds nothing staged, and that
-// every shard directory in its data area belongs to a version it holds of
-// one of keys, each part file whole.
+// assertWholeShards checks that the drive holds nothing staged, that every
+// shard in its data area belongs to a version it holds of one of keys and
+// is whole, and that each such version has all its shards.
 func assertWholeShards(t *testing.T, s *Set, d *drive.Local, root string, keys []string) {
 	t.Helper()
 	if ents, err := os.ReadDir(filepath.Join(root, ".strata", "tmp")); err != nil || len(ents) > 0 {
@@ -193,20 +194,39 @@ func assertWholeShards(t *testing.T, s *Set, d *drive.Local, root string, keys [
 			}
 		}
 	}
-	dirs, _ := filepath.Glob(filepath.Join(root, ".strata", "data", "*", "*"))
-	if len(dirs) != len(versions) {
-		t.Fatalf("%d shard directories on the drive, %d versions with shard files", len(dirs), len(versions))
-	}
-	for _, dir := range dirs {
-		rec := versions[filepath.Base(dir)]
+	// A version's shards are files data/<xx>/<dataDir>.<part> or
+	// data/<xx>/<dataDir>/part.<part> (drive.Options.ShardFiles).
+	entries, _ := filepath.Glob(filepath.Join(root, ".strata", "data", "*", "*"))
+	found := map[string]int{}
+	check := func(path, id, part string) {
+		rec := versions[id]
 		if rec == nil {
-			t.Fatalf("shard directory %s belongs to no version the drive holds", dir)
+			t.Fatalf("shard %s belongs to no version the drive holds", path)
 		}
-		for i, size := range partSizes(rec) {
-			fi, err := os.Stat(filepath.Join(dir, "part."+strconv.Itoa(i+1)))
-			if want := drive.BitrotSize(s.codec.ShardSize(size), s.codec.ShardBlockSize()); err != nil || fi.Size() != want {
-				t.Fatalf("%s part %d: %v, want %d bytes", dir, i+1, err, want)
-			}
+		n, err := strconv.Atoi(part)
+		sizes := partSizes(rec)
+		if err != nil || n < 1 || n > len(sizes) {
+			t.Fatalf("shard %s: no such part of its version", path)
+		}
+		fi, err := os.Stat(path)
+		if want := drive.BitrotSize(s.codec.ShardSize(sizes[n-1]), s.codec.ShardBlockSize()); err != nil || fi.Size() != want {
+			t.Fatalf("%s: %v, want %d bytes", path, err, want)
+		}
+		found[id]++
+	}
+	for _, e := range entries {
+		if id, part, ok := strings.Cut(filepath.Base(e), "."); ok {
+			check(e, id, part)
+			continue
+		}
+		parts, _ := os.ReadDir(e)
+		for _, p := range parts {
+			check(filepath.Join(e, p.Name()), filepath.Base(e), strings.TrimPrefix(p.Name(), "part."))
+		}
+	}
+	for id, rec := range versions {
+		if found[id] != len(partSizes(rec)) {
+			t.Fatalf("version with data %s: %d of its %d shards on the drive", id, found[id], len(partSizes(rec)))
 		}
 	}
 }

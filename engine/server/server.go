@@ -55,6 +55,8 @@ type Config struct {
 	InternodeProtocol int
 	// NoSync turns off fsync (relaxed durability, for benchmarks that say so).
 	NoSync bool
+	// ShardFiles writes shards as files of their own (drive.Options.ShardFiles).
+	ShardFiles bool
 	// CertsDir holds tls.crt and tls.key (and ca.crt); empty = plain HTTP.
 	CertsDir string
 	// AdminOverHTTP serves the admin API over plain HTTP too (SigV4 only).
@@ -167,7 +169,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	dep := cluster.NewDeployment(cluster.Options{
 		Locality: locality(cfg, 3*time.Minute), InternodePort: cfg.InternodePort,
-		Drive: drive.Options{NoSync: cfg.NoSync, FS: cfg.DriveFS, MetaFS: cfg.DriveMetaFS, Log: log, Cache: metaCache(cfg.MetaCacheSize), MemTableSize: cfg.MemTableSize}, Peer: peerOpts, Log: log, DriveOpenDelay: cfg.DriveOpenDelay,
+		Drive: drive.Options{NoSync: cfg.NoSync, FS: cfg.DriveFS, MetaFS: cfg.DriveMetaFS, Log: log, Cache: metaCache(cfg.MetaCacheSize), MemTableSize: cfg.MemTableSize, ShardFiles: cfg.ShardFiles}, Peer: peerOpts, Log: log, DriveOpenDelay: cfg.DriveOpenDelay,
 	})
 	defer dep.Close()
 	bg, stopBg := context.WithCancel(context.Background())
