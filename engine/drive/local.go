@@ -150,6 +150,13 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 			return nil, fmt.Errorf("drive %s: %w", root, err)
 		}
 	}
+	// The 256 fan-out directories of data/ are made here, so a commit never
+	// makes one: two commits racing to make the same one could otherwise
+	// leave the second's shard under an entry not yet durable.
+	fanouts, err := d.makeFanouts()
+	if err != nil {
+		return nil, fmt.Errorf("drive %s: %w", root, err)
+	}
 	// Leftovers of writes that never committed (a crash mid-PUT).
 	if err := d.clearTmp(); err != nil {
 		return nil, fmt.Errorf("drive %s: clearing tmp: %w", root, err)
@@ -183,7 +190,11 @@ func OpenLocal(root string, opts Options) (*Local, error) {
 	// inside of but not its entry) are durable before anything is written
 	// into them: a power loss would otherwise take a new drive's tree, and
 	// every write acknowledged in it, away.
-	if err := d.syncAll(nil, []string{d.path(), d.root}); err != nil {
+	synced := []string{d.path(), d.root}
+	if fanouts {
+		synced = append(synced, d.path("data"))
+	}
+	if err := d.syncAll(nil, synced); err != nil {
 		_ = meta.Close()
 		return nil, fmt.Errorf("drive %s: syncing its directories: %w", root, err)
 	}
@@ -627,6 +638,14 @@ func (d *Local) commitStagedFiles(stageID [16]byte, rec *Record) error {
 	}
 	for i, final := range files {
 		if err := d.fs.Rename(d.stagedFile(stageID, i+1), final); err != nil {
+			// The parts moved go back to tmp, for the writer's abort (or the
+			// next open) to remove with the rest: a part no record names is
+			// never left in data/.
+			for j := i - 1; j >= 0; j-- {
+				if d.fs.Rename(files[j], d.stagedFile(stageID, j+1)) != nil {
+					_ = d.fs.Remove(files[j])
+				}
+			}
 			return fmt.Errorf("drive %s: moving shard into place: %w", d.root, err)
 		}
 	}
@@ -677,6 +696,23 @@ func (d *Local) commitStaged(stageID [16]byte, rec *Record) error {
 	// journal transaction, and a leftover in tmp is cleared at the next
 	// open.
 	return d.syncAll(files, dirs)
+}
+
+// makeFanouts makes the fan-out directories data/00..ff that are missing,
+// and reports whether it made any (data/ then needs a sync).
+func (d *Local) makeFanouts() (bool, error) {
+	made := false
+	for i := range 256 {
+		dir := d.path("data", fmt.Sprintf("%02x", i))
+		if d.exists(dir) {
+			continue
+		}
+		if err := d.fs.MkdirAll(dir, 0o755); err != nil {
+			return false, err
+		}
+		made = true
+	}
+	return made, nil
 }
 
 // mkdirs makes dir and any missing parents, and returns the directories
@@ -745,10 +781,18 @@ func (d *Local) hasShards(dataDir [16]byte) bool {
 	return d.exists(d.dataDirPath(dataDir)) || d.exists(d.shardFile(dataDir, 1))
 }
 
-// removeShards removes the shard files of dataDir, in either form.
-func (d *Local) removeShards(dataDir [16]byte) {
-	_ = d.fs.RemoveAll(d.dataDirPath(dataDir))
-	_ = d.removeParts(func(part int) string { return d.shardFile(dataDir, part) })
+// removeShards removes the shard files of rec, in either form.
+func (d *Local) removeShards(rec *Record) {
+	_ = d.fs.RemoveAll(d.dataDirPath(rec.DataDir))
+	d.removeShardFiles(rec.DataDir, shardParts(rec))
+}
+
+// removeShardFiles removes parts 1..parts of dataDir kept as files of their
+// own, each that is there.
+func (d *Local) removeShardFiles(dataDir [16]byte, parts int) {
+	for part := 1; part <= parts; part++ {
+		_ = d.fs.Remove(d.shardFile(dataDir, part))
+	}
 }
 
 func (d *Local) clearTmp() error {

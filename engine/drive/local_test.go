@@ -396,6 +396,71 @@ func TestShardFilesAndDirectories(t *testing.T) {
 	}
 }
 
+// A commit of shard files cut off halfway takes back the parts it moved,
+// and the abort then leaves nothing; a version missing its first shard file
+// still has the others removed with it; a drive opens with its 256 fan-out
+// directories made.
+func TestShardFilesCommitCutOffAndRemoval(t *testing.T) {
+	root := t.TempDir()
+	ffs := faultfs.New(vfs.Default)
+	d, err := OpenLocal(root, Options{FS: ffs, ShardFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	if fanouts, _ := filepath.Glob(filepath.Join(root, ".strata", "data", "*")); len(fanouts) != 256 {
+		t.Fatalf("%d fan-out directories, want 256", len(fanouts))
+	}
+	stage := func(rec *Record) {
+		t.Helper()
+		for part := 1; part <= len(rec.Parts); part++ {
+			f, err := d.CreateStaged(t.Context(), rec.DataDir, part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.WriteString(f, "shard")
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	shardFiles := func(rec *Record) []string {
+		m, _ := filepath.Glob(filepath.Join(root, ".strata", "data", hexID(rec.DataDir)[:2], hexID(rec.DataDir)+".*"))
+		return m
+	}
+
+	cut := &Record{VersionID: [16]byte(uuid.New()), ModTime: 1, DataDir: [16]byte(uuid.New()), Parts: make([]Part, 3)}
+	stage(cut)
+	ffs.Fail(faultfs.OpRename, hexID(cut.DataDir)+".3", nil, 1)
+	if _, err := d.PutVersion(t.Context(), "b", "o", cut, cut.DataDir); !errors.Is(err, faultfs.ErrInjected) {
+		t.Fatalf("PutVersion with the third rename failing: %v", err)
+	}
+	if left := shardFiles(cut); len(left) != 0 {
+		t.Fatalf("parts of a failed commit left in data/: %v", left)
+	}
+	if err := d.AbortStaged(t.Context(), cut.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(root, ".strata", "tmp")); len(left) != 0 {
+		t.Fatalf("left in tmp after the abort: %v", left)
+	}
+
+	gap := &Record{VersionID: [16]byte(uuid.New()), ModTime: 2, DataDir: [16]byte(uuid.New()), Parts: make([]Part, 3)}
+	stage(gap)
+	if _, err := d.PutVersion(t.Context(), "b", "o", gap, gap.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(d.shardFile(gap.DataDir, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.DeleteVersion(t.Context(), "b", "o", gap.VersionID); err != nil {
+		t.Fatal(err)
+	}
+	if left := shardFiles(gap); len(left) != 0 {
+		t.Fatalf("parts left after their version was deleted: %v", left)
+	}
+}
+
 func TestFailedRenameLeavesNoRecordAndReopenClearsTmp(t *testing.T) {
 	root := t.TempDir()
 	ffs := faultfs.New(vfs.Default)

@@ -418,6 +418,10 @@ func (d *Local) ReopenUpload(ctx context.Context, u *Upload, chosen []PartRecord
 		undo()
 		return false, fmt.Errorf("drive %s: reopening upload: %w", d.root, err)
 	}
+	// A heal may have written the completed version's shards as files of
+	// their own (Options.ShardFiles): they are not the upload's, and a
+	// completion with other parts must not read them.
+	d.removeShardFiles(u.DataDir, len(chosen))
 	d.removeUnreferenced(u.Bucket, u.Object, skipped...)
 	return true, nil
 }

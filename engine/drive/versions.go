@@ -642,7 +642,7 @@ func (d *Local) DeleteVersion(ctx context.Context, bucket, object string, versio
 // leaves an orphan directory, which wastes space but is never read.
 func (d *Local) removeData(r *Record) {
 	if hasShardFiles(r) {
-		d.removeShards(r.DataDir)
+		d.removeShards(r)
 	}
 }
 
