@@ -26,12 +26,12 @@ type testPool struct {
 	drives []*drive.Local
 }
 
-// newTestPool builds a pool of sets x setSize local drives in temp dirs.
 // testShardFiles opens the test pools' drives with shards as files of their
 // own (drive.Options.ShardFiles), as `make unit` runs this package once
 // more.
 var testShardFiles = os.Getenv("STRATA_TEST_SHARD_FILES") != ""
 
+// newTestPool builds a pool of sets x setSize local drives in temp dirs.
 func newTestPool(t testing.TB, sets, setSize, parity int) *testPool {
 	t.Helper()
 	tp := &testPool{}
