@@ -189,6 +189,9 @@ func (c *chunkReader) nextChunk() error {
 	if err := c.readTrailers(); err != nil {
 		return err
 	}
+	if err := c.readToEnd(); err != nil {
+		return err
+	}
 	c.done = true
 	if c.total < c.declared {
 		return errShortBody(nil)
@@ -305,6 +308,28 @@ func (c *chunkReader) readTrailers() error {
 	c.startStringToSign("AWS4-HMAC-SHA256-TRAILER")
 	c.m.msg = c.m.sha256Hex(c.m.msg, text)
 	return c.checkClaim(claim)
+}
+
+// maxEndSlack bounds the line ends tolerated after the trailer section.
+const maxEndSlack = 4
+
+// readToEnd reads the body under the framing to its end, past the
+// trailer: net/http keeps a connection for the next request only when a
+// body sent with Expect: 100-continue was read to its end (over HTTP
+// chunked encoding the end is the zero-size chunk after ours, which
+// nothing else reads). Stray line ends there are forgiven; data is not.
+func (c *chunkReader) readToEnd() error {
+	for i := 0; ; i++ {
+		b, err := c.br.ReadByte()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return shortOr(err)
+		case (b != '\r' && b != '\n') || i >= maxEndSlack:
+			return errChunked("data follows the end of the aws-chunked body")
+		}
+	}
 }
 
 // readLine reads a CRLF-terminated line, without its CRLF, of at most

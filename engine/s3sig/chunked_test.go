@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -242,6 +243,9 @@ func TestChunkedUnsignedTrailer(t *testing.T) {
 		{"header line too long", "", "5;" + strings.Repeat("x", 5000) + "\r\nhello\r\n0\r\n\r\n", "InvalidRequest", 5, 400},
 		{"LF only", "", "5\nhello\r\n0\r\n\r\n", "InvalidRequest", 5, 400},
 		{"truncated header", "", "5", "IncompleteBody", 5, 400},
+		{"line ends after the end", "", "b\r\nhello world\r\n0\r\n\r\n\r\n", "", 11, 0},
+		{"data after the end", "", "b\r\nhello world\r\n0\r\n\r\nPUT /b/k HTTP/1.1\r\n", "InvalidRequest", 11, 400},
+		{"too many line ends after the end", "", "b\r\nhello world\r\n0\r\n\r\n" + strings.Repeat("\r\n", 3), "InvalidRequest", 11, 400},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -268,6 +272,50 @@ func TestChunkedUnsignedTrailer(t *testing.T) {
 				t.Fatalf("checksum %q %q", alg, v)
 			}
 		})
+	}
+}
+
+// eofSpy is a body that notes whether its reader got to its end.
+type eofSpy struct {
+	r      io.Reader
+	sawEOF bool
+}
+
+func (e *eofSpy) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		e.sawEOF = true
+	}
+	return n, err
+}
+
+// TestChunkedReadsBodyToItsEnd: the decoded data's io.EOF comes only once
+// the body under the framing has ended. net/http keeps the connection of a
+// request sent with Expect: 100-continue only when its body was read to
+// the end, and over HTTP chunked encoding that end (the zero-size chunk
+// after ours) is still to be read when the trailer's last line is.
+func TestChunkedReadsBodyToItsEnd(t *testing.T) {
+	sum := checksumOf(algCRC32, "hello world")
+	body := "b\r\nhello world\r\n0\r\nx-amz-checksum-crc32:" + sum + "\r\n\r\n"
+	req := newRequest(t, http.MethodPut, testHost+"/b/k", "")
+	req.Header.Set("X-Amz-Content-Sha256", StreamingUnsignedTrailer)
+	req.Header.Set("X-Amz-Decoded-Content-Length", "11")
+	req.Header.Set("X-Amz-Trailer", "x-amz-checksum-crc32")
+	a, err := Verify(req, testSecrets(), testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spy := &eofSpy{r: strings.NewReader(body)}
+	req.Body, req.ContentLength = io.NopCloser(spy), -1
+	p, err := a.Body(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readAll(p); err != nil || string(got) != "hello world" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if !spy.sawEOF {
+		t.Fatal("the decoded body ended before the request body did")
 	}
 }
 

@@ -221,6 +221,33 @@ func (tg *tlsTarget) served(t *testing.T) map[string]float64 {
 	return counts
 }
 
+// acceptedMetric is the S3 port's count of connections accepted.
+var acceptedMetric = regexp.MustCompile(`(?m)^strata_s3_connection_events_total\{event="accepted"\} (\S+)$`)
+
+// accepted returns how many connections the S3 port has accepted (the
+// metrics request itself among them).
+func (tg *tlsTarget) accepted(t *testing.T) float64 {
+	t.Helper()
+	resp, err := tg.httpClient().Get(tg.endpoint() + "/strata/metrics")
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	m := acceptedMetric.FindSubmatch(b)
+	if m == nil {
+		t.Fatal("metrics: no strata_s3_connection_events_total{event=\"accepted\"}")
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	return v
+}
+
 // meter watches the process's request counts through a scenario.
 type meter struct {
 	tg    *tlsTarget
@@ -332,8 +359,13 @@ func (tg *tlsTarget) clientEnv(t *testing.T, venv string) []string {
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	site, err := filepath.Abs("testdata/clients/pysite")
+	if err != nil {
+		t.Fatal(err)
+	}
 	return []string{
 		"PATH=" + venv + ":/usr/local/bin:/usr/bin:/bin",
+		"PYTHONPATH=" + site, // sitecustomize.py: a CPython bug's workaround
 		"HOME=" + home,
 		"TMPDIR=" + tmp,
 		"LANG=C.UTF-8",
