@@ -185,7 +185,7 @@ func matrixBoto3(t *testing.T, tg *tlsTarget, venv string) {
 	}
 	// The load's threads keep their connections (boto3's pool holds 10).
 	// A server that drops a connection after each PUT makes boto3 open
-	// one per PUT (2026-11-30: 1,300 for 2,433 requests, a request sent
+	// one per PUT (2026-11-30: 1,209 for 2,432 requests, a request sent
 	// with Expect: 100-continue whose aws-chunked body was not read to its
 	// end).
 	if opened := tg.accepted(t) - accepted; opened > float64(sum.Requests)/20 {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -198,25 +197,30 @@ func startTLSTargetWith(t *testing.T, kind string, env []string, extra ...string
 // requestMetric is a line of strata_s3_requests_total.
 var requestMetric = regexp.MustCompile(`^strata_s3_requests_total\{api="([^"]*)",status="(\d+)"\} (\S+)$`)
 
-// served returns the process's count of S3 requests by "API status".
-func (tg *tlsTarget) served(t *testing.T) map[string]float64 {
+// metricsPage returns the process's /strata/metrics page.
+func (tg *tlsTarget) metricsPage(t *testing.T) string {
 	t.Helper()
 	resp, err := tg.httpClient().Get(tg.endpoint() + "/strata/metrics")
 	if err != nil {
 		t.Fatalf("metrics: %v", err)
 	}
 	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	return string(b)
+}
+
+// served returns the process's count of S3 requests by "API status".
+func (tg *tlsTarget) served(t *testing.T) map[string]float64 {
+	t.Helper()
 	counts := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if m := requestMetric.FindStringSubmatch(sc.Text()); m != nil {
+	for line := range strings.Lines(tg.metricsPage(t)) {
+		if m := requestMetric.FindStringSubmatch(strings.TrimSuffix(line, "\n")); m != nil {
 			v, _ := strconv.ParseFloat(m[3], 64)
 			counts[m[1]+" "+m[2]] = v
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("metrics: %v", err)
 	}
 	return counts
 }
@@ -228,20 +232,11 @@ var acceptedMetric = regexp.MustCompile(`(?m)^strata_s3_connection_events_total\
 // metrics request itself among them).
 func (tg *tlsTarget) accepted(t *testing.T) float64 {
 	t.Helper()
-	resp, err := tg.httpClient().Get(tg.endpoint() + "/strata/metrics")
-	if err != nil {
-		t.Fatalf("metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("metrics: %v", err)
-	}
-	m := acceptedMetric.FindSubmatch(b)
+	m := acceptedMetric.FindStringSubmatch(tg.metricsPage(t))
 	if m == nil {
-		t.Fatal("metrics: no strata_s3_connection_events_total{event=\"accepted\"}")
+		t.Fatal(`metrics: no strata_s3_connection_events_total{event="accepted"}`)
 	}
-	v, err := strconv.ParseFloat(string(m[1]), 64)
+	v, err := strconv.ParseFloat(m[1], 64)
 	if err != nil {
 		t.Fatalf("metrics: %v", err)
 	}
