@@ -115,6 +115,7 @@ fuzz: ## Each fuzz target of the engine for FUZZTIME (default 60s).
 engine-integration: build pyclients jsclients strata-previous ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2, minio-go, the aws CLI, boto3, s3cmd and the AWS SDK for JavaScript v3.
 	STRATA_BIN="$(LOCALBIN)/strata" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" STRATA_JSCLIENTS="$(JSCLIENTS_DIR)" \
 		STRATA_PREVIOUS_BIN="$$(test -x $(LOCALBIN)/strata-previous && echo $(LOCALBIN)/strata-previous)" \
+		STRATA_LAYOUT1_BIN="$$(test -x $(LOCALBIN)/strata-layout1 && echo $(LOCALBIN)/strata-layout1)" \
 		go test -count=1 ./test/engine/... -timeout 25m
 
 .PHONY: crash-long
@@ -122,14 +123,20 @@ crash-long: build ## The long form of the crash harness of `make test`: 10 minut
 	STRATA_BIN="$(LOCALBIN)/strata" STRATA_CRASH_DURATION=$${STRATA_CRASH_DURATION:-10m} \
 		go test -count=1 ./test/engine/... -run TestCrashConsistency -timeout 30m -v
 
-# The build that TestClusterMixedBuilds runs next to this one: the last
-# commit before the internode operations became one typed table (same wire
-# format). Move it forward when the protocol changes on purpose.
-PREVIOUS_REV ?= 18d4f95
+# The build that TestClusterMixedBuilds and TestRollbackToThePreviousRelease
+# run next to this one: the last landed release (2026-11-30), the one a
+# rollback returns to. It reads shards in both forms, which lets this build
+# write shard files by default (docs/engine.md, On-disk format). Move it
+# forward when the protocol or the on-disk format changes on purpose.
+PREVIOUS_REV ?= cf964d2
+# The last build that kept all of an object's versions in one list, whose
+# drives TestVersionsWrittenByThePreviousReleaseAreKept serves with this one.
+LAYOUT1_REV ?= 18d4f95
 
 .PHONY: strata-previous
-strata-previous: ## Build bin/strata-previous from PREVIOUS_REV (git history, Go module cache).
+strata-previous: ## Build bin/strata-previous from PREVIOUS_REV and bin/strata-layout1 from LAYOUT1_REV (git history, Go module cache).
 	hack/build-previous.sh $(PREVIOUS_REV) $(LOCALBIN)/strata-previous
+	hack/build-previous.sh $(LAYOUT1_REV) $(LOCALBIN)/strata-layout1
 
 # The Python S3 clients of TestClientMatrix, pinned in their requirements
 # file; the venv is rebuilt from scratch only when that file changes.

@@ -193,7 +193,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	insecureInternode := fs.Bool("insecure-internode", false, "let a cluster run its internode service without TLS (no --certs-dir); only for networks where nothing but the deployment's servers reaches the internode port. "+
 		"With --certs-dir peers are always verified")
 	noSync := fs.Bool("no-sync", false, "do not fsync data and metadata (NOT durable; for benchmarks that say so)")
-	shardFiles := fs.Bool("shard-files", false, "write each shard as a file of its own, not in a directory per object version (fewer filesystem operations a PUT; a build before 2026-11-29 cannot read such shards: docs/engine.md)")
+	shardFiles := fs.Bool("shard-files", true, "write each shard as a file of its own, not in a directory per object version (fewer filesystem operations a PUT); --shard-files=false writes directories, which every build reads (a build before 2026-11-29 cannot read shard files: docs/engine.md)")
 	scanInterval := fs.Duration("scan-interval", erasure.DefaultHealerOptions.ScanInterval, "pause between two integrity scans of every object")
 	healRate := fs.Float64("heal-bytes-per-second", erasure.DefaultHealerOptions.BytesPerSecond, "bound on the bytes healing and scanning read per second")
 	staleUploads := fs.Duration("stale-uploads-expiry", 24*time.Hour, "abort multipart uploads unfinished after this long")

@@ -94,9 +94,9 @@ type Options struct {
 	// ShardFiles stages and commits each shard as a file of its own,
 	// data/<xx>/<dataDir>.<part>, instead of in a directory per version
 	// (data/<xx>/<dataDir>/part.<part>): no directory to make, sync and
-	// remove for each shard. Both forms are read whatever it says. It stays
-	// off until the release a rollback returns to (PREVIOUS_REV) reads
-	// both (docs/engine.md, On-disk format).
+	// remove for each shard. Both forms are read whatever it says.
+	// `strata server` sets it unless --shard-files=false (docs/engine.md,
+	// On-disk format).
 	ShardFiles bool
 }
 

@@ -129,12 +129,9 @@ func (c *cluster) launch(nodes []int) {
 			topo = f
 		}
 		s.args = []string{"server", "--address", s.addr, "--internode-port", strconv.Itoa(c.rpcPort), "--topology", topo,
-			"--drive-monitor-interval", "500ms", "--shutdown-delay", "0s", "--log-level", "debug"}
-		if s.bin == "" {
-			// Loopback or private namespaces, no TLS (the previous build
-			// has no such flag and runs without it).
-			s.args = append(s.args, "--insecure-internode", "--admin-over-http")
-		}
+			"--drive-monitor-interval", "500ms", "--shutdown-delay", "0s", "--log-level", "debug",
+			// Loopback or private namespaces, no TLS.
+			"--insecure-internode", "--admin-over-http"}
 		s.startProcess()
 		c.nodes[n] = s
 		c.t.Cleanup(func() {

@@ -307,22 +307,5 @@ func crashBytes(rng *rand.Rand, size int) []byte {
 // completes them; it returns the object's bytes.
 func crashMultipartUpload(cl *s3.Client, key string, rng *rand.Rand) ([]byte, error) {
 	parts := [][]byte{crashBytes(rng, 5<<20), crashBytes(rng, 1+rng.IntN(100<<10))}
-	data := append(append([]byte(nil), parts[0]...), parts[1]...)
-	up, err := cl.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("crash"), Key: aws.String(key)})
-	if err != nil {
-		return data, err
-	}
-	var done []types.CompletedPart
-	for i, p := range parts {
-		n := int32(i + 1)
-		out, err := cl.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("crash"), Key: aws.String(key), UploadId: up.UploadId,
-			PartNumber: aws.Int32(n), Body: bytes.NewReader(p)})
-		if err != nil {
-			return data, err
-		}
-		done = append(done, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(n)})
-	}
-	_, err = cl.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("crash"), Key: aws.String(key), UploadId: up.UploadId,
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: done}})
-	return data, err
+	return bytes.Join(parts, nil), uploadParts(cl, "crash", key, parts)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/minio/minio-go/v7"
@@ -356,6 +357,28 @@ func mustCreateBucket(t testing.TB, c *s3.Client, name string) {
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &name}); err != nil {
 		t.Fatalf("create bucket %s: %v", name, err)
 	}
+}
+
+// uploadParts writes key as a multipart upload of parts, in order, and
+// completes it.
+func uploadParts(c *s3.Client, bucket, key string, parts [][]byte) error {
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return err
+	}
+	var done []types.CompletedPart
+	for i, p := range parts {
+		n := aws.Int32(int32(i + 1))
+		out, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bucket), Key: aws.String(key), UploadId: up.UploadId,
+			PartNumber: n, Body: bytes.NewReader(p)})
+		if err != nil {
+			return err
+		}
+		done = append(done, types.CompletedPart{ETag: out.ETag, PartNumber: n})
+	}
+	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key), UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: done}})
+	return err
 }
 
 func put(t testing.TB, c *s3.Client, bucket, key string, data []byte) *s3.PutObjectOutput {

@@ -2,10 +2,8 @@ package engine
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,31 +12,19 @@ import (
 )
 
 // TestVersionsWrittenByThePreviousReleaseAreKept: drives written by the
-// previous release (STRATA_PREVIOUS_BIN), whose objects keep all their
-// versions in one list, are served by this build as they are; its first
+// last release whose objects keep all their versions in one list
+// (STRATA_LAYOUT1_BIN) are served by this build as they are; its first
 // writes to an object move the older versions to keys of their own, and
 // every version reads back with its bytes, listed newest first, also after
-// the newest is deleted. Rolled back to the previous release, the drives
-// still give every object's newest version.
+// the newest is deleted. Rolled back to that release, the drives still give
+// every object's newest version.
 func TestVersionsWrittenByThePreviousReleaseAreKept(t *testing.T) {
-	prev := os.Getenv("STRATA_PREVIOUS_BIN")
+	prev := os.Getenv("STRATA_LAYOUT1_BIN")
 	if prev == "" {
-		skipOutsideCI(t, "STRATA_PREVIOUS_BIN not set (make engine-integration builds it from PREVIOUS_REV)")
+		skipOutsideCI(t, "STRATA_LAYOUT1_BIN not set (make engine-integration builds it from LAYOUT1_REV)")
 	}
-	root := t.TempDir()
-	at := map[int]string{}
-	var dirs []string
-	for i := 1; i <= 4; i++ {
-		at[i] = filepath.Join(root, fmt.Sprintf("d%d", i))
-		dirs = append(dirs, at[i])
-	}
-	startPrevious := func() *server {
-		s := &server{t: t, addr: freeAddr(t), bin: prev}
-		s.args = append([]string{"server", "--address", s.addr, "--shutdown-delay", "0s"}, dirs...)
-		s.start()
-		t.Cleanup(s.kill)
-		return s
-	}
+	at, dirs := driveDirs(t, 4)
+	startPrevious := func() *server { return startBuild(t, prev, dirs) }
 
 	// The previous release writes 40 versions of a key (a null version
 	// among them, from before versioning was turned on) and a delete marker
