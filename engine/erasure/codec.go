@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/reedsolomon"
 	"github.com/strata-storage/strata/engine/objlayer"
@@ -55,6 +56,8 @@ type Codec struct {
 	// shardBufs recycles the read buffers of shard readers (a shard block
 	// plus its checksum).
 	shardBufs sync.Pool
+	// made counts the block buffers allocated (blocks.New).
+	made atomic.Int64
 }
 
 // NewCodec returns a codec for layout with blocks of blockSize object bytes.
@@ -67,7 +70,11 @@ func NewCodec(l Layout, blockSize int) (*Codec, error) {
 		return nil, fmt.Errorf("erasure: %w", err)
 	}
 	c := &Codec{layout: l, blockSize: blockSize, rs: rs}
-	c.blocks.New = func() any { b := make([]byte, blockSize, l.SetSize()*c.ShardBlockSize()); return &b }
+	c.blocks.New = func() any {
+		c.made.Add(1)
+		b := make([]byte, blockSize, l.SetSize()*c.ShardBlockSize())
+		return &b
+	}
 	c.shardBufs.New = func() any { return make([]byte, 0, c.ShardBlockSize()+4) }
 	return c, nil
 }
