@@ -19,7 +19,7 @@ func (osFS) CreateDirect(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &directFile{f: f, buf: directBufs.Get().([]byte)}, nil
+	return &directFile{f: f}, nil
 }
 
 // directFile gathers writes into an aligned buffer and writes it whole;
@@ -27,24 +27,53 @@ func (osFS) CreateDirect(name string) (File, error) {
 // (at Sync, Close or the first read).
 // The *os.File is not embedded: its ReadFrom and WriteString would write
 // past the buffer, unaligned.
+//
+// The buffer is the file's only while it writes: a write that wrote the
+// buffer out and left at most a carry's worth in it gives it back, the
+// bytes left kept in carry. A shard file waits for its next block most of
+// the time, and 16 PUTs of 2+2 at once held 32 MiB of these buffers.
 type directFile struct {
-	f   *os.File
-	buf []byte
-	n   int
-	off int64
+	f     *os.File
+	buf   []byte // nil while given back (or closed)
+	carry [directAlign]byte
+	n     int // bytes buffered, in buf or (when buf is nil) carry
+	off   int64
 	// cached: O_DIRECT was turned off (the tail is written).
 	cached bool
+	closed bool
 	err    error
+}
+
+// take gets a buffer for the file, with the bytes carried.
+func (d *directFile) take() {
+	if d.buf == nil {
+		d.buf = directBufs.Get().([]byte)
+		copy(d.buf, d.carry[:d.n])
+	}
+}
+
+// giveBack returns the buffer, keeping what it holds in carry, when that
+// fits.
+func (d *directFile) giveBack() {
+	if d.buf != nil && d.n <= len(d.carry) {
+		copy(d.carry[:], d.buf[:d.n])
+		directBufs.Put(d.buf) //nolint:staticcheck // a slice header is cheap beside the buffer
+		d.buf = nil
+	}
 }
 
 func (d *directFile) Write(p []byte) (int, error) {
 	if d.err != nil {
 		return 0, d.err
 	}
-	if d.buf == nil {
+	if d.closed {
 		return 0, fs.ErrClosed
 	}
-	total := len(p)
+	if len(p) == 0 {
+		return 0, nil
+	}
+	d.take()
+	total, wrote := len(p), false
 	for len(p) > 0 {
 		c := copy(d.buf[d.n:], p)
 		d.n += c
@@ -53,7 +82,11 @@ func (d *directFile) Write(p []byte) (int, error) {
 			if err := d.writeOut(d.n); err != nil {
 				return total - len(p), err
 			}
+			wrote = true
 		}
+	}
+	if wrote {
+		d.giveBack()
 	}
 	return total, nil
 }
@@ -76,8 +109,11 @@ func (d *directFile) writeOut(n int) error {
 
 // finish writes everything buffered and leaves the file in ordinary mode.
 func (d *directFile) finish() error {
-	if d.err != nil || d.buf == nil {
+	if d.err != nil || d.closed {
 		return d.err
+	}
+	if d.n > 0 {
+		d.take()
 	}
 	if aligned := d.n &^ (directAlign - 1); aligned > 0 {
 		if err := d.writeOut(aligned); err != nil {
@@ -96,8 +132,11 @@ func (d *directFile) finish() error {
 		}
 	}
 	if d.n > 0 {
-		return d.writeOut(d.n)
+		if err := d.writeOut(d.n); err != nil {
+			return err
+		}
 	}
+	d.giveBack()
 	return nil
 }
 
@@ -135,6 +174,7 @@ func (d *directFile) Close() error {
 		directBufs.Put(d.buf) //nolint:staticcheck // a slice header is cheap beside the buffer
 		d.buf = nil
 	}
+	d.closed = true
 	if cerr := d.f.Close(); err == nil {
 		err = cerr
 	}

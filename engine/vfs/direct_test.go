@@ -70,6 +70,48 @@ func TestCreateDirectWritesExactly(t *testing.T) {
 	}
 }
 
+// A file written past the page cache holds its buffer only while it
+// writes: a write that wrote the buffer out and left a carry's worth gives
+// it back, and the next takes one with the bytes carried.
+func TestDirectFileGivesItsBufferBack(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "f")
+	f, err := CreateDirect(Default, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := f.(*directFile)
+	if !ok {
+		f.Close()
+		t.Skipf("the filesystem under %s refused O_DIRECT", name)
+	}
+	want := bytes.Repeat([]byte("0123456789abcdef"), (2*directBufSize+directBufSize/2)/16)
+	steps := []struct {
+		n    int
+		held bool
+	}{
+		{10, true},                   // nothing written out yet
+		{directBufSize, false},       // written out, 10 bytes carried
+		{directBufSize - 20, true},   // not written out
+		{directBufSize/2 + 10, true}, // written out, too much left to carry
+	}
+	off := 0
+	for i, st := range steps {
+		if _, err := f.Write(want[off : off+st.n]); err != nil {
+			t.Fatal(err)
+		}
+		off += st.n
+		if held := d.buf != nil; held != st.held {
+			t.Fatalf("after write %d (%d bytes buffered) the file holds a buffer: %v, want %v", i, d.n, held, st.held)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(name); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("file holds %d bytes (%v), want the %d written", len(got), err, len(want))
+	}
+}
+
 // The operating system's files open in fewer calls than os.OpenFile makes
 // (openFile), and behave as os's do: a missing file is fs.ErrNotExist and
 // no File at all, a file made is read back, a directory syncs.
