@@ -19,15 +19,32 @@ type shardStore struct {
 	bufs []*bytes.Buffer
 }
 
-func encodeObject(t testing.TB, c *Codec, data []byte) *shardStore {
-	t.Helper()
+// newShardStore returns an empty store for c's shards and a writer into
+// each of them.
+func newShardStore(c *Codec) (*shardStore, []*drive.BitrotWriter) {
 	s := &shardStore{}
-	writers := make([]BlockWriter, c.Layout().SetSize())
+	writers := make([]*drive.BitrotWriter, c.Layout().SetSize())
 	for i := range writers {
 		b := &bytes.Buffer{}
 		s.bufs = append(s.bufs, b)
 		writers[i] = drive.NewBitrotWriter(b)
 	}
+	return s, writers
+}
+
+// blockWriters is ws as the encoder takes them.
+func blockWriters(ws []*drive.BitrotWriter) []BlockWriter {
+	out := make([]BlockWriter, len(ws))
+	for i, w := range ws {
+		out[i] = w
+	}
+	return out
+}
+
+func encodeObject(t testing.TB, c *Codec, data []byte) *shardStore {
+	t.Helper()
+	s, ws := newShardStore(c)
+	writers := blockWriters(ws)
 	n, errs, err := c.Encode(bytes.NewReader(data), writers, c.Layout().WriteQuorum())
 	if err != nil || n != int64(len(data)) {
 		t.Fatalf("encode: n=%d err=%v errs=%v", n, err, errs)
@@ -250,15 +267,9 @@ func TestHeadThenEncode(t *testing.T) {
 					if wantPooled := first > headSmall && size >= headSmall; (head.pooled != nil) != wantPooled {
 						t.Fatalf("%d bytes read ahead, block buffer %v, want %v", len(head.data), head.pooled != nil, wantPooled)
 					}
-					got := &shardStore{}
-					writers := make([]BlockWriter, l.SetSize())
-					for i := range writers {
-						b := &bytes.Buffer{}
-						got.bufs = append(got.bufs, b)
-						writers[i] = drive.NewBitrotWriter(b)
-					}
+					got, ws := newShardStore(c)
 					sum := md5.New()
-					n, errs, err := c.encode(head, r, writers, l.WriteQuorum(), nil, nil, sum)
+					n, errs, err := c.encode(head, r, blockWriters(ws), l.WriteQuorum(), nil, nil, sum)
 					if err != nil || n != int64(size) {
 						t.Fatalf("encode: %d bytes, %v %v", n, err, errs)
 					}

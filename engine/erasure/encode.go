@@ -21,8 +21,9 @@ import (
 
 // encodeDepth is how many blocks a writer may be behind the encoder: two
 // lets drives write one block while the next is read and encoded. Each
-// costs a block buffer (data and parity shards) per write in flight, and a
-// deeper queue measured no faster (BenchmarkPut8MiB, four blocks), so the
+// may cost a block buffer (data and parity shards) per write in flight
+// (the second only while the drives lag: takeBuffer), and a deeper queue
+// measured no faster (BenchmarkPut8MiB, four blocks), so the
 // allowance, not the queue, is what stands between a slow drive and the
 // write.
 const encodeDepth = 2

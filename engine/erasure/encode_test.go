@@ -27,12 +27,10 @@ func (w slowWriter) WriteBlock(b []byte) error {
 // decode to data.
 func encodeSlowly(t *testing.T, c *Codec, data []byte, delay time.Duration) {
 	t.Helper()
-	store := &shardStore{}
-	writers := make([]BlockWriter, c.Layout().SetSize())
-	for i := range writers {
-		b := &bytes.Buffer{}
-		store.bufs = append(store.bufs, b)
-		writers[i] = slowWriter{drive.NewBitrotWriter(b), delay}
+	store, ws := newShardStore(c)
+	writers := make([]BlockWriter, len(ws))
+	for i, w := range ws {
+		writers[i] = slowWriter{w, delay}
 	}
 	r := bytes.NewReader(data)
 	head, err := c.readHead(r, min(int64(c.BlockSize()), int64(len(data))))

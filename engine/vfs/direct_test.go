@@ -81,6 +81,8 @@ func TestDirectFileGivesItsBufferBack(t *testing.T) {
 	}
 	d, ok := f.(*directFile)
 	if !ok {
+		// tmpfs and some FUSE filesystems refuse O_DIRECT and get an
+		// ordinary file, which has no such buffer to give back.
 		f.Close()
 		t.Skipf("the filesystem under %s refused O_DIRECT", name)
 	}
