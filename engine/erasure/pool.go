@@ -63,10 +63,15 @@ func (p *Pool) forEachSet(fn func(s *Set) error) error {
 }
 
 // bucketCache keeps recently read bucket records (and their absence).
+// forgets counts the records dropped: a record read from the drives is
+// kept only when nothing was forgotten while it was read, so a read that
+// began before a change cannot put the old record back after the change
+// dropped it.
 type bucketCache struct {
-	ttl time.Duration
-	mu  sync.RWMutex
-	m   map[string]cachedBucket
+	ttl     time.Duration
+	mu      sync.RWMutex
+	m       map[string]cachedBucket
+	forgets uint64
 }
 
 type cachedBucket struct {
@@ -82,8 +87,20 @@ func (c *bucketCache) get(name string) (cachedBucket, bool) {
 	return e, ok && time.Since(e.at) < c.ttl
 }
 
-func (c *bucketCache) put(name string, info objlayer.BucketInfo, err error) {
+// generation is the count of forgets so far, taken before a read.
+func (c *bucketCache) generation() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.forgets
+}
+
+// put keeps a record read since generation gen, unless a forget came since.
+func (c *bucketCache) put(name string, info objlayer.BucketInfo, err error, gen uint64) {
 	c.mu.Lock()
+	if c.forgets != gen {
+		c.mu.Unlock()
+		return
+	}
 	if c.m == nil {
 		c.m = map[string]cachedBucket{}
 	}
@@ -95,6 +112,7 @@ func (c *bucketCache) put(name string, info objlayer.BucketInfo, err error) {
 func (c *bucketCache) forget(name string) {
 	c.mu.Lock()
 	delete(c.m, name)
+	c.forgets++
 	c.mu.Unlock()
 }
 
@@ -131,6 +149,7 @@ func (p *Pool) StatBucket(ctx context.Context, name string) (objlayer.BucketInfo
 	if e, ok := p.buckets.get(name); ok {
 		return e.info, e.err
 	}
+	gen := p.buckets.generation()
 	info, err := p.readBucket(ctx, name)
 	if err == nil {
 		// Only buckets that exist are kept: a "not found" read while the
@@ -138,7 +157,7 @@ func (p *Pool) StatBucket(ctx context.Context, name string) (objlayer.BucketInfo
 		// forgot the name, and then answer NoSuchBucket for a bucket that
 		// exists (a HEAD right after a CreateBucket did, in the conformance
 		// suite).
-		p.buckets.put(name, info, nil)
+		p.buckets.put(name, info, nil, gen)
 	}
 	return info, err
 }

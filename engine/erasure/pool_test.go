@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -319,6 +320,26 @@ func TestBuckets(t *testing.T) {
 	}
 	if b, err := tp.StatBucket(t.Context(), "bk"); err != nil || b.Versioning != "Enabled" {
 		t.Fatalf("versioning: %+v %v", b, err)
+	}
+}
+
+// TestBucketReadBeforeAChangeIsNotCached: a bucket record read from the
+// drives while the bucket changed (here or on a peer, which drops the
+// cached record) is answered but not kept, so the next request reads the
+// new record instead of the old one for the cache's lifetime.
+func TestBucketReadBeforeAChangeIsNotCached(t *testing.T) {
+	var c bucketCache
+	c.ttl = time.Minute
+	gen := c.generation()
+	c.forget("bk") // the change lands while the old record is being read
+	c.put("bk", objlayer.BucketInfo{Name: "bk", Versioning: "Suspended"}, nil, gen)
+	if e, ok := c.get("bk"); ok {
+		t.Fatalf("a record read before the change was kept: %+v", e.info)
+	}
+	gen = c.generation()
+	c.put("bk", objlayer.BucketInfo{Name: "bk", Versioning: "Enabled"}, nil, gen)
+	if e, ok := c.get("bk"); !ok || e.info.Versioning != "Enabled" {
+		t.Fatalf("a record read with no change since was not kept: %+v %v", e.info, ok)
 	}
 }
 

@@ -207,11 +207,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	dep.Pools.KnownBy = func(pool string) int { return internode.KnownBy(dep.PoolPeers(), pool) }
 	n.announce(ctx)
-	dep.Pools.OnBucketChange = func(b string) {
-		for _, p := range dep.Peers() {
-			go func() { _ = p.NotifyBucketChanged(bg, b) }()
-		}
-	}
+	dep.Pools.OnBucketChange = func(b string) { notifyBucketChanged(bg, dep.Peers(), b) }
 	for _, pr := range dep.PoolRuntimes() {
 		n.startPool(pr)
 	}
@@ -626,4 +622,41 @@ func trusted(cfg Config, itls *internode.TLS) *certfiles.Trust {
 		return nil
 	}
 	return certfiles.NewTrust(filepath.Join(cfg.CertsDir, certfiles.CAFile), certfiles.Interval(cfg.CertsReloadInterval), nil)
+}
+
+// bucketNoticeWait bounds how long a bucket change waits for its peers to
+// drop their cached record before it is acknowledged. A peer that does not
+// answer in time is still told in the background, and its cache lapses
+// after erasure.DefaultBucketCacheTTL anyway.
+const bucketNoticeWait = time.Second
+
+// notifyBucketChanged tells every peer that a bucket changed and waits
+// (at most bucketNoticeWait) for the online ones to answer, so that a
+// policy, versioning or lock change acknowledged through one node is what
+// the next request through any other node sees. Offline peers are told in
+// the background: they re-read the bucket when their cache lapses.
+func notifyBucketChanged(bg context.Context, peers []*internode.Peer, bucket string) {
+	var waits []chan struct{}
+	for _, p := range peers {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = p.NotifyBucketChanged(bg, bucket)
+		}()
+		if p.Online() {
+			waits = append(waits, done)
+		}
+	}
+	if len(waits) == 0 {
+		return
+	}
+	deadline := time.NewTimer(bucketNoticeWait)
+	defer deadline.Stop()
+	for _, done := range waits {
+		select {
+		case <-done:
+		case <-deadline.C:
+			return
+		}
+	}
 }

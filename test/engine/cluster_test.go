@@ -181,6 +181,39 @@ func TestClusterServesFromEveryNode(t *testing.T) {
 			t.Fatalf("node %d: maintenance gate %d with every node up", n, got)
 		}
 	}
+	bucketChangesSeenAtOnce(t, c, nodes, "shared")
+}
+
+// bucketChangesSeenAtOnce: a bucket setting changed through one node is
+// what the next request through any other node sees, though every node
+// has the bucket's record cached: the change is acknowledged once the
+// online peers have dropped theirs. Versioning goes back and forth
+// through each node in turn.
+func bucketChangesSeenAtOnce(t *testing.T, c *cluster, nodes []int, bucket string) {
+	t.Helper()
+	versioning := func(n int) types.BucketVersioningStatus {
+		out, err := c.nodes[n].aws().GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(bucket)})
+		if err != nil {
+			t.Fatalf("GetBucketVersioning through node %d: %v", n, err)
+		}
+		return out.Status
+	}
+	for round := range 12 {
+		for _, n := range nodes {
+			versioning(n) // every node holds the record now
+		}
+		want := []types.BucketVersioningStatus{types.BucketVersioningStatusEnabled, types.BucketVersioningStatusSuspended}[round%2]
+		by := nodes[round%len(nodes)]
+		if _, err := c.nodes[by].aws().PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+			VersioningConfiguration: &types.VersioningConfiguration{Status: want}}); err != nil {
+			t.Fatalf("PutBucketVersioning through node %d: %v", by, err)
+		}
+		for _, n := range nodes {
+			if got := versioning(n); got != want {
+				t.Fatalf("round %d: versioning set to %s through node %d, node %d answers %q", round, want, by, n, got)
+			}
+		}
+	}
 }
 
 func httpStatus(t *testing.T, url string) int {
