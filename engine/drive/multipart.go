@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -52,6 +53,12 @@ type PartRecord struct {
 	// Checksum is the part's checksum (algorithm:value) when the client sent one.
 	Checksum string `json:"checksum,omitempty"`
 }
+
+// Missed reports whether p, in the parts a completion chose, stands for a
+// part this drive does not hold (its ID left zero): the drive completes
+// the upload without that part's shard, which the set then heals (see
+// CompleteUpload).
+func (p PartRecord) Missed() bool { return p.ID == [16]byte{} }
 
 var (
 	uploadPrefix = []byte{'u', sep}
@@ -262,8 +269,10 @@ func (d *Local) ListParts(ctx context.Context, uploadID [16]byte) ([]PartRecord,
 // shards are renamed to the version's part files (parts[i] becomes
 // part.<i+1>), and the version record is committed together with the
 // removal of the upload's records; then the shards of parts not chosen are
-// removed. A drive that lacks one of the chosen parts (ErrPartMissing) or
-// fails on the way changes nothing. Replacing a null version follows
+// removed. A chosen part marked missed (PartRecord.Missed: the set found
+// this drive without it) has no part file in the version here, to be
+// healed; a drive that lacks one of the other chosen parts
+// (ErrPartMissing) or fails on the way changes nothing. Replacing a null version follows
 // PutVersion's rules: when the drive holds a newer null version the
 // completion is dropped (Superseded) and the upload left as it was, for
 // the writer to complete again with a later stamp or abort.
@@ -275,6 +284,9 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 		return PutResult{}, err
 	}
 	for _, p := range chosen {
+		if p.Missed() {
+			continue
+		}
 		have, err := d.getPart(u.ID, p.Number)
 		if errors.Is(err, ErrUploadNotFound) || err == nil && have.ID != p.ID {
 			return PutResult{}, fmt.Errorf("drive %s: %w: part %d of upload %s", d.root, ErrPartMissing, p.Number, hexID(u.ID))
@@ -338,18 +350,25 @@ func (d *Local) renameParts(dir string, chosen []PartRecord, toFinal bool) (undo
 	}
 	back := func(n int) {
 		for i := n - 1; i >= 0; i-- {
+			if chosen[i].Missed() {
+				continue
+			}
 			from, to := names(i)
 			_ = d.fs.Rename(to, from)
 		}
 	}
 	for i, p := range chosen {
+		if p.Missed() {
+			continue
+		}
 		from, to := names(i)
 		if err := d.fs.Rename(from, to); err != nil {
 			back(i)
 			return nil, fmt.Errorf("drive %s: completing part %d: %w", d.root, p.Number, err)
 		}
 	}
-	if !d.noSync {
+	renamed := slices.ContainsFunc(chosen, func(p PartRecord) bool { return !p.Missed() })
+	if renamed && !d.noSync {
 		if err := d.fs.SyncDir(dir); err != nil {
 			back(len(chosen))
 			return nil, err
@@ -363,10 +382,10 @@ func (d *Local) renameParts(dir string, chosen []PartRecord, toFinal bool) (undo
 // version rec (matched by its data directory, which is the upload's own)
 // is removed, the null version it replaced is put back (as RollbackVersion
 // does), and the upload and its chosen parts are recorded again, their
-// shards renamed back first. Parts not chosen are gone. A drive that
-// still holds the upload, or where rec is no longer a version (replaced by
-// a later write), is left as it is; reopened reports whether the upload is
-// open here afterwards.
+// shards renamed back first (parts marked missed stay missing). Parts not
+// chosen are gone. A drive that still holds the upload, or where rec is no
+// longer a version (replaced by a later write), is left as it is;
+// reopened reports whether the upload is open here afterwards.
 func (d *Local) ReopenUpload(ctx context.Context, u *Upload, chosen []PartRecord, rec *Record) (reopened bool, err error) {
 	lock := d.lockFor(u.Bucket, u.Object)
 	lock.Lock()
@@ -402,6 +421,9 @@ func (d *Local) ReopenUpload(ctx context.Context, u *Upload, chosen []PartRecord
 		return false, err
 	}
 	for i := range chosen {
+		if chosen[i].Missed() {
+			continue // it missed the part before, and misses it again
+		}
 		pv, err := json.Marshal(&chosen[i])
 		if err != nil {
 			return false, err

@@ -23,16 +23,30 @@ func uploadTwoParts(t *testing.T, p *Pool, key string) (objlayer.UploadInfo, []o
 	if err != nil {
 		t.Fatal(err)
 	}
+	parts, data := putTwoParts(t, p, key, u.ID, nil)
+	return u, parts, data
+}
+
+// putTwoParts stores a part of MinPartSize and a small last one in upload
+// id, each while the drives offline(part) names are away (none when
+// offline is nil), returning the parts to complete with and the data.
+func putTwoParts(t *testing.T, p *Pool, key string, id [16]byte, offline func(part int) (back func())) ([]objlayer.CompletePart, []byte) {
+	t.Helper()
 	data := randomBytes(objlayer.MinPartSize + 1000)
 	var parts []objlayer.CompletePart
 	for i, piece := range [][]byte{data[:objlayer.MinPartSize], data[objlayer.MinPartSize:]} {
-		info, err := p.PutObjectPart(ctx, "bk", key, u.ID, i+1, bytes.NewReader(piece), int64(len(piece)), objlayer.PartOptions{})
+		back := func() {}
+		if offline != nil {
+			back = offline(i + 1)
+		}
+		info, err := p.PutObjectPart(t.Context(), "bk", key, id, i+1, bytes.NewReader(piece), int64(len(piece)), objlayer.PartOptions{})
+		back()
 		if err != nil {
 			t.Fatalf("part %d: %v", i+1, err)
 		}
 		parts = append(parts, objlayer.CompletePart{Number: i + 1, ETag: info.ETag})
 	}
-	return u, parts, data
+	return parts, data
 }
 
 // checkUploadWhole checks every drive holds the upload with both parts and
@@ -64,7 +78,11 @@ func checkUploadWhole(t *testing.T, drives []*drive.Local, key string, u objlaye
 //
 // And with the missing drive back, a completion through three holders
 // succeeds and the drive that missed the part loses the upload and is
-// healed.
+// healed. Parts that missed different drives (each on three, two drives
+// with both) complete: the drives that missed one complete without it and
+// are healed (before, the completion refused, and a client without
+// retries failed); when such a completion fails, each drive takes back
+// the parts it had.
 func TestFailedCompletionKeepsTheUpload(t *testing.T) {
 	ctx := t.Context()
 	fp := newFaultPool(t, 4, 2)
@@ -140,11 +158,89 @@ func TestFailedCompletionKeepsTheUpload(t *testing.T) {
 			t.Fatal("the object does not read from the drive that missed its part, healed, and another")
 		}
 	})
+	t.Run("parts missed different drives", func(t *testing.T) {
+		var healed []string
+		fp.set.OnPartialWrite(func(_, object string, _ [16]byte) { healed = append(healed, object) })
+		defer fp.set.OnPartialWrite(nil)
+		u, err := fp.NewMultipartUpload(ctx, "bk", "mp3", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An older upload of part 2 reaches every drive; its replacement
+		// misses drive 1, which must not complete with the old one.
+		first := randomBytes(1000)
+		if _, err := fp.PutObjectPart(ctx, "bk", "mp3", u.ID, 2, bytes.NewReader(first), int64(len(first)), objlayer.PartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		parts, data := putTwoParts(t, fp.Pool, "mp3", u.ID, missDrive(fp.set))
+		// Two drives hold both parts; before, the completion refused.
+		if _, err := fp.CompleteMultipartUpload(ctx, "bk", "mp3", u.ID, parts, objlayer.PutOptions{}); err != nil {
+			t.Fatalf("completion with each part on three drives, different ones: %v", err)
+		}
+		if len(healed) != 1 || healed[0] != "mp3" {
+			t.Fatalf("the completion asked to heal %v, want mp3 once", healed)
+		}
+		for _, d := range fp.drives {
+			if _, err := d.GetUpload(ctx, "bk", "mp3", u.ID); !errors.Is(err, drive.ErrUploadNotFound) {
+				t.Fatalf("%s still holds the upload: %v", d.Root(), err)
+			}
+		}
+		// Each part is on three drives: any one may be away.
+		for pos := range fp.drives {
+			back := offlineSet(fp.set, pos)
+			got := readAll(t, fp.Pool, "mp3")
+			back()
+			if !bytes.Equal(got, data) {
+				t.Fatalf("without drive %d the object reads back wrong", pos)
+			}
+		}
+		res, err := fp.set.HealObject(ctx, "bk", "mp3", false)
+		if err != nil || res.Shards != 2 {
+			t.Fatalf("heal rewrote %d drives' copies (%v), want the 2 that missed a part", res.Shards, err)
+		}
+		back := offlineSet(fp.set, 2, 3)
+		defer back()
+		if got := readAll(t, fp.Pool, "mp3"); !bytes.Equal(got, data) {
+			t.Fatal("the object does not read from the two drives that missed a part, healed")
+		}
+	})
+	t.Run("a completion with missed parts fails", func(t *testing.T) {
+		u, err := fp.NewMultipartUpload(ctx, "bk", "mp4", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, data := putTwoParts(t, fp.Pool, "mp4", u.ID, missDrive(fp.set))
+		fp.fss[2].Fail(faultfs.OpRename, "part.2", nil, 1)
+		fp.fss[3].Fail(faultfs.OpRename, "part.2", nil, 1)
+		if _, err := fp.CompleteMultipartUpload(ctx, "bk", "mp4", u.ID, parts, objlayer.PutOptions{}); !errors.Is(err, objlayer.ErrWriteQuorum) ||
+			!strings.Contains(err.Error(), "reopened on 2 of 2") {
+			t.Fatalf("completion with two drives failing: %v", err)
+		}
+		// Each drive that completed takes back the parts it had, no more.
+		for pos, want := range map[int]int{0: 2, 1: 1, 2: 0, 3: 0} {
+			listed, err := fp.drives[pos].ListParts(ctx, u.ID)
+			if err != nil || want != 0 && (len(listed) != 1 || listed[0].Number != want) || want == 0 && len(listed) != 2 {
+				t.Fatalf("drive %d lists parts %+v (%v) after the failed completion", pos, listed, err)
+			}
+		}
+		if _, err := fp.CompleteMultipartUpload(ctx, "bk", "mp4", u.ID, parts, objlayer.PutOptions{}); err != nil {
+			t.Fatalf("retried completion: %v", err)
+		}
+		if got := readAll(t, fp.Pool, "mp4"); !bytes.Equal(got, data) {
+			t.Fatal("the retried completion does not read back")
+		}
+	})
 	for _, root := range fp.roots {
 		if left, _ := os.ReadDir(filepath.Join(root, ".strata", "tmp")); len(left) > 0 {
 			t.Fatalf("staged files left on %s: %d", root, len(left))
 		}
 	}
+}
+
+// missDrive is putTwoParts' offline for parts that miss different drives:
+// part 1 misses drive 0, part 2 drive 1.
+func missDrive(s *Set) func(part int) func() {
+	return func(part int) func() { return offlineSet(s, part-1) }
 }
 
 // offlineSet takes the drives at positions of set s away until the

@@ -273,17 +273,15 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 	for _, p := range chosen {
 		rec.Parts = append(rec.Parts, drive.Part{Number: p.Number, Size: p.Size, ETag: p.ETag})
 	}
-	// Only drives holding the upload and every chosen part complete it: a
-	// drive that missed a part (its node was away, or it was left behind
-	// committing it) would fail halfway. When fewer than write quorum hold
-	// them, nothing is consumed and the upload stays as it is.
-	holds := make([]bool, len(drives))
-	for pos := range drives {
-		holds[pos] = ups[pos] != nil && holdsParts(lists[pos], chosen)
-	}
-	if n := countTrue(holds); n < s.layout.WriteQuorum() {
-		return objlayer.ObjectInfo{}, fmt.Errorf("%w: %d of %d drives hold upload %s of %s/%s with every part chosen, %d needed; the upload is kept, retry",
-			objlayer.ErrWriteQuorum, n, len(drives), uuid.UUID(uploadID), bucket, object, s.layout.WriteQuorum())
+	// Drives holding the upload complete it. One that missed a chosen part
+	// (its node was away, or it was left behind committing it) completes
+	// without that part's shard, which is then healed, as a PUT that left a
+	// drive behind is; each chosen part must be on write quorum of them, as
+	// a PUT's data must. Otherwise nothing is consumed and the upload stays
+	// as it is.
+	mine, missed, err := s.partsByDrive(ups, lists, chosen)
+	if err != nil {
+		return objlayer.ObjectInfo{}, fmt.Errorf("%w: upload %s of %s/%s; the upload is kept, retry", err, uuid.UUID(uploadID), bucket, object)
 	}
 	// A drive that dropped the completion as older than a null version it
 	// holds kept the upload: commitVersion completes it there again with a
@@ -300,13 +298,11 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 			switch {
 			case ups[pos] == nil:
 				return false, drive.ErrUploadNotFound
-			case !holds[pos]:
-				return false, drive.ErrPartMissing
 			case committed[pos]:
 				_, err := d.PutVersion(committing(ctx), bucket, object, ownRecord(rec, pos, nil), drive.NotStaged)
 				return false, err
 			}
-			res, err := d.CompleteUpload(committing(ctx), u, chosen, ownRecord(rec, pos, nil))
+			res, err := d.CompleteUpload(committing(ctx), u, mine[pos], ownRecord(rec, pos, nil))
 			if err == nil && res.Superseded {
 				return true, drive.ErrSuperseded
 			}
@@ -323,32 +319,62 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 		return errs
 	})
 	if countNil(errs) < s.layout.WriteQuorum() {
-		return objlayer.ObjectInfo{}, s.reopenUpload(ctx, drives, u, chosen, rec, consumed, errs)
+		return objlayer.ObjectInfo{}, s.reopenUpload(ctx, drives, u, mine, rec, consumed, errs)
 	}
-	// Drives still holding the upload because they dropped the completion
-	// or missed a part: the upload is done everywhere else.
+	// Drives still holding the upload because they dropped the completion:
+	// the upload is done everywhere else.
 	forEachDrive(drives, func(pos int, d Drive) error {
-		if dropped[pos] || ups[pos] != nil && !holds[pos] {
+		if dropped[pos] {
 			_ = d.AbortUpload(committing(ctx), bucket, object, uploadID)
 		}
 		return nil
 	})
+	if missed {
+		s.partialWrite(bucket, object, rec.VersionID)
+	}
 	return s.finishPut(ctx, drives, bucket, object, rec, errs)
 }
 
-// holdsParts reports whether a drive's part list has every chosen part
-// (the same upload of each number).
-func holdsParts(list, chosen []drive.PartRecord) bool {
-	have := make(map[int][16]byte, len(list))
-	for _, p := range list {
-		have[p.Number] = p.ID
-	}
-	for _, p := range chosen {
-		if id, ok := have[p.Number]; !ok || id != p.ID {
-			return false
+// partsByDrive gives each drive holding the upload (ups) the chosen parts
+// as it completes them: those it lists (lists) with the chosen upload of
+// their number, the others marked missed (drive.PartRecord.Missed). missed
+// says whether any drive missed one. It refuses when fewer than write
+// quorum of drives hold the upload, or a chosen part is on fewer than
+// write quorum of them.
+func (s *Set) partsByDrive(ups []*drive.Upload, lists [][]drive.PartRecord, chosen []drive.PartRecord) (mine [][]drive.PartRecord, missed bool, err error) {
+	mine = make([][]drive.PartRecord, len(ups))
+	holders := make([]int, len(chosen))
+	holding := 0
+	for pos, u := range ups {
+		if u == nil {
+			continue
+		}
+		holding++
+		have := make(map[int][16]byte, len(lists[pos]))
+		for _, p := range lists[pos] {
+			have[p.Number] = p.ID
+		}
+		mine[pos] = make([]drive.PartRecord, len(chosen))
+		for i, p := range chosen {
+			if id, ok := have[p.Number]; ok && id == p.ID {
+				mine[pos][i] = p
+				holders[i]++
+			} else {
+				mine[pos][i] = drive.PartRecord{Number: p.Number} // missed
+				missed = true
+			}
 		}
 	}
-	return true
+	wq := s.layout.WriteQuorum()
+	if holding < wq {
+		return nil, false, fmt.Errorf("%w: %d of %d drives hold the upload, %d needed", objlayer.ErrWriteQuorum, holding, len(ups), wq)
+	}
+	for i, n := range holders {
+		if n < wq {
+			return nil, false, fmt.Errorf("%w: part %d is on %d of %d drives, %d needed", objlayer.ErrWriteQuorum, chosen[i].Number, n, len(ups), wq)
+		}
+	}
+	return mine, missed, nil
 }
 
 func countTrue(bs []bool) int {
@@ -362,11 +388,11 @@ func countTrue(bs []bool) int {
 }
 
 // reopenUpload undoes a completion that missed write quorum: the drives
-// that consumed the upload (consumed) take it back with its chosen parts
-// (drive.ReopenUpload), so the client's retry finds the upload whole. It
+// that consumed the upload (consumed) take it back with the chosen parts
+// each held (mine; drive.ReopenUpload), so the client's retry finds the upload whole. It
 // returns the completion's error, which says on how many drives the upload
 // is open again.
-func (s *Set) reopenUpload(ctx context.Context, drives []Drive, u *drive.Upload, chosen []drive.PartRecord, rec *drive.Record, consumed []bool, errs []error) error {
+func (s *Set) reopenUpload(ctx context.Context, drives []Drive, u *drive.Upload, mine [][]drive.PartRecord, rec *drive.Record, consumed []bool, errs []error) error {
 	took := make([]Drive, len(drives)) // the drives that consumed the upload
 	for pos, d := range drives {
 		if consumed[pos] {
@@ -375,7 +401,7 @@ func (s *Set) reopenUpload(ctx context.Context, drives []Drive, u *drive.Upload,
 	}
 	var reopened atomic.Int32
 	reopenErrs := forEachDrive(took, func(pos int, d Drive) error {
-		ok, err := d.ReopenUpload(committing(ctx), u, chosen, ownRecord(rec, pos, nil))
+		ok, err := d.ReopenUpload(committing(ctx), u, mine[pos], ownRecord(rec, pos, nil))
 		if ok {
 			reopened.Add(1)
 		}
