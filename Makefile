@@ -112,11 +112,25 @@ fuzz: ## Each fuzz target of the engine for FUZZTIME (default 60s).
 	FUZZTIME=$(or $(FUZZTIME),60s) hack/fuzz.sh
 
 .PHONY: engine-integration
-engine-integration: build pyclients jsclients strata-previous ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2, minio-go, the aws CLI, boto3, s3cmd and the AWS SDK for JavaScript v3.
-	STRATA_BIN="$(LOCALBIN)/strata" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" STRATA_JSCLIENTS="$(JSCLIENTS_DIR)" \
+engine-integration: build pyclients jsclients strata-previous brokers ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2, minio-go, the aws CLI, boto3, s3cmd and the AWS SDK for JavaScript v3; bucket notifications to a real NATS server.
+	STRATA_BIN="$(LOCALBIN)/strata" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" STRATA_JSCLIENTS="$(JSCLIENTS_DIR)" STRATA_NATS_SERVER="$(NATS_SERVER)" \
 		STRATA_PREVIOUS_BIN="$$(test -x $(LOCALBIN)/strata-previous && echo $(LOCALBIN)/strata-previous)" \
 		STRATA_LAYOUT1_BIN="$$(test -x $(LOCALBIN)/strata-layout1 && echo $(LOCALBIN)/strata-layout1)" \
 		go test -count=1 ./test/engine/... -timeout 25m
+
+# The brokers the notification tests deliver to, built from the Go module
+# proxy (the tests start them themselves).
+NATS_SERVER_VERSION ?= v2.12.15
+NATS_SERVER ?= $(LOCALBIN)/nats-server-$(NATS_SERVER_VERSION)
+
+.PHONY: brokers
+brokers: $(NATS_SERVER) ## Build the message brokers the notification tests run (bin/nats-server-VERSION).
+
+$(NATS_SERVER):
+	@mkdir -p $(LOCALBIN)/.nats-build
+	GOBIN=$(LOCALBIN)/.nats-build CGO_ENABLED=0 go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
+	mv $(LOCALBIN)/.nats-build/nats-server $@
+	rmdir $(LOCALBIN)/.nats-build
 
 .PHONY: crash-long
 crash-long: build ## The long form of the crash harness of `make test`: 10 minutes of random SIGKILLs of a 4-node cluster under PUT, overwrite, multipart and delete load (STRATA_CRASH_SEED reruns a seed).

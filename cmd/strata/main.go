@@ -33,6 +33,7 @@ import (
 	"github.com/strata-storage/strata/engine/internode"
 	"github.com/strata-storage/strata/engine/kms"
 	"github.com/strata-storage/strata/engine/memlimit"
+	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/s3http"
 	"github.com/strata-storage/strata/engine/server"
 )
@@ -284,7 +285,8 @@ pool list from a file (docs/topology.md) and follows its changes.
 		InternodeProtocol: protocol, NoSync: *noSync, ShardFiles: *shardFiles, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
 		DataSlots: plan.DataSlots, MetaCacheSize: plan.Meta, MemTableSize: plan.MemTable,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
-		Healer: healer, StaleUploadAge: *staleUploads, LifecycleInterval: *lifecycleEvery, LifecycleDay: lifecycleDay,
+		NotifyTargetsFile: getenv(notify.EnvTargetsFile),
+		Healer:            healer, StaleUploadAge: *staleUploads, LifecycleInterval: *lifecycleEvery, LifecycleDay: lifecycleDay,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, DriveOpenDelay: openDelay, DriveFS: driveFS, DriveMetaFS: metaFS, Log: log,
 	})
 	if err != nil {
@@ -348,7 +350,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	}
 	cfg := gateway.Config{
 		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
-		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, UsersFile: getenv(iam.EnvIAMFile), LargeDirThreshold: *largeDir,
+		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, UsersFile: getenv(iam.EnvIAMFile), NotifyTargetsFile: getenv(notify.EnvTargetsFile), LargeDirThreshold: *largeDir,
 		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, ClaimTimeout: *claimTimeout, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
 		LifecycleInterval: *lifecycleEvery, LifecycleDay: testLifecycleDay(getenv),
 	}

@@ -58,6 +58,9 @@ type BucketInfo struct {
 	// Lifecycle is the bucket's lifecycle configuration (S3's XML document,
 	// as engine/lifecycle checked it); empty when not set.
 	Lifecycle []byte `json:"lifecycle,omitempty"`
+	// Notification is the bucket's notification configuration (the S3
+	// front end's XML document).
+	Notification []byte `json:"notification,omitempty"`
 	// PublicAccessBlock is the bucket's public access block (the S3 front
 	// end's JSON); empty when not set.
 	PublicAccessBlock []byte `json:"publicAccessBlock,omitempty"`

@@ -29,6 +29,7 @@ import (
 	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/lifecycle"
 	"github.com/strata-storage/strata/engine/metrics"
+	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/s3api"
 	"github.com/strata-storage/strata/engine/s3http"
 )
@@ -59,6 +60,9 @@ type Config struct {
 	RootUser         iam.Credentials
 	// UsersFile is the users file (empty: root only).
 	UsersFile string
+	// NotifyTargetsFile lists the bucket notifications' targets
+	// (engine/notify.TargetsFile; empty: none).
+	NotifyTargetsFile string
 	// LargeDirThreshold is the entry count from which a directory is
 	// reported as large; 0 turns the watch off.
 	LargeDirThreshold int
@@ -206,8 +210,24 @@ func Run(ctx context.Context, cfg Config) error {
 		time.Sleep(cfg.ShutdownDelay)
 		stopServing()
 	}()
-	srv := s3api.New(layer, s3api.Config{RootAccess: cfg.RootUser.AccessKey, RootSecret: cfg.RootUser.SecretKey, Users: users,
-		Observer: s3m, LifecycleDay: cfg.LifecycleDay, Log: log})
+	s3cfg := s3api.Config{RootAccess: cfg.RootUser.AccessKey, RootSecret: cfg.RootUser.SecretKey, Users: users,
+		Observer: s3m, LifecycleDay: cfg.LifecycleDay, Log: log}
+	if cfg.NotifyTargetsFile != "" {
+		// Replicas share the root, and so the queue: each delivers its
+		// own events, and those of a replica gone for a minute (pods of a
+		// Deployment do not come back under their name).
+		targets, err := notify.LoadTargets(cfg.NotifyTargetsFile, notify.DefaultRegion)
+		if err != nil {
+			return err
+		}
+		host, _ := os.Hostname()
+		q := notify.NewQueue(layer, host, targets, log)
+		go q.Run(bg)
+		s3cfg.Notifier = q
+		metrics.RegisterNotifications(reg, q.Snapshot)
+		log.Info("bucket notifications", "targets", notify.ARNs(targets))
+	}
+	srv := s3api.New(layer, s3cfg)
 	err = s3api.Serve(serveCtx, srv, s3api.ServeConfig{
 		Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: g.served,
 		Limits: cfg.Limits, Log: log, Stats: func(st func() s3http.Stats) { metrics.RegisterHTTP(reg, st) },

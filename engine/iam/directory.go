@@ -290,16 +290,7 @@ func (d *Directory) each(ctx context.Context, prefix string, known map[string]di
 }
 
 func (d *Directory) read(ctx context.Context, key string) ([]byte, error) {
-	h, err := d.store.OpenObject(ctx, ReservedBucket, key, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	var b bytes.Buffer
-	if err := h.WriteRange(ctx, &b, 0, -1); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return objlayer.ReadObject(ctx, d.store, ReservedBucket, key)
 }
 
 // Refresh reloads the directory when another server changed it (its

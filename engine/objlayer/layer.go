@@ -1,6 +1,7 @@
 package objlayer
 
 import (
+	"bytes"
 	"context"
 	"io"
 )
@@ -61,4 +62,19 @@ type Layer interface {
 	// ListMultipartUploads lists uploads in progress in key order, then
 	// by upload ID, after (keyMarker, uploadIDMarker).
 	ListMultipartUploads(ctx context.Context, bucket, prefix, keyMarker string, uploadIDMarker [16]byte, delimiter string, maxUploads int) (UploadList, error)
+}
+
+// ReadObject reads the latest version of a small object whole (the
+// engine's own records: the IAM directory's, the notification queue's).
+func ReadObject(ctx context.Context, l Layer, bucket, object string) ([]byte, error) {
+	h, err := l.OpenObject(ctx, bucket, object, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	var b bytes.Buffer
+	if err := h.WriteRange(ctx, &b, 0, -1); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }

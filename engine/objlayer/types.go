@@ -3,6 +3,7 @@ package objlayer
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -35,6 +36,9 @@ type BucketInfo struct {
 	// Lifecycle is the bucket's lifecycle configuration (S3's XML
 	// document, as engine/lifecycle checked it); empty when not set.
 	Lifecycle []byte `json:"lifecycle,omitempty"`
+	// Notification is the bucket's notification configuration (S3's XML
+	// document, as engine/notify checked it); empty when not set.
+	Notification []byte `json:"notification,omitempty"`
 	// PublicAccessBlock is the bucket's public access block (the front
 	// end's JSON); empty when not set.
 	PublicAccessBlock []byte `json:"publicAccessBlock,omitempty"`
@@ -233,3 +237,9 @@ type Handle interface {
 	// closes every handle it opened, once, when it is done with it.
 	Close() error
 }
+
+// IsInternalBucket reports a bucket the engine keeps for itself (the IAM
+// directory's, the notification queue's: names starting ".strata-"). No
+// S3 request can name one (a bucket name starts with a letter or digit),
+// and listings leave them out.
+func IsInternalBucket(name string) bool { return strings.HasPrefix(name, ".strata-") }

@@ -36,6 +36,7 @@ const (
 	attrEncryption   = "strata-encryption"
 	attrPublicAccess = "strata-public-access-block"
 	attrCreated      = "strata-created" // RFC 3339, when the bucket was created through S3
+	attrNotification = "strata-notification"
 )
 
 // bucketAttr reports whether an attribute is part of a bucket's record
@@ -43,7 +44,7 @@ const (
 func bucketAttr(name string) bool {
 	switch name {
 	case attrACL, attrPolicy, attrCORS, attrBucketLock, attrOwnership, attrVersioning, attrTagging,
-		attrLifecycle, attrEncryption, attrPublicAccess, attrCreated:
+		attrLifecycle, attrEncryption, attrPublicAccess, attrCreated, attrNotification:
 		return true
 	}
 	return false
@@ -77,6 +78,7 @@ func encodeBucket(b objlayer.BucketInfo, created bool) map[string][]byte {
 	put(attrLifecycle, b.Lifecycle)
 	put(attrEncryption, b.Encryption)
 	put(attrPublicAccess, b.PublicAccessBlock)
+	put(attrNotification, b.Notification)
 	if created && !b.Created.IsZero() {
 		out[attrCreated] = []byte(b.Created.UTC().Format(time.RFC3339Nano))
 	}
@@ -91,7 +93,7 @@ func decodeBucket(name string, attrs map[string][]byte, fi os.FileInfo) objlayer
 		Name: name, Created: fi.ModTime().UTC(),
 		ACL: attrs[attrACL], Policy: attrs[attrPolicy], CORS: attrs[attrCORS], ObjectLock: attrs[attrBucketLock],
 		Ownership: string(attrs[attrOwnership]), Lifecycle: attrs[attrLifecycle], Encryption: attrs[attrEncryption],
-		PublicAccessBlock: attrs[attrPublicAccess],
+		PublicAccessBlock: attrs[attrPublicAccess], Notification: attrs[attrNotification],
 	}
 	if raw := attrs[attrCreated]; raw != nil {
 		if t, err := time.Parse(time.RFC3339Nano, string(raw)); err == nil {
@@ -160,7 +162,7 @@ type vgwGrantee struct {
 // new bucket's.
 func (l *Layer) CreateBucket(ctx context.Context, info objlayer.BucketInfo) error {
 	name := info.Name
-	if !validBucketName(name) {
+	if !validBucketName(name) && !objlayer.IsInternalBucket(name) {
 		return fmt.Errorf("%w: %q is not a valid bucket name", objlayer.ErrInvalidKey, name)
 	}
 	unlock, err := l.lockBucket(ctx, name)
@@ -258,6 +260,7 @@ func (l *Layer) UpdateBucket(ctx context.Context, name string, fn func(b *objlay
 	old := b
 	b.ACL, b.Policy, b.CORS, b.ObjectLock = bytes.Clone(b.ACL), bytes.Clone(b.Policy), bytes.Clone(b.CORS), bytes.Clone(b.ObjectLock)
 	b.Lifecycle, b.Encryption, b.PublicAccessBlock = bytes.Clone(b.Lifecycle), bytes.Clone(b.Encryption), bytes.Clone(b.PublicAccessBlock)
+	b.Notification = bytes.Clone(b.Notification)
 	b.Tags = maps.Clone(b.Tags)
 	fn(&b)
 	b.Name = name

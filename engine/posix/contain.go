@@ -67,6 +67,9 @@ func prefixCanMatch(prefix string) bool {
 // lower-case letters, digits, '.' and '-', starting and ending with a
 // letter or digit, not an IP address. Every hidden directory of the
 // layout fails it.
+// validBucketName reports a name S3 allows for a bucket. The engine's own
+// buckets (objlayer.IsInternalBucket) are not: they stay out of listings
+// and out of S3's reach.
 func validBucketName(name string) bool {
 	if len(name) < 3 || len(name) > 63 {
 		return false
@@ -112,7 +115,7 @@ func errOutside(bucket, key string) error {
 // swapping a directory for a link between this check and the use of the
 // path.
 func (l *Layer) contain(bucket, key string) error {
-	if !validBucketName(bucket) {
+	if !validBucketName(bucket) && !objlayer.IsInternalBucket(bucket) {
 		return fmt.Errorf("%w: %q", objlayer.ErrBucketNotFound, bucket)
 	}
 	if !l.noAt2.Load() {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/s3err"
 	"github.com/strata-storage/strata/engine/s3rules"
@@ -229,6 +230,9 @@ func copyObject(r *request) error {
 	}
 	info, err := r.copyData(src, dst, r.key, meta, enc, alg)
 	if err != nil {
+		return err
+	}
+	if err := r.notify(dst, notify.ObjectCreatedCopy, r.key, plainInfo(info)); err != nil {
 		return err
 	}
 	r.setHeader("X-Amz-Version-Id", writtenVersionID(info.VersionID))

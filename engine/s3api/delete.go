@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/s3err"
 	"github.com/strata-storage/strata/engine/s3rules"
@@ -110,6 +111,13 @@ func (r *request) deleteOne(bk objlayer.BucketInfo, key, versionID string, cond 
 	out := deleteResult{deleteMarker: res.DeleteMarker}
 	if vid != nil || res.DeleteMarker && bk.Versioning != "" {
 		out.versionID = versionIDOut(res.VersionID, bk.Versioning)
+	}
+	event := notify.ObjectRemovedDelete
+	if res.DeleteMarker && vid == nil {
+		event = notify.ObjectRemovedDeleteMarker
+	}
+	if err := r.notify(bk, event, key, objlayer.ObjectInfo{VersionID: res.VersionID}); err != nil {
+		return deleteResult{}, err
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/s3err"
 	"github.com/strata-storage/strata/engine/s3rules"
@@ -464,6 +465,9 @@ func completeMultipartUpload(r *request) error {
 		return err
 	}
 	info = plainInfo(info)
+	if err := r.notify(bk, notify.ObjectCreatedMultipart, r.key, info); err != nil {
+		return err
+	}
 	r.setSSEHeaders(info.Meta)
 	r.setHeader("X-Amz-Version-Id", writtenVersionID(info.VersionID))
 	r.setExpiration(bk, info)

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/s3err"
 	"github.com/strata-storage/strata/engine/s3rules"
@@ -88,6 +89,9 @@ func postObject(r *request) error {
 	}
 	info, err := r.storeObject(bk, key, meta, body)
 	if err != nil {
+		return err
+	}
+	if err := r.notify(bk, notify.ObjectCreatedPost, key, info); err != nil {
 		return err
 	}
 	r.answerWrite(bk, info)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/s3err"
 	"github.com/strata-storage/strata/engine/s3rules"
@@ -227,6 +228,9 @@ func putObject(r *request) error {
 	}
 	info, err := r.storeObject(bk, r.key, meta, nil)
 	if err != nil {
+		return err
+	}
+	if err := r.notify(bk, notify.ObjectCreatedPut, r.key, info); err != nil {
 		return err
 	}
 	r.answerWrite(bk, info)

@@ -79,7 +79,7 @@ func notImplemented(what string) func(*request) error {
 // Bucket sub-resources Strata does not implement, answered 501 after
 // authentication (as S3 answers an API it lacks), by method.
 var unimplementedBucket = []string{"analytics", "intelligent-tiering", "inventory", "logging", "requestPayment",
-	"metrics", "replication", "notification", "accelerate", "website"}
+	"metrics", "replication", "accelerate", "website"}
 
 const (
 	get, put, del, head, post = http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodHead, http.MethodPost
@@ -111,6 +111,7 @@ var (
 		"encryption":        op("PutBucketEncryption", putBucketEncryption, s3rules.PermWrite, s3rules.ActPutEncryptionConfiguration),
 		"lifecycle":         op("PutBucketLifecycleConfiguration", putBucketLifecycle, s3rules.PermWrite, s3rules.ActPutLifecycleConfiguration),
 		"publicAccessBlock": op("PutPublicAccessBlock", putPublicAccessBlock, s3rules.PermWrite, s3rules.ActPutBucketPublicAccessBlock),
+		"notification":      op("PutBucketNotificationConfiguration", putBucketNotification, s3rules.PermWrite, s3rules.ActPutBucketNotification),
 	}
 	bucketGets = map[string]*operation{
 		"location":          opLocation,
@@ -127,6 +128,7 @@ var (
 		"encryption":        op("GetBucketEncryption", getBucketEncryption, s3rules.PermRead, s3rules.ActGetEncryptionConfiguration),
 		"lifecycle":         op("GetBucketLifecycleConfiguration", getBucketLifecycle, s3rules.PermRead, s3rules.ActGetLifecycleConfiguration),
 		"publicAccessBlock": op("GetPublicAccessBlock", getPublicAccessBlock, s3rules.PermRead, s3rules.ActGetBucketPublicAccessBlock),
+		"notification":      op("GetBucketNotificationConfiguration", getBucketNotification, s3rules.PermRead, s3rules.ActGetBucketNotification),
 	}
 	bucketDeletes = map[string]*operation{
 		"tagging":           op("DeleteBucketTagging", deleteBucketTagging, s3rules.PermWrite, s3rules.ActPutBucketTagging),
@@ -213,8 +215,8 @@ func (r *request) firstSub(order []string, m map[string]*operation) *operation {
 }
 
 var (
-	bucketPutOrder    = []string{"tagging", "ownershipControls", "versioning", "object-lock", "cors", "policy", "acl", "encryption", "lifecycle", "publicAccessBlock"}
-	bucketGetOrder    = []string{"location", "tagging", "ownershipControls", "versioning", "policy", "cors", "object-lock", "acl", "uploads", "versions", "policyStatus", "encryption", "lifecycle", "publicAccessBlock"}
+	bucketPutOrder    = []string{"tagging", "ownershipControls", "versioning", "object-lock", "cors", "policy", "acl", "encryption", "lifecycle", "publicAccessBlock", "notification"}
+	bucketGetOrder    = []string{"location", "tagging", "ownershipControls", "versioning", "policy", "cors", "object-lock", "acl", "uploads", "versions", "policyStatus", "encryption", "lifecycle", "publicAccessBlock", "notification"}
 	bucketDeleteOrder = []string{"tagging", "ownershipControls", "policy", "cors", "encryption", "lifecycle", "publicAccessBlock"}
 )
 

@@ -85,6 +85,9 @@ type Config struct {
 	Sessions *iam.Sessions
 	// Observer is told about requests; nil: no one.
 	Observer Observer
+	// Notifier queues bucket notifications (nil: none, and every
+	// configuration naming a target is refused).
+	Notifier Notifier
 	// LifecycleDay, for tests only, shortens the day of lifecycle rules;
 	// 0 is S3's day.
 	LifecycleDay time.Duration

@@ -33,6 +33,7 @@ import (
 	"github.com/strata-storage/strata/engine/kms"
 	"github.com/strata-storage/strata/engine/lifecycle"
 	"github.com/strata-storage/strata/engine/metrics"
+	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/s3api"
 	"github.com/strata-storage/strata/engine/s3http"
@@ -85,6 +86,9 @@ type Config struct {
 	Root             iam.Credentials
 	// UsersFile is the users file (empty: root only).
 	UsersFile string
+	// NotifyTargetsFile lists the bucket notifications' targets
+	// (engine/notify.TargetsFile; empty: none).
+	NotifyTargetsFile string
 	// KeysFile holds the master keys of SSE-S3 and SSE-KMS (engine/kms);
 	// empty: only SSE-C is offered.
 	KeysFile string
@@ -316,6 +320,14 @@ func Run(ctx context.Context, cfg Config) error {
 		s3cfg.IAM = &iamapi.Handler{Dir: dir, CheckPolicy: s3api.CheckIdentityPolicy, CheckTrust: s3api.CheckTrustPolicy}
 		s3cfg.Sessions = iam.NewSessions(keys)
 		s3cfg.STS = &iamapi.STS{IAM: s3cfg.IAM, Sessions: s3cfg.Sessions, Web: webVerifier(os.Getenv), Audiences: audiences}
+	}
+	if cfg.NotifyTargetsFile != "" {
+		q, err := startNotifications(bg, cfg, layer, dep.Peers, log)
+		if err != nil {
+			return err
+		}
+		s3cfg.Notifier = q
+		metrics.RegisterNotifications(reg, q.Snapshot)
 	}
 	err = s3api.Serve(serveCtx, s3api.New(layer, s3cfg), s3api.ServeConfig{
 		Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: n.served,
@@ -659,4 +671,26 @@ func notifyBucketChanged(bg context.Context, peers []*internode.Peer, bucket str
 			return
 		}
 	}
+}
+
+// startNotifications opens the bucket notifications' targets and starts
+// delivering their queue. A node is named by its S3 address; another
+// node's stored events are left to it while it is online.
+func startNotifications(bg context.Context, cfg Config, layer objlayer.Layer, peers func() []*internode.Peer, log *slog.Logger) (*notify.Queue, error) {
+	targets, err := notify.LoadTargets(cfg.NotifyTargetsFile, notify.DefaultRegion)
+	if err != nil {
+		return nil, err
+	}
+	q := notify.NewQueue(layer, cfg.Address, targets, log)
+	q.Alive = func(node string) bool {
+		for _, p := range peers() {
+			if p.Host == node {
+				return p.Online()
+			}
+		}
+		return false
+	}
+	go q.Run(bg)
+	log.Info("bucket notifications", "targets", notify.ARNs(targets))
+	return q, nil
 }

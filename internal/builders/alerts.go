@@ -37,6 +37,9 @@ const (
 	// QuotaWarning is the used fraction of a bucket's quota (bytes or
 	// objects) that alerts.
 	QuotaWarning = 0.9
+	// NotificationBacklogSeconds is the age of the oldest undelivered
+	// bucket notification event that alerts.
+	NotificationBacklogSeconds = 300
 )
 
 // sizedAPIs carry or copy an object's body within the request, so their
@@ -223,6 +226,14 @@ func tenantAlerts(t *v1.Tenant) []alert {
 			"the quota are refused with 403 QuotaExceeded. Delete objects or old versions (a lifecycle rule expires them), or raise "+
 			"the quota: the BucketClaim's spec.quota, or strata admin bucket BUCKET quota BYTES OBJECTS for a bucket no claim owns.",
 			QuotaWarning*100),
+	}, {
+		name: "StrataNotificationBacklog", severity: "warning", forDur: "10m",
+		expr:    fmt.Sprintf(`max by (%s) (%s) > %d`, byTenant, sel("strata_notify_oldest_undelivered_seconds"), NotificationBacklogSeconds),
+		summary: "A bucket notification event of " + who + " has waited {{ $value | humanizeDuration }} for its target.",
+		description: "For 10 minutes a server or gateway has held events older than 5 minutes that no target took " +
+			"(strata_notify_backlog_events counts them). They are kept, stored with the writes that made them, and delivered in " +
+			"order once the target answers; writes go on meanwhile. The pod's log names the target and its error " +
+			"('notifications: delivery failed'): check the webhook or broker, its address and credentials in the targets file.",
 	}}
 	if TLSEnabled(t) {
 		alerts = append(alerts, alert{

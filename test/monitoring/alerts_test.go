@@ -230,6 +230,14 @@ func TestAlerts(t *testing.T) {
 		input: []inputSeries{{ts("strata_bucket_usage_bytes", pod0, `bucket="logs"`), "500x30"}, {ts("strata_bucket_quota_bytes", pod0, `bucket="logs"`), "1000x30"},
 			{ts("strata_bucket_usage_objects", pod0, `bucket="logs"`), "5x30"}, {ts("strata_bucket_quota_objects", pod0, `bucket="logs"`), "0x30"}},
 	}, {
+		name: "notification events waiting 10 minutes", alert: "StrataNotificationBacklog", at: 30 * time.Minute,
+		input:   []inputSeries{{ts("strata_notify_oldest_undelivered_seconds", pod0), "0+60x40"}, {ts("strata_notify_oldest_undelivered_seconds", pod1), "0x40"}},
+		want:    []map[string]string{alertLabels("StrataNotificationBacklog", "warning")},
+		summary: "has waited",
+	}, {
+		name: "notification events delivered within a minute", alert: "StrataNotificationBacklog", at: 30 * time.Minute,
+		input: []inputSeries{{ts("strata_notify_oldest_undelivered_seconds", pod0), "30x40"}},
+	}, {
 		// Evaluation starts at the Unix epoch: the certificate's notAfter
 		// is days after it.
 		name: "a certificate expiring in 10 days", alert: "StrataCertificateExpiring", at: 2 * time.Hour,

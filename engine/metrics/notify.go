@@ -1,0 +1,54 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Notifications is the bucket notifications' queue as it stands.
+type Notifications struct {
+	// Queued, Delivered and Failed count events stored, delivered and
+	// delivery attempts that failed (to be retried) since the start.
+	Queued, Delivered, Failed int64
+	// Backlog is the events stored and not yet delivered; Oldest the
+	// time of the oldest of them (zero for none).
+	Backlog int64
+	Oldest  time.Time
+}
+
+// RegisterNotifications exports the notifications' queue: the counters,
+// the backlog and the age of its oldest event (what the backlog alert
+// watches).
+func RegisterNotifications(reg prometheus.Registerer, read func() Notifications) {
+	reg.MustRegister(&notifyCollector{read: read})
+}
+
+type notifyCollector struct{ read func() Notifications }
+
+var (
+	notifyEventsDesc = prometheus.NewDesc(namespace+"_notify_events_total",
+		"Bucket notification events, by what happened: queued (stored with their write), delivered, failed (an attempt, retried).", []string{"result"}, nil)
+	notifyBacklogDesc = prometheus.NewDesc(namespace+"_notify_backlog_events", "Bucket notification events stored and not yet delivered.", nil, nil)
+	notifyAgeDesc     = prometheus.NewDesc(namespace+"_notify_oldest_undelivered_seconds",
+		"Age of the oldest undelivered bucket notification event (0: none).", nil, nil)
+)
+
+func (c *notifyCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- notifyEventsDesc
+	ch <- notifyBacklogDesc
+	ch <- notifyAgeDesc
+}
+
+func (c *notifyCollector) Collect(ch chan<- prometheus.Metric) {
+	n := c.read()
+	for result, v := range map[string]int64{"queued": n.Queued, "delivered": n.Delivered, "failed": n.Failed} {
+		ch <- prometheus.MustNewConstMetric(notifyEventsDesc, prometheus.CounterValue, float64(v), result)
+	}
+	ch <- prometheus.MustNewConstMetric(notifyBacklogDesc, prometheus.GaugeValue, float64(n.Backlog))
+	age := 0.0
+	if !n.Oldest.IsZero() {
+		age = time.Since(n.Oldest).Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(notifyAgeDesc, prometheus.GaugeValue, age)
+}

@@ -1,0 +1,413 @@
+package notify
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-storage/strata/engine/metrics"
+	"github.com/strata-storage/strata/engine/objlayer"
+)
+
+// DefaultRegion is the region in target ARNs (the S3 front end's).
+const DefaultRegion = "us-east-1"
+
+// EnvTargetsFile names the targets file (TargetsFile) a server reads.
+const EnvTargetsFile = "STRATA_NOTIFY_TARGETS_FILE"
+
+// Bucket is the reserved bucket the queue keeps its batches in (a name S3
+// clients cannot make or see).
+const Bucket = ".strata-events"
+
+// Item is one message for one target.
+type Item struct {
+	Target string `json:"t"`
+	// Key is the object key the event is about (for the log).
+	Key string `json:"k"`
+	Msg []byte `json:"m"`
+}
+
+// Queue holds events durably until their targets take them. Writes hand
+// their events to Add, which returns once they are stored in the object
+// layer (the events of writes that arrive together stored as one batch
+// object, written as any object is: erasure-coded with write quorum); the
+// write is acknowledged only then. Run delivers each batch's items in
+// order, a target that fails holding back its later items (so the events
+// of one key reach it in order), and deletes a batch once every item is
+// delivered. Batches are named by the node that wrote them and their
+// time: a node delivers its own at once, including those found after a
+// restart, and another node's once they are older than TakeOver (that
+// node is gone or far behind; an item may then arrive twice).
+type Queue struct {
+	store   objlayer.Layer
+	node    string
+	targets map[string]Target
+	log     *slog.Logger
+
+	// TakeOver is how old another node's batch must be before this node
+	// delivers it; Rescan how often the stored batches are listed.
+	TakeOver, Rescan time.Duration
+	// Alive, when set, reports whether another node is up: its batches
+	// are left to it however old they are.
+	Alive func(node string) bool
+
+	mu       sync.Mutex
+	next     *batch
+	flushing bool
+	seq      uint64
+	pending  map[string]*stored // batch name -> what is left of it
+	// bucketMade: Bucket is known to exist.
+	bucketMade atomic.Bool
+	kick       chan struct{}
+
+	stats Stats
+}
+
+// Stats count the queue's work.
+type Stats struct {
+	Queued, Delivered, Failed, Duplicates atomic.Int64
+	// Backlog is the items stored and not yet delivered; Oldest the time
+	// of the oldest batch holding one (Unix nanoseconds, 0 for none).
+	Backlog, Oldest atomic.Int64
+}
+
+type batch struct {
+	items []Item
+	done  chan struct{}
+	err   error
+}
+
+// stored is a batch in the store and which of its items are delivered.
+type stored struct {
+	name      string
+	at        int64
+	items     []Item
+	delivered []bool
+}
+
+// NewQueue is a queue over store for node (a name no other node of the
+// tenant has, stable across restarts) delivering to targets.
+func NewQueue(store objlayer.Layer, node string, targets []Target, log *slog.Logger) *Queue {
+	q := &Queue{store: store, node: strings.ReplaceAll(node, "/", "_"), targets: map[string]Target{}, log: log,
+		TakeOver: time.Minute, Rescan: 15 * time.Second, pending: map[string]*stored{}, kick: make(chan struct{}, 1)}
+	for _, t := range targets {
+		q.targets[t.ARN()] = t
+	}
+	return q
+}
+
+// Known reports whether arn is one of the queue's targets.
+func (q *Queue) Known(arn string) bool { _, ok := q.targets[arn]; return ok }
+
+// Stats returns the queue's counters.
+func (q *Queue) Stats() *Stats { return &q.stats }
+
+// Snapshot is the queue's counters for the metrics.
+func (q *Queue) Snapshot() metrics.Notifications {
+	n := metrics.Notifications{Queued: q.stats.Queued.Load(), Delivered: q.stats.Delivered.Load(), Failed: q.stats.Failed.Load(),
+		Backlog: q.stats.Backlog.Load()}
+	if at := q.stats.Oldest.Load(); at != 0 {
+		n.Oldest = time.Unix(0, at)
+	}
+	return n
+}
+
+// Add stores items durably and returns once they are (or the store
+// failed: the caller answers an error, and the client's retry writes and
+// queues again).
+func (q *Queue) Add(ctx context.Context, items []Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	q.mu.Lock()
+	if q.next == nil {
+		q.next = &batch{done: make(chan struct{})}
+	}
+	b := q.next
+	b.items = append(b.items, items...)
+	if !q.flushing {
+		q.flushing = true
+		go q.flush()
+	}
+	q.mu.Unlock()
+	select {
+	case <-b.done:
+		return b.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// flush stores the batches collected while the one before was stored.
+func (q *Queue) flush() {
+	for {
+		q.mu.Lock()
+		b := q.next
+		q.next = nil
+		if b == nil {
+			q.flushing = false
+			q.mu.Unlock()
+			return
+		}
+		q.seq++
+		at := time.Now().UnixNano()
+		name := fmt.Sprintf("q/%s/%020d-%08d", q.node, at, q.seq)
+		q.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		b.err = q.put(ctx, name, b.items)
+		cancel()
+		if b.err == nil {
+			q.stats.Queued.Add(int64(len(b.items)))
+			q.remember(&stored{name: name, at: at, items: b.items, delivered: make([]bool, len(b.items))})
+			q.wake()
+		} else {
+			q.log.Warn("notifications: storing events failed; their writes answer an error", "events", len(b.items), "error", b.err)
+		}
+		close(b.done)
+	}
+}
+
+func (q *Queue) put(ctx context.Context, name string, items []Item) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i := range items {
+		if err := enc.Encode(&items[i]); err != nil {
+			return err
+		}
+	}
+	// The object layer leaves checking that a bucket exists to its
+	// caller: it is made once, before the first batch.
+	if !q.bucketMade.Load() {
+		if _, err := q.store.StatBucket(ctx, Bucket); errors.Is(err, objlayer.ErrBucketNotFound) {
+			if err := q.store.CreateBucket(ctx, objlayer.BucketInfo{Name: Bucket}); err != nil && !errors.Is(err, objlayer.ErrBucketExists) {
+				return fmt.Errorf("notifications: creating %s: %w", Bucket, err)
+			}
+		} else if err != nil {
+			return err
+		}
+		q.bucketMade.Store(true)
+	}
+	_, err := q.store.PutObject(ctx, Bucket, name, bytes.NewReader(buf.Bytes()), int64(buf.Len()),
+		objlayer.PutOptions{Meta: map[string]string{objlayer.MetaContentType: "application/x-ndjson"}})
+	return err
+}
+
+func (q *Queue) remember(s *stored) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.pending[s.name]; ok {
+		return
+	}
+	q.pending[s.name] = s
+	q.stats.Backlog.Add(int64(len(s.items)))
+}
+
+func (q *Queue) wake() {
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers until ctx ends.
+func (q *Queue) Run(ctx context.Context) {
+	lastScan := time.Time{}
+	backoff := time.Duration(0)
+	for {
+		if time.Since(lastScan) >= q.Rescan {
+			if err := q.scan(ctx); err != nil && ctx.Err() == nil {
+				q.log.Warn("notifications: listing stored events", "error", err)
+			} else {
+				lastScan = time.Now()
+			}
+		}
+		failed := q.deliver(ctx)
+		if failed {
+			backoff = min(max(2*backoff, 200*time.Millisecond), 10*time.Second)
+		} else {
+			backoff = 0
+		}
+		wait := q.Rescan
+		if failed {
+			wait = backoff
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-q.kick:
+			if failed {
+				// A new event does not hurry a target that fails.
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+				}
+			}
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// scan lists the stored batches: this node's are taken at once, another
+// node's once older than TakeOver.
+func (q *Queue) scan(ctx context.Context) error {
+	marker := ""
+	for {
+		res, err := q.store.ListObjects(ctx, Bucket, "q/", marker, "", 1000)
+		if errors.Is(err, objlayer.ErrBucketNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, o := range res.Objects {
+			node, at, ok := parseName(o.Name)
+			if !ok {
+				continue
+			}
+			q.mu.Lock()
+			_, known := q.pending[o.Name]
+			q.mu.Unlock()
+			if known || node != q.node && (time.Since(time.Unix(0, at)) < q.TakeOver || q.Alive != nil && q.Alive(node)) {
+				continue
+			}
+			items, err := q.read(ctx, o.Name)
+			if errors.Is(err, objlayer.ErrObjectNotFound) {
+				continue // delivered meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			if node != q.node {
+				q.log.Info("notifications: delivering another node's events", "batch", o.Name, "events", len(items))
+			}
+			q.remember(&stored{name: o.Name, at: at, items: items, delivered: make([]bool, len(items))})
+		}
+		if !res.IsTruncated {
+			return nil
+		}
+		marker = res.NextMarker
+	}
+}
+
+func parseName(name string) (node string, at int64, ok bool) {
+	rest, found := strings.CutPrefix(name, "q/")
+	if !found {
+		return "", 0, false
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i < 0 {
+		return "", 0, false
+	}
+	if _, err := fmt.Sscanf(rest[i+1:], "%020d-", &at); err != nil {
+		return "", 0, false
+	}
+	return rest[:i], at, true
+}
+
+func (q *Queue) read(ctx context.Context, name string) ([]Item, error) {
+	b, err := objlayer.ReadObject(ctx, q.store, Bucket, name)
+	if err != nil {
+		return nil, err
+	}
+	var items []Item
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		var it Item
+		if err := json.Unmarshal(sc.Bytes(), &it); err != nil {
+			return nil, fmt.Errorf("notifications: batch %s: %w", name, err)
+		}
+		items = append(items, it)
+	}
+	return items, sc.Err()
+}
+
+// deliver makes one pass over the pending batches in order (by time):
+// each item goes to its target unless that target failed earlier in the
+// pass. Batches with every item delivered are deleted. It reports
+// whether a delivery failed.
+func (q *Queue) deliver(ctx context.Context) (failed bool) {
+	q.mu.Lock()
+	batches := make([]*stored, 0, len(q.pending))
+	for _, s := range q.pending {
+		batches = append(batches, s)
+	}
+	q.mu.Unlock()
+	sort.Slice(batches, func(i, j int) bool {
+		if batches[i].at != batches[j].at {
+			return batches[i].at < batches[j].at
+		}
+		return batches[i].name < batches[j].name
+	})
+	blocked := map[string]bool{}
+	oldest := int64(0)
+	for _, s := range batches {
+		left := 0
+		for i, it := range s.items {
+			if s.delivered[i] {
+				continue
+			}
+			if ctx.Err() != nil {
+				return false
+			}
+			t := q.targets[it.Target]
+			if blocked[it.Target] {
+				left++
+				continue
+			}
+			var err error
+			if t == nil {
+				err = errNoTarget
+			} else {
+				dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+				err = t.Deliver(dctx, it.Msg)
+				cancel()
+			}
+			if err != nil {
+				if errors.Is(err, errNoTarget) {
+					// Removed from the server's targets: nothing will
+					// ever take it.
+					q.log.Warn("notifications: dropping an event for a target this server does not have", "target", it.Target, "key", it.Key)
+				} else {
+					q.stats.Failed.Add(1)
+					q.log.Warn("notifications: delivery failed; retrying", "target", it.Target, "key", it.Key, "error", err)
+					blocked[it.Target] = true
+					failed = true
+					left++
+					continue
+				}
+			} else {
+				q.stats.Delivered.Add(1)
+			}
+			s.delivered[i] = true
+			q.stats.Backlog.Add(-1)
+		}
+		if left > 0 {
+			if oldest == 0 {
+				oldest = s.at
+			}
+			continue
+		}
+		if _, err := q.store.DeleteObject(ctx, Bucket, s.name, nil, objlayer.DeleteUnversioned); err != nil {
+			q.log.Warn("notifications: removing a delivered batch", "batch", s.name, "error", err)
+			continue // delivered; removed at the next pass (and its items may be sent again after a restart)
+		}
+		q.mu.Lock()
+		delete(q.pending, s.name)
+		q.mu.Unlock()
+	}
+	q.stats.Oldest.Store(oldest)
+	return failed
+}

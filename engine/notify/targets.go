@@ -1,0 +1,213 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Target receives event messages.
+type Target interface {
+	// ARN names the target in bucket configurations.
+	ARN() string
+	// Deliver hands one message to the target and returns once the target
+	// has taken it (a webhook's 2xx, JetStream's acknowledgement).
+	Deliver(ctx context.Context, msg []byte) error
+	Close()
+}
+
+// TargetSpec is one target as the server's targets file gives it.
+type TargetSpec struct {
+	// ID is the target's name in its ARN (arn:strata:sqs:REGION:ID:TYPE).
+	ID string `json:"id"`
+	// Type is "webhook" or "nats".
+	Type string `json:"type"`
+	// Endpoint is the webhook's URL or the NATS server's
+	// (nats://host:4222, several comma-separated).
+	Endpoint string `json:"endpoint"`
+	// AuthToken is sent as a bearer token (webhook) or the NATS token.
+	AuthToken string `json:"authToken,omitempty"`
+	// Username and Password authenticate to NATS.
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+	// Subject is the NATS subject published to; a JetStream stream must
+	// take it (publishing waits for the stream's acknowledgement).
+	Subject string `json:"subject,omitempty"`
+}
+
+// TargetsFile is the document `--notify-targets` names.
+type TargetsFile struct {
+	Targets []TargetSpec `json:"targets"`
+}
+
+// ARN is the target's ARN in region.
+func (s TargetSpec) ARN(region string) string {
+	return "arn:strata:sqs:" + region + ":" + s.ID + ":" + s.Type
+}
+
+// LoadTargets reads a targets file and opens its targets (none when path
+// is empty). A target that cannot be reached yet is opened anyway: its
+// events wait in the queue until it answers.
+func LoadTargets(path, region string) ([]Target, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("notification targets: %w", err)
+	}
+	var f TargetsFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("notification targets %s: %w", path, err)
+	}
+	var out []Target
+	seen := map[string]bool{}
+	for _, s := range f.Targets {
+		t, err := OpenTarget(s, region)
+		if err != nil {
+			for _, o := range out {
+				o.Close()
+			}
+			return nil, fmt.Errorf("notification targets %s: %w", path, err)
+		}
+		if seen[t.ARN()] {
+			return nil, fmt.Errorf("notification targets %s: two targets are %s", path, t.ARN())
+		}
+		seen[t.ARN()] = true
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// OpenTarget opens one target.
+func OpenTarget(s TargetSpec, region string) (Target, error) {
+	if s.ID == "" || s.Endpoint == "" {
+		return nil, fmt.Errorf("a target needs an id and an endpoint: %+v", s)
+	}
+	switch s.Type {
+	case "webhook":
+		return &webhook{arn: s.ARN(region), url: s.Endpoint, token: s.AuthToken, client: &http.Client{Timeout: 10 * time.Second}}, nil
+	case "nats":
+		if s.Subject == "" {
+			return nil, fmt.Errorf("NATS target %s needs a subject", s.ID)
+		}
+		return &natsTarget{arn: s.ARN(region), spec: s}, nil
+	default:
+		return nil, fmt.Errorf("target %s: type %q is not one of webhook, nats", s.ID, s.Type)
+	}
+}
+
+// webhook POSTs each message as JSON; any 2xx answer takes it.
+type webhook struct {
+	arn, url, token string
+	client          *http.Client
+}
+
+func (w *webhook) ARN() string { return w.arn }
+
+func (w *webhook) Deliver(ctx context.Context, msg []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(msg))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if w.token != "" {
+		req.Header.Set("Authorization", "Bearer "+w.token)
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("webhook %s answered %s", w.url, resp.Status)
+	}
+	return nil
+}
+
+func (w *webhook) Close() {}
+
+// natsTarget publishes to a JetStream stream and waits for its
+// acknowledgement (a plain NATS publish has none, so could not be at
+// least once). It connects on first use and again after a failure.
+type natsTarget struct {
+	arn  string
+	spec TargetSpec
+	mu   sync.Mutex
+	nc   *nats.Conn
+	js   jetstream.JetStream
+}
+
+func (n *natsTarget) ARN() string { return n.arn }
+
+func (n *natsTarget) conn() (jetstream.JetStream, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.js != nil && n.nc.IsConnected() {
+		return n.js, nil
+	}
+	if n.nc != nil {
+		n.nc.Close()
+		n.nc, n.js = nil, nil
+	}
+	opts := []nats.Option{nats.Name("strata notifications"), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1)}
+	if n.spec.AuthToken != "" {
+		opts = append(opts, nats.Token(n.spec.AuthToken))
+	}
+	if n.spec.Username != "" {
+		opts = append(opts, nats.UserInfo(n.spec.Username, n.spec.Password))
+	}
+	nc, err := nats.Connect(n.spec.Endpoint, opts...)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	n.nc, n.js = nc, js
+	return js, nil
+}
+
+func (n *natsTarget) Deliver(ctx context.Context, msg []byte) error {
+	js, err := n.conn()
+	if err != nil {
+		return err
+	}
+	_, err = js.Publish(ctx, n.spec.Subject, msg)
+	return err
+}
+
+func (n *natsTarget) Close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.nc != nil {
+		n.nc.Close()
+	}
+}
+
+// errNoTarget is a queued event whose target the server no longer has.
+var errNoTarget = errors.New("notify: no such target")
+
+// ARNs lists targets' ARNs in order.
+func ARNs(ts []Target) []string {
+	out := make([]string, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, t.ARN())
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,90 @@
+package s3api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/strata-storage/strata/engine/notify"
+	"github.com/strata-storage/strata/engine/objlayer"
+	"github.com/strata-storage/strata/engine/s3err"
+)
+
+// Notifier is the bucket notifications' durable queue (engine/notify).
+type Notifier interface {
+	// Known reports whether arn names one of the server's targets.
+	Known(arn string) bool
+	// Add stores events durably, returning once they are.
+	Add(ctx context.Context, items []notify.Item) error
+}
+
+// emptyNotification is what GetBucketNotificationConfiguration answers
+// for a bucket with none, as S3 does.
+const emptyNotification = `<NotificationConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></NotificationConfiguration>`
+
+func putBucketNotification(r *request) error {
+	body, err := r.document()
+	if err != nil {
+		return err
+	}
+	cfg, err := notify.Parse(body, func(arn string) bool { return r.s.cfg.Notifier != nil && r.s.cfg.Notifier.Known(arn) })
+	if err != nil {
+		if ne := (*notify.Error)(nil); errors.As(err, &ne) {
+			if ne.Code == "MalformedXML" {
+				return s3err.MalformedXML.With(ne.Message)
+			}
+			return s3err.InvalidArgument.With(ne.Message)
+		}
+		return s3err.MalformedXML.Because(err)
+	}
+	var doc []byte
+	if len(cfg.Rules) > 0 {
+		doc = cfg.Marshal()
+	}
+	return r.finishSet(r.setBucket(func(b *objlayer.BucketInfo) { b.Notification = doc }), http.StatusOK)
+}
+
+func getBucketNotification(r *request) error {
+	bk, err := r.bucketInfo()
+	if err != nil {
+		return err
+	}
+	doc := bk.Notification
+	if len(doc) == 0 {
+		doc = []byte(emptyNotification)
+	}
+	return r.writeDoc(http.StatusOK, "application/xml", append([]byte(xmlHeader), doc...))
+}
+
+// notify stores the events a write or delete of key made, for the rules
+// of the bucket's configuration that want them, before the request is
+// answered: an acknowledged write has its events queued. When they cannot
+// be stored the request answers SlowDown: the change is made, and the
+// client's retry makes it again and queues its events.
+func (r *request) notify(bk objlayer.BucketInfo, event, key string, info objlayer.ObjectInfo) error {
+	cfg := notify.Cached(bk.Notification)
+	if cfg == nil || r.s.cfg.Notifier == nil {
+		return nil
+	}
+	rules := cfg.Match(event, key)
+	if len(rules) == 0 {
+		return nil
+	}
+	at := info.ModTime
+	if at.IsZero() {
+		at = r.now
+	}
+	e := notify.Event{Name: event, Bucket: bk.Name, Key: key, Size: info.Size, ETag: info.ETag,
+		VersionID: versionIDOut(info.VersionID, bk.Versioning), Sequencer: fmt.Sprintf("%016X", at.UnixNano()),
+		Time: r.now, Principal: r.access, Owner: r.s.ownerOf(bk), SourceIP: r.hr.Client.String(), RequestID: r.hr.ID, Region: r.s.cfg.Region}
+	items := make([]notify.Item, 0, len(rules))
+	for _, rule := range rules {
+		items = append(items, notify.Item{Target: rule.Target, Key: key, Msg: notify.Message(e, rule.ID)})
+	}
+	if err := r.s.cfg.Notifier.Add(r.ctx, items); err != nil {
+		r.s.cfg.Log.Warn("notifications: events not stored; the request answers SlowDown", "bucket", bk.Name, "key", key, "event", event, "error", err)
+		return s3err.SlowDown.With("The change was made but its event notification could not be stored; retry the request.")
+	}
+	return nil
+}

@@ -1,0 +1,393 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// s3Event is what the tests read of an S3 event message.
+type s3Event struct {
+	Records []struct {
+		EventName string `json:"eventName"`
+		EventTime string `json:"eventTime"`
+		S3        struct {
+			ConfigurationID string `json:"configurationId"`
+			Bucket          struct{ Name string }
+			Object          struct {
+				Key       string `json:"key"`
+				Size      int64  `json:"size"`
+				ETag      string `json:"eTag"`
+				Sequencer string `json:"sequencer"`
+			} `json:"object"`
+		} `json:"s3"`
+	}
+}
+
+func parseEvent(t testing.TB, b []byte) (name, key string, ev s3Event) {
+	t.Helper()
+	if err := json.Unmarshal(b, &ev); err != nil || len(ev.Records) != 1 {
+		t.Fatalf("an event message that is not one S3 record (%v): %s", err, b)
+	}
+	k, err := url.QueryUnescape(ev.Records[0].S3.Object.Key)
+	if err != nil {
+		t.Fatalf("event key %q: %v", ev.Records[0].S3.Object.Key, err)
+	}
+	return ev.Records[0].EventName, k, ev
+}
+
+// natsBroker is a real nats-server with JetStream, started by the test,
+// and a stream taking the subject s3.events.
+type natsBroker struct {
+	url    string
+	js     jetstream.JetStream
+	stream jetstream.Stream
+}
+
+func startNATS(t *testing.T) *natsBroker {
+	t.Helper()
+	bin := os.Getenv("STRATA_NATS_SERVER")
+	if bin == "" {
+		skipOutsideCI(t, "STRATA_NATS_SERVER is not set (make brokers builds bin/nats-server-VERSION)")
+	}
+	addr := freeAddr(t)
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "-a", host, "-p", port, "-js", "-sd", t.TempDir())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "nats.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	b := &natsBroker{url: "nats://" + addr}
+	var nc *nats.Conn
+	waitFor(t, "nats-server to accept connections", 20*time.Second, func() bool {
+		nc, err = nats.Connect(b.url)
+		return err == nil
+	})
+	t.Cleanup(nc.Close)
+	if b.js, err = jetstream.New(nc); err != nil {
+		t.Fatal(err)
+	}
+	b.stream, err = b.js.CreateStream(ctx, jetstream.StreamConfig{Name: "S3EVENTS", Subjects: []string{"s3.events"}, Storage: jetstream.FileStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// messages returns every message in the stream, in order.
+func (b *natsBroker) messages(t *testing.T) [][]byte {
+	t.Helper()
+	info, err := b.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := b.stream.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m.Data)
+	}
+	return out
+}
+
+// webhookReceiver is an HTTP endpoint that keeps the messages POSTed to it.
+type webhookReceiver struct {
+	url string
+	mu  sync.Mutex
+	got [][]byte
+}
+
+func startWebhook(t *testing.T) *webhookReceiver {
+	w := &webhookReceiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.mu.Lock()
+		w.got = append(w.got, b)
+		w.mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	w.url = srv.URL
+	return w
+}
+
+func (w *webhookReceiver) messages() [][]byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([][]byte(nil), w.got...)
+}
+
+// notifyTargets writes a targets file naming the webhook and the NATS
+// stream (either may be nil) and returns the server's environment.
+func notifyTargets(t *testing.T, hook *webhookReceiver, broker *natsBroker) []string {
+	t.Helper()
+	var targets []map[string]string
+	if hook != nil {
+		targets = append(targets, map[string]string{"id": "hook", "type": "webhook", "endpoint": hook.url})
+	}
+	if broker != nil {
+		targets = append(targets, map[string]string{"id": "jobs", "type": "nats", "endpoint": broker.url, "subject": "s3.events"})
+	}
+	b, _ := json.Marshal(map[string]any{"targets": targets})
+	path := filepath.Join(t.TempDir(), "targets.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"STRATA_NOTIFY_TARGETS_FILE=" + path}
+}
+
+const (
+	hookARN = "arn:strata:sqs:us-east-1:hook:webhook"
+	natsARN = "arn:strata:sqs:us-east-1:jobs:nats"
+)
+
+// TestBucketNotifications: a bucket's notification configuration set and
+// read through S3 (an unknown target and overlapping rules refused with
+// InvalidArgument); PUT, copy, multipart completion and DELETE under one
+// prefix reach a webhook as S3 event records, and PUTs under another a
+// NATS JetStream stream.
+func TestBucketNotifications(t *testing.T) {
+	broker := startNATS(t)
+	hook := startWebhook(t)
+	s := startServer(t, serverOpts{drives: 4, env: notifyTargets(t, hook, broker)})
+	c := s.aws()
+	mustCreateBucket(t, c, "events")
+
+	_, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String("events"),
+		NotificationConfiguration: &types.NotificationConfiguration{QueueConfigurations: []types.QueueConfiguration{{
+			QueueArn: aws.String("arn:strata:sqs:us-east-1:nobody:webhook"), Events: []types.Event{"s3:ObjectCreated:*"}}}}})
+	if errCode(err) != "InvalidArgument" {
+		t.Fatalf("a configuration naming an unknown target: %v, want InvalidArgument", err)
+	}
+	_, err = c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String("events"),
+		NotificationConfiguration: &types.NotificationConfiguration{
+			QueueConfigurations: []types.QueueConfiguration{{QueueArn: aws.String(hookARN), Events: []types.Event{"s3:ObjectCreated:*"}}},
+			TopicConfigurations: []types.TopicConfiguration{{TopicArn: aws.String(natsARN), Events: []types.Event{"s3:ObjectCreated:Put"}}},
+		}})
+	if errCode(err) != "InvalidArgument" {
+		t.Fatalf("two rules sharing an event type over every key: %v, want InvalidArgument", err)
+	}
+	_, err = c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String("events"),
+		NotificationConfiguration: &types.NotificationConfiguration{
+			QueueConfigurations: []types.QueueConfiguration{{Id: aws.String("data"), QueueArn: aws.String(hookARN),
+				Events: []types.Event{"s3:ObjectCreated:*", "s3:ObjectRemoved:*"},
+				Filter: &types.NotificationConfigurationFilter{Key: &types.S3KeyFilter{FilterRules: []types.FilterRule{{Name: "prefix", Value: aws.String("data/")}}}}}},
+			TopicConfigurations: []types.TopicConfiguration{{Id: aws.String("logs"), TopicArn: aws.String(natsARN),
+				Events: []types.Event{"s3:ObjectCreated:Put"},
+				Filter: &types.NotificationConfigurationFilter{Key: &types.S3KeyFilter{FilterRules: []types.FilterRule{{Name: "prefix", Value: aws.String("logs/")}}}}}},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.GetBucketNotificationConfiguration(ctx, &s3.GetBucketNotificationConfigurationInput{Bucket: aws.String("events")})
+	if err != nil || len(got.QueueConfigurations) != 1 || len(got.TopicConfigurations) != 1 ||
+		aws.ToString(got.TopicConfigurations[0].TopicArn) != natsARN || len(got.TopicConfigurations[0].Filter.Key.FilterRules) != 1 {
+		t.Fatalf("GetBucketNotificationConfiguration: %+v %v", got, err)
+	}
+
+	body := randomBytes(1000)
+	etag := aws.ToString(put(t, c, "events", "data/a file.txt", body).ETag)
+	put(t, c, "events", "logs/x", []byte("x"))
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("events"), Key: aws.String("data/b.txt"), CopySource: aws.String("events/data/a%20file.txt")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := uploadParts(c, "events", "data/big", [][]byte{randomBytes(5 << 20), randomBytes(10)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("events"), Key: aws.String("data/a file.txt")}); err != nil {
+		t.Fatal(err)
+	}
+
+	want := []string{"ObjectCreated:Put data/a file.txt", "ObjectCreated:Copy data/b.txt",
+		"ObjectCreated:CompleteMultipartUpload data/big", "ObjectRemoved:Delete data/a file.txt"}
+	waitFor(t, "four events at the webhook", 10*time.Second, func() bool { return len(hook.messages()) >= len(want) })
+	msgs := hook.messages()
+	if len(msgs) != len(want) {
+		t.Fatalf("the webhook got %d events, want %d", len(msgs), len(want))
+	}
+	for i, m := range msgs {
+		name, key, ev := parseEvent(t, m)
+		if name+" "+key != want[i] {
+			t.Errorf("event %d is %s %s, want %s", i, name, key, want[i])
+		}
+		r := ev.Records[0]
+		if r.S3.Bucket.Name != "events" || r.S3.ConfigurationID != "data" || r.S3.Object.Sequencer == "" {
+			t.Errorf("event %d: %s", i, m)
+		}
+		if i == 0 && (r.S3.Object.Size != 1000 || `"`+r.S3.Object.ETag+`"` != etag) {
+			t.Errorf("the PUT's event says size %d, ETag %q; the PUT answered 1000 and %s", r.S3.Object.Size, r.S3.Object.ETag, etag)
+		}
+	}
+	waitFor(t, "the PUT under logs/ at the NATS stream", 10*time.Second, func() bool { return len(broker.messages(t)) >= 1 })
+	if nm := broker.messages(t); len(nm) != 1 {
+		t.Fatalf("the stream holds %d events, want 1", len(nm))
+	} else if name, key, _ := parseEvent(t, nm[0]); name != "ObjectCreated:Put" || key != "logs/x" {
+		t.Fatalf("the stream's event is %s %s", name, key)
+	}
+
+	// No configuration: no events, and GET answers an empty one.
+	if _, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String("events"),
+		NotificationConfiguration: &types.NotificationConfiguration{}}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "events", "data/quiet", []byte("q"))
+	got, err = c.GetBucketNotificationConfiguration(ctx, &s3.GetBucketNotificationConfigurationInput{Bucket: aws.String("events")})
+	if err != nil || len(got.QueueConfigurations)+len(got.TopicConfigurations) != 0 {
+		t.Fatalf("after turning notifications off: %+v %v", got, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(hook.messages()); n != len(want) {
+		t.Fatalf("%d events after notifications were turned off", n-len(want))
+	}
+}
+
+// TestNotificationsSurviveKill9: the server holding the queue is killed
+// with SIGKILL in the middle of a PUT and DELETE load and started again;
+// every PUT and DELETE that was acknowledged has its event in the NATS
+// stream (duplicates allowed, counted).
+func TestNotificationsSurviveKill9(t *testing.T) {
+	broker := startNATS(t)
+	s := startServer(t, serverOpts{drives: 4, env: notifyTargets(t, nil, broker)})
+	c := s.aws()
+	mustCreateBucket(t, c, "load")
+	if _, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String("load"),
+		NotificationConfiguration: &types.NotificationConfiguration{QueueConfigurations: []types.QueueConfiguration{{
+			QueueArn: aws.String(natsARN), Events: []types.Event{"s3:ObjectCreated:*", "s3:ObjectRemoved:*"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		mu    sync.Mutex
+		acked = map[string]bool{} // "eventName key"
+		stop  atomic.Bool
+		fails atomic.Int64
+	)
+	noRetry := func(o *s3.Options) { o.RetryMaxAttempts = 1 }
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				key := fmt.Sprintf("w%d/%06d", w, i)
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				_, err := c.PutObject(cctx, &s3.PutObjectInput{Bucket: aws.String("load"), Key: aws.String(key), Body: strings.NewReader("x")}, noRetry)
+				if err == nil {
+					mu.Lock()
+					acked["ObjectCreated:Put "+key] = true
+					mu.Unlock()
+					if i%3 == 0 {
+						_, err = c.DeleteObject(cctx, &s3.DeleteObjectInput{Bucket: aws.String("load"), Key: aws.String(key)}, noRetry)
+						if err == nil {
+							mu.Lock()
+							acked["ObjectRemoved:Delete "+key] = true
+							mu.Unlock()
+						}
+					}
+				}
+				cancel()
+				if err != nil {
+					fails.Add(1)
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		})
+	}
+	time.Sleep(2 * time.Second)
+	s.kill()
+	s.restart()
+	time.Sleep(2 * time.Second)
+	stop.Store(true)
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(acked) < 100 {
+		t.Fatalf("only %d writes acknowledged", len(acked))
+	}
+	var seen map[string]int
+	var missing []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		seen, missing = map[string]int{}, nil
+		for _, m := range broker.messages(t) {
+			name, key, _ := parseEvent(t, m)
+			seen[name+" "+key]++
+		}
+		for k := range acked {
+			if seen[k] == 0 {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			sort.Strings(missing)
+			t.Fatalf("%d of %d acknowledged writes have no event at the broker after 30 s, e.g. %v", len(missing), len(acked), missing[:min(5, len(missing))])
+		}
+	}
+	dups := 0
+	for _, n := range seen {
+		dups += n - 1
+	}
+	t.Logf("%d writes acknowledged (%d failed around the kill), %d events at the broker, %d duplicates", len(acked), fails.Load(), len(seen)+dups, dups)
+}
+
+// TestGatewayBucketNotifications: the gateway queues its events in the
+// directory it serves and delivers them as the server does.
+func TestGatewayBucketNotifications(t *testing.T) {
+	hook := startWebhook(t)
+	g := startGateway(t, t.TempDir())
+	g.kill()
+	g.env = notifyTargets(t, hook, nil)
+	g.restart()
+	c := g.aws()
+	mustCreateBucket(t, c, "events")
+	if _, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String("events"),
+		NotificationConfiguration: &types.NotificationConfiguration{QueueConfigurations: []types.QueueConfiguration{{
+			QueueArn: aws.String(hookARN), Events: []types.Event{"s3:ObjectCreated:*", "s3:ObjectRemoved:*"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "events", "k", []byte("v"))
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("events"), Key: aws.String("k")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two events at the webhook", 10*time.Second, func() bool { return len(hook.messages()) >= 2 })
+	var got []string
+	for _, m := range hook.messages() {
+		name, key, _ := parseEvent(t, m)
+		got = append(got, name+" "+key)
+	}
+	if strings.Join(got, ", ") != "ObjectCreated:Put k, ObjectRemoved:Delete k" {
+		t.Fatalf("the webhook got %v", got)
+	}
+	if out, err := c.ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil || len(out.Buckets) != 1 {
+		t.Fatalf("ListBuckets shows %d buckets (%v): the queue's own must not be one", len(out.Buckets), err)
+	}
+}
