@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -334,10 +336,22 @@ func (q *Queue) read(ctx context.Context, name string) ([]Item, error) {
 	return items, sc.Err()
 }
 
+// Lanes is how many deliveries run at once per target: a key's events
+// always take the same lane, one after the other, so they arrive in order
+// while other keys' go beside them.
+const Lanes = 8
+
+// ref is one undelivered item of a pending batch.
+type ref struct {
+	s *stored
+	i int
+}
+
 // deliver makes one pass over the pending batches in order (by time):
-// each item goes to its target unless that target failed earlier in the
-// pass. Batches with every item delivered are deleted. It reports
-// whether a delivery failed.
+// each target's items go out on Lanes lanes chosen by key, each lane in
+// order and stopping at its first failure (the rest of that lane waits
+// for the next pass). Batches with every item delivered are deleted. It
+// reports whether a delivery failed.
 func (q *Queue) deliver(ctx context.Context) (failed bool) {
 	q.mu.Lock()
 	batches := make([]*stored, 0, len(q.pending))
@@ -351,50 +365,32 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 		}
 		return batches[i].name < batches[j].name
 	})
-	blocked := map[string]bool{}
+	type laneKey struct {
+		target string
+		lane   uint32
+	}
+	lanes := map[laneKey][]ref{}
+	for _, s := range batches {
+		for i, it := range s.items {
+			if !s.delivered[i] {
+				k := laneKey{it.Target, laneOf(it.Key)}
+				lanes[k] = append(lanes[k], ref{s, i})
+			}
+		}
+	}
+	var failures atomic.Bool
+	var wg sync.WaitGroup
+	for k, refs := range lanes {
+		wg.Go(func() {
+			if !q.deliverLane(ctx, q.targets[k.target], refs) {
+				failures.Store(true)
+			}
+		})
+	}
+	wg.Wait()
 	oldest := int64(0)
 	for _, s := range batches {
-		left := 0
-		for i, it := range s.items {
-			if s.delivered[i] {
-				continue
-			}
-			if ctx.Err() != nil {
-				return false
-			}
-			t := q.targets[it.Target]
-			if blocked[it.Target] {
-				left++
-				continue
-			}
-			var err error
-			if t == nil {
-				err = errNoTarget
-			} else {
-				dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-				err = t.Deliver(dctx, it.Msg)
-				cancel()
-			}
-			if err != nil {
-				if errors.Is(err, errNoTarget) {
-					// Removed from the server's targets: nothing will
-					// ever take it.
-					q.log.Warn("notifications: dropping an event for a target this server does not have", "target", it.Target, "key", it.Key)
-				} else {
-					q.stats.Failed.Add(1)
-					q.log.Warn("notifications: delivery failed; retrying", "target", it.Target, "key", it.Key, "error", err)
-					blocked[it.Target] = true
-					failed = true
-					left++
-					continue
-				}
-			} else {
-				q.stats.Delivered.Add(1)
-			}
-			s.delivered[i] = true
-			q.stats.Backlog.Add(-1)
-		}
-		if left > 0 {
+		if slices.Contains(s.delivered, false) {
 			if oldest == 0 {
 				oldest = s.at
 			}
@@ -409,5 +405,39 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 		q.mu.Unlock()
 	}
 	q.stats.Oldest.Store(oldest)
-	return failed
+	return failures.Load()
+}
+
+// deliverLane sends one lane's items in order until one fails; it
+// reports whether all were delivered. t is nil for a target the server no
+// longer has: nothing will ever take its items, which are dropped.
+func (q *Queue) deliverLane(ctx context.Context, t Target, refs []ref) bool {
+	for _, r := range refs {
+		it := r.s.items[r.i]
+		if ctx.Err() != nil {
+			return true // stopping: not a failure
+		}
+		if t == nil {
+			q.log.Warn("notifications: dropping an event for a target this server does not have", "target", it.Target, "key", it.Key)
+		} else {
+			dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			err := t.Deliver(dctx, it.Msg)
+			cancel()
+			if err != nil {
+				q.stats.Failed.Add(1)
+				q.log.Warn("notifications: delivery failed; retrying", "target", it.Target, "key", it.Key, "error", err)
+				return false
+			}
+			q.stats.Delivered.Add(1)
+		}
+		r.s.delivered[r.i] = true
+		q.stats.Backlog.Add(-1)
+	}
+	return true
+}
+
+func laneOf(key string) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return h.Sum32() % Lanes
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -198,9 +197,6 @@ func (n *natsTarget) Close() {
 		n.nc.Close()
 	}
 }
-
-// errNoTarget is a queued event whose target the server no longer has.
-var errNoTarget = errors.New("notify: no such target")
 
 // ARNs lists targets' ARNs in order.
 func ARNs(ts []Target) []string {
