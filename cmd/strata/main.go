@@ -285,8 +285,8 @@ pool list from a file (docs/topology.md) and follows its changes.
 		InternodeProtocol: protocol, NoSync: *noSync, ShardFiles: *shardFiles, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
 		DataSlots: plan.DataSlots, MetaCacheSize: plan.Meta, MemTableSize: plan.MemTable,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
-		NotifyTargetsFile: getenv(notify.EnvTargetsFile),
-		Healer:            healer, StaleUploadAge: *staleUploads, LifecycleInterval: *lifecycleEvery, LifecycleDay: lifecycleDay,
+		NotifyTargetsFile: getenv(notify.EnvTargetsFile), NotifyTakeOver: testNotifyTakeOver(getenv, log),
+		Healer: healer, StaleUploadAge: *staleUploads, LifecycleInterval: *lifecycleEvery, LifecycleDay: lifecycleDay,
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, DriveOpenDelay: openDelay, DriveFS: driveFS, DriveMetaFS: metaFS, Log: log,
 	})
 	if err != nil {
@@ -475,5 +475,17 @@ func limitFlags(fs *flag.FlagSet) *s3http.Limits {
 // of lifecycle rules (STRATA_TEST_LIFECYCLE_DAY); 0 is S3's day.
 func testLifecycleDay(getenv func(string) string) time.Duration {
 	d, _ := time.ParseDuration(getenv("STRATA_TEST_LIFECYCLE_DAY"))
+	return d
+}
+
+// testNotifyTakeOver is STRATA_TEST_NOTIFY_TAKEOVER, for tests of a lost
+// node's notification events only: how old they must be before another
+// node delivers them (the default is a minute).
+func testNotifyTakeOver(getenv func(string) string, log *slog.Logger) time.Duration {
+	d, err := time.ParseDuration(getenv("STRATA_TEST_NOTIFY_TAKEOVER"))
+	if err != nil || d <= 0 {
+		return 0
+	}
+	log.Warn("STRATA_TEST_NOTIFY_TAKEOVER: another node's notification events are taken over early, for tests only", "after", d)
 	return d
 }

@@ -47,8 +47,9 @@ type Item struct {
 // of one key reach it in order), and deletes a batch once every item is
 // delivered. Batches are named by the node that wrote them and their
 // time: a node delivers its own at once, including those found after a
-// restart, and another node's once they are older than TakeOver (that
-// node is gone or far behind; an item may then arrive twice).
+// restart, and another node's once they are older than TakeOver and Takes
+// says so (that node is gone; an item it had delivered before it went
+// arrives again).
 type Queue struct {
 	store   objlayer.Layer
 	node    string
@@ -58,9 +59,10 @@ type Queue struct {
 	// TakeOver is how old another node's batch must be before this node
 	// delivers it; Rescan how often the stored batches are listed.
 	TakeOver, Rescan time.Duration
-	// Alive, when set, reports whether another node is up: its batches
-	// are left to it however old they are.
-	Alive func(node string) bool
+	// Takes, when set, reports whether this node delivers another node's
+	// old batches: not while that node is up, and of the nodes that are,
+	// only one should (nil: every node does).
+	Takes func(node string) bool
 
 	mu       sync.Mutex
 	next     *batch
@@ -281,7 +283,7 @@ func (q *Queue) scan(ctx context.Context) error {
 			q.mu.Lock()
 			_, known := q.pending[o.Name]
 			q.mu.Unlock()
-			if known || node != q.node && (time.Since(time.Unix(0, at)) < q.TakeOver || q.Alive != nil && q.Alive(node)) {
+			if known || node != q.node && (time.Since(time.Unix(0, at)) < q.TakeOver || q.Takes != nil && !q.Takes(node)) {
 				continue
 			}
 			items, err := q.read(ctx, o.Name)

@@ -180,7 +180,7 @@ func TestQueueSurvivesARestart(t *testing.T) {
 	other.TakeOver, other.Rescan = 300*time.Millisecond, 100*time.Millisecond
 	alive := atomic.Bool{}
 	alive.Store(true)
-	other.Alive = func(node string) bool { return node == "node-1" && alive.Load() }
+	other.Takes = func(node string) bool { return node != "node-1" || !alive.Load() }
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go other.Run(ctx)

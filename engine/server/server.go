@@ -89,6 +89,10 @@ type Config struct {
 	// NotifyTargetsFile lists the bucket notifications' targets
 	// (engine/notify.TargetsFile; empty: none).
 	NotifyTargetsFile string
+	// NotifyTakeOver, for tests only, is how old an offline node's stored
+	// events must be before this node delivers them (0: the queue's
+	// default).
+	NotifyTakeOver time.Duration
 	// KeysFile holds the master keys of SSE-S3 and SSE-KMS (engine/kms);
 	// empty: only SSE-C is offered.
 	KeysFile string
@@ -675,20 +679,24 @@ func notifyBucketChanged(bg context.Context, peers []*internode.Peer, bucket str
 
 // startNotifications opens the bucket notifications' targets and starts
 // delivering their queue. A node is named by its S3 address; another
-// node's stored events are left to it while it is online.
+// node's stored events are left to it while it is online, and taken over
+// by the online node with the lowest address when it is not.
 func startNotifications(bg context.Context, cfg Config, layer objlayer.Layer, peers func() []*internode.Peer, log *slog.Logger) (*notify.Queue, error) {
 	targets, err := notify.LoadTargets(cfg.NotifyTargetsFile, notify.DefaultRegion)
 	if err != nil {
 		return nil, err
 	}
 	q := notify.NewQueue(layer, cfg.Address, targets, log)
-	q.Alive = func(node string) bool {
+	if cfg.NotifyTakeOver > 0 {
+		q.TakeOver, q.Rescan = cfg.NotifyTakeOver, cfg.NotifyTakeOver/2
+	}
+	q.Takes = func(node string) bool {
 		for _, p := range peers() {
-			if p.Host == node {
-				return p.Online()
+			if p.Online() && (p.Host == node || p.Host < cfg.Address) {
+				return false
 			}
 		}
-		return false
+		return true
 	}
 	go q.Run(bg)
 	log.Info("bucket notifications", "targets", notify.ARNs(targets))

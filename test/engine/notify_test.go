@@ -58,9 +58,14 @@ func parseEvent(t testing.TB, b []byte) (name, key string, ev s3Event) {
 }
 
 // natsBroker is a real nats-server with JetStream, started by the test,
-// and a stream taking the subject s3.events.
+// and a stream taking the subject s3.events. stop and start it again on
+// its address and storage (the stream survives).
 type natsBroker struct {
+	t      *testing.T
 	url    string
+	args   []string
+	log    *os.File
+	cmd    *exec.Cmd
 	js     jetstream.JetStream
 	stream jetstream.Stream
 }
@@ -73,21 +78,16 @@ func startNATS(t *testing.T) *natsBroker {
 	}
 	addr := freeAddr(t)
 	host, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(bin, "-a", host, "-p", port, "-js", "-sd", t.TempDir())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logFile, err := os.Create(filepath.Join(t.TempDir(), "nats.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	b := &natsBroker{url: "nats://" + addr}
+	b := &natsBroker{t: t, url: "nats://" + addr, args: []string{bin, "-a", host, "-p", port, "-js", "-sd", t.TempDir()}, log: logFile}
+	b.start()
+	t.Cleanup(b.stop)
 	var nc *nats.Conn
 	waitFor(t, "nats-server to accept connections", 20*time.Second, func() bool {
-		nc, err = nats.Connect(b.url)
+		nc, err = nats.Connect(b.url, nats.MaxReconnects(-1))
 		return err == nil
 	})
 	t.Cleanup(nc.Close)
@@ -101,13 +101,32 @@ func startNATS(t *testing.T) *natsBroker {
 	return b
 }
 
+func (b *natsBroker) start() {
+	b.cmd = exec.Command(b.args[0], b.args[1:]...)
+	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	b.cmd.Stdout, b.cmd.Stderr = b.log, b.log
+	if err := b.cmd.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *natsBroker) stop() {
+	if b.cmd != nil {
+		_ = b.cmd.Process.Kill()
+		_ = b.cmd.Wait()
+		b.cmd = nil
+	}
+}
+
 // messages returns every message in the stream, in order.
 func (b *natsBroker) messages(t *testing.T) [][]byte {
 	t.Helper()
-	info, err := b.stream.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var info *jetstream.StreamInfo
+	var err error
+	waitFor(t, "the stream's state", 20*time.Second, func() bool { // through a reconnection
+		info, err = b.stream.Info(ctx)
+		return err == nil
+	})
 	var out [][]byte
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
 		m, err := b.stream.GetMsg(ctx, seq)
@@ -389,5 +408,69 @@ func TestGatewayBucketNotifications(t *testing.T) {
 	}
 	if out, err := c.ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil || len(out.Buckets) != 1 {
 		t.Fatalf("ListBuckets shows %d buckets (%v): the queue's own must not be one", len(out.Buckets), err)
+	}
+}
+
+// TestNotificationsOfALostNode: a node of four stores events while the
+// broker is down, then is killed with SIGKILL and never comes back; once
+// the broker is up, the other nodes deliver every event of every PUT and
+// DELETE the lost node acknowledged (its batches are erasure-coded like
+// any object; STRATA_TEST_NOTIFY_TAKEOVER shortens the minute they wait
+// for their node).
+func TestNotificationsOfALostNode(t *testing.T) {
+	broker := startNATS(t)
+	c := newCluster(t)
+	nodes := []int{11, 12, 13, 14}
+	env := append(notifyTargets(t, nil, broker), "STRATA_TEST_NOTIFY_TAKEOVER=2s")
+	c.env = map[int][]string{}
+	for _, n := range nodes {
+		c.env[n] = env
+	}
+	c.writeTopology(c.poolSpec("pool-a", nodes, 2))
+	c.start(nodes)
+	first := c.nodes[11].aws()
+	mustCreateBucket(t, first, "lost")
+	if _, err := first.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String("lost"),
+		NotificationConfiguration: &types.NotificationConfiguration{QueueConfigurations: []types.QueueConfiguration{{
+			QueueArn: aws.String(natsARN), Events: []types.Event{"s3:ObjectCreated:*", "s3:ObjectRemoved:*"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	broker.stop()
+	lost := c.nodes[12].aws()
+	var want []string
+	for i := range 60 {
+		key := fmt.Sprintf("k%03d", i)
+		put(t, lost, "lost", key, []byte(key))
+		want = append(want, "ObjectCreated:Put "+key)
+		if i%3 == 0 {
+			if _, err := lost.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("lost"), Key: aws.String(key)}); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, "ObjectRemoved:Delete "+key)
+		}
+	}
+	c.nodes[12].kill()
+	broker.start()
+
+	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		seen := map[string]int{}
+		for _, m := range broker.messages(t) {
+			name, key, _ := parseEvent(t, m)
+			seen[name+" "+key]++
+		}
+		var missing []string
+		for _, w := range want {
+			if seen[w] == 0 {
+				missing = append(missing, w)
+			}
+		}
+		if len(missing) == 0 {
+			t.Logf("%d events of the lost node delivered by the others (%d messages)", len(want), len(broker.messages(t)))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d events of the lost node not delivered after 45 s, e.g. %v", len(missing), len(want), missing[:min(5, len(missing))])
+		}
 	}
 }
