@@ -299,8 +299,20 @@ func rootCredentials(ctx context.Context, c client.Reader, t *v1.Tenant) ([2]str
 	if err != nil {
 		return [2]string{}, "", err
 	}
-	sum := sha256.Sum256([]byte(a + "\x00" + sk))
-	return [2]string{a, sk}, hex.EncodeToString(sum[:8]), nil
+	h := sha256.New()
+	h.Write([]byte(a + "\x00" + sk))
+	// The engine reads its notification targets at start: a change rolls
+	// the pods. (Without targets the hash is what it always was.)
+	if len(t.Spec.Notifications.Targets) > 0 {
+		name := builders.NotifyTargetsSecretName(t.Name)
+		nt := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, nt); err != nil {
+			return [2]string{}, "", fmt.Errorf("waiting for the notification targets Secret %s of Tenant %s: %w", name, t.Name, err)
+		}
+		h.Write([]byte{0})
+		h.Write(nt.Data[builders.NotifyTargetsFileKey])
+	}
+	return [2]string{a, sk}, hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
 
 func (r *ServerPoolReconciler) reconcileStatefulSets(ctx context.Context, s *poolScope) error {

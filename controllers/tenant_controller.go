@@ -103,6 +103,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	for _, step := range []func(context.Context, *tenantScope) error{
 		r.reconcileCredentials,
 		r.reconcileEncryptionKeys,
+		r.reconcileNotifyTargets,
 		r.reconcileMetricsToken,
 		r.reconcileCertificates,
 		r.reconcileServices,
@@ -253,6 +254,43 @@ func (r *TenantReconciler) reconcileEncryptionKeys(ctx context.Context, s *tenan
 			fmt.Sprintf("%s; encryption keys in Secret %s (default key %s, %d key(s))", c.Message, name, st.DefaultKey, st.Keys))
 	}
 	return nil
+}
+
+// reconcileNotifyTargets renders the tenant's notification targets, with
+// their credentials, into the Secret the servers and gateways read, or
+// removes it when the tenant has none. A missing credentials Secret holds
+// CredentialsReady, as a user's does.
+func (r *TenantReconciler) reconcileNotifyTargets(ctx context.Context, s *tenantScope) error {
+	t := s.tenant
+	if len(t.Spec.Notifications.Targets) == 0 {
+		old := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: builders.NotifyTargetsSecretName(t.Name)}}
+		if err := r.Client.Delete(ctx, old); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing the notification targets Secret: %w", err)
+		}
+		return nil
+	}
+	creds := map[string]map[string][]byte{}
+	for _, tg := range t.Spec.Notifications.Targets {
+		if tg.CredentialsSecretRef == nil {
+			continue
+		}
+		sec := &corev1.Secret{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: tg.CredentialsSecretRef.Name}, sec)
+		if apierrors.IsNotFound(err) {
+			return r.credentialsMissing(s, fmt.Sprintf("notification target %q: Secret %q does not exist: create it with any of the keys %s, %s and %s",
+				tg.Name, tg.CredentialsSecretRef.Name, builders.NotifyTokenKey, builders.NotifyUsernameKey, builders.NotifyPasswordKey))
+		}
+		if err != nil {
+			return fmt.Errorf("reading Secret of notification target %s: %w", tg.Name, err)
+		}
+		creds[tg.Name] = sec.Data
+	}
+	sec, err := builders.NotifyTargetsSecret(t, creds)
+	if err != nil {
+		return err
+	}
+	_, err = apply(ctx, r.Client, r.Scheme, t, sec, secretOps)
+	return err
 }
 
 func (r *TenantReconciler) credentialsMissing(s *tenantScope, msg string) error {
@@ -565,6 +603,11 @@ func tenantUsesSecret(t *v1.Tenant, name string) bool {
 	}
 	for _, u := range t.Spec.Users {
 		if u.SecretRef.Name == name {
+			return true
+		}
+	}
+	for _, tg := range t.Spec.Notifications.Targets {
+		if tg.CredentialsSecretRef != nil && tg.CredentialsSecretRef.Name == name {
 			return true
 		}
 	}

@@ -75,6 +75,13 @@ type TenantSpec struct {
 	// +optional
 	Claims ClaimsSpec `json:"claims,omitempty"`
 
+	// notifications are the targets bucket notifications may be sent to:
+	// a bucket's notification configuration (S3's
+	// PutBucketNotificationConfiguration) names one by its ARN,
+	// arn:strata:sqs:us-east-1:<name>:<type> (docs/notifications.md).
+	// +optional
+	Notifications NotificationsSpec `json:"notifications,omitempty"`
+
 	// tls configures HTTPS for S3 and for traffic between servers.
 	// +optional
 	// +kubebuilder:default={mode: Operator}
@@ -197,6 +204,53 @@ type EncryptionSpec struct {
 	// Secret outlives the Tenant: objects cannot be read without it.
 	// +optional
 	KeysSecretRef *SecretReference `json:"keysSecretRef,omitempty"`
+}
+
+// NotificationsSpec lists a tenant's notification targets.
+type NotificationsSpec struct {
+	// targets receive the S3 event messages of the buckets that name
+	// them. Servers and gateways restart to take a change.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Targets []NotificationTargetSpec `json:"targets,omitempty"`
+}
+
+// NotificationTargetSpec is one target of bucket notifications.
+// +kubebuilder:validation:XValidation:rule="self.type != 'nats' || (has(self.subject) && size(self.subject) > 0)",message="a nats target needs subject: the subject a JetStream stream takes (events are published through JetStream and taken when the stream acknowledges them)"
+// +kubebuilder:validation:XValidation:rule="self.type != 'webhook' || self.endpoint.startsWith('http://') || self.endpoint.startsWith('https://')",message="a webhook target's endpoint is an http:// or https:// URL"
+// +kubebuilder:validation:XValidation:rule="self.type != 'nats' || self.endpoint.split(',').all(u, u.startsWith('nats://') || u.startsWith('tls://'))",message="a nats target's endpoint is one or more nats:// or tls:// URLs, comma-separated"
+type NotificationTargetSpec struct {
+	// name is the target's ID in its ARN.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+
+	// type is webhook (each event POSTed as JSON; a 2xx answer takes it)
+	// or nats (published to a NATS JetStream stream).
+	// +kubebuilder:validation:Enum=webhook;nats
+	// +required
+	Type string `json:"type"`
+
+	// endpoint is the webhook's URL or the NATS servers' URLs.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +required
+	Endpoint string `json:"endpoint"`
+
+	// subject is the NATS subject events are published to.
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Subject string `json:"subject,omitempty"`
+
+	// credentialsSecretRef names a Secret of this namespace with the
+	// target's credentials, each key optional: token (the webhook's
+	// bearer token, or the NATS token), username and password (NATS).
+	// +optional
+	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef,omitempty"`
 }
 
 // UserSpec is one S3 user of the tenant.

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/engine/notify"
 )
 
 // Keys of credential Secrets (root and users).
@@ -130,5 +131,37 @@ func IAMSecret(t *v1.Tenant, keys map[string][2]string) (*corev1.Secret, error) 
 		ObjectMeta: metav1.ObjectMeta{Name: IAMSecretName(t.Name), Namespace: t.Namespace, Labels: TenantLabels(t.Name)},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{IAMFileKey: data},
+	}, nil
+}
+
+// NotifyTargetsFileKey is the key of the notification targets Secret the
+// engine reads (STRATA_NOTIFY_TARGETS_FILE).
+const NotifyTargetsFileKey = "targets.json"
+
+// Keys of a notification target's credentials Secret, each optional.
+const (
+	NotifyTokenKey    = "token"
+	NotifyUsernameKey = "username"
+	NotifyPasswordKey = "password"
+)
+
+// NotifyTargetsSecret renders the tenant's notification targets as the
+// engine's targets file (engine/notify.TargetsFile). creds maps a target
+// name to the data of its credentials Secret.
+func NotifyTargetsSecret(t *v1.Tenant, creds map[string]map[string][]byte) (*corev1.Secret, error) {
+	doc := notify.TargetsFile{Targets: []notify.TargetSpec{}}
+	for _, tg := range t.Spec.Notifications.Targets {
+		c := creds[tg.Name]
+		doc.Targets = append(doc.Targets, notify.TargetSpec{ID: tg.Name, Type: tg.Type, Endpoint: tg.Endpoint, Subject: tg.Subject,
+			AuthToken: string(c[NotifyTokenKey]), Username: string(c[NotifyUsernameKey]), Password: string(c[NotifyPasswordKey])})
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: NotifyTargetsSecretName(t.Name), Namespace: t.Namespace, Labels: TenantLabels(t.Name)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{NotifyTargetsFileKey: data},
 	}, nil
 }

@@ -52,6 +52,9 @@ func EncryptionKeysSecretName(t *v1.Tenant) string {
 // GeneratedEncryptionKeysSecretName is where generated master keys live.
 func GeneratedEncryptionKeysSecretName(tenant string) string { return tenant + "-encryption-keys" }
 
+// NotifyTargetsSecretName holds the rendered notification targets file.
+func NotifyTargetsSecretName(tenant string) string { return tenant + "-notify-targets" }
+
 // IAMSecretName holds the rendered IAM users file.
 func IAMSecretName(tenant string) string { return tenant + "-iam" }
 

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/engine/notify"
 )
 
 // Paths inside strata containers. Credentials reach the engine as files
@@ -19,6 +20,7 @@ const (
 	MetricsTokenFile  = MetricsMountPath + "/" + MetricsTokenKey
 	TopologyMountPath = "/etc/strata/topology"
 	TopologyFile      = TopologyMountPath + "/" + TopologyFileKey
+	NotifyMountPath   = "/etc/strata/notify"
 
 	EnvRootUserFile     = "STRATA_ROOT_USER_FILE"
 	EnvRootPasswordFile = "STRATA_ROOT_PASSWORD_FILE"
@@ -52,7 +54,10 @@ type Engine struct {
 	MetricsTokenSecret string
 	// EncryptionSecret holds the servers' encryption master keys.
 	EncryptionSecret string
-	CredentialsHash  string
+	// NotifyTargetsSecret holds the notification targets file ("": the
+	// tenant has none).
+	NotifyTargetsSecret string
+	CredentialsHash     string
 }
 
 // EngineFor derives the engine settings of a tenant.
@@ -70,6 +75,9 @@ func EngineFor(t *v1.Tenant, defaultImage, credentialsHash string) Engine {
 		// needs no restart, so it is not hashed either.
 		EncryptionSecret: EncryptionKeysSecretName(t),
 		CredentialsHash:  credentialsHash,
+	}
+	if len(t.Spec.Notifications.Targets) > 0 {
+		e.NotifyTargetsSecret = NotifyTargetsSecretName(t.Name)
 	}
 	if e.PullPolicy == "" {
 		e.PullPolicy = corev1.PullIfNotPresent
@@ -90,11 +98,15 @@ func (e Engine) commonArgs() []string {
 }
 
 func (e Engine) env() []corev1.EnvVar {
-	return []corev1.EnvVar{
+	env := []corev1.EnvVar{
 		{Name: EnvRootUserFile, Value: RootMountPath + "/" + AccessKeyKey},
 		{Name: EnvRootPasswordFile, Value: RootMountPath + "/" + SecretKeyKey},
 		{Name: EnvIAMFile, Value: IAMMountPath + "/" + IAMFileKey},
 	}
+	if e.NotifyTargetsSecret != "" {
+		env = append(env, corev1.EnvVar{Name: notify.EnvTargetsFile, Value: NotifyMountPath + "/" + NotifyTargetsFileKey})
+	}
+	return env
 }
 
 // tmpSizeLimit bounds the pod's writable /tmp. The engine writes nothing
@@ -127,6 +139,10 @@ func (e Engine) volumes() ([]corev1.Volume, []corev1.VolumeMount) {
 	if e.TLSSecret != "" {
 		vols = append(vols, secret("certs", e.TLSSecret))
 		mounts = append(mounts, corev1.VolumeMount{Name: "certs", MountPath: CertsMountPath, ReadOnly: true})
+	}
+	if e.NotifyTargetsSecret != "" {
+		vols = append(vols, secret("notify-targets", e.NotifyTargetsSecret, NotifyTargetsFileKey))
+		mounts = append(mounts, corev1.VolumeMount{Name: "notify-targets", MountPath: NotifyMountPath, ReadOnly: true})
 	}
 	return vols, mounts
 }

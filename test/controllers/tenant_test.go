@@ -510,6 +510,77 @@ var _ = Describe("missing and invalid references", func() {
 		}).Should(ContainElement(HaveField("Secret.SecretName", "vault-keys")))
 	})
 
+	It("notification targets: checked by the API server, rendered with their credentials for the pods, a change rolls them, none removes the file", func() {
+		ns := newNamespace()
+		for want, tg := range map[string]v1.NotificationTargetSpec{
+			"a nats target needs subject":                    {Name: "jobs", Type: "nats", Endpoint: "nats://nats:4222"},
+			"endpoint is an http:// or https:// URL":         {Name: "hook", Type: "webhook", Endpoint: "ftp://x"},
+			"one or more nats:// or tls:// URLs":             {Name: "jobs", Type: "nats", Endpoint: "nats://a:4222,http://b", Subject: "s3"},
+			"supported values":                               {Name: "q", Type: "kafka", Endpoint: "kafka://k:9092"},
+			`should match '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$'`: {Name: "Bad_Name", Type: "webhook", Endpoint: "http://x"},
+		} {
+			t := tenant(ns)
+			t.Spec.Notifications.Targets = []v1.NotificationTargetSpec{tg}
+			err := k8s.Create(ctx, t)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%+v: %v", tg, err)
+			Expect(strings.ToLower(err.Error())).To(ContainSubstring(strings.ToLower(want)))
+		}
+		t := tenant(ns)
+		t.Spec.Notifications.Targets = []v1.NotificationTargetSpec{
+			{Name: "hook", Type: "webhook", Endpoint: "https://events.example.com/s3", CredentialsSecretRef: &v1.SecretReference{Name: "hook-token"}},
+			{Name: "jobs", Type: "nats", Endpoint: "nats://nats.messaging:4222", Subject: "s3.events"},
+		}
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		Expect(k8s.Create(ctx, nvmePool(ns))).To(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("False/SecretMissing"))
+		Expect(t.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring(`notification target "hook": Secret "hook-token" does not exist`))))
+
+		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hook-token"},
+			StringData: map[string]string{"token": "s3cr3t"}})).To(Succeed())
+		Eventually(tenantCondition(t, v1.ConditionCredentialsReady)).Should(Equal("True/Reconciled"))
+		targets := &corev1.Secret{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-notify-targets"), targets) }).Should(Succeed())
+		Expect(string(targets.Data["targets.json"])).To(Equal(`{"targets":[` +
+			`{"id":"hook","type":"webhook","endpoint":"https://events.example.com/s3","authToken":"s3cr3t"},` +
+			`{"id":"jobs","type":"nats","endpoint":"nats://nats.messaging:4222","subject":"s3.events"}]}`))
+		sts := &appsv1.StatefulSet{}
+		Eventually(func() []corev1.EnvVar {
+			_ = k8s.Get(ctx, key(ns, "media-nvme"), sts)
+			if len(sts.Spec.Template.Spec.Containers) == 0 {
+				return nil
+			}
+			return sts.Spec.Template.Spec.Containers[0].Env
+		}).Should(ContainElement(corev1.EnvVar{Name: "STRATA_NOTIFY_TARGETS_FILE", Value: "/etc/strata/notify/targets.json"}))
+		Expect(sts.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "media-notify-targets")))
+		hash := sts.Spec.Template.Annotations["storage.strata.dev/credentials-hash"]
+
+		By("a new token rolls the servers (they read their targets at start)")
+		token := &corev1.Secret{}
+		Expect(k8s.Get(ctx, key(ns, "hook-token"), token)).To(Succeed())
+		token.Data["token"] = []byte("rotated")
+		Expect(k8s.Update(ctx, token)).To(Succeed())
+		Eventually(func() string {
+			_ = k8s.Get(ctx, key(ns, "media-nvme"), sts)
+			return sts.Spec.Template.Annotations["storage.strata.dev/credentials-hash"]
+		}).ShouldNot(Equal(hash))
+
+		By("no targets: no file, no mount")
+		update(t, func(t *v1.Tenant) { t.Spec.Notifications.Targets = nil })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, key(ns, "media-notify-targets"), &corev1.Secret{}))
+		}).Should(BeTrue())
+		Eventually(func() []string {
+			_ = k8s.Get(ctx, key(ns, "media-nvme"), sts)
+			var secrets []string
+			for _, v := range sts.Spec.Template.Spec.Volumes {
+				if v.Secret != nil {
+					secrets = append(secrets, v.Secret.SecretName)
+				}
+			}
+			return secrets
+		}).ShouldNot(ContainElement("media-notify-targets"))
+	})
+
 	It("bucket defaults that cannot be honoured are refused by the API server, saying why", func() {
 		ns := newNamespace()
 		seven := int32(7)
