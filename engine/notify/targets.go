@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
 )
 
 // Target receives event messages.
@@ -30,18 +31,20 @@ type Target interface {
 type TargetSpec struct {
 	// ID is the target's name in its ARN (arn:strata:sqs:REGION:ID:TYPE).
 	ID string `json:"id"`
-	// Type is "webhook" or "nats".
+	// Type is "webhook", "nats" or "redis".
 	Type string `json:"type"`
-	// Endpoint is the webhook's URL or the NATS server's
-	// (nats://host:4222, several comma-separated).
+	// Endpoint is the webhook's URL, the NATS server's (nats://host:4222,
+	// several comma-separated) or the Redis server's
+	// (redis://host:6379/0, rediss:// for TLS).
 	Endpoint string `json:"endpoint"`
 	// AuthToken is sent as a bearer token (webhook) or the NATS token.
 	AuthToken string `json:"authToken,omitempty"`
-	// Username and Password authenticate to NATS.
+	// Username and Password authenticate to NATS or Redis.
 	Username string `json:"username,omitempty"`
 	Password string `json:"password,omitempty"`
-	// Subject is the NATS subject published to; a JetStream stream must
-	// take it (publishing waits for the stream's acknowledgement).
+	// Subject is the NATS subject published to (a JetStream stream must
+	// take it: publishing waits for the stream's acknowledgement), or the
+	// Redis stream events are added to (XADD).
 	Subject string `json:"subject,omitempty"`
 }
 
@@ -102,8 +105,10 @@ func OpenTarget(s TargetSpec, region string) (Target, error) {
 			return nil, fmt.Errorf("NATS target %s needs a subject", s.ID)
 		}
 		return &natsTarget{arn: s.ARN(region), spec: s}, nil
+	case "redis":
+		return openRedis(s, region)
 	default:
-		return nil, fmt.Errorf("target %s: type %q is not one of webhook, nats", s.ID, s.Type)
+		return nil, fmt.Errorf("target %s: type %q is not one of webhook, nats, redis", s.ID, s.Type)
 	}
 }
 
@@ -207,3 +212,40 @@ func ARNs(ts []Target) []string {
 	slices.Sort(out)
 	return out
 }
+
+// redisTarget adds each event to a Redis stream (XADD, field "event"):
+// taken once Redis answers with the entry's ID. How durable that is is
+// the Redis server's persistence (appendonly, appendfsync).
+type redisTarget struct {
+	arn    string
+	stream string
+	client *redis.Client
+}
+
+func openRedis(s TargetSpec, region string) (Target, error) {
+	if s.Subject == "" {
+		return nil, fmt.Errorf("Redis target %s needs a subject: the stream events are added to", s.ID)
+	}
+	opts, err := redis.ParseURL(s.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("Redis target %s: %w", s.ID, err)
+	}
+	if s.Username != "" {
+		opts.Username = s.Username
+	}
+	if s.Password != "" {
+		opts.Password = s.Password
+	} else if s.AuthToken != "" {
+		opts.Password = s.AuthToken
+	}
+	opts.MaxRetries = -1 // the queue retries, in order
+	return &redisTarget{arn: s.ARN(region), stream: s.Subject, client: redis.NewClient(opts)}, nil
+}
+
+func (r *redisTarget) ARN() string { return r.arn }
+
+func (r *redisTarget) Deliver(ctx context.Context, msg []byte) error {
+	return r.client.XAdd(ctx, &redis.XAddArgs{Stream: r.stream, Values: []any{"event", msg}}).Err()
+}
+
+func (r *redisTarget) Close() { _ = r.client.Close() }

@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
 )
 
 // s3Event is what the tests read of an S3 event message.
@@ -138,6 +139,47 @@ func (b *natsBroker) messages(t *testing.T) [][]byte {
 	return out
 }
 
+// redisBroker is a real redis-server started by the test (from Debian's
+// package: make brokers), its events read from the stream s3-events.
+type redisBroker struct {
+	url    string
+	client *redis.Client
+}
+
+func startRedis(t *testing.T) *redisBroker {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		skipOutsideCI(t, "redis-server is not installed (make brokers installs it)")
+	}
+	addr := freeAddr(t)
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "--bind", host, "--port", port, "--dir", t.TempDir(), "--appendonly", "yes", "--save", "")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	b := &redisBroker{url: "redis://" + addr + "/0", client: redis.NewClient(&redis.Options{Addr: addr})}
+	t.Cleanup(func() { _ = b.client.Close() })
+	waitFor(t, "redis-server to answer", 20*time.Second, func() bool { return b.client.Ping(ctx).Err() == nil })
+	return b
+}
+
+// messages returns the events in the stream, in order.
+func (b *redisBroker) messages(t *testing.T) [][]byte {
+	t.Helper()
+	entries, err := b.client.XRange(ctx, "s3-events", "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, e := range entries {
+		out = append(out, []byte(e.Values["event"].(string)))
+	}
+	return out
+}
+
 // webhookReceiver is an HTTP endpoint that keeps the messages POSTed to it.
 type webhookReceiver struct {
 	url string
@@ -164,9 +206,10 @@ func (w *webhookReceiver) messages() [][]byte {
 	return append([][]byte(nil), w.got...)
 }
 
-// notifyTargets writes a targets file naming the webhook and the NATS
-// stream (either may be nil) and returns the server's environment.
-func notifyTargets(t *testing.T, hook *webhookReceiver, broker *natsBroker) []string {
+// notifyTargets writes a targets file naming the webhook, the NATS stream
+// and the Redis stream (any may be nil) and returns the server's
+// environment.
+func notifyTargets(t *testing.T, hook *webhookReceiver, broker *natsBroker, rb ...*redisBroker) []string {
 	t.Helper()
 	var targets []map[string]string
 	if hook != nil {
@@ -174,6 +217,9 @@ func notifyTargets(t *testing.T, hook *webhookReceiver, broker *natsBroker) []st
 	}
 	if broker != nil {
 		targets = append(targets, map[string]string{"id": "jobs", "type": "nats", "endpoint": broker.url, "subject": "s3.events"})
+	}
+	for _, r := range rb {
+		targets = append(targets, map[string]string{"id": "cache", "type": "redis", "endpoint": r.url, "subject": "s3-events"})
 	}
 	b, _ := json.Marshal(map[string]any{"targets": targets})
 	path := filepath.Join(t.TempDir(), "targets.json")
@@ -184,19 +230,21 @@ func notifyTargets(t *testing.T, hook *webhookReceiver, broker *natsBroker) []st
 }
 
 const (
-	hookARN = "arn:strata:sqs:us-east-1:hook:webhook"
-	natsARN = "arn:strata:sqs:us-east-1:jobs:nats"
+	hookARN  = "arn:strata:sqs:us-east-1:hook:webhook"
+	natsARN  = "arn:strata:sqs:us-east-1:jobs:nats"
+	redisARN = "arn:strata:sqs:us-east-1:cache:redis"
 )
 
 // TestBucketNotifications: a bucket's notification configuration set and
 // read through S3 (an unknown target and overlapping rules refused with
 // InvalidArgument); PUT, copy, multipart completion and DELETE under one
-// prefix reach a webhook as S3 event records, and PUTs under another a
-// NATS JetStream stream.
+// prefix reach a webhook as S3 event records, PUTs under another a NATS
+// JetStream stream, and the PUT and DELETE of a .png under a third a Redis stream.
 func TestBucketNotifications(t *testing.T) {
 	broker := startNATS(t)
 	hook := startWebhook(t)
-	s := startServer(t, serverOpts{drives: 4, env: notifyTargets(t, hook, broker)})
+	rb := startRedis(t)
+	s := startServer(t, serverOpts{drives: 4, env: notifyTargets(t, hook, broker, rb)})
 	c := s.aws()
 	mustCreateBucket(t, c, "events")
 
@@ -221,13 +269,16 @@ func TestBucketNotifications(t *testing.T) {
 				Filter: &types.NotificationConfigurationFilter{Key: &types.S3KeyFilter{FilterRules: []types.FilterRule{{Name: "prefix", Value: aws.String("data/")}}}}}},
 			TopicConfigurations: []types.TopicConfiguration{{Id: aws.String("logs"), TopicArn: aws.String(natsARN),
 				Events: []types.Event{"s3:ObjectCreated:Put"},
-				Filter: &types.NotificationConfigurationFilter{Key: &types.S3KeyFilter{FilterRules: []types.FilterRule{{Name: "prefix", Value: aws.String("logs/")}}}}}},
+				Filter: &types.NotificationConfigurationFilter{Key: &types.S3KeyFilter{FilterRules: []types.FilterRule{{Name: "prefix", Value: aws.String("logs/")}}}}},
+				{Id: aws.String("thumbs"), TopicArn: aws.String(redisARN), Events: []types.Event{"s3:ObjectRemoved:*", "s3:ObjectCreated:Put"},
+					Filter: &types.NotificationConfigurationFilter{Key: &types.S3KeyFilter{FilterRules: []types.FilterRule{
+						{Name: "prefix", Value: aws.String("img/")}, {Name: "suffix", Value: aws.String(".png")}}}}}},
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := c.GetBucketNotificationConfiguration(ctx, &s3.GetBucketNotificationConfigurationInput{Bucket: aws.String("events")})
-	if err != nil || len(got.QueueConfigurations) != 1 || len(got.TopicConfigurations) != 1 ||
+	if err != nil || len(got.QueueConfigurations) != 1 || len(got.TopicConfigurations) != 2 ||
 		aws.ToString(got.TopicConfigurations[0].TopicArn) != natsARN || len(got.TopicConfigurations[0].Filter.Key.FilterRules) != 1 {
 		t.Fatalf("GetBucketNotificationConfiguration: %+v %v", got, err)
 	}
@@ -235,6 +286,11 @@ func TestBucketNotifications(t *testing.T) {
 	body := randomBytes(1000)
 	etag := aws.ToString(put(t, c, "events", "data/a file.txt", body).ETag)
 	put(t, c, "events", "logs/x", []byte("x"))
+	put(t, c, "events", "img/a.png", []byte("png"))
+	put(t, c, "events", "img/a.jpg", []byte("jpg"))
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("events"), Key: aws.String("img/a.png")}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("events"), Key: aws.String("data/b.txt"), CopySource: aws.String("events/data/a%20file.txt")}); err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +326,16 @@ func TestBucketNotifications(t *testing.T) {
 		t.Fatalf("the stream holds %d events, want 1", len(nm))
 	} else if name, key, _ := parseEvent(t, nm[0]); name != "ObjectCreated:Put" || key != "logs/x" {
 		t.Fatalf("the stream's event is %s %s", name, key)
+	}
+
+	waitFor(t, "two events at the Redis stream", 10*time.Second, func() bool { return len(rb.messages(t)) >= 2 })
+	var redisGot []string
+	for _, m := range rb.messages(t) {
+		name, key, _ := parseEvent(t, m)
+		redisGot = append(redisGot, name+" "+key)
+	}
+	if strings.Join(redisGot, ", ") != "ObjectCreated:Put img/a.png, ObjectRemoved:Delete img/a.png" {
+		t.Fatalf("the Redis stream holds %v", redisGot)
 	}
 
 	// No configuration: no events, and GET answers an empty one.
