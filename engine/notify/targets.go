@@ -224,11 +224,11 @@ type redisTarget struct {
 
 func openRedis(s TargetSpec, region string) (Target, error) {
 	if s.Subject == "" {
-		return nil, fmt.Errorf("Redis target %s needs a subject: the stream events are added to", s.ID)
+		return nil, fmt.Errorf("redis target %s needs a subject: the stream events are added to", s.ID)
 	}
 	opts, err := redis.ParseURL(s.Endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("Redis target %s: %w", s.ID, err)
+		return nil, fmt.Errorf("redis target %s: %w", s.ID, err)
 	}
 	if s.Username != "" {
 		opts.Username = s.Username
