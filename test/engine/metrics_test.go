@@ -101,7 +101,8 @@ func TestShippedMetricNamesAreExported(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	s := &server{t: t, addr: freeAddr(t)}
+	// A notification target, so the notification metrics are exported.
+	s := &server{t: t, addr: freeAddr(t), env: notifyTargets(t, startWebhook(t), nil)}
 	root := t.TempDir()
 	s.args = []string{"server", "--address", s.addr, "--certs-dir", certs, "--metrics-token-file", tokenFile,
 		"--drive-monitor-interval", "500ms", "--shutdown-delay", "0s",
