@@ -151,8 +151,19 @@ func (t *tempFile) publish(target, base string) error {
 
 // mkdirBelow makes dir and the directories between it and base, which
 // must exist: a bucket removed meanwhile is not made again by a write
-// into it.
+// into it. A directory it made that a delete of a sibling key pruned
+// (empty) before the next one went in is made again.
 func mkdirBelow(base, dir string) error {
+	var err error
+	for range 8 {
+		if err = mkdirBelowOnce(base, dir); !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return err
+}
+
+func mkdirBelowOnce(base, dir string) error {
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		return nil
 	}
@@ -173,7 +184,9 @@ func mkdirBelow(base, dir string) error {
 			return mapNoSpace(err)
 		}
 	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(dir); err != nil {
+		return err // pruned again meanwhile: ErrNotExist, made again
+	} else if !fi.IsDir() {
 		return &os.PathError{Op: "mkdir", Path: dir, Err: unix.ENOTDIR}
 	}
 	return nil

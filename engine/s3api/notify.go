@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/objlayer"
@@ -87,4 +88,16 @@ func (r *request) notify(bk objlayer.BucketInfo, event, key string, info objlaye
 		return s3err.SlowDown.With("The change was made but its event notification could not be stored; retry the request.")
 	}
 	return nil
+}
+
+// notifyVersion is notify for a change to the request's version's
+// metadata (tags, ACL).
+func (r *request) notifyVersion(event string, info objlayer.ObjectInfo) error {
+	bk, err := r.bucketInfo()
+	if err != nil {
+		return err
+	}
+	changed := plainInfo(info)
+	changed.ModTime = time.Time{} // the version keeps its time; the change is now
+	return r.notify(bk, event, r.key, changed)
 }

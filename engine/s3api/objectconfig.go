@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/s3err"
 	"github.com/strata-storage/strata/engine/s3rules"
@@ -73,6 +74,9 @@ func putObjectTagging(r *request) error {
 	if err != nil {
 		return err
 	}
+	if err := r.notifyVersion(notify.ObjectTaggingPut, info); err != nil {
+		return err
+	}
 	r.namedVersion(info)
 	return r.empty(http.StatusOK)
 }
@@ -80,6 +84,9 @@ func putObjectTagging(r *request) error {
 func deleteObjectTagging(r *request) error {
 	info, err := r.updateVersion(func(m map[string]string) { delete(m, objlayer.MetaTagging) })
 	if err != nil {
+		return err
+	}
+	if err := r.notifyVersion(notify.ObjectTaggingDelete, info); err != nil {
 		return err
 	}
 	r.namedVersion(info)
@@ -141,6 +148,9 @@ func putObjectACL(r *request) error {
 		}
 	})
 	if err != nil {
+		return err
+	}
+	if err := r.notifyVersion(notify.ObjectACLPut, info); err != nil {
 		return err
 	}
 	r.namedVersion(info)

@@ -445,7 +445,8 @@ func TestNotificationsSurviveKill9(t *testing.T) {
 }
 
 // TestGatewayBucketNotifications: the gateway queues its events in the
-// directory it serves and delivers them as the server does.
+// directory it serves and delivers them as the server does; tagging
+// changes make ObjectTagging events.
 func TestGatewayBucketNotifications(t *testing.T) {
 	hook := startWebhook(t)
 	g := startGateway(t, t.TempDir())
@@ -456,20 +457,27 @@ func TestGatewayBucketNotifications(t *testing.T) {
 	mustCreateBucket(t, c, "events")
 	if _, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String("events"),
 		NotificationConfiguration: &types.NotificationConfiguration{QueueConfigurations: []types.QueueConfiguration{{
-			QueueArn: aws.String(hookARN), Events: []types.Event{"s3:ObjectCreated:*", "s3:ObjectRemoved:*"}}}}}); err != nil {
+			QueueArn: aws.String(hookARN), Events: []types.Event{"s3:ObjectCreated:*", "s3:ObjectRemoved:*", "s3:ObjectTagging:*"}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	put(t, c, "events", "k", []byte("v"))
+	if _, err := c.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: aws.String("events"), Key: aws.String("k"),
+		Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String("stage"), Value: aws.String("raw")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObjectTagging(ctx, &s3.DeleteObjectTaggingInput{Bucket: aws.String("events"), Key: aws.String("k")}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("events"), Key: aws.String("k")}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "two events at the webhook", 10*time.Second, func() bool { return len(hook.messages()) >= 2 })
+	waitFor(t, "four events at the webhook", 10*time.Second, func() bool { return len(hook.messages()) >= 4 })
 	var got []string
 	for _, m := range hook.messages() {
 		name, key, _ := parseEvent(t, m)
 		got = append(got, name+" "+key)
 	}
-	if strings.Join(got, ", ") != "ObjectCreated:Put k, ObjectRemoved:Delete k" {
+	if strings.Join(got, ", ") != "ObjectCreated:Put k, ObjectTagging:Put k, ObjectTagging:Delete k, ObjectRemoved:Delete k" {
 		t.Fatalf("the webhook got %v", got)
 	}
 	if out, err := c.ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil || len(out.Buckets) != 1 {
