@@ -124,7 +124,7 @@ NATS_SERVER_VERSION ?= v2.12.15
 NATS_SERVER ?= $(LOCALBIN)/nats-server-$(NATS_SERVER_VERSION)
 
 .PHONY: brokers
-brokers: $(NATS_SERVER) ## The message brokers the notification tests run: bin/nats-server-VERSION built from the Go module proxy, redis-server from Debian's packages (hack/broker-packages.sh).
+brokers: $(NATS_SERVER) ## The message brokers the notification tests run: bin/nats-server-VERSION built from the Go module proxy, redis-server and rabbitmq-server from Debian's packages (hack/broker-packages.sh).
 	hack/broker-packages.sh
 
 $(NATS_SERVER):

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the message brokers the notification tests start themselves
-# that come from Debian's packages (Redis), when missing, without leaving
+# that come from Debian's packages (Redis, RabbitMQ), when missing, without leaving
 # the package's own service running. Needs root and apt-get. NATS is built
 # from the Go module proxy instead (make brokers).
 set -euo pipefail
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v rabbitmq-server >/dev/null 2>&1 || missing+=(rabbitmq-server)
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 if ! command -v apt-get >/dev/null 2>&1; then
   echo "broker-packages: missing ${missing[*]} and no apt-get to install them" >&2

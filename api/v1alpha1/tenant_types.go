@@ -218,10 +218,12 @@ type NotificationsSpec struct {
 }
 
 // NotificationTargetSpec is one target of bucket notifications.
-// +kubebuilder:validation:XValidation:rule="self.type == 'webhook' || (has(self.subject) && size(self.subject) > 0)",message="a nats or redis target needs subject: the subject a JetStream stream takes (events are published through JetStream and taken when the stream acknowledges them), or the Redis stream events are added to"
+// +kubebuilder:validation:XValidation:rule="self.type == 'webhook' || (has(self.subject) && size(self.subject) > 0)",message="a nats, redis or amqp target needs subject: the subject a JetStream stream takes (events are published through JetStream and taken when the stream acknowledges them), the Redis stream events are added to, or the AMQP routing key"
 // +kubebuilder:validation:XValidation:rule="self.type != 'webhook' || self.endpoint.startsWith('http://') || self.endpoint.startsWith('https://')",message="a webhook target's endpoint is an http:// or https:// URL"
 // +kubebuilder:validation:XValidation:rule="self.type != 'nats' || self.endpoint.split(',').all(u, u.startsWith('nats://') || u.startsWith('tls://'))",message="a nats target's endpoint is one or more nats:// or tls:// URLs, comma-separated"
 // +kubebuilder:validation:XValidation:rule="self.type != 'redis' || self.endpoint.startsWith('redis://') || self.endpoint.startsWith('rediss://')",message="a redis target's endpoint is a redis:// (or rediss:// for TLS) URL, such as redis://redis.cache:6379/0"
+// +kubebuilder:validation:XValidation:rule="self.type != 'amqp' || self.endpoint.startsWith('amqp://') || self.endpoint.startsWith('amqps://')",message="an amqp target's endpoint is an amqp:// (or amqps:// for TLS) URL, such as amqp://rabbitmq.messaging:5672/ (credentials from credentialsSecretRef)"
+// +kubebuilder:validation:XValidation:rule="self.type == 'amqp' || !has(self.exchange)",message="exchange is for amqp targets only"
 type NotificationTargetSpec struct {
 	// name is the target's ID in its ARN.
 	// +kubebuilder:validation:MinLength=1
@@ -231,29 +233,36 @@ type NotificationTargetSpec struct {
 	Name string `json:"name"`
 
 	// type is webhook (each event POSTed as JSON; a 2xx answer takes it),
-	// nats (published to a NATS JetStream stream) or redis (added to a
-	// Redis stream with XADD).
-	// +kubebuilder:validation:Enum=webhook;nats;redis
+	// nats (published to a NATS JetStream stream), redis (added to a Redis
+	// stream with XADD) or amqp (published with publisher confirms, e.g.
+	// to RabbitMQ).
+	// +kubebuilder:validation:Enum=webhook;nats;redis;amqp
 	// +required
 	Type string `json:"type"`
 
-	// endpoint is the webhook's URL, the NATS servers' URLs or the Redis
-	// server's URL.
+	// endpoint is the webhook's URL, the NATS servers' URLs, the Redis
+	// server's URL or the AMQP broker's.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +required
 	Endpoint string `json:"endpoint"`
 
-	// subject is the NATS subject events are published to, or the Redis
-	// stream they are added to.
+	// subject is the NATS subject events are published to, the Redis
+	// stream they are added to, or the AMQP routing key.
 	// +kubebuilder:validation:MaxLength=255
 	// +optional
 	Subject string `json:"subject,omitempty"`
 
+	// exchange is the AMQP exchange events are published to; empty, the
+	// default exchange routes them to the queue subject names.
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Exchange string `json:"exchange,omitempty"`
+
 	// credentialsSecretRef names a Secret of this namespace with the
 	// target's credentials, each key optional: token (the webhook's
 	// bearer token, or the NATS token), username and password (NATS,
-	// Redis).
+	// Redis, AMQP).
 	// +optional
 	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef,omitempty"`
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"sync"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -31,21 +34,25 @@ type Target interface {
 type TargetSpec struct {
 	// ID is the target's name in its ARN (arn:strata:sqs:REGION:ID:TYPE).
 	ID string `json:"id"`
-	// Type is "webhook", "nats" or "redis".
+	// Type is "webhook", "nats", "redis" or "amqp".
 	Type string `json:"type"`
 	// Endpoint is the webhook's URL, the NATS server's (nats://host:4222,
 	// several comma-separated) or the Redis server's
-	// (redis://host:6379/0, rediss:// for TLS).
+	// (redis://host:6379/0, rediss:// for TLS) or the AMQP broker's
+	// (amqp://host:5672/vhost, amqps:// for TLS).
 	Endpoint string `json:"endpoint"`
 	// AuthToken is sent as a bearer token (webhook) or the NATS token.
 	AuthToken string `json:"authToken,omitempty"`
-	// Username and Password authenticate to NATS or Redis.
+	// Username and Password authenticate to NATS, Redis or AMQP.
 	Username string `json:"username,omitempty"`
 	Password string `json:"password,omitempty"`
 	// Subject is the NATS subject published to (a JetStream stream must
-	// take it: publishing waits for the stream's acknowledgement), or the
-	// Redis stream events are added to (XADD).
+	// take it: publishing waits for the stream's acknowledgement), the
+	// Redis stream events are added to (XADD), or the AMQP routing key.
 	Subject string `json:"subject,omitempty"`
+	// Exchange is the AMQP exchange published to ("": the default
+	// exchange, which routes to the queue the routing key names).
+	Exchange string `json:"exchange,omitempty"`
 }
 
 // TargetsFile is the document `--notify-targets` names.
@@ -107,8 +114,13 @@ func OpenTarget(s TargetSpec, region string) (Target, error) {
 		return &natsTarget{arn: s.ARN(region), spec: s}, nil
 	case "redis":
 		return openRedis(s, region)
+	case "amqp":
+		if s.Subject == "" {
+			return nil, fmt.Errorf("amqp target %s needs a subject: the routing key", s.ID)
+		}
+		return &amqpTarget{arn: s.ARN(region), spec: s}, nil
 	default:
-		return nil, fmt.Errorf("target %s: type %q is not one of webhook, nats, redis", s.ID, s.Type)
+		return nil, fmt.Errorf("target %s: type %q is not one of webhook, nats, redis, amqp", s.ID, s.Type)
 	}
 }
 
@@ -249,3 +261,89 @@ func (r *redisTarget) Deliver(ctx context.Context, msg []byte) error {
 }
 
 func (r *redisTarget) Close() { _ = r.client.Close() }
+
+// amqpTarget publishes each event (persistent, mandatory) to an AMQP
+// exchange with publisher confirms: taken once the broker acknowledges
+// it. A message no queue takes comes back (basic.return, sent before the
+// acknowledgement) and counts as a failure, so it is retried, not lost.
+// Publishes are one at a time: a return is then the last publish's.
+type amqpTarget struct {
+	arn  string
+	spec TargetSpec
+	mu   sync.Mutex
+	conn *amqp.Connection
+	ch   *amqp.Channel
+	back chan amqp.Return
+}
+
+func (a *amqpTarget) ARN() string { return a.arn }
+
+func (a *amqpTarget) channel() (*amqp.Channel, error) {
+	if a.ch != nil && !a.ch.IsClosed() {
+		return a.ch, nil
+	}
+	a.closeLocked()
+	u := a.spec.Endpoint
+	if a.spec.Username != "" {
+		if parsed, err := url.Parse(u); err == nil {
+			parsed.User = url.UserPassword(a.spec.Username, a.spec.Password)
+			u = parsed.String()
+		}
+	}
+	conn, err := amqp.DialConfig(u, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second), Properties: amqp.Table{"connection_name": "strata notifications"}})
+	if err != nil {
+		return nil, err
+	}
+	ch, err := conn.Channel()
+	if err == nil {
+		err = ch.Confirm(false)
+	}
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	a.conn, a.ch, a.back = conn, ch, ch.NotifyReturn(make(chan amqp.Return, 1))
+	return ch, nil
+}
+
+func (a *amqpTarget) Deliver(ctx context.Context, msg []byte) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ch, err := a.channel()
+	if err != nil {
+		return err
+	}
+	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, a.spec.Exchange, a.spec.Subject, true, false,
+		amqp.Publishing{ContentType: "application/json", DeliveryMode: amqp.Persistent, Body: msg})
+	if err != nil {
+		a.closeLocked()
+		return err
+	}
+	acked, err := dc.WaitContext(ctx)
+	if err != nil {
+		a.closeLocked()
+		return err
+	}
+	select {
+	case r := <-a.back:
+		return fmt.Errorf("amqp: no queue took the event (exchange %q, routing key %q: %s)", r.Exchange, r.RoutingKey, r.ReplyText)
+	default:
+	}
+	if !acked {
+		return errors.New("amqp: the broker refused the event (nack)")
+	}
+	return nil
+}
+
+func (a *amqpTarget) closeLocked() {
+	if a.conn != nil {
+		_ = a.conn.Close()
+	}
+	a.conn, a.ch, a.back = nil, nil, nil
+}
+
+func (a *amqpTarget) Close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closeLocked()
+}

@@ -152,7 +152,7 @@ func NotifyTargetsSecret(t *v1.Tenant, creds map[string]map[string][]byte) (*cor
 	doc := notify.TargetsFile{Targets: []notify.TargetSpec{}}
 	for _, tg := range t.Spec.Notifications.Targets {
 		c := creds[tg.Name]
-		doc.Targets = append(doc.Targets, notify.TargetSpec{ID: tg.Name, Type: tg.Type, Endpoint: tg.Endpoint, Subject: tg.Subject,
+		doc.Targets = append(doc.Targets, notify.TargetSpec{ID: tg.Name, Type: tg.Type, Endpoint: tg.Endpoint, Subject: tg.Subject, Exchange: tg.Exchange,
 			AuthToken: string(c[NotifyTokenKey]), Username: string(c[NotifyUsernameKey]), Password: string(c[NotifyPasswordKey])})
 	}
 	data, err := json.Marshal(doc)

@@ -513,7 +513,9 @@ var _ = Describe("missing and invalid references", func() {
 	It("notification targets: checked by the API server, rendered with their credentials for the pods, a change rolls them, none removes the file", func() {
 		ns := newNamespace()
 		for want, tg := range map[string]v1.NotificationTargetSpec{
-			"a nats or redis target needs subject":           {Name: "jobs", Type: "nats", Endpoint: "nats://nats:4222"},
+			"a nats, redis or amqp target needs subject":     {Name: "jobs", Type: "nats", Endpoint: "nats://nats:4222"},
+			"an amqp:// (or amqps:// for tls) url":           {Name: "mq", Type: "amqp", Endpoint: "http://rabbit:5672", Subject: "q"},
+			"exchange is for amqp targets only":              {Name: "hook", Type: "webhook", Endpoint: "http://x", Exchange: "events"},
 			"a redis:// (or rediss:// for tls) url":          {Name: "cache", Type: "redis", Endpoint: "http://redis:6379", Subject: "s3"},
 			"endpoint is an http:// or https:// URL":         {Name: "hook", Type: "webhook", Endpoint: "ftp://x"},
 			"one or more nats:// or tls:// URLs":             {Name: "jobs", Type: "nats", Endpoint: "nats://a:4222,http://b", Subject: "s3"},

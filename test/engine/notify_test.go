@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -180,6 +181,81 @@ func (b *redisBroker) messages(t *testing.T) [][]byte {
 	return out
 }
 
+// rabbitBroker is a real RabbitMQ (Debian's package: make brokers) on
+// free ports, with a durable queue s3-events.
+type rabbitBroker struct {
+	url string
+	ch  *amqp.Channel
+}
+
+func startRabbit(t *testing.T) *rabbitBroker {
+	t.Helper()
+	bin, err := exec.LookPath("rabbitmq-server")
+	if err != nil {
+		skipOutsideCI(t, "rabbitmq-server is not installed (make brokers installs it)")
+	}
+	addr := freeAddr(t)
+	host, port, _ := net.SplitHostPort(addr)
+	_, dist, _ := net.SplitHostPort(freeAddr(t))
+	// The server drops to the rabbitmq user: its directories are that
+	// user's.
+	dir, err := os.MkdirTemp("", "rabbit-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "enabled_plugins"), []byte("[].\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("chown", "-R", "rabbitmq:rabbitmq", dir).CombinedOutput(); err != nil {
+		t.Fatalf("chown for rabbitmq: %v: %s", err, out)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "HOME="+dir, "RABBITMQ_NODENAME=rabbit-"+port+"@localhost", "RABBITMQ_NODE_IP_ADDRESS="+host,
+		"RABBITMQ_NODE_PORT="+port, "RABBITMQ_DIST_PORT="+dist, "RABBITMQ_MNESIA_BASE="+dir+"/mnesia", "RABBITMQ_LOG_BASE="+dir+"/log",
+		"RABBITMQ_CONFIG_FILE="+dir+"/rabbitmq", "RABBITMQ_ENABLED_PLUGINS_FILE="+dir+"/enabled_plugins")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "rabbit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	b := &rabbitBroker{url: "amqp://guest:guest@" + addr + "/"}
+	var conn *amqp.Connection
+	waitFor(t, "RabbitMQ to accept connections", 60*time.Second, func() bool {
+		conn, err = amqp.Dial(b.url)
+		return err == nil
+	})
+	t.Cleanup(func() { _ = conn.Close() })
+	if b.ch, err = conn.Channel(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ch.QueueDeclare("s3-events", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// messages takes the queue's messages (they are gone from it after).
+func (b *rabbitBroker) messages(t *testing.T) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for {
+		m, ok, err := b.ch.Get("s3-events", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return out
+		}
+		out = append(out, m.Body)
+	}
+}
+
 // webhookReceiver is an HTTP endpoint that keeps the messages POSTed to it.
 type webhookReceiver struct {
 	url string
@@ -207,9 +283,9 @@ func (w *webhookReceiver) messages() [][]byte {
 }
 
 // notifyTargets writes a targets file naming the webhook, the NATS stream
-// and the Redis stream (any may be nil) and returns the server's
-// environment.
-func notifyTargets(t *testing.T, hook *webhookReceiver, broker *natsBroker, rb ...*redisBroker) []string {
+// (either may be nil) and the Redis and RabbitMQ brokers given, and
+// returns the server's environment.
+func notifyTargets(t *testing.T, hook *webhookReceiver, broker *natsBroker, more ...any) []string {
 	t.Helper()
 	var targets []map[string]string
 	if hook != nil {
@@ -218,8 +294,13 @@ func notifyTargets(t *testing.T, hook *webhookReceiver, broker *natsBroker, rb .
 	if broker != nil {
 		targets = append(targets, map[string]string{"id": "jobs", "type": "nats", "endpoint": broker.url, "subject": "s3.events"})
 	}
-	for _, r := range rb {
-		targets = append(targets, map[string]string{"id": "cache", "type": "redis", "endpoint": r.url, "subject": "s3-events"})
+	for _, m := range more {
+		switch m := m.(type) {
+		case *redisBroker:
+			targets = append(targets, map[string]string{"id": "cache", "type": "redis", "endpoint": m.url, "subject": "s3-events"})
+		case *rabbitBroker:
+			targets = append(targets, map[string]string{"id": "mq", "type": "amqp", "endpoint": m.url, "subject": "s3-events"})
+		}
 	}
 	b, _ := json.Marshal(map[string]any{"targets": targets})
 	path := filepath.Join(t.TempDir(), "targets.json")
@@ -233,18 +314,21 @@ const (
 	hookARN  = "arn:strata:sqs:us-east-1:hook:webhook"
 	natsARN  = "arn:strata:sqs:us-east-1:jobs:nats"
 	redisARN = "arn:strata:sqs:us-east-1:cache:redis"
+	amqpARN  = "arn:strata:sqs:us-east-1:mq:amqp"
 )
 
 // TestBucketNotifications: a bucket's notification configuration set and
 // read through S3 (an unknown target and overlapping rules refused with
 // InvalidArgument); PUT, copy, multipart completion and DELETE under one
 // prefix reach a webhook as S3 event records, PUTs under another a NATS
-// JetStream stream, and the PUT and DELETE of a .png under a third a Redis stream.
+// JetStream stream, the PUT and DELETE of a .png under a third a Redis stream, and a PUT
+// under a fourth a RabbitMQ queue.
 func TestBucketNotifications(t *testing.T) {
 	broker := startNATS(t)
 	hook := startWebhook(t)
 	rb := startRedis(t)
-	s := startServer(t, serverOpts{drives: 4, env: notifyTargets(t, hook, broker, rb)})
+	mq := startRabbit(t)
+	s := startServer(t, serverOpts{drives: 4, env: notifyTargets(t, hook, broker, rb, mq)})
 	c := s.aws()
 	mustCreateBucket(t, c, "events")
 
@@ -273,6 +357,9 @@ func TestBucketNotifications(t *testing.T) {
 				{Id: aws.String("thumbs"), TopicArn: aws.String(redisARN), Events: []types.Event{"s3:ObjectRemoved:*", "s3:ObjectCreated:Put"},
 					Filter: &types.NotificationConfigurationFilter{Key: &types.S3KeyFilter{FilterRules: []types.FilterRule{
 						{Name: "prefix", Value: aws.String("img/")}, {Name: "suffix", Value: aws.String(".png")}}}}}},
+			LambdaFunctionConfigurations: []types.LambdaFunctionConfiguration{{Id: aws.String("docs"), LambdaFunctionArn: aws.String(amqpARN),
+				Events: []types.Event{"s3:ObjectCreated:*"},
+				Filter: &types.NotificationConfigurationFilter{Key: &types.S3KeyFilter{FilterRules: []types.FilterRule{{Name: "prefix", Value: aws.String("docs/")}}}}}},
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -286,6 +373,7 @@ func TestBucketNotifications(t *testing.T) {
 	body := randomBytes(1000)
 	etag := aws.ToString(put(t, c, "events", "data/a file.txt", body).ETag)
 	put(t, c, "events", "logs/x", []byte("x"))
+	put(t, c, "events", "docs/readme", []byte("docs"))
 	put(t, c, "events", "img/a.png", []byte("png"))
 	put(t, c, "events", "img/a.jpg", []byte("jpg"))
 	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("events"), Key: aws.String("img/a.png")}); err != nil {
@@ -336,6 +424,18 @@ func TestBucketNotifications(t *testing.T) {
 	}
 	if strings.Join(redisGot, ", ") != "ObjectCreated:Put img/a.png, ObjectRemoved:Delete img/a.png" {
 		t.Fatalf("the Redis stream holds %v", redisGot)
+	}
+
+	var amqpGot []string
+	waitFor(t, "an event at the RabbitMQ queue", 10*time.Second, func() bool {
+		for _, m := range mq.messages(t) {
+			name, key, _ := parseEvent(t, m)
+			amqpGot = append(amqpGot, name+" "+key)
+		}
+		return len(amqpGot) >= 1
+	})
+	if strings.Join(amqpGot, ", ") != "ObjectCreated:Put docs/readme" {
+		t.Fatalf("the RabbitMQ queue held %v", amqpGot)
 	}
 
 	// No configuration: no events, and GET answers an empty one.
