@@ -17,14 +17,15 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/engine/metrics"
+	"github.com/strata-storage/strata/engine/notifytargets"
 	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // DefaultRegion is the region in target ARNs (the S3 front end's).
-const DefaultRegion = "us-east-1"
+const DefaultRegion = notifytargets.DefaultRegion
 
 // EnvTargetsFile names the targets file (TargetsFile) a server reads.
-const EnvTargetsFile = "STRATA_NOTIFY_TARGETS_FILE"
+const EnvTargetsFile = notifytargets.EnvVar
 
 // Bucket is the reserved bucket the queue keeps its batches in (a name S3
 // clients cannot make or see).

@@ -18,6 +18,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/strata-storage/strata/engine/notifytargets"
 )
 
 // Target receives event messages.
@@ -30,40 +32,12 @@ type Target interface {
 	Close()
 }
 
-// TargetSpec is one target as the server's targets file gives it.
-type TargetSpec struct {
-	// ID is the target's name in its ARN (arn:strata:sqs:REGION:ID:TYPE).
-	ID string `json:"id"`
-	// Type is "webhook", "nats", "redis" or "amqp".
-	Type string `json:"type"`
-	// Endpoint is the webhook's URL, the NATS server's (nats://host:4222,
-	// several comma-separated) or the Redis server's
-	// (redis://host:6379/0, rediss:// for TLS) or the AMQP broker's
-	// (amqp://host:5672/vhost, amqps:// for TLS).
-	Endpoint string `json:"endpoint"`
-	// AuthToken is sent as a bearer token (webhook) or the NATS token.
-	AuthToken string `json:"authToken,omitempty"`
-	// Username and Password authenticate to NATS, Redis or AMQP.
-	Username string `json:"username,omitempty"`
-	Password string `json:"password,omitempty"`
-	// Subject is the NATS subject published to (a JetStream stream must
-	// take it: publishing waits for the stream's acknowledgement), the
-	// Redis stream events are added to (XADD), or the AMQP routing key.
-	Subject string `json:"subject,omitempty"`
-	// Exchange is the AMQP exchange published to ("": the default
-	// exchange, which routes to the queue the routing key names).
-	Exchange string `json:"exchange,omitempty"`
-}
+// TargetSpec is one target as the server's targets file gives it
+// (engine/notifytargets, the format the operator writes).
+type TargetSpec = notifytargets.Target
 
-// TargetsFile is the document `--notify-targets` names.
-type TargetsFile struct {
-	Targets []TargetSpec `json:"targets"`
-}
-
-// ARN is the target's ARN in region.
-func (s TargetSpec) ARN(region string) string {
-	return "arn:strata:sqs:" + region + ":" + s.ID + ":" + s.Type
-}
+// TargetsFile is the document $STRATA_NOTIFY_TARGETS_FILE names.
+type TargetsFile = notifytargets.File
 
 // LoadTargets reads a targets file and opens its targets (none when path
 // is empty). A target that cannot be reached yet is opened anyway: its

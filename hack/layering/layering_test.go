@@ -96,15 +96,18 @@ func engineForbidden(path string) string {
 
 // operatorAllowed are the engine packages the operator may link: the admin
 // API's wire types and its client, the health endpoints' paths, the build
-// info and the keys file format. Nothing that stores data.
+// info and the keys and notification targets file formats. Nothing that
+// stores data.
 var operatorAllowed = map[string]bool{
 	module + "/engine/adminapi":    true,
 	module + "/engine/adminclient": true,
 	module + "/engine/buildinfo":   true,
 	module + "/engine/health":      true,
-	// The keys file the operator writes and the engine reads: a format
-	// defined once, on the standard library alone.
-	module + "/engine/keysfile": true,
+	// The keys file and the notification targets file the operator writes
+	// and the engine reads: formats defined once, on the standard library
+	// alone.
+	module + "/engine/keysfile":      true,
+	module + "/engine/notifytargets": true,
 }
 
 // storageModules are the modules of the engine's storage: the metadata
@@ -187,7 +190,7 @@ var engineLayers = []struct {
 
 // leaves are the packages below every layer: they depend on no engine
 // package outside this list.
-var leaves = []string{"engine/objlayer", "engine/s3err", "engine/adminapi", "engine/buildinfo", "engine/hlc", "engine/keysfile", "engine/health"}
+var leaves = []string{"engine/objlayer", "engine/s3err", "engine/adminapi", "engine/buildinfo", "engine/hlc", "engine/keysfile", "engine/notifytargets", "engine/health"}
 
 // layerOf returns the index of the layer a package belongs to (-1: none).
 func layerOf(path string) int {

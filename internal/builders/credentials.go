@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
-	"github.com/strata-storage/strata/engine/notify"
+	"github.com/strata-storage/strata/engine/notifytargets"
 )
 
 // Keys of credential Secrets (root and users).
@@ -146,13 +146,13 @@ const (
 )
 
 // NotifyTargetsSecret renders the tenant's notification targets as the
-// engine's targets file (engine/notify.TargetsFile). creds maps a target
+// engine's targets file (engine/notifytargets.File). creds maps a target
 // name to the data of its credentials Secret.
 func NotifyTargetsSecret(t *v1.Tenant, creds map[string]map[string][]byte) (*corev1.Secret, error) {
-	doc := notify.TargetsFile{Targets: []notify.TargetSpec{}}
+	doc := notifytargets.File{Targets: []notifytargets.Target{}}
 	for _, tg := range t.Spec.Notifications.Targets {
 		c := creds[tg.Name]
-		doc.Targets = append(doc.Targets, notify.TargetSpec{ID: tg.Name, Type: tg.Type, Endpoint: tg.Endpoint, Subject: tg.Subject, Exchange: tg.Exchange,
+		doc.Targets = append(doc.Targets, notifytargets.Target{ID: tg.Name, Type: tg.Type, Endpoint: tg.Endpoint, Subject: tg.Subject, Exchange: tg.Exchange,
 			AuthToken: string(c[NotifyTokenKey]), Username: string(c[NotifyUsernameKey]), Password: string(c[NotifyPasswordKey])})
 	}
 	data, err := json.Marshal(doc)

@@ -7,7 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
-	"github.com/strata-storage/strata/engine/notify"
+	"github.com/strata-storage/strata/engine/notifytargets"
 )
 
 // Paths inside strata containers. Credentials reach the engine as files
@@ -104,7 +104,7 @@ func (e Engine) env() []corev1.EnvVar {
 		{Name: EnvIAMFile, Value: IAMMountPath + "/" + IAMFileKey},
 	}
 	if e.NotifyTargetsSecret != "" {
-		env = append(env, corev1.EnvVar{Name: notify.EnvTargetsFile, Value: NotifyMountPath + "/" + NotifyTargetsFileKey})
+		env = append(env, corev1.EnvVar{Name: notifytargets.EnvVar, Value: NotifyMountPath + "/" + NotifyTargetsFileKey})
 	}
 	return env
 }
