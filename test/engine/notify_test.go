@@ -11,8 +11,10 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -190,9 +192,20 @@ type rabbitBroker struct {
 
 func startRabbit(t *testing.T) *rabbitBroker {
 	t.Helper()
-	bin, err := exec.LookPath("rabbitmq-server")
-	if err != nil {
+	// Debian's /usr/sbin/rabbitmq-server runs this one through su, whose
+	// session a kill of the test's process group does not reach: run it
+	// as the rabbitmq user directly.
+	const bin = "/usr/lib/rabbitmq/bin/rabbitmq-server"
+	account, err := user.Lookup("rabbitmq")
+	if _, serr := os.Stat(bin); serr != nil || err != nil {
 		skipOutsideCI(t, "rabbitmq-server is not installed (make brokers installs it)")
+	}
+	uid, _ := strconv.Atoi(account.Uid)
+	gid, _ := strconv.Atoi(account.Gid)
+	// epmd, the Erlang port mapper, outlives the node: stopped after the
+	// test unless it ran before.
+	if exec.Command("pgrep", "-x", "epmd").Run() != nil {
+		t.Cleanup(func() { _ = exec.Command("pkill", "-x", "epmd").Run() })
 	}
 	addr := freeAddr(t)
 	host, port, _ := net.SplitHostPort(addr)
@@ -214,8 +227,10 @@ func startRabbit(t *testing.T) *rabbitBroker {
 	cmd.Env = append(os.Environ(), "HOME="+dir, "RABBITMQ_NODENAME=rabbit-"+port+"@localhost", "RABBITMQ_NODE_IP_ADDRESS="+host,
 		"RABBITMQ_NODE_PORT="+port, "RABBITMQ_DIST_PORT="+dist, "RABBITMQ_MNESIA_BASE="+dir+"/mnesia", "RABBITMQ_LOG_BASE="+dir+"/log",
 		"RABBITMQ_CONFIG_FILE="+dir+"/rabbitmq", "RABBITMQ_ENABLED_PLUGINS_FILE="+dir+"/enabled_plugins")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "rabbit.log"))
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL,
+		Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	logFile, err := os.Create(filepath.Join(dir, "rabbit.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +238,13 @@ func startRabbit(t *testing.T) *rabbitBroker {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		if out, err := exec.Command("pgrep", "-f", "rabbit-"+port+"@localhost").Output(); err == nil {
+			t.Errorf("RabbitMQ node rabbit-%s@localhost still runs after the test: %s", port, out)
+		}
+	})
 	b := &rabbitBroker{url: "amqp://guest:guest@" + addr + "/"}
 	var conn *amqp.Connection
 	waitFor(t, "RabbitMQ to accept connections", 60*time.Second, func() bool {
