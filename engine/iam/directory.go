@@ -377,13 +377,7 @@ func (d *Directory) write(ctx context.Context, key string, data []byte, cond fun
 }
 
 func (d *Directory) put(ctx context.Context, key string, data []byte, cond func(*objlayer.ObjectInfo) error) (objlayer.ObjectInfo, error) {
-	// The object layer leaves checking that a bucket exists to its
-	// caller.
-	if _, err := d.store.StatBucket(ctx, ReservedBucket); errors.Is(err, objlayer.ErrBucketNotFound) {
-		if err := d.store.CreateBucket(ctx, objlayer.BucketInfo{Name: ReservedBucket}); err != nil && !errors.Is(err, objlayer.ErrBucketExists) {
-			return objlayer.ObjectInfo{}, fmt.Errorf("IAM directory: creating its bucket: %w", err)
-		}
-	} else if err != nil {
+	if err := objlayer.EnsureBucket(ctx, d.store, ReservedBucket); err != nil {
 		return objlayer.ObjectInfo{}, fmt.Errorf("IAM directory: %w", err)
 	}
 	info, err := d.store.PutObject(ctx, ReservedBucket, key, bytes.NewReader(data), int64(len(data)),

@@ -79,7 +79,7 @@ type Queue struct {
 
 // Stats count the queue's work.
 type Stats struct {
-	Queued, Delivered, Failed, Duplicates atomic.Int64
+	Queued, Delivered, Failed atomic.Int64
 	// Backlog is the items stored and not yet delivered; Oldest the time
 	// of the oldest batch holding one (Unix nanoseconds, 0 for none).
 	Backlog, Oldest atomic.Int64
@@ -192,12 +192,8 @@ func (q *Queue) put(ctx context.Context, name string, items []Item) error {
 	// The object layer leaves checking that a bucket exists to its
 	// caller: it is made once, before the first batch.
 	if !q.bucketMade.Load() {
-		if _, err := q.store.StatBucket(ctx, Bucket); errors.Is(err, objlayer.ErrBucketNotFound) {
-			if err := q.store.CreateBucket(ctx, objlayer.BucketInfo{Name: Bucket}); err != nil && !errors.Is(err, objlayer.ErrBucketExists) {
-				return fmt.Errorf("notifications: creating %s: %w", Bucket, err)
-			}
-		} else if err != nil {
-			return err
+		if err := objlayer.EnsureBucket(ctx, q.store, Bucket); err != nil {
+			return fmt.Errorf("notifications: %w", err)
 		}
 		q.bucketMade.Store(true)
 	}

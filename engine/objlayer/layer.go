@@ -3,6 +3,8 @@ package objlayer
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 )
 
@@ -77,4 +79,17 @@ func ReadObject(ctx context.Context, l Layer, bucket, object string) ([]byte, er
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// EnsureBucket makes one of the engine's own buckets when it is missing
+// (the object layer leaves checking that a bucket exists to its caller).
+func EnsureBucket(ctx context.Context, l Layer, name string) error {
+	_, err := l.StatBucket(ctx, name)
+	if errors.Is(err, ErrBucketNotFound) {
+		if err := l.CreateBucket(ctx, BucketInfo{Name: name}); err != nil && !errors.Is(err, ErrBucketExists) {
+			return fmt.Errorf("creating bucket %s: %w", name, err)
+		}
+		return nil
+	}
+	return err
 }
