@@ -128,7 +128,7 @@ func (t *tempFile) setMtime(mt time.Time) error {
 // emptied key directory being pruned) is made again below base.
 func (t *tempFile) publish(target, base string) error {
 	var err error
-	for try := 0; try < 5; try++ {
+	for try := 0; try < 20; try++ {
 		if t.named != "" {
 			if err = os.Chmod(t.named, filePerm); err == nil {
 				err = os.Rename(t.named, target)
@@ -154,8 +154,11 @@ func (t *tempFile) publish(target, base string) error {
 // into it. A directory it made that a delete of a sibling key pruned
 // (empty) before the next one went in is made again.
 func mkdirBelow(base, dir string) error {
+	// Each retry follows a prune that emptied the directory between two
+	// system calls of this one: bounded generously, so a busy directory
+	// being written and emptied by many clients still gets made.
 	var err error
-	for range 8 {
+	for range 100 {
 		if err = mkdirBelowOnce(base, dir); !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
