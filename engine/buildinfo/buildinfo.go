@@ -26,7 +26,7 @@ func EngineImage() string { return EngineRepository + ":" + Version }
 // ProtocolVersion, so builds two versions apart interoperate during a
 // rolling upgrade.
 const (
-	ProtocolVersion    = 5
+	ProtocolVersion    = 6
 	MinProtocolVersion = 1
 )
 

@@ -62,6 +62,13 @@ type Record struct {
 	// Inline is this drive's shard of an inline object, with bitrot
 	// checksums as in a shard file.
 	Inline []byte
+
+	// EventID and Events are the write's event notifications, stored by
+	// PutVersion beside the record in the same commit (events.go) and
+	// removed with it by RollbackVersion; they are not part of the record
+	// (MarshalRecord leaves them out).
+	EventID [16]byte
+	Events  []byte
 }
 
 // ErasureInfo says how an object was encoded.

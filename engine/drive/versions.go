@@ -476,6 +476,9 @@ func (d *Local) PutVersion(ctx context.Context, bucket, object string, rec *Reco
 			// again and commit it with them, or abort them (AbortStaged).
 			return err
 		}
+		if err := t.setEvents(rec); err != nil {
+			return err
+		}
 		if stageID != NotStaged {
 			return d.commitStaged(stageID, rec)
 		}
@@ -658,6 +661,12 @@ func (d *Local) RollbackVersion(ctx context.Context, bucket, object string, rec 
 	var skipped []*Record
 	err := d.change(bucket, object, func(t *objectTxn) error {
 		var err error
+		if rec.EventID != ([16]byte{}) {
+			// The write failed: nothing is to tell of it.
+			if err := t.b.Delete(eventKey(rec.EventID), nil); err != nil {
+				return err
+			}
+		}
 		if found, err = t.remove(rec.VersionID, rec.SameVersion); err != nil {
 			return err
 		}

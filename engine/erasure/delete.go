@@ -24,7 +24,7 @@ func (s *Set) DeleteObject(ctx context.Context, bucket, object string, versionID
 		if mode == objlayer.DeleteVersioned {
 			marker.VersionID = uuid.Must(uuid.NewV7()) // time-ordered, as the front end makes version IDs
 		}
-		errs := s.commitVersion(ctx, drives, bucket, object, marker, false,
+		errs := s.commitVersion(ctx, drives, bucket, object, marker, false, nil,
 			s.commitRecords(ctx, w, drives, bucket, object, marker, func(int) *drive.Record { return marker }))
 		if _, err := s.finishPut(ctx, drives, bucket, object, marker, errs); err != nil {
 			return objlayer.DeleteResult{}, err

@@ -292,7 +292,7 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 	// completion its upload is aborted there.
 	var dropped []bool // in the last round
 	consumed := make([]bool, len(drives))
-	errs := s.commitVersion(ctx, drives, bucket, object, rec, !opts.ModTime.IsZero(), func(committed []bool) []error {
+	errs := s.commitVersion(ctx, drives, bucket, object, rec, !opts.ModTime.IsZero(), nil, func(committed []bool) []error {
 		var errs []error
 		dropped, errs = forEachDriveWait(w, drives, func(pos int, d Drive) (bool, error) {
 			switch {

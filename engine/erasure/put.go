@@ -64,7 +64,7 @@ func (s *Set) PutObject(ctx context.Context, bucket, object string, r io.Reader,
 			if err := s.afterBody(ctx, bucket, object, rec, opts); err != nil {
 				return objlayer.ObjectInfo{}, err
 			}
-			return s.putInline(ctx, w, drives, bucket, object, rec, buf, opts.ETagFor(), !opts.ModTime.IsZero())
+			return s.putInline(ctx, w, drives, bucket, object, rec, buf, opts.ETagFor(), !opts.ModTime.IsZero(), eventsStamp(bucket, object, opts))
 		}
 		head = buf
 	}
@@ -170,7 +170,8 @@ func ownRecord(rec *drive.Record, pos int, inline [][]byte) *drive.Record {
 	return &own
 }
 
-func (s *Set) putInline(ctx context.Context, w *writeWait, drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string, moved bool) (objlayer.ObjectInfo, error) {
+func (s *Set) putInline(ctx context.Context, w *writeWait, drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string, moved bool,
+	events func(*drive.Record)) (objlayer.ObjectInfo, error) {
 	rec.Flags |= drive.FlagInline
 	if rec.DataDir == ([16]byte{}) {
 		// No shard files, but an ID of the write all the same: a drive
@@ -188,7 +189,7 @@ func (s *Set) putInline(ctx context.Context, w *writeWait, drives []Drive, bucke
 	if err != nil {
 		return objlayer.ObjectInfo{}, err
 	}
-	errs := s.commitVersion(ctx, drives, bucket, object, rec, moved,
+	errs := s.commitVersion(ctx, drives, bucket, object, rec, moved, events,
 		s.commitRecords(ctx, w, drives, bucket, object, rec, func(pos int) *drive.Record { return ownRecord(rec, pos, shards) }))
 	return s.finishPut(ctx, drives, bucket, object, rec, errs)
 }
@@ -379,7 +380,7 @@ func (s *Set) putStreaming(ctx context.Context, w *writeWait, drives []Drive, bu
 	if etag := opts.ETagFor(); etag != "" {
 		rec.ETag = etag
 	}
-	errs := s.commitVersion(ctx, drives, bucket, object, rec, !opts.ModTime.IsZero(), func(committed []bool) []error {
+	errs := s.commitVersion(ctx, drives, bucket, object, rec, !opts.ModTime.IsZero(), eventsStamp(bucket, object, opts), func(committed []bool) []error {
 		return putVersions(ctx, w, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
 			switch {
 			case st.errs[pos] != nil:
@@ -422,7 +423,11 @@ func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object stri
 		if countNil(errs)+countIs(errs, errStillCommitting) < len(errs) {
 			s.partialWrite(bucket, object, rec.VersionID)
 		}
-		return infoFromRecord(bucket, object, rec), nil
+		info := infoFromRecord(bucket, object, rec)
+		if s.eventsStored(ctx, drives, rec, errs) {
+			info.EventID = rec.EventID
+		}
+		return info, nil
 	}
 	forEachDrive(drives, func(pos int, d Drive) error {
 		if errs[pos] == nil {
@@ -449,10 +454,15 @@ func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object stri
 // that dropped it kept its staged files (or upload) for this; one that
 // committed an earlier stamp takes the new one over it, its files already
 // in place. A moved version (its own time) is not stamped again: the newer
-// one rightly wins, and the move counts as done.
+// one rightly wins, and the move counts as done. events, when not nil,
+// sets the version's events (drive.Record.Events) before each round, from
+// its stamp of that round.
 func (s *Set) commitVersion(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, moved bool,
-	commit func(committed []bool) []error) []error {
+	events func(*drive.Record), commit func(committed []bool) []error) []error {
 	committed := make([]bool, len(drives))
+	if events != nil {
+		events(rec)
+	}
 	errs := commit(committed)
 	if moved {
 		acceptSuperseded(errs)
@@ -467,6 +477,9 @@ func (s *Set) commitVersion(ctx context.Context, drives []Drive, bucket, object 
 		}
 		observeNewest(ctx, drives, bucket, object)
 		rec.ModTime = hlc.Default.Now()
+		if events != nil {
+			events(rec)
+		}
 		errs = commit(committed)
 	}
 	return errs

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -537,7 +538,13 @@ func (p *Peer) batcher() erasure.NodeBatcher {
 }
 
 // PutVersions implements erasure.NodeBatcher: one request for all items.
+// Items' events (drive.Record.Events) travel with their records to a peer
+// whose protocol carries them; an older peer's drives store none.
 func (p *Peer) PutVersions(ctx context.Context, items []erasure.PutItem) []error {
+	op, withEvents := opBatchPut, false
+	if p.Version() >= eventsProtocol && slices.ContainsFunc(items, func(it erasure.PutItem) bool { return len(it.Rec.Events) > 0 }) {
+		op, withEvents = opBatchPutEvents, true
+	}
 	body := binaryUvarint(len(items))
 	for _, it := range items {
 		body = appendString(body, it.Drive.(*RemoteDrive).path)
@@ -545,9 +552,13 @@ func (p *Peer) PutVersions(ctx context.Context, items []erasure.PutItem) []error
 		body = appendString(body, it.Object)
 		body = appendBytes(body, it.Stage[:])
 		body = appendRecord(body, it.Rec)
+		if withEvents {
+			body = appendBytes(body, it.Rec.EventID[:])
+			body = appendBytes(body, it.Rec.Events)
+		}
 	}
 	errs := make([]error, len(items))
-	err := p.batch(ctx, opBatchPut, body, func(b []byte, _ time.Time) error {
+	err := p.batch(ctx, op, body, func(b []byte, _ time.Time) error {
 		in := reader{buf: b}
 		for i := range errs {
 			errs[i] = in.error()

@@ -56,6 +56,9 @@ const (
 	frameBatchPut  byte = 2
 	frameShardRead byte = 3
 	frameBatchStat byte = 4 // from statProtocol on
+	// frameBatchPutEvents is frameBatchPut whose items carry events
+	// (from eventsProtocol on).
+	frameBatchPutEvents byte = 5
 
 	frameOK  byte = 0
 	frameErr byte = 1
@@ -185,6 +188,8 @@ func (s *Server) runFrame(ctx context.Context, op byte, dst, body []byte) ([]byt
 		return s.batchStat(ctx, dst, body)
 	case op == frameBatchPut:
 		return s.batchPut(ctx, dst, body)
+	case op == frameBatchPutEvents && s.Version >= eventsProtocol:
+		return s.batchPutEvents(ctx, dst, body)
 	}
 	return nil, fmt.Errorf("internode: unknown frame operation %d", op)
 }

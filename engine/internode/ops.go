@@ -1,6 +1,7 @@
 package internode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,6 +97,36 @@ var walkAnswer = codec[[]walkEntry]{
 				return nil, err
 			}
 			es = append(es, walkEntry{name, versions})
+		}
+		return es, nil
+	},
+}
+
+// eventEntry is one write's events a drive holds (listevents).
+type eventEntry struct {
+	id     [16]byte
+	events []byte
+}
+
+var eventsAnswer = codec[[]eventEntry]{
+	encode: func(es []eventEntry) ([]byte, error) {
+		var out []byte
+		for _, e := range es {
+			out = appendBytes(out, e.id[:])
+			out = appendBytes(out, e.events)
+		}
+		return out, nil
+	},
+	decode: func(b []byte) ([]eventEntry, error) {
+		var es []eventEntry
+		in := reader{buf: b}
+		for len(in.buf) > 0 {
+			id := in.id()
+			events := in.bytes()
+			if in.err != nil {
+				return nil, in.err
+			}
+			es = append(es, eventEntry{id, events})
 		}
 		return es, nil
 	},
@@ -199,11 +230,7 @@ type (
 		Bucket, Object string
 		VersionID      [16]byte // a version or an upload
 	}
-	idReq     struct{ VersionID [16]byte } // a staging area or an upload
-	recordReq struct {
-		Bucket, Object string
-		Record         []byte
-	}
+	idReq          struct{ VersionID [16]byte } // a staging area or an upload
 	versionMetaReq struct {
 		Bucket, Object string
 		Record         []byte
@@ -234,6 +261,18 @@ type (
 		Chosen []drive.PartRecord
 		Record []byte
 	}
+	// rollbackReq: EventID came later (eventsProtocol); an older node
+	// ignores it, and stored no events to remove.
+	rollbackReq struct {
+		Bucket, Object string
+		Record         []byte
+		EventID        *[16]byte `json:",omitempty"`
+	}
+	listEventsReq struct {
+		After [16]byte
+		Limit int
+	}
+	eventIDsReq      struct{ IDs [][16]byte }
 	supersededAnswer struct{ Superseded bool }
 	removedAnswer    struct{ Removed bool }
 	reopenedAnswer   struct{ Reopened bool }
@@ -285,11 +324,14 @@ var (
 		func(ctx context.Context, d *drive.Local, r objectIDReq) (*drive.Record, error) {
 			return d.DeleteVersion(ctx, r.Bucket, r.Object, r.VersionID)
 		}}
-	opRollbackVersion = op[recordReq, removedAnswer]{"rollbackversion", true, jsonAnswer[removedAnswer](),
-		func(ctx context.Context, d *drive.Local, r recordReq) (removedAnswer, error) {
+	opRollbackVersion = op[rollbackReq, removedAnswer]{"rollbackversion", true, jsonAnswer[removedAnswer](),
+		func(ctx context.Context, d *drive.Local, r rollbackReq) (removedAnswer, error) {
 			rec, err := drive.UnmarshalRecord(r.Record)
 			if err != nil {
 				return removedAnswer{}, err
+			}
+			if r.EventID != nil {
+				rec.EventID = *r.EventID
 			}
 			removed, err := d.RollbackVersion(ctx, r.Bucket, r.Object, rec)
 			return removedAnswer{removed}, err
@@ -305,6 +347,19 @@ var (
 				return page, d.WalkDelimited(ctx, r.Bucket, r.Prefix, r.Delimiter, r.After, add)
 			}
 			return page, d.WalkObjects(ctx, r.Bucket, r.Prefix, r.After, r.LatestOnly, add)
+		}}
+	opListEvents = op[listEventsReq, []eventEntry]{"listevents", true, eventsAnswer,
+		func(ctx context.Context, d *drive.Local, r listEventsReq) ([]eventEntry, error) {
+			var page []eventEntry
+			err := d.ListEvents(ctx, r.After, func(id [16]byte, events []byte) bool {
+				page = append(page, eventEntry{id, bytes.Clone(events)})
+				return r.Limit <= 0 || len(page) < r.Limit
+			})
+			return page, err
+		}}
+	opDeleteEvents = op[eventIDsReq, none]{"deleteevents", true, noAnswer,
+		func(ctx context.Context, d *drive.Local, r eventIDsReq) (none, error) {
+			return none{}, d.DeleteEvents(ctx, r.IDs)
 		}}
 	opAbortStaged = op[idReq, none]{"abortstaged", true, noAnswer,
 		func(ctx context.Context, d *drive.Local, r idReq) (none, error) {
@@ -380,6 +435,10 @@ var (
 	opPoolState     = nodeOp{name: "poolstate", idempotent: true, minProtocol: 1, serve: (*Server).poolState}
 	opBatchPut      = nodeOp{name: "batch/put", idempotent: false, minProtocol: 2, frame: frameBatchPut,
 		serve: func(s *Server, w http.ResponseWriter, r *http.Request) error { return s.serveBatch(s.batchPut, w, r) }}
+	opBatchPutEvents = nodeOp{name: "batch/putevents", idempotent: false, minProtocol: eventsProtocol, frame: frameBatchPutEvents,
+		serve: func(s *Server, w http.ResponseWriter, r *http.Request) error {
+			return s.serveBatch(s.batchPutEvents, w, r)
+		}}
 	opBatchGet = nodeOp{name: "batch/get", idempotent: true, minProtocol: 2, frame: frameBatchGet,
 		serve: func(s *Server, w http.ResponseWriter, r *http.Request) error { return s.serveBatch(s.batchGet, w, r) }}
 	opBatchStat = nodeOp{name: "batch/stat", idempotent: true, minProtocol: statProtocol, frame: frameBatchStat,
@@ -391,9 +450,10 @@ var (
 var (
 	driveOps = indexDriveOps(opFormat, opDiskInfo, opMakeBucket, opSetBucket, opStatBucket, opBucketUsage,
 		opListBuckets, opDeleteBucket, opVersions, opSetVersionMeta, opDeleteVersion, opRollbackVersion, opWalkObjects,
+		opListEvents, opDeleteEvents,
 		opAbortStaged, opPutUpload, opGetUpload, opWalkUploads, opCommitPart, opListParts, opCompleteUpload,
 		opReopenUpload, opAbortUpload, opPutVersion, opGetVersion, opShardWrite, opShardRead, opShardStat)
-	nodeOps = indexNodeOps(opPing, opBucketChanged, opNodeStatus, opPoolState, opBatchPut, opBatchGet, opBatchStat, opFrames)
+	nodeOps = indexNodeOps(opPing, opBucketChanged, opNodeStatus, opPoolState, opBatchPut, opBatchPutEvents, opBatchGet, opBatchStat, opFrames)
 )
 
 func indexDriveOps(ops ...driveOperation) map[string]driveOperation {

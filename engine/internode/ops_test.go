@@ -25,7 +25,9 @@ func TestWireFormat(t *testing.T) {
 		"versions":        {"Bucket", "Object"},
 		"setversionmeta":  {"Bucket", "Object", "Record", "Meta"},
 		"deleteversion":   {"Bucket", "Object", "VersionID"},
-		"rollbackversion": {"Bucket", "Object", "Record"},
+		"rollbackversion": {"Bucket", "Object", "Record", "EventID"}, // EventID added (eventsProtocol): older nodes ignore it and stored no events
+		"listevents":      {"After", "Limit"},                        // added (eventsProtocol): older nodes refuse it, and their drives hold no events
+		"deleteevents":    {"IDs"},
 		"walkobjects":     {"Bucket", "Prefix", "After", "LatestOnly", "Limit", "Delimiter"}, // Delimiter added: older nodes ignore it and walk every key
 		"abortstaged":     {"VersionID"},
 		"putupload":       {"Upload"},
@@ -63,7 +65,7 @@ func TestWireFormat(t *testing.T) {
 		nodes = append(nodes, name)
 	}
 	slices.Sort(nodes)
-	if want := []string{"batch/get", "batch/put", "batch/stat", "bucketchanged", "frames", "nodestatus", "ping", "poolstate"}; !slices.Equal(nodes, want) {
+	if want := []string{"batch/get", "batch/put", "batch/putevents", "batch/stat", "bucketchanged", "frames", "nodestatus", "ping", "poolstate"}; !slices.Equal(nodes, want) {
 		t.Errorf("node operations %v, the wire has %v", nodes, want)
 	}
 }
@@ -73,7 +75,7 @@ func TestWireFormat(t *testing.T) {
 // otherwise take the process down).
 func TestBatchCountsAreBounded(t *testing.T) {
 	s := &Server{Drive: func(string) *drive.Local { return nil }}
-	for name, run := range map[string]batchFunc{"put": s.batchPut, "get": s.batchGet, "stat": s.batchStat} {
+	for name, run := range map[string]batchFunc{"put": s.batchPut, "putevents": s.batchPutEvents, "get": s.batchGet, "stat": s.batchStat} {
 		for _, n := range []uint64{1 << 40, 1 << 62, 3} {
 			body := binary.AppendUvarint(nil, n)
 			body = append(body, 1, 2) // two bytes: room for no item

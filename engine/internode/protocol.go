@@ -16,7 +16,10 @@
 // and the time, and a server refuses a request it has seen (replay.go);
 // with an older peer requests are signed as before. Version 5 added
 // batches of record reads without inline data (a HEAD's); with an older
-// peer they read the data too.
+// peer they read the data too. Version 6 carries writes' events with their
+// records (batch/putevents) and lists and removes them (listevents,
+// deleteevents); an older peer's drives store none, and a write whose
+// events are not on write quorum of drives stores them another way.
 package internode
 
 import (
@@ -74,6 +77,10 @@ const signedProtocol = 4
 // statProtocol is the first version with batches of record reads without
 // inline data (frameBatchStat).
 const statProtocol = 5
+
+// eventsProtocol is the first version that carries writes' events with
+// their records (frameBatchPutEvents, opListEvents, opDeleteEvents).
+const eventsProtocol = 6
 
 // maxSkewSigned bounds the clock difference a signed request tolerates; a
 // server remembers each nonce this long past its time.

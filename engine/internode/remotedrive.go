@@ -151,8 +151,44 @@ func (d *RemoteDrive) DeleteVersion(ctx context.Context, bucket, object string, 
 
 // RollbackVersion implements erasure.Drive.
 func (d *RemoteDrive) RollbackVersion(ctx context.Context, bucket, object string, rec *drive.Record) (bool, error) {
-	out, err := opRollbackVersion.call(ctx, d, recordReq{bucket, object, drive.MarshalRecord(nil, rec)})
+	req := rollbackReq{Bucket: bucket, Object: object, Record: drive.MarshalRecord(nil, rec)}
+	if rec.EventID != ([16]byte{}) {
+		req.EventID = &rec.EventID
+	}
+	out, err := opRollbackVersion.call(ctx, d, req)
 	return out.Removed, err
+}
+
+// CarriesEvents implements erasure.EventDrive: whether the peer stores
+// writes' events with their records.
+func (d *RemoteDrive) CarriesEvents() bool { return d.peer.Version() >= eventsProtocol }
+
+// eventsPage is how many writes' events a remote listing fetches per call.
+const eventsPage = 1000
+
+// ListEvents implements erasure.EventDrive, fetching pages from the peer.
+func (d *RemoteDrive) ListEvents(ctx context.Context, after [16]byte, fn func(id [16]byte, events []byte) bool) error {
+	for {
+		page, err := opListEvents.call(ctx, d, listEventsReq{After: after, Limit: eventsPage})
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			if !fn(e.id, e.events) {
+				return nil
+			}
+			after = e.id
+		}
+		if len(page) < eventsPage {
+			return nil
+		}
+	}
+}
+
+// DeleteEvents implements erasure.EventDrive.
+func (d *RemoteDrive) DeleteEvents(ctx context.Context, ids [][16]byte) error {
+	_, err := opDeleteEvents.call(ctx, d, eventIDsReq{IDs: ids})
+	return err
 }
 
 // walkPage is how many objects a remote walk fetches per call (a variable

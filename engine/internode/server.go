@@ -393,6 +393,18 @@ func (s *Server) serveBatch(run batchFunc, w http.ResponseWriter, r *http.Reques
 
 // batchPut runs several drives' PutVersion (protocol 2).
 func (s *Server) batchPut(ctx context.Context, dst, body []byte) ([]byte, error) {
+	return s.putRecords(ctx, dst, body, false)
+}
+
+// batchPutEvents is batchPut whose items carry their writes' events
+// (eventsProtocol).
+func (s *Server) batchPutEvents(ctx context.Context, dst, body []byte) ([]byte, error) {
+	return s.putRecords(ctx, dst, body, true)
+}
+
+// putRecords answers a batch of PutVersions, each item with its write's
+// events after its record when withEvents.
+func (s *Server) putRecords(ctx context.Context, dst, body []byte, withEvents bool) ([]byte, error) {
 	in := reader{buf: body}
 	n := in.count()
 	if in.err != nil {
@@ -412,6 +424,11 @@ func (s *Server) batchPut(ctx context.Context, dst, body []byte) ([]byte, error)
 		it.bucket, it.object = in.string(), in.string()
 		it.stage = in.id()
 		recBytes := in.bytes()
+		var eventID [16]byte
+		var events []byte
+		if withEvents {
+			eventID, events = in.id(), in.bytes()
+		}
 		if in.err != nil {
 			return nil, in.err
 		}
@@ -419,7 +436,9 @@ func (s *Server) batchPut(ctx context.Context, dst, body []byte) ([]byte, error)
 			it.err = fmt.Errorf("%w: %s", ErrDriveNotServed, path)
 			continue
 		}
-		it.rec, it.err = drive.UnmarshalRecord(recBytes)
+		if it.rec, it.err = drive.UnmarshalRecord(recBytes); it.err == nil {
+			it.rec.EventID, it.rec.Events = eventID, events
+		}
 	}
 	done := make(chan struct{}, n)
 	for i := range items {

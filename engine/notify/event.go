@@ -1,11 +1,12 @@
 package notify
 
 import (
-	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Event is what a write or delete did, as its notification tells it.
@@ -28,68 +29,107 @@ type Event struct {
 	Region           string
 }
 
-// record is one entry of an S3 event message (event structure 2.1).
-type record struct {
-	EventVersion      string            `json:"eventVersion"`
-	EventSource       string            `json:"eventSource"`
-	AWSRegion         string            `json:"awsRegion"`
-	EventTime         string            `json:"eventTime"`
-	EventName         string            `json:"eventName"`
-	UserIdentity      principal         `json:"userIdentity"`
-	RequestParameters map[string]string `json:"requestParameters"`
-	ResponseElements  map[string]string `json:"responseElements"`
-	S3                s3Entity          `json:"s3"`
-}
-
-type principal struct {
-	PrincipalID string `json:"principalId"`
-}
-
-type s3Entity struct {
-	SchemaVersion   string   `json:"s3SchemaVersion"`
-	ConfigurationID string   `json:"configurationId"`
-	Bucket          bucketID `json:"bucket"`
-	Object          objectID `json:"object"`
-}
-
-type bucketID struct {
-	Name          string    `json:"name"`
-	OwnerIdentity principal `json:"ownerIdentity"`
-	ARN           string    `json:"arn"`
-}
-
-type objectID struct {
-	Key       string `json:"key"`
-	Size      int64  `json:"size,omitempty"`
-	ETag      string `json:"eTag,omitempty"`
-	VersionID string `json:"versionId,omitempty"`
-	Sequencer string `json:"sequencer"`
+// Sequencer is the sequencer of a change stamped at (Unix nanoseconds):
+// 16 upper-case hex digits, so a later change's sorts after.
+func Sequencer(at int64) string {
+	const digits = "0123456789ABCDEF"
+	var b [16]byte
+	u := uint64(at)
+	for i := 15; i >= 0; i-- {
+		b[i] = digits[u&0xf]
+		u >>= 4
+	}
+	return string(b[:])
 }
 
 // Message is the S3 event message a target receives for e under the
-// configuration rule configID: {"Records":[...]} with one record, the
-// object key URL-encoded as S3 sends it.
+// configuration rule configID: {"Records":[...]} with one record (event
+// structure 2.1: eventVersion, eventSource, awsRegion, eventTime,
+// eventName, userIdentity, requestParameters, responseElements, s3), the
+// object key URL-encoded as S3 sends it. It is written field by field,
+// not through encoding/json: every delivered event makes one, and the
+// reflection cost more than the rest of the message's way to its target.
 func Message(e Event, configID string) []byte {
-	rec := record{
-		EventVersion: "2.1", EventSource: "aws:s3", AWSRegion: e.Region,
-		EventTime:         e.Time.UTC().Format("2006-01-02T15:04:05.000Z"),
-		EventName:         strings.TrimPrefix(e.Name, "s3:"),
-		UserIdentity:      principal{e.Principal},
-		RequestParameters: map[string]string{"sourceIPAddress": e.SourceIP},
-		ResponseElements:  map[string]string{"x-amz-request-id": e.RequestID},
-		S3: s3Entity{
-			SchemaVersion: "1.0", ConfigurationID: configID,
-			Bucket: bucketID{Name: e.Bucket, OwnerIdentity: principal{e.Owner}, ARN: "arn:aws:s3:::" + e.Bucket},
-			Object: objectID{Key: url.QueryEscape(e.Key), Size: e.Size, ETag: e.ETag, VersionID: e.VersionID, Sequencer: e.Sequencer},
-		},
+	key := url.QueryEscape(e.Key)
+	b := make([]byte, 0, 560+len(e.Bucket)*2+len(key)+len(configID)+len(e.Principal)+len(e.Owner)+len(e.RequestID))
+	b = append(b, `{"Records":[{"eventVersion":"2.1","eventSource":"aws:s3","awsRegion":`...)
+	b = appendJSONString(b, e.Region)
+	b = append(b, `,"eventTime":"`...)
+	b = e.Time.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
+	b = append(b, `","eventName":`...)
+	b = appendJSONString(b, strings.TrimPrefix(e.Name, "s3:"))
+	b = append(b, `,"userIdentity":{"principalId":`...)
+	b = appendJSONString(b, e.Principal)
+	b = append(b, `},"requestParameters":{"sourceIPAddress":`...)
+	b = appendJSONString(b, e.SourceIP)
+	b = append(b, `},"responseElements":{"x-amz-request-id":`...)
+	b = appendJSONString(b, e.RequestID)
+	b = append(b, `},"s3":{"s3SchemaVersion":"1.0","configurationId":`...)
+	b = appendJSONString(b, configID)
+	b = append(b, `,"bucket":{"name":`...)
+	b = appendJSONString(b, e.Bucket)
+	b = append(b, `,"ownerIdentity":{"principalId":`...)
+	b = appendJSONString(b, e.Owner)
+	b = append(b, `},"arn":`...)
+	b = appendJSONString(b, "arn:aws:s3:::"+e.Bucket)
+	b = append(b, `},"object":{"key":`...)
+	b = appendJSONString(b, key)
+	if e.Size != 0 {
+		b = append(b, `,"size":`...)
+		b = strconv.AppendInt(b, e.Size, 10)
 	}
-	b, err := json.Marshal(struct {
-		Records []record `json:"Records"`
-	}{[]record{rec}})
-	if err != nil {
-		panic(err) // strings and numbers only
+	if e.ETag != "" {
+		b = append(b, `,"eTag":`...)
+		b = appendJSONString(b, e.ETag)
 	}
-	return b
+	if e.VersionID != "" {
+		b = append(b, `,"versionId":`...)
+		b = appendJSONString(b, e.VersionID)
+	}
+	b = append(b, `,"sequencer":`...)
+	b = appendJSONString(b, e.Sequencer)
+	return append(b, `}}}]}`...)
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD (as
+// encoding/json does; its HTML escapes are left out, which JSON does not
+// need).
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
 }
 
 var parsed sync.Map // string(doc) -> *Config

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +38,18 @@ type Item struct {
 	// Key is the object key the event is about (for the log).
 	Key string `json:"k"`
 	Msg []byte `json:"m"`
+	// event and config make Msg when it is nil (events stored with a
+	// version: their message is made when delivered).
+	event  *Event
+	config string
+}
+
+// message is what the item's target receives.
+func (it *Item) message() []byte {
+	if it.Msg == nil && it.event != nil {
+		return Message(*it.event, it.config)
+	}
+	return it.Msg
 }
 
 // Queue holds events durably until their targets take them. Writes hand
@@ -70,6 +83,15 @@ type Queue struct {
 	flushing bool
 	seq      uint64
 	pending  map[string]*stored // batch name -> what is left of it
+	held     int                // items in pending
+	// overflow: events were left in the store for want of room (MaxPending).
+	overflow bool
+	// scanned: the store was listed once since the queue started.
+	scanned bool
+	// toForget are delivered events stored with versions not yet removed
+	// from the store; forgotAt when that was last done (forgetStored).
+	toForget []objlayer.EventRef
+	forgotAt time.Time
 	// bucketMade: Bucket is known to exist.
 	bucketMade atomic.Bool
 	kick       chan struct{}
@@ -91,13 +113,20 @@ type batch struct {
 	err   error
 }
 
-// stored is a batch in the store and which of its items are delivered.
+// stored is a batch in the store, or one write's events stored with its
+// version (ref set), and which of its items are delivered.
 type stored struct {
 	name      string
 	at        int64
 	items     []Item
 	delivered []bool
+	ref       *objlayer.EventRef
 }
+
+// MaxPending bounds the undelivered events a queue holds in memory (a
+// target down for long): events stored beyond it wait in the store, and
+// a later listing takes them once those before are delivered.
+const MaxPending = 100_000
 
 // NewQueue is a queue over store for node (a name no other node of the
 // tenant has, stable across restarts) delivering to targets.
@@ -129,6 +158,9 @@ func (q *Queue) Snapshot() metrics.Notifications {
 // Add stores items durably and returns once they are (or the store
 // failed: the caller answers an error, and the client's retry writes and
 // queues again).
+//
+// It is the way for events of a layer that cannot store them with their
+// versions, and of writes that do not (see Encode).
 func (q *Queue) Add(ctx context.Context, items []Item) error {
 	if len(items) == 0 {
 		return nil
@@ -181,6 +213,29 @@ func (q *Queue) flush() {
 	}
 }
 
+// Encode is e, for rules, as the object layer stores it with the version
+// the write made (objlayer.PutOptions.Events): with this node's name and
+// the time, so another node can deliver it when this one is gone.
+func (q *Queue) Encode(e Event, rules []*Rule) []byte {
+	w := withVersion{node: q.node, at: time.Now().UnixNano(), event: e, rules: targetsOf(rules)}
+	return w.marshal()
+}
+
+// Committed hands the queue e, for rules, which the object layer stored
+// with the version the write made (ref names it): delivered from memory,
+// then removed from the store.
+func (q *Queue) Committed(ref objlayer.EventRef, e Event, rules []*Rule) {
+	w := withVersion{event: e, rules: targetsOf(rules)}
+	items := w.items()
+	q.stats.Queued.Add(int64(len(items)))
+	q.remember(&stored{name: eventsName(ref.ID), at: time.Now().UnixNano(), items: items, delivered: make([]bool, len(items)), ref: &ref})
+	q.wake()
+}
+
+// eventsName is what the queue calls a write's events stored with its
+// version.
+func eventsName(id [16]byte) string { return "e/" + hex.EncodeToString(id[:]) }
+
 func (q *Queue) put(ctx context.Context, name string, items []Item) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -202,14 +257,32 @@ func (q *Queue) put(ctx context.Context, name string, items []Item) error {
 	return err
 }
 
-func (q *Queue) remember(s *stored) {
+// remember keeps s to deliver; it reports false when s is known or the
+// queue holds MaxPending events already.
+func (q *Queue) remember(s *stored) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if _, ok := q.pending[s.name]; ok {
-		return
+		return false
+	}
+	if s.ref != nil && q.held+len(s.items) > MaxPending {
+		q.overflow = true
+		return false
 	}
 	q.pending[s.name] = s
+	q.held += len(s.items)
 	q.stats.Backlog.Add(int64(len(s.items)))
+	return true
+}
+
+// forget drops a delivered s.
+func (q *Queue) forget(s *stored) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.pending[s.name]; ok {
+		delete(q.pending, s.name)
+		q.held -= len(s.items)
+	}
 }
 
 func (q *Queue) wake() {
@@ -241,10 +314,19 @@ func (q *Queue) Run(ctx context.Context) {
 		if failed {
 			wait = backoff
 		}
+		q.mu.Lock()
+		if len(q.toForget) > 0 {
+			wait = min(wait, forgetEvery)
+		}
+		q.mu.Unlock()
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			// What was delivered leaves the store before the node stops.
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			q.forgetStored(fctx, true)
+			cancel()
 			return
 		case <-q.kick:
 			if failed {
@@ -260,9 +342,12 @@ func (q *Queue) Run(ctx context.Context) {
 	}
 }
 
-// scan lists the stored batches: this node's are taken at once, another
-// node's once older than TakeOver.
+// scan lists the stored batches and events: this node's are taken at
+// once, another node's once older than TakeOver.
 func (q *Queue) scan(ctx context.Context) error {
+	if err := q.scanEvents(ctx); err != nil {
+		return err
+	}
 	marker := ""
 	for {
 		res, err := q.store.ListObjects(ctx, Bucket, "q/", marker, "", 1000)
@@ -302,6 +387,67 @@ func (q *Queue) scan(ctx context.Context) error {
 	}
 }
 
+// scanEvents lists the events stored with versions: this node's found at
+// its first listing (a restart) or left in the store for want of room, and
+// another node's as batches are.
+func (q *Queue) scanEvents(ctx context.Context) error {
+	es, ok := q.store.(objlayer.EventStore)
+	if !ok {
+		return nil
+	}
+	q.mu.Lock()
+	first, overflow := !q.scanned, q.overflow
+	q.overflow = false
+	q.mu.Unlock()
+	takes := map[string]bool{}
+	err := es.ListEvents(ctx, func(id [16]byte, b []byte) error {
+		name := eventsName(id)
+		q.mu.Lock()
+		_, known := q.pending[name]
+		full := q.held >= MaxPending
+		q.mu.Unlock()
+		if known || full {
+			return nil
+		}
+		w, err := unmarshalWithVersion(b)
+		if err != nil {
+			q.log.Warn("notifications: stored events that do not decode are dropped", "id", name, "error", err)
+			return nil
+		}
+		age := time.Since(time.Unix(0, w.at))
+		if w.node == q.node {
+			// Fresh ones are in memory, or were just delivered.
+			leftOver := overflow && age >= 10*time.Second
+			if !first && !leftOver && age < q.TakeOver {
+				return nil
+			}
+		} else {
+			if age < q.TakeOver {
+				return nil
+			}
+			t, seen := takes[w.node]
+			if !seen {
+				t = q.Takes == nil || q.Takes(w.node)
+				takes[w.node] = t
+			}
+			if !t {
+				return nil
+			}
+			q.log.Info("notifications: delivering another node's events", "node", w.node, "object", w.event.Key, "events", len(w.rules))
+		}
+		items := w.items()
+		q.remember(&stored{name: name, at: w.at, items: items, delivered: make([]bool, len(items)),
+			ref: &objlayer.EventRef{Bucket: w.event.Bucket, Object: w.event.Key, ID: id}})
+		return nil
+	})
+	if err == nil {
+		q.mu.Lock()
+		q.scanned = true
+		q.mu.Unlock()
+	}
+	return err
+}
+
 func parseName(name string) (node string, at int64, ok bool) {
 	rest, found := strings.CutPrefix(name, "q/")
 	if !found {
@@ -337,7 +483,8 @@ func (q *Queue) read(ctx context.Context, name string) ([]Item, error) {
 
 // Lanes is how many deliveries run at once per target: a key's events
 // always take the same lane, one after the other, so they arrive in order
-// while other keys' go beside them.
+// while other keys' go beside them. A Batcher target has one lane, whose
+// batches hold many keys' events in flight at once.
 const Lanes = 8
 
 // ref is one undelivered item of a pending batch.
@@ -372,7 +519,10 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 	for _, s := range batches {
 		for i, it := range s.items {
 			if !s.delivered[i] {
-				k := laneKey{it.Target, laneOf(it.Key)}
+				k := laneKey{it.Target, 0}
+				if _, batches := q.targets[it.Target].(Batcher); !batches {
+					k.lane = laneOf(it.Key)
+				}
 				lanes[k] = append(lanes[k], ref{s, i})
 			}
 		}
@@ -388,29 +538,73 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 	}
 	wg.Wait()
 	oldest := int64(0)
+	var refs []objlayer.EventRef
+	var withVersions []*stored
 	for _, s := range batches {
-		if slices.Contains(s.delivered, false) {
+		switch {
+		case slices.Contains(s.delivered, false):
 			if oldest == 0 {
 				oldest = s.at
 			}
-			continue
+		case s.ref != nil:
+			refs = append(refs, *s.ref)
+			withVersions = append(withVersions, s)
+		default:
+			if _, err := q.store.DeleteObject(ctx, Bucket, s.name, nil, objlayer.DeleteUnversioned); err != nil {
+				q.log.Warn("notifications: removing a delivered batch", "batch", s.name, "error", err)
+				continue // delivered; removed at the next pass (and its items may be sent again after a restart)
+			}
+			q.forget(s)
 		}
-		if _, err := q.store.DeleteObject(ctx, Bucket, s.name, nil, objlayer.DeleteUnversioned); err != nil {
-			q.log.Warn("notifications: removing a delivered batch", "batch", s.name, "error", err)
-			continue // delivered; removed at the next pass (and its items may be sent again after a restart)
-		}
-		q.mu.Lock()
-		delete(q.pending, s.name)
-		q.mu.Unlock()
 	}
+	// Delivered events stored with versions leave memory now and the
+	// store a little later, many at a time (forgetStored).
+	for _, s := range withVersions {
+		q.forget(s)
+	}
+	q.mu.Lock()
+	q.toForget = append(q.toForget, refs...)
+	q.mu.Unlock()
+	q.forgetStored(ctx, false)
 	q.stats.Oldest.Store(oldest)
 	return failures.Load()
 }
 
+// forgetEvery is how long delivered events stored with versions may wait
+// to be removed from the store, gathered into one removal per drive: a
+// crash in that time makes them delivered again.
+const forgetEvery = 20 * time.Millisecond
+
+// forgetStored removes the delivered events stored with versions from the
+// store, when forgetEvery has passed since the last time, or now. A drive
+// that missed the removal keeps them until a later listing finds them:
+// they are sent again (at least once).
+func (q *Queue) forgetStored(ctx context.Context, now bool) {
+	q.mu.Lock()
+	refs := q.toForget
+	if len(refs) == 0 || !now && len(refs) < 4096 && time.Since(q.forgotAt) < forgetEvery {
+		q.mu.Unlock()
+		return
+	}
+	q.toForget, q.forgotAt = nil, time.Now()
+	q.mu.Unlock()
+	if err := q.store.(objlayer.EventStore).ForgetEvents(ctx, refs); err != nil {
+		q.log.Warn("notifications: removing delivered events", "events", len(refs), "error", err)
+	}
+}
+
+// batchLimit bounds the messages a Batcher target has in flight from one
+// lane.
+const batchLimit = 256
+
 // deliverLane sends one lane's items in order until one fails; it
 // reports whether all were delivered. t is nil for a target the server no
-// longer has: nothing will ever take its items, which are dropped.
+// longer has: nothing will ever take its items, which are dropped. A
+// Batcher target takes them in batches of distinct keys.
 func (q *Queue) deliverLane(ctx context.Context, t Target, refs []ref) bool {
+	if b, ok := t.(Batcher); ok {
+		return q.deliverBatches(ctx, t, b, refs)
+	}
 	for _, r := range refs {
 		it := r.s.items[r.i]
 		if ctx.Err() != nil {
@@ -420,7 +614,7 @@ func (q *Queue) deliverLane(ctx context.Context, t Target, refs []ref) bool {
 			q.log.Warn("notifications: dropping an event for a target this server does not have", "target", it.Target, "key", it.Key)
 		} else {
 			dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			err := t.Deliver(dctx, it.Msg)
+			err := t.Deliver(dctx, it.message())
 			cancel()
 			if err != nil {
 				q.stats.Failed.Add(1)
@@ -431,6 +625,53 @@ func (q *Queue) deliverLane(ctx context.Context, t Target, refs []ref) bool {
 		}
 		r.s.delivered[r.i] = true
 		q.stats.Backlog.Add(-1)
+	}
+	return true
+}
+
+// deliverBatches is deliverLane for a Batcher: each batch is the lane's
+// next items up to the first whose key is in it already, so a key's
+// events go out one batch after the other, in order. Items after a failed
+// one in its batch are of other keys and count as delivered when the
+// target took them; the lane stops after that batch.
+func (q *Queue) deliverBatches(ctx context.Context, t Target, b Batcher, refs []ref) bool {
+	keys := map[string]bool{}
+	for len(refs) > 0 {
+		if ctx.Err() != nil {
+			return true // stopping: not a failure
+		}
+		clear(keys)
+		n := 0
+		for n < len(refs) && n < batchLimit && !keys[refs[n].s.items[refs[n].i].Key] {
+			keys[refs[n].s.items[refs[n].i].Key] = true
+			n++
+		}
+		msgs := make([][]byte, n)
+		for i, r := range refs[:n] {
+			msgs[i] = r.s.items[r.i].message()
+		}
+		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		errs := b.DeliverBatch(dctx, msgs)
+		cancel()
+		failed := false
+		for i, r := range refs[:n] {
+			if errs[i] != nil {
+				if !failed {
+					it := r.s.items[r.i]
+					q.log.Warn("notifications: delivery failed; retrying", "target", it.Target, "key", it.Key, "error", errs[i])
+				}
+				q.stats.Failed.Add(1)
+				failed = true
+				continue
+			}
+			q.stats.Delivered.Add(1)
+			r.s.delivered[r.i] = true
+			q.stats.Backlog.Add(-1)
+		}
+		if failed {
+			return false
+		}
+		refs = refs[n:]
 	}
 	return true
 }

@@ -2,12 +2,15 @@ package notify
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -100,9 +103,24 @@ func items(target string, from, n int) []Item {
 	return out
 }
 
+// runningQueue is node-1's queue over layer delivering to a webhook,
+// running until the test ends (ctx).
+func runningQueue(t *testing.T, layer objlayer.Layer) (*Queue, *receiver, Target, context.Context) {
+	rc := newReceiver(t)
+	tg := rc.target(t)
+	q := NewQueue(layer, "node-1", []Target{tg}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	go q.Run(ctx)
+	return q, rc, tg, ctx
+}
+
 func storedBatches(t *testing.T, layer objlayer.Layer) int {
 	t.Helper()
 	res, err := layer.ListObjects(t.Context(), Bucket, "q/", "", "", 1000)
+	if errors.Is(err, objlayer.ErrBucketNotFound) {
+		return 0
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,12 +133,7 @@ func storedBatches(t *testing.T, layer objlayer.Layer) int {
 // then arrive in order, none missing; delivered batches are removed.
 func TestQueueDeliversInOrderAndRetries(t *testing.T) {
 	layer := erasureLayer(t)
-	rc := newReceiver(t)
-	tg := rc.target(t)
-	q := NewQueue(layer, "node-1", []Target{tg}, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go q.Run(ctx)
+	q, rc, tg, _ := runningQueue(t, layer)
 
 	for i := range 50 {
 		if err := q.Add(t.Context(), items(tg.ARN(), i, 1)); err != nil {
@@ -201,4 +214,118 @@ func TestQueueSurvivesARestart(t *testing.T) {
 	again := NewQueue(layer, "node-1", []Target{tg}, slog.New(slog.DiscardHandler))
 	go again.Run(ctx)
 	waitFor(t, "the restarted node's events", func() bool { return len(rc.messages()) == 5 })
+}
+
+// putWithEvents writes key through the layer with its event stored with
+// the version, as the S3 front end does (the event's ETag is "m" and n),
+// and returns the reference the layer gave it (zero when it stored none).
+func putWithEvents(t *testing.T, layer objlayer.Layer, q *Queue, tg Target, key string, n int) (objlayer.EventRef, Event, []*Rule) {
+	t.Helper()
+	rules := []*Rule{{ID: "cfg", Target: tg.ARN()}}
+	var e Event
+	info, err := layer.PutObject(t.Context(), "bk", key, strings.NewReader("body"), 4, objlayer.PutOptions{
+		Events: func(info objlayer.ObjectInfo) []byte {
+			e = Event{Name: ObjectCreatedPut, Bucket: "bk", Key: key, Size: info.Size, ETag: fmt.Sprintf("m%04d", n), Time: time.Now()}
+			return q.Encode(e, rules)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objlayer.EventRef{Bucket: "bk", Object: key, ID: info.EventID}, e, rules
+}
+
+// etags are the ETags of the event messages a receiver took.
+func etags(t *testing.T, msgs []string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range msgs {
+		var doc struct {
+			Records []struct {
+				S3 struct {
+					ConfigurationID string `json:"configurationId"`
+					Object          struct {
+						Key  string `json:"key"`
+						ETag string `json:"eTag"`
+					} `json:"object"`
+				} `json:"s3"`
+			}
+		}
+		if err := json.Unmarshal([]byte(m), &doc); err != nil || len(doc.Records) != 1 || doc.Records[0].S3.ConfigurationID != "cfg" {
+			t.Fatalf("message %q: %v", m, err)
+		}
+		out = append(out, doc.Records[0].S3.Object.ETag)
+	}
+	return out
+}
+
+func storedEvents(t *testing.T, layer objlayer.Layer) int {
+	t.Helper()
+	n := 0
+	if err := layer.(objlayer.EventStore).ListEvents(t.Context(), func([16]byte, []byte) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestEventsStoredWithVersions: a write's events committed with its
+// version (no batch object of their own) are delivered from memory and
+// then removed from the drives; events whose node died before delivering
+// them are delivered by its next queue at once, and by another node's
+// only when the first is gone and they are older than TakeOver; a write
+// rolled back leaves none.
+func TestEventsStoredWithVersions(t *testing.T) {
+	layer := erasureLayer(t)
+	if err := objlayer.EnsureBucket(t.Context(), layer, "bk"); err != nil {
+		t.Fatal(err)
+	}
+	q, rc, tg, ctx := runningQueue(t, layer)
+	for i := range 20 {
+		ref, e, rules := putWithEvents(t, layer, q, tg, fmt.Sprintf("k%d", i%3), i)
+		if ref.ID == ([16]byte{}) {
+			t.Fatal("the erasure layer stored no events with the version")
+		}
+		q.Committed(ref, e, rules)
+	}
+	waitFor(t, "20 events", func() bool { return len(rc.messages()) == 20 })
+	waitFor(t, "delivered events removed from the drives", func() bool { return storedEvents(t, layer) == 0 })
+	if storedBatches(t, layer) != 0 {
+		t.Fatal("events stored with versions made batch objects too")
+	}
+
+	// A node that died after its writes were acknowledged.
+	dead := NewQueue(layer, "node-2", []Target{tg}, slog.New(slog.DiscardHandler))
+	for i := range 3 {
+		putWithEvents(t, layer, dead, tg, "lost", 100+i)
+	}
+	if n := storedEvents(t, layer); n != 3 {
+		t.Fatalf("%d writes' events on the drives, want 3", n)
+	}
+	other := NewQueue(layer, "node-3", []Target{tg}, slog.New(slog.DiscardHandler))
+	other.TakeOver, other.Rescan = 300*time.Millisecond, 100*time.Millisecond
+	alive := atomic.Bool{}
+	alive.Store(true)
+	other.Takes = func(node string) bool { return node != "node-2" || !alive.Load() }
+	go other.Run(ctx)
+	time.Sleep(600 * time.Millisecond)
+	if n := len(rc.messages()); n != 20 {
+		t.Fatalf("another node delivered %d events of a node that is alive", n-20)
+	}
+	alive.Store(false)
+	waitFor(t, "the lost node's events taken over", func() bool { return len(rc.messages()) == 23 })
+	if got := etags(t, rc.messages()[:20]); got[0] != "m0000" || got[19] != "m0019" {
+		t.Fatalf("delivered from memory: %v", got)
+	}
+	for i, m := range etags(t, rc.messages()[20:]) {
+		if want := fmt.Sprintf("m%04d", 100+i); m != want {
+			t.Fatalf("taken-over event %d is %q, want %q (in order)", i, m, want)
+		}
+	}
+	waitFor(t, "taken-over events removed", func() bool { return storedEvents(t, layer) == 0 })
+
+	// The same node restarted delivers its own at once.
+	putWithEvents(t, layer, dead, tg, "again", 200)
+	restarted := NewQueue(layer, "node-2", []Target{tg}, slog.New(slog.DiscardHandler))
+	go restarted.Run(ctx)
+	waitFor(t, "the restarted node's events", func() bool { return len(rc.messages()) == 24 })
+	waitFor(t, "its events removed", func() bool { return storedEvents(t, layer) == 0 })
 }

@@ -32,6 +32,14 @@ type Target interface {
 	Close()
 }
 
+// Batcher is a Target that takes several messages in flight at once:
+// DeliverBatch returns once the target answered for each (errs[i] is
+// msgs[i]'s). The queue hands it messages of distinct keys only, so a
+// failed one never lets a later event of its key arrive first.
+type Batcher interface {
+	DeliverBatch(ctx context.Context, msgs [][]byte) (errs []error)
+}
+
 // TargetSpec is one target as the server's targets file gives it
 // (engine/notifytargets, the format the operator writes).
 type TargetSpec = notifytargets.Target
@@ -179,6 +187,36 @@ func (n *natsTarget) Deliver(ctx context.Context, msg []byte) error {
 	}
 	_, err = js.Publish(ctx, n.spec.Subject, msg)
 	return err
+}
+
+// DeliverBatch publishes every message before waiting for the stream's
+// acknowledgements: one write to the connection for the batch, not one
+// round trip per message.
+func (n *natsTarget) DeliverBatch(ctx context.Context, msgs [][]byte) []error {
+	errs := make([]error, len(msgs))
+	js, err := n.conn()
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	acks := make([]jetstream.PubAckFuture, len(msgs))
+	for i, m := range msgs {
+		acks[i], errs[i] = js.PublishAsync(n.spec.Subject, m)
+	}
+	for i, a := range acks {
+		if a == nil {
+			continue
+		}
+		select {
+		case <-a.Ok():
+		case errs[i] = <-a.Err():
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+		}
+	}
+	return errs
 }
 
 func (n *natsTarget) Close() {

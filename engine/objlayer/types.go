@@ -79,6 +79,11 @@ type ObjectInfo struct {
 	IsLatest bool
 	// Parts lists the parts of a multipart object (empty otherwise).
 	Parts []Part
+	// EventID is set when the write's events (PutOptions.Events) were
+	// stored with the version, on write quorum of its drives: they are
+	// the caller's to deliver and then forget (EventStore). Zero when the
+	// layer stored none.
+	EventID [16]byte
 }
 
 // Part is one part of a multipart object, as stored.
@@ -123,6 +128,29 @@ type PutOptions struct {
 	// committing, so a write committing at the same moment elsewhere may
 	// still win.
 	Condition func(current *ObjectInfo) error
+	// Events, when set, makes the write's event notifications from the
+	// version as it commits (called again when the version is stamped
+	// again); a layer that can stores them in the same commit as the
+	// version, so an acknowledged write has them, and says so in the
+	// answer's EventID. A layer that cannot ignores it.
+	Events func(info ObjectInfo) []byte
+}
+
+// EventRef names a write's events stored with its version.
+type EventRef struct {
+	Bucket, Object string
+	ID             [16]byte
+}
+
+// EventStore is implemented by layers that store writes' events with
+// their versions (PutOptions.Events).
+type EventStore interface {
+	// ListEvents calls fn with each write's stored events (every drive's
+	// copy seen once); fn's error stops the walk and is returned.
+	ListEvents(ctx context.Context, fn func(id [16]byte, events []byte) error) error
+	// ForgetEvents removes delivered events. An empty Bucket and Object
+	// remove them wherever they are.
+	ForgetEvents(ctx context.Context, refs []EventRef) error
 }
 
 // ETagFor is the ETag options give a version ("" when the stored bytes'

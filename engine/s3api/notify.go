@@ -3,7 +3,6 @@ package s3api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -18,6 +17,11 @@ type Notifier interface {
 	Known(arn string) bool
 	// Add stores events durably, returning once they are.
 	Add(ctx context.Context, items []notify.Item) error
+	// Encode is a write's events as the object layer stores them with
+	// its version (objlayer.PutOptions.Events); Committed hands over the
+	// events the layer stored so, to deliver.
+	Encode(e notify.Event, rules []*notify.Rule) []byte
+	Committed(ref objlayer.EventRef, e notify.Event, rules []*notify.Rule)
 }
 
 // emptyNotification is what GetBucketNotificationConfiguration answers
@@ -64,21 +68,11 @@ func getBucketNotification(r *request) error {
 // be stored the request answers SlowDown: the change is made, and the
 // client's retry makes it again and queues its events.
 func (r *request) notify(bk objlayer.BucketInfo, event, key string, info objlayer.ObjectInfo) error {
-	cfg := notify.Cached(bk.Notification)
-	if cfg == nil || r.s.cfg.Notifier == nil {
-		return nil
-	}
-	rules := cfg.Match(event, key)
+	rules := r.notifyRules(bk, event, key)
 	if len(rules) == 0 {
 		return nil
 	}
-	at := info.ModTime
-	if at.IsZero() {
-		at = r.now
-	}
-	e := notify.Event{Name: event, Bucket: bk.Name, Key: key, Size: info.Size, ETag: info.ETag,
-		VersionID: versionIDOut(info.VersionID, bk.Versioning), Sequencer: fmt.Sprintf("%016X", at.UnixNano()),
-		Time: r.now, Principal: r.access, Owner: r.s.ownerOf(bk), SourceIP: r.hr.Client.String(), RequestID: r.hr.ID, Region: r.s.cfg.Region}
+	e := r.event(bk, event, key, info)
 	items := make([]notify.Item, 0, len(rules))
 	for _, rule := range rules {
 		items = append(items, notify.Item{Target: rule.Target, Key: key, Msg: notify.Message(e, rule.ID)})
@@ -88,6 +82,64 @@ func (r *request) notify(bk objlayer.BucketInfo, event, key string, info objlaye
 		return s3err.SlowDown.With("The change was made but its event notification could not be stored; retry the request.")
 	}
 	return nil
+}
+
+// notifyRules are the rules of the bucket's configuration that want
+// event for key (none without a notifier).
+func (r *request) notifyRules(bk objlayer.BucketInfo, event, key string) []*notify.Rule {
+	cfg := notify.Cached(bk.Notification)
+	if cfg == nil || r.s.cfg.Notifier == nil {
+		return nil
+	}
+	return cfg.Match(event, key)
+}
+
+// withEvents has the object layer store a write's events with its
+// version (opts.Events), when the bucket's configuration wants any; the
+// write's answer goes to notified.
+func (r *request) withEvents(bk objlayer.BucketInfo, event, key string, opts *objlayer.PutOptions) *storedEvents {
+	rules := r.notifyRules(bk, event, key)
+	if len(rules) == 0 {
+		return nil
+	}
+	se := &storedEvents{name: event, rules: rules}
+	opts.Events = func(info objlayer.ObjectInfo) []byte {
+		se.event = r.event(bk, event, key, plainInfo(info))
+		return r.s.cfg.Notifier.Encode(se.event, rules)
+	}
+	return se
+}
+
+// storedEvents is the event a write had the layer store with it.
+type storedEvents struct {
+	name  string
+	event notify.Event
+	rules []*notify.Rule
+}
+
+// notified finishes a write's events: delivered from the store when the
+// layer kept them with the version, else stored now (notify).
+func (r *request) notified(bk objlayer.BucketInfo, se *storedEvents, key string, info objlayer.ObjectInfo) error {
+	if se == nil {
+		return nil
+	}
+	if info.EventID != ([16]byte{}) {
+		r.s.cfg.Notifier.Committed(objlayer.EventRef{Bucket: bk.Name, Object: key, ID: info.EventID}, se.event, se.rules)
+		return nil
+	}
+	return r.notify(bk, se.name, key, info)
+}
+
+// event is what a write or delete of key did, as its notification tells
+// it.
+func (r *request) event(bk objlayer.BucketInfo, event, key string, info objlayer.ObjectInfo) notify.Event {
+	at := info.ModTime
+	if at.IsZero() {
+		at = r.now
+	}
+	return notify.Event{Name: event, Bucket: bk.Name, Key: key, Size: info.Size, ETag: info.ETag,
+		VersionID: versionIDOut(info.VersionID, bk.Versioning), Sequencer: notify.Sequencer(at.UnixNano()),
+		Time: r.now, Principal: r.access, Owner: r.s.ownerOf(bk), SourceIP: r.hr.Client.String(), RequestID: r.hr.ID, Region: r.s.cfg.Region}
 }
 
 // notifyVersion is notify for a change to the request's version's

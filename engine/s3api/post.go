@@ -87,11 +87,8 @@ func postObject(r *request) error {
 	if err != nil {
 		return err
 	}
-	info, err := r.storeObject(bk, key, meta, body)
+	info, err := r.storeObject(bk, key, meta, body, notify.ObjectCreatedPost)
 	if err != nil {
-		return err
-	}
-	if err := r.notify(bk, notify.ObjectCreatedPost, key, info); err != nil {
 		return err
 	}
 	r.answerWrite(bk, info)

@@ -226,11 +226,8 @@ func putObject(r *request) error {
 	if _, ok := meta[objlayer.MetaContentType]; !ok {
 		meta[objlayer.MetaContentType] = "binary/octet-stream"
 	}
-	info, err := r.storeObject(bk, r.key, meta, nil)
+	info, err := r.storeObject(bk, r.key, meta, nil, notify.ObjectCreatedPut)
 	if err != nil {
-		return err
-	}
-	if err := r.notify(bk, notify.ObjectCreatedPut, r.key, info); err != nil {
 		return err
 	}
 	r.answerWrite(bk, info)
@@ -238,9 +235,10 @@ func putObject(r *request) error {
 }
 
 // storeObject writes the request's body as a new version of key: its ACL,
-// lock and encryption as the request and bucket give them. body is nil
-// for the request's own payload (a form passes its file).
-func (r *request) storeObject(bk objlayer.BucketInfo, key string, meta map[string]string, body *s3sig.Payload) (objlayer.ObjectInfo, error) {
+// lock and encryption as the request and bucket give them, and its event
+// (a notification) stored before it answers. body is nil for the
+// request's own payload (a form passes its file).
+func (r *request) storeObject(bk objlayer.BucketInfo, key string, meta map[string]string, body *s3sig.Payload, event string) (objlayer.ObjectInfo, error) {
 	if err := r.objectACLOnWrite(bk, meta); err != nil {
 		return objlayer.ObjectInfo{}, err
 	}
@@ -259,6 +257,7 @@ func (r *request) storeObject(bk objlayer.BucketInfo, key string, meta map[strin
 	src := r.tracked(body)
 	size := body.Size()
 	opts := objlayer.PutOptions{Meta: meta, AfterBody: afterBody(body), VersionID: newVersionID(bk), Condition: r.writeCondition()}
+	events := r.withEvents(bk, event, key, &opts)
 	if enc != nil {
 		if src, size, opts.BodyETag, err = enc.sealBody(bk.Name, key, src, size, meta); err != nil {
 			return objlayer.ObjectInfo{}, err
@@ -273,7 +272,8 @@ func (r *request) storeObject(bk objlayer.BucketInfo, key string, meta map[strin
 	if err != nil {
 		return objlayer.ObjectInfo{}, r.writeError(err)
 	}
-	return plainInfo(info), nil
+	plain := plainInfo(info)
+	return plain, r.notified(bk, events, key, plain)
 }
 
 // writeError is the answer to a failed write: the payload's own answer (a

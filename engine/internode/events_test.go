@@ -1,0 +1,86 @@
+package internode
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-storage/strata/engine/drive"
+	"github.com/strata-storage/strata/engine/erasure"
+)
+
+// TestEventsTravelWithRecords: a record's events reach a peer's drive in
+// the same batch and are listed, rolled back and removed there; a peer of
+// the protocol before stores none, and its drives say they carry none (so
+// the writer stores the events another way).
+func TestEventsTravelWithRecords(t *testing.T) {
+	for _, version := range []int{Protocol, eventsProtocol - 1} {
+		n := startNode(t, "127.0.0.1:0", version, newDrives(t, "d1", "d2"))
+		p := newPeer(t, n, Protocol)
+		var puts []erasure.PutItem
+		id := uuid.New()
+		for path := range n.drives {
+			rec := record(10)
+			rec.EventID, rec.Events = id, []byte("events of the write")
+			puts = append(puts, erasure.PutItem{Drive: p.Drive(path), Bucket: "bk", Object: "k", Rec: rec, Stage: drive.NotStaged})
+		}
+		for i, err := range p.PutVersions(t.Context(), puts) {
+			if err != nil {
+				t.Fatalf("protocol %d: put %d: %v", version, i, err)
+			}
+		}
+		for path, local := range n.drives {
+			rd := p.Drive(path)
+			if got, want := rd.CarriesEvents(), version >= eventsProtocol; got != want {
+				t.Fatalf("protocol %d: CarriesEvents %v", version, got)
+			}
+			var held []string
+			if err := local.ListEvents(t.Context(), [16]byte{}, func(got [16]byte, ev []byte) bool {
+				if got == id {
+					held = append(held, string(ev))
+				}
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if version < eventsProtocol {
+				if len(held) != 0 {
+					t.Fatalf("protocol %d: the drive stored events", version)
+				}
+				continue
+			}
+			if len(held) != 1 || held[0] != "events of the write" {
+				t.Fatalf("drive %s holds %q", path, held)
+			}
+			var listed int
+			if err := rd.ListEvents(t.Context(), [16]byte{}, func(got [16]byte, ev []byte) bool {
+				listed++
+				return got == id && string(ev) == "events of the write"
+			}); err != nil || listed != 1 {
+				t.Fatalf("remote listing: %d, %v", listed, err)
+			}
+		}
+		if version < eventsProtocol {
+			continue
+		}
+		// A rollback removes the events on one drive; DeleteEvents on the other.
+		var paths []string
+		for path := range n.drives {
+			paths = append(paths, path)
+		}
+		if _, err := p.Drive(paths[0]).RollbackVersion(t.Context(), "bk", "k", puts[0].Rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Drive(paths[1]).DeleteEvents(t.Context(), [][16]byte{id}); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range paths {
+			if err := p.Drive(path).ListEvents(t.Context(), [16]byte{}, func([16]byte, []byte) bool {
+				t.Fatalf("drive %s still holds events", path)
+				return false
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
