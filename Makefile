@@ -113,7 +113,7 @@ fuzz: ## Each fuzz target of the engine for FUZZTIME (default 60s).
 
 .PHONY: engine-integration
 engine-integration: build pyclients jsclients strata-previous brokers ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2, minio-go, the aws CLI, boto3, s3cmd and the AWS SDK for JavaScript v3; bucket notifications to a real NATS server.
-	STRATA_BIN="$(LOCALBIN)/strata" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" STRATA_JSCLIENTS="$(JSCLIENTS_DIR)" STRATA_NATS_SERVER="$(NATS_SERVER)" \
+	STRATA_BIN="$(LOCALBIN)/strata" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" STRATA_JSCLIENTS="$(JSCLIENTS_DIR)" STRATA_NATS_SERVER="$(NATS_SERVER)" STRATA_KAFKA_LIBS="$(KAFKA_LIBS)" \
 		STRATA_PREVIOUS_BIN="$$(test -x $(LOCALBIN)/strata-previous && echo $(LOCALBIN)/strata-previous)" \
 		STRATA_LAYOUT1_BIN="$$(test -x $(LOCALBIN)/strata-layout1 && echo $(LOCALBIN)/strata-layout1)" \
 		go test -count=1 ./test/engine/... -timeout 25m
@@ -122,10 +122,13 @@ engine-integration: build pyclients jsclients strata-previous brokers ## Engine 
 # proxy (the tests start them themselves).
 NATS_SERVER_VERSION ?= v2.12.15
 NATS_SERVER ?= $(LOCALBIN)/nats-server-$(NATS_SERVER_VERSION)
+KAFKA_VERSION ?= $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' hack/kafka/pom.xml)
+KAFKA_LIBS ?= $(LOCALBIN)/kafka-$(KAFKA_VERSION)/libs
 
 .PHONY: brokers
-brokers: $(NATS_SERVER) ## The message brokers the notification tests run: bin/nats-server-VERSION built from the Go module proxy, redis-server and rabbitmq-server from Debian's packages (hack/broker-packages.sh).
+brokers: $(NATS_SERVER) ## The message brokers the notification tests run: bin/nats-server-VERSION built from the Go module proxy, redis-server and rabbitmq-server from Debian's packages (hack/broker-packages.sh), Kafka's jars from Maven Central (hack/kafka-broker.sh).
 	hack/broker-packages.sh
+	hack/kafka-broker.sh $(KAFKA_LIBS)
 
 $(NATS_SERVER):
 	@mkdir -p $(LOCALBIN)/.nats-build

@@ -218,11 +218,12 @@ type NotificationsSpec struct {
 }
 
 // NotificationTargetSpec is one target of bucket notifications.
-// +kubebuilder:validation:XValidation:rule="self.type == 'webhook' || (has(self.subject) && size(self.subject) > 0)",message="a nats, redis or amqp target needs subject: the subject a JetStream stream takes (events are published through JetStream and taken when the stream acknowledges them), the Redis stream events are added to, or the AMQP routing key"
+// +kubebuilder:validation:XValidation:rule="self.type == 'webhook' || (has(self.subject) && size(self.subject) > 0)",message="a nats, redis, amqp or kafka target needs subject: the subject a JetStream stream takes (events are published through JetStream and taken when the stream acknowledges them), the Redis stream events are added to, the AMQP routing key, or the Kafka topic"
 // +kubebuilder:validation:XValidation:rule="self.type != 'webhook' || self.endpoint.startsWith('http://') || self.endpoint.startsWith('https://')",message="a webhook target's endpoint is an http:// or https:// URL"
 // +kubebuilder:validation:XValidation:rule="self.type != 'nats' || self.endpoint.split(',').all(u, u.startsWith('nats://') || u.startsWith('tls://'))",message="a nats target's endpoint is one or more nats:// or tls:// URLs, comma-separated"
 // +kubebuilder:validation:XValidation:rule="self.type != 'redis' || self.endpoint.startsWith('redis://') || self.endpoint.startsWith('rediss://')",message="a redis target's endpoint is a redis:// (or rediss:// for TLS) URL, such as redis://redis.cache:6379/0"
 // +kubebuilder:validation:XValidation:rule="self.type != 'amqp' || self.endpoint.startsWith('amqp://') || self.endpoint.startsWith('amqps://')",message="an amqp target's endpoint is an amqp:// (or amqps:// for TLS) URL, such as amqp://rabbitmq.messaging:5672/ (credentials from credentialsSecretRef)"
+// +kubebuilder:validation:XValidation:rule="self.type != 'kafka' || self.endpoint.split(',').all(u, u.startsWith('kafka://')) || self.endpoint.split(',').all(u, u.startsWith('kafkas://'))",message="a kafka target's endpoint is one or more kafka:// URLs (kafkas:// for TLS), comma-separated, such as kafka://kafka-0.kafka:9092,kafka://kafka-1.kafka:9092"
 // +kubebuilder:validation:XValidation:rule="self.type == 'amqp' || !has(self.exchange)",message="exchange is for amqp targets only"
 type NotificationTargetSpec struct {
 	// name is the target's ID in its ARN.
@@ -234,21 +235,24 @@ type NotificationTargetSpec struct {
 
 	// type is webhook (each event POSTed as JSON; a 2xx answer takes it),
 	// nats (published to a NATS JetStream stream), redis (added to a Redis
-	// stream with XADD) or amqp (published with publisher confirms, e.g.
-	// to RabbitMQ).
-	// +kubebuilder:validation:Enum=webhook;nats;redis;amqp
+	// stream with XADD), amqp (published with publisher confirms, e.g.
+	// to RabbitMQ) or kafka (produced to a topic, keyed by the object
+	// key, acknowledged by every in-sync replica).
+	// +kubebuilder:validation:Enum=webhook;nats;redis;amqp;kafka
 	// +required
 	Type string `json:"type"`
 
 	// endpoint is the webhook's URL, the NATS servers' URLs, the Redis
-	// server's URL or the AMQP broker's.
+	// server's URL, the AMQP broker's or the Kafka brokers' (kafka://,
+	// kafkas:// for TLS; several comma-separated).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +required
 	Endpoint string `json:"endpoint"`
 
 	// subject is the NATS subject events are published to, the Redis
-	// stream they are added to, or the AMQP routing key.
+	// stream they are added to, the AMQP routing key, or the Kafka topic
+	// (which must exist).
 	// +kubebuilder:validation:MaxLength=255
 	// +optional
 	Subject string `json:"subject,omitempty"`
@@ -262,7 +266,7 @@ type NotificationTargetSpec struct {
 	// credentialsSecretRef names a Secret of this namespace with the
 	// target's credentials, each key optional: token (the webhook's
 	// bearer token, or the NATS token), username and password (NATS,
-	// Redis, AMQP).
+	// Redis, AMQP; Kafka's SASL/PLAIN).
 	// +optional
 	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef,omitempty"`
 }

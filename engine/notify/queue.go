@@ -646,12 +646,12 @@ func (q *Queue) deliverBatches(ctx context.Context, t Target, b Batcher, refs []
 			keys[refs[n].s.items[refs[n].i].Key] = true
 			n++
 		}
-		msgs := make([][]byte, n)
+		msgs, keyOf := make([][]byte, n), make([]string, n)
 		for i, r := range refs[:n] {
-			msgs[i] = r.s.items[r.i].message()
+			msgs[i], keyOf[i] = r.s.items[r.i].message(), r.s.items[r.i].Key
 		}
-		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		errs := b.DeliverBatch(dctx, msgs)
+		dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		errs := b.DeliverBatch(dctx, keyOf, msgs)
 		cancel()
 		failed := false
 		for i, r := range refs[:n] {

@@ -37,7 +37,9 @@ type Target interface {
 // msgs[i]'s). The queue hands it messages of distinct keys only, so a
 // failed one never lets a later event of its key arrive first.
 type Batcher interface {
-	DeliverBatch(ctx context.Context, msgs [][]byte) (errs []error)
+	// keys[i] is msgs[i]'s object key, for a target that places messages
+	// by key (Kafka's partitions).
+	DeliverBatch(ctx context.Context, keys []string, msgs [][]byte) (errs []error)
 }
 
 // TargetSpec is one target as the server's targets file gives it
@@ -96,13 +98,15 @@ func OpenTarget(s TargetSpec, region string) (Target, error) {
 		return &natsTarget{arn: s.ARN(region), spec: s}, nil
 	case "redis":
 		return openRedis(s, region)
+	case "kafka":
+		return openKafka(s, region)
 	case "amqp":
 		if s.Subject == "" {
 			return nil, fmt.Errorf("amqp target %s needs a subject: the routing key", s.ID)
 		}
 		return &amqpTarget{arn: s.ARN(region), spec: s}, nil
 	default:
-		return nil, fmt.Errorf("target %s: type %q is not one of webhook, nats, redis, amqp", s.ID, s.Type)
+		return nil, fmt.Errorf("target %s: type %q is not one of webhook, nats, redis, amqp, kafka", s.ID, s.Type)
 	}
 }
 
@@ -192,7 +196,7 @@ func (n *natsTarget) Deliver(ctx context.Context, msg []byte) error {
 // DeliverBatch publishes every message before waiting for the stream's
 // acknowledgements: one write to the connection for the batch, not one
 // round trip per message.
-func (n *natsTarget) DeliverBatch(ctx context.Context, msgs [][]byte) []error {
+func (n *natsTarget) DeliverBatch(ctx context.Context, _ []string, msgs [][]byte) []error {
 	errs := make([]error, len(msgs))
 	js, err := n.conn()
 	if err != nil {

@@ -17,27 +17,31 @@ const (
 	NATS    = "nats"
 	Redis   = "redis"
 	AMQP    = "amqp"
+	Kafka   = "kafka"
 )
 
 // Target is one target as the file gives it.
 type Target struct {
 	// ID is the target's name in its ARN (arn:strata:sqs:REGION:ID:TYPE).
 	ID string `json:"id"`
-	// Type is Webhook, NATS, Redis or AMQP.
+	// Type is Webhook, NATS, Redis, AMQP or Kafka.
 	Type string `json:"type"`
 	// Endpoint is the webhook's URL, the NATS server's (nats://host:4222,
 	// several comma-separated), the Redis server's (redis://host:6379/0,
-	// rediss:// for TLS) or the AMQP broker's (amqp://host:5672/vhost,
-	// amqps:// for TLS).
+	// rediss:// for TLS), the AMQP broker's (amqp://host:5672/vhost,
+	// amqps:// for TLS) or the Kafka brokers' (kafka://host:9092, kafkas://
+	// for TLS, several comma-separated).
 	Endpoint string `json:"endpoint"`
 	// AuthToken is sent as a bearer token (webhook) or the NATS token.
 	AuthToken string `json:"authToken,omitempty"`
-	// Username and Password authenticate to NATS, Redis or AMQP.
+	// Username and Password authenticate to NATS, Redis, AMQP or Kafka
+	// (SASL/PLAIN).
 	Username string `json:"username,omitempty"`
 	Password string `json:"password,omitempty"`
 	// Subject is the NATS subject published to (a JetStream stream must
 	// take it: publishing waits for the stream's acknowledgement), the
-	// Redis stream events are added to (XADD), or the AMQP routing key.
+	// Redis stream events are added to (XADD), the AMQP routing key, or
+	// the Kafka topic (which must exist).
 	Subject string `json:"subject,omitempty"`
 	// Exchange is the AMQP exchange published to ("": the default
 	// exchange, which routes to the queue the routing key names).

@@ -513,14 +513,15 @@ var _ = Describe("missing and invalid references", func() {
 	It("notification targets: checked by the API server, rendered with their credentials for the pods, a change rolls them, none removes the file", func() {
 		ns := newNamespace()
 		for want, tg := range map[string]v1.NotificationTargetSpec{
-			"a nats, redis or amqp target needs subject":     {Name: "jobs", Type: "nats", Endpoint: "nats://nats:4222"},
-			"an amqp:// (or amqps:// for tls) url":           {Name: "mq", Type: "amqp", Endpoint: "http://rabbit:5672", Subject: "q"},
-			"exchange is for amqp targets only":              {Name: "hook", Type: "webhook", Endpoint: "http://x", Exchange: "events"},
-			"a redis:// (or rediss:// for tls) url":          {Name: "cache", Type: "redis", Endpoint: "http://redis:6379", Subject: "s3"},
-			"endpoint is an http:// or https:// URL":         {Name: "hook", Type: "webhook", Endpoint: "ftp://x"},
-			"one or more nats:// or tls:// URLs":             {Name: "jobs", Type: "nats", Endpoint: "nats://a:4222,http://b", Subject: "s3"},
-			"supported values":                               {Name: "q", Type: "kafka", Endpoint: "kafka://k:9092"},
-			`should match '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$'`: {Name: "Bad_Name", Type: "webhook", Endpoint: "http://x"},
+			"a nats, redis, amqp or kafka target needs subject": {Name: "jobs", Type: "nats", Endpoint: "nats://nats:4222"},
+			"one or more kafka:// urls (kafkas:// for tls)":     {Name: "stream", Type: "kafka", Endpoint: "kafka://a:9092,kafkas://b:9093", Subject: "s3"},
+			"an amqp:// (or amqps:// for tls) url":              {Name: "mq", Type: "amqp", Endpoint: "http://rabbit:5672", Subject: "q"},
+			"exchange is for amqp targets only":                 {Name: "hook", Type: "webhook", Endpoint: "http://x", Exchange: "events"},
+			"a redis:// (or rediss:// for tls) url":             {Name: "cache", Type: "redis", Endpoint: "http://redis:6379", Subject: "s3"},
+			"endpoint is an http:// or https:// URL":            {Name: "hook", Type: "webhook", Endpoint: "ftp://x"},
+			"one or more nats:// or tls:// URLs":                {Name: "jobs", Type: "nats", Endpoint: "nats://a:4222,http://b", Subject: "s3"},
+			"supported values":                                  {Name: "q", Type: "mqtt", Endpoint: "mqtt://m:1883"},
+			`should match '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$'`:    {Name: "Bad_Name", Type: "webhook", Endpoint: "http://x"},
 		} {
 			t := tenant(ns)
 			t.Spec.Notifications.Targets = []v1.NotificationTargetSpec{tg}
@@ -532,6 +533,7 @@ var _ = Describe("missing and invalid references", func() {
 		t.Spec.Notifications.Targets = []v1.NotificationTargetSpec{
 			{Name: "hook", Type: "webhook", Endpoint: "https://events.example.com/s3", CredentialsSecretRef: &v1.SecretReference{Name: "hook-token"}},
 			{Name: "jobs", Type: "nats", Endpoint: "nats://nats.messaging:4222", Subject: "s3.events"},
+			{Name: "stream", Type: "kafka", Endpoint: "kafka://kafka-0.kafka:9092,kafka://kafka-1.kafka:9092", Subject: "s3-events"},
 		}
 		Expect(k8s.Create(ctx, t)).To(Succeed())
 		Expect(k8s.Create(ctx, nvmePool(ns))).To(Succeed())
@@ -545,7 +547,8 @@ var _ = Describe("missing and invalid references", func() {
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-notify-targets"), targets) }).Should(Succeed())
 		Expect(string(targets.Data["targets.json"])).To(Equal(`{"targets":[` +
 			`{"id":"hook","type":"webhook","endpoint":"https://events.example.com/s3","authToken":"s3cr3t"},` +
-			`{"id":"jobs","type":"nats","endpoint":"nats://nats.messaging:4222","subject":"s3.events"}]}`))
+			`{"id":"jobs","type":"nats","endpoint":"nats://nats.messaging:4222","subject":"s3.events"},` +
+			`{"id":"stream","type":"kafka","endpoint":"kafka://kafka-0.kafka:9092,kafka://kafka-1.kafka:9092","subject":"s3-events"}]}`))
 		sts := &appsv1.StatefulSet{}
 		Eventually(func() []corev1.EnvVar {
 			_ = k8s.Get(ctx, key(ns, "media-nvme"), sts)
