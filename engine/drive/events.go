@@ -3,6 +3,7 @@ package drive
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -26,12 +27,28 @@ func eventKey(id [16]byte) []byte {
 // hasEvents reports whether rec carries events to store with it.
 func (r *Record) hasEvents() bool { return r.EventID != ([16]byte{}) && len(r.Events) > 0 }
 
-// setEvents stages rec's events in the object's batch.
+// setEvents stages rec's events in the object's batch. Delivered events
+// are removed with a SingleDelete, which is only sound for a key set once
+// since its last delete: a write stamped again (the same events, a new
+// stamp) sets its key a second time on a drive that took the first
+// stamp, so a key already held is deleted before it is set again
+// (SET, DEL, SET: the SingleDelete then meets one SET).
 func (t *objectTxn) setEvents(rec *Record) error {
 	if !rec.hasEvents() {
 		return nil
 	}
-	return t.b.Set(eventKey(rec.EventID), rec.Events, nil)
+	key := eventKey(rec.EventID)
+	_, closer, err := t.b.Get(key)
+	switch {
+	case err == nil:
+		_ = closer.Close()
+		if err := t.b.Delete(key, nil); err != nil {
+			return err
+		}
+	case !errors.Is(err, pebble.ErrNotFound):
+		return err
+	}
+	return t.b.Set(key, rec.Events, nil)
 }
 
 // CarriesEvents reports that the drive stores events with records.

@@ -29,33 +29,63 @@ func carriesEvents(d Drive) bool {
 	return ok && ed.CarriesEvents()
 }
 
-// eventsStamp is what sets a version's events before each commit round
-// (commitVersion), or nil when the write has none to store.
-func eventsStamp(bucket, object string, opts objlayer.PutOptions) func(rec *drive.Record) {
+// writeEvents are a write's events (objlayer.PutOptions.Events) as its
+// commit rounds stamp them. Which drives are sent them is decided once,
+// before the first round, from whether each carries events then: a
+// drive's record goes with the events or without them, never dropped on
+// the way (a peer that can no longer take them fails the item), so the
+// drives counted as holding them do.
+type writeEvents struct {
+	id             [16]byte
+	bucket, object string
+	make           func(objlayer.ObjectInfo) []byte
+	carries        []bool
+}
+
+// newWriteEvents is nil when the write has no events to store.
+func newWriteEvents(bucket, object string, opts objlayer.PutOptions, drives []Drive) *writeEvents {
 	if opts.Events == nil {
 		return nil
 	}
-	id := uuid.New()
-	return func(rec *drive.Record) {
-		rec.EventID = id
-		rec.Events = opts.Events(infoFromRecord(bucket, object, rec))
-		if len(rec.Events) == 0 {
-			rec.EventID = [16]byte{}
-		}
+	e := &writeEvents{id: uuid.New(), bucket: bucket, object: object, make: opts.Events, carries: make([]bool, len(drives))}
+	for pos, d := range drives {
+		e.carries[pos] = d != nil && carriesEvents(d)
+	}
+	return e
+}
+
+// stamp sets rec's events from its stamp of this round.
+func (e *writeEvents) stamp(rec *drive.Record) {
+	if e == nil {
+		return
+	}
+	rec.EventID = e.id
+	rec.Events = e.make(infoFromRecord(e.bucket, e.object, rec))
+	if len(rec.Events) == 0 {
+		rec.EventID = [16]byte{}
 	}
 }
 
-// eventsStored reports whether the events rec carries are on write quorum
-// of drives; when they are not (drives of peers that cannot carry them),
+// own is the record sent to the drive at pos: without the events when
+// that drive is not sent them.
+func (e *writeEvents) own(r *drive.Record, pos int) *drive.Record {
+	if e != nil && !e.carries[pos] {
+		r.EventID, r.Events = [16]byte{}, nil
+	}
+	return r
+}
+
+// stored reports whether the events rec carries are on write quorum of
+// drives; when they are not (drives of peers that cannot carry them),
 // the copies that were stored are removed, so that the caller's other way
 // of storing them is the only one.
-func (s *Set) eventsStored(ctx context.Context, drives []Drive, rec *drive.Record, errs []error) bool {
-	if rec.EventID == ([16]byte{}) {
+func (e *writeEvents) stored(ctx context.Context, s *Set, drives []Drive, rec *drive.Record, errs []error) bool {
+	if e == nil || rec.EventID == ([16]byte{}) {
 		return false
 	}
 	n := 0
 	for pos, err := range errs {
-		if err == nil && carriesEvents(drives[pos]) {
+		if err == nil && e.carries[pos] {
 			n++
 		}
 	}
@@ -80,11 +110,14 @@ func (s *Set) deleteEvents(ctx context.Context, drives []Drive, ids [][16]byte) 
 }
 
 // ListEvents calls fn with the events every online drive of the set
-// holds, each write's once.
+// holds, each write's once; objlayer.ErrPartialListing when a drive was
+// offline, could not be listed or stores no events.
 func (s *Set) ListEvents(ctx context.Context, fn func(id [16]byte, events []byte) error) error {
 	seen := map[[16]byte]bool{}
+	partial := false
 	for _, d := range s.Drives() {
 		if d == nil || !carriesEvents(d) {
+			partial = true
 			continue
 		}
 		var fnErr error
@@ -102,9 +135,12 @@ func (s *Set) ListEvents(ctx context.Context, fn func(id [16]byte, events []byte
 		if err != nil && ctx.Err() != nil {
 			return err
 		}
-		// A drive that fails to list is skipped: another holds the
-		// events of a write that reached quorum, or the next listing
-		// finds them.
+		// Another drive holds the events of a write that reached
+		// quorum, or the next listing finds them.
+		partial = partial || err != nil
+	}
+	if partial {
+		return objlayer.ErrPartialListing
 	}
 	return nil
 }
@@ -116,10 +152,16 @@ func (s *Set) ForgetEvents(ctx context.Context, ids [][16]byte) error {
 
 // ListEvents implements objlayer.EventStore over a pool's sets.
 func (p *Pool) ListEvents(ctx context.Context, fn func(id [16]byte, events []byte) error) error {
+	partial := false
 	for _, s := range p.sets {
-		if err := s.ListEvents(ctx, fn); err != nil {
+		err := s.ListEvents(ctx, fn)
+		partial = partial || errors.Is(err, objlayer.ErrPartialListing)
+		if err != nil && !errors.Is(err, objlayer.ErrPartialListing) {
 			return err
 		}
+	}
+	if partial {
+		return objlayer.ErrPartialListing
 	}
 	return nil
 }
@@ -146,10 +188,16 @@ func (p *Pool) ForgetEvents(ctx context.Context, refs []objlayer.EventRef) error
 
 // ListEvents implements objlayer.EventStore over every pool.
 func (ps *Pools) ListEvents(ctx context.Context, fn func(id [16]byte, events []byte) error) error {
+	partial := false
 	for _, e := range ps.Entries() {
-		if err := e.Pool.ListEvents(ctx, fn); err != nil {
+		err := e.Pool.ListEvents(ctx, fn)
+		partial = partial || errors.Is(err, objlayer.ErrPartialListing)
+		if err != nil && !errors.Is(err, objlayer.ErrPartialListing) {
 			return err
 		}
+	}
+	if partial {
+		return objlayer.ErrPartialListing
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func (s *Set) PutObject(ctx context.Context, bucket, object string, r io.Reader,
 			if err := s.afterBody(ctx, bucket, object, rec, opts); err != nil {
 				return objlayer.ObjectInfo{}, err
 			}
-			return s.putInline(ctx, w, drives, bucket, object, rec, buf, opts.ETagFor(), !opts.ModTime.IsZero(), eventsStamp(bucket, object, opts))
+			return s.putInline(ctx, w, drives, bucket, object, rec, buf, opts.ETagFor(), !opts.ModTime.IsZero(), newWriteEvents(bucket, object, opts, drives))
 		}
 		head = buf
 	}
@@ -171,7 +171,7 @@ func ownRecord(rec *drive.Record, pos int, inline [][]byte) *drive.Record {
 }
 
 func (s *Set) putInline(ctx context.Context, w *writeWait, drives []Drive, bucket, object string, rec *drive.Record, data []byte, etag string, moved bool,
-	events func(*drive.Record)) (objlayer.ObjectInfo, error) {
+	events *writeEvents) (objlayer.ObjectInfo, error) {
 	rec.Flags |= drive.FlagInline
 	if rec.DataDir == ([16]byte{}) {
 		// No shard files, but an ID of the write all the same: a drive
@@ -190,8 +190,18 @@ func (s *Set) putInline(ctx context.Context, w *writeWait, drives []Drive, bucke
 		return objlayer.ObjectInfo{}, err
 	}
 	errs := s.commitVersion(ctx, drives, bucket, object, rec, moved, events,
-		s.commitRecords(ctx, w, drives, bucket, object, rec, func(pos int) *drive.Record { return ownRecord(rec, pos, shards) }))
-	return s.finishPut(ctx, drives, bucket, object, rec, errs)
+		s.commitRecords(ctx, w, drives, bucket, object, rec, func(pos int) *drive.Record { return events.own(ownRecord(rec, pos, shards), pos) }))
+	return s.finishEvents(ctx, drives, bucket, object, events, rec, errs)
+}
+
+// finishEvents is finishPut for a write that may carry events: the answer
+// names them when they are stored with the version (writeEvents.stored).
+func (s *Set) finishEvents(ctx context.Context, drives []Drive, bucket, object string, events *writeEvents, rec *drive.Record, errs []error) (objlayer.ObjectInfo, error) {
+	info, err := s.finishPut(ctx, drives, bucket, object, rec, errs)
+	if err == nil && events.stored(ctx, s, drives, rec, errs) {
+		info.EventID = rec.EventID
+	}
+	return info, err
 }
 
 // shardSink is one drive's staged shard file behind a bitrot writer, and
@@ -380,15 +390,16 @@ func (s *Set) putStreaming(ctx context.Context, w *writeWait, drives []Drive, bu
 	if etag := opts.ETagFor(); etag != "" {
 		rec.ETag = etag
 	}
-	errs := s.commitVersion(ctx, drives, bucket, object, rec, !opts.ModTime.IsZero(), eventsStamp(bucket, object, opts), func(committed []bool) []error {
+	events := newWriteEvents(bucket, object, opts, drives)
+	errs := s.commitVersion(ctx, drives, bucket, object, rec, !opts.ModTime.IsZero(), events, func(committed []bool) []error {
 		return putVersions(ctx, w, drives, bucket, object, func(pos int) (*drive.Record, [16]byte, error) {
 			switch {
 			case st.errs[pos] != nil:
 				return nil, drive.NotStaged, st.errs[pos]
 			case committed[pos]: // its files are in place already
-				return ownRecord(rec, pos, nil), drive.NotStaged, nil
+				return events.own(ownRecord(rec, pos, nil), pos), drive.NotStaged, nil
 			}
-			return ownRecord(rec, pos, nil), rec.DataDir, nil
+			return events.own(ownRecord(rec, pos, nil), pos), rec.DataDir, nil
 		}, func(pos int, err error) {
 			if err != nil {
 				_ = drives[pos].AbortStaged(committing(ctx), rec.DataDir)
@@ -401,7 +412,7 @@ func (s *Set) putStreaming(ctx context.Context, w *writeWait, drives []Drive, bu
 			_ = drives[pos].AbortStaged(committing(ctx), rec.DataDir)
 		}
 	}
-	return s.finishPut(ctx, drives, bucket, object, rec, errs)
+	return s.finishEvents(ctx, drives, bucket, object, events, rec, errs)
 }
 
 // finishPut checks write quorum and rolls back a write that missed it, so a
@@ -423,11 +434,7 @@ func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object stri
 		if countNil(errs)+countIs(errs, errStillCommitting) < len(errs) {
 			s.partialWrite(bucket, object, rec.VersionID)
 		}
-		info := infoFromRecord(bucket, object, rec)
-		if s.eventsStored(ctx, drives, rec, errs) {
-			info.EventID = rec.EventID
-		}
-		return info, nil
+		return infoFromRecord(bucket, object, rec), nil
 	}
 	forEachDrive(drives, func(pos int, d Drive) error {
 		if errs[pos] == nil {
@@ -458,11 +465,9 @@ func (s *Set) finishPut(ctx context.Context, drives []Drive, bucket, object stri
 // sets the version's events (drive.Record.Events) before each round, from
 // its stamp of that round.
 func (s *Set) commitVersion(ctx context.Context, drives []Drive, bucket, object string, rec *drive.Record, moved bool,
-	events func(*drive.Record), commit func(committed []bool) []error) []error {
+	events *writeEvents, commit func(committed []bool) []error) []error {
 	committed := make([]bool, len(drives))
-	if events != nil {
-		events(rec)
-	}
+	events.stamp(rec)
 	errs := commit(committed)
 	if moved {
 		acceptSuperseded(errs)
@@ -477,9 +482,7 @@ func (s *Set) commitVersion(ctx context.Context, drives []Drive, bucket, object 
 		}
 		observeNewest(ctx, drives, bucket, object)
 		rec.ModTime = hlc.Default.Now()
-		if events != nil {
-			events(rec)
-		}
+		events.stamp(rec)
 		errs = commit(committed)
 	}
 	return errs

@@ -538,11 +538,13 @@ func (p *Peer) batcher() erasure.NodeBatcher {
 }
 
 // PutVersions implements erasure.NodeBatcher: one request for all items.
-// Items' events (drive.Record.Events) travel with their records to a peer
-// whose protocol carries them; an older peer's drives store none.
+// Items' events (drive.Record.Events) travel with their records
+// (batch/putevents): the writer sends events only to drives that carry
+// them (RemoteDrive.CarriesEvents), and a peer that turns out not to
+// (an older build) fails the items rather than storing them without.
 func (p *Peer) PutVersions(ctx context.Context, items []erasure.PutItem) []error {
 	op, withEvents := opBatchPut, false
-	if p.Version() >= eventsProtocol && slices.ContainsFunc(items, func(it erasure.PutItem) bool { return len(it.Rec.Events) > 0 }) {
+	if slices.ContainsFunc(items, func(it erasure.PutItem) bool { return len(it.Rec.Events) > 0 }) {
 		op, withEvents = opBatchPutEvents, true
 	}
 	body := binaryUvarint(len(items))

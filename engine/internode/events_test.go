@@ -11,8 +11,10 @@ import (
 
 // TestEventsTravelWithRecords: a record's events reach a peer's drive in
 // the same batch and are listed, rolled back and removed there; a peer of
-// the protocol before stores none, and its drives say they carry none (so
-// the writer stores the events another way).
+// the protocol before says its drives carry none (so the writer sends it
+// none and stores the events another way), and if sent some anyway fails
+// the items rather than storing the records without them; a single
+// PutVersion (no batch) refuses a record with events.
 func TestEventsTravelWithRecords(t *testing.T) {
 	for _, version := range []int{Protocol, eventsProtocol - 1} {
 		n := startNode(t, "127.0.0.1:0", version, newDrives(t, "d1", "d2"))
@@ -25,7 +27,7 @@ func TestEventsTravelWithRecords(t *testing.T) {
 			puts = append(puts, erasure.PutItem{Drive: p.Drive(path), Bucket: "bk", Object: "k", Rec: rec, Stage: drive.NotStaged})
 		}
 		for i, err := range p.PutVersions(t.Context(), puts) {
-			if err != nil {
+			if (err != nil) != (version < eventsProtocol) {
 				t.Fatalf("protocol %d: put %d: %v", version, i, err)
 			}
 		}
@@ -62,6 +64,13 @@ func TestEventsTravelWithRecords(t *testing.T) {
 		}
 		if version < eventsProtocol {
 			continue
+		}
+		single := record(10)
+		single.EventID, single.Events = uuid.New(), []byte("x")
+		for path := range n.drives {
+			if _, err := p.Drive(path).PutVersion(t.Context(), "bk", "single", single, drive.NotStaged); err == nil {
+				t.Fatal("a single PutVersion stored a record with events (without them)")
+			}
 		}
 		// A rollback removes the events on one drive; DeleteEvents on the other.
 		var paths []string

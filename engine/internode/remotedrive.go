@@ -97,7 +97,14 @@ func (d *RemoteDrive) DeleteBucket(ctx context.Context, name string, force bool)
 }
 
 // PutVersion implements erasure.Drive.
+//
+// A record with events fails: a single call cannot carry them (they go in
+// batches, batch/putevents), and storing the record without them would
+// count this drive among those holding them.
 func (d *RemoteDrive) PutVersion(ctx context.Context, bucket, object string, rec *drive.Record, stageID [16]byte) (drive.PutResult, error) {
+	if len(rec.Events) > 0 {
+		return drive.PutResult{}, fmt.Errorf("internode: %s on %s: a record with events goes in a batch, and the peer takes none now", d.path, d.peer.Host)
+	}
 	stage := ""
 	if stageID != drive.NotStaged {
 		stage = hexID(stageID)

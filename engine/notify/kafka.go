@@ -38,6 +38,9 @@ func openKafka(s TargetSpec, region string) (Target, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
 		kgo.RecordDeliveryTimeout(15 * time.Second),
+		// A request a broker never answers fails with its context instead
+		// of holding the target (the idempotent producer otherwise waits).
+		kgo.AllowIdempotentProduceCancellation(),
 		kgo.ClientID("strata-notifications"),
 	}
 	if useTLS {
@@ -85,22 +88,36 @@ func (k *kafkaTarget) Deliver(ctx context.Context, msg []byte) error {
 }
 
 // DeliverBatch produces every message before waiting for the brokers'
-// acknowledgements.
+// acknowledgements. It returns when ctx ends even if a broker never
+// answers (the records still in flight count as failed, and are sent
+// again: at least once).
 func (k *kafkaTarget) DeliverBatch(ctx context.Context, keys []string, msgs [][]byte) []error {
-	errs := make([]error, len(msgs))
-	done := make(chan struct{}, len(msgs))
+	type result struct {
+		i   int
+		err error
+	}
+	results := make(chan result, len(msgs))
 	for i, m := range msgs {
 		r := &kgo.Record{Value: m}
 		if keys[i] != "" {
 			r.Key = []byte(keys[i])
 		}
-		k.client.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			errs[i] = err
-			done <- struct{}{}
-		})
+		k.client.Produce(ctx, r, func(_ *kgo.Record, err error) { results <- result{i, err} })
 	}
+	errs := make([]error, len(msgs))
+	answered := make([]bool, len(msgs))
 	for range msgs {
-		<-done
+		select {
+		case r := <-results:
+			errs[r.i], answered[r.i] = r.err, true
+		case <-ctx.Done():
+			for i := range errs {
+				if !answered[i] {
+					errs[i] = fmt.Errorf("kafka: no acknowledgement: %w", ctx.Err())
+				}
+			}
+			return errs
+		}
 	}
 	return errs
 }

@@ -387,9 +387,9 @@ func (q *Queue) scan(ctx context.Context) error {
 	}
 }
 
-// scanEvents lists the events stored with versions: this node's found at
-// its first listing (a restart) or left in the store for want of room, and
-// another node's as batches are.
+// scanEvents lists the events stored with versions: this node's found
+// until a listing has seen every drive (after a restart), or left in the
+// store for want of room, and another node's as batches are.
 func (q *Queue) scanEvents(ctx context.Context) error {
 	es, ok := q.store.(objlayer.EventStore)
 	if !ok {
@@ -440,10 +440,16 @@ func (q *Queue) scanEvents(ctx context.Context) error {
 			ref: &objlayer.EventRef{Bucket: w.event.Bucket, Object: w.event.Key, ID: id}})
 		return nil
 	})
-	if err == nil {
+	switch {
+	case err == nil:
 		q.mu.Lock()
 		q.scanned = true
 		q.mu.Unlock()
+	case errors.Is(err, objlayer.ErrPartialListing):
+		// Drives left out (a peer not yet known after a restart, a drive
+		// offline): this node's events there are not all in memory, so
+		// listings go on taking its own of any age until one sees all.
+		return nil
 	}
 	return err
 }

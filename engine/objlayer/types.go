@@ -2,6 +2,7 @@ package objlayer
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"time"
@@ -142,11 +143,17 @@ type EventRef struct {
 	ID             [16]byte
 }
 
+// ErrPartialListing is what EventStore.ListEvents returns, after
+// listing all it could, when some drives could not be listed (offline,
+// or of a build that stores no events).
+var ErrPartialListing = errors.New("events: some drives could not be listed")
+
 // EventStore is implemented by layers that store writes' events with
 // their versions (PutOptions.Events).
 type EventStore interface {
 	// ListEvents calls fn with each write's stored events (every drive's
-	// copy seen once); fn's error stops the walk and is returned.
+	// copy seen once); fn's error stops the walk and is returned, and
+	// ErrPartialListing says drives were left out.
 	ListEvents(ctx context.Context, fn func(id [16]byte, events []byte) error) error
 	// ForgetEvents removes delivered events. An empty Bucket and Object
 	// remove them wherever they are.
