@@ -150,15 +150,17 @@ func (s *Set) ForgetEvents(ctx context.Context, ids [][16]byte) error {
 	return s.deleteEvents(ctx, s.Drives(), ids)
 }
 
-// ListEvents implements objlayer.EventStore over a pool's sets.
-func (p *Pool) ListEvents(ctx context.Context, fn func(id [16]byte, events []byte) error) error {
+// listEach runs n listings in turn: the first error other than
+// objlayer.ErrPartialListing ends them; that one is returned once all ran
+// when any returned it.
+func listEach(n int, list func(i int) error) error {
 	partial := false
-	for _, s := range p.sets {
-		err := s.ListEvents(ctx, fn)
-		partial = partial || errors.Is(err, objlayer.ErrPartialListing)
+	for i := range n {
+		err := list(i)
 		if err != nil && !errors.Is(err, objlayer.ErrPartialListing) {
 			return err
 		}
+		partial = partial || err != nil
 	}
 	if partial {
 		return objlayer.ErrPartialListing
@@ -166,16 +168,15 @@ func (p *Pool) ListEvents(ctx context.Context, fn func(id [16]byte, events []byt
 	return nil
 }
 
+// ListEvents implements objlayer.EventStore over a pool's sets.
+func (p *Pool) ListEvents(ctx context.Context, fn func(id [16]byte, events []byte) error) error {
+	return listEach(len(p.sets), func(i int) error { return p.sets[i].ListEvents(ctx, fn) })
+}
+
 // ForgetEvents implements objlayer.EventStore for a pool.
 func (p *Pool) ForgetEvents(ctx context.Context, refs []objlayer.EventRef) error {
 	bySet := map[*Set][][16]byte{}
 	for _, r := range refs {
-		if r.Bucket == "" && r.Object == "" {
-			for _, s := range p.sets {
-				bySet[s] = append(bySet[s], r.ID)
-			}
-			continue
-		}
 		s := p.SetFor(r.Bucket, r.Object)
 		bySet[s] = append(bySet[s], r.ID)
 	}
@@ -188,18 +189,8 @@ func (p *Pool) ForgetEvents(ctx context.Context, refs []objlayer.EventRef) error
 
 // ListEvents implements objlayer.EventStore over every pool.
 func (ps *Pools) ListEvents(ctx context.Context, fn func(id [16]byte, events []byte) error) error {
-	partial := false
-	for _, e := range ps.Entries() {
-		err := e.Pool.ListEvents(ctx, fn)
-		partial = partial || errors.Is(err, objlayer.ErrPartialListing)
-		if err != nil && !errors.Is(err, objlayer.ErrPartialListing) {
-			return err
-		}
-	}
-	if partial {
-		return objlayer.ErrPartialListing
-	}
-	return nil
+	entries := ps.Entries()
+	return listEach(len(entries), func(i int) error { return entries[i].Pool.ListEvents(ctx, fn) })
 }
 
 // ForgetEvents implements objlayer.EventStore: a write's events are in

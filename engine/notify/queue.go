@@ -257,22 +257,22 @@ func (q *Queue) put(ctx context.Context, name string, items []Item) error {
 	return err
 }
 
-// remember keeps s to deliver; it reports false when s is known or the
-// queue holds MaxPending events already.
-func (q *Queue) remember(s *stored) bool {
+// remember keeps s to deliver, unless it is known or s is stored with a
+// version and the queue holds MaxPending events already (it waits in the
+// store: overflow).
+func (q *Queue) remember(s *stored) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if _, ok := q.pending[s.name]; ok {
-		return false
+		return
 	}
 	if s.ref != nil && q.held+len(s.items) > MaxPending {
 		q.overflow = true
-		return false
+		return
 	}
 	q.pending[s.name] = s
 	q.held += len(s.items)
 	q.stats.Backlog.Add(int64(len(s.items)))
-	return true
 }
 
 // forget drops a delivered s.

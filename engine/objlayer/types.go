@@ -155,8 +155,7 @@ type EventStore interface {
 	// copy seen once); fn's error stops the walk and is returned, and
 	// ErrPartialListing says drives were left out.
 	ListEvents(ctx context.Context, fn func(id [16]byte, events []byte) error) error
-	// ForgetEvents removes delivered events. An empty Bucket and Object
-	// remove them wherever they are.
+	// ForgetEvents removes delivered events.
 	ForgetEvents(ctx context.Context, refs []EventRef) error
 }
 
