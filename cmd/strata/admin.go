@@ -34,6 +34,8 @@ commands:
   decommission POOL cancel    stop draining it
   bucket BUCKET               a bucket's usage and quota
   bucket BUCKET quota B O     set its hard quota: B bytes, O objects (0: no limit; both 0: none)
+  replication                 replication remotes' backlogs, each bucket's rules and counters (this node's)
+  replication resync BUCKET   queue the bucket's versions not yet replicated
 flags:
   --endpoint URL   the tenant's S3 endpoint (env STRATA_ENDPOINT), e.g. https://localhost:19000
   --ca-file FILE   CA certificate that verifies it (env STRATA_CA_FILE)
@@ -134,6 +136,17 @@ func (a adminCmd) run(ctx context.Context, args []string) error {
 		return a.say("decommission of pool " + args[1] + " cancelled")
 	case len(args) == 2 && args[0] == "bucket":
 		return a.bucket(ctx, args[1])
+	case len(args) == 1 && args[0] == "replication":
+		return a.replication(ctx)
+	case len(args) == 3 && args[0] == "replication" && args[1] == "resync":
+		res, err := a.c.ResyncReplication(ctx, args[2])
+		if err != nil {
+			return err
+		}
+		if a.json {
+			return a.emit(res)
+		}
+		return a.say(fmt.Sprintf("bucket %s: %d of %d versions queued for replication", res.Bucket, res.Queued, res.Versions))
 	case len(args) == 5 && args[0] == "bucket" && args[2] == "quota":
 		var q adminapi.Quota
 		for i, v := range []*int64{&q.Bytes, &q.Objects} {
@@ -331,4 +344,28 @@ func bytesIEC(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func (a adminCmd) replication(ctx context.Context) error {
+	st, err := a.c.Replication(ctx)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.emit(st)
+	}
+	var rows [][]string
+	for _, r := range st.Remotes {
+		rows = append(rows, []string{r.ARN, r.Endpoint, fmt.Sprint(r.Backlog), fmt.Sprintf("%.1fs", r.OldestSeconds)})
+	}
+	if err := a.table("REMOTE\tENDPOINT\tBACKLOG\tOLDEST", rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.out)
+	rows = nil
+	for _, b := range st.Buckets {
+		rows = append(rows, []string{b.Bucket, b.Role, fmt.Sprint(b.Replicated), fmt.Sprint(b.Failed), fmt.Sprint(b.Retried),
+			bytesIEC(uint64(max(b.Bytes, 0))), fmt.Sprintf("%.3fs", b.LastLagSeconds), strings.Join(b.Rules, "; ")})
+	}
+	return a.table("BUCKET\tREMOTE\tREPLICATED\tFAILED\tRETRIED\tBYTES\tLAST LAG\tRULES", rows)
 }

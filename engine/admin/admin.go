@@ -13,9 +13,11 @@
 //	DELETE /strata/admin/v1/pools/{pool}/decommission   cancel it
 //	GET    /strata/admin/v1/buckets/{bucket}/usage      a bucket's usage and quota
 //	PUT    /strata/admin/v1/buckets/{bucket}/quota?bytes=N&objects=M   set its quota (both 0: none)
+//	GET    /strata/admin/v1/replication                 replication remotes' backlogs, and each bucket's rules and counters
+//	POST   /strata/admin/v1/buckets/{bucket}/replication/resync   queue the bucket's versions not yet replicated
 //
-// A gateway serves only info (Mode "gateway", its volume as Capacity), tls
-// and users.
+// A gateway serves only info (Mode "gateway", its volume as Capacity), tls,
+// users and replication.
 package admin
 
 import (
@@ -58,6 +60,13 @@ type Node interface {
 	CancelDecommission(ctx context.Context, pool string) error
 	BucketUsage(ctx context.Context, bucket string) (adminapi.BucketUsage, error)
 	SetBucketQuota(ctx context.Context, bucket string, q adminapi.Quota) error
+}
+
+// Replicator is a process that replicates buckets (engine/replicate):
+// the replication endpoints exist when the node is one.
+type Replicator interface {
+	ReplicationStatus(ctx context.Context) (adminapi.ReplicationStatus, error)
+	ResyncReplication(ctx context.Context, bucket string) (adminapi.ResyncResult, error)
 }
 
 // Users lists the users the process accepts (besides root).
@@ -127,6 +136,24 @@ func Handler(node Informer, users Users, access, secret string, allowHTTP bool) 
 				return
 			}
 			writeJSON(w, q)
+		})
+	}
+	if rp, ok := node.(Replicator); ok {
+		mux.HandleFunc("GET "+adminapi.Prefix+"replication", func(w http.ResponseWriter, r *http.Request) {
+			st, err := rp.ReplicationStatus(r.Context())
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, st)
+		})
+		mux.HandleFunc("POST "+adminapi.Prefix+"buckets/{bucket}/replication/resync", func(w http.ResponseWriter, r *http.Request) {
+			res, err := rp.ResyncReplication(r.Context(), r.PathValue("bucket"))
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, res)
 		})
 	}
 	return authenticated(mux, access, secret, allowHTTP, newLockout())

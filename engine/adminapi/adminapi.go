@@ -146,3 +146,48 @@ type BucketUsage struct {
 	Objects int64  `json:"objects"`
 	Quota   *Quota `json:"quota,omitempty"`
 }
+
+// ReplicationStatus is bucket replication as one node sees it: its
+// remotes' backlogs and, per source bucket with a configuration, the
+// rules and what this node replicated since it started (each node
+// delivers the events of the writes it took).
+type ReplicationStatus struct {
+	Remotes []ReplicationRemote `json:"remotes"`
+	Buckets []BucketReplication `json:"buckets"`
+}
+
+// ReplicationRemote is one remote (a target of type s3).
+type ReplicationRemote struct {
+	ARN      string `json:"arn"`
+	Endpoint string `json:"endpoint"`
+	// Backlog is the changes waiting to reach it; OldestSeconds the age
+	// of the oldest (0: none).
+	Backlog       int64   `json:"backlog"`
+	OldestSeconds float64 `json:"oldestSeconds"`
+}
+
+// BucketReplication is one source bucket's replication.
+type BucketReplication struct {
+	Bucket string `json:"bucket"`
+	// Role is the remote its configuration names; Rules its rules, as
+	// "ID: prefix -> destination (Enabled|Disabled)".
+	Role  string   `json:"role"`
+	Rules []string `json:"rules"`
+	// Replicated, Failed (not retried: marked FAILED), Retried (attempts
+	// that will be made again) and Bytes count this node's work since it
+	// started; LastLagSeconds is the lag of the last change replicated.
+	Replicated     int64      `json:"replicated"`
+	Failed         int64      `json:"failed"`
+	Retried        int64      `json:"retried"`
+	Bytes          int64      `json:"bytes"`
+	LastLagSeconds float64    `json:"lastLagSeconds"`
+	LastAt         *time.Time `json:"lastAt,omitempty"`
+}
+
+// ResyncResult says what a resync queued: the versions of the bucket to
+// be copied again (all but replicas and those COMPLETED).
+type ResyncResult struct {
+	Bucket   string `json:"bucket"`
+	Queued   int64  `json:"queued"`
+	Versions int64  `json:"versions"`
+}

@@ -243,3 +243,17 @@ func (c *Client) SetBucketQuota(ctx context.Context, bucket string, q adminapi.Q
 	p := fmt.Sprintf("%s?bytes=%d&objects=%d", bucketPath(bucket, "quota"), q.Bytes, q.Objects)
 	return c.do(ctx, http.MethodPut, p, true, nil)
 }
+
+// Replication reads the node's replication status.
+func (c *Client) Replication(ctx context.Context) (adminapi.ReplicationStatus, error) {
+	var st adminapi.ReplicationStatus
+	err := c.do(ctx, http.MethodGet, adminapi.Prefix+"replication", true, &st)
+	return st, err
+}
+
+// ResyncReplication queues a bucket's versions not yet replicated.
+func (c *Client) ResyncReplication(ctx context.Context, bucket string) (adminapi.ResyncResult, error) {
+	var res adminapi.ResyncResult
+	err := c.do(ctx, http.MethodPost, bucketPath(bucket, "replication/resync"), true, &res)
+	return res, err
+}

@@ -61,6 +61,9 @@ type BucketInfo struct {
 	// Notification is the bucket's notification configuration (the S3
 	// front end's XML document).
 	Notification []byte `json:"notification,omitempty"`
+	// Replication is the bucket's replication configuration (the S3
+	// front end's XML document).
+	Replication []byte `json:"replication,omitempty"`
 	// PublicAccessBlock is the bucket's public access block (the S3 front
 	// end's JSON); empty when not set.
 	PublicAccessBlock []byte `json:"publicAccessBlock,omitempty"`

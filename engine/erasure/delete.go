@@ -18,10 +18,13 @@ import (
 func (s *Set) DeleteObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode objlayer.DeleteMode) (objlayer.DeleteResult, error) {
 	drives := s.writeDrives()
 	w := s.newWriteWait()
-	if versionID == nil && mode != objlayer.DeleteUnversioned {
+	if versionID == nil && mode != objlayer.DeleteUnversioned || mode == objlayer.DeleteMarkerAs {
 		// The data directory ID names the write (see putInline).
 		marker := &drive.Record{ModTime: hlc.Default.Now(), Flags: drive.FlagDeleteMarker, DataDir: uuid.New()}
-		if mode == objlayer.DeleteVersioned {
+		switch {
+		case mode == objlayer.DeleteMarkerAs && versionID != nil:
+			marker.VersionID = *versionID
+		case mode == objlayer.DeleteVersioned:
 			marker.VersionID = uuid.Must(uuid.NewV7()) // time-ordered, as the front end makes version IDs
 		}
 		errs := s.commitVersion(ctx, drives, bucket, object, marker, false, nil,

@@ -497,14 +497,14 @@ func (ps *Pools) DeleteObject(ctx context.Context, bucket, object string, versio
 	if len(live) == 1 {
 		return live[0].Pool.DeleteObject(ctx, bucket, object, versionID, mode)
 	}
-	if versionID == nil && mode != objlayer.DeleteUnversioned {
+	if versionID == nil && mode != objlayer.DeleteUnversioned || mode == objlayer.DeleteMarkerAs {
 		// A delete marker goes where the object's next version would.
 		e, err := ps.poolFor(ctx, bucket, object)
 		if err != nil {
 			return objlayer.DeleteResult{}, err
 		}
 		defer e.placed()()
-		return e.Pool.DeleteObject(ctx, bucket, object, nil, mode)
+		return e.Pool.DeleteObject(ctx, bucket, object, versionID, mode)
 	}
 	var res objlayer.DeleteResult
 	for _, e := range live {

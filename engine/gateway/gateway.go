@@ -30,6 +30,7 @@ import (
 	"github.com/strata-storage/strata/engine/lifecycle"
 	"github.com/strata-storage/strata/engine/metrics"
 	"github.com/strata-storage/strata/engine/notify"
+	"github.com/strata-storage/strata/engine/replicate"
 	"github.com/strata-storage/strata/engine/s3api"
 	"github.com/strata-storage/strata/engine/s3http"
 )
@@ -134,6 +135,19 @@ type Gateway struct {
 	// read (nil without CertsDir).
 	served *s3api.ServedCertificate
 	trust  *certfiles.Trust
+	// replication is the gateway's bucket replication (set before
+	// serving).
+	replication *replicate.Service
+}
+
+// ReplicationStatus is the gateway's bucket replication (admin API).
+func (g *Gateway) ReplicationStatus(ctx context.Context) (adminapi.ReplicationStatus, error) {
+	return g.replication.Status(ctx)
+}
+
+// ResyncReplication queues a bucket's versions not yet replicated.
+func (g *Gateway) ResyncReplication(ctx context.Context, bucket string) (adminapi.ResyncResult, error) {
+	return g.replication.ResyncBucket(ctx, bucket)
 }
 
 // Run serves the volume until ctx ends, then drains: readiness drops,
@@ -212,22 +226,24 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	s3cfg := s3api.Config{RootAccess: cfg.RootUser.AccessKey, RootSecret: cfg.RootUser.SecretKey, Users: users,
 		Observer: s3m, LifecycleDay: cfg.LifecycleDay, Log: log}
+	var queue *notify.Queue
+	var remotes *replicate.Remotes
 	if cfg.NotifyTargetsFile != "" {
 		// Replicas share the root, and so the queue: each delivers its
 		// own events, and those of a replica gone for a minute (pods of a
 		// Deployment do not come back under their name).
-		targets, err := notify.LoadTargets(cfg.NotifyTargetsFile, notify.DefaultRegion)
+		targets, rs, err := replicate.Load(cfg.NotifyTargetsFile, notify.DefaultRegion, log)
 		if err != nil {
 			return err
 		}
 		host, _ := os.Hostname()
-		q := notify.NewQueue(layer, host, targets, log)
-		go q.Run(bg)
-		s3cfg.Notifier = q
-		metrics.RegisterNotifications(reg, q.Snapshot)
-		log.Info("bucket notifications", "targets", notify.ARNs(targets))
+		queue, remotes = notify.NewQueue(layer, host, targets, log), rs
+		go queue.Run(bg)
+		s3cfg.Notifier = queue
+		metrics.RegisterNotifications(reg, queue.Snapshot)
 	}
 	srv := s3api.New(layer, s3cfg)
+	g.replication = replicate.Start(srv, layer, queue, remotes, reg)
 	err = s3api.Serve(serveCtx, srv, s3api.ServeConfig{
 		Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: g.served,
 		Limits: cfg.Limits, Log: log, Stats: func(st func() s3http.Stats) { metrics.RegisterHTTP(reg, st) },

@@ -92,6 +92,11 @@ type Queue struct {
 	// from the store; forgotAt when that was last done (forgetStored).
 	toForget []objlayer.EventRef
 	forgotAt time.Time
+	// oldestOf is each target's oldest undelivered item's time as the
+	// last delivery pass found it; held counts each target's undelivered
+	// items (TargetBacklog).
+	oldestOf map[string]time.Time
+	heldOf   map[string]*atomic.Int64
 	// bucketMade: Bucket is known to exist.
 	bucketMade atomic.Bool
 	kick       chan struct{}
@@ -133,8 +138,10 @@ const MaxPending = 100_000
 func NewQueue(store objlayer.Layer, node string, targets []Target, log *slog.Logger) *Queue {
 	q := &Queue{store: store, node: strings.ReplaceAll(node, "/", "_"), targets: map[string]Target{}, log: log,
 		TakeOver: time.Minute, Rescan: 15 * time.Second, pending: map[string]*stored{}, kick: make(chan struct{}, 1)}
+	q.heldOf = map[string]*atomic.Int64{}
 	for _, t := range targets {
 		q.targets[t.ARN()] = t
+		q.heldOf[t.ARN()] = &atomic.Int64{}
 	}
 	return q
 }
@@ -153,6 +160,29 @@ func (q *Queue) Snapshot() metrics.Notifications {
 		n.Oldest = time.Unix(0, at)
 	}
 	return n
+}
+
+// TargetBacklog is one target's undelivered events.
+type TargetBacklog struct {
+	Events int64
+	// Oldest is the time the oldest of them was stored (zero: none).
+	Oldest time.Time
+}
+
+// Backlog returns target's undelivered events held in memory (events
+// waiting in the store beyond MaxPending not counted), and the time of
+// the oldest as the last delivery pass found it.
+func (q *Queue) Backlog(target string) TargetBacklog {
+	var b TargetBacklog
+	if c := q.heldOf[target]; c != nil {
+		b.Events = c.Load()
+	}
+	if b.Events > 0 {
+		q.mu.Lock()
+		b.Oldest = q.oldestOf[target]
+		q.mu.Unlock()
+	}
+	return b
 }
 
 // Add stores items durably and returns once they are (or the store
@@ -273,6 +303,11 @@ func (q *Queue) remember(s *stored) {
 	q.pending[s.name] = s
 	q.held += len(s.items)
 	q.stats.Backlog.Add(int64(len(s.items)))
+	for _, it := range s.items {
+		if c := q.heldOf[it.Target]; c != nil {
+			c.Add(1)
+		}
+	}
 }
 
 // forget drops a delivered s.
@@ -533,6 +568,15 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 			}
 		}
 	}
+	oldestOf := map[string]time.Time{}
+	for k, refs := range lanes {
+		if at, o := time.Unix(0, refs[0].s.at), oldestOf[k.target]; o.IsZero() || at.Before(o) {
+			oldestOf[k.target] = at
+		}
+	}
+	q.mu.Lock()
+	q.oldestOf = oldestOf
+	q.mu.Unlock()
 	var failures atomic.Bool
 	var wg sync.WaitGroup
 	for k, refs := range lanes {
@@ -629,10 +673,18 @@ func (q *Queue) deliverLane(ctx context.Context, t Target, refs []ref) bool {
 			}
 			q.stats.Delivered.Add(1)
 		}
-		r.s.delivered[r.i] = true
-		q.stats.Backlog.Add(-1)
+		q.done(r)
 	}
 	return true
+}
+
+// done marks r delivered.
+func (q *Queue) done(r ref) {
+	r.s.delivered[r.i] = true
+	q.stats.Backlog.Add(-1)
+	if c := q.heldOf[r.s.items[r.i].Target]; c != nil {
+		c.Add(-1)
+	}
 }
 
 // deliverBatches is deliverLane for a Batcher: each batch is the lane's
@@ -671,8 +723,7 @@ func (q *Queue) deliverBatches(ctx context.Context, t Target, b Batcher, refs []
 				continue
 			}
 			q.stats.Delivered.Add(1)
-			r.s.delivered[r.i] = true
-			q.stats.Backlog.Add(-1)
+			q.done(r)
 		}
 		if failed {
 			return false

@@ -50,9 +50,10 @@ type TargetSpec = notifytargets.Target
 type TargetsFile = notifytargets.File
 
 // LoadTargets reads a targets file and opens its targets (none when path
-// is empty). A target that cannot be reached yet is opened anyway: its
-// events wait in the queue until it answers.
-func LoadTargets(path, region string) ([]Target, error) {
+// is empty): replication remotes (type s3) through remote, which is nil
+// where there are none. A target that cannot be reached yet is opened
+// anyway: its events wait in the queue until it answers.
+func LoadTargets(path, region string, remote func(TargetSpec) (Target, error)) ([]Target, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -67,7 +68,16 @@ func LoadTargets(path, region string) ([]Target, error) {
 	var out []Target
 	seen := map[string]bool{}
 	for _, s := range f.Targets {
-		t, err := OpenTarget(s, region)
+		var t Target
+		var err error
+		switch {
+		case s.Type != notifytargets.S3:
+			t, err = OpenTarget(s, region)
+		case remote == nil:
+			err = fmt.Errorf("target %s: replication remotes are not served here", s.ID)
+		default:
+			t, err = remote(s)
+		}
 		if err != nil {
 			for _, o := range out {
 				o.Close()

@@ -18,24 +18,29 @@ const (
 	Redis   = "redis"
 	AMQP    = "amqp"
 	Kafka   = "kafka"
+	// S3 is not a notification target but a bucket replication remote
+	// (engine/replicate): another S3 endpoint that replication
+	// configurations name by its ARN (arn:strata:replication:REGION:ID:s3).
+	S3 = "s3"
 )
 
 // Target is one target as the file gives it.
 type Target struct {
 	// ID is the target's name in its ARN (arn:strata:sqs:REGION:ID:TYPE).
 	ID string `json:"id"`
-	// Type is Webhook, NATS, Redis, AMQP or Kafka.
+	// Type is Webhook, NATS, Redis, AMQP, Kafka or S3.
 	Type string `json:"type"`
 	// Endpoint is the webhook's URL, the NATS server's (nats://host:4222,
 	// several comma-separated), the Redis server's (redis://host:6379/0,
 	// rediss:// for TLS), the AMQP broker's (amqp://host:5672/vhost,
 	// amqps:// for TLS) or the Kafka brokers' (kafka://host:9092, kafkas://
-	// for TLS, several comma-separated).
+	// for TLS, several comma-separated), or the S3 endpoint's
+	// (https://host:port) for a replication remote.
 	Endpoint string `json:"endpoint"`
 	// AuthToken is sent as a bearer token (webhook) or the NATS token.
 	AuthToken string `json:"authToken,omitempty"`
 	// Username and Password authenticate to NATS, Redis, AMQP or Kafka
-	// (SASL/PLAIN).
+	// (SASL/PLAIN); for S3 they are the access key and secret.
 	Username string `json:"username,omitempty"`
 	Password string `json:"password,omitempty"`
 	// Subject is the NATS subject published to (a JetStream stream must
@@ -46,6 +51,9 @@ type Target struct {
 	// Exchange is the AMQP exchange published to ("": the default
 	// exchange, which routes to the queue the routing key names).
 	Exchange string `json:"exchange,omitempty"`
+	// CAFile is a PEM file of the CA that signed an S3 remote's
+	// certificate (empty: the system's roots).
+	CAFile string `json:"caFile,omitempty"`
 }
 
 // File is the targets file: {"targets": [...]}.
@@ -55,5 +63,8 @@ type File struct {
 
 // ARN is the target's ARN in region.
 func (t Target) ARN(region string) string {
+	if t.Type == S3 {
+		return "arn:strata:replication:" + region + ":" + t.ID + ":s3"
+	}
 	return "arn:strata:sqs:" + region + ":" + t.ID + ":" + t.Type
 }

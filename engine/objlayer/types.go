@@ -40,6 +40,9 @@ type BucketInfo struct {
 	// Notification is the bucket's notification configuration (S3's XML
 	// document, as engine/notify checked it); empty when not set.
 	Notification []byte `json:"notification,omitempty"`
+	// Replication is the bucket's replication configuration (S3's XML
+	// document, as engine/replicate checked it); empty when not set.
+	Replication []byte `json:"replication,omitempty"`
 	// PublicAccessBlock is the bucket's public access block (the front
 	// end's JSON); empty when not set.
 	PublicAccessBlock []byte `json:"publicAccessBlock,omitempty"`
@@ -236,6 +239,10 @@ const (
 	DeleteVersioned
 	// DeleteSuspended adds a delete marker as the null version.
 	DeleteSuspended
+	// DeleteMarkerAs adds a delete marker whose version ID is the one
+	// given (a replica of another bucket's marker, engine/replicate): the
+	// versionID names the marker to make, not a version to remove.
+	DeleteMarkerAs
 )
 
 // DeleteResult says what a delete did, for the S3 response headers.

@@ -37,6 +37,7 @@ const (
 	attrPublicAccess = "strata-public-access-block"
 	attrCreated      = "strata-created" // RFC 3339, when the bucket was created through S3
 	attrNotification = "strata-notification"
+	attrReplication  = "strata-replication"
 )
 
 // bucketAttr reports whether an attribute is part of a bucket's record
@@ -44,7 +45,7 @@ const (
 func bucketAttr(name string) bool {
 	switch name {
 	case attrACL, attrPolicy, attrCORS, attrBucketLock, attrOwnership, attrVersioning, attrTagging,
-		attrLifecycle, attrEncryption, attrPublicAccess, attrCreated, attrNotification:
+		attrLifecycle, attrEncryption, attrPublicAccess, attrCreated, attrNotification, attrReplication:
 		return true
 	}
 	return false
@@ -79,6 +80,7 @@ func encodeBucket(b objlayer.BucketInfo, created bool) map[string][]byte {
 	put(attrEncryption, b.Encryption)
 	put(attrPublicAccess, b.PublicAccessBlock)
 	put(attrNotification, b.Notification)
+	put(attrReplication, b.Replication)
 	if created && !b.Created.IsZero() {
 		out[attrCreated] = []byte(b.Created.UTC().Format(time.RFC3339Nano))
 	}
@@ -94,6 +96,7 @@ func decodeBucket(name string, attrs map[string][]byte, fi os.FileInfo) objlayer
 		ACL: attrs[attrACL], Policy: attrs[attrPolicy], CORS: attrs[attrCORS], ObjectLock: attrs[attrBucketLock],
 		Ownership: string(attrs[attrOwnership]), Lifecycle: attrs[attrLifecycle], Encryption: attrs[attrEncryption],
 		PublicAccessBlock: attrs[attrPublicAccess], Notification: attrs[attrNotification],
+		Replication: attrs[attrReplication],
 	}
 	if raw := attrs[attrCreated]; raw != nil {
 		if t, err := time.Parse(time.RFC3339Nano, string(raw)); err == nil {
@@ -260,7 +263,7 @@ func (l *Layer) UpdateBucket(ctx context.Context, name string, fn func(b *objlay
 	old := b
 	b.ACL, b.Policy, b.CORS, b.ObjectLock = bytes.Clone(b.ACL), bytes.Clone(b.Policy), bytes.Clone(b.CORS), bytes.Clone(b.ObjectLock)
 	b.Lifecycle, b.Encryption, b.PublicAccessBlock = bytes.Clone(b.Lifecycle), bytes.Clone(b.Encryption), bytes.Clone(b.PublicAccessBlock)
-	b.Notification = bytes.Clone(b.Notification)
+	b.Notification, b.Replication = bytes.Clone(b.Notification), bytes.Clone(b.Replication)
 	b.Tags = maps.Clone(b.Tags)
 	fn(&b)
 	b.Name = name

@@ -37,6 +37,9 @@ func (l *Layer) DeleteObject(ctx context.Context, bucket, object string, version
 	if strings.HasSuffix(object, "/") {
 		return l.deleteDirObject(bucket, object, versionID)
 	}
+	if mode == objlayer.DeleteMarkerAs && versionID != nil {
+		return l.addMarker(bucket, object, *versionID)
+	}
 	if versionID == nil {
 		switch mode {
 		case objlayer.DeleteVersioned:

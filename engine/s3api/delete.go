@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/objlayer"
+	"github.com/strata-storage/strata/engine/replicate"
 	"github.com/strata-storage/strata/engine/s3err"
 	"github.com/strata-storage/strata/engine/s3rules"
 )
@@ -76,6 +77,21 @@ func (r *request) deleteOne(bk objlayer.BucketInfo, key, versionID string, cond 
 		return deleteResult{}, err
 	}
 	mode := deleteMode(bk.Versioning)
+	if r.replica && vid == nil && r.h(replicate.HeaderVersionID) != "" {
+		// A replica of the source's delete marker, with its version ID.
+		id, err := r.replicaVersion(bk)
+		if err != nil {
+			return deleteResult{}, err
+		}
+		res, err := r.s.layer.DeleteObject(r.ctx, bk.Name, key, &id, objlayer.DeleteMarkerAs)
+		if err != nil {
+			return deleteResult{}, err
+		}
+		if err := r.notify(bk, notify.ObjectRemovedDeleteMarker, key, objlayer.ObjectInfo{VersionID: res.VersionID}); err != nil {
+			return deleteResult{}, err
+		}
+		return deleteResult{deleteMarker: true, versionID: versionIDOut(res.VersionID, bk.Versioning)}, nil
+	}
 	// A delete that removes a version (one named, or the null version an
 	// unversioned or suspended bucket replaces) must pass its conditions
 	// and its lock; one that adds a delete marker removes nothing.
@@ -130,6 +146,9 @@ func deleteObject(r *request) error {
 	}
 	cond, err := r.deleteConditions()
 	if err != nil {
+		return err
+	}
+	if _, err := r.replicaRequest(bk, s3rules.ActReplicateDelete); err != nil {
 		return err
 	}
 	res, err := r.deleteOne(bk, r.key, r.q("versionId"), cond, r.bypass(bk, r.key))

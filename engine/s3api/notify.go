@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/strata-storage/strata/engine/notify"
@@ -33,7 +34,9 @@ func putBucketNotification(r *request) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := notify.Parse(body, func(arn string) bool { return r.s.cfg.Notifier != nil && r.s.cfg.Notifier.Known(arn) })
+	cfg, err := notify.Parse(body, func(arn string) bool {
+		return r.s.cfg.Notifier != nil && r.s.cfg.Notifier.Known(arn) && !strings.HasPrefix(arn, replicationARNPrefix)
+	})
 	if err != nil {
 		if ne := (*notify.Error)(nil); errors.As(err, &ne) {
 			if ne.Code == "MalformedXML" {
@@ -68,7 +71,7 @@ func getBucketNotification(r *request) error {
 // be stored the request answers SlowDown: the change is made, and the
 // client's retry makes it again and queues its events.
 func (r *request) notify(bk objlayer.BucketInfo, event, key string, info objlayer.ObjectInfo) error {
-	rules := r.notifyRules(bk, event, key)
+	rules := r.notifyRules(bk, event, key, info.Meta)
 	if len(rules) == 0 {
 		return nil
 	}
@@ -84,21 +87,25 @@ func (r *request) notify(bk objlayer.BucketInfo, event, key string, info objlaye
 	return nil
 }
 
-// notifyRules are the rules of the bucket's configuration that want
-// event for key (none without a notifier).
-func (r *request) notifyRules(bk objlayer.BucketInfo, event, key string) []*notify.Rule {
-	cfg := notify.Cached(bk.Notification)
-	if cfg == nil || r.s.cfg.Notifier == nil {
-		return nil
+// notifyRules are the rules of the bucket's notification configuration
+// that want event for key, and its replication rules' (meta: the
+// version's); none without a notifier.
+func (r *request) notifyRules(bk objlayer.BucketInfo, event, key string, meta map[string]string) []*notify.Rule {
+	var rules []*notify.Rule
+	if cfg := notify.Cached(bk.Notification); cfg != nil && r.s.cfg.Notifier != nil {
+		rules = cfg.Match(event, key)
 	}
-	return cfg.Match(event, key)
+	if len(bk.Replication) > 0 {
+		rules = append(rules, r.replicationRules(bk, event, key, meta)...)
+	}
+	return rules
 }
 
 // withEvents has the object layer store a write's events with its
 // version (opts.Events), when the bucket's configuration wants any; the
 // write's answer goes to notified.
 func (r *request) withEvents(bk objlayer.BucketInfo, event, key string, opts *objlayer.PutOptions) *storedEvents {
-	rules := r.notifyRules(bk, event, key)
+	rules := r.notifyRules(bk, event, key, opts.Meta)
 	if len(rules) == 0 {
 		return nil
 	}

@@ -35,6 +35,16 @@ func (r *request) updateVersion(fn func(m map[string]string)) (objlayer.ObjectIn
 	return info, err
 }
 
+// replicaTags notes a tagging change a replication remote sends.
+func (r *request) replicaTags() error {
+	bk, err := r.bucketInfo()
+	if err != nil {
+		return err
+	}
+	_, err = r.replicaRequest(bk, s3rules.ActReplicateTags)
+	return err
+}
+
 // namedVersion answers x-amz-version-id for a request that named one.
 func (r *request) namedVersion(info objlayer.ObjectInfo) {
 	if r.q("versionId") != "" {
@@ -64,6 +74,9 @@ func putObjectTagging(r *request) error {
 			return err
 		}
 	}
+	if err := r.replicaTags(); err != nil {
+		return err
+	}
 	info, err := r.updateVersion(func(m map[string]string) {
 		if len(tags) == 0 {
 			delete(m, objlayer.MetaTagging)
@@ -82,6 +95,9 @@ func putObjectTagging(r *request) error {
 }
 
 func deleteObjectTagging(r *request) error {
+	if err := r.replicaTags(); err != nil {
+		return err
+	}
 	info, err := r.updateVersion(func(m map[string]string) { delete(m, objlayer.MetaTagging) })
 	if err != nil {
 		return err

@@ -257,12 +257,16 @@ func (r *request) storeObject(bk objlayer.BucketInfo, key string, meta map[strin
 	src := r.tracked(body)
 	size := body.Size()
 	opts := objlayer.PutOptions{Meta: meta, AfterBody: afterBody(body), VersionID: newVersionID(bk), Condition: r.writeCondition()}
+	if err := r.replicaWrite(bk, &opts); err != nil {
+		return objlayer.ObjectInfo{}, err
+	}
 	events := r.withEvents(bk, event, key, &opts)
 	if enc != nil {
 		if src, size, opts.BodyETag, err = enc.sealBody(bk.Name, key, src, size, meta); err != nil {
 			return objlayer.ObjectInfo{}, err
 		}
 	}
+	r.keepReplicaETag(&opts)
 	release, err := r.dataSlot(size)
 	if err != nil {
 		return objlayer.ObjectInfo{}, err

@@ -63,6 +63,9 @@ type request struct {
 	// body may be read after an early answer rather than the connection
 	// closed.
 	drainable bool
+	// replica: the request is a replication remote's copy of a change
+	// (replicaRequest), not replicated again.
+	replica bool
 }
 
 func (s *Server) newRequest(w http.ResponseWriter, hr *s3http.Request) *request {

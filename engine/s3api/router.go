@@ -79,7 +79,7 @@ func notImplemented(what string) func(*request) error {
 // Bucket sub-resources Strata does not implement, answered 501 after
 // authentication (as S3 answers an API it lacks), by method.
 var unimplementedBucket = []string{"analytics", "intelligent-tiering", "inventory", "logging", "requestPayment",
-	"metrics", "replication", "accelerate", "website"}
+	"metrics", "accelerate", "website"}
 
 const (
 	get, put, del, head, post = http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodHead, http.MethodPost
@@ -112,6 +112,7 @@ var (
 		"lifecycle":         op("PutBucketLifecycleConfiguration", putBucketLifecycle, s3rules.PermWrite, s3rules.ActPutLifecycleConfiguration),
 		"publicAccessBlock": op("PutPublicAccessBlock", putPublicAccessBlock, s3rules.PermWrite, s3rules.ActPutBucketPublicAccessBlock),
 		"notification":      op("PutBucketNotificationConfiguration", putBucketNotification, s3rules.PermWrite, s3rules.ActPutBucketNotification),
+		"replication":       op("PutBucketReplication", putBucketReplication, s3rules.PermWrite, s3rules.ActPutReplicationConfiguration),
 	}
 	bucketGets = map[string]*operation{
 		"location":          opLocation,
@@ -129,6 +130,7 @@ var (
 		"lifecycle":         op("GetBucketLifecycleConfiguration", getBucketLifecycle, s3rules.PermRead, s3rules.ActGetLifecycleConfiguration),
 		"publicAccessBlock": op("GetPublicAccessBlock", getPublicAccessBlock, s3rules.PermRead, s3rules.ActGetBucketPublicAccessBlock),
 		"notification":      op("GetBucketNotificationConfiguration", getBucketNotification, s3rules.PermRead, s3rules.ActGetBucketNotification),
+		"replication":       op("GetBucketReplication", getBucketReplication, s3rules.PermRead, s3rules.ActGetReplicationConfiguration),
 	}
 	bucketDeletes = map[string]*operation{
 		"tagging":           op("DeleteBucketTagging", deleteBucketTagging, s3rules.PermWrite, s3rules.ActPutBucketTagging),
@@ -138,6 +140,7 @@ var (
 		"encryption":        op("DeleteBucketEncryption", deleteBucketEncryption, s3rules.PermWrite, s3rules.ActPutEncryptionConfiguration),
 		"lifecycle":         op("DeleteBucketLifecycle", deleteBucketLifecycle, s3rules.PermWrite, s3rules.ActPutLifecycleConfiguration),
 		"publicAccessBlock": op("DeletePublicAccessBlock", deletePublicAccessBlock, s3rules.PermWrite, s3rules.ActPutBucketPublicAccessBlock),
+		"replication":       op("DeleteBucketReplication", deleteBucketReplication, s3rules.PermWrite, s3rules.ActPutReplicationConfiguration),
 	}
 
 	opHeadObject = op("HeadObject", headObject, s3rules.PermRead, s3rules.ActGetObject).
@@ -215,9 +218,9 @@ func (r *request) firstSub(order []string, m map[string]*operation) *operation {
 }
 
 var (
-	bucketPutOrder    = []string{"tagging", "ownershipControls", "versioning", "object-lock", "cors", "policy", "acl", "encryption", "lifecycle", "publicAccessBlock", "notification"}
-	bucketGetOrder    = []string{"location", "tagging", "ownershipControls", "versioning", "policy", "cors", "object-lock", "acl", "uploads", "versions", "policyStatus", "encryption", "lifecycle", "publicAccessBlock", "notification"}
-	bucketDeleteOrder = []string{"tagging", "ownershipControls", "policy", "cors", "encryption", "lifecycle", "publicAccessBlock"}
+	bucketPutOrder    = []string{"tagging", "ownershipControls", "versioning", "object-lock", "cors", "policy", "acl", "encryption", "lifecycle", "publicAccessBlock", "notification", "replication"}
+	bucketGetOrder    = []string{"location", "tagging", "ownershipControls", "versioning", "policy", "cors", "object-lock", "acl", "uploads", "versions", "policyStatus", "encryption", "lifecycle", "publicAccessBlock", "notification", "replication"}
+	bucketDeleteOrder = []string{"tagging", "ownershipControls", "policy", "cors", "encryption", "lifecycle", "publicAccessBlock", "replication"}
 )
 
 // route finds a request's operation from its method, path and query, as

@@ -328,8 +328,16 @@ func (r *request) dataKey(bucket, object string, meta map[string]string, copySou
 	if err != nil {
 		return nil, err
 	}
+	return r.s.openDataKey(bucket, object, meta, ck)
+}
+
+// openDataKey opens the data key of an encrypted version (or upload) with
+// the customer's key ck (nil when none was given) or the managed master
+// key; nil for an unencrypted version.
+func (s *Server) openDataKey(bucket, object string, meta map[string]string, ck *sseKey) ([]byte, error) {
 	mode := sseMode(meta[metaSSE])
 	var k *sseKey
+	var err error
 	switch mode {
 	case "":
 		if ck != nil {
@@ -348,7 +356,7 @@ func (r *request) dataKey(bucket, object string, meta map[string]string, copySou
 		if ck != nil {
 			return nil, errSSENotForObj
 		}
-		if k, err = r.s.managedKey(mode, meta[metaSSEKeyID]); err != nil {
+		if k, err = s.managedKey(mode, meta[metaSSEKeyID]); err != nil {
 			return nil, err
 		}
 	}

@@ -147,6 +147,7 @@ var (
 	NoSuchBucketPolicy            = def("NoSuchBucketPolicy", http.StatusNotFound, "The bucket policy does not exist")
 	NoSuchCORSConfiguration       = def("NoSuchCORSConfiguration", http.StatusNotFound, "The CORS configuration does not exist")
 	NoSuchKey                     = def("NoSuchKey", http.StatusNotFound, "The specified key does not exist.")
+	ReplicationConfigurationNotFound = def("ReplicationConfigurationNotFoundError", http.StatusNotFound, "The replication configuration was not found")
 	NoSuchLifecycleConfiguration  = def("NoSuchLifecycleConfiguration", http.StatusNotFound, "The lifecycle configuration does not exist")
 	NoSuchObjectLockConfiguration = def("NoSuchObjectLockConfiguration", http.StatusNotFound, "The specified object does not have an ObjectLock configuration")
 	NoSuchPublicAccessBlock       = def("NoSuchPublicAccessBlockConfiguration", http.StatusNotFound, "The public access block configuration was not found")

@@ -68,6 +68,9 @@ const (
 	ActGetMetricsConfiguration            Action = "s3:GetMetricsConfiguration"
 	ActPutReplicationConfiguration        Action = "s3:PutReplicationConfiguration"
 	ActGetReplicationConfiguration        Action = "s3:GetReplicationConfiguration"
+	ActReplicateObject                    Action = "s3:ReplicateObject"
+	ActReplicateDelete                    Action = "s3:ReplicateDelete"
+	ActReplicateTags                      Action = "s3:ReplicateTags"
 	ActPutBucketPublicAccessBlock         Action = "s3:PutBucketPublicAccessBlock"
 	ActGetBucketPublicAccessBlock         Action = "s3:GetBucketPublicAccessBlock"
 	ActPutBucketNotification              Action = "s3:PutBucketNotification"
@@ -101,7 +104,7 @@ var Actions = []Action{
 	ActGetInventoryConfiguration, ActPutLifecycleConfiguration, ActGetLifecycleConfiguration,
 	ActPutBucketLogging, ActGetBucketLogging, ActPutBucketRequestPayment, ActGetBucketRequestPayment,
 	ActPutMetricsConfiguration, ActGetMetricsConfiguration, ActPutReplicationConfiguration,
-	ActGetReplicationConfiguration, ActPutBucketPublicAccessBlock, ActGetBucketPublicAccessBlock,
+	ActGetReplicationConfiguration, ActReplicateObject, ActReplicateDelete, ActReplicateTags, ActPutBucketPublicAccessBlock, ActGetBucketPublicAccessBlock,
 	ActPutBucketNotification, ActGetBucketNotification, ActPutAccelerateConfiguration,
 	ActGetAccelerateConfiguration, ActPutBucketWebsite, ActGetBucketWebsite, ActDeleteBucketWebsite,
 	ActGetBucketPolicyStatus, ActGetBucketLocation, ActListAllMyBuckets,

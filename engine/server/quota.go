@@ -67,3 +67,13 @@ func (n *Node) quotaMetrics(ctx context.Context) []metrics.BucketQuota {
 	}
 	return out
 }
+
+// ReplicationStatus is the node's bucket replication (admin API).
+func (n *Node) ReplicationStatus(ctx context.Context) (adminapi.ReplicationStatus, error) {
+	return n.replication.Status(ctx)
+}
+
+// ResyncReplication queues a bucket's versions not yet replicated.
+func (n *Node) ResyncReplication(ctx context.Context, bucket string) (adminapi.ResyncResult, error) {
+	return n.replication.ResyncBucket(ctx, bucket)
+}

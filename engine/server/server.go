@@ -34,6 +34,7 @@ import (
 	"github.com/strata-storage/strata/engine/lifecycle"
 	"github.com/strata-storage/strata/engine/metrics"
 	"github.com/strata-storage/strata/engine/notify"
+	"github.com/strata-storage/strata/engine/replicate"
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/s3api"
 	"github.com/strata-storage/strata/engine/s3http"
@@ -151,6 +152,8 @@ type Node struct {
 	// decommissioned within a minute can be Decommissioned everywhere
 	// before a node's file lists it. Applied when the pool is added.
 	told map[string]string
+	// replication is the node's bucket replication (set before serving).
+	replication *replicate.Service
 }
 
 // Run serves until ctx ends, then drains: readiness drops, in-flight
@@ -325,15 +328,18 @@ func Run(ctx context.Context, cfg Config) error {
 		s3cfg.Sessions = iam.NewSessions(keys)
 		s3cfg.STS = &iamapi.STS{IAM: s3cfg.IAM, Sessions: s3cfg.Sessions, Web: webVerifier(os.Getenv), Audiences: audiences}
 	}
+	var queue *notify.Queue
+	var remotes *replicate.Remotes
 	if cfg.NotifyTargetsFile != "" {
-		q, err := startNotifications(bg, cfg, layer, dep.Peers, log)
-		if err != nil {
+		if queue, remotes, err = startNotifications(bg, cfg, layer, dep.Peers, log); err != nil {
 			return err
 		}
-		s3cfg.Notifier = q
-		metrics.RegisterNotifications(reg, q.Snapshot)
+		s3cfg.Notifier = queue
+		metrics.RegisterNotifications(reg, queue.Snapshot)
 	}
-	err = s3api.Serve(serveCtx, s3api.New(layer, s3cfg), s3api.ServeConfig{
+	front := s3api.New(layer, s3cfg)
+	n.replication = replicate.Start(front, layer, queue, remotes, reg)
+	err = s3api.Serve(serveCtx, front, s3api.ServeConfig{
 		Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: n.served,
 		Limits: cfg.Limits, OnListen: onListen, Log: log, Stats: func(st func() s3http.Stats) { metrics.RegisterHTTP(reg, st) },
 		Routes: s3api.Routes(n, metrics.Handler(reg, token), users, cfg.Root.AccessKey, cfg.Root.SecretKey, cfg.AdminOverHTTP),
@@ -681,10 +687,10 @@ func notifyBucketChanged(bg context.Context, peers []*internode.Peer, bucket str
 // delivering their queue. A node is named by its S3 address; another
 // node's stored events are left to it while it is online, and taken over
 // by the online node with the lowest address when it is not.
-func startNotifications(bg context.Context, cfg Config, layer objlayer.Layer, peers func() []*internode.Peer, log *slog.Logger) (*notify.Queue, error) {
-	targets, err := notify.LoadTargets(cfg.NotifyTargetsFile, notify.DefaultRegion)
+func startNotifications(bg context.Context, cfg Config, layer objlayer.Layer, peers func() []*internode.Peer, log *slog.Logger) (*notify.Queue, *replicate.Remotes, error) {
+	targets, remotes, err := replicate.Load(cfg.NotifyTargetsFile, notify.DefaultRegion, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	q := notify.NewQueue(layer, cfg.Address, targets, log)
 	if cfg.NotifyTakeOver > 0 {
@@ -699,6 +705,5 @@ func startNotifications(bg context.Context, cfg Config, layer objlayer.Layer, pe
 		return true
 	}
 	go q.Run(bg)
-	log.Info("bucket notifications", "targets", notify.ARNs(targets))
-	return q, nil
+	return q, remotes, nil
 }

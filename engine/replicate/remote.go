@@ -1,0 +1,559 @@
+package replicate
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/strata-storage/strata/engine/notifytargets"
+	"github.com/strata-storage/strata/engine/objlayer"
+)
+
+// Replication statuses, as x-amz-replication-status answers them.
+const (
+	StatusPending   = "PENDING"
+	StatusCompleted = "COMPLETED"
+	StatusFailed    = "FAILED"
+	StatusReplica   = "REPLICA"
+)
+
+// MetaStatus is the version metadata key holding a version's replication
+// status once one is known (COMPLETED, FAILED, REPLICA); a version a rule
+// covers without one is PENDING.
+const MetaStatus = objlayer.InternalMetaPrefix + "Replication-Status"
+
+// The headers a remote's requests carry so a Strata destination keeps
+// what the source's version was: its version ID, time and ETag, and that
+// it is a replica (not replicated again: two-way replication without
+// loops). A destination honours them only for a principal allowed
+// s3:ReplicateObject (writes) or s3:ReplicateDelete (deletes) on the
+// bucket; another S3 service ignores them.
+const (
+	HeaderVersionID = "X-Strata-Replica-Version-Id"
+	HeaderModTime   = "X-Strata-Replica-Mtime"
+	HeaderETag      = "X-Strata-Replica-Etag"
+	HeaderReplica   = "X-Strata-Replica"
+)
+
+// ErrGone is what Source.Open returns for a version no longer there (its
+// copy is not needed).
+var ErrGone = errors.New("replication: the version is gone")
+
+// NotReplicable is a version that cannot be copied (SSE-C: the source
+// does not hold its key): marked FAILED, not retried.
+type NotReplicable struct{ Reason string }
+
+func (e *NotReplicable) Error() string { return "replication: " + e.Reason }
+
+// Version is a version to copy: the headers a PUT of it carries (content
+// headers, user metadata, tags, object lock, checksum, encryption wanted),
+// and its plaintext.
+type Version struct {
+	VersionID string
+	Header    http.Header
+	Size      int64
+	ModTime   time.Time
+	// ETag is the source's; MD5 is the plaintext's MD5 when known (a
+	// single-part version), which the destination checks the body with.
+	ETag, MD5 string
+	// Status is the version's replication status ("" for none yet).
+	Status string
+	// Tags are the version's tags (for a tagging change).
+	Tags map[string]string
+	Body io.ReadCloser
+}
+
+// Source is the local side a remote reads from: the S3 front end, which
+// resolves versions and decrypts them.
+type Source interface {
+	// Config is a bucket's replication configuration (nil for none;
+	// objlayer.ErrBucketNotFound when the bucket is gone).
+	Config(ctx context.Context, bucket string) (*Config, error)
+	// Open returns a version to copy (ErrGone, *NotReplicable); with
+	// withBody false, Body is nil.
+	Open(ctx context.Context, bucket, key, versionID string, withBody bool) (*Version, error)
+	// SetStatus records a version's replication status.
+	SetStatus(ctx context.Context, bucket, key, versionID, status string) error
+}
+
+// Remote copies what a bucket's rules cover to another S3 endpoint: the
+// delivery of the replication events the notifications' queue holds. It
+// is a notify.Target (ARN, Deliver, Close) whose ARN the configurations'
+// Role names.
+type Remote struct {
+	arn, region string
+	endpoint    *url.URL
+	creds       aws.Credentials
+	client      *http.Client
+	signer      *v4.Signer
+	src         Source
+	log         *slog.Logger
+	stats       *Stats
+}
+
+// ARN is a remote's ARN for the target id in region.
+func ARN(region, id string) string {
+	return notifytargets.Target{ID: id, Type: notifytargets.S3}.ARN(region)
+}
+
+// Open opens the remote a targets file's entry of type s3 describes:
+// Endpoint its URL (https://host:port), Username and Password its access
+// key and secret, CAFile the CA that signed its certificate (empty: the
+// system's).
+func Open(spec notifytargets.Target, region string, src Source, stats *Stats, log *slog.Logger) (*Remote, error) {
+	u, err := url.Parse(spec.Endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("replication remote %s: endpoint %q is not an http(s) URL", spec.ID, spec.Endpoint)
+	}
+	if spec.Username == "" || spec.Password == "" {
+		return nil, fmt.Errorf("replication remote %s needs an access key and secret (username and password)", spec.ID)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 32
+	tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	tr.ResponseHeaderTimeout = 60 * time.Second
+	if spec.CAFile != "" {
+		pem, err := os.ReadFile(spec.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("replication remote %s: %w", spec.ID, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("replication remote %s: no certificate in %s", spec.ID, spec.CAFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if stats == nil {
+		stats = NewStats()
+	}
+	return &Remote{arn: ARN(region, spec.ID), region: region, endpoint: u,
+		creds:  aws.Credentials{AccessKeyID: spec.Username, SecretAccessKey: spec.Password},
+		client: &http.Client{Transport: tr}, signer: v4.NewSigner(), src: src, log: log, stats: stats}, nil
+}
+
+// ARN names the remote in replication configurations (their Role).
+func (r *Remote) ARN() string { return r.arn }
+
+// Close ends the remote's idle connections.
+func (r *Remote) Close() { r.client.CloseIdleConnections() }
+
+// event is what a replication event says (the S3 event message the
+// notifications' queue holds).
+type event struct {
+	name, rule, bucket, key, versionID string
+	at                                 time.Time
+}
+
+func parseEvent(msg []byte) (event, error) {
+	var m struct {
+		Records []struct {
+			EventTime time.Time `json:"eventTime"`
+			EventName string    `json:"eventName"`
+			S3        struct {
+				ConfigurationID string `json:"configurationId"`
+				Bucket          struct {
+					Name string `json:"name"`
+				} `json:"bucket"`
+				Object struct {
+					Key       string `json:"key"`
+					VersionID string `json:"versionId"`
+				} `json:"object"`
+			} `json:"s3"`
+		} `json:"Records"`
+	}
+	if err := json.Unmarshal(msg, &m); err != nil || len(m.Records) != 1 {
+		return event{}, fmt.Errorf("replication: an event that does not decode: %v", err)
+	}
+	rec := m.Records[0]
+	key, err := url.QueryUnescape(rec.S3.Object.Key)
+	if err != nil {
+		return event{}, fmt.Errorf("replication: an event's key does not decode: %w", err)
+	}
+	return event{name: "s3:" + rec.EventName, rule: rec.S3.ConfigurationID, bucket: rec.S3.Bucket.Name, key: key,
+		versionID: rec.S3.Object.VersionID, at: rec.EventTime}, nil
+}
+
+// Deliver carries out one replication event: copies the version, makes
+// the delete marker, deletes the version or sets its tags at the
+// destination the event's rule names, as the bucket's configuration says
+// now (a rule gone or disabled since drops the event). An error the
+// destination may get over (unreachable, 5xx, SlowDown, timeouts) is
+// returned, and the queue retries; any other marks the version FAILED and
+// is counted, not retried (a resync copies it again).
+func (r *Remote) Deliver(ctx context.Context, msg []byte) error {
+	ev, err := parseEvent(msg)
+	if err != nil {
+		r.log.Warn("replication: dropped an event", "error", err)
+		return nil
+	}
+	cfg, err := r.src.Config(ctx, ev.bucket)
+	if errors.Is(err, objlayer.ErrBucketNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var rule *Rule
+	if cfg != nil && cfg.Role == r.arn {
+		rule = cfg.Rule(ev.rule)
+	}
+	if rule == nil || !rule.Enabled {
+		r.stats.skipped(ev.bucket)
+		return nil
+	}
+	var n int64
+	switch {
+	case strings.HasPrefix(ev.name, "s3:ObjectCreated:"):
+		n, err = r.copyVersion(ctx, ev, rule)
+	case ev.name == "s3:ObjectRemoved:DeleteMarkerCreated":
+		if !rule.DeleteMarkers {
+			return nil
+		}
+		err = r.send(ctx, http.MethodDelete, rule.Bucket, ev.key, nil, http.Header{HeaderVersionID: {ev.versionID}, HeaderReplica: {"true"}}, nil, 0, "")
+	case ev.name == "s3:ObjectRemoved:Delete":
+		if !rule.Deletes || ev.versionID == "" {
+			return nil
+		}
+		err = r.send(ctx, http.MethodDelete, rule.Bucket, ev.key, url.Values{"versionId": {ev.versionID}}, http.Header{HeaderReplica: {"true"}}, nil, 0, "")
+		if isNotFound(err) {
+			err = nil
+		}
+	case strings.HasPrefix(ev.name, "s3:ObjectTagging:"):
+		err = r.copyTags(ctx, ev, rule)
+	default:
+		return nil
+	}
+	if err == nil {
+		r.stats.done(ev.bucket, n, time.Since(ev.at))
+		return nil
+	}
+	if errors.Is(err, ErrGone) {
+		return nil
+	}
+	if retryable(err) {
+		r.stats.retried(ev.bucket)
+		return err
+	}
+	r.log.Warn("replication: a version failed to replicate", "bucket", ev.bucket, "key", ev.key, "version", ev.versionID,
+		"event", ev.name, "destination", rule.Bucket, "error", err)
+	r.stats.failed(ev.bucket)
+	if strings.HasPrefix(ev.name, "s3:ObjectCreated:") {
+		if serr := r.src.SetStatus(ctx, ev.bucket, ev.key, ev.versionID, StatusFailed); serr != nil && !errors.Is(serr, ErrGone) {
+			return serr
+		}
+	}
+	return nil
+}
+
+// copyVersion PUTs the version to the destination and marks it
+// COMPLETED. A version that is itself a replica is left alone.
+func (r *Remote) copyVersion(ctx context.Context, ev event, rule *Rule) (int64, error) {
+	v, err := r.src.Open(ctx, ev.bucket, ev.key, ev.versionID, true)
+	if err != nil {
+		return 0, err
+	}
+	defer v.Body.Close()
+	if v.Status == StatusReplica {
+		return 0, nil
+	}
+	h := v.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set(HeaderVersionID, v.VersionID)
+	h.Set(HeaderModTime, v.ModTime.UTC().Format(time.RFC3339Nano))
+	h.Set(HeaderETag, v.ETag)
+	if rule.StorageClass != "" {
+		h.Set("X-Amz-Storage-Class", rule.StorageClass)
+	}
+	if v.MD5 != "" {
+		if sum, err := hex.DecodeString(v.MD5); err == nil {
+			h.Set("Content-Md5", base64.StdEncoding.EncodeToString(sum))
+		}
+	}
+	if err := r.send(ctx, http.MethodPut, rule.Bucket, ev.key, nil, h, v.Body, v.Size, unsignedPayload); err != nil {
+		return 0, err
+	}
+	if err := r.src.SetStatus(ctx, ev.bucket, ev.key, ev.versionID, StatusCompleted); err != nil && !errors.Is(err, ErrGone) {
+		return v.Size, err
+	}
+	return v.Size, nil
+}
+
+// copyTags sets the destination version's tags to the source's.
+func (r *Remote) copyTags(ctx context.Context, ev event, rule *Rule) error {
+	v, err := r.src.Open(ctx, ev.bucket, ev.key, ev.versionID, false)
+	if err != nil {
+		return err
+	}
+	if v.Status == StatusReplica {
+		return nil
+	}
+	q := url.Values{"tagging": {""}, "versionId": {ev.versionID}}
+	h := http.Header{HeaderReplica: {"true"}}
+	if len(v.Tags) == 0 {
+		return r.send(ctx, http.MethodDelete, rule.Bucket, ev.key, q, h, nil, 0, "")
+	}
+	type tag struct{ Key, Value string }
+	doc := struct {
+		XMLName xml.Name `xml:"Tagging"`
+		Tags    []tag    `xml:"TagSet>Tag"`
+	}{}
+	for k, val := range v.Tags {
+		doc.Tags = append(doc.Tags, tag{k, val})
+	}
+	body, err := xml.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(body)
+	return r.send(ctx, http.MethodPut, rule.Bucket, ev.key, q, h, io.NopCloser(bytes.NewReader(body)), int64(len(body)), hex.EncodeToString(sum[:]))
+}
+
+const unsignedPayload = "UNSIGNED-PAYLOAD"
+
+// emptyPayload is the SHA-256 of no body.
+const emptyPayload = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// send makes one signed request to the destination (path-style) and
+// returns nil for a 2xx answer, else a *RemoteError.
+func (r *Remote) send(ctx context.Context, method, bucket, key string, q url.Values, h http.Header, body io.Reader, size int64, payload string) error {
+	u := *r.endpoint
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + bucket + "/" + key
+	u.RawPath = ""
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return err
+	}
+	for k, vs := range h {
+		req.Header[k] = vs
+	}
+	if body != nil {
+		req.ContentLength = size
+	}
+	if payload == "" {
+		payload = emptyPayload
+	}
+	req.Header.Set("X-Amz-Content-Sha256", payload)
+	if err := r.signer.SignHTTP(ctx, r.creds, req, payload, "s3", r.region, time.Now()); err != nil {
+		return err
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return &RemoteError{Err: err}
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	e := &RemoteError{Status: resp.StatusCode}
+	var doc struct {
+		Code    string `xml:"Code"`
+		Message string `xml:"Message"`
+	}
+	if xml.Unmarshal(raw, &doc) == nil {
+		e.Code, e.Message = doc.Code, doc.Message
+	}
+	return e
+}
+
+// RemoteError is a request the destination refused or never answered.
+type RemoteError struct {
+	Status        int
+	Code, Message string
+	Err           error
+}
+
+func (e *RemoteError) Error() string {
+	if e.Err != nil {
+		return "replication: destination unreachable: " + e.Err.Error()
+	}
+	return fmt.Sprintf("replication: destination answered %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+func (e *RemoteError) Unwrap() error { return e.Err }
+
+func isNotFound(err error) bool {
+	var re *RemoteError
+	return errors.As(err, &re) && re.Status == http.StatusNotFound
+}
+
+// retryable reports whether the destination may take the request later:
+// it was unreachable, busy, or failed on its side.
+func retryable(err error) bool {
+	var re *RemoteError
+	if !errors.As(err, &re) {
+		var nr *NotReplicable
+		return !errors.As(err, &nr) // a local read that failed: try again
+	}
+	switch {
+	case re.Err != nil, re.Status >= 500, re.Status == http.StatusTooManyRequests, re.Status == http.StatusRequestTimeout:
+		return true
+	case re.Code == "SlowDown", re.Code == "RequestTimeout", re.Code == "RequestTimeTooSkewed", re.Code == "ServiceUnavailable":
+		return true
+	}
+	return false
+}
+
+// Stats count a server's replication, per source bucket.
+type Stats struct {
+	// ObserveLag, when set, is told each replicated change's lag: the
+	// time from the write to its copy at the destination (the metrics'
+	// histogram).
+	ObserveLag func(time.Duration)
+
+	mu      sync.Mutex
+	buckets map[string]*BucketStats
+}
+
+// BucketStats are one source bucket's counters.
+type BucketStats struct {
+	Replicated, Failed, Retried, Skipped int64
+	Bytes                                int64
+	// LastLag is the lag of the last change replicated; LastAt when that
+	// was.
+	LastLag time.Duration
+	LastAt  time.Time
+}
+
+// NewStats returns empty counters.
+func NewStats() *Stats { return &Stats{buckets: map[string]*BucketStats{}} }
+
+func (s *Stats) done(bucket string, n int64, lag time.Duration) {
+	s.add(bucket, func(b *BucketStats) {
+		b.Replicated++
+		b.Bytes += n
+		b.LastLag, b.LastAt = lag, time.Now()
+	})
+	if s.ObserveLag != nil {
+		s.ObserveLag(lag)
+	}
+}
+
+func (s *Stats) failed(bucket string)  { s.add(bucket, func(b *BucketStats) { b.Failed++ }) }
+func (s *Stats) retried(bucket string) { s.add(bucket, func(b *BucketStats) { b.Retried++ }) }
+func (s *Stats) skipped(bucket string) { s.add(bucket, func(b *BucketStats) { b.Skipped++ }) }
+
+func (s *Stats) add(bucket string, fn func(*BucketStats)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.buckets[bucket]
+	if b == nil {
+		b = &BucketStats{}
+		s.buckets[bucket] = b
+	}
+	fn(b)
+}
+
+// Snapshot returns a copy of the counters by bucket.
+func (s *Stats) Snapshot() map[string]BucketStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]BucketStats, len(s.buckets))
+	for k, b := range s.buckets {
+		out[k] = *b
+	}
+	return out
+}
+
+// Remotes are the replication remotes of a server's targets file: opened
+// with the notification targets (Open, for notify.LoadTargets) before the
+// front end exists, and bound to it as their Source once it does (Bind).
+// A remote asked to deliver before that answers an error, and its event
+// waits in the queue.
+type Remotes struct {
+	Stats  *Stats
+	region string
+	log    *slog.Logger
+	src    atomic.Pointer[Source]
+	list   []*Remote
+}
+
+// NewRemotes returns an empty set of remotes for region.
+func NewRemotes(region string, log *slog.Logger) *Remotes {
+	return &Remotes{Stats: NewStats(), region: region, log: log}
+}
+
+// Open opens the remote spec describes.
+func (rs *Remotes) Open(spec notifytargets.Target) (*Remote, error) {
+	r, err := Open(spec, rs.region, boundSource{rs}, rs.Stats, rs.log)
+	if err != nil {
+		return nil, err
+	}
+	rs.list = append(rs.list, r)
+	return r, nil
+}
+
+// Bind makes src the remotes' source.
+func (rs *Remotes) Bind(src Source) { rs.src.Store(&src) }
+
+// ARNs lists the remotes opened.
+func (rs *Remotes) ARNs() []string {
+	out := make([]string, 0, len(rs.list))
+	for _, r := range rs.list {
+		out = append(out, r.arn)
+	}
+	return out
+}
+
+var errNotBound = errors.New("replication: the front end is not serving yet")
+
+// boundSource is the source Bind gave.
+type boundSource struct{ rs *Remotes }
+
+func (b boundSource) get() (Source, error) {
+	if p := b.rs.src.Load(); p != nil {
+		return *p, nil
+	}
+	return nil, errNotBound
+}
+
+func (b boundSource) Config(ctx context.Context, bucket string) (*Config, error) {
+	s, err := b.get()
+	if err != nil {
+		return nil, err
+	}
+	return s.Config(ctx, bucket)
+}
+
+func (b boundSource) Open(ctx context.Context, bucket, key, versionID string, withBody bool) (*Version, error) {
+	s, err := b.get()
+	if err != nil {
+		return nil, err
+	}
+	return s.Open(ctx, bucket, key, versionID, withBody)
+}
+
+func (b boundSource) SetStatus(ctx context.Context, bucket, key, versionID, status string) error {
+	s, err := b.get()
+	if err != nil {
+		return err
+	}
+	return s.SetStatus(ctx, bucket, key, versionID, status)
+}

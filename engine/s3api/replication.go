@@ -1,0 +1,392 @@
+package s3api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/strata-storage/strata/engine/admin"
+	"github.com/strata-storage/strata/engine/notify"
+	"github.com/strata-storage/strata/engine/objlayer"
+	"github.com/strata-storage/strata/engine/replicate"
+	"github.com/strata-storage/strata/engine/s3err"
+	"github.com/strata-storage/strata/engine/s3rules"
+)
+
+// Bucket replication (engine/replicate): the configuration's API, the
+// replication events a write stores with its version beside its
+// notifications, the status a version answers, the replica writes a
+// remote sends, and the front end as the remotes' Source.
+
+// replicationARNPrefix starts the ARN of a replication remote.
+const replicationARNPrefix = "arn:strata:replication:"
+
+func putBucketReplication(r *request) error {
+	bk, err := r.bucketInfo()
+	if err != nil {
+		return err
+	}
+	if bk.Versioning != "Enabled" {
+		return s3err.InvalidRequest.With("Versioning must be 'Enabled' on the bucket to apply a replication configuration")
+	}
+	body, err := r.document()
+	if err != nil {
+		return err
+	}
+	cfg, err := replicate.Parse(body, func(role string) bool {
+		return strings.HasPrefix(role, replicationARNPrefix) && r.s.cfg.Notifier != nil && r.s.cfg.Notifier.Known(role)
+	})
+	if err != nil {
+		if re := (*replicate.Error)(nil); errors.As(err, &re) {
+			if re.Code == "MalformedXML" {
+				return s3err.MalformedXML.With(re.Message)
+			}
+			return s3err.InvalidArgument.With(re.Message)
+		}
+		return s3err.MalformedXML.Because(err)
+	}
+	doc := cfg.Marshal()
+	return r.finishSet(r.setBucket(func(b *objlayer.BucketInfo) { b.Replication = doc }), http.StatusOK)
+}
+
+func getBucketReplication(r *request) error {
+	bk, err := r.bucketInfo()
+	if err != nil {
+		return err
+	}
+	if len(bk.Replication) == 0 {
+		return s3err.ReplicationConfigurationNotFound.Field("BucketName", bk.Name)
+	}
+	return r.writeDoc(http.StatusOK, "application/xml", append([]byte(xmlHeader), bk.Replication...))
+}
+
+func deleteBucketReplication(r *request) error {
+	return r.finishSet(r.setBucket(func(b *objlayer.BucketInfo) { b.Replication = nil }), http.StatusNoContent)
+}
+
+// replicationRules are the queue rules (target: the configuration's
+// remote, ID: the rule's) for the replication event of a change of key
+// (meta: the version's, for tag filters), none for a replica's change:
+// replicas are not replicated again, so two buckets replicating to each
+// other do not loop.
+func (r *request) replicationRules(bk objlayer.BucketInfo, event, key string, meta map[string]string) []*notify.Rule {
+	cfg := replicate.Cached(bk.Replication)
+	if cfg == nil || r.replica || r.s.cfg.Notifier == nil {
+		return nil
+	}
+	var tags map[string]string
+	if v := meta[objlayer.MetaTagging]; v != "" {
+		tags = s3rules.DecodeTagQuery(v)
+	}
+	var out []*notify.Rule
+	for _, rule := range cfg.Match(key, tags) {
+		switch {
+		case strings.HasPrefix(event, "s3:ObjectCreated:"), strings.HasPrefix(event, "s3:ObjectTagging:"):
+		case event == notify.ObjectRemovedDeleteMarker && rule.DeleteMarkers:
+		case event == notify.ObjectRemovedDelete && rule.Deletes:
+		default:
+			continue
+		}
+		out = append(out, &notify.Rule{ID: rule.ID, Kind: "Replication", Target: cfg.Role})
+	}
+	return out
+}
+
+// replicationStatus is what x-amz-replication-status answers for a
+// version: its stored status, PENDING when a rule covers it and none is
+// stored yet, "" when no rule does.
+func replicationStatus(bk objlayer.BucketInfo, key string, info objlayer.ObjectInfo) string {
+	if st := info.Meta[replicate.MetaStatus]; st != "" {
+		return st
+	}
+	cfg := replicate.Cached(bk.Replication)
+	if cfg == nil || info.DeleteMarker {
+		return ""
+	}
+	var tags map[string]string
+	if v := info.Meta[objlayer.MetaTagging]; v != "" {
+		tags = s3rules.DecodeTagQuery(v)
+	}
+	if len(cfg.Match(key, tags)) == 0 {
+		return ""
+	}
+	return replicate.StatusPending
+}
+
+// replicaRequest reports whether the request is a replication remote's
+// (it carries the replica headers), after checking the principal may
+// replicate (action) into the bucket: the request is then not replicated
+// again.
+func (r *request) replicaRequest(bk objlayer.BucketInfo, action s3rules.Action) (bool, error) {
+	if r.h(replicate.HeaderVersionID) == "" && r.h(replicate.HeaderReplica) == "" {
+		return false, nil
+	}
+	if err := r.allowed(bk, r.key, "", []s3rules.Action{action}, s3rules.PermWrite, false); err != nil {
+		return false, s3err.AccessDenied.With("Replica writes need " + string(action) + " on the bucket.")
+	}
+	r.replica = true
+	return true, nil
+}
+
+// replicaVersion is the version ID a replica write keeps (the source's),
+// in a bucket whose versioning is enabled.
+func (r *request) replicaVersion(bk objlayer.BucketInfo) ([16]byte, error) {
+	if bk.Versioning != "Enabled" {
+		return [16]byte{}, s3err.InvalidRequest.With("A replication destination bucket must have versioning enabled.")
+	}
+	id, err := uuid.Parse(r.h(replicate.HeaderVersionID))
+	if err != nil {
+		return [16]byte{}, s3err.InvalidArgumentNamed("Invalid replica version id", replicate.HeaderVersionID, r.h(replicate.HeaderVersionID))
+	}
+	return id, nil
+}
+
+// replicaWrite makes a write from a replication remote keep the source
+// version's ID, time and ETag, and marks it REPLICA.
+func (r *request) replicaWrite(bk objlayer.BucketInfo, opts *objlayer.PutOptions) error {
+	is, err := r.replicaRequest(bk, s3rules.ActReplicateObject)
+	if !is || err != nil {
+		return err
+	}
+	if r.h(replicate.HeaderVersionID) == "" {
+		return nil
+	}
+	if opts.VersionID, err = r.replicaVersion(bk); err != nil {
+		return err
+	}
+	if v := r.h(replicate.HeaderModTime); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return s3err.InvalidArgumentNamed("Invalid replica modification time", replicate.HeaderModTime, v)
+		}
+		opts.ModTime = t
+	}
+	opts.Meta[replicate.MetaStatus] = replicate.StatusReplica
+	return nil
+}
+
+// keepReplicaETag has a replica keep the source version's ETag (a
+// multipart one's "-N" form, which a single PUT would not make).
+func (r *request) keepReplicaETag(opts *objlayer.PutOptions) {
+	if !r.replica {
+		return
+	}
+	if etag := r.h(replicate.HeaderETag); etag != "" {
+		opts.ETag, opts.BodyETag = etag, nil
+	}
+}
+
+// ReplicationSource is the front end as the replication remotes read the
+// versions they copy (decrypted) and record what became of them.
+func (s *Server) ReplicationSource() replicate.Source { return replicationSource{s} }
+
+type replicationSource struct{ s *Server }
+
+func (rs replicationSource) Config(ctx context.Context, bucket string) (*replicate.Config, error) {
+	bk, err := rs.s.layer.StatBucket(ctx, bucket)
+	if err != nil {
+		return nil, err
+	}
+	return replicate.Cached(bk.Replication), nil
+}
+
+func (rs replicationSource) Open(ctx context.Context, bucket, key, versionID string, withBody bool) (*replicate.Version, error) {
+	vid, err := parseVersionID(versionID)
+	if err != nil {
+		return nil, &replicate.NotReplicable{Reason: "version id " + versionID + " does not parse"}
+	}
+	var h objlayer.Handle
+	if withBody {
+		h, err = rs.s.layer.OpenObject(ctx, bucket, key, vid)
+	} else {
+		h, err = rs.s.layer.OpenObjectMeta(ctx, bucket, key, vid)
+	}
+	if isNotFound(err) {
+		return nil, replicate.ErrGone
+	}
+	if err != nil {
+		return nil, err
+	}
+	stored := h.Info()
+	if stored.DeleteMarker {
+		h.Close()
+		return nil, replicate.ErrGone
+	}
+	info := plainInfo(stored)
+	meta := info.Meta
+	v := &replicate.Version{VersionID: versionID, Header: http.Header{}, Size: info.Size, ModTime: info.ModTime,
+		ETag: info.ETag, Status: meta[replicate.MetaStatus], Tags: s3rules.DecodeTagQuery(meta[objlayer.MetaTagging])}
+	if !strings.Contains(info.ETag, "-") {
+		v.MD5 = info.ETag
+	}
+	for _, k := range storedHeaders {
+		if val, ok := meta[k]; ok {
+			v.Header[k] = []string{val}
+		}
+	}
+	setUserMeta(v.Header, meta)
+	if t := meta[objlayer.MetaTagging]; t != "" {
+		v.Header.Set("X-Amz-Tagging", t)
+	}
+	if ret := s3rules.StoredRetention(meta[objlayer.MetaRetention]); ret != nil {
+		v.Header.Set("X-Amz-Object-Lock-Mode", ret.Mode)
+		if ret.RetainUntilDate != nil {
+			v.Header.Set("X-Amz-Object-Lock-Retain-Until-Date", ret.RetainUntilDate.UTC().Format(time.RFC3339))
+		}
+	}
+	if lh := meta[objlayer.MetaLegalHold]; lh != "" {
+		v.Header.Set("X-Amz-Object-Lock-Legal-Hold", lh)
+	}
+	if checksumType(meta) == s3rules.ChecksumFullObject {
+		setChecksumHeaders(v.Header, meta)
+		v.Header.Del("X-Amz-Checksum-Type")
+	}
+	var dek []byte
+	if encrypted(meta) {
+		if sseMode(meta[metaSSE]) == sseCustomer {
+			h.Close()
+			return nil, &replicate.NotReplicable{Reason: "an SSE-C object's key is its owner's: it is not replicated"}
+		}
+		if dek, err = rs.s.openDataKey(bucket, key, meta, nil); err != nil {
+			h.Close()
+			return nil, err
+		}
+		// Encrypted again at the destination, with its own key.
+		v.Header.Set("X-Amz-Server-Side-Encryption", "AES256")
+	}
+	if !withBody {
+		h.Close()
+		return v, nil
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		defer h.Close()
+		var err error
+		if dek != nil {
+			err = decryptRange(&request{s: rs.s, ctx: ctx}, h, dek, pw, 0, info.Size)
+		} else {
+			err = h.WriteRange(ctx, pw, 0, stored.Size)
+		}
+		pw.CloseWithError(err)
+	}()
+	v.Body = pr
+	return v, nil
+}
+
+func (rs replicationSource) SetStatus(ctx context.Context, bucket, key, versionID, status string) error {
+	vid, err := parseVersionID(versionID)
+	if err != nil {
+		return err
+	}
+	_, err = rs.s.layer.UpdateObjectMeta(ctx, bucket, key, vid, func(m map[string]string) map[string]string {
+		m = maps.Clone(m)
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[replicate.MetaStatus] = status
+		return m
+	})
+	if isNotFound(err) {
+		return replicate.ErrGone
+	}
+	return err
+}
+
+// resyncBatch is how many versions' events a resync stores at once.
+const resyncBatch = 500
+
+// ResyncReplication queues the bucket's versions (and delete markers,
+// where a rule replicates them) that its configuration covers and that
+// are not yet replicated: all but replicas and versions COMPLETED. The
+// remote copies them as it copies new writes; what the destination holds
+// already is written again with the same version ID.
+func (s *Server) ResyncReplication(ctx context.Context, bucket string) (queued, versions int64, err error) {
+	bk, err := s.layer.StatBucket(ctx, bucket)
+	if err != nil {
+		return 0, 0, err
+	}
+	cfg := replicate.Cached(bk.Replication)
+	if cfg == nil || s.cfg.Notifier == nil {
+		return 0, 0, fmt.Errorf("%w: bucket %s has no replication configuration", admin.ErrInvalid, bucket)
+	}
+	var items []notify.Item
+	flush := func() error {
+		if len(items) == 0 {
+			return nil
+		}
+		err := s.cfg.Notifier.Add(ctx, items)
+		items = items[:0]
+		return err
+	}
+	keyMarker, versionMarker := "", (*[16]byte)(nil)
+	for {
+		page, err := s.layer.ListObjectVersions(ctx, bucket, "", keyMarker, versionMarker, "", 1000)
+		if err != nil {
+			return queued, versions, err
+		}
+		for _, v := range page.Objects {
+			versions++
+			info := v
+			if !v.DeleteMarker && v.Meta == nil {
+				h, err := s.layer.OpenObjectMeta(ctx, bucket, v.Name, &v.VersionID)
+				if isNotFound(err) {
+					continue
+				}
+				if err != nil {
+					return queued, versions, err
+				}
+				info = h.Info()
+				h.Close()
+			}
+			if st := info.Meta[replicate.MetaStatus]; st == replicate.StatusCompleted || st == replicate.StatusReplica {
+				continue
+			}
+			event := notify.ObjectCreatedPut
+			var tags map[string]string
+			if info.DeleteMarker {
+				event = notify.ObjectRemovedDeleteMarker
+			} else if t := info.Meta[objlayer.MetaTagging]; t != "" {
+				tags = s3rules.DecodeTagQuery(t)
+			}
+			plain := plainInfo(info)
+			e := notify.Event{Name: event, Bucket: bucket, Key: v.Name, Size: plain.Size, ETag: plain.ETag,
+				VersionID: versionIDOut(v.VersionID, bk.Versioning), Sequencer: notify.Sequencer(info.ModTime.UnixNano()),
+				Time: s.cfg.Now(), Region: s.cfg.Region}
+			for _, rule := range cfg.Match(v.Name, tags) {
+				if info.DeleteMarker && !rule.DeleteMarkers {
+					continue
+				}
+				items = append(items, notify.Item{Target: cfg.Role, Key: v.Name, Msg: notify.Message(e, rule.ID)})
+				queued++
+			}
+			if len(items) >= resyncBatch {
+				if err := flush(); err != nil {
+					return queued, versions, err
+				}
+			}
+		}
+		if !page.IsTruncated {
+			break
+		}
+		var next *[16]byte
+		if page.NextVersionMarker != "" {
+			id, err := objlayer.ParseVersionID(page.NextVersionMarker)
+			if err != nil {
+				return queued, versions, err
+			}
+			next = &id
+		}
+		if page.NextMarker == keyMarker && next != nil && versionMarker != nil && *next == *versionMarker {
+			break // a layer that does not advance must not loop
+		}
+		keyMarker, versionMarker = page.NextMarker, next
+	}
+	return queued, versions, flush()
+}
