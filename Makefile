@@ -141,6 +141,16 @@ crash-long: build ## The long form of the crash harness of `make test`: 10 minut
 	STRATA_BIN="$(LOCALBIN)/strata" STRATA_CRASH_DURATION=$${STRATA_CRASH_DURATION:-10m} \
 		go test -count=1 ./test/engine/... -run TestCrashConsistency -timeout 30m -v
 
+.PHONY: replication-long
+replication-long: build ## The long form of TestBucketReplication: the destination tenant down for 60 s under writes, then every version on both sides.
+	STRATA_BIN="$(LOCALBIN)/strata" STRATA_TEST_REPLICATION_OUTAGE=$${STRATA_TEST_REPLICATION_OUTAGE:-60s} \
+		go test -count=1 ./test/engine/... -run TestBucketReplication -timeout 20m -v
+
+.PHONY: replication-load
+replication-load: build bench-build ## Measure bucket replication: lag at 200 PUT/s of 4 KiB and the cost to the source's PUT throughput (bin/bench, replicated and plain buckets alternating); figures in docs/benchmarks.md.
+	STRATA_BIN="$(LOCALBIN)/strata" STRATA_BENCH_BIN="$(LOCALBIN)/bench" STRATA_TEST_REPLICATION_LOAD=1 \
+		go test -count=1 ./test/engine/... -run TestReplicationLoad -timeout 30m -v
+
 # The build that TestClusterMixedBuilds and TestRollbackToThePreviousRelease
 # run next to this one: the last landed release (2026-11-30), the one a
 # rollback returns to. It reads shards in both forms, which lets this build

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -303,7 +305,7 @@ func rootCredentials(ctx context.Context, c client.Reader, t *v1.Tenant) ([2]str
 	h.Write([]byte(a + "\x00" + sk))
 	// The engine reads its notification targets at start: a change rolls
 	// the pods. (Without targets the hash is what it always was.)
-	if len(t.Spec.Notifications.Targets) > 0 {
+	if builders.HasNotifyTargets(t) {
 		name := builders.NotifyTargetsSecretName(t.Name)
 		nt := &corev1.Secret{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, nt); err != nil {
@@ -311,6 +313,12 @@ func rootCredentials(ctx context.Context, c client.Reader, t *v1.Tenant) ([2]str
 		}
 		h.Write([]byte{0})
 		h.Write(nt.Data[builders.NotifyTargetsFileKey])
+		for _, k := range slices.Sorted(maps.Keys(nt.Data)) {
+			if k != builders.NotifyTargetsFileKey { // the remotes' CAs
+				h.Write([]byte("\x00" + k + "\x00"))
+				h.Write(nt.Data[k])
+			}
+		}
 	}
 	return [2]string{a, sk}, hex.EncodeToString(h.Sum(nil)[:8]), nil
 }

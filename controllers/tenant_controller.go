@@ -103,10 +103,12 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	for _, step := range []func(context.Context, *tenantScope) error{
 		r.reconcileCredentials,
 		r.reconcileEncryptionKeys,
-		r.reconcileNotifyTargets,
 		r.reconcileMetricsToken,
 		r.reconcileCertificates,
 		r.reconcileServices,
+		// After the certificates: a replication pair's Tenants each wait
+		// for the other's CA bundle.
+		r.reconcileNotifyTargets,
 		r.reconcileNetworkPolicy,
 		r.reconcilePools,
 		r.reconcileTopology,
@@ -256,13 +258,14 @@ func (r *TenantReconciler) reconcileEncryptionKeys(ctx context.Context, s *tenan
 	return nil
 }
 
-// reconcileNotifyTargets renders the tenant's notification targets, with
-// their credentials, into the Secret the servers and gateways read, or
-// removes it when the tenant has none. A missing credentials Secret holds
-// CredentialsReady, as a user's does.
+// reconcileNotifyTargets renders the tenant's notification targets and
+// replication remotes, with their credentials, into the Secret the
+// servers and gateways read, or removes it when the tenant has none. A
+// missing credentials Secret (or peer Tenant) holds CredentialsReady, as
+// a user's does.
 func (r *TenantReconciler) reconcileNotifyTargets(ctx context.Context, s *tenantScope) error {
 	t := s.tenant
-	if len(t.Spec.Notifications.Targets) == 0 {
+	if !builders.HasNotifyTargets(t) {
 		old := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: builders.NotifyTargetsSecretName(t.Name)}}
 		if err := r.Client.Delete(ctx, old); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("removing the notification targets Secret: %w", err)
@@ -285,12 +288,92 @@ func (r *TenantReconciler) reconcileNotifyTargets(ctx context.Context, s *tenant
 		}
 		creds[tg.Name] = sec.Data
 	}
-	sec, err := builders.NotifyTargetsSecret(t, creds)
+	var remotes []builders.Remote
+	for _, rm := range t.Spec.Replication.Remotes {
+		resolved, err := r.resolveRemote(ctx, s, rm)
+		if err != nil {
+			return err
+		}
+		remotes = append(remotes, resolved)
+	}
+	sec, err := builders.NotifyTargetsSecret(t, creds, remotes)
 	if err != nil {
 		return err
 	}
 	_, err = apply(ctx, r.Client, r.Scheme, t, sec, secretOps)
 	return err
+}
+
+// resolveRemote finds a replication remote's endpoint, credentials and
+// CA: a peer Tenant's S3 Service, root credentials (or the Secret named)
+// and trust bundle, or the endpoint, Secret and ConfigMap given.
+func (r *TenantReconciler) resolveRemote(ctx context.Context, s *tenantScope, rm v1.ReplicationRemoteSpec) (builders.Remote, error) {
+	t := s.tenant
+	out := builders.Remote{Name: rm.Name, Endpoint: rm.Endpoint}
+	if rm.TenantRef != nil {
+		peer := &v1.Tenant{}
+		key := client.ObjectKey{Namespace: rm.TenantRef.Namespace, Name: rm.TenantRef.Name}
+		if err := r.APIReader.Get(ctx, key, peer); apierrors.IsNotFound(err) {
+			return out, r.credentialsMissing(s, fmt.Sprintf("replication remote %q: Tenant %s does not exist", rm.Name, key))
+		} else if err != nil {
+			return out, fmt.Errorf("reading Tenant %s of replication remote %s: %w", key, rm.Name, err)
+		}
+		out.Endpoint = builders.RemoteEndpoint(peer)
+		if builders.TLSEnabled(peer) {
+			cm := &corev1.ConfigMap{}
+			err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: peer.Namespace, Name: builders.TrustBundleName(peer.Name)}, cm)
+			if apierrors.IsNotFound(err) || err == nil && cm.Data["ca.crt"] == "" {
+				return out, r.credentialsMissing(s, fmt.Sprintf("replication remote %q: Tenant %s has no CA bundle yet (ConfigMap %s)", rm.Name, key, builders.TrustBundleName(peer.Name)))
+			}
+			if err != nil {
+				return out, fmt.Errorf("reading the CA bundle of Tenant %s: %w", key, err)
+			}
+			out.CA = []byte(cm.Data["ca.crt"])
+		}
+		if rm.CredentialsSecretRef == nil {
+			sec := &corev1.Secret{}
+			name := builders.RootSecretName(peer)
+			if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: peer.Namespace, Name: name}, sec); apierrors.IsNotFound(err) {
+				return out, r.credentialsMissing(s, fmt.Sprintf("replication remote %q: Tenant %s has no root credentials yet (Secret %s)", rm.Name, key, name))
+			} else if err != nil {
+				return out, fmt.Errorf("reading the root credentials of Tenant %s: %w", key, err)
+			}
+			a, sk, err := builders.CredentialsIn(sec)
+			if err != nil {
+				return out, err
+			}
+			out.AccessKey, out.SecretKey = a, sk
+			return out, nil
+		}
+	}
+	if rm.CredentialsSecretRef != nil {
+		sec := &corev1.Secret{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: rm.CredentialsSecretRef.Name}, sec)
+		if apierrors.IsNotFound(err) {
+			return out, r.credentialsMissing(s, fmt.Sprintf("replication remote %q: Secret %q does not exist: create it with keys %s and %s",
+				rm.Name, rm.CredentialsSecretRef.Name, builders.AccessKeyKey, builders.SecretKeyKey))
+		}
+		if err != nil {
+			return out, fmt.Errorf("reading Secret of replication remote %s: %w", rm.Name, err)
+		}
+		a, sk, err := builders.CredentialsIn(sec)
+		if err != nil {
+			return out, r.credentialsMissing(s, fmt.Sprintf("replication remote %q: %v", rm.Name, err))
+		}
+		out.AccessKey, out.SecretKey = a, sk
+	}
+	if rm.CAConfigMapRef != nil {
+		cm := &corev1.ConfigMap{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: rm.CAConfigMapRef.Name}, cm)
+		if apierrors.IsNotFound(err) || err == nil && cm.Data["ca.crt"] == "" {
+			return out, r.credentialsMissing(s, fmt.Sprintf("replication remote %q: ConfigMap %q with key ca.crt does not exist", rm.Name, rm.CAConfigMapRef.Name))
+		}
+		if err != nil {
+			return out, fmt.Errorf("reading the CA of replication remote %s: %w", rm.Name, err)
+		}
+		out.CA = []byte(cm.Data["ca.crt"])
+	}
+	return out, nil
 }
 
 func (r *TenantReconciler) credentialsMissing(s *tenantScope, msg string) error {
@@ -536,7 +619,9 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1.GatewayPool{}, handler.EnqueueRequestsFromMapFunc(poolToTenant)).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(labelToTenant)).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(labelToTenant)).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToTenants))
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToTenants)).
+		Watches(&v1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.peersOf)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.peersOf))
 	if hasKind(r.Mapper, cmv1.SchemeGroupVersion.WithKind("Certificate")) {
 		b = b.Owns(&cmv1.Certificate{})
 	}
@@ -576,7 +661,20 @@ func poolToTenant(_ context.Context, o client.Object) []reconcile.Request {
 // to it (root or user keys, external TLS), so a rotated or re-created
 // Secret is picked up.
 func (r *TenantReconciler) secretToTenants(ctx context.Context, o client.Object) []reconcile.Request {
-	return tenantsUsingSecret(ctx, r.Client, o)
+	return withPeers(ctx, r.Client, tenantsUsingSecret(ctx, r.Client, o))
+}
+
+// peersOf maps a Tenant, or its trust bundle, to the Tenants that
+// replicate to it.
+func (r *TenantReconciler) peersOf(ctx context.Context, o client.Object) []reconcile.Request {
+	name := o.GetName()
+	if _, ok := o.(*v1.Tenant); !ok {
+		if name = o.GetLabels()[builders.LabelTenant]; name == "" {
+			return nil
+		}
+	}
+	self := []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+	return withPeers(ctx, r.Client, self)[1:]
 }
 
 func tenantsUsingSecret(ctx context.Context, c client.Client, o client.Object) []reconcile.Request {
@@ -611,5 +709,37 @@ func tenantUsesSecret(t *v1.Tenant, name string) bool {
 			return true
 		}
 	}
+	for _, rm := range t.Spec.Replication.Remotes {
+		if rm.CredentialsSecretRef != nil && rm.CredentialsSecretRef.Name == name {
+			return true
+		}
+	}
 	return false
+}
+
+// withPeers adds to requests for Tenants those of the Tenants that name
+// them as replication remotes (in any namespace): their targets carry the
+// peers' endpoint, CA and root credentials.
+func withPeers(ctx context.Context, c client.Client, reqs []reconcile.Request) []reconcile.Request {
+	if len(reqs) == 0 {
+		return reqs
+	}
+	list := &v1.TenantList{}
+	if err := c.List(ctx, list); err != nil {
+		return reqs
+	}
+	out := reqs
+	for i := range list.Items {
+		for _, rm := range list.Items[i].Spec.Replication.Remotes {
+			if rm.TenantRef == nil {
+				continue
+			}
+			for _, q := range reqs {
+				if q.Namespace == rm.TenantRef.Namespace && q.Name == rm.TenantRef.Name {
+					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+				}
+			}
+		}
+	}
+	return out
 }

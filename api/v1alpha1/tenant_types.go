@@ -82,6 +82,15 @@ type TenantSpec struct {
 	// +optional
 	Notifications NotificationsSpec `json:"notifications,omitempty"`
 
+	// replication names the S3 endpoints this tenant's buckets may be
+	// replicated to: another Tenant of this cluster (a replication pair
+	// when each names the other) or any S3 service. A bucket's replication
+	// configuration (S3's PutBucketReplication) names one by its ARN,
+	// arn:strata:replication:us-east-1:<name>:s3, as its Role
+	// (docs/replication.md).
+	// +optional
+	Replication ReplicationSpec `json:"replication,omitempty"`
+
 	// tls configures HTTPS for S3 and for traffic between servers.
 	// +optional
 	// +kubebuilder:default={mode: Operator}
@@ -269,6 +278,58 @@ type NotificationTargetSpec struct {
 	// Redis, AMQP; Kafka's SASL/PLAIN).
 	// +optional
 	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef,omitempty"`
+}
+
+// ReplicationSpec lists a tenant's replication remotes.
+type ReplicationSpec struct {
+	// remotes are the endpoints buckets replicate to. Servers and
+	// gateways restart to take a change.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Remotes []ReplicationRemoteSpec `json:"remotes,omitempty"`
+}
+
+// ReplicationRemoteSpec is one replication remote: another Tenant of this
+// cluster (its endpoint, CA and root credentials are the operator's to
+// find), or any S3 endpoint with the credentials of a Secret.
+// +kubebuilder:validation:XValidation:rule="has(self.tenantRef) != has(self.endpoint)",message="a remote is either tenantRef (another Tenant of this cluster) or endpoint (any S3 service), not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.endpoint) || has(self.credentialsSecretRef)",message="a remote with an endpoint needs credentialsSecretRef: a Secret with keys accessKey and secretKey"
+// +kubebuilder:validation:XValidation:rule="!has(self.endpoint) || self.endpoint.startsWith('http://') || self.endpoint.startsWith('https://')",message="a remote's endpoint is an http:// or https:// URL, such as https://s3.dr.example.com"
+// +kubebuilder:validation:XValidation:rule="!has(self.caConfigMapRef) || has(self.endpoint)",message="caConfigMapRef is for a remote with an endpoint: a tenantRef's CA is the operator's to find"
+type ReplicationRemoteSpec struct {
+	// name is the remote's ID in its ARN.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+
+	// tenantRef is another Tenant of this cluster: the operator points the
+	// remote at its S3 Service, trusts its CA bundle and signs with its
+	// root credentials (unless credentialsSecretRef names others).
+	// +optional
+	TenantRef *ClaimTenantReference `json:"tenantRef,omitempty"`
+
+	// endpoint is any S3 service's URL (path-style requests are made).
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// credentialsSecretRef names a Secret of this namespace with keys
+	// accessKey and secretKey: a principal of the remote allowed
+	// s3:ReplicateObject, s3:ReplicateDelete and s3:ReplicateTags (or
+	// PutObject, DeleteObject and PutObjectTagging on another S3 service)
+	// on the destination buckets.
+	// +optional
+	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef,omitempty"`
+
+	// caConfigMapRef names a ConfigMap of this namespace whose key ca.crt
+	// holds the CA certificates that verify the endpoint (default: the
+	// system's).
+	// +optional
+	CAConfigMapRef *SecretReference `json:"caConfigMapRef,omitempty"`
 }
 
 // UserSpec is one S3 user of the tenant.

@@ -112,7 +112,11 @@ func (t *objectTxn) count(added, removed *Record) error {
 
 // commit commits t's batch, then adds its delta to the drive's figures.
 func (t *objectTxn) commit() error {
-	if err := t.d.meta.Commit(t.b, t.d.writeOpts()); err != nil {
+	opts := t.d.writeOpts()
+	if t.noSync {
+		opts = pebble.NoSync
+	}
+	if err := t.d.meta.Commit(t.b, opts); err != nil {
 		return err
 	}
 	if t.delta != (Usage{}) {

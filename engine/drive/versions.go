@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // An object's newest version lives under its head key; every older one
@@ -275,6 +277,8 @@ type objectTxn struct {
 	// delta is what the staged changes add to the bucket's usage, applied
 	// to the drive's figures once the batch commits (commit).
 	delta Usage
+	// noSync: commit without waiting for the disk (objlayer.WithoutSync).
+	noSync bool
 }
 
 // begin starts changing an object: an object in the layout before has its
@@ -433,6 +437,11 @@ func (t *objectTxn) remove(id [16]byte, match func(*Record) bool) (*Record, erro
 // change runs fn on an object's versions and commits what it staged,
 // under the object's lock.
 func (d *Local) change(bucket, name string, fn func(t *objectTxn) error) error {
+	return d.changeSynced(bucket, name, true, fn)
+}
+
+// changeSynced is change, its commit waiting for the disk or not.
+func (d *Local) changeSynced(bucket, name string, sync bool, fn func(t *objectTxn) error) error {
 	o, err := d.readObject(bucket, name)
 	if err != nil {
 		return err
@@ -443,6 +452,7 @@ func (d *Local) change(bucket, name string, fn func(t *objectTxn) error) error {
 	if err != nil {
 		return err
 	}
+	t.noSync = !sync
 	if err := fn(t); err != nil {
 		return err
 	}
@@ -498,7 +508,7 @@ func (d *Local) SetVersionMeta(ctx context.Context, bucket, object string, rec *
 	lock := d.lockFor(bucket, object)
 	lock.Lock()
 	defer lock.Unlock()
-	return d.change(bucket, object, func(t *objectTxn) error {
+	return d.changeSynced(bucket, object, !objlayer.SyncWaived(ctx), func(t *objectTxn) error {
 		cur, atHead, err := d.find(t.b, t.o, rec.VersionID)
 		if err != nil {
 			return err

@@ -33,7 +33,7 @@ type ReplicationBucket struct {
 func RegisterReplication(reg prometheus.Registerer, read func() Replication) (observeLag func(time.Duration)) {
 	lag := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: "replication_lag_seconds",
 		Help:    "Time from a write (or delete, or tag change) to its copy at the replication destination.",
-		Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600}})
+		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}})
 	reg.MustRegister(&replicationCollector{read: read}, lag)
 	return func(d time.Duration) { lag.Observe(d.Seconds()) }
 }

@@ -663,8 +663,13 @@ func (q *Queue) deliverLane(ctx context.Context, t Target, refs []ref) bool {
 		if t == nil {
 			q.log.Warn("notifications: dropping an event for a target this server does not have", "target", it.Target, "key", it.Key)
 		} else {
-			dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			err := t.Deliver(dctx, it.message())
+			dctx, cancel := context.WithTimeout(ctx, deliveryTimeout(t))
+			var err error
+			if et, ok := t.(EventTarget); ok && it.event != nil {
+				err = et.DeliverEvent(dctx, *it.event, it.config)
+			} else {
+				err = t.Deliver(dctx, it.message())
+			}
 			cancel()
 			if err != nil {
 				q.stats.Failed.Add(1)
@@ -676,6 +681,29 @@ func (q *Queue) deliverLane(ctx context.Context, t Target, refs []ref) bool {
 		q.done(r)
 	}
 	return true
+}
+
+// EventTarget is a Target that takes an event stored with its version as
+// the queue holds it, rather than as its message (a replication remote
+// reads the event's fields: making the JSON and parsing it back is work
+// for nothing). Events the queue read back from a batch object have only
+// their message, and go to Deliver.
+type EventTarget interface {
+	DeliverEvent(ctx context.Context, e Event, configID string) error
+}
+
+// Timeouter is a Target whose deliveries may take longer than the 15
+// seconds a message has (a replication remote copying a large object):
+// it bounds them itself, within DeliveryTimeout.
+type Timeouter interface {
+	DeliveryTimeout() time.Duration
+}
+
+func deliveryTimeout(t Target) time.Duration {
+	if tt, ok := t.(Timeouter); ok {
+		return tt.DeliveryTimeout()
+	}
+	return 15 * time.Second
 }
 
 // done marks r delivered.

@@ -93,3 +93,20 @@ func EnsureBucket(ctx context.Context, l Layer, name string) error {
 	}
 	return err
 }
+
+type noSyncKey struct{}
+
+// WithoutSync marks ctx's metadata changes (UpdateObjectMeta) as ones a
+// layer may commit without waiting for the disk to have them: a process
+// crash keeps them (they reached the operating system), a power failure
+// may lose them. For metadata that can be made again, such as a version's
+// replication status (a resync copies a version that lost its COMPLETED).
+func WithoutSync(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noSyncKey{}, true)
+}
+
+// SyncWaived reports whether ctx was marked by WithoutSync.
+func SyncWaived(ctx context.Context) bool {
+	v, _ := ctx.Value(noSyncKey{}).(bool)
+	return v
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
+	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/notifytargets"
 	"github.com/strata-storage/strata/engine/objlayer"
 )
@@ -158,6 +159,17 @@ func Open(spec notifytargets.Target, region string, src Source, stats *Stats, lo
 // ARN names the remote in replication configurations (their Role).
 func (r *Remote) ARN() string { return r.arn }
 
+// DeliveryTimeout bounds a delivery (notify.Timeouter): a version's copy
+// is bounded by its size instead (copyTimeout).
+func (r *Remote) DeliveryTimeout() time.Duration { return 6 * time.Hour }
+
+// copyTimeout is how long a copy of size bytes may take: a minute, and
+// as long again as moving it at 4 MiB/s takes (a destination slower than
+// that fails the copy, which is retried).
+func copyTimeout(size int64) time.Duration {
+	return time.Minute + time.Duration(size/(4<<20))*time.Second
+}
+
 // Close ends the remote's idle connections.
 func (r *Remote) Close() { r.client.CloseIdleConnections() }
 
@@ -197,20 +209,36 @@ func parseEvent(msg []byte) (event, error) {
 		versionID: rec.S3.Object.VersionID, at: rec.EventTime}, nil
 }
 
-// Deliver carries out one replication event: copies the version, makes
-// the delete marker, deletes the version or sets its tags at the
-// destination the event's rule names, as the bucket's configuration says
-// now (a rule gone or disabled since drops the event). An error the
-// destination may get over (unreachable, 5xx, SlowDown, timeouts) is
-// returned, and the queue retries; any other marks the version FAILED and
-// is counted, not retried (a resync copies it again).
+// Deliver carries out one replication event given as its S3 event
+// message (read back from a batch of the queue); DeliverEvent is the same
+// for an event the queue holds as it was made.
 func (r *Remote) Deliver(ctx context.Context, msg []byte) error {
 	ev, err := parseEvent(msg)
 	if err != nil {
 		r.log.Warn("replication: dropped an event", "error", err)
 		return nil
 	}
-	cfg, err := r.src.Config(ctx, ev.bucket)
+	return r.deliver(ctx, ev)
+}
+
+// DeliverEvent is Deliver for an event as the queue holds it
+// (notify.EventTarget).
+func (r *Remote) DeliverEvent(ctx context.Context, e notify.Event, rule string) error {
+	return r.deliver(ctx, event{name: e.Name, rule: rule, bucket: e.Bucket, key: e.Key, versionID: e.VersionID, at: e.Time})
+}
+
+// deliver carries out one replication event: copies the version, makes
+// the delete marker, deletes the version or sets its tags at the
+// destination the event's rule names, as the bucket's configuration says
+// now (a rule gone or disabled since drops the event). An error the
+// destination may get over (unreachable, 5xx, SlowDown, timeouts) is
+// returned, and the queue retries; any other marks the version FAILED and
+// is counted, not retried (a resync copies it again).
+func (r *Remote) deliver(ctx context.Context, ev event) error {
+	// Anything but a version's copy (bounded by its size) has a minute.
+	short, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cfg, err := r.src.Config(short, ev.bucket)
 	if errors.Is(err, objlayer.ErrBucketNotFound) {
 		return nil
 	}
@@ -233,17 +261,17 @@ func (r *Remote) Deliver(ctx context.Context, msg []byte) error {
 		if !rule.DeleteMarkers {
 			return nil
 		}
-		err = r.send(ctx, http.MethodDelete, rule.Bucket, ev.key, nil, http.Header{HeaderVersionID: {ev.versionID}, HeaderReplica: {"true"}}, nil, 0, "")
+		err = r.send(short, http.MethodDelete, rule.Bucket, ev.key, nil, http.Header{HeaderVersionID: {ev.versionID}, HeaderReplica: {"true"}}, nil, 0, "")
 	case ev.name == "s3:ObjectRemoved:Delete":
 		if !rule.Deletes || ev.versionID == "" {
 			return nil
 		}
-		err = r.send(ctx, http.MethodDelete, rule.Bucket, ev.key, url.Values{"versionId": {ev.versionID}}, http.Header{HeaderReplica: {"true"}}, nil, 0, "")
+		err = r.send(short, http.MethodDelete, rule.Bucket, ev.key, url.Values{"versionId": {ev.versionID}}, http.Header{HeaderReplica: {"true"}}, nil, 0, "")
 		if isNotFound(err) {
 			err = nil
 		}
 	case strings.HasPrefix(ev.name, "s3:ObjectTagging:"):
-		err = r.copyTags(ctx, ev, rule)
+		err = r.copyTags(short, ev, rule)
 	default:
 		return nil
 	}
@@ -280,6 +308,8 @@ func (r *Remote) copyVersion(ctx context.Context, ev event, rule *Rule) (int64, 
 	if v.Status == StatusReplica {
 		return 0, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, copyTimeout(v.Size))
+	defer cancel()
 	h := v.Header.Clone()
 	if h == nil {
 		h = http.Header{}

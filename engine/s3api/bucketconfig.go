@@ -50,6 +50,10 @@ func putBucketVersioning(r *request) error {
 		// Object lock keeps versions; once on, versioning stays enabled.
 		return s3err.InvalidBucketState.With("An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.")
 	}
+	if doc.Status == "Suspended" && len(bk.Replication) > 0 {
+		// Replication copies versions by their IDs.
+		return s3err.InvalidBucketState.With("A replication configuration is present on this bucket, so you cannot change the versioning state. Delete it first.")
+	}
 	return r.finishSet(r.setBucket(func(b *objlayer.BucketInfo) { b.Versioning = doc.Status }), http.StatusOK)
 }
 

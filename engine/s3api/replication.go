@@ -285,7 +285,9 @@ func (rs replicationSource) SetStatus(ctx context.Context, bucket, key, versionI
 	if err != nil {
 		return err
 	}
-	_, err = rs.s.layer.UpdateObjectMeta(ctx, bucket, key, vid, func(m map[string]string) map[string]string {
+	// The status can be made again (a resync copies a version that shows
+	// PENDING): it is not worth a wait for the disk.
+	_, err = rs.s.layer.UpdateObjectMeta(objlayer.WithoutSync(ctx), bucket, key, vid, func(m map[string]string) map[string]string {
 		m = maps.Clone(m)
 		if m == nil {
 			m = map[string]string{}

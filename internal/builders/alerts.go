@@ -40,6 +40,9 @@ const (
 	// NotificationBacklogSeconds is the age of the oldest undelivered
 	// bucket notification event that alerts.
 	NotificationBacklogSeconds = 300
+	// ReplicationLagSeconds is the age of the oldest change not yet
+	// replicated to a remote that alerts.
+	ReplicationLagSeconds = 300
 )
 
 // sizedAPIs carry or copy an object's body within the request, so their
@@ -233,7 +236,25 @@ func tenantAlerts(t *v1.Tenant) []alert {
 		description: "For 10 minutes a server or gateway has held events older than 5 minutes that no target took " +
 			"(strata_notify_backlog_events counts them). They are kept, stored with the writes that made them, and delivered in " +
 			"order once the target answers; writes go on meanwhile. The pod's log names the target and its error " +
-			"('notifications: delivery failed'): check the webhook or broker, its address and credentials in the targets file.",
+			"('notifications: delivery failed'): check the webhook or broker, its address and credentials in the targets file. " +
+			"Changes waiting for a replication remote count here too; StrataReplicationLag names the remote.",
+	}, {
+		name: "StrataReplicationLag", severity: "warning", forDur: "10m",
+		expr:    fmt.Sprintf(`max by (%s, remote) (%s) > %d`, byTenant, sel("strata_replication_oldest_pending_seconds"), ReplicationLagSeconds),
+		summary: "Changes of " + who + " have waited {{ $value | humanizeDuration }} to reach replication remote {{ $labels.remote }}.",
+		description: "For 10 minutes a server or gateway has held changes older than 5 minutes that the remote did not take " +
+			"(strata_replication_backlog_changes counts them; x-amz-replication-status says PENDING). They are kept, stored with " +
+			"the writes that made them, and copied in order per key once the remote answers. The pod's log names the error " +
+			"('notifications: delivery failed' with the remote's ARN): check that the remote Tenant or endpoint is up, its " +
+			"credentials and CA (spec.replication.remotes), and strata admin replication.",
+	}, {
+		name: "StrataReplicationFailed", severity: "warning", forDur: "0m",
+		expr:    fmt.Sprintf(`sum by (%s, bucket) (increase(%s[15m])) > 0`, byTenant, sel("strata_replication_changes_total", `result="failed"`)),
+		summary: "Versions of bucket {{ $labels.bucket }} of " + who + " failed to replicate.",
+		description: "In the last 15 minutes the destination refused versions for a reason that retrying does not cure (no such " +
+			"bucket, access denied, versioning or object lock missing at the destination, an SSE-C object): they are marked " +
+			"FAILED and not retried. The pod's log says why ('replication: a version failed to replicate'); once fixed, " +
+			"strata admin replication resync BUCKET copies them.",
 	}}
 	if TLSEnabled(t) {
 		alerts = append(alerts, alert{

@@ -145,23 +145,59 @@ const (
 	NotifyPasswordKey = "password"
 )
 
-// NotifyTargetsSecret renders the tenant's notification targets as the
-// engine's targets file (engine/notifytargets.File). creds maps a target
-// name to the data of its credentials Secret.
-func NotifyTargetsSecret(t *v1.Tenant, creds map[string]map[string][]byte) (*corev1.Secret, error) {
+// HasNotifyTargets reports whether the tenant's servers read a targets
+// file: it has notification targets or replication remotes.
+func HasNotifyTargets(t *v1.Tenant) bool {
+	return len(t.Spec.Notifications.Targets) > 0 || len(t.Spec.Replication.Remotes) > 0
+}
+
+// Remote is a replication remote as the operator resolved it: its
+// endpoint, credentials and the CA that verifies it (nil: the system's).
+type Remote struct {
+	Name, Endpoint, AccessKey, SecretKey string
+	CA                                   []byte
+}
+
+// RemoteCAKey is the key of the targets Secret holding remote's CA.
+func RemoteCAKey(remote string) string { return "ca-" + remote + ".crt" }
+
+// RemoteEndpoint is the URL of a Tenant's S3 Service inside the cluster.
+func RemoteEndpoint(peer *v1.Tenant) string {
+	scheme := "http"
+	if TLSEnabled(peer) {
+		scheme = "https"
+	}
+	return fmt.Sprintf("%s://%s.%s.svc:%d", scheme, S3ServiceName(peer.Name), peer.Namespace, ServicePort(peer))
+}
+
+// NotifyTargetsSecret renders the tenant's notification targets and
+// replication remotes as the engine's targets file
+// (engine/notifytargets.File), with the remotes' CAs beside it. creds
+// maps a target name to the data of its credentials Secret.
+func NotifyTargetsSecret(t *v1.Tenant, creds map[string]map[string][]byte, remotes []Remote) (*corev1.Secret, error) {
 	doc := notifytargets.File{Targets: []notifytargets.Target{}}
 	for _, tg := range t.Spec.Notifications.Targets {
 		c := creds[tg.Name]
 		doc.Targets = append(doc.Targets, notifytargets.Target{ID: tg.Name, Type: tg.Type, Endpoint: tg.Endpoint, Subject: tg.Subject, Exchange: tg.Exchange,
 			AuthToken: string(c[NotifyTokenKey]), Username: string(c[NotifyUsernameKey]), Password: string(c[NotifyPasswordKey])})
 	}
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: NotifyTargetsSecretName(t.Name), Namespace: t.Namespace, Labels: TenantLabels(t.Name)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{},
+	}
+	for _, r := range remotes {
+		tg := notifytargets.Target{ID: r.Name, Type: notifytargets.S3, Endpoint: r.Endpoint, Username: r.AccessKey, Password: r.SecretKey}
+		if len(r.CA) > 0 {
+			sec.Data[RemoteCAKey(r.Name)] = r.CA
+			tg.CAFile = NotifyMountPath + "/" + RemoteCAKey(r.Name)
+		}
+		doc.Targets = append(doc.Targets, tg)
+	}
 	data, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err
 	}
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: NotifyTargetsSecretName(t.Name), Namespace: t.Namespace, Labels: TenantLabels(t.Name)},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{NotifyTargetsFileKey: data},
-	}, nil
+	sec.Data[NotifyTargetsFileKey] = data
+	return sec, nil
 }

@@ -76,7 +76,7 @@ func EngineFor(t *v1.Tenant, defaultImage, credentialsHash string) Engine {
 		EncryptionSecret: EncryptionKeysSecretName(t),
 		CredentialsHash:  credentialsHash,
 	}
-	if len(t.Spec.Notifications.Targets) > 0 {
+	if HasNotifyTargets(t) {
 		e.NotifyTargetsSecret = NotifyTargetsSecretName(t.Name)
 	}
 	if e.PullPolicy == "" {
@@ -141,7 +141,8 @@ func (e Engine) volumes() ([]corev1.Volume, []corev1.VolumeMount) {
 		mounts = append(mounts, corev1.VolumeMount{Name: "certs", MountPath: CertsMountPath, ReadOnly: true})
 	}
 	if e.NotifyTargetsSecret != "" {
-		vols = append(vols, secret("notify-targets", e.NotifyTargetsSecret, NotifyTargetsFileKey))
+		// Every key: the targets file and the CAs of replication remotes.
+		vols = append(vols, secret("notify-targets", e.NotifyTargetsSecret))
 		mounts = append(mounts, corev1.VolumeMount{Name: "notify-targets", MountPath: NotifyMountPath, ReadOnly: true})
 	}
 	return vols, mounts

@@ -587,6 +587,86 @@ var _ = Describe("missing and invalid references", func() {
 		}).ShouldNot(ContainElement("media-notify-targets"))
 	})
 
+	It("replication remotes: checked by the API server; a pair of Tenants naming each other gets each other's endpoint, CA bundle and root credentials, kept current", func() {
+		ns, ns2 := newNamespace(), newNamespace()
+		peer := &v1.ClaimTenantReference{Namespace: ns2, Name: "media"}
+		keys := &v1.SecretReference{Name: "dr-keys"}
+		for want, rm := range map[string]v1.ReplicationRemoteSpec{
+			"either tenantRef":                   {Name: "dr"},
+			"not both":                           {Name: "dr", TenantRef: peer, Endpoint: "https://s3.example.com"},
+			"needs credentialsSecretRef":         {Name: "dr", Endpoint: "https://s3.example.com"},
+			"is an http:// or https:// url":      {Name: "dr", Endpoint: "s3.example.com", CredentialsSecretRef: keys},
+			"caconfigmapref is for a remote":     {Name: "dr", TenantRef: peer, CAConfigMapRef: &v1.SecretReference{Name: "ca"}},
+			`should match '^[a-z0-9]([a-z0-9-]*`: {Name: "DR", TenantRef: peer},
+		} {
+			t := tenant(ns)
+			t.Spec.Replication.Remotes = []v1.ReplicationRemoteSpec{rm}
+			err := k8s.Create(ctx, t)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%+v: %v", rm, err)
+			Expect(strings.ToLower(err.Error())).To(ContainSubstring(strings.ToLower(want)))
+		}
+
+		a := tenant(ns)
+		a.Spec.Replication.Remotes = []v1.ReplicationRemoteSpec{{Name: "dr", TenantRef: peer}}
+		Expect(k8s.Create(ctx, a)).To(Succeed())
+		Expect(k8s.Create(ctx, nvmePool(ns))).To(Succeed())
+		Eventually(tenantCondition(a, v1.ConditionCredentialsReady)).Should(Equal("False/SecretMissing"))
+		Expect(a.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring(`replication remote "dr": Tenant `+ns2+`/media does not exist`))))
+
+		By("the peer appears, naming the first in turn: a replication pair")
+		b := tenant(ns2)
+		b.Spec.Replication.Remotes = []v1.ReplicationRemoteSpec{{Name: "primary", TenantRef: &v1.ClaimTenantReference{Namespace: ns, Name: "media"}}}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		Eventually(tenantCondition(a, v1.ConditionCredentialsReady)).Should(Equal("True/Reconciled"))
+		Eventually(tenantCondition(b, v1.ConditionCredentialsReady)).Should(Equal("True/Reconciled"))
+		type target struct{ ID, Type, Endpoint, Username, Password, CAFile string }
+		targetsOf := func(ns string) (target, map[string][]byte) {
+			sec := &corev1.Secret{}
+			if k8s.Get(ctx, key(ns, "media-notify-targets"), sec) != nil {
+				return target{}, nil
+			}
+			var f struct{ Targets []target }
+			Expect(json.Unmarshal(sec.Data["targets.json"], &f)).To(Succeed())
+			Expect(f.Targets).To(HaveLen(1))
+			return f.Targets[0], sec.Data
+		}
+		rootOf := func(ns string) (string, string) {
+			sec := &corev1.Secret{}
+			Expect(k8s.Get(ctx, key(ns, "media-root-credentials"), sec)).To(Succeed())
+			return string(sec.Data["accessKey"]), string(sec.Data["secretKey"])
+		}
+		bundleOf := func(ns string) string {
+			cm := &corev1.ConfigMap{}
+			Expect(k8s.Get(ctx, key(ns, "media-ca-bundle"), cm)).To(Succeed())
+			return cm.Data["ca.crt"]
+		}
+		for _, side := range []struct{ ns, peerNS, name string }{{ns, ns2, "dr"}, {ns2, ns, "primary"}} {
+			Eventually(func() string { tg, _ := targetsOf(side.ns); return tg.ID }).Should(Equal(side.name))
+			tg, data := targetsOf(side.ns)
+			access, secret := rootOf(side.peerNS)
+			Expect(tg).To(Equal(target{ID: side.name, Type: "s3", Endpoint: "https://media." + side.peerNS + ".svc:443", Username: access, Password: secret,
+				CAFile: "/etc/strata/notify/ca-" + side.name + ".crt"}))
+			Expect(string(data["ca-"+side.name+".crt"])).To(Equal(bundleOf(side.peerNS)))
+		}
+		sts := &appsv1.StatefulSet{}
+		Eventually(func() []corev1.Volume {
+			_ = k8s.Get(ctx, key(ns, "media-nvme"), sts)
+			return sts.Spec.Template.Spec.Volumes
+		}).Should(ContainElement(And(HaveField("Secret.SecretName", "media-notify-targets"), HaveField("Secret.Items", BeEmpty()))))
+		hash := sts.Spec.Template.Annotations["storage.strata.dev/credentials-hash"]
+
+		By("the peer's root credentials rotate: the targets follow and the servers roll")
+		root := &corev1.Secret{}
+		Expect(k8s.Get(ctx, key(ns2, "media-root-credentials"), root)).To(Succeed())
+		root.Data["secretKey"] = []byte("rotatedSecretKeyOfFortyCharacters0123456")
+		Expect(k8s.Update(ctx, root)).To(Succeed())
+		Eventually(func() string { tg, _ := targetsOf(ns); return tg.Password }).Should(Equal("rotatedSecretKeyOfFortyCharacters0123456"))
+		Eventually(func() string {
+			_ = k8s.Get(ctx, key(ns, "media-nvme"), sts)
+			return sts.Spec.Template.Annotations["storage.strata.dev/credentials-hash"]
+		}).ShouldNot(Equal(hash))
+	})
+
 	It("bucket defaults that cannot be honoured are refused by the API server, saying why", func() {
 		ns := newNamespace()
 		seven := int32(7)

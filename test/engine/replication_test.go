@@ -216,6 +216,11 @@ func TestBucketReplication(t *testing.T) {
 		if err := setConfig("src", drRole); err != nil {
 			t.Fatalf("the SDK's configuration: %v", err)
 		}
+		_, err = sc.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("src"),
+			VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusSuspended}})
+		if errCode(err) != "InvalidBucketState" {
+			t.Fatalf("suspending versioning under a replication configuration: %v", err)
+		}
 		got, err := sc.GetBucketReplication(ctx, &s3.GetBucketReplicationInput{Bucket: aws.String("src")})
 		if err != nil || aws.ToString(got.ReplicationConfiguration.Role) != drRole || len(got.ReplicationConfiguration.Rules) != 1 ||
 			aws.ToString(got.ReplicationConfiguration.Rules[0].Destination.Bucket) != "arn:aws:s3:::dst" {
@@ -392,6 +397,41 @@ func TestBucketReplication(t *testing.T) {
 				t.Fatalf("metrics (%d) without %s", code, m)
 			}
 		}
+	})
+
+	t.Run("the source killed during writes loses nothing", func(t *testing.T) {
+		start := time.Now()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var acked []string
+		for w := range 4 {
+			wg.Go(func() {
+				for i := 0; time.Since(start) < 3*time.Second; i++ {
+					key := fmt.Sprintf("crash/%d/%d", w, i)
+					if _, err := sc.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("src"), Key: aws.String(key), Body: bytes.NewReader(randomBytes(4096))}); err != nil {
+						return // the server is gone
+					}
+					mu.Lock()
+					acked = append(acked, key)
+					mu.Unlock()
+				}
+			})
+		}
+		time.Sleep(1500 * time.Millisecond)
+		src.kill()
+		wg.Wait()
+		src.restart()
+		versions := sameVersions(t, sc, dc, "src", "dst", 60*time.Second)
+		have := map[string]bool{}
+		for _, v := range versions {
+			have[v.key] = true
+		}
+		for _, k := range acked {
+			if !have[k] {
+				t.Fatalf("%s was acknowledged and is not on either side", k)
+			}
+		}
+		t.Logf("%d PUTs acknowledged before the source was killed, all replicated", len(acked))
 	})
 
 	t.Run("two-way replication does not loop", func(t *testing.T) {

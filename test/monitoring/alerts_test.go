@@ -238,6 +238,25 @@ func TestAlerts(t *testing.T) {
 		name: "notification events delivered within a minute", alert: "StrataNotificationBacklog", at: 30 * time.Minute,
 		input: []inputSeries{{ts("strata_notify_oldest_undelivered_seconds", pod0), "30x40"}},
 	}, {
+		name: "a replication remote down for 15 minutes", alert: "StrataReplicationLag", at: 30 * time.Minute,
+		input: []inputSeries{{ts("strata_replication_oldest_pending_seconds", pod0, `remote="arn:strata:replication:us-east-1:dr:s3"`), "0+60x40"},
+			{ts("strata_replication_oldest_pending_seconds", pod1, `remote="arn:strata:replication:us-east-1:dr:s3"`), "0x40"}},
+		want:    []map[string]string{alertLabels("StrataReplicationLag", "warning", "remote", "arn:strata:replication:us-east-1:dr:s3")},
+		summary: "to reach replication remote arn:strata:replication:us-east-1:dr:s3",
+	}, {
+		name: "replication keeping up", alert: "StrataReplicationLag", at: 30 * time.Minute,
+		input: []inputSeries{{ts("strata_replication_oldest_pending_seconds", pod0, `remote="arn:strata:replication:us-east-1:dr:s3"`), "2x40"}},
+	}, {
+		name: "versions marked FAILED", alert: "StrataReplicationFailed", at: 20 * time.Minute,
+		input: []inputSeries{{ts("strata_replication_changes_total", pod0, `bucket="media"`, `result="failed"`), "0x10 1+1x20"},
+			{ts("strata_replication_changes_total", pod0, `bucket="media"`, `result="replicated"`), "0+100x30"}},
+		want:    []map[string]string{alertLabels("StrataReplicationFailed", "warning", "bucket", "media")},
+		summary: "Versions of bucket media",
+	}, {
+		name: "no version failed", alert: "StrataReplicationFailed", at: 20 * time.Minute,
+		input: []inputSeries{{ts("strata_replication_changes_total", pod0, `bucket="media"`, `result="failed"`), "3x30"},
+			{ts("strata_replication_changes_total", pod0, `bucket="media"`, `result="replicated"`), "0+100x30"}},
+	}, {
 		// Evaluation starts at the Unix epoch: the certificate's notAfter
 		// is days after it.
 		name: "a certificate expiring in 10 days", alert: "StrataCertificateExpiring", at: 2 * time.Hour,
