@@ -99,8 +99,8 @@ const (
 	openRead openMode = iota
 	// openMeta: from a read quorum of drives, without inline data.
 	openMeta
-	// openAll: from every drive (to change the version everywhere it is
-	// held).
+	// openAll: from every drive, without inline data (to change the
+	// version's metadata everywhere it is held).
 	openAll
 )
 
@@ -121,7 +121,7 @@ func (s *Set) OpenObjectMeta(ctx context.Context, bucket, object string, version
 // drive (openAll).
 func (s *Set) openObject(ctx context.Context, bucket, object string, versionID *[16]byte, mode openMode) (*ObjectHandle, error) {
 	drives := s.Drives()
-	get := GetItem{Bucket: bucket, Object: object, VersionID: versionID, WithoutData: mode == openMeta}
+	get := GetItem{Bucket: bucket, Object: object, VersionID: versionID, WithoutData: mode != openRead}
 	var read []bool
 	var recs []*drive.Record
 	var errs []error
@@ -135,7 +135,7 @@ func (s *Set) openObject(ctx context.Context, bucket, object string, versionID *
 		return nil, err
 	}
 	h := &ObjectHandle{set: s, drives: drives, rec: rec, agreeing: agreeing, read: read,
-		Info: infoFromRecord(bucket, object, rec), withoutData: mode == openMeta}
+		Info: infoFromRecord(bucket, object, rec), withoutData: mode != openRead}
 	for pos, r := range agreeing {
 		if r == nil && drives[pos] != nil && (read == nil || read[pos]) {
 			h.Stale = append(h.Stale, pos)

@@ -302,7 +302,7 @@ func parseRule(rd ruleDoc) (r Rule, legacy bool, err error) {
 				r.Prefix = *f.And.Prefix
 			}
 			for _, t := range f.And.Tags {
-				r.Tags = append(r.Tags, Tag{t.Key, t.Value})
+				r.Tags = append(r.Tags, Tag(t))
 			}
 		}
 		if n > 1 {
@@ -397,7 +397,7 @@ func filterOf(r Rule) *filterDoc {
 			a.Prefix = &p
 		}
 		for _, t := range r.Tags {
-			a.Tags = append(a.Tags, tagDoc{t.Key, t.Value})
+			a.Tags = append(a.Tags, tagDoc(t))
 		}
 		f.And = a
 	}

@@ -1,6 +1,7 @@
 package replicate
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -50,8 +51,8 @@ func TestParseRefuses(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse([]byte(c.doc), known)
-			e, ok := err.(*Error)
-			if !ok || e.Code != c.code || !strings.Contains(e.Message, c.says) {
+			var e *Error
+			if !errors.As(err, &e) || e.Code != c.code || !strings.Contains(e.Message, c.says) {
 				t.Fatalf("got %v, want %s saying %q", err, c.code, c.says)
 			}
 		})

@@ -197,8 +197,11 @@ func parseEvent(msg []byte) (event, error) {
 			} `json:"s3"`
 		} `json:"Records"`
 	}
-	if err := json.Unmarshal(msg, &m); err != nil || len(m.Records) != 1 {
-		return event{}, fmt.Errorf("replication: an event that does not decode: %v", err)
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return event{}, fmt.Errorf("replication: an event that does not decode: %w", err)
+	}
+	if len(m.Records) != 1 {
+		return event{}, fmt.Errorf("replication: an event message of %d records", len(m.Records))
 	}
 	rec := m.Records[0]
 	key, err := url.QueryUnescape(rec.S3.Object.Key)

@@ -456,3 +456,56 @@ func TestBucketReplication(t *testing.T) {
 		})
 	})
 }
+
+// TestGatewayReplication: a gateway replicates a bucket to a server and
+// takes a server's replicas: versions with their IDs, a delete marker, and
+// the gateway's own replicas not sent back.
+func TestGatewayReplication(t *testing.T) {
+	dst := startServer(t, serverOpts{drives: 4})
+	g := startGateway(t, t.TempDir())
+	g.kill()
+	g.env = replicationRemote(t, dst)
+	g.restart()
+	gc, dc := g.aws(), dst.aws()
+	versionedBucket(t, gc, "docs")
+	versionedBucket(t, dc, "docs-dr")
+	replicateAll(t, g, "docs", "docs-dr")
+	for i := range 10 {
+		put(t, gc, "docs", fmt.Sprintf("d/%d", i), randomBytes(3000+i))
+	}
+	put(t, gc, "docs", "d/0", []byte("again"))
+	if _, err := gc.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("docs"), Key: aws.String("d/1")}); err != nil {
+		t.Fatal(err)
+	}
+	versions := sameVersions(t, gc, dc, "docs", "docs-dr", 30*time.Second)
+	if len(versions) != 12 {
+		t.Fatalf("%d versions on both sides, want 12 (11 versions and a delete marker)", len(versions))
+	}
+	for _, v := range versions {
+		if !v.marker && bodySum(t, gc, "docs", v.key, v.id) != bodySum(t, dc, "docs-dr", v.key, v.id) {
+			t.Fatalf("%s version %s: the bodies differ", v.key, v.id)
+		}
+	}
+
+	t.Run("the gateway as the destination", func(t *testing.T) {
+		dst.kill()
+		dst.env = replicationRemote(t, g)
+		dst.restart()
+		versionedBucket(t, dc, "back")
+		versionedBucket(t, gc, "back-dr")
+		replicateAll(t, dst, "back", "back-dr")
+		put(t, dc, "back", "x", []byte("to the gateway"))
+		if _, err := dc.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("back"), Key: aws.String("x")}); err != nil {
+			t.Fatal(err)
+		}
+		back := sameVersions(t, dc, gc, "back", "back-dr", 30*time.Second)
+		if len(back) != 2 {
+			t.Fatalf("%d versions on both sides, want a version and a delete marker", len(back))
+		}
+		for _, v := range back {
+			if !v.marker && headVersion(t, gc, "back-dr", "x", v.id).ReplicationStatus != types.ReplicationStatusReplica {
+				t.Fatalf("the gateway's replica is not REPLICA")
+			}
+		}
+	})
+}
