@@ -244,6 +244,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	srv := s3api.New(layer, s3cfg)
 	g.replication = replicate.Start(srv, layer, queue, remotes, reg)
+	lc.OnExpired(srv.LifecycleExpired)
 	err = s3api.Serve(serveCtx, srv, s3api.ServeConfig{
 		Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: g.served,
 		Limits: cfg.Limits, Log: log, Stats: func(st func() s3http.Stats) { metrics.RegisterHTTP(reg, st) },

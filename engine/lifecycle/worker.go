@@ -28,8 +28,34 @@ type Worker struct {
 
 	runs, versions atomic.Int64
 	lastRunEnd     atomic.Int64
+	expired        atomic.Pointer[ExpiredFunc]
 	mu             sync.Mutex
 	actions        map[string]int64
+}
+
+// ExpiredFunc is told of each expiration the pass made (the front end
+// stores its notification events): the version removed, or the delete
+// marker made (marker).
+type ExpiredFunc func(ctx context.Context, bk objlayer.BucketInfo, key string, res objlayer.DeleteResult, marker bool) error
+
+// OnExpired makes fn hear of the expirations from now on.
+func (l *Worker) OnExpired(fn ExpiredFunc) { l.expired.Store(&fn) }
+
+// tell passes an expiration to the ExpiredFunc, trying three times: the
+// version is gone, so a pass will not make its event again.
+func (l *Worker) tell(ctx context.Context, bk objlayer.BucketInfo, key string, res objlayer.DeleteResult, marker bool) {
+	fn := l.expired.Load()
+	if fn == nil {
+		return
+	}
+	var err error
+	for try := range 3 {
+		if err = (*fn)(ctx, bk, key, res, marker); err == nil || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(time.Duration(try+1) * time.Second)
+	}
+	l.log.Warn("lifecycle: the event of an expiration was not stored", "bucket", bk.Name, "key", key, "error", err)
 }
 
 // FactsFunc is what the rules look at in a version as the layer lists it
@@ -228,7 +254,10 @@ func (l *Worker) expireCurrent(ctx context.Context, bk objlayer.BucketInfo, v ob
 		l.count("kept-locked")
 		return false, nil
 	}
-	_, err = l.layer.DeleteObject(ctx, bk.Name, v.Name, nil, mode)
+	res, err := l.layer.DeleteObject(ctx, bk.Name, v.Name, nil, mode)
+	if err == nil {
+		l.tell(ctx, bk, v.Name, res, res.DeleteMarker)
+	}
 	return err == nil, ignoreGone(err)
 }
 
@@ -247,7 +276,10 @@ func (l *Worker) deleteVersion(ctx context.Context, bk objlayer.BucketInfo, v ob
 			return false, true, nil
 		}
 	}
-	_, err = l.layer.DeleteObject(ctx, bk.Name, v.Name, &vid, objlayer.DeleteVersioned)
+	res, err := l.layer.DeleteObject(ctx, bk.Name, v.Name, &vid, objlayer.DeleteVersioned)
+	if err == nil {
+		l.tell(ctx, bk, v.Name, res, false)
+	}
 	return err == nil, false, ignoreGone(err)
 }
 

@@ -33,6 +33,7 @@ var eventNames = []string{
 	"s3:ObjectRemoved:*", "s3:ObjectRemoved:Delete", "s3:ObjectRemoved:DeleteMarkerCreated",
 	"s3:ObjectTagging:*", "s3:ObjectTagging:Put", "s3:ObjectTagging:Delete",
 	"s3:ObjectAcl:Put",
+	"s3:LifecycleExpiration:*", "s3:LifecycleExpiration:Delete", "s3:LifecycleExpiration:DeleteMarkerCreated",
 }
 
 // Event names as a write makes them.
@@ -46,6 +47,10 @@ const (
 	ObjectTaggingPut          = "s3:ObjectTagging:Put"
 	ObjectTaggingDelete       = "s3:ObjectTagging:Delete"
 	ObjectACLPut              = "s3:ObjectAcl:Put"
+	// A lifecycle rule expired a version (removed it) or a current
+	// version (made a delete marker over it).
+	LifecycleExpirationDelete       = "s3:LifecycleExpiration:Delete"
+	LifecycleExpirationDeleteMarker = "s3:LifecycleExpiration:DeleteMarkerCreated"
 )
 
 // Rule is one configuration element: events of keys matching Prefix and

@@ -143,3 +143,15 @@ func TestParseEventOfQueueMessage(t *testing.T) {
 		t.Fatalf("%+v", ev)
 	}
 }
+
+func TestEscapePath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/b/plain/key.txt":          "/b/plain/key.txt",
+		"/b/odd keys/ä b+c?d=%&e#f": "/b/odd%20keys/%C3%A4%20b%2Bc%3Fd%3D%25%26e%23f",
+		"/b/~tilde_-.":              "/b/~tilde_-.",
+	} {
+		if got := escapePath(in); got != want {
+			t.Errorf("escapePath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

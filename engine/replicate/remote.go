@@ -153,7 +153,9 @@ func Open(spec notifytargets.Target, region string, src Source, stats *Stats, lo
 	}
 	return &Remote{arn: ARN(region, spec.ID), region: region, endpoint: u,
 		creds:  aws.Credentials{AccessKeyID: spec.Username, SecretAccessKey: spec.Password},
-		client: &http.Client{Transport: tr}, signer: v4.NewSigner(), src: src, log: log, stats: stats}, nil
+		client: &http.Client{Transport: tr}, src: src, log: log, stats: stats,
+		// S3 signs the path as sent: escaped once, not twice.
+		signer: v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })}, nil
 }
 
 // ARN names the remote in replication configurations (their Role).
@@ -377,7 +379,10 @@ const emptyPayload = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b78
 func (r *Remote) send(ctx context.Context, method, bucket, key string, q url.Values, h http.Header, body io.Reader, size int64, payload string) error {
 	u := *r.endpoint
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + bucket + "/" + key
-	u.RawPath = ""
+	// Sent, and signed, as S3 canonicalises it: every byte but the
+	// unreserved ones and '/' escaped (Go's own path escaping leaves
+	// '+', '=', '&' and others, which S3 would sign escaped).
+	u.RawPath = escapePath(u.Path)
 	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
@@ -414,6 +419,23 @@ func (r *Remote) send(ctx context.Context, method, bucket, key string, q url.Val
 		e.Code, e.Message = doc.Code, doc.Message
 	}
 	return e
+}
+
+// escapePath escapes p as SigV4's canonical URI has it for S3.
+func escapePath(p string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' || c == '/' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&0xf])
+	}
+	return b.String()
 }
 
 // RemoteError is a request the destination refused or never answered.

@@ -160,3 +160,32 @@ func (r *request) notifyVersion(event string, info objlayer.ObjectInfo) error {
 	changed.ModTime = time.Time{} // the version keeps its time; the change is now
 	return r.notify(bk, event, r.key, changed)
 }
+
+// LifecycleExpired stores the notification events of an expiration made
+// by a lifecycle rule (engine/lifecycle's ExpiredFunc): the version it
+// removed, or the delete marker it made. The principal is S3's own, as
+// S3 names it in these events. Lifecycle expirations are not replicated
+// (S3 does not replicate them either): the destination has rules of its
+// own.
+func (s *Server) LifecycleExpired(ctx context.Context, bk objlayer.BucketInfo, key string, res objlayer.DeleteResult, marker bool) error {
+	cfg := notify.Cached(bk.Notification)
+	if cfg == nil || s.cfg.Notifier == nil {
+		return nil
+	}
+	event := notify.LifecycleExpirationDelete
+	if marker {
+		event = notify.LifecycleExpirationDeleteMarker
+	}
+	rules := cfg.Match(event, key)
+	if len(rules) == 0 {
+		return nil
+	}
+	now := s.cfg.Now()
+	e := notify.Event{Name: event, Bucket: bk.Name, Key: key, VersionID: versionIDOut(res.VersionID, bk.Versioning),
+		Sequencer: notify.Sequencer(now.UnixNano()), Time: now, Principal: "s3.amazonaws.com", Owner: s.ownerOf(bk), Region: s.cfg.Region}
+	items := make([]notify.Item, 0, len(rules))
+	for _, rule := range rules {
+		items = append(items, notify.Item{Target: rule.Target, Key: key, Msg: notify.Message(e, rule.ID)})
+	}
+	return s.cfg.Notifier.Add(ctx, items)
+}

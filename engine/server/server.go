@@ -339,6 +339,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	front := s3api.New(layer, s3cfg)
 	n.replication = replicate.Start(front, layer, queue, remotes, reg)
+	n.lifecycle.OnExpired(front.LifecycleExpired)
 	err = s3api.Serve(serveCtx, front, s3api.ServeConfig{
 		Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: n.served,
 		Limits: cfg.Limits, OnListen: onListen, Log: log, Stats: func(st func() s3http.Stats) { metrics.RegisterHTTP(reg, st) },

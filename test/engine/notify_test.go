@@ -669,3 +669,41 @@ func TestNotificationsOfALostNode(t *testing.T) {
 		}
 	}
 }
+
+// TestLifecycleExpirationEvents: expirations made by lifecycle rules make
+// s3:LifecycleExpiration events: Delete for a version removed (an
+// unversioned bucket), DeleteMarkerCreated for a current version hidden (a
+// versioned one). A day is a second here (STRATA_TEST_LIFECYCLE_DAY).
+func TestLifecycleExpirationEvents(t *testing.T) {
+	hook := startWebhook(t)
+	s := startServer(t, serverOpts{drives: 4, extra: []string{"--lifecycle-interval", "300ms"},
+		env: append(notifyTargets(t, hook, nil), "STRATA_TEST_LIFECYCLE_DAY=1s")})
+	c := s.aws()
+	mustCreateBucket(t, c, "scratch")
+	versionedBucket(t, c, "kept")
+	for _, b := range []string{"scratch", "kept"} {
+		if _, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String(b),
+			NotificationConfiguration: &types.NotificationConfiguration{QueueConfigurations: []types.QueueConfiguration{{
+				QueueArn: aws.String(hookARN), Events: []types.Event{"s3:LifecycleExpiration:*"}}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String(b),
+			LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: []types.LifecycleRule{{ID: aws.String("tmp"),
+				Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("tmp/")},
+				Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)}}}}}); err != nil {
+			t.Fatal(err)
+		}
+		put(t, c, b, "tmp/a", []byte("expires"))
+		put(t, c, b, "keep/b", []byte("stays"))
+	}
+	waitFor(t, "two expiration events", 30*time.Second, func() bool { return len(hook.messages()) >= 2 })
+	got := map[string]string{}
+	for _, m := range hook.messages() {
+		name, key, ev := parseEvent(t, m)
+		got[ev.Records[0].S3.Bucket.Name] = name + " " + key
+	}
+	want := map[string]string{"scratch": "LifecycleExpiration:Delete tmp/a", "kept": "LifecycleExpiration:DeleteMarkerCreated tmp/a"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+}

@@ -258,6 +258,7 @@ func TestBucketReplication(t *testing.T) {
 			}
 		}
 		put(t, sc, "src", "obj/00", []byte("a second version"))
+		put(t, sc, "src", "odd keys/ä b+c?d=%20&e#f", []byte("a key to escape"))
 		if _, err := sc.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("src"), Key: aws.String("secret"), Body: bytes.NewReader(randomBytes(70_000)),
 			ServerSideEncryption: types.ServerSideEncryptionAes256}); err != nil {
 			t.Fatal(err)
@@ -266,8 +267,8 @@ func TestBucketReplication(t *testing.T) {
 			t.Fatal(err)
 		}
 		versions := sameVersions(t, sc, dc, "src", "dst", 30*time.Second)
-		if n := len(versions); n != 28 {
-			t.Fatalf("%d versions replicated, want 28", n)
+		if n := len(versions); n != 29 {
+			t.Fatalf("%d versions replicated, want 29", n)
 		}
 		for _, v := range versions {
 			if bodySum(t, sc, "src", v.key, v.id) != bodySum(t, dc, "dst", v.key, v.id) {
@@ -331,6 +332,34 @@ func TestBucketReplication(t *testing.T) {
 		})
 	})
 
+	t.Run("a destination bucket missing: FAILED, then a resync", func(t *testing.T) {
+		versionedBucket(t, sc, "lost")
+		replicateAll(t, src, "lost", "nowhere")
+		put(t, sc, "lost", "orphan", []byte("no bucket at the destination"))
+		waitFor(t, "FAILED at the source", 20*time.Second, func() bool {
+			return headVersion(t, sc, "lost", "orphan", "").ReplicationStatus == types.ReplicationStatusFailed
+		})
+		code, body := src.adminGet("replication")
+		var st struct {
+			Buckets []struct {
+				Bucket string
+				Failed int64
+			}
+		}
+		if code != http.StatusOK || json.Unmarshal(body, &st) != nil || len(st.Buckets) != 2 || st.Buckets[0].Bucket != "lost" || st.Buckets[0].Failed != 1 {
+			t.Fatalf("admin replication status after a failure: %d %s", code, body)
+		}
+		versionedBucket(t, dc, "nowhere")
+		code, body = src.admin(http.MethodPost, "buckets/lost/replication/resync")
+		if code != http.StatusOK || !strings.Contains(string(body), `"queued": 1`) {
+			t.Fatalf("resync: %d %s", code, body)
+		}
+		sameVersions(t, sc, dc, "lost", "nowhere", 30*time.Second)
+		waitFor(t, "COMPLETED after the resync", 10*time.Second, func() bool {
+			return headVersion(t, sc, "lost", "orphan", "").ReplicationStatus == types.ReplicationStatusCompleted
+		})
+	})
+
 	t.Run("a destination down for a while misses nothing", func(t *testing.T) {
 		outage := 5 * time.Second
 		if v := os.Getenv("STRATA_TEST_REPLICATION_OUTAGE"); v != "" {
@@ -387,8 +416,8 @@ func TestBucketReplication(t *testing.T) {
 				Replicated, Failed int64
 			}
 		}
-		if code != http.StatusOK || json.Unmarshal(body, &after) != nil || len(after.Buckets) != 1 || after.Buckets[0].Bucket != "src" ||
-			after.Buckets[0].Replicated < int64(acked) || after.Buckets[0].Failed != 0 || after.Remotes[0].Backlog != 0 {
+		if code != http.StatusOK || json.Unmarshal(body, &after) != nil || len(after.Buckets) != 2 || after.Buckets[1].Bucket != "src" ||
+			after.Buckets[1].Replicated < int64(acked) || after.Buckets[1].Failed != 0 || after.Remotes[0].Backlog != 0 {
 			t.Fatalf("admin replication status: %d %s", code, body)
 		}
 		code, families := scrapeMetrics(t, http.DefaultClient, src.url(), "")
