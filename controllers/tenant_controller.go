@@ -291,6 +291,14 @@ func (r *TenantReconciler) reconcileNotifyTargets(ctx context.Context, s *tenant
 	var remotes []builders.Remote
 	for _, rm := range t.Spec.Replication.Remotes {
 		resolved, err := r.resolveRemote(ctx, s, rm)
+		if errors.Is(err, errWaiting) {
+			// A peer gone or not ready holds CredentialsReady; a running
+			// tenant keeps the targets it has and the other steps go on.
+			have := &corev1.Secret{}
+			if r.Client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: builders.NotifyTargetsSecretName(t.Name)}, have) == nil {
+				return nil
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -317,6 +325,12 @@ func (r *TenantReconciler) resolveRemote(ctx context.Context, s *tenantScope, rm
 			return out, r.credentialsMissing(s, fmt.Sprintf("replication remote %q: Tenant %s does not exist", rm.Name, key))
 		} else if err != nil {
 			return out, fmt.Errorf("reading Tenant %s of replication remote %s: %w", key, rm.Name, err)
+		}
+		if rm.CredentialsSecretRef == nil && !namesAsRemote(peer, t) {
+			// The peer's root credentials go only to a Tenant the peer
+			// names in turn: a pair is declared on both sides.
+			return out, r.credentialsMissing(s, fmt.Sprintf("replication remote %q: Tenant %s does not name Tenant %s/%s in spec.replication.remotes; "+
+				"its root credentials are used only for a pair both Tenants declare (or give credentialsSecretRef)", rm.Name, key, t.Namespace, t.Name))
 		}
 		out.Endpoint = builders.RemoteEndpoint(peer)
 		if builders.TLSEnabled(peer) {
@@ -374,6 +388,16 @@ func (r *TenantReconciler) resolveRemote(ctx context.Context, s *tenantScope, rm
 		out.CA = []byte(cm.Data["ca.crt"])
 	}
 	return out, nil
+}
+
+// namesAsRemote reports whether peer lists t as a replication remote.
+func namesAsRemote(peer, t *v1.Tenant) bool {
+	for _, rm := range peer.Spec.Replication.Remotes {
+		if rm.TenantRef != nil && rm.TenantRef.Namespace == t.Namespace && rm.TenantRef.Name == t.Name {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *TenantReconciler) credentialsMissing(s *tenantScope, msg string) error {

@@ -24,6 +24,9 @@ func (s *Set) DeleteObject(ctx context.Context, bucket, object string, versionID
 		switch {
 		case mode == objlayer.DeleteMarkerAs && versionID != nil:
 			marker.VersionID = *versionID
+			if t := objlayer.ModTimeOf(ctx); !t.IsZero() {
+				marker.ModTime = t.UnixNano()
+			}
 		case mode == objlayer.DeleteVersioned:
 			marker.VersionID = uuid.Must(uuid.NewV7()) // time-ordered, as the front end makes version IDs
 		}

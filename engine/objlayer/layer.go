@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // Layer is the storage under the S3 front end. Every method answers the
@@ -109,4 +110,19 @@ func WithoutSync(ctx context.Context) context.Context {
 func SyncWaived(ctx context.Context) bool {
 	v, _ := ctx.Value(noSyncKey{}).(bool)
 	return v
+}
+
+type modTimeKey struct{}
+
+// WithModTime gives the delete marker a DeleteObject makes in mode
+// DeleteMarkerAs its time (a replica's marker keeps the source's, so it
+// sorts among the key's versions as it does there).
+func WithModTime(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, modTimeKey{}, t)
+}
+
+// ModTimeOf is the time WithModTime gave ctx (zero: none).
+func ModTimeOf(ctx context.Context) time.Time {
+	t, _ := ctx.Value(modTimeKey{}).(time.Time)
+	return t
 }

@@ -80,6 +80,9 @@ type Version struct {
 	ETag, MD5 string
 	// Status is the version's replication status ("" for none yet).
 	Status string
+	// DeleteMarker: the version is a delete marker (only its ModTime is
+	// set; Open gives one only without the body).
+	DeleteMarker bool
 	// Tags are the version's tags (for a tagging change).
 	Tags map[string]string
 	Body io.ReadCloser
@@ -266,7 +269,13 @@ func (r *Remote) deliver(ctx context.Context, ev event) error {
 		if !rule.DeleteMarkers {
 			return nil
 		}
-		err = r.send(short, http.MethodDelete, rule.Bucket, ev.key, nil, http.Header{HeaderVersionID: {ev.versionID}, HeaderReplica: {"true"}}, nil, 0, "")
+		h := http.Header{HeaderVersionID: {ev.versionID}, HeaderReplica: {"true"}}
+		// The marker keeps its time, so it sorts among the key's versions
+		// at the destination as it does here, whatever order they arrive in.
+		if v, err := r.src.Open(short, ev.bucket, ev.key, ev.versionID, false); err == nil && v.DeleteMarker {
+			h.Set(HeaderModTime, v.ModTime.UTC().Format(time.RFC3339Nano))
+		}
+		err = r.send(short, http.MethodDelete, rule.Bucket, ev.key, nil, h, nil, 0, "")
 	case ev.name == "s3:ObjectRemoved:Delete":
 		if !rule.Deletes || ev.versionID == "" {
 			return nil
@@ -345,7 +354,7 @@ func (r *Remote) copyTags(ctx context.Context, ev event, rule *Rule) error {
 	if err != nil {
 		return err
 	}
-	if v.Status == StatusReplica {
+	if v.Status == StatusReplica || v.DeleteMarker {
 		return nil
 	}
 	q := url.Values{"tagging": {""}, "versionId": {ev.versionID}}
@@ -384,6 +393,14 @@ func (r *Remote) send(ctx context.Context, method, bucket, key string, q url.Val
 	// '+', '=', '&' and others, which S3 would sign escaped).
 	u.RawPath = escapePath(u.Path)
 	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+	if body != nil && size == 0 {
+		// An empty body, sent with Content-Length: 0 (Go sends a reader of
+		// unknown length chunked, which S3 answers 411).
+		if c, ok := body.(io.Closer); ok {
+			_ = c.Close()
+		}
+		body = http.NoBody
+	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return err

@@ -160,10 +160,11 @@ func Start(front Front, layer objlayer.Layer, queue *notify.Queue, remotes *Remo
 	if remotes == nil {
 		return s
 	}
-	remotes.Bind(front.ReplicationSource())
 	if queue != nil {
 		s.Backlog = queue.Backlog
 	}
+	// Before Bind: deliveries read it from then on.
 	remotes.Stats.ObserveLag = metrics.RegisterReplication(reg, s.Metrics)
+	remotes.Bind(front.ReplicationSource())
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/objlayer"
@@ -83,7 +84,21 @@ func (r *request) deleteOne(bk objlayer.BucketInfo, key, versionID string, cond 
 		if err != nil {
 			return deleteResult{}, err
 		}
-		res, err := r.s.layer.DeleteObject(r.ctx, bk.Name, key, &id, objlayer.DeleteMarkerAs)
+		if err := r.checkReplicaVersion(bk, id, true); err != nil {
+			if held := (*errReplicaHeld)(nil); errors.As(err, &held) {
+				return deleteResult{deleteMarker: true, versionID: versionIDOut(id, bk.Versioning)}, nil
+			}
+			return deleteResult{}, err
+		}
+		mctx := r.ctx
+		if v := r.h(replicate.HeaderModTime); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return deleteResult{}, s3err.InvalidArgumentNamed("Invalid replica modification time", replicate.HeaderModTime, v)
+			}
+			mctx = objlayer.WithModTime(r.ctx, t)
+		}
+		res, err := r.s.layer.DeleteObject(mctx, bk.Name, key, &id, objlayer.DeleteMarkerAs)
 		if err != nil {
 			return deleteResult{}, err
 		}

@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -258,6 +259,9 @@ func (r *request) storeObject(bk objlayer.BucketInfo, key string, meta map[strin
 	size := body.Size()
 	opts := objlayer.PutOptions{Meta: meta, AfterBody: afterBody(body), VersionID: newVersionID(bk), Condition: r.writeCondition()}
 	if err := r.replicaWrite(bk, &opts); err != nil {
+		if held := (*errReplicaHeld)(nil); errors.As(err, &held) {
+			return held.info, nil // a replica sent again
+		}
 		return objlayer.ObjectInfo{}, err
 	}
 	events := r.withEvents(bk, event, key, &opts)

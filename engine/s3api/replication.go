@@ -7,10 +7,9 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/strata-storage/strata/engine/admin"
 	"github.com/strata-storage/strata/engine/notify"
@@ -128,11 +127,67 @@ func (r *request) replicaRequest(bk objlayer.BucketInfo, action s3rules.Action) 
 	if r.h(replicate.HeaderVersionID) == "" && r.h(replicate.HeaderReplica) == "" {
 		return false, nil
 	}
+	if !r.signedReplicaHeaders() {
+		return false, s3err.AccessDenied.With("Replica headers must be signed in the Authorization header (a presigned URL cannot carry them).")
+	}
 	if err := r.allowed(bk, r.key, "", []s3rules.Action{action}, s3rules.PermWrite, false); err != nil {
 		return false, s3err.AccessDenied.With("Replica writes need " + string(action) + " on the bucket.")
 	}
 	r.replica = true
 	return true, nil
+}
+
+// signedReplicaHeaders reports whether the request's Signature V4
+// Authorization header signs every replica header it carries: S3 only
+// requires x-amz-* headers to be signed, so an unsigned X-Strata-Replica-*
+// header could be added to a request signed by someone else (a presigned
+// URL's holder).
+func (r *request) signedReplicaHeaders() bool {
+	_, rest, ok := strings.Cut(r.h("Authorization"), "SignedHeaders=")
+	if !ok {
+		return false
+	}
+	signed, _, _ := strings.Cut(rest, ",")
+	names := strings.Split(signed, ";")
+	for _, h := range []string{replicate.HeaderVersionID, replicate.HeaderModTime, replicate.HeaderETag, replicate.HeaderReplica} {
+		if r.h(h) != "" && !slices.Contains(names, strings.ToLower(h)) {
+			return false
+		}
+	}
+	return true
+}
+
+// errReplicaHeld is a replica write of a version the bucket holds already
+// (a retry, a resync): nothing is written.
+type errReplicaHeld struct{ info objlayer.ObjectInfo }
+
+func (e *errReplicaHeld) Error() string { return "the replica is held already" }
+
+// checkReplicaVersion refuses a replica write that would replace a
+// version of the same ID and other content (a replica never changes a
+// version: object lock and the data's integrity hold), and turns one of
+// the same content into errReplicaHeld.
+func (r *request) checkReplicaVersion(bk objlayer.BucketInfo, id [16]byte, marker bool) error {
+	h, err := r.s.layer.OpenObjectMeta(r.ctx, bk.Name, r.key, &id)
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	info := h.Info()
+	h.Close()
+	switch {
+	case info.DeleteMarker && marker:
+		return &errReplicaHeld{info: info}
+	case marker || info.DeleteMarker:
+		return s3err.InvalidRequest.With("The bucket holds this version ID as another kind of version.")
+	}
+	plain := plainInfo(info)
+	if etag := r.h(replicate.HeaderETag); etag != "" && etag != plain.ETag || r.contentLength() >= 0 && r.contentLength() != plain.Size {
+		return s3err.InvalidRequest.With("The bucket holds this version ID with other content: a replica does not replace a version.")
+	}
+	return &errReplicaHeld{info: plain}
 }
 
 // replicaVersion is the version ID a replica write keeps (the source's),
@@ -141,7 +196,9 @@ func (r *request) replicaVersion(bk objlayer.BucketInfo) ([16]byte, error) {
 	if bk.Versioning != "Enabled" {
 		return [16]byte{}, s3err.InvalidRequest.With("A replication destination bucket must have versioning enabled.")
 	}
-	id, err := uuid.Parse(r.h(replicate.HeaderVersionID))
+	// The source's form: a UUID, a gateway's older ULID, or "null" (a
+	// version written before the source's versioning was enabled).
+	id, err := objlayer.ParseVersionID(r.h(replicate.HeaderVersionID))
 	if err != nil {
 		return [16]byte{}, s3err.InvalidArgumentNamed("Invalid replica version id", replicate.HeaderVersionID, r.h(replicate.HeaderVersionID))
 	}
@@ -159,6 +216,9 @@ func (r *request) replicaWrite(bk objlayer.BucketInfo, opts *objlayer.PutOptions
 		return nil
 	}
 	if opts.VersionID, err = r.replicaVersion(bk); err != nil {
+		return err
+	}
+	if err := r.checkReplicaVersion(bk, opts.VersionID, false); err != nil {
 		return err
 	}
 	if v := r.h(replicate.HeaderModTime); v != "" {
@@ -217,7 +277,10 @@ func (rs replicationSource) Open(ctx context.Context, bucket, key, versionID str
 	stored := h.Info()
 	if stored.DeleteMarker {
 		h.Close()
-		return nil, replicate.ErrGone
+		if withBody {
+			return nil, replicate.ErrGone
+		}
+		return &replicate.Version{VersionID: versionID, DeleteMarker: true, ModTime: stored.ModTime}, nil
 	}
 	info := plainInfo(stored)
 	meta := info.Meta
@@ -235,11 +298,11 @@ func (rs replicationSource) Open(ctx context.Context, bucket, key, versionID str
 	if t := meta[objlayer.MetaTagging]; t != "" {
 		v.Header.Set("X-Amz-Tagging", t)
 	}
-	if ret := s3rules.StoredRetention(meta[objlayer.MetaRetention]); ret != nil {
+	// A retention that has ended is not copied (a write may only set one
+	// in the future, and it protects nothing any more).
+	if ret := s3rules.StoredRetention(meta[objlayer.MetaRetention]); ret != nil && ret.RetainUntilDate != nil && ret.RetainUntilDate.After(rs.s.cfg.Now()) {
 		v.Header.Set("X-Amz-Object-Lock-Mode", ret.Mode)
-		if ret.RetainUntilDate != nil {
-			v.Header.Set("X-Amz-Object-Lock-Retain-Until-Date", ret.RetainUntilDate.UTC().Format(time.RFC3339))
-		}
+		v.Header.Set("X-Amz-Object-Lock-Retain-Until-Date", ret.RetainUntilDate.UTC().Format(time.RFC3339))
 	}
 	if lh := meta[objlayer.MetaLegalHold]; lh != "" {
 		v.Header.Set("X-Amz-Object-Lock-Legal-Hold", lh)
@@ -327,6 +390,20 @@ func (s *Server) ResyncReplication(ctx context.Context, bucket string) (queued, 
 		items = items[:0]
 		return err
 	}
+	// A key's versions are listed newest first and queued oldest first, as
+	// they were written: a destination that orders a key's versions by
+	// arrival (a gateway) ends with the source's newest as its current.
+	var group []notify.Item
+	queueGroup := func() error {
+		slices.Reverse(group)
+		items = append(items, group...)
+		group = group[:0]
+		if len(items) >= resyncBatch {
+			return flush()
+		}
+		return nil
+	}
+	lastKey := ""
 	keyMarker, versionMarker := "", (*[16]byte)(nil)
 	for {
 		page, err := s.layer.ListObjectVersions(ctx, bucket, "", keyMarker, versionMarker, "", 1000)
@@ -334,6 +411,12 @@ func (s *Server) ResyncReplication(ctx context.Context, bucket string) (queued, 
 			return queued, versions, err
 		}
 		for _, v := range page.Objects {
+			if v.Name != lastKey {
+				if err := queueGroup(); err != nil {
+					return queued, versions, err
+				}
+				lastKey = v.Name
+			}
 			versions++
 			info := v
 			if !v.DeleteMarker && v.Meta == nil {
@@ -365,13 +448,8 @@ func (s *Server) ResyncReplication(ctx context.Context, bucket string) (queued, 
 				if info.DeleteMarker && !rule.DeleteMarkers {
 					continue
 				}
-				items = append(items, notify.Item{Target: cfg.Role, Key: v.Name, Msg: notify.Message(e, rule.ID)})
+				group = append(group, notify.Item{Target: cfg.Role, Key: v.Name, Msg: notify.Message(e, rule.ID)})
 				queued++
-			}
-			if len(items) >= resyncBatch {
-				if err := flush(); err != nil {
-					return queued, versions, err
-				}
 			}
 		}
 		if !page.IsTruncated {
@@ -389,6 +467,9 @@ func (s *Server) ResyncReplication(ctx context.Context, bucket string) (queued, 
 			break // a layer that does not advance must not loop
 		}
 		keyMarker, versionMarker = page.NextMarker, next
+	}
+	if err := queueGroup(); err != nil {
+		return queued, versions, err
 	}
 	return queued, versions, flush()
 }

@@ -655,6 +655,17 @@ var _ = Describe("missing and invalid references", func() {
 		}).Should(ContainElement(And(HaveField("Secret.SecretName", "media-notify-targets"), HaveField("Secret.Items", BeEmpty()))))
 		hash := sts.Spec.Template.Annotations["storage.strata.dev/credentials-hash"]
 
+		By("a third Tenant naming the peer, which does not name it, gets no root credentials")
+		ns3 := newNamespace()
+		c := tenant(ns3)
+		c.Spec.Replication.Remotes = []v1.ReplicationRemoteSpec{{Name: "steal", TenantRef: peer}}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		Eventually(tenantCondition(c, v1.ConditionCredentialsReady)).Should(Equal("False/SecretMissing"))
+		Expect(c.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("used only for a pair both Tenants declare"))))
+		Consistently(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, key(ns3, "media-notify-targets"), &corev1.Secret{}))
+		}).Should(BeTrue())
+
 		By("the peer's root credentials rotate: the targets follow and the servers roll")
 		root := &corev1.Secret{}
 		Expect(k8s.Get(ctx, key(ns2, "media-root-credentials"), root)).To(Succeed())

@@ -235,6 +235,14 @@ func TestBucketReplication(t *testing.T) {
 		for i := range 5 {
 			put(t, sc, "src", fmt.Sprintf("before/%d", i), randomBytes(1000+i))
 		}
+		// A key whose newest version came after a delete marker: at the
+		// destination too, the newest is current.
+		put(t, sc, "src", "before/seq", []byte("v1"))
+		if _, err := sc.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("src"), Key: aws.String("before/seq")}); err != nil {
+			t.Fatal(err)
+		}
+		put(t, sc, "src", "before/seq", []byte("v3"))
+		put(t, sc, "src", "before/empty", nil)
 		replicateAll(t, src, "src", "dst")
 		time.Sleep(time.Second)
 		if n := len(listVersions(t, dc, "dst")); n != 0 {
@@ -242,10 +250,16 @@ func TestBucketReplication(t *testing.T) {
 		}
 		code, body := src.admin(http.MethodPost, "buckets/src/replication/resync")
 		var res struct{ Queued, Versions int }
-		if code != http.StatusOK || json.Unmarshal(body, &res) != nil || res.Queued != 5 || res.Versions != 5 {
+		if code != http.StatusOK || json.Unmarshal(body, &res) != nil || res.Queued != 9 || res.Versions != 9 {
 			t.Fatalf("resync: %d %s", code, body)
 		}
 		sameVersions(t, sc, dc, "src", "dst", 30*time.Second)
+		if got := get(t, dc, "dst", "before/seq"); string(got) != "v3" {
+			t.Fatalf("the destination's current version of before/seq is %q, want v3", got)
+		}
+		if got := get(t, dc, "dst", "before/empty"); len(got) != 0 {
+			t.Fatalf("the empty object's replica holds %d bytes", len(got))
+		}
 	})
 
 	t.Run("new versions, metadata, tags, SSE, multipart", func(t *testing.T) {
@@ -267,10 +281,13 @@ func TestBucketReplication(t *testing.T) {
 			t.Fatal(err)
 		}
 		versions := sameVersions(t, sc, dc, "src", "dst", 30*time.Second)
-		if n := len(versions); n != 29 {
-			t.Fatalf("%d versions replicated, want 29", n)
+		if n := len(versions); n != 33 {
+			t.Fatalf("%d versions replicated, want 33", n)
 		}
 		for _, v := range versions {
+			if v.marker {
+				continue
+			}
 			if bodySum(t, sc, "src", v.key, v.id) != bodySum(t, dc, "dst", v.key, v.id) {
 				t.Fatalf("%s version %s: the bodies differ", v.key, v.id)
 			}
@@ -323,8 +340,8 @@ func TestBucketReplication(t *testing.T) {
 				markers++
 			}
 		}
-		if markers != 1 {
-			t.Fatalf("%d delete markers, want 1", markers)
+		if markers != 2 { // before/seq's and obj/01's
+			t.Fatalf("%d delete markers, want 2", markers)
 		}
 		waitFor(t, "the tag change at the destination", 10*time.Second, func() bool {
 			tags, err := dc.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String("dst"), Key: aws.String("obj/02")})
