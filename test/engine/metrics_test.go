@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -183,14 +184,35 @@ func TestShippedMetricNamesAreExported(t *testing.T) {
 		return serverFamilies["strata_decommission_objects_moved"] != nil
 	})
 
+	// The gateway replicates a bucket to the server, so the replication
+	// metrics are exported.
+	if err := mc.MakeBucket(ctx, "repl-dr", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.EnableVersioning(ctx, "repl-dr"); err != nil {
+		t.Fatal(err)
+	}
+	remote, _ := json.Marshal(map[string]any{"targets": []map[string]string{{"id": "dr", "type": "s3", "endpoint": base,
+		"username": rootUser, "password": rootPassword, "caFile": filepath.Join(certs, "ca.crt")}}})
+	targets := filepath.Join(t.TempDir(), "targets.json")
+	if err := os.WriteFile(targets, remote, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	g := startGateway(t, t.TempDir(), "--metrics-token-file", tokenFile)
+	g.kill()
+	g.env = []string{"STRATA_NOTIFY_TARGETS_FILE=" + targets}
+	g.restart()
+	gc := g.aws()
+	versionedBucket(t, gc, "repl")
+	replicateAll(t, g, "repl", "repl-dr")
+	put(t, gc, "repl", "o", []byte("replicated"))
 	if code, _ := scrapeMetrics(t, http.DefaultClient, g.url(), ""); code != http.StatusUnauthorized {
 		t.Errorf("gateway metrics without the token: %d, want 401", code)
 	}
 	var gatewayFamilies map[string]*dto.MetricFamily
-	waitFor(t, "the gateway's volume in the metrics", 30*time.Second, func() bool {
+	waitFor(t, "the gateway's volume and replication in the metrics", 30*time.Second, func() bool {
 		_, gatewayFamilies = scrapeMetrics(t, http.DefaultClient, g.url(), metricsToken)
-		return gatewayFamilies["strata_gateway_volume_total_bytes"] != nil
+		return gatewayFamilies["strata_gateway_volume_total_bytes"] != nil && gatewayFamilies["strata_replication_changes_total"] != nil
 	})
 
 	names := make([]string, 0, len(want))
