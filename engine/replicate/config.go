@@ -20,12 +20,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/strata-storage/strata/engine/notify"
 )
 
-// Error is a configuration refused: Code is the S3 error code to answer.
-type Error struct{ Code, Message string }
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+// Error is a configuration refused: Code is the S3 error code to answer
+// (the notification configurations' type, which the front end maps).
+type Error = notify.Error
 
 func invalid(format string, a ...any) *Error {
 	return &Error{Code: "InvalidArgument", Message: fmt.Sprintf(format, a...)}

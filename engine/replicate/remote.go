@@ -585,15 +585,6 @@ func (rs *Remotes) Open(spec notifytargets.Target) (*Remote, error) {
 // Bind makes src the remotes' source.
 func (rs *Remotes) Bind(src Source) { rs.src.Store(&src) }
 
-// ARNs lists the remotes opened.
-func (rs *Remotes) ARNs() []string {
-	out := make([]string, 0, len(rs.list))
-	for _, r := range rs.list {
-		out = append(out, r.arn)
-	}
-	return out
-}
-
 var errNotBound = errors.New("replication: the front end is not serving yet")
 
 // boundSource is the source Bind gave.

@@ -38,13 +38,7 @@ func putBucketNotification(r *request) error {
 		return r.s.cfg.Notifier != nil && r.s.cfg.Notifier.Known(arn) && !strings.HasPrefix(arn, replicationARNPrefix)
 	})
 	if err != nil {
-		if ne := (*notify.Error)(nil); errors.As(err, &ne) {
-			if ne.Code == "MalformedXML" {
-				return s3err.MalformedXML.With(ne.Message)
-			}
-			return s3err.InvalidArgument.With(ne.Message)
-		}
-		return s3err.MalformedXML.Because(err)
+		return configRefused(err)
 	}
 	var doc []byte
 	if len(cfg.Rules) > 0 {
@@ -188,4 +182,16 @@ func (s *Server) LifecycleExpired(ctx context.Context, bk objlayer.BucketInfo, k
 		items = append(items, notify.Item{Target: rule.Target, Key: key, Msg: notify.Message(e, rule.ID)})
 	}
 	return s.cfg.Notifier.Add(ctx, items)
+}
+
+// configRefused answers a notification or replication configuration the
+// parser refused: MalformedXML or InvalidArgument, with its message.
+func configRefused(err error) error {
+	if ne := (*notify.Error)(nil); errors.As(err, &ne) {
+		if ne.Code == "MalformedXML" {
+			return s3err.MalformedXML.With(ne.Message)
+		}
+		return s3err.InvalidArgument.With(ne.Message)
+	}
+	return s3err.MalformedXML.Because(err)
 }

@@ -2,7 +2,6 @@ package s3api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -43,13 +42,7 @@ func putBucketReplication(r *request) error {
 		return strings.HasPrefix(role, replicationARNPrefix) && r.s.cfg.Notifier != nil && r.s.cfg.Notifier.Known(role)
 	})
 	if err != nil {
-		if re := (*replicate.Error)(nil); errors.As(err, &re) {
-			if re.Code == "MalformedXML" {
-				return s3err.MalformedXML.With(re.Message)
-			}
-			return s3err.InvalidArgument.With(re.Message)
-		}
-		return s3err.MalformedXML.Because(err)
+		return configRefused(err)
 	}
 	doc := cfg.Marshal()
 	return r.finishSet(r.setBucket(func(b *objlayer.BucketInfo) { b.Replication = doc }), http.StatusOK)
