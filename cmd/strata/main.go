@@ -26,6 +26,7 @@ import (
 
 	"github.com/strata-storage/strata/engine/buildinfo"
 	"github.com/strata-storage/strata/engine/cluster"
+	"github.com/strata-storage/strata/engine/console"
 	"github.com/strata-storage/strata/engine/erasure"
 	"github.com/strata-storage/strata/engine/gateway"
 	"github.com/strata-storage/strata/engine/hlc"
@@ -188,6 +189,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key, and ca.crt that internode peers are verified against (without it: the system roots); "+
 		"reloaded when they change; empty serves plain HTTP")
 	limits := limitFlags(fs)
+	consoleOpts := consoleFlags(fs)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate or CA bundle")
 	metricsToken := metricsTokenFlag(fs)
@@ -282,7 +284,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	healer.ScanInterval, healer.BytesPerSecond = *scanInterval, *healRate
 	err = server.Run(ctx, server.Config{
 		Address: *address, Topology: topo, TopologyFile: *topologyFile, InternodePort: *internodePort,
-		InternodeProtocol: protocol, NoSync: *noSync, ShardFiles: *shardFiles, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
+		InternodeProtocol: protocol, NoSync: *noSync, ShardFiles: *shardFiles, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits, Console: *consoleOpts,
 		DataSlots: plan.DataSlots, MetaCacheSize: plan.Meta, MemTableSize: plan.MemTable,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
 		NotifyTargetsFile: getenv(notify.EnvTargetsFile), NotifyTakeOver: testNotifyTakeOver(getenv, log),
@@ -312,6 +314,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	metadata := fs.String("metadata", string(gateway.MetadataAuto), "where object metadata lives: auto (xattrs when the filesystem has them), xattr or sidecar")
 	certsDir := fs.String("certs-dir", "", "directory with tls.crt and tls.key (reloaded when they change); empty serves plain HTTP")
 	limits := limitFlags(fs)
+	consoleOpts := consoleFlags(fs)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
 	metricsToken := metricsTokenFlag(fs)
@@ -349,7 +352,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 		return 2
 	}
 	cfg := gateway.Config{
-		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir, AdminOverHTTP: *adminOverHTTP, Limits: *limits,
+		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir, AdminOverHTTP: *adminOverHTTP, Limits: *limits, Console: *consoleOpts,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, UsersFile: getenv(iam.EnvIAMFile), NotifyTargetsFile: getenv(notify.EnvTargetsFile), LargeDirThreshold: *largeDir,
 		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, ClaimTimeout: *claimTimeout, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
 		LifecycleInterval: *lifecycleEvery, LifecycleDay: testLifecycleDay(getenv),
@@ -450,6 +453,15 @@ func warnFormSpill(dir string, log *slog.Logger) {
 func metricsTokenFlag(fs *flag.FlagSet) *string {
 	return fs.String("metrics-token-file", "", "file holding the bearer token /strata/metrics requires (re-read when it changes, so a rotated Secret "+
 		"needs no restart); empty: /strata/metrics answers anyone who reaches the port, without authentication")
+}
+
+// consoleFlags registers the web console's settings (engine/console).
+func consoleFlags(fs *flag.FlagSet) *console.Options {
+	o := &console.Options{}
+	fs.StringVar(&o.Address, "console-address", "", "host:port to serve the web console on, with --certs-dir's certificate (empty: no console); sign in with S3 credentials")
+	fs.StringVar(&o.PublicS3URL, "console-s3-url", "", "the S3 endpoint the console's presigned links name, as browsers reach it (empty: the console's host name with the S3 port)")
+	fs.DurationVar(&o.SessionTTL, "console-session-ttl", console.DefaultSessionTTL, "how long a console sign-in lasts")
+	return o
 }
 
 // limitFlags registers the S3 port's limits (docs/security.md): what a

@@ -26,6 +26,7 @@ import (
 	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/engine/buildinfo"
 	"github.com/strata-storage/strata/engine/certfiles"
+	"github.com/strata-storage/strata/engine/console"
 	"github.com/strata-storage/strata/engine/iam"
 	"github.com/strata-storage/strata/engine/lifecycle"
 	"github.com/strata-storage/strata/engine/metrics"
@@ -64,6 +65,9 @@ type Config struct {
 	// NotifyTargetsFile lists the bucket notifications' targets
 	// (engine/notify.TargetsFile; empty: none).
 	NotifyTargetsFile string
+	// Console is the web console's listener (engine/console); no address:
+	// none.
+	Console console.Options
 	// LargeDirThreshold is the entry count from which a directory is
 	// reported as large; 0 turns the watch off.
 	LargeDirThreshold int
@@ -245,6 +249,11 @@ func Run(ctx context.Context, cfg Config) error {
 	srv := s3api.New(layer, s3cfg)
 	g.replication = replicate.Start(srv, layer, queue, remotes, reg)
 	lc.OnExpired(srv.LifecycleExpired)
+	if err := console.Start(serveCtx, console.Config{Options: cfg.Console, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval,
+		S3Address: cfg.Address, S3TLS: cfg.CertsDir != "", S3Leaf: g.served.Leaf, RootSecret: cfg.RootUser.SecretKey, Limits: cfg.Limits, Log: log}); err != nil {
+		stopBg()
+		return fmt.Errorf("console: %w", err)
+	}
 	err = s3api.Serve(serveCtx, srv, s3api.ServeConfig{
 		Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: g.served,
 		Limits: cfg.Limits, Log: log, Stats: func(st func() s3http.Stats) { metrics.RegisterHTTP(reg, st) },

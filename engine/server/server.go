@@ -25,6 +25,7 @@ import (
 
 	"github.com/strata-storage/strata/engine/certfiles"
 	"github.com/strata-storage/strata/engine/cluster"
+	"github.com/strata-storage/strata/engine/console"
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/erasure"
 	"github.com/strata-storage/strata/engine/iam"
@@ -108,6 +109,9 @@ type Config struct {
 	// MonitorInterval is how often drives are checked (offline drives
 	// retried, wiped drives detected).
 	MonitorInterval time.Duration
+	// Console is the web console's listener (engine/console); no address:
+	// none.
+	Console console.Options
 	// ShutdownDelay is how long readiness is reported down before the
 	// listener stops, so load balancers stop sending new requests first.
 	ShutdownDelay time.Duration
@@ -340,6 +344,11 @@ func Run(ctx context.Context, cfg Config) error {
 	front := s3api.New(layer, s3cfg)
 	n.replication = replicate.Start(front, layer, queue, remotes, reg)
 	n.lifecycle.OnExpired(front.LifecycleExpired)
+	if err := console.Start(serveCtx, console.Config{Options: cfg.Console, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval,
+		S3Address: cfg.Address, S3TLS: cfg.CertsDir != "", S3Leaf: n.served.Leaf, RootSecret: cfg.Root.SecretKey, Limits: cfg.Limits, Log: log}); err != nil {
+		stopBg()
+		return fmt.Errorf("console: %w", err)
+	}
 	err = s3api.Serve(serveCtx, front, s3api.ServeConfig{
 		Address: cfg.Address, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval, Served: n.served,
 		Limits: cfg.Limits, OnListen: onListen, Log: log, Stats: func(st func() s3http.Stats) { metrics.RegisterHTTP(reg, st) },

@@ -38,6 +38,8 @@ type cluster struct {
 	env map[int][]string
 	// bins runs some nodes with another strata binary.
 	bins map[int]string
+	// extra adds flags for some nodes.
+	extra map[int][]string
 	// net, when set, runs every node in a network namespace of its own on
 	// a bridge (see netns_test.go) instead of on loopback.
 	net *bridge
@@ -132,6 +134,7 @@ func (c *cluster) launch(nodes []int) {
 			"--drive-monitor-interval", "500ms", "--shutdown-delay", "0s", "--log-level", "debug",
 			// Loopback or private namespaces, no TLS.
 			"--insecure-internode", "--admin-over-http"}
+		s.args = append(s.args, c.extra[n]...)
 		s.startProcess()
 		c.nodes[n] = s
 		c.t.Cleanup(func() {
