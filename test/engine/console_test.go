@@ -117,7 +117,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if dir == "" {
 		return
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,14 +158,19 @@ func TestConsole(t *testing.T) {
 	url := "https://" + consoleAddr + "/"
 	downloads := t.TempDir()
 	ctx := browserFor(t, downloads)
+	axe := axeSource(t)
 
+	run(t, ctx, "opening the console", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("login-form")))
+	accessible(t, ctx, axe, "sign-in")
+	screenshot(t, ctx, "sign-in")
 	signIn(t, ctx, url, rootUser, rootPassword)
-	screenshot(t, ctx, "buckets-empty")
 
 	// A bucket.
 	run(t, ctx, "creating a bucket", chromedp.SetValue(chromedp.ID("bucket-name"), "console-demo"),
 		chromedp.Click(chromedp.ID("bucket-versioning")), chromedp.Click(chromedp.ID("bucket-create")))
 	waitText(t, ctx, "#bucket-table", "console-demo")
+	accessible(t, ctx, axe, "buckets")
+	screenshot(t, ctx, "buckets")
 	if _, err := tg.sdkClient(nil).HeadBucket(context.Background(), &s3.HeadBucketInput{Bucket: aws.String("console-demo")}); err != nil {
 		t.Fatalf("the bucket the console made is not there for S3: %v", err)
 	}
@@ -203,6 +208,7 @@ func TestConsole(t *testing.T) {
 	}
 	t.Logf("progress values seen during the upload: %d distinct between 0 and 100", between)
 	waitText(t, ctx, "#object-table", "big-file.bin")
+	accessible(t, ctx, axe, "objects")
 	screenshot(t, ctx, "objects")
 
 	// What S3 holds is the file, uploaded in parts.
@@ -237,6 +243,7 @@ func TestConsole(t *testing.T) {
 	if resp.StatusCode != 200 || hex.EncodeToString(h.Sum(nil)) != sha256File(t, src) {
 		t.Errorf("the presigned link answered %d with other bytes", resp.StatusCode)
 	}
+	accessible(t, ctx, axe, "object")
 	screenshot(t, ctx, "object")
 	done := make(chan string, 1)
 	progress := chromedp.BrowserEvents(ctx, browser.DownloadProgress)
@@ -268,9 +275,11 @@ func TestConsole(t *testing.T) {
 		t.Errorf("tenant page shows %d drives ok, want 4 online:\n%s", got, textOf(t, ctx, "#tenant-body"))
 	}
 	waitText(t, ctx, "#tenant-body", "expires")
+	accessible(t, ctx, axe, "tenant")
 	screenshot(t, ctx, "tenant")
 	run(t, ctx, "opening the users page", chromedp.Click(chromedp.ID("nav-users")), chromedp.WaitVisible(chromedp.ID("users-view")))
 	waitText(t, ctx, "#users-body", "viewer")
+	accessible(t, ctx, axe, "users")
 	screenshot(t, ctx, "users")
 
 	// A read-only user: everything is visible, every write is refused by S3.
@@ -295,6 +304,7 @@ func TestConsole(t *testing.T) {
 	if hidden := evalString(ctx, `String(document.getElementById('nav-tenant').hidden)`); hidden != "true" {
 		t.Error("the tenant page is offered to a read-only user")
 	}
+	accessible(t, ctx, axe, "refused")
 	screenshot(t, ctx, "refused")
 	out, err := tg.sdkClient(nil).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("console-demo")})
 	if err != nil || len(out.Contents) != 1 {
@@ -452,5 +462,58 @@ func tenantUntil(t *testing.T, ctx context.Context, what string, done func(page 
 		}
 		time.Sleep(500 * time.Millisecond)
 		run(t, ctx, "reloading the tenant page", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("tenant-view")))
+	}
+}
+
+// axeSource is axe-core's script from the npm packages `make jsclients`
+// installs (STRATA_JSCLIENTS); "" outside CI when they are missing.
+func axeSource(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("STRATA_JSCLIENTS")
+	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "axe-core", "axe.min.js"))
+	if err != nil {
+		if os.Getenv("STRATA_CI") != "" {
+			t.Fatalf("axe-core not found (make jsclients; STRATA_JSCLIENTS=%q): %v", dir, err)
+		}
+		t.Logf("accessibility checks skipped: no axe-core (make jsclients, STRATA_JSCLIENTS=bin/node-clients)")
+		return ""
+	}
+	return string(b)
+}
+
+// accessible runs axe-core on the page as it is now and fails the test on
+// each serious or critical violation.
+func accessible(t *testing.T, ctx context.Context, axe, name string) {
+	t.Helper()
+	if axe == "" {
+		return
+	}
+	if evalString(ctx, `typeof axe`) != "object" {
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](axe+"\n;undefined")); err != nil {
+			t.Fatalf("loading axe-core: %v", err)
+		}
+	}
+	res, err := chromedp.Run(ctx, chromedp.Evaluate[string](`axe.run(document).then(r => JSON.stringify({passes: r.passes.length,
+		violations: r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' '))}))}))`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("axe on the %s page: %v", name, err)
+	}
+	var found struct {
+		Passes     int
+		Violations []struct {
+			ID, Impact, Help string
+			Nodes            []string
+		}
+	}
+	if err := json.Unmarshal([]byte(res), &found); err != nil || found.Passes == 0 {
+		t.Fatalf("axe's answer on the %s page %q: %v", name, res, err)
+	}
+	t.Logf("accessibility, %s page: %d rules passed, %d violated", name, found.Passes, len(found.Violations))
+	for _, v := range found.Violations {
+		if v.Impact == "serious" || v.Impact == "critical" {
+			t.Errorf("accessibility, %s page: %s (%s): %s at %v", name, v.ID, v.Impact, v.Help, v.Nodes)
+		} else {
+			t.Logf("accessibility, %s page, %s: %s (%s) at %v", name, v.Impact, v.ID, v.Help, v.Nodes)
+		}
 	}
 }
