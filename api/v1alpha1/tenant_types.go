@@ -91,6 +91,12 @@ type TenantSpec struct {
 	// +optional
 	Replication ReplicationSpec `json:"replication,omitempty"`
 
+	// console serves the tenant's web console from every server pod: a
+	// person signs in with S3 credentials to browse and move objects, see
+	// the tenant's health and its users (docs/console.md).
+	// +optional
+	Console ConsoleSpec `json:"console,omitempty"`
+
 	// tls configures HTTPS for S3 and for traffic between servers.
 	// +optional
 	// +kubebuilder:default={mode: Operator}
@@ -584,6 +590,30 @@ type ExposeSpec struct {
 	// annotations added to the S3 Service (load balancer settings, say).
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ConsoleSpec configures the tenant's web console.
+type ConsoleSpec struct {
+	// enabled serves the console on port 9090 of every server pod, with
+	// the tenant's certificate, and adds a "console" port to the tenant's
+	// Service (reachable from spec.networkPolicy.s3From, as S3 is).
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// sessionTTL is how long a sign-in lasts (a Go duration: 30m, 8h).
+	// +optional
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="sessionTTL is a duration from 1m to 24h, such as 30m or 8h"
+	SessionTTL string `json:"sessionTTL,omitempty"`
+
+	// publicS3URL is the S3 endpoint the console's presigned links name,
+	// as browsers reach it (an Ingress or load balancer in front of the
+	// tenant). Empty: the host the console was reached by, with the S3
+	// Service's port.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^https?://[^/?#@]+/?$')",message="publicS3URL is scheme://host[:port], http or https, with no path, query or user (e.g. https://s3.example.com)"
+	PublicS3URL string `json:"publicS3URL,omitempty"`
 }
 
 // MonitoringSpec configures Prometheus integration. Objects are only created

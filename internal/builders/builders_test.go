@@ -82,6 +82,19 @@ func TestServerStatefulSet(t *testing.T) {
 		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"},
 		wantProbe: corev1.URISchemeHTTPS,
 		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology", "encryption-keys"},
+	}, {
+		name: "console enabled: its flags",
+		tenant: testTenant(func(t *v1.Tenant) {
+			t.Spec.Console = v1.ConsoleSpec{Enabled: true, SessionTTL: "30m", PublicS3URL: "https://s3.example.com"}
+		}),
+		pool:     testPool("pool-a", 4, 2),
+		group:    placement.Group{Replicas: 4},
+		wantName: "media-pool-a",
+		wantArgs: []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json",
+			"--console-address", ":9090", "--console-session-ttl", "30m", "--console-s3-url", "https://s3.example.com",
+			"--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"},
+		wantProbe: corev1.URISchemeHTTPS,
+		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology", "encryption-keys"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -517,5 +530,32 @@ func TestPodSizing(t *testing.T) {
 				t.Errorf("the spec's resources were changed: %v", tc.given)
 			}
 		})
+	}
+}
+
+// TestConsolePorts: an enabled console is a container port, a port of the
+// tenant's Service and a rule of its NetworkPolicy with the S3 port's
+// sources; a disabled one is none of these.
+func TestConsolePorts(t *testing.T) {
+	from := []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}}}
+	for _, enabled := range []bool{false, true} {
+		tn := testTenant(func(t *v1.Tenant) {
+			t.Spec.Console.Enabled = enabled
+			t.Spec.NetworkPolicy.S3From = from
+		})
+		sts := ServerStatefulSet(tn, testPool("pool-a", 4, 2), placement.Group{Replicas: 4}, nil, EngineFor(tn, "strata:default", "abc"))
+		hasPort := slices.ContainsFunc(sts.Spec.Template.Spec.Containers[0].Ports, func(p corev1.ContainerPort) bool {
+			return p.Name == "console" && p.ContainerPort == ConsolePort
+		})
+		inService := slices.ContainsFunc(S3Service(tn).Spec.Ports, func(p corev1.ServicePort) bool {
+			return p.Name == "console" && p.Port == ConsolePort && p.TargetPort.IntVal == ConsolePort
+		})
+		rules := ServerNetworkPolicy(tn).Spec.Ingress
+		inPolicy := slices.ContainsFunc(rules, func(r networkingv1.NetworkPolicyIngressRule) bool {
+			return len(r.Ports) == 1 && r.Ports[0].Port.IntVal == ConsolePort && equality.Semantic.DeepEqual(r.From, from)
+		})
+		if hasPort != enabled || inService != enabled || inPolicy != enabled {
+			t.Errorf("console enabled=%v: container port %v, Service port %v, NetworkPolicy rule %v", enabled, hasPort, inService, inPolicy)
+		}
 	}
 }

@@ -17,6 +17,10 @@ import (
 // the admin API on.
 const S3Port = 9000
 
+// ConsolePort is where a server pod serves the web console when the
+// Tenant enables it (spec.console), on the tenant's Service too.
+const ConsolePort = 9090
+
 // MaxWorkloadName is the longest StatefulSet name Kubernetes accepts: pods
 // get a controller-revision-hash label "<name>-<10 chars>" that must fit in
 // 63 characters.

@@ -32,7 +32,7 @@ func ServerNetworkPolicy(t *v1.Tenant) *networkingv1.NetworkPolicy {
 		return []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(int32(p)))}}
 	}
 	servers := metav1.LabelSelector{MatchLabels: ServerSelector(t.Name)}
-	return &networkingv1.NetworkPolicy{
+	np := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: NetworkPolicyName(t), Namespace: t.Namespace, Labels: TenantLabels(t.Name)},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: servers,
@@ -43,4 +43,8 @@ func ServerNetworkPolicy(t *v1.Tenant) *networkingv1.NetworkPolicy {
 			},
 		},
 	}
+	if t.Spec.Console.Enabled {
+		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{Ports: port(ConsolePort), From: t.Spec.NetworkPolicy.S3From})
+	}
+	return np
 }

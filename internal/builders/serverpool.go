@@ -62,7 +62,11 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 		vols = append(vols, apiAccessVolume())
 		mounts = append(mounts, corev1.VolumeMount{Name: apiAccessVolumeName, MountPath: APIAccessMountPath, ReadOnly: true})
 	}
+	args = append(args, ConsoleArgs(t)...)
 	c := e.container(args, mounts, p.Spec.PodPlacement, ServerSizing)
+	if t.Spec.Console.Enabled {
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: "console", ContainerPort: ConsolePort, Protocol: corev1.ProtocolTCP})
+	}
 	c.Env = append(c.Env, keyEnv...)
 	if env, ok := oidcAudiencesEnv(t.Spec.WebIdentity.Providers); ok {
 		c.Env = append(c.Env, env)

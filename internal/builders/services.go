@@ -1,6 +1,8 @@
 package builders
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -24,9 +26,35 @@ func S3Service(t *v1.Tenant) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			Type:     typ,
 			Selector: ServerSelector(t.Name),
-			Ports:    []corev1.ServicePort{s3ServicePort(t)},
+			Ports:    append([]corev1.ServicePort{s3ServicePort(t)}, consoleServicePort(t)...),
 		},
 	}
+}
+
+// consoleServicePort is the console's port of the tenant's Service, when
+// spec.console enables it.
+func consoleServicePort(t *v1.Tenant) []corev1.ServicePort {
+	if !t.Spec.Console.Enabled {
+		return nil
+	}
+	return []corev1.ServicePort{{Name: "console", Protocol: corev1.ProtocolTCP, Port: ConsolePort, TargetPort: intstr.FromInt32(ConsolePort)}}
+}
+
+// ConsoleArgs are the strata server flags of spec.console (none when the
+// console is off).
+func ConsoleArgs(t *v1.Tenant) []string {
+	c := t.Spec.Console
+	if !c.Enabled {
+		return nil
+	}
+	args := []string{"--console-address", fmt.Sprintf(":%d", ConsolePort)}
+	if c.SessionTTL != "" {
+		args = append(args, "--console-session-ttl", c.SessionTTL)
+	}
+	if c.PublicS3URL != "" {
+		args = append(args, "--console-s3-url", c.PublicS3URL)
+	}
+	return args
 }
 
 func s3ServicePort(t *v1.Tenant) corev1.ServicePort {

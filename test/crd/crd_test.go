@@ -224,6 +224,15 @@ var _ = Describe("invalid specs", func() {
 		Entry("malformed scrape interval", invalid{tenantWith(func(t *v1.Tenant) {
 			t.Spec.Monitoring.ServiceMonitor.Interval = "thirty seconds"
 		}), "spec.monitoring.serviceMonitor.interval"}),
+		Entry("a console session of a week", invalid{tenantWith(func(t *v1.Tenant) {
+			t.Spec.Console = v1.ConsoleSpec{Enabled: true, SessionTTL: "168h"}
+		}), "sessionTTL is a duration from 1m to 24h"}),
+		Entry("a console session that is no duration", invalid{tenantWith(func(t *v1.Tenant) {
+			t.Spec.Console = v1.ConsoleSpec{Enabled: true, SessionTTL: "an hour"}
+		}), "spec.console.sessionTTL"}),
+		Entry("a console's S3 URL with a path", invalid{tenantWith(func(t *v1.Tenant) {
+			t.Spec.Console = v1.ConsoleSpec{Enabled: true, PublicS3URL: "https://s3.example.com/media"}
+		}), "publicS3URL is scheme://host[:port]"}),
 		Entry("service port out of range", invalid{tenantWith(func(t *v1.Tenant) {
 			t.Spec.Expose.Port = 70000
 		}), "spec.expose.port"}),
