@@ -118,6 +118,11 @@ engine-integration: build pyclients jsclients strata-previous brokers ## Engine 
 		STRATA_LAYOUT1_BIN="$$(test -x $(LOCALBIN)/strata-layout1 && echo $(LOCALBIN)/strata-layout1)" \
 		go test -count=1 ./test/engine/... -timeout 25m
 
+.PHONY: console-long
+console-long: build jsclients ## The web console's long measurement: the first page of a prefix of 100,000 objects in Chromium, and a 1 GiB upload from the browser downloaded back (docs/console.md).
+	STRATA_TEST_CONSOLE_LONG=1 STRATA_BIN="$(LOCALBIN)/strata" STRATA_JSCLIENTS="$(JSCLIENTS_DIR)" \
+		go test -count=1 ./test/engine/... -run TestConsoleLong -timeout 30m -v
+
 # The brokers the notification tests deliver to, built from the Go module
 # proxy (the tests start them themselves).
 NATS_SERVER_VERSION ?= v2.12.15

@@ -80,14 +80,20 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Monitoring, "monitoring", false, "also run prometheus-operator and a Prometheus scraping every tenant through its ServiceMonitor, with its rules (images and CRDs from hack/monitoring-images.sh in --images)")
 }
 
-// parseExpose splits "namespace/name=port".
-func parseExpose(e string) (string, int, error) {
-	svc, port, ok := strings.Cut(e, "=")
-	p, err := strconv.Atoi(port)
-	if !ok || err != nil || p < 0 || p > 65535 || !strings.Contains(svc, "/") {
-		return "", 0, fmt.Errorf("--expose %q: want namespace/service=port", e)
+// consolePortName is the tenant Service's port of the web console
+// (builders.S3Service with spec.console enabled).
+const consolePortName = "console"
+
+// parseExpose splits "namespace/name[:portname]=port"; without a port
+// name, the Service's first port is served.
+func parseExpose(e string) (svc, portName string, port int, err error) {
+	svc, hostPort, ok := strings.Cut(e, "=")
+	p, perr := strconv.Atoi(hostPort)
+	svc, portName, _ = strings.Cut(svc, ":")
+	if !ok || perr != nil || p < 0 || p > 65535 || !strings.Contains(svc, "/") {
+		return "", "", 0, fmt.Errorf("--expose %q: want namespace/service[:portname]=port", e)
 	}
-	return svc, p, nil
+	return svc, portName, p, nil
 }
 
 type stringList []string
@@ -113,6 +119,9 @@ type info struct {
 	InnerPID int               `json:"innerPID"`
 	// PrometheusURL is Prometheus' HTTP API on the host (--monitoring).
 	PrometheusURL string `json:"prometheusURL,omitempty"`
+	// ConsoleURL is the tenant's web console on the host (when its
+	// spec.console enables it; the connection closes otherwise).
+	ConsoleURL string `json:"consoleURL,omitempty"`
 }
 
 func writeInfo(state string, in info) error {
@@ -279,10 +288,10 @@ func cmdRun(args []string) error {
 	}
 
 	ns, name, _ := strings.Cut(c.Tenant, "/")
-	go exposeService(s3Ln, proxy, ns, builders.S3ServiceName(name))
+	go exposeService(s3Ln, proxy, ns, builders.S3ServiceName(name), "")
 	defer s3Ln.Close()
 	for i, e := range c.Expose {
-		svc, port, err := parseExpose(e)
+		svc, portName, port, err := parseExpose(e)
 		if err != nil {
 			return fail(err)
 		}
@@ -292,7 +301,11 @@ func cmdRun(args []string) error {
 		}
 		defer ln.Close()
 		sns, sname, _ := strings.Cut(svc, "/")
-		go exposeService(ln, proxy, sns, sname)
+		go exposeService(ln, proxy, sns, sname, portName)
+		if portName == consolePortName {
+			in.ConsoleURL = fmt.Sprintf("https://localhost:%d", port)
+			continue
+		}
 		if svc == prometheusService {
 			in.PrometheusURL = fmt.Sprintf("http://localhost:%d", port)
 			continue
@@ -345,6 +358,9 @@ func cmdRun(args []string) error {
 				_ = fail(fmt.Errorf("%w (see %s)", err, in.Logs))
 				return
 			}
+		}
+		if _, err := proxy.port(ns, builders.S3ServiceName(name), consolePortName); err != nil {
+			in.ConsoleURL = "" // the Tenant has no console
 		}
 		in.Status, in.ReadyAfter = "ready", time.Since(started).Round(time.Second).String()
 		_ = writeInfo(c.State, in)
@@ -462,6 +478,7 @@ func waitTenant(ctx context.Context, kc client.Client, ns, name string, in *info
 		for k, v := range in.Exposed {
 			in.Exposed[k] = strings.Replace(v, "https://", "http://", 1)
 		}
+		in.ConsoleURL = strings.Replace(in.ConsoleURL, "https://", "http://", 1)
 	}
 	return nil
 }

@@ -211,16 +211,19 @@ func (p *serviceProxy) endpoint(namespace, service string, port corev1.ServicePo
 	return addrs[p.next.Add(1)%uint64(len(addrs))], nil
 }
 
-// firstPort is the Service's first port, for host exposures.
-func (p *serviceProxy) firstPort(namespace, service string) (corev1.ServicePort, error) {
+// port is the Service's port of that name (the first one for ""), for host
+// exposures.
+func (p *serviceProxy) port(namespace, service, name string) (corev1.ServicePort, error) {
 	s, err := p.services.Services(namespace).Get(service)
 	if err != nil {
 		return corev1.ServicePort{}, err
 	}
-	if len(s.Spec.Ports) == 0 {
-		return corev1.ServicePort{}, fmt.Errorf("service %s/%s has no port", namespace, service)
+	for _, port := range s.Spec.Ports {
+		if name == "" || port.Name == name {
+			return port, nil
+		}
 	}
-	return s.Spec.Ports[0], nil
+	return corev1.ServicePort{}, fmt.Errorf("service %s/%s has no port %q", namespace, service, name)
 }
 
 func (p *serviceProxy) close() {
@@ -236,14 +239,14 @@ func (p *serviceProxy) close() {
 // the host's network namespace and handed down) with the Service's
 // endpoints: the host reaches the tenant at 127.0.0.1 without any route
 // into the cluster's network.
-func exposeService(ln net.Listener, p *serviceProxy, namespace, service string) {
+func exposeService(ln net.Listener, p *serviceProxy, namespace, service, portName string) {
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
 			return
 		}
 		go func() {
-			port, err := p.firstPort(namespace, service)
+			port, err := p.port(namespace, service, portName)
 			if err != nil {
 				conn.Close()
 				return

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/strata-storage/strata/internal/builders"
 )
 
 // defaultState is where `make demo` keeps the cluster.
@@ -36,6 +38,7 @@ func cmdUp(args []string) error {
 	fs.IntVar(&c.S3Port, "s3-port", 19000, "port of the tenant's S3 endpoint on 127.0.0.1 (0 picks one)")
 	foreground := fs.Bool("foreground", false, "stay in the foreground until interrupted, then stop the cluster")
 	prometheusPort := fs.Int("prometheus-port", 19090, "with --monitoring, the port of Prometheus' HTTP API on 127.0.0.1 (0 picks one)")
+	consolePort := fs.Int("console-port", 19443, "port of the tenant's web console on 127.0.0.1 (0 picks one; -1: none), when its spec.console enables it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,6 +73,11 @@ func cmdUp(args []string) error {
 		if !slices.ContainsFunc(c.Expose, func(e string) bool { return strings.HasPrefix(e, prometheusService+"=") }) {
 			c.Expose = append(c.Expose, fmt.Sprintf("%s=%d", prometheusService, *prometheusPort))
 		}
+	}
+	// The tenant's console, served like any --expose (the Service's port
+	// named console).
+	if ns, name, _ := strings.Cut(c.Tenant, "/"); *consolePort >= 0 && !c.Bare {
+		c.Expose = append(c.Expose, fmt.Sprintf("%s/%s:%s=%d", ns, builders.S3ServiceName(name), consolePortName, *consolePort))
 	}
 	if c.Assets == "" {
 		return errors.New("--assets (or KUBEBUILDER_ASSETS) must name the control-plane binaries (`hack/envtest.sh --control-plane` prints the directory)")
@@ -110,7 +118,7 @@ func cmdUp(args []string) error {
 	c.S3Port = s3Ln.Addr().(*net.TCPAddr).Port
 	var exposeFiles []*os.File
 	for i, e := range c.Expose {
-		svc, port, err := parseExpose(e)
+		svc, portName, port, err := parseExpose(e)
 		if err != nil {
 			return err
 		}
@@ -123,6 +131,9 @@ func cmdUp(args []string) error {
 			return err
 		}
 		ln.Close()
+		if portName != "" {
+			svc += ":" + portName
+		}
 		c.Expose[i] = fmt.Sprintf("%s=%d", svc, ln.Addr().(*net.TCPAddr).Port)
 		exposeFiles = append(exposeFiles, f)
 	}
@@ -314,6 +325,9 @@ func printUsage(w io.Writer, in info, state string) {
 	}
 	for svc, url := range in.Exposed {
 		fmt.Fprintf(w, "Service %s: %s (same keys and CA)\n", svc, url)
+	}
+	if in.ConsoleURL != "" {
+		fmt.Fprintf(w, "Web console (spec.console of the Tenant): %s/ (sign in with the root keys above; docs/console.md)\n", in.ConsoleURL)
 	}
 	if in.PrometheusURL != "" {
 		fmt.Fprintf(w, "Prometheus (scraping the tenant through its ServiceMonitor, with its rules): %s\n", in.PrometheusURL)

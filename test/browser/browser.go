@@ -253,3 +253,32 @@ func (b *Tab) TenantUntil(what string, within time.Duration, done func(page stri
 		time.Sleep(300 * time.Millisecond)
 	}
 }
+
+// Upload uploads a file through the objects page's form (the page is on a
+// bucket's listing), waits until the page says it is uploaded and returns
+// how many distinct values between 0 and 100 its progress bar showed on
+// the way, and how long it took.
+func (b *Tab) Upload(path string) (between int, took time.Duration) {
+	b.t.Helper()
+	name := filepath.Base(path)
+	start := time.Now()
+	b.Do("uploading "+name, chromedp.SetUploadFiles(chromedp.ID("upload-file"), []string{path}), chromedp.Click(chromedp.ID("upload-start")))
+	seen := map[string]bool{}
+	deadline := time.Now().Add(30 * time.Minute)
+	for {
+		v := b.Eval(`String(document.getElementById('upload-progress').value)`)
+		text := b.Text("#upload-text")
+		if strings.HasPrefix(text, "Uploaded "+name) {
+			took = time.Since(start)
+			break
+		}
+		if strings.Contains(text, "failed") || time.Now().After(deadline) {
+			b.t.Fatalf("the upload of %s did not finish: %q (the page's error: %q)", name, text, b.Text("#error"))
+		}
+		if v != "" && v != "0" && v != "100" {
+			seen[v] = true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return len(seen), took
+}

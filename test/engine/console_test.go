@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,7 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,32 +78,11 @@ func TestConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Do("opening the bucket", chromedp.Click(chromedp.CSS(`#bucket-table a`)), chromedp.WaitVisible(chromedp.ID("objects-view")))
-	b.Do("choosing the file", chromedp.SetUploadFiles(chromedp.ID("upload-file"), []string{src}),
-		chromedp.Click(chromedp.ID("upload-start")))
-	seen := map[float64]bool{}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		v, _ := chromedp.Run(b.Context(), chromedp.Evaluate[float64](`document.getElementById('upload-progress').value`))
-		text := b.Eval(`document.getElementById('upload-text').textContent`)
-		seen[v] = true
-		if strings.HasPrefix(text, "Uploaded big-file.bin") {
-			break
-		}
-		if strings.Contains(text, "failed") || time.Now().After(deadline) {
-			t.Fatalf("the upload did not finish: %q (page error %q)", text, b.Text("#error"))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if between, took := b.Upload(src); between == 0 {
+		t.Errorf("the progress bar showed no value between 0 and 100 during a 50 MiB upload")
+	} else {
+		t.Logf("50 MiB uploaded from the browser in %s; the progress bar showed %d values between 0 and 100", took.Round(time.Millisecond), between)
 	}
-	between := 0
-	for v := range seen {
-		if v > 0 && v < 100 {
-			between++
-		}
-	}
-	if between == 0 {
-		t.Errorf("the progress bar showed no value between 0 and 100 during a 50 MiB upload (saw %v)", seen)
-	}
-	t.Logf("progress values seen during the upload: %d distinct between 0 and 100", between)
 	b.WaitText("#object-table", "big-file.bin")
 	b.Accessible("objects")
 	b.Screenshot("objects")
@@ -321,4 +303,87 @@ func TestConsoleShowsANodeLost(t *testing.T) {
 	b.WaitText("#bucket-table", "kept")
 	b.Do("opening the bucket", chromedp.Click(chromedp.CSS(`#bucket-table a`)), chromedp.WaitVisible(chromedp.ID("objects-view")))
 	b.WaitText("#object-table", "still-here.txt")
+}
+
+// TestConsoleLong is the console's measurement behind `make console-long`
+// (skipped unless STRATA_TEST_CONSOLE_LONG is set): a prefix of 100,000
+// objects, the time from opening it in the browser to its first page
+// shown, and a 1 GiB upload from the browser (a multipart upload of 128
+// parts) downloaded back and compared.
+func TestConsoleLong(t *testing.T) {
+	if os.Getenv("STRATA_TEST_CONSOLE_LONG") == "" {
+		t.Skip("the console's long measurement: make console-long (STRATA_TEST_CONSOLE_LONG=1)")
+	}
+	consoleAddr := freeAddr(t)
+	tg := startTLSTargetWith(t, "server", nil, "--console-address", consoleAddr)
+	url := "https://" + consoleAddr + "/"
+	cl := tg.sdkClient(nil)
+	mustCreateBucket(t, cl, "many")
+	const objects = 100_000
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < objects; i += 16 {
+				key := fmt.Sprintf("big/obj-%06d", i)
+				if _, err := cl.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("many"), Key: &key, Body: strings.NewReader("x")}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("%d objects written in %s", objects, time.Since(start).Round(time.Second))
+
+	b := browser.Start(t)
+	b.SignIn(url, rootUser, rootPassword)
+	var firstPage []time.Duration
+	for range 5 {
+		b.Do("back to the buckets", chromedp.Navigate(url+"#/buckets"), chromedp.WaitVisible(chromedp.ID("buckets-view")))
+		opened := time.Now()
+		b.Do("opening the prefix", chromedp.Navigate(url+"#/b/many/big/"), chromedp.WaitVisible(chromedp.ID("objects-view")))
+		b.WaitText("#object-table", "obj-000099")
+		firstPage = append(firstPage, time.Since(opened))
+	}
+	b.Do("the second page", chromedp.Click(chromedp.ID("more")))
+	b.WaitText("#object-table", "obj-000199")
+	slices.Sort(firstPage)
+	t.Logf("first page of a prefix of %d objects shown in %s (median of 5; min %s, max %s)", objects,
+		firstPage[2].Round(time.Millisecond), firstPage[0].Round(time.Millisecond), firstPage[4].Round(time.Millisecond))
+
+	src := filepath.Join(t.TempDir(), "one-gib.bin")
+	f, err := os.Create(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := randomBytes(16 << 20)
+	for i := range 64 {
+		chunk[0] = byte(i)
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustCreateBucket(t, cl, "large")
+	b.Do("opening the bucket", chromedp.Navigate(url+"#/b/large/"), chromedp.WaitVisible(chromedp.ID("objects-view")))
+	between, took := b.Upload(src)
+	t.Logf("1 GiB uploaded from the browser in %s (%.0f MiB/s; %d progress values shown)", took.Round(time.Millisecond), 1024/took.Seconds(), between)
+	b.Do("opening the object", chromedp.Navigate(url+"#/o/large/one-gib.bin"), chromedp.WaitVisible(chromedp.ID("object-view")))
+	b.WaitText("#object-facts", "1073741824 bytes")
+	dl := time.Now()
+	got := b.Downloaded("downloading 1 GiB", chromedp.Click(chromedp.ID("object-download")))
+	t.Logf("1 GiB downloaded by the browser in %s", time.Since(dl).Round(time.Millisecond))
+	if sha256File(t, got) != sha256File(t, src) {
+		t.Error("the 1 GiB download differs from the upload")
+	}
 }

@@ -58,6 +58,8 @@ type info struct {
 	PrometheusURL string `json:"prometheusURL"`
 	// Exposed are the --expose Services' URLs, by namespace/name.
 	Exposed map[string]string `json:"exposed"`
+	// ConsoleURL is the demo tenant's web console.
+	ConsoleURL string `json:"consoleURL"`
 }
 
 func repoRoot() string {
@@ -158,7 +160,7 @@ func startCluster(ctx context.Context, t *testing.T, assets, imagesDir string, a
 		}
 	})
 	upArgs := append([]string{"up", "--state-dir", c.state, "--repo", repoRoot(), "--assets", assets,
-		"--images", imagesDir, "--api-port", "0", "--s3-port", "0", "--timeout", "6m"}, args...)
+		"--images", imagesDir, "--api-port", "0", "--s3-port", "0", "--console-port", "0", "--timeout", "6m"}, args...)
 	up := exec.CommandContext(ctx, c.lc, upArgs...)
 	up.Dir = repoRoot()
 	var out bytes.Buffer
@@ -407,6 +409,14 @@ func TestDemoTenantServesS3(t *testing.T) {
 			t.Fatal(err)
 		}
 		claimsFromPods(ctx, t, kubeClient(t, in.Kubeconfig), kubernetes.NewForConfigOrDie(cfg))
+	})
+
+	t.Run("the web console in a browser: sign in, a 50 MiB upload and its download, a server killed shows its drives offline", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", in.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		consoleInBrowser(ctx, t, c, kubernetes.NewForConfigOrDie(cfg))
 	})
 
 	t.Run("kubectl exec, port-forward and logs --previous reach the kubelets", func(t *testing.T) {

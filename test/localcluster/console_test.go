@@ -1,0 +1,84 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/strata-storage/strata/test/browser"
+)
+
+// consoleInBrowser drives the demo tenant's web console, which `make demo`
+// prints, in headless Chromium: sign in with the root keys, a bucket, a
+// 50 MiB upload with its progress, its download compared byte for byte,
+// the tenant page's eight drives; then a server pod's process is killed
+// (its kubelet starts it again) and the page shows its two drives offline
+// until it is back.
+func consoleInBrowser(ctx context.Context, t *testing.T, c *cluster, cs kubernetes.Interface) {
+	in := c.in
+	if in.ConsoleURL == "" || !strings.Contains(c.out, in.ConsoleURL) {
+		t.Fatalf("up printed no console URL (info %q):\n%s", in.ConsoleURL, c.out)
+	}
+	b := browser.Start(t)
+	b.SignIn(in.ConsoleURL+"/", in.AccessKey, in.SecretKey)
+	b.Do("creating a bucket", chromedp.SetValue(chromedp.ID("bucket-name"), "console-e2e"), chromedp.Click(chromedp.ID("bucket-create")))
+	b.WaitText("#bucket-table", "console-e2e")
+
+	src := filepath.Join(t.TempDir(), "e2e-50mib.bin")
+	data := make([]byte, 50<<20)
+	_, _ = rand.Read(data)
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.Do("opening the bucket", chromedp.Navigate(in.ConsoleURL+"/#/b/console-e2e/"), chromedp.WaitVisible(chromedp.ID("objects-view")))
+	between, took := b.Upload(src)
+	if between == 0 {
+		t.Errorf("the progress bar showed no value between 0 and 100 during a 50 MiB upload")
+	}
+	t.Logf("50 MiB uploaded from the browser through the demo tenant's Service in %s (%d progress values shown)", took.Round(time.Millisecond), between)
+	b.WaitText("#object-table", "e2e-50mib.bin")
+	b.Do("opening the object", chromedp.Navigate(in.ConsoleURL+"/#/o/console-e2e/e2e-50mib.bin"), chromedp.WaitVisible(chromedp.ID("object-view")))
+	b.WaitText("#object-facts", "52428800 bytes")
+	got, err := os.ReadFile(b.Downloaded("downloading", chromedp.Click(chromedp.ID("object-download"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sha256.Sum256(got) != sha256.Sum256(data) || !bytes.Equal(got, data) {
+		t.Errorf("the download (%d bytes) differs from the upload", len(got))
+	}
+
+	b.Do("opening the tenant page", chromedp.Click(chromedp.ID("nav-tenant")), chromedp.WaitVisible(chromedp.ID("tenant-view")))
+	b.TenantUntil("eight drives online", 2*time.Minute, func(page string) bool { return strings.Count(page, "online") == 8 })
+	b.Screenshot("demo-tenant")
+	const victim = "media-nvme-1"
+	p, err := cs.CoreV1().Pods("default").Get(ctx, victim, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := containerPID(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	b.TenantUntil(fmt.Sprintf("%s's two drives offline", victim), 2*time.Minute, func(page string) bool {
+		return strings.Count(page, "offline") == 2
+	})
+	b.Screenshot("demo-tenant-server-killed")
+	b.TenantUntil("all eight drives online again once the kubelet restarted "+victim, 3*time.Minute, func(page string) bool {
+		return strings.Count(page, "online") == 8
+	})
+}
