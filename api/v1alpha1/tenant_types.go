@@ -91,9 +91,10 @@ type TenantSpec struct {
 	// +optional
 	Replication ReplicationSpec `json:"replication,omitempty"`
 
-	// console serves the tenant's web console from every server pod: a
-	// person signs in with S3 credentials to browse and move objects, see
-	// the tenant's health and its users (docs/console.md).
+	// console serves the tenant's web console from every server and
+	// gateway pod: a person signs in with S3 credentials to browse and
+	// move objects, see the tenant's health and its users
+	// (docs/console.md).
 	// +optional
 	Console ConsoleSpec `json:"console,omitempty"`
 
@@ -594,9 +595,10 @@ type ExposeSpec struct {
 
 // ConsoleSpec configures the tenant's web console.
 type ConsoleSpec struct {
-	// enabled serves the console on port 9090 of every server pod, with
-	// the tenant's certificate, and adds a "console" port to the tenant's
-	// Service (reachable from spec.networkPolicy.s3From, as S3 is).
+	// enabled serves the console on port 9090 of every server and gateway
+	// pod, with the tenant's certificate, and adds a "console" port to the
+	// tenant's Service and each GatewayPool's (reachable from
+	// spec.networkPolicy.s3From, as S3 is).
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
 
@@ -614,6 +616,15 @@ type ConsoleSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^https?://[^/?#@]+/?$')",message="publicS3URL is scheme://host[:port], http or https, with no path, query or user (e.g. https://s3.example.com)"
 	PublicS3URL string `json:"publicS3URL,omitempty"`
+
+	// prometheusURL is a Prometheus that scrapes this tenant (through its
+	// ServiceMonitor), whose HTTP API the console's tenant page reads to
+	// chart request rate, errors and latency over the last hour, such as
+	// http://prometheus-operated.monitoring.svc:9090. Empty: no charts.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^https?://[^?#@]+$')",message="prometheusURL is an http:// or https:// URL of Prometheus' HTTP API root, without query or user (e.g. http://prometheus-operated.monitoring.svc:9090)"
+	PrometheusURL string `json:"prometheusURL,omitempty"`
 }
 
 // MonitoringSpec configures Prometheus integration. Objects are only created

@@ -40,6 +40,12 @@ type Options struct {
 	PublicS3URL string
 	// SessionTTL is how long a sign-in lasts; 0: DefaultSessionTTL.
 	SessionTTL time.Duration
+	// PrometheusURL is a Prometheus scraping the tenant, whose HTTP API
+	// the tenant page's charts read (empty: no charts);
+	// PrometheusSelector the label matchers of the tenant's series there
+	// (`tenant="media",namespace="store"`; empty: every series).
+	PrometheusURL      string
+	PrometheusSelector string
 }
 
 // Config configures a console.
@@ -72,8 +78,10 @@ type Console struct {
 	cfg       Config
 	sessions  *sessions
 	transport *http.Transport
-	s3Host    string
-	mux       *http.ServeMux
+	// prometheus reads the charts' series (system roots over HTTPS).
+	prometheus *http.Client
+	s3Host     string
+	mux        *http.ServeMux
 }
 
 // New makes a console from cfg.
@@ -95,7 +103,8 @@ func New(cfg Config) (*Console, error) {
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}
-	c := &Console{cfg: cfg, sessions: ses, s3Host: net.JoinHostPort(host, port), mux: http.NewServeMux()}
+	c := &Console{cfg: cfg, sessions: ses, s3Host: net.JoinHostPort(host, port), mux: http.NewServeMux(),
+		prometheus: &http.Client{Timeout: 10 * time.Second}}
 	c.transport = http.DefaultTransport.(*http.Transport).Clone()
 	c.transport.Proxy = nil
 	c.transport.MaxIdleConnsPerHost = 64

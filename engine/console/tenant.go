@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -87,7 +88,10 @@ func (c *Console) tenant(w http.ResponseWriter, r *http.Request, k *call) {
 
 // userView is one IAM user of the users page.
 type userView struct {
-	Name       string      `json:"name"`
+	Name string `json:"name"`
+	// Claim is the namespace of the BucketAccess claim the operator made
+	// this user for (read-only in the console); empty for other users.
+	Claim      string      `json:"claim,omitempty"`
 	Created    time.Time   `json:"created"`
 	Groups     []string    `json:"groups"`
 	Policies   []string    `json:"policies"`
@@ -153,6 +157,9 @@ func (c *Console) users(w http.ResponseWriter, r *http.Request, k *call) {
 		}
 		for _, u := range page.Users {
 			uv := userView{Name: aws.ToString(u.UserName), Created: aws.ToTime(u.CreateDate), Groups: []string{}, Policies: []string{}, AccessKeys: []accessKey{}}
+			if ns, ok := strings.CutPrefix(aws.ToString(u.Path), ClaimsPath); ok {
+				uv.Claim = strings.TrimSuffix(ns, "/")
+			}
 			if keys, err := cl.ListAccessKeys(ctx, &iam.ListAccessKeysInput{UserName: u.UserName}); err == nil {
 				for _, ak := range keys.AccessKeyMetadata {
 					uv.AccessKeys = append(uv.AccessKeys, accessKey{ID: aws.ToString(ak.AccessKeyId), Status: string(ak.Status), Created: aws.ToTime(ak.CreateDate)})

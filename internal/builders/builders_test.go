@@ -85,13 +85,14 @@ func TestServerStatefulSet(t *testing.T) {
 	}, {
 		name: "console enabled: its flags",
 		tenant: testTenant(func(t *v1.Tenant) {
-			t.Spec.Console = v1.ConsoleSpec{Enabled: true, SessionTTL: "30m", PublicS3URL: "https://s3.example.com"}
+			t.Spec.Console = v1.ConsoleSpec{Enabled: true, SessionTTL: "30m", PublicS3URL: "https://s3.example.com", PrometheusURL: "http://prom:9090"}
 		}),
 		pool:     testPool("pool-a", 4, 2),
 		group:    placement.Group{Replicas: 4},
 		wantName: "media-pool-a",
 		wantArgs: []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json",
 			"--console-address", ":9090", "--console-session-ttl", "30m", "--console-s3-url", "https://s3.example.com",
+			"--console-prometheus-url", "http://prom:9090", "--console-prometheus-selector", `tenant="media",namespace="store"`,
 			"--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"},
 		wantProbe: corev1.URISchemeHTTPS,
 		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology", "encryption-keys"},
@@ -556,6 +557,14 @@ func TestConsolePorts(t *testing.T) {
 		})
 		if hasPort != enabled || inService != enabled || inPolicy != enabled {
 			t.Errorf("console enabled=%v: container port %v, Service port %v, NetworkPolicy rule %v", enabled, hasPort, inService, inPolicy)
+		}
+		g := &v1.GatewayPool{ObjectMeta: metav1.ObjectMeta{Name: "nas", Namespace: "store"}}
+		gc := GatewayDeployment(tn, g, EngineFor(tn, "strata:default", "abc")).Spec.Template.Spec.Containers[0]
+		gwPort := slices.ContainsFunc(gc.Ports, func(p corev1.ContainerPort) bool { return p.Name == "console" })
+		gwArg := slices.Contains(gc.Args, "--console-address")
+		gwService := slices.ContainsFunc(GatewayService(tn, g).Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "console" })
+		if gwPort != enabled || gwArg != enabled || gwService != enabled {
+			t.Errorf("console enabled=%v on a gateway: container port %v, flag %v, Service port %v", enabled, gwPort, gwArg, gwService)
 		}
 	}
 }

@@ -58,7 +58,9 @@ func GatewayDeployment(t *v1.Tenant, g *v1.GatewayPool, e Engine) *appsv1.Deploy
 	if e.TLSSecret == "" {
 		args = append(args, "--admin-over-http") // tls.mode Disabled
 	}
+	args = append(args, ConsoleArgs(t)...)
 	c := e.container(args, []corev1.VolumeMount{{Name: "data", MountPath: GatewayDataPath}}, g.Spec.PodPlacement, GatewaySizing)
+	c.Ports = append(c.Ports, consoleContainerPort(t)...)
 	vols, _ := e.volumes()
 	vols = append(vols, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: GatewayClaim(t, g)},

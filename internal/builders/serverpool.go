@@ -64,9 +64,7 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 	}
 	args = append(args, ConsoleArgs(t)...)
 	c := e.container(args, mounts, p.Spec.PodPlacement, ServerSizing)
-	if t.Spec.Console.Enabled {
-		c.Ports = append(c.Ports, corev1.ContainerPort{Name: "console", ContainerPort: ConsolePort, Protocol: corev1.ProtocolTCP})
-	}
+	c.Ports = append(c.Ports, consoleContainerPort(t)...)
 	c.Env = append(c.Env, keyEnv...)
 	if env, ok := oidcAudiencesEnv(t.Spec.WebIdentity.Providers); ok {
 		c.Env = append(c.Env, env)

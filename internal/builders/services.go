@@ -40,7 +40,16 @@ func consoleServicePort(t *v1.Tenant) []corev1.ServicePort {
 	return []corev1.ServicePort{{Name: "console", Protocol: corev1.ProtocolTCP, Port: ConsolePort, TargetPort: intstr.FromInt32(ConsolePort)}}
 }
 
-// ConsoleArgs are the strata server flags of spec.console (none when the
+// consoleContainerPort is the console's port of a strata container, when
+// spec.console enables it.
+func consoleContainerPort(t *v1.Tenant) []corev1.ContainerPort {
+	if !t.Spec.Console.Enabled {
+		return nil
+	}
+	return []corev1.ContainerPort{{Name: "console", ContainerPort: ConsolePort, Protocol: corev1.ProtocolTCP}}
+}
+
+// ConsoleArgs are the strata server and gateway flags of spec.console (none when the
 // console is off).
 func ConsoleArgs(t *v1.Tenant) []string {
 	c := t.Spec.Console
@@ -53,6 +62,12 @@ func ConsoleArgs(t *v1.Tenant) []string {
 	}
 	if c.PublicS3URL != "" {
 		args = append(args, "--console-s3-url", c.PublicS3URL)
+	}
+	if c.PrometheusURL != "" {
+		// The ServiceMonitor labels the tenant's series with its name;
+		// Prometheus adds the namespace of the target.
+		args = append(args, "--console-prometheus-url", c.PrometheusURL,
+			"--console-prometheus-selector", fmt.Sprintf(`%s=%q,namespace=%q`, LabelTenantTarget, t.Name, t.Namespace))
 	}
 	return args
 }
@@ -104,7 +119,7 @@ func GatewayService(t *v1.Tenant, g *v1.GatewayPool) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			Type:     typ,
 			Selector: PoolSelector(t.Name, g.Name, ComponentGateway),
-			Ports:    []corev1.ServicePort{s3ServicePort(t)},
+			Ports:    append([]corev1.ServicePort{s3ServicePort(t)}, consoleServicePort(t)...),
 		},
 	}
 }

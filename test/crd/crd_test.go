@@ -233,6 +233,9 @@ var _ = Describe("invalid specs", func() {
 		Entry("a console's S3 URL with a path", invalid{tenantWith(func(t *v1.Tenant) {
 			t.Spec.Console = v1.ConsoleSpec{Enabled: true, PublicS3URL: "https://s3.example.com/media"}
 		}), "publicS3URL is scheme://host[:port]"}),
+		Entry("a console's Prometheus that is no URL", invalid{tenantWith(func(t *v1.Tenant) {
+			t.Spec.Console = v1.ConsoleSpec{Enabled: true, PrometheusURL: "prometheus:9090"}
+		}), "prometheusURL is an http:// or https:// URL"}),
 		Entry("service port out of range", invalid{tenantWith(func(t *v1.Tenant) {
 			t.Spec.Expose.Port = 70000
 		}), "spec.expose.port"}),

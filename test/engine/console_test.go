@@ -54,7 +54,10 @@ func TestConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	consoleAddr := freeAddr(t)
-	tg := startTLSTargetWith(t, "server", []string{"STRATA_IAM_FILE=" + usersFile}, "--console-address", consoleAddr)
+	// A keys file: the IAM directory (users, keys, policies) seals its
+	// secrets with it.
+	tg := startTLSTargetWith(t, "server", []string{"STRATA_IAM_FILE=" + usersFile, "STRATA_KMS_KEYS_FILE=" + keysFile(t, "tenant-1")},
+		"--console-address", consoleAddr)
 	url := "https://" + consoleAddr + "/"
 	b := browser.Start(t)
 	b.Do("opening the console", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("login-form")))
@@ -137,8 +140,42 @@ func TestConsole(t *testing.T) {
 	b.Screenshot("tenant")
 	b.Do("opening the users page", chromedp.Click(chromedp.ID("nav-users")), chromedp.WaitVisible(chromedp.ID("users-view")))
 	b.WaitText("#users-body", "viewer")
+
+	// IAM: a user, a key shown once, an inline policy that lets the key
+	// read the bucket, then the key and the user deleted.
+	b.Do("creating an IAM user", chromedp.SetValue(chromedp.ID("user-name"), "app-team"), chromedp.Click(chromedp.ID("user-create")))
+	b.WaitText("#user-table", "app-team")
+	b.Do("making an access key", chromedp.Click(chromedp.CSS(`button[aria-label="New access key for app-team"]`)))
+	b.WaitText("#new-key", "shown this once")
+	keyID, keySecret := b.Text("#new-key-id"), b.Text("#new-key-secret")
+	app := tg.userClient(keyID, keySecret)
+	if _, err := app.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("console-demo"), Key: aws.String("big-file.bin")}); err == nil {
+		t.Error("a new user without a policy reads the bucket")
+	}
+	b.Do("saving a policy", chromedp.SetValue(chromedp.ID("policy-user"), "app-team"), chromedp.SetValue(chromedp.ID("policy-name"), "read-demo"),
+		chromedp.SetValue(chromedp.ID("policy-doc"), `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::console-demo/*"]}]}`),
+		chromedp.Click(chromedp.ID("policy-save")))
+	b.WaitText("#status", "Policy read-demo of app-team saved")
+	b.WaitText("#user-table", "read-demo")
+	waitFor(t, "the new key to read the bucket", 10*time.Second, func() bool {
+		_, err := app.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("console-demo"), Key: aws.String("big-file.bin")})
+		return err == nil
+	})
 	b.Accessible("users")
 	b.Screenshot("users")
+	if strings.Contains(tg.s.logs(), keySecret) {
+		t.Error("the new key's secret is in the server's log")
+	}
+	b.Do("deleting the key", chromedp.Click(chromedp.CSS(`button[aria-label="Delete key `+keyID+`"]`)),
+		chromedp.Click(chromedp.CSS(`button[aria-label="Delete key `+keyID+`"]`)))
+	b.WaitText("#status", "Access key "+keyID+" deleted")
+	waitFor(t, "the deleted key to be refused", 10*time.Second, func() bool {
+		_, err := app.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("console-demo"), Key: aws.String("big-file.bin")})
+		return err != nil
+	})
+	b.Do("deleting the user", chromedp.Click(chromedp.CSS(`button[aria-label="Delete user app-team"]`)),
+		chromedp.Click(chromedp.CSS(`button[aria-label="Delete user app-team"]`)))
+	b.WaitText("#status", "User app-team deleted")
 
 	// A read-only user: everything is visible, every write is refused by S3.
 	b.Do("signing out", chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("login-form")))
@@ -158,6 +195,9 @@ func TestConsole(t *testing.T) {
 	b.Do("opening the object as the viewer", chromedp.Click(chromedp.CSS(`#object-table a`)), chromedp.WaitVisible(chromedp.ID("object-view")))
 	b.WaitText("#object-facts", "52428800 bytes")
 	b.Do("deleting as the viewer", chromedp.Click(chromedp.ID("object-delete")), chromedp.Click(chromedp.ID("object-delete")))
+	b.WaitText("#error", "AccessDenied")
+	b.Do("opening the users page as the viewer", chromedp.Click(chromedp.ID("nav-users")), chromedp.WaitVisible(chromedp.ID("users-view")))
+	b.Do("creating an IAM user as the viewer", chromedp.SetValue(chromedp.ID("user-name"), "viewer-made"), chromedp.Click(chromedp.ID("user-create")))
 	b.WaitText("#error", "AccessDenied")
 	if hidden := b.Eval(`String(document.getElementById('nav-tenant').hidden)`); hidden != "true" {
 		t.Error("the tenant page is offered to a read-only user")
@@ -386,4 +426,31 @@ func TestConsoleLong(t *testing.T) {
 	if sha256File(t, got) != sha256File(t, src) {
 		t.Error("the 1 GiB download differs from the upload")
 	}
+}
+
+// TestConsoleOnTheGateway: `strata gateway` serves the same console: sign
+// in, a bucket, a file uploaded and listed, downloaded and compared, and
+// the tenant page naming the gateway.
+func TestConsoleOnTheGateway(t *testing.T) {
+	consoleAddr := freeAddr(t)
+	startTLSTargetWith(t, "gateway", nil, "--console-address", consoleAddr)
+	url := "https://" + consoleAddr + "/"
+	b := browser.Start(t)
+	b.SignIn(url, rootUser, rootPassword)
+	b.Do("creating a bucket", chromedp.SetValue(chromedp.ID("bucket-name"), "on-posix"), chromedp.Click(chromedp.ID("bucket-create")))
+	b.WaitText("#bucket-table", "on-posix")
+	src := filepath.Join(t.TempDir(), "twelve-mib.bin")
+	if err := os.WriteFile(src, randomBytes(12<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.Do("opening the bucket", chromedp.Navigate(url+"#/b/on-posix/"), chromedp.WaitVisible(chromedp.ID("objects-view")))
+	b.Upload(src)
+	b.WaitText("#object-table", "twelve-mib.bin")
+	b.Do("opening the object", chromedp.Navigate(url+"#/o/on-posix/twelve-mib.bin"), chromedp.WaitVisible(chromedp.ID("object-view")))
+	got := b.Downloaded("downloading", chromedp.Click(chromedp.ID("object-download")))
+	if sha256File(t, got) != sha256File(t, src) {
+		t.Error("the download from the gateway differs from the upload")
+	}
+	b.Do("opening the tenant page", chromedp.Click(chromedp.ID("nav-tenant")), chromedp.WaitVisible(chromedp.ID("tenant-view")))
+	b.WaitText("#tenant-body", "gateway")
 }

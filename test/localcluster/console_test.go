@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/chromedp/chromedp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -81,4 +83,40 @@ func consoleInBrowser(ctx context.Context, t *testing.T, c *cluster, cs kubernet
 	b.TenantUntil("all eight drives online again once the kubelet restarted "+victim, 3*time.Minute, func(page string) bool {
 		return strings.Count(page, "online") == 8
 	})
+}
+
+// requestsChart is the requests chart's caption; its group the number of
+// points.
+var requestsChart = regexp.MustCompile(`Requests, per second: now [0-9.e+-]+, peak [0-9.e+-]+ over the last hour \((\d+) points\)`)
+
+// consoleCharts: with the demo tenant's spec.console.prometheusURL naming
+// the cluster's Prometheus, the console's tenant page charts request rate,
+// errors and latency once Prometheus has two scrapes of S3 traffic (the
+// requests here are S3 calls through the tenant's Service).
+func consoleCharts(ctx context.Context, t *testing.T, c *cluster) {
+	client := s3Client(t, c.in)
+	for i := range 20 {
+		_, _ = client.ListBuckets(ctx, &s3.ListBucketsInput{})
+		time.Sleep(time.Duration(i%3) * 500 * time.Millisecond)
+	}
+	b := browser.Start(t)
+	b.SignIn(c.in.ConsoleURL+"/", c.in.AccessKey, c.in.SecretKey)
+	b.Do("opening the tenant page", chromedp.Click(chromedp.ID("nav-tenant")), chromedp.WaitVisible(chromedp.ID("tenant-view")))
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		charts := b.Text("#charts")
+		if m := requestsChart.FindStringSubmatch(charts); m != nil && m[1] != "0" && m[1] != "1" && strings.Contains(charts, "Errors (5xx), per second: now 0") {
+			t.Logf("charts: %s", charts)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tenant page never charted Prometheus' series: %q (page error %q)", charts, b.Text("#error"))
+		}
+		_, _ = client.ListBuckets(ctx, &s3.ListBucketsInput{})
+		time.Sleep(2 * time.Second)
+		b.Do("reloading the tenant page", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("tenant-view")))
+		time.Sleep(time.Second)
+	}
+	b.Accessible("tenant with charts")
+	b.Screenshot("tenant-charts")
 }

@@ -99,6 +99,9 @@ func TestPrometheusScrapesTheDemoTenant(t *testing.T) {
 		sort.Strings(alerts)
 		waitFor(ctx, t, 2*time.Minute, func() error { return rulesLoaded(prom, group, alerts) })
 	})
+	t.Run("the console charts the last hour from Prometheus", func(t *testing.T) {
+		consoleCharts(ctx, t, c)
+	})
 
 	c.down(t, c.in.S3URL, prom)
 }

@@ -323,6 +323,50 @@ async function showTenant() {
       out.append(el('p', { text: b.bucket + ': ' + b.replicated + ' replicated, ' + b.failed + ' failed, last lag ' + b.lastLagSeconds.toFixed(2) + ' s' }));
     }
   }
+  await showCharts(out);
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+function svg(tag, attrs) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+}
+
+function fmt(v) {
+  if (v === 0) return '0';
+  if (Math.abs(v) >= 100) return v.toFixed(0);
+  if (Math.abs(v) >= 1) return v.toFixed(2);
+  return v.toPrecision(2);
+}
+
+// chart draws one series as a line over the last hour, with its latest
+// value and peak in its title and its accessible name.
+function chart(s) {
+  const w = 560, h = 140, pad = 4;
+  const pts = s.points;
+  const last = pts.length ? pts[pts.length - 1][1] : 0;
+  const peak = pts.reduce((m, p) => Math.max(m, p[1]), 0);
+  const summary = s.title + ', ' + s.unit + ': now ' + fmt(last) + ', peak ' + fmt(peak) + ' over the last hour (' + pts.length + ' points)';
+  const box = svg('svg', { viewBox: '0 0 ' + w + ' ' + h, width: w, height: h, role: 'img', 'aria-label': summary, class: 'chart' });
+  box.append(svg('rect', { x: 0, y: 0, width: w, height: h, class: 'chart-frame' }));
+  if (pts.length > 1) {
+    const t0 = pts[0][0], t1 = pts[pts.length - 1][0];
+    const top = peak > 0 ? peak : 1;
+    const xy = pts.map((p) => [pad + (w - 2 * pad) * (t1 > t0 ? (p[0] - t0) / (t1 - t0) : 0), h - pad - (h - 2 * pad) * (p[1] / top)]);
+    box.append(svg('polyline', { points: xy.map((q) => q[0].toFixed(1) + ',' + q[1].toFixed(1)).join(' '), class: 'chart-line' }));
+  }
+  return el('figure', { class: 'chart-box' }, box, el('figcaption', { text: summary }));
+}
+
+async function showCharts(out) {
+  const c = await api('GET', '/api/charts');
+  if (!c.configured) return;
+  const section = el('section', { id: 'charts', 'aria-labelledby': 'charts-title' }, el('h2', { id: 'charts-title', text: 'The last hour (Prometheus)' }));
+  if (c.error) section.append(el('p', { class: 'error', text: 'No charts: ' + c.error }));
+  for (const s of c.series) section.append(chart(s));
+  out.append(section);
 }
 
 async function showUsers() {
@@ -334,12 +378,49 @@ async function showUsers() {
   if (u.iamError) out.append(el('p', { class: 'error', text: 'Not listed: ' + u.iamError }));
   const tb = el('tbody');
   for (const x of u.users) {
-    tb.append(el('tr', {}, el('td', { text: x.name }), el('td', { text: x.groups.join(', ') }), el('td', { text: x.policies.join(', ') }),
-      el('td', { text: x.accessKeys.map((k) => k.id + ' (' + k.status + ')').join(', ') })));
+    const keys = el('td');
+    const actions = el('td');
+    for (const k of x.accessKeys) {
+      keys.append(el('span', { text: k.id + ' (' + k.status + ')' }), ' ');
+      if (!x.claim) {
+        const del = el('button', { type: 'button', class: 'quiet', text: 'Delete key', 'aria-label': 'Delete key ' + k.id });
+        del.addEventListener('click', () => confirmThen(del, async () => {
+          await api('DELETE', '/api/users/keys?' + q({ user: x.name, id: k.id }));
+          say('Access key ' + k.id + ' deleted.');
+          await showUsers();
+        }));
+        keys.append(del, ' ');
+      }
+    }
+    if (x.claim) {
+      actions.append(el('span', { text: 'claim of namespace ' + x.claim + ' (the operator owns it)' }));
+    } else {
+      const mk = el('button', { type: 'button', class: 'quiet', text: 'New access key', 'aria-label': 'New access key for ' + x.name });
+      mk.addEventListener('click', async () => {
+        clearMessages();
+        try {
+          const k = await api('POST', '/api/users/keys?' + q({ user: x.name }));
+          await showUsers();
+          $('new-key').replaceChildren(el('strong', { text: 'New access key of ' + k.user + ' (the secret is shown this once): ' }),
+            el('code', { id: 'new-key-id', text: k.accessKeyId }), ' ', el('code', { id: 'new-key-secret', text: k.secretAccessKey }));
+        } catch (err) { fail(err.message); }
+      });
+      const del = el('button', { type: 'button', class: 'quiet', text: 'Delete user', 'aria-label': 'Delete user ' + x.name });
+      del.addEventListener('click', () => confirmThen(del, async () => {
+        await api('DELETE', '/api/users?' + q({ user: x.name }));
+        say('User ' + x.name + ' deleted.');
+        await showUsers();
+      }));
+      actions.append(mk, ' ', del);
+    }
+    tb.append(el('tr', {}, el('td', { text: x.name }), el('td', { text: x.groups.join(', ') }), el('td', { text: x.policies.join(', ') }), keys, actions));
   }
-  out.append(el('table', {}, el('caption', { class: 'visually-hidden', text: 'IAM users' }),
+  if (u.users.length === 0) tb.append(el('tr', {}, el('td', { colspan: '5', text: 'No IAM users, or none these credentials may list.' })));
+  out.append(el('p', { id: 'new-key', role: 'status' }));
+  out.append(el('table', { id: 'user-table' }, el('caption', { class: 'visually-hidden', text: 'IAM users' }),
     el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'User' }), el('th', { scope: 'col', text: 'Groups' }),
-      el('th', { scope: 'col', text: 'Policies' }), el('th', { scope: 'col', text: 'Access keys' }))), tb));
+      el('th', { scope: 'col', text: 'Policies' }), el('th', { scope: 'col', text: 'Access keys' }),
+      el('th', { scope: 'col', text: 'Actions' }))), tb));
   out.append(el('h2', { text: 'Users the tenant declares (managed by the operator, read-only)' }));
   const db = el('tbody');
   for (const x of u.declared) {
@@ -390,6 +471,26 @@ function wire() {
       $('upload-text').textContent = 'Upload of ' + file.name + ' failed.';
       fail(err.message);
     } finally { $('upload-start').disabled = false; }
+  });
+  $('user-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clearMessages();
+    const name = $('user-name').value;
+    try {
+      await api('POST', '/api/users', { name });
+      $('user-name').value = '';
+      await showUsers();
+      say('User ' + name + ' created.');
+    } catch (err) { fail(err.message); }
+  });
+  $('policy-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clearMessages();
+    try {
+      await api('PUT', '/api/users/policy?' + q({ user: $('policy-user').value, name: $('policy-name').value }), { document: $('policy-doc').value });
+      await showUsers();
+      say('Policy ' + $('policy-name').value + ' of ' + $('policy-user').value + ' saved.');
+    } catch (err) { fail(err.message); }
   });
   $('more').addEventListener('click', () => morePage().catch((e) => fail(e.message)));
   $('object-presign').addEventListener('click', async () => {
