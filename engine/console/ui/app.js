@@ -352,9 +352,10 @@ function chart(s) {
   const box = svg('svg', { viewBox: '0 0 ' + w + ' ' + h, width: w, height: h, role: 'img', 'aria-label': summary, class: 'chart' });
   box.append(svg('rect', { x: 0, y: 0, width: w, height: h, class: 'chart-frame' }));
   if (pts.length > 1) {
-    const t0 = pts[0][0], t1 = pts[pts.length - 1][0];
+    // The x axis is the whole hour, so a young tenant's line starts late.
+    const t1 = Math.max(Date.now() / 1000, pts[pts.length - 1][0]), t0 = t1 - 3600;
     const top = peak > 0 ? peak : 1;
-    const xy = pts.map((p) => [pad + (w - 2 * pad) * (t1 > t0 ? (p[0] - t0) / (t1 - t0) : 0), h - pad - (h - 2 * pad) * (p[1] / top)]);
+    const xy = pts.map((p) => [pad + (w - 2 * pad) * Math.max(0, (p[0] - t0) / (t1 - t0)), h - pad - (h - 2 * pad) * (p[1] / top)]);
     box.append(svg('polyline', { points: xy.map((q) => q[0].toFixed(1) + ',' + q[1].toFixed(1)).join(' '), class: 'chart-line' }));
   }
   return el('figure', { class: 'chart-box' }, box, el('figcaption', { text: summary }));
