@@ -459,7 +459,8 @@ func metricsTokenFlag(fs *flag.FlagSet) *string {
 func consoleFlags(fs *flag.FlagSet) *console.Options {
 	o := &console.Options{}
 	fs.StringVar(&o.Address, "console-address", "", "host:port to serve the web console on, with --certs-dir's certificate (empty: no console); sign in with S3 credentials")
-	fs.StringVar(&o.PublicS3URL, "console-s3-url", "", "the S3 endpoint the console's presigned links name, as browsers reach it (empty: the console's host name with the S3 port)")
+	fs.StringVar(&o.PublicS3URL, "console-s3-url", "", "the S3 endpoint the console's presigned links name, as browsers reach it (empty: the console's host name with --console-s3-port)")
+	fs.IntVar(&o.PublicS3Port, "console-s3-port", 0, "without --console-s3-url, the port presigned links name with the console's host name, such as the S3 Service's (0: the S3 listener's)")
 	fs.DurationVar(&o.SessionTTL, "console-session-ttl", console.DefaultSessionTTL, "how long a console sign-in lasts")
 	fs.StringVar(&o.PrometheusURL, "console-prometheus-url", "", "a Prometheus scraping this tenant, whose HTTP API the console's tenant page charts (request rate, errors, latency over the last hour; empty: no charts)")
 	fs.StringVar(&o.PrometheusSelector, "console-prometheus-selector", "", `label matchers of this tenant's series in that Prometheus, such as tenant="media",namespace="store" (empty: every series)`)

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -80,8 +81,10 @@ func (c *Console) signedIn(h apiFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, "SignedOut", err.Error())
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !c.sessions.sameOrigin(r, ses) {
-			writeError(w, http.StatusForbidden, "CSRF", "the request did not come from the console's page (missing or wrong CSRF token)")
+		// Every call carries the page's token but downloads, which are
+		// navigations (a link cannot send a header) and change nothing.
+		if r.URL.Path != "/api/download" && !c.sessions.fromPage(r, ses) {
+			writeError(w, http.StatusForbidden, "CSRF", "the request did not come from the console's page (missing or wrong CSRF token): sign in again")
 			return
 		}
 		cl, err := c.client(ses)
@@ -120,15 +123,29 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, apiError{Code: code, Message: msg})
 }
 
+// signedOutCodes are S3's and IAM's answers to credentials that no longer
+// sign (a key deleted, a session token expired): the page goes back to
+// sign-in on them.
+var signedOutCodes = map[string]bool{"InvalidAccessKeyId": true, "SignatureDoesNotMatch": true, "ExpiredToken": true,
+	"InvalidToken": true, "InvalidClientTokenId": true}
+
 // writeS3Error answers with what S3 (or IAM, or the admin API) said.
 func writeS3Error(w http.ResponseWriter, err error) {
 	var resp minio.ErrorResponse
-	if errors.As(err, &resp) && resp.StatusCode != 0 {
+	if errors.As(err, &resp) && resp.Code != "" {
+		if signedOutCodes[resp.Code] {
+			writeError(w, http.StatusUnauthorized, "SignedOut", resp.Code+": these credentials no longer sign in; sign in again")
+			return
+		}
+		status := resp.StatusCode
+		if status == 0 { // an error inside a 200 answer (CompleteMultipartUpload)
+			status = http.StatusInternalServerError
+		}
 		msg := resp.Message
 		if msg == "" {
-			msg = http.StatusText(resp.StatusCode)
+			msg = http.StatusText(status)
 		}
-		writeError(w, resp.StatusCode, resp.Code, msg)
+		writeError(w, status, resp.Code, msg)
 		return
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -167,9 +184,11 @@ type loginRequest struct {
 }
 
 type sessionInfo struct {
-	AccessKey string    `json:"accessKey"`
-	CSRF      string    `json:"csrf"`
-	Expires   time.Time `json:"expires"`
+	AccessKey string `json:"accessKey"`
+	// CSRF is the session's token, given at sign-in only (the page keeps
+	// it in sessionStorage).
+	CSRF    string    `json:"csrf,omitempty"`
+	Expires time.Time `json:"expires"`
 	// Admin is whether the credentials may read the admin API (the
 	// tenant's pools, drives and health).
 	Admin bool `json:"admin"`
@@ -180,7 +199,11 @@ type sessionInfo struct {
 // still a key) and starts a session.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+	// A sign-in forged by another site (signing the victim in as the
+	// attacker) is refused: browsers tell the site, and a JSON body cannot
+	// be sent cross-site without a preflight the console never answers.
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if site := r.Header.Get("Sec-Fetch-Site"); (site != "" && site != "same-origin") || mt != "application/json" || !sameHost(r) {
 		writeError(w, http.StatusForbidden, "CSRF", "sign in from the console's own page")
 		return
 	}
@@ -212,6 +235,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	started, err := c.sessions.start(w, req.AccessKey, req.SecretKey, req.SessionToken)
+	if errors.Is(err, errCookieTooLarge) {
+		writeError(w, http.StatusBadRequest, "CredentialsTooLarge", err.Error())
+		return
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "InternalError", err.Error())
 		return
@@ -220,13 +247,25 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, c.describe(r.Context(), started))
 }
 
+// sameHost is false when the request names an Origin of another host.
+func sameHost(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host
+}
+
 func (c *Console) describe(ctx context.Context, ses session) sessionInfo {
 	_, err := c.admin(ses).Info(ctx)
 	return sessionInfo{AccessKey: ses.AccessKey, CSRF: ses.CSRF, Expires: time.Unix(ses.Expires, 0).UTC(), Admin: err == nil}
 }
 
 func (c *Console) sessionInfo(w http.ResponseWriter, r *http.Request, k *call) {
-	writeJSON(w, http.StatusOK, c.describe(r.Context(), k.ses))
+	info := c.describe(r.Context(), k.ses)
+	info.CSRF = ""
+	writeJSON(w, http.StatusOK, info)
 }
 
 func (c *Console) logout(w http.ResponseWriter, _ *http.Request, _ *call) {
@@ -448,6 +487,10 @@ func (c *Console) putTags(w http.ResponseWriter, r *http.Request, k *call) {
 
 // download streams an object (a version of it) to the browser as a file.
 func (c *Console) download(w http.ResponseWriter, r *http.Request, k *call) {
+	if r.Method == http.MethodHead {
+		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "download with GET")
+		return
+	}
 	q, ok := need(w, r, "bucket", "key")
 	if !ok {
 		return
@@ -459,7 +502,10 @@ func (c *Console) download(w http.ResponseWriter, r *http.Request, k *call) {
 	}
 	defer body.Close()
 	h := w.Header()
-	name := q[1][strings.LastIndex(q[1], "/")+1:]
+	name := path.Base(strings.TrimRight(q[1], "/"))
+	if name == "." || name == "/" || name == "" {
+		name = "object"
+	}
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 	// Served as bytes, never as a page of the console's origin.
 	h.Set("Content-Type", "application/octet-stream")

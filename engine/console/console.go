@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,10 @@ type Options struct {
 	// (scheme://host[:port]); empty: the console's own host name with the
 	// S3 listener's port.
 	PublicS3URL string
+	// PublicS3Port, without PublicS3URL, is the port presigned links name
+	// with the console's host name (the S3 Service's port in Kubernetes);
+	// 0: the S3 listener's.
+	PublicS3Port int
 	// SessionTTL is how long a sign-in lasts; 0: DefaultSessionTTL.
 	SessionTTL time.Duration
 	// PrometheusURL is a Prometheus scraping the tenant, whose HTTP API
@@ -91,6 +96,9 @@ func New(cfg Config) (*Console, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.S3TLS && cfg.S3Leaf == nil {
+		return nil, errors.New("console: an S3 listener with TLS needs S3Leaf, the certificate it serves")
 	}
 	ses, err := newSessions(cfg.RootSecret, cfg.SessionTTL, cfg.CertsDir != "")
 	if err != nil {
@@ -207,6 +215,9 @@ func (c *Console) publicS3(host string) (endpoint string, secure bool) {
 		return strings.TrimPrefix(strings.TrimPrefix(strings.TrimSuffix(u, "/"), "https://"), "http://"), secure
 	}
 	_, port, _ := net.SplitHostPort(c.cfg.S3Address)
+	if c.cfg.PublicS3Port > 0 {
+		port = strconv.Itoa(c.cfg.PublicS3Port)
+	}
 	name := host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		name = h

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -93,6 +94,12 @@ func (s *sessions) open(r *http.Request) (session, error) {
 	return ses, nil
 }
 
+// maxCookie bounds the sealed cookie: browsers drop cookies past about
+// 4 KiB silently (a sign-in that works, then every call signed out).
+const maxCookie = 3800
+
+var errCookieTooLarge = errors.New("console: these credentials do not fit in a browser cookie (a session token with long session policies or tags); use shorter ones")
+
 // start seals a new session for the credentials into a cookie.
 func (s *sessions) start(w http.ResponseWriter, access, secret, token string) (session, error) {
 	csrf := make([]byte, 18)
@@ -106,7 +113,11 @@ func (s *sessions) start(w http.ResponseWriter, access, secret, token string) (s
 	nonce := make([]byte, s.aead.NonceSize())
 	_, _ = rand.Read(nonce)
 	sealed := s.aead.Seal(nonce, nonce, plain, []byte(s.cookieName()))
-	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: base64.RawURLEncoding.EncodeToString(sealed),
+	value := base64.RawURLEncoding.EncodeToString(sealed)
+	if len(value) > maxCookie {
+		return session{}, errCookieTooLarge
+	}
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: value,
 		Path: "/", MaxAge: int(s.ttl.Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode})
 	return ses, nil
 }
@@ -117,20 +128,22 @@ func (s *sessions) end(w http.ResponseWriter) {
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode})
 }
 
-// sameOrigin refuses a request that changes something unless it carries the
-// session's CSRF token and, where the browser says so, comes from the
-// console's own pages. The SameSite=Strict cookie already keeps other
-// sites' requests unsigned-in; this is the second lock.
-func (s *sessions) sameOrigin(r *http.Request, ses session) bool {
+// fromPage refuses a request that does not carry the session's CSRF
+// token, or that the browser says comes from another site, or whose
+// Origin names another host. The token is handed to the page once, at
+// sign-in, and kept in its per-origin sessionStorage: a cookie planted by a
+// page of another port of the same host (which cookies do not tell apart)
+// holds another session whose token the console's page does not have, so
+// its requests are refused instead of acting in the planted session.
+// Origin's host is compared, not its scheme, so a TLS-terminating proxy in
+// front of a plain-HTTP console does not refuse the page's own requests.
+func (s *sessions) fromPage(r *http.Request, ses session) bool {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
 		return false
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
-		scheme := "http://"
-		if s.secure {
-			scheme = "https://"
-		}
-		if origin != scheme+r.Host {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host != r.Host {
 			return false
 		}
 	}

@@ -96,6 +96,9 @@ type userView struct {
 	Groups     []string    `json:"groups"`
 	Policies   []string    `json:"policies"`
 	AccessKeys []accessKey `json:"accessKeys"`
+	// Error says what of this user could not be read (its keys, groups or
+	// policies then show incomplete).
+	Error string `json:"error,omitempty"`
 }
 
 type accessKey struct {
@@ -160,24 +163,34 @@ func (c *Console) users(w http.ResponseWriter, r *http.Request, k *call) {
 			if ns, ok := strings.CutPrefix(aws.ToString(u.Path), ClaimsPath); ok {
 				uv.Claim = strings.TrimSuffix(ns, "/")
 			}
+			var errs []string
 			if keys, err := cl.ListAccessKeys(ctx, &iam.ListAccessKeysInput{UserName: u.UserName}); err == nil {
 				for _, ak := range keys.AccessKeyMetadata {
 					uv.AccessKeys = append(uv.AccessKeys, accessKey{ID: aws.ToString(ak.AccessKeyId), Status: string(ak.Status), Created: aws.ToTime(ak.CreateDate)})
 				}
+			} else {
+				errs = append(errs, "access keys: "+iamMessage(err))
 			}
 			if groups, err := cl.ListGroupsForUser(ctx, &iam.ListGroupsForUserInput{UserName: u.UserName}); err == nil {
 				for _, g := range groups.Groups {
 					uv.Groups = append(uv.Groups, aws.ToString(g.GroupName))
 				}
+			} else {
+				errs = append(errs, "groups: "+iamMessage(err))
 			}
 			if inline, err := cl.ListUserPolicies(ctx, &iam.ListUserPoliciesInput{UserName: u.UserName}); err == nil {
 				uv.Policies = append(uv.Policies, inline.PolicyNames...)
+			} else {
+				errs = append(errs, "inline policies: "+iamMessage(err))
 			}
 			if attached, err := cl.ListAttachedUserPolicies(ctx, &iam.ListAttachedUserPoliciesInput{UserName: u.UserName}); err == nil {
 				for _, p := range attached.AttachedPolicies {
 					uv.Policies = append(uv.Policies, aws.ToString(p.PolicyName))
 				}
+			} else {
+				errs = append(errs, "attached policies: "+iamMessage(err))
 			}
+			uv.Error = strings.Join(errs, "; ")
 			v.Users = append(v.Users, uv)
 		}
 	}

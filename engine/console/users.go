@@ -27,6 +27,10 @@ func writeIAMError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadGateway, "Unavailable", err.Error())
 		return
 	}
+	if signedOutCodes[ae.ErrorCode()] {
+		writeError(w, http.StatusUnauthorized, "SignedOut", ae.ErrorCode()+": these credentials no longer sign in; sign in again")
+		return
+	}
 	status := http.StatusBadRequest
 	switch ae.ErrorCode() {
 	case "AccessDenied", "AccessDeniedException", "InvalidClientTokenId", "SignatureDoesNotMatch":
@@ -82,39 +86,59 @@ func (c *Console) deleteUser(w http.ResponseWriter, r *http.Request, k *call) {
 	if c.ownedByOperator(w, r, cl, q[0]) {
 		return
 	}
-	keys, err := cl.ListAccessKeys(ctx, &iam.ListAccessKeysInput{UserName: user})
-	if err != nil {
-		writeIAMError(w, err)
-		return
-	}
-	for _, key := range keys.AccessKeyMetadata {
-		if _, err := cl.DeleteAccessKey(ctx, &iam.DeleteAccessKeyInput{UserName: user, AccessKeyId: key.AccessKeyId}); err != nil {
+	// What can fail for want of a right goes first (detaching, leaving
+	// groups), then what cannot be undone (keys, inline policies).
+	attached := iam.NewListAttachedUserPoliciesPaginator(cl, &iam.ListAttachedUserPoliciesInput{UserName: user})
+	for attached.HasMorePages() {
+		page, err := attached.NextPage(ctx)
+		if err != nil {
 			writeIAMError(w, err)
 			return
 		}
-	}
-	inline, err := cl.ListUserPolicies(ctx, &iam.ListUserPoliciesInput{UserName: user})
-	if err != nil {
-		writeIAMError(w, err)
-		return
-	}
-	for _, p := range inline.PolicyNames {
-		if _, err := cl.DeleteUserPolicy(ctx, &iam.DeleteUserPolicyInput{UserName: user, PolicyName: aws.String(p)}); err != nil {
-			writeIAMError(w, err)
-			return
-		}
-	}
-	if attached, err := cl.ListAttachedUserPolicies(ctx, &iam.ListAttachedUserPoliciesInput{UserName: user}); err == nil {
-		for _, p := range attached.AttachedPolicies {
+		for _, p := range page.AttachedPolicies {
 			if _, err := cl.DetachUserPolicy(ctx, &iam.DetachUserPolicyInput{UserName: user, PolicyArn: p.PolicyArn}); err != nil {
 				writeIAMError(w, err)
 				return
 			}
 		}
 	}
-	if groups, err := cl.ListGroupsForUser(ctx, &iam.ListGroupsForUserInput{UserName: user}); err == nil {
-		for _, g := range groups.Groups {
+	groups := iam.NewListGroupsForUserPaginator(cl, &iam.ListGroupsForUserInput{UserName: user})
+	for groups.HasMorePages() {
+		page, err := groups.NextPage(ctx)
+		if err != nil {
+			writeIAMError(w, err)
+			return
+		}
+		for _, g := range page.Groups {
 			if _, err := cl.RemoveUserFromGroup(ctx, &iam.RemoveUserFromGroupInput{UserName: user, GroupName: g.GroupName}); err != nil {
+				writeIAMError(w, err)
+				return
+			}
+		}
+	}
+	keys := iam.NewListAccessKeysPaginator(cl, &iam.ListAccessKeysInput{UserName: user})
+	for keys.HasMorePages() {
+		page, err := keys.NextPage(ctx)
+		if err != nil {
+			writeIAMError(w, err)
+			return
+		}
+		for _, key := range page.AccessKeyMetadata {
+			if _, err := cl.DeleteAccessKey(ctx, &iam.DeleteAccessKeyInput{UserName: user, AccessKeyId: key.AccessKeyId}); err != nil {
+				writeIAMError(w, err)
+				return
+			}
+		}
+	}
+	inline := iam.NewListUserPoliciesPaginator(cl, &iam.ListUserPoliciesInput{UserName: user})
+	for inline.HasMorePages() {
+		page, err := inline.NextPage(ctx)
+		if err != nil {
+			writeIAMError(w, err)
+			return
+		}
+		for _, p := range page.PolicyNames {
+			if _, err := cl.DeleteUserPolicy(ctx, &iam.DeleteUserPolicyInput{UserName: user, PolicyName: aws.String(p)}); err != nil {
 				writeIAMError(w, err)
 				return
 			}

@@ -2,6 +2,7 @@ package builders
 
 import (
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,9 @@ func ConsoleArgs(t *v1.Tenant) []string {
 	}
 	if c.PublicS3URL != "" {
 		args = append(args, "--console-s3-url", c.PublicS3URL)
+	} else {
+		// Links name the console's host with the port S3 has there.
+		args = append(args, "--console-s3-port", strconv.Itoa(int(ServicePort(t))))
 	}
 	if c.PrometheusURL != "" {
 		// The ServiceMonitor labels the tenant's series with its name;

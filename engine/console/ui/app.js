@@ -31,8 +31,7 @@ class APIError extends Error {
 }
 
 async function api(method, path, body) {
-  const opts = { method, headers: {}, credentials: 'same-origin' };
-  if (method !== 'GET') opts.headers['X-Strata-CSRF'] = csrf;
+  const opts = { method, headers: { 'X-Strata-CSRF': csrf }, credentials: 'same-origin' };
   if (body !== undefined) {
     opts.headers['Content-Type'] = 'application/json';
     opts.body = JSON.stringify(body);
@@ -41,7 +40,7 @@ async function api(method, path, body) {
   let data = null;
   try { data = await resp.json(); } catch (e) { data = null; }
   if (!resp.ok) {
-    if (resp.status === 401 && path !== '/api/login') showLogin();
+    if ((resp.status === 401 || (data && data.code === 'CSRF')) && path !== '/api/login') showLogin();
     throw new APIError(resp.status, data ? data.code : String(resp.status), data ? data.message : resp.statusText);
   }
   return data;
@@ -74,12 +73,19 @@ function show(id) {
 function showLogin() {
   session = null;
   csrf = '';
+  sessionStorage.removeItem('strata-csrf');
   show('login-view');
 }
 
+// The CSRF token comes once, with the sign-in, and is kept in this tab's
+// sessionStorage (per origin, port included): a cookie another port of
+// the host planted holds a session whose token this page never had.
 function signedIn(s) {
   session = s;
-  csrf = s.csrf;
+  if (s.csrf) {
+    csrf = s.csrf;
+    sessionStorage.setItem('strata-csrf', s.csrf);
+  }
   $('who').textContent = 'Signed in as ' + s.accessKey + (s.admin ? ' (administrator)' : '');
   $('nav-tenant').hidden = !s.admin;
 }
@@ -88,15 +94,17 @@ function signedIn(s) {
 async function route() {
   clearMessages();
   if (!session) {
+    csrf = sessionStorage.getItem('strata-csrf') || '';
+    if (!csrf) { showLogin(); return; }
     try { signedIn(await api('GET', '/api/session')); } catch (e) { showLogin(); return; }
   }
-  const h = decodeURIComponent(location.hash.slice(1) || '/buckets');
   try {
+    const h = decodeURIComponent(location.hash.slice(1) || '/buckets');
     if (h.startsWith('/b/')) {
       const rest = h.slice(3);
       const i = rest.indexOf('/');
       await showObjects(i < 0 ? rest : rest.slice(0, i), i < 0 ? '' : rest.slice(i + 1));
-    } else if (h.startsWith('/o/')) {
+    } else if (h.startsWith('/o/') && h.indexOf('/', 3) > 3) {
       const rest = h.slice(3);
       const i = rest.indexOf('/');
       await showObject(rest.slice(0, i), rest.slice(i + 1));
@@ -414,7 +422,9 @@ async function showUsers() {
       }));
       actions.append(mk, ' ', del);
     }
-    tb.append(el('tr', {}, el('td', { text: x.name }), el('td', { text: x.groups.join(', ') }), el('td', { text: x.policies.join(', ') }), keys, actions));
+    const name = el('td', { text: x.name });
+    if (x.error) name.append(el('span', { class: 'error', text: ' (not all read: ' + x.error + ')' }));
+    tb.append(el('tr', {}, name, el('td', { text: x.groups.join(', ') }), el('td', { text: x.policies.join(', ') }), keys, actions));
   }
   if (u.users.length === 0) tb.append(el('tr', {}, el('td', { colspan: '5', text: 'No IAM users, or none these credentials may list.' })));
   out.append(el('p', { id: 'new-key', role: 'status' }));
