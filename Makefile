@@ -242,9 +242,9 @@ envtest-suites: envtest build ## Integration suites against a real kube-apiserve
 		go test $$(go list ./test/... | grep -v -e /test/engine -e /test/scale -e /test/localcluster -e /test/monitoring) -ginkgo.v=false -timeout 20m
 
 .PHONY: localcluster-e2e
-localcluster-e2e: images node-images nodes pyclients cli-tools monitoring-images ## End to end on a local cluster (as root): a Tenant from the images `make images` built, S3 through its endpoint, clean teardown; docs/install.md run as written (Helm, kubectl, aws, strata admin); with --monitoring, a real Prometheus scrapes the tenant.
+localcluster-e2e: images node-images nodes pyclients jsclients cli-tools monitoring-images ## End to end on a local cluster (as root): a Tenant from the images `make images` built, S3 through its endpoint, clean teardown; docs/install.md run as written (Helm, kubectl, aws, strata admin); with --monitoring, a real Prometheus scrapes the tenant.
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh --nodes)" STRATA_IMAGES="$(IMAGES_DIR)" STRATA_BIN="$(LOCALBIN)/strata" \
-		STRATA_CLI_TOOLS="$$(hack/cli-tools.sh)" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" \
+		STRATA_CLI_TOOLS="$$(hack/cli-tools.sh)" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" STRATA_JSCLIENTS="$(JSCLIENTS_DIR)" \
 		go test -count=1 ./test/localcluster/... -timeout 50m -v
 
 .PHONY: day2-e2e
