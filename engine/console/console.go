@@ -12,6 +12,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -126,7 +127,7 @@ func New(cfg Config) (*Console, error) {
 			InsecureSkipVerify: true, //nolint:gosec // pinned to the served leaf in VerifyPeerCertificate
 			VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
 				leaf := cfg.S3Leaf()
-				if leaf == nil || len(raw) == 0 || !leaf.Equal(mustParse(raw[0])) {
+				if leaf == nil || len(raw) == 0 || !bytes.Equal(leaf.Raw, raw[0]) {
 					return errors.New("console: the S3 listener presented a certificate it does not serve")
 				}
 				return nil
@@ -135,14 +136,6 @@ func New(cfg Config) (*Console, error) {
 	}
 	c.routes()
 	return c, nil
-}
-
-func mustParse(der []byte) *x509.Certificate {
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return &x509.Certificate{}
-	}
-	return cert
 }
 
 // ServeHTTP serves the console's pages and API.

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,20 +24,6 @@ import (
 
 	"github.com/strata-storage/strata/test/browser"
 )
-
-func sha256File(t *testing.T, path string) string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
 
 // TestConsole drives the web console in a real browser against `strata
 // server` over TLS: sign in, create a bucket, upload a 50 MiB file (a
@@ -119,13 +104,13 @@ func TestConsole(t *testing.T) {
 	h := sha256.New()
 	_, _ = io.Copy(h, resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || hex.EncodeToString(h.Sum(nil)) != sha256File(t, src) {
+	if resp.StatusCode != 200 || [32]byte(h.Sum(nil)) != fileSum(t, src) {
 		t.Errorf("the presigned link answered %d with other bytes", resp.StatusCode)
 	}
 	b.Accessible("object")
 	b.Screenshot("object")
 	got := b.Downloaded("downloading", chromedp.Click(chromedp.ID("object-download")))
-	if sha256File(t, got) != sha256File(t, src) {
+	if fileSum(t, got) != fileSum(t, src) {
 		t.Errorf("the downloaded file's SHA-256 differs from the uploaded one's")
 	}
 
@@ -228,9 +213,13 @@ func TestConsoleSessions(t *testing.T) {
 	jar, _ := cookiejar.New(nil)
 	hc := tg.httpClient()
 	hc.Jar = jar
-	post := func(path, body string, hdr map[string]string) *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
+	// send makes one request of the signed-in client (cookie jar), JSON
+	// bodies for POST.
+	send := func(method, path, body string, hdr map[string]string) *http.Response {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		if method == http.MethodPost {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		for k, v := range hdr {
 			req.Header.Set(k, v)
 		}
@@ -240,6 +229,10 @@ func TestConsoleSessions(t *testing.T) {
 		}
 		return resp
 	}
+	post := func(path, body string, hdr map[string]string) *http.Response {
+		return send(http.MethodPost, path, body, hdr)
+	}
+	get := func(path string, hdr map[string]string) *http.Response { return send(http.MethodGet, path, "", hdr) }
 	resp := post("/api/login", `{"accessKey":"`+rootUser+`","secretKey":"wrong"}`, nil)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
@@ -266,17 +259,6 @@ func TestConsoleSessions(t *testing.T) {
 	}
 	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
 		t.Errorf("Content-Security-Policy %q", csp)
-	}
-	get := func(path string, hdr map[string]string) *http.Response {
-		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
 	}
 	// Reads need the token too (a cookie planted by another port of the
 	// host holds a session whose token the page does not have), and the
@@ -460,7 +442,7 @@ func TestConsoleLong(t *testing.T) {
 	dl := time.Now()
 	got := b.Downloaded("downloading 1 GiB", chromedp.Click(chromedp.ID("object-download")))
 	t.Logf("1 GiB downloaded by the browser in %s", time.Since(dl).Round(time.Millisecond))
-	if sha256File(t, got) != sha256File(t, src) {
+	if fileSum(t, got) != fileSum(t, src) {
 		t.Error("the 1 GiB download differs from the upload")
 	}
 }
@@ -485,7 +467,7 @@ func TestConsoleOnTheGateway(t *testing.T) {
 	b.WaitText("#object-table", "twelve-mib.bin")
 	b.Do("opening the object", chromedp.Navigate(url+"#/o/on-posix/twelve-mib.bin"), chromedp.WaitVisible(chromedp.ID("object-view")))
 	got := b.Downloaded("downloading", chromedp.Click(chromedp.ID("object-download")))
-	if sha256File(t, got) != sha256File(t, src) {
+	if fileSum(t, got) != fileSum(t, src) {
 		t.Error("the download from the gateway differs from the upload")
 	}
 	b.Do("opening the tenant page", chromedp.Click(chromedp.ID("nav-tenant")), chromedp.WaitVisible(chromedp.ID("tenant-view")))

@@ -74,17 +74,7 @@ func kubectlOnNodes(ctx context.Context, t *testing.T, c *cluster, cs kubernetes
 	}
 
 	const victim = "media-nvme-2"
-	p, err := cs.CoreV1().Pods("default").Get(ctx, victim, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := containerPID(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	killPodProcess(ctx, t, cs, victim)
 	waitFor(ctx, t, 2*time.Minute, func() error {
 		p, err := cs.CoreV1().Pods("default").Get(ctx, victim, metav1.GetOptions{})
 		if err != nil {
@@ -97,5 +87,22 @@ func kubectlOnNodes(ctx context.Context, t *testing.T, c *cluster, cs kubernetes
 	})
 	if out := run("logs", victim, "--previous"); !strings.Contains(out, "serving S3") {
 		t.Errorf("kubectl logs --previous of the killed server does not show it served:\n%s", out)
+	}
+}
+
+// killPodProcess kills the container process of a pod of the default
+// namespace with SIGKILL, as a crash would; its kubelet starts it again.
+func killPodProcess(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) {
+	t.Helper()
+	p, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := containerPID(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
 	}
 }
