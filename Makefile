@@ -112,8 +112,8 @@ fuzz: ## Each fuzz target of the engine for FUZZTIME (default 60s).
 	FUZZTIME=$(or $(FUZZTIME),60s) hack/fuzz.sh
 
 .PHONY: engine-integration
-engine-integration: build pyclients jsclients strata-previous brokers ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2, minio-go, the aws CLI, boto3, s3cmd and the AWS SDK for JavaScript v3; bucket notifications to a real NATS server.
-	STRATA_BIN="$(LOCALBIN)/strata" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" STRATA_JSCLIENTS="$(JSCLIENTS_DIR)" STRATA_NATS_SERVER="$(NATS_SERVER)" STRATA_KAFKA_LIBS="$(KAFKA_LIBS)" \
+engine-integration: build pyclients jsclients strata-previous brokers keycloak ## Engine integration tests: real strata processes on 127.0.0.1 driven by aws-sdk-go-v2, minio-go, the aws CLI, boto3, s3cmd and the AWS SDK for JavaScript v3; bucket notifications to a real NATS server; the console's single sign-on through a real Keycloak.
+	STRATA_BIN="$(LOCALBIN)/strata" STRATA_KEYCLOAK="$(KEYCLOAK)" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" STRATA_JSCLIENTS="$(JSCLIENTS_DIR)" STRATA_NATS_SERVER="$(NATS_SERVER)" STRATA_KAFKA_LIBS="$(KAFKA_LIBS)" \
 		STRATA_PREVIOUS_BIN="$$(test -x $(LOCALBIN)/strata-previous && echo $(LOCALBIN)/strata-previous)" \
 		STRATA_LAYOUT1_BIN="$$(test -x $(LOCALBIN)/strata-layout1 && echo $(LOCALBIN)/strata-layout1)" \
 		go test -count=1 ./test/engine/... -timeout 25m
@@ -215,7 +215,7 @@ conformance: build keycloak ## S3 conformance: ceph/s3-tests against strata serv
 KEYCLOAK_VERSION ?= 26.5.6
 KEYCLOAK ?= $(LOCALBIN)/keycloak-$(KEYCLOAK_VERSION)
 .PHONY: keycloak
-keycloak: $(KEYCLOAK)/bin/kc.sh ## Download Keycloak (the conformance suite's OIDC issuer) into bin/.
+keycloak: $(KEYCLOAK)/bin/kc.sh ## Download Keycloak (the OIDC issuer of the conformance suite and of the console's single sign-on test) into bin/.
 $(KEYCLOAK)/bin/kc.sh:
 	hack/keycloak.sh $(KEYCLOAK_VERSION) $(KEYCLOAK)
 

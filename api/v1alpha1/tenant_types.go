@@ -13,6 +13,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || self.tls.mode != 'External' || has(self.tls.secretRef)",message="tls.mode External needs tls.secretRef naming a kubernetes.io/tls Secret with tls.crt and tls.key"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || self.tls.mode == 'CertManager' || !has(self.tls.issuerRef)",message="tls.issuerRef is only used with tls.mode CertManager; remove it or set mode: CertManager"
 // +kubebuilder:validation:XValidation:rule="!has(self.credentials) || !has(self.credentials.secretRef) || !has(self.users) || self.users.all(u, u.secretRef.name != self.credentials.secretRef.name)",message="a user's secretRef may not be the root credentials Secret; give each user a Secret of its own"
+// +kubebuilder:validation:XValidation:rule="!has(self.console) || !has(self.console.oidc) || (has(self.webIdentity) && has(self.webIdentity.providers) && self.webIdentity.providers.exists(p, p.url == self.console.oidc.issuerURL && self.console.oidc.clientID in p.clientIDs))",message="console.oidc signs in through STS, which accepts only spec.webIdentity.providers: list its issuerURL there with its clientID among the clientIDs"
 type TenantSpec struct {
 	// image is the strata engine image every ServerPool and GatewayPool of
 	// this tenant runs. Changing it starts a rolling upgrade, gated on
@@ -594,6 +595,7 @@ type ExposeSpec struct {
 }
 
 // ConsoleSpec configures the tenant's web console.
+// +kubebuilder:validation:XValidation:rule="!has(self.oidc) || self.enabled",message="console.oidc is the console's sign-in: set console.enabled too"
 type ConsoleSpec struct {
 	// enabled serves the console on port 9090 of every server and gateway
 	// pod, with the tenant's certificate, and adds a "console" port to the
@@ -625,7 +627,63 @@ type ConsoleSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^https?://[^?#@]+$')",message="prometheusURL is an http:// or https:// URL of Prometheus' HTTP API root, without query or user (e.g. http://prometheus-operated.monitoring.svc:9090)"
 	PrometheusURL string `json:"prometheusURL,omitempty"`
+
+	// oidc offers single sign-on through an OpenID Connect issuer: the
+	// console trades the ID token for a role's temporary credentials
+	// (STS AssumeRoleWithWebIdentity), so the role's trust policy says who
+	// may sign in and its policies what they may do. Servers' consoles
+	// only: gateways have no STS.
+	// +optional
+	OIDC *ConsoleOIDCSpec `json:"oidc,omitempty"`
 }
+
+// ConsoleOIDCSpec is the console's single sign-on.
+// +kubebuilder:validation:XValidation:rule="!has(self.redirectURL) || self.redirectURL.endsWith('/api/oidc/callback')",message="redirectURL is the console's callback as the issuer knows it: https://HOST[:PORT]/api/oidc/callback"
+type ConsoleOIDCSpec struct {
+	// issuerURL is the issuer, as its tokens' iss claim names it; it must
+	// be one of spec.webIdentity.providers.
+	// +kubebuilder:validation:Pattern=`^https://[^?#]+$`
+	// +kubebuilder:validation:MaxLength=255
+	IssuerURL string `json:"issuerURL"`
+
+	// clientID is the console's client at the issuer (an audience the
+	// provider lists). Register https://CONSOLE-HOST/api/oidc/callback as
+	// its redirect URI.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	ClientID string `json:"clientID"`
+
+	// clientSecretRef names a Secret of this namespace whose key
+	// clientSecret is the client's secret; none for a public client (PKCE
+	// only).
+	// +optional
+	ClientSecretRef *SecretReference `json:"clientSecretRef,omitempty"`
+
+	// roleARN is the role a sign-in assumes, such as
+	// arn:aws:iam:::role/console-users (made with IAM's CreateRole; its
+	// trust policy names the provider and, with conditions on
+	// ISSUER:sub or ISSUER:aud, who may sign in).
+	// +kubebuilder:validation:Pattern=`^arn:aws:iam::[0-9]*:role/[A-Za-z0-9+=,.@_/-]{1,64}$`
+	RoleARN string `json:"roleARN"`
+
+	// scopes asked of the issuer; default openid profile email.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:XValidation:rule="self.exists(s, s == 'openid')",message="scopes must include openid: the console needs an ID token"
+	Scopes []string `json:"scopes,omitempty"`
+
+	// redirectURL is the console's callback as registered at the issuer,
+	// when browsers reach the console by a name other than the one they
+	// ask for (empty: the host the browser names).
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^?#@]+$`
+	RedirectURL string `json:"redirectURL,omitempty"`
+}
+
+// ConsoleOIDCSecretKey is the key of spec.console.oidc.clientSecretRef's
+// Secret that holds the client's secret.
+const ConsoleOIDCSecretKey = "clientSecret"
 
 // MonitoringSpec configures Prometheus integration. Objects are only created
 // when the prometheus-operator CRDs exist in the cluster.

@@ -190,6 +190,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 		"reloaded when they change; empty serves plain HTTP")
 	limits := limitFlags(fs)
 	consoleOpts := consoleFlags(fs)
+	consoleSecretFile := consoleOIDCFlags(fs, consoleOpts)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
 	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate or CA bundle")
 	metricsToken := metricsTokenFlag(fs)
@@ -280,6 +281,14 @@ pool list from a file (docs/topology.md) and follows its changes.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	servePprof(getenv("STRATA_PPROF_ADDR"), log)
+	if *consoleSecretFile != "" {
+		secret, err := os.ReadFile(*consoleSecretFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "strata server: --console-oidc-client-secret-file:", err)
+			return 2
+		}
+		consoleOpts.OIDC.ClientSecret = strings.TrimSpace(string(secret))
+	}
 	healer := erasure.DefaultHealerOptions
 	healer.ScanInterval, healer.BytesPerSecond = *scanInterval, *healRate
 	err = server.Run(ctx, server.Config{
@@ -465,6 +474,18 @@ func consoleFlags(fs *flag.FlagSet) *console.Options {
 	fs.StringVar(&o.PrometheusURL, "console-prometheus-url", "", "a Prometheus scraping this tenant, whose HTTP API the console's tenant page charts (request rate, errors, latency over the last hour; empty: no charts)")
 	fs.StringVar(&o.PrometheusSelector, "console-prometheus-selector", "", `label matchers of this tenant's series in that Prometheus, such as tenant="media",namespace="store" (empty: every series)`)
 	return o
+}
+
+// consoleOIDCFlags registers the console's single sign-on (servers only:
+// it assumes roles through STS).
+func consoleOIDCFlags(fs *flag.FlagSet, o *console.Options) *string {
+	fs.StringVar(&o.OIDC.Issuer, "console-oidc-issuer", "", "an OpenID Connect issuer the console offers single sign-on through (one the tenant accepts web identities from; empty: keys only)")
+	fs.StringVar(&o.OIDC.ClientID, "console-oidc-client-id", "", "the console's client ID at --console-oidc-issuer")
+	secretFile := fs.String("console-oidc-client-secret-file", "", "a file holding the client's secret (none: a public client, PKCE only); a file, not a flag, so the secret is not on the command line")
+	fs.StringVar(&o.OIDC.RoleARN, "console-oidc-role-arn", "", "the role a single sign-on assumes with the ID token (AssumeRoleWithWebIdentity): its trust policy says who may sign in")
+	fs.StringVar(&o.OIDC.Scopes, "console-oidc-scopes", "openid profile email", "the scopes asked of the issuer")
+	fs.StringVar(&o.OIDC.RedirectURL, "console-oidc-redirect-url", "", "the console's callback as registered at the issuer (empty: https://HOST/api/oidc/callback for the host the browser names)")
+	return secretFile
 }
 
 // limitFlags registers the S3 port's limits (docs/security.md): what a

@@ -28,7 +28,10 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /{$}", staticFile("index.html", "text/html; charset=utf-8"))
 	c.mux.HandleFunc("GET /app.js", staticFile("app.js", "text/javascript; charset=utf-8"))
 	c.mux.HandleFunc("GET /app.css", staticFile("app.css", "text/css; charset=utf-8"))
+	c.mux.HandleFunc("GET /api/config", c.config)
 	c.mux.HandleFunc("POST /api/login", c.login)
+	c.mux.HandleFunc("GET /api/oidc/start", c.oidcStart)
+	c.mux.HandleFunc("GET /api/oidc/callback", c.oidcCallback)
 	c.mux.HandleFunc("GET /api/session", c.signedIn(c.sessionInfo))
 	c.mux.HandleFunc("POST /api/logout", c.signedIn(c.logout))
 	c.mux.HandleFunc("GET /api/buckets", c.signedIn(c.listBuckets))
@@ -185,6 +188,8 @@ type loginRequest struct {
 
 type sessionInfo struct {
 	AccessKey string `json:"accessKey"`
+	// Name is who signed in through single sign-on, and as which role.
+	Name string `json:"name,omitempty"`
 	// CSRF is the session's token, given at sign-in only (the page keeps
 	// it in sessionStorage).
 	CSRF    string    `json:"csrf,omitempty"`
@@ -234,7 +239,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	started, err := c.sessions.start(w, req.AccessKey, req.SecretKey, req.SessionToken)
+	token, hash := newCSRF()
+	ses.CSRFHash = hash
+	started, err := c.sessions.start(w, ses, time.Time{})
 	if errors.Is(err, errCookieTooLarge) {
 		writeError(w, http.StatusBadRequest, "CredentialsTooLarge", err.Error())
 		return
@@ -244,7 +251,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.cfg.Log.Info("console sign-in", "accessKey", req.AccessKey, "client", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, c.describe(r.Context(), started))
+	info := c.describe(r.Context(), started)
+	info.CSRF = token
+	writeJSON(w, http.StatusOK, info)
 }
 
 // sameHost is false when the request names an Origin of another host.
@@ -259,13 +268,11 @@ func sameHost(r *http.Request) bool {
 
 func (c *Console) describe(ctx context.Context, ses session) sessionInfo {
 	_, err := c.admin(ses).Info(ctx)
-	return sessionInfo{AccessKey: ses.AccessKey, CSRF: ses.CSRF, Expires: time.Unix(ses.Expires, 0).UTC(), Admin: err == nil}
+	return sessionInfo{AccessKey: ses.AccessKey, Name: ses.Name, Expires: time.Unix(ses.Expires, 0).UTC(), Admin: err == nil}
 }
 
 func (c *Console) sessionInfo(w http.ResponseWriter, r *http.Request, k *call) {
-	info := c.describe(r.Context(), k.ses)
-	info.CSRF = ""
-	writeJSON(w, http.StatusOK, info)
+	writeJSON(w, http.StatusOK, c.describe(r.Context(), k.ses))
 }
 
 func (c *Console) logout(w http.ResponseWriter, _ *http.Request, _ *call) {

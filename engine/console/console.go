@@ -52,6 +52,8 @@ type Options struct {
 	// (`tenant="media",namespace="store"`; empty: every series).
 	PrometheusURL      string
 	PrometheusSelector string
+	// OIDC is single sign-on through an issuer the tenant trusts.
+	OIDC OIDC
 }
 
 // Config configures a console.
@@ -76,7 +78,9 @@ type Config struct {
 	RootSecret string
 	// Limits bound the console's connections as the S3 listener's are.
 	Limits s3http.Limits
-	Log    *slog.Logger
+	// IssuerClient reaches the OIDC issuer (nil: the system's roots).
+	IssuerClient *http.Client
+	Log          *slog.Logger
 }
 
 // Console is the web console's handler.
@@ -87,7 +91,9 @@ type Console struct {
 	// prometheus reads the charts' series (system roots over HTTPS).
 	prometheus *http.Client
 	s3Host     string
-	mux        *http.ServeMux
+	// issuer is the single sign-on's issuer (nil: none).
+	issuer *issuer
+	mux    *http.ServeMux
 }
 
 // New makes a console from cfg.
@@ -114,6 +120,16 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, sessions: ses, s3Host: net.JoinHostPort(host, port), mux: http.NewServeMux(),
 		prometheus: &http.Client{Timeout: 10 * time.Second}}
+	if o := cfg.OIDC; o.Issuer != "" {
+		if o.ClientID == "" || o.RoleARN == "" {
+			return nil, errors.New("console: single sign-on through an OIDC issuer needs its client ID and the role to assume")
+		}
+		hc := cfg.IssuerClient
+		if hc == nil {
+			hc = &http.Client{Timeout: 15 * time.Second}
+		}
+		c.issuer = &issuer{client: hc, url: o.Issuer}
+	}
 	c.transport = http.DefaultTransport.(*http.Transport).Clone()
 	c.transport.Proxy = nil
 	c.transport.MaxIdleConnsPerHost = 64

@@ -25,9 +25,13 @@ type session struct {
 	AccessKey    string `json:"a"`
 	SecretKey    string `json:"s"`
 	SessionToken string `json:"t,omitempty"`
-	// CSRF is the token every request that changes something must carry
-	// in the X-Strata-CSRF header; the page learns it from /api/session.
-	CSRF string `json:"c"`
+	// Name is who signed in through single sign-on, for the page.
+	Name string `json:"w,omitempty"`
+	// CSRFHash is the SHA-256 of the token every request must carry in
+	// the X-Strata-CSRF header. The page holds the token itself: handed
+	// to it in the sign-in answer, or made by the page before it sets out
+	// to the identity provider (only its hash travels then).
+	CSRFHash string `json:"h"`
 	// Expires is when the session ends, whatever the browser does with
 	// the cookie.
 	Expires int64 `json:"x"`
@@ -72,23 +76,37 @@ func newSessions(rootSecret string, ttl time.Duration, secure bool) (*sessions, 
 	return &sessions{aead: aead, ttl: ttl, secure: secure, now: time.Now}, nil
 }
 
-// open returns the request's session, or errNoSession.
-func (s *sessions) open(r *http.Request) (session, error) {
-	c, err := r.Cookie(s.cookieName())
+// seal encrypts v, bound to the cookie name (a value sealed for one
+// cookie does not open as another).
+func (s *sessions) seal(name string, v any) (string, error) {
+	plain, err := json.Marshal(v)
 	if err != nil {
-		return session{}, errNoSession
+		return "", err
+	}
+	nonce := make([]byte, s.aead.NonceSize())
+	_, _ = rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, []byte(name))), nil
+}
+
+// unseal opens the request's cookie name into v.
+func (s *sessions) unseal(r *http.Request, name string, v any) bool {
+	c, err := r.Cookie(name)
+	if err != nil {
+		return false
 	}
 	sealed, err := base64.RawURLEncoding.DecodeString(c.Value)
 	if err != nil || len(sealed) < s.aead.NonceSize() {
-		return session{}, errNoSession
+		return false
 	}
 	nonce, box := sealed[:s.aead.NonceSize()], sealed[s.aead.NonceSize():]
-	plain, err := s.aead.Open(nil, nonce, box, []byte(s.cookieName()))
-	if err != nil {
-		return session{}, errNoSession
-	}
+	plain, err := s.aead.Open(nil, nonce, box, []byte(name))
+	return err == nil && json.Unmarshal(plain, v) == nil
+}
+
+// open returns the request's session, or errNoSession.
+func (s *sessions) open(r *http.Request) (session, error) {
 	var ses session
-	if json.Unmarshal(plain, &ses) != nil || s.now().Unix() >= ses.Expires {
+	if !s.unseal(r, s.cookieName(), &ses) || s.now().Unix() >= ses.Expires {
 		return session{}, errNoSession
 	}
 	return ses, nil
@@ -100,25 +118,36 @@ const maxCookie = 3800
 
 var errCookieTooLarge = errors.New("console: these credentials do not fit in a browser cookie (a session token with long session policies or tags); use shorter ones")
 
-// start seals a new session for the credentials into a cookie.
-func (s *sessions) start(w http.ResponseWriter, access, secret, token string) (session, error) {
-	csrf := make([]byte, 18)
-	_, _ = rand.Read(csrf)
-	ses := session{AccessKey: access, SecretKey: secret, SessionToken: token,
-		CSRF: base64.RawURLEncoding.EncodeToString(csrf), Expires: s.now().Add(s.ttl).Unix()}
-	plain, err := json.Marshal(ses)
+// newCSRF makes a CSRF token and its hash.
+func newCSRF() (token, hash string) {
+	token = randomToken()
+	return token, csrfHash(token)
+}
+
+// csrfHash is the hash a session keeps of its CSRF token.
+func csrfHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// start seals a session into a cookie: ses with its expiry, which is the
+// session TTL from now or until, when that is earlier (temporary
+// credentials that end sooner).
+func (s *sessions) start(w http.ResponseWriter, ses session, until time.Time) (session, error) {
+	end := s.now().Add(s.ttl)
+	if !until.IsZero() && until.Before(end) {
+		end = until
+	}
+	ses.Expires = end.Unix()
+	value, err := s.seal(s.cookieName(), ses)
 	if err != nil {
 		return session{}, err
 	}
-	nonce := make([]byte, s.aead.NonceSize())
-	_, _ = rand.Read(nonce)
-	sealed := s.aead.Seal(nonce, nonce, plain, []byte(s.cookieName()))
-	value := base64.RawURLEncoding.EncodeToString(sealed)
 	if len(value) > maxCookie {
 		return session{}, errCookieTooLarge
 	}
 	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: value,
-		Path: "/", MaxAge: int(s.ttl.Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode})
+		Path: "/", MaxAge: int(time.Until(end).Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode})
 	return ses, nil
 }
 
@@ -148,5 +177,5 @@ func (s *sessions) fromPage(r *http.Request, ses session) bool {
 		}
 	}
 	got := r.Header.Get("X-Strata-CSRF")
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(ses.CSRF)) == 1
+	return got != "" && ses.CSRFHash != "" && subtle.ConstantTimeCompare([]byte(csrfHash(got)), []byte(ses.CSRFHash)) == 1
 }

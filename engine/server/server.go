@@ -309,6 +309,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	s3cfg := s3api.Config{RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey, Users: users,
 		Observer: s3m, LifecycleDay: cfg.LifecycleDay, DataSlots: cfg.DataSlots, Log: log}
+	if cfg.Console.OIDC.Issuer != "" && keys == nil {
+		return errors.New("console: single sign-on assumes roles through STS, which needs IAM (a master keys file)")
+	}
+	web := webVerifier(os.Getenv)
 	if keys != nil {
 		s3cfg.Keys = keys
 		// The IAM directory seals its secrets with the master keys: no
@@ -330,7 +334,7 @@ func Run(ctx context.Context, cfg Config) error {
 		s3cfg.Directory = dir
 		s3cfg.IAM = &iamapi.Handler{Dir: dir, CheckPolicy: s3api.CheckIdentityPolicy, CheckTrust: s3api.CheckTrustPolicy}
 		s3cfg.Sessions = iam.NewSessions(keys)
-		s3cfg.STS = &iamapi.STS{IAM: s3cfg.IAM, Sessions: s3cfg.Sessions, Web: webVerifier(os.Getenv), Audiences: audiences}
+		s3cfg.STS = &iamapi.STS{IAM: s3cfg.IAM, Sessions: s3cfg.Sessions, Web: web, Audiences: audiences}
 	}
 	var queue *notify.Queue
 	var remotes *replicate.Remotes
@@ -345,7 +349,7 @@ func Run(ctx context.Context, cfg Config) error {
 	n.replication = replicate.Start(front, layer, queue, remotes, reg)
 	n.lifecycle.OnExpired(front.LifecycleExpired)
 	if err := console.Start(serveCtx, console.Config{Options: cfg.Console, CertsDir: cfg.CertsDir, CertsReloadInterval: cfg.CertsReloadInterval,
-		S3Address: cfg.Address, S3TLS: cfg.CertsDir != "", S3Leaf: n.served.Leaf, RootSecret: cfg.Root.SecretKey, Limits: cfg.Limits, Log: log}); err != nil {
+		S3Address: cfg.Address, S3TLS: cfg.CertsDir != "", S3Leaf: n.served.Leaf, RootSecret: cfg.Root.SecretKey, Limits: cfg.Limits, IssuerClient: web.Client, Log: log}); err != nil {
 		stopBg()
 		return fmt.Errorf("console: %w", err)
 	}

@@ -2,22 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha1"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
+
+	kc "github.com/strata-storage/strata/internal/keycloak"
 )
 
 // The suite's web identity tests name their issuer
@@ -40,98 +31,32 @@ const (
 // keycloakIssuer is the issuer the tokens name.
 var keycloakIssuer = "http://" + keycloakAddr + "/auth/realms/" + keycloakRealm
 
-// keycloak is a running Keycloak.
+// keycloak is a running Keycloak with the suite's realm.
 type keycloak struct {
-	cmd  *exec.Cmd
-	done chan struct{}
+	*kc.Server
 	// section is the suite's [webidentity] configuration.
 	section string
 }
 
-// startKeycloak starts Keycloak from dir (its distribution, unpacked) in
-// development mode with an in-memory database on localhost:8080, makes a
-// realm with two clients and a user, and fetches the tokens the suite
-// uses. Its output goes to logPath.
+// startKeycloak starts Keycloak from dir (its distribution, unpacked) on
+// localhost:8080, makes a realm with two clients and a user, and fetches
+// the tokens the suite uses. Its output goes to logPath.
 func startKeycloak(ctx context.Context, dir, logPath string) (*keycloak, error) {
-	if l, err := net.Listen("tcp", "127.0.0.1:8080"); err != nil {
-		return nil, fmt.Errorf("keycloak: 127.0.0.1:8080 is taken (the suite's web identity tests need Keycloak there): %w", err)
-	} else {
-		l.Close()
-	}
-	admin := randomText()
-	logFile, err := os.Create(logPath)
+	srv, err := kc.Start(ctx, dir, keycloakAddr, logPath)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (the suite's web identity tests need Keycloak there)", err)
 	}
-	cmd := exec.Command(filepath.Join(dir, "bin", "kc.sh"), "start-dev", "--db=dev-mem",
-		"--http-host=127.0.0.1", "--http-port=8080", "--http-relative-path=/auth",
-		"--hostname=http://"+keycloakAddr+"/auth")
-	cmd.Env = append(os.Environ(), "KC_BOOTSTRAP_ADMIN_USERNAME=admin", "KC_BOOTSTRAP_ADMIN_PASSWORD="+admin,
-		"JAVA_OPTS_KC_HEAP=-Xms64m -Xmx512m")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// A group of its own (kc.sh starts java as its child) that dies with
-	// the runner.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("keycloak: %w", err)
-	}
-	kc := &keycloak{cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logFile.Close(); close(kc.done) }()
-	if err := kc.setUp(ctx, admin); err != nil {
-		kc.stop()
+	k := &keycloak{Server: srv}
+	if err := k.setUp(ctx); err != nil {
+		srv.Stop()
 		return nil, fmt.Errorf("keycloak (log: %s): %w", logPath, err)
 	}
-	return kc, nil
+	return k, nil
 }
 
-// stop ends Keycloak's process group.
-func (kc *keycloak) stop() {
-	_ = syscall.Kill(-kc.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-kc.done:
-	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(-kc.cmd.Process.Pid, syscall.SIGKILL)
-		<-kc.done
-	}
-}
-
-// setUp waits for Keycloak, then makes the realm, its clients and user,
-// and the tokens.
-func (kc *keycloak) setUp(ctx context.Context, adminPassword string) error {
-	base := "http://" + keycloakAddr + "/auth"
-	deadline := time.Now().Add(3 * time.Minute) // its start builds the server first
-	for {
-		resp, err := http.Get(base + "/realms/master/.well-known/openid-configuration")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		select {
-		case <-kc.done:
-			return fmt.Errorf("exited while starting")
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not answering after 3 minutes")
-		}
-	}
-	var adminToken struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := form(ctx, base+"/realms/master/protocol/openid-connect/token", url.Values{
-		"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"admin"}, "password": {adminPassword},
-	}, &adminToken); err != nil {
-		return fmt.Errorf("admin token: %w", err)
-	}
-	post := func(path string, body any) error {
-		return adminPost(ctx, base+"/admin/realms"+path, adminToken.AccessToken, body)
-	}
-	secret, password := randomText(), randomText()
+// setUp makes the realm, its clients and user, and the tokens.
+func (k *keycloak) setUp(ctx context.Context) error {
+	secret, password := kc.RandomText(), kc.RandomText()
 	audience := map[string]any{"name": "audience", "protocol": "openid-connect", "protocolMapper": "oidc-audience-mapper",
 		"config": map[string]string{"included.client.audience": keycloakAudience, "access.token.claim": "true"}}
 	// The user's tokens carry session tags as AWS reads them: a
@@ -162,20 +87,18 @@ func (kc *keycloak) setUp(ctx context.Context, adminPassword string) error {
 			"credentials": []any{map[string]any{"type": "password", "value": password, "temporary": false}}}},
 	}
 	for _, s := range steps {
-		if err := post(s.path, s.body); err != nil {
+		if err := k.Admin(ctx, s.path, s.body); err != nil {
 			return err
 		}
 	}
-	tokenURL := base + "/realms/" + keycloakRealm + "/protocol/openid-connect/token"
-	var clientToken, userToken struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := form(ctx, tokenURL, url.Values{"grant_type": {"client_credentials"}, "client_id": {keycloakClient},
-		"client_secret": {secret}}, &clientToken); err != nil {
+	clientToken, err := k.Token(ctx, keycloakRealm, url.Values{"grant_type": {"client_credentials"}, "client_id": {keycloakClient},
+		"client_secret": {secret}})
+	if err != nil {
 		return fmt.Errorf("the client's token: %w", err)
 	}
-	if err := form(ctx, tokenURL, url.Values{"grant_type": {"password"}, "client_id": {keycloakUsers},
-		"client_secret": {secret}, "username": {keycloakUser}, "password": {password}, "scope": {"openid"}}, &userToken); err != nil {
+	userToken, err := k.Token(ctx, keycloakRealm, url.Values{"grant_type": {"password"}, "client_id": {keycloakUsers},
+		"client_secret": {secret}, "username": {keycloakUser}, "password": {password}, "scope": {"openid"}})
+	if err != nil {
 		return fmt.Errorf("the user's token: %w", err)
 	}
 	var claims struct {
@@ -183,7 +106,7 @@ func (kc *keycloak) setUp(ctx context.Context, adminPassword string) error {
 		Sub string `json:"sub"`
 		AZP string `json:"azp"`
 	}
-	if err := tokenClaims(clientToken.AccessToken, &claims); err != nil {
+	if err := kc.Claims(clientToken.AccessToken, &claims); err != nil {
 		return err
 	}
 	if claims.Iss != keycloakIssuer {
@@ -192,68 +115,7 @@ func (kc *keycloak) setUp(ctx context.Context, adminPassword string) error {
 	// An http issuer has no certificate to take a thumbprint of; the
 	// suite registers whatever the section says.
 	thumb := sha1.Sum([]byte(keycloakIssuer))
-	kc.section = fmt.Sprintf("\n[webidentity]\ntoken = %s\naud = %s\nsub = %s\nazp = %s\nuser_token = %s\nthumbprint = %s\nKC_REALM = %s\n",
+	k.section = fmt.Sprintf("\n[webidentity]\ntoken = %s\naud = %s\nsub = %s\nazp = %s\nuser_token = %s\nthumbprint = %s\nKC_REALM = %s\n",
 		clientToken.AccessToken, keycloakAudience, claims.Sub, claims.AZP, userToken.AccessToken, strings.ToUpper(hex.EncodeToString(thumb[:])), keycloakRealm)
 	return nil
-}
-
-// form posts a form and decodes the JSON answer into out.
-func form(ctx context.Context, u string, v url.Values, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(v.Encode()))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	return do(req, out)
-}
-
-// adminPost posts JSON to Keycloak's admin API.
-func adminPost(ctx context.Context, u, token string, body any) error {
-	data, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(string(data)))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	return do(req, nil)
-}
-
-func do(req *http.Request, out any) error {
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s: %.300s", req.Method, req.URL.Path, resp.Status, body)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(body, out)
-}
-
-// tokenClaims decodes a JWT's payload, unverified (the token is our own
-// issuer's, just fetched).
-func tokenClaims(token string, out any) error {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return fmt.Errorf("a token of %d parts", len(parts))
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(payload, out)
-}
-
-func randomText() string {
-	b := make([]byte, 18)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
 }

@@ -109,7 +109,7 @@ func run() int {
 	}
 	defer os.RemoveAll(cfg.work)
 	if cfg.kc != nil {
-		defer cfg.kc.stop()
+		defer cfg.kc.Stop()
 	}
 
 	results := make([]result, len(targets))
@@ -223,7 +223,7 @@ func withKeycloak(ctx context.Context, cfg *config) error {
 		err = os.Symlink(filepath.Join(cfg.suite, "s3-tests"), filepath.Join(suite, "s3-tests"))
 	}
 	if err != nil {
-		kc.stop()
+		kc.Stop()
 		return err
 	}
 	cfg.suite, cfg.kc = suite, kc

@@ -96,6 +96,24 @@ func TestServerStatefulSet(t *testing.T) {
 			"--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"},
 		wantProbe: corev1.URISchemeHTTPS,
 		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology", "encryption-keys"},
+	}, {
+		name: "console single sign-on: its flags, the client's secret as a file",
+		tenant: testTenant(func(t *v1.Tenant) {
+			t.Spec.Console = v1.ConsoleSpec{Enabled: true, PublicS3URL: "https://s3.example.com", OIDC: &v1.ConsoleOIDCSpec{
+				IssuerURL: "https://id.example.com/realms/staff", ClientID: "strata-console", RoleARN: "arn:aws:iam:::role/console-users",
+				ClientSecretRef: &v1.SecretReference{Name: "console-oidc"}, Scopes: []string{"openid", "email"}}}
+		}),
+		pool:     testPool("pool-a", 4, 2),
+		group:    placement.Group{Replicas: 4},
+		wantName: "media-pool-a",
+		wantArgs: []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json",
+			"--console-address", ":9090", "--console-s3-url", "https://s3.example.com",
+			"--console-oidc-issuer", "https://id.example.com/realms/staff", "--console-oidc-client-id", "strata-console",
+			"--console-oidc-role-arn", "arn:aws:iam:::role/console-users", "--console-oidc-scopes", "openid email",
+			"--console-oidc-client-secret-file", "/etc/strata/console-oidc/clientSecret",
+			"--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"},
+		wantProbe: corev1.URISchemeHTTPS,
+		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology", "encryption-keys", "console-oidc"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -542,6 +560,7 @@ func TestConsolePorts(t *testing.T) {
 	for _, enabled := range []bool{false, true} {
 		tn := testTenant(func(t *v1.Tenant) {
 			t.Spec.Console.Enabled = enabled
+			t.Spec.Console.OIDC = &v1.ConsoleOIDCSpec{IssuerURL: "https://id.example.com", ClientID: "c", RoleARN: "arn:aws:iam:::role/r"}
 			t.Spec.NetworkPolicy.S3From = from
 		})
 		sts := ServerStatefulSet(tn, testPool("pool-a", 4, 2), placement.Group{Replicas: 4}, nil, EngineFor(tn, "strata:default", "abc"))
@@ -563,6 +582,9 @@ func TestConsolePorts(t *testing.T) {
 		gwPort := slices.ContainsFunc(gc.Ports, func(p corev1.ContainerPort) bool { return p.Name == "console" })
 		gwArg := slices.Contains(gc.Args, "--console-address")
 		gwService := slices.ContainsFunc(GatewayService(tn, g).Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "console" })
+		if slices.ContainsFunc(gc.Args, func(a string) bool { return strings.HasPrefix(a, "--console-oidc") }) {
+			t.Errorf("a gateway, which has no STS, was given single sign-on flags: %v", gc.Args)
+		}
 		if gwPort != enabled || gwArg != enabled || gwService != enabled {
 			t.Errorf("console enabled=%v on a gateway: container port %v, flag %v, Service port %v", enabled, gwPort, gwArg, gwService)
 		}

@@ -63,6 +63,10 @@ func ServerStatefulSet(t *v1.Tenant, p *v1.ServerPool, g placement.Group, claims
 		mounts = append(mounts, corev1.VolumeMount{Name: apiAccessVolumeName, MountPath: APIAccessMountPath, ReadOnly: true})
 	}
 	args = append(args, ConsoleArgs(t)...)
+	ssoArgs, ssoVols, ssoMounts := ConsoleOIDC(t)
+	args = append(args, ssoArgs...)
+	vols = append(vols, ssoVols...)
+	mounts = append(mounts, ssoMounts...)
 	c := e.container(args, mounts, p.Spec.PodPlacement, ServerSizing)
 	c.Ports = append(c.Ports, consoleContainerPort(t)...)
 	c.Env = append(c.Env, keyEnv...)

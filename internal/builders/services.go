@@ -3,10 +3,12 @@ package builders
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
 )
@@ -74,6 +76,35 @@ func ConsoleArgs(t *v1.Tenant) []string {
 			"--console-prometheus-selector", fmt.Sprintf(`%s=%q,namespace=%q`, LabelTenantTarget, t.Name, t.Namespace))
 	}
 	return args
+}
+
+// ConsoleOIDCMountPath holds the console's OIDC client secret.
+const ConsoleOIDCMountPath = "/etc/strata/console-oidc"
+
+// ConsoleOIDC is a server's single sign-on flags and the volume holding
+// the client's secret as a file (none without spec.console.oidc;
+// gateways have no STS to sign in through).
+func ConsoleOIDC(t *v1.Tenant) ([]string, []corev1.Volume, []corev1.VolumeMount) {
+	o := t.Spec.Console.OIDC
+	if !t.Spec.Console.Enabled || o == nil {
+		return nil, nil, nil
+	}
+	args := []string{"--console-oidc-issuer", o.IssuerURL, "--console-oidc-client-id", o.ClientID, "--console-oidc-role-arn", o.RoleARN}
+	if len(o.Scopes) > 0 {
+		args = append(args, "--console-oidc-scopes", strings.Join(o.Scopes, " "))
+	}
+	if o.RedirectURL != "" {
+		args = append(args, "--console-oidc-redirect-url", o.RedirectURL)
+	}
+	if o.ClientSecretRef == nil {
+		return args, nil, nil
+	}
+	args = append(args, "--console-oidc-client-secret-file", ConsoleOIDCMountPath+"/"+v1.ConsoleOIDCSecretKey)
+	return args, []corev1.Volume{{Name: "console-oidc", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: o.ClientSecretRef.Name, DefaultMode: ptr.To[int32](0o440),
+			Items: []corev1.KeyToPath{{Key: v1.ConsoleOIDCSecretKey, Path: v1.ConsoleOIDCSecretKey}},
+		}}}},
+		[]corev1.VolumeMount{{Name: "console-oidc", MountPath: ConsoleOIDCMountPath, ReadOnly: true}}
 }
 
 func s3ServicePort(t *v1.Tenant) corev1.ServicePort {

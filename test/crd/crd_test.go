@@ -17,6 +17,18 @@ import (
 	"github.com/strata-storage/strata/test/testenv"
 )
 
+var _ = Describe("a console signing in through a listed provider", func() {
+	It("is accepted", func() {
+		t := tenantWith(func(t *v1.Tenant) {
+			t.Spec.WebIdentity.Providers = []v1.OIDCProviderSpec{{URL: "https://id.example.com/realms/staff", ClientIDs: []string{"apps", "strata-console"}}}
+			t.Spec.Console = v1.ConsoleSpec{Enabled: true, OIDC: &v1.ConsoleOIDCSpec{IssuerURL: "https://id.example.com/realms/staff",
+				ClientID: "strata-console", ClientSecretRef: &v1.SecretReference{Name: "console-oidc"}, RoleARN: "arn:aws:iam:::role/console-users",
+				Scopes: []string{"openid", "email"}, RedirectURL: "https://console.example.com/api/oidc/callback"}}
+		})(newNamespace())
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+	})
+})
+
 var _ = Describe("samples", func() {
 	It("are all accepted by the API server", func() {
 		ns := newNamespace()
@@ -236,6 +248,26 @@ var _ = Describe("invalid specs", func() {
 		Entry("a console's Prometheus that is no URL", invalid{tenantWith(func(t *v1.Tenant) {
 			t.Spec.Console = v1.ConsoleSpec{Enabled: true, PrometheusURL: "prometheus:9090"}
 		}), "prometheusURL is an http:// or https:// URL"}),
+		Entry("a console signing in through an issuer the tenant does not list", invalid{tenantWith(func(t *v1.Tenant) {
+			t.Spec.WebIdentity.Providers = []v1.OIDCProviderSpec{{URL: "https://id.example.com/realms/staff", ClientIDs: []string{"apps"}}}
+			t.Spec.Console = v1.ConsoleSpec{Enabled: true, OIDC: &v1.ConsoleOIDCSpec{IssuerURL: "https://id.example.com/realms/staff",
+				ClientID: "strata-console", RoleARN: "arn:aws:iam:::role/console"}}
+		}), "console.oidc signs in through STS, which accepts only spec.webIdentity.providers"}),
+		Entry("single sign-on on a console that is off", invalid{tenantWith(func(t *v1.Tenant) {
+			t.Spec.WebIdentity.Providers = []v1.OIDCProviderSpec{{URL: "https://id.example.com", ClientIDs: []string{"strata-console"}}}
+			t.Spec.Console = v1.ConsoleSpec{OIDC: &v1.ConsoleOIDCSpec{IssuerURL: "https://id.example.com",
+				ClientID: "strata-console", RoleARN: "arn:aws:iam:::role/console"}}
+		}), "console.oidc is the console's sign-in: set console.enabled too"}),
+		Entry("single sign-on without the openid scope", invalid{tenantWith(func(t *v1.Tenant) {
+			t.Spec.WebIdentity.Providers = []v1.OIDCProviderSpec{{URL: "https://id.example.com", ClientIDs: []string{"strata-console"}}}
+			t.Spec.Console = v1.ConsoleSpec{Enabled: true, OIDC: &v1.ConsoleOIDCSpec{IssuerURL: "https://id.example.com",
+				ClientID: "strata-console", RoleARN: "arn:aws:iam:::role/console", Scopes: []string{"profile"}}}
+		}), "scopes must include openid"}),
+		Entry("single sign-on into a role that is no role ARN", invalid{tenantWith(func(t *v1.Tenant) {
+			t.Spec.WebIdentity.Providers = []v1.OIDCProviderSpec{{URL: "https://id.example.com", ClientIDs: []string{"strata-console"}}}
+			t.Spec.Console = v1.ConsoleSpec{Enabled: true, OIDC: &v1.ConsoleOIDCSpec{IssuerURL: "https://id.example.com",
+				ClientID: "strata-console", RoleARN: "console-users"}}
+		}), "spec.console.oidc.roleARN"}),
 		Entry("service port out of range", invalid{tenantWith(func(t *v1.Tenant) {
 			t.Spec.Expose.Port = 70000
 		}), "spec.expose.port"}),

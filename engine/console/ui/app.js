@@ -86,13 +86,47 @@ function signedIn(s) {
     csrf = s.csrf;
     sessionStorage.setItem('strata-csrf', s.csrf);
   }
-  $('who').textContent = 'Signed in as ' + s.accessKey + (s.admin ? ' (administrator)' : '');
+  $('who').textContent = 'Signed in as ' + (s.name || s.accessKey) + (s.admin ? ' (administrator)' : '');
   $('nav-tenant').hidden = !s.admin;
 }
 
 // Routes: #/buckets, #/b/BUCKET/PREFIX..., #/o/BUCKET/KEY..., #/tenant, #/users
+// What the page says when a single sign-on comes back refused (the
+// console's callback names the reason in the fragment; the detail is in
+// the server's log).
+function ssoMessage(code) {
+  if (code === 'expired') return 'The sign-in took longer than 10 minutes or began in another browser: sign in again.';
+  if (code === 'state') return 'The identity provider answered a sign-in this page did not start: sign in again.';
+  if (code === 'issuer-access_denied') return 'The identity provider refused the sign-in.';
+  if (code.startsWith('issuer')) return 'The identity provider could not sign you in (' + code + ').';
+  if (code === 'sts-AccessDenied') return 'Signed in at the identity provider, but the role does not trust this identity: ask the tenant\'s administrators.';
+  if (code.startsWith('sts')) return 'Signed in at the identity provider, but the tenant gave no credentials (' + code + ').';
+  return 'The single sign-on failed (' + code + ').';
+}
+
+function b64url(bytes) {
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+// A single sign-on: the page makes the session's CSRF token itself and
+// keeps it, and only its hash goes through the identity provider and back.
+async function startSSO() {
+  const token = b64url(crypto.getRandomValues(new Uint8Array(18)));
+  sessionStorage.setItem('strata-csrf', token);
+  const hash = b64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(token))));
+  location.assign('/api/oidc/start?' + q({ csrf: hash }));
+}
+
 async function route() {
   clearMessages();
+  if (location.hash.startsWith('#oidc-error=')) {
+    const code = decodeURIComponent(location.hash.slice('#oidc-error='.length));
+    history.replaceState(null, '', location.pathname);
+    showLogin();
+    fail(ssoMessage(code));
+    return;
+  }
+  if (location.hash === '#signed-in') history.replaceState(null, '', location.pathname + '#/buckets');
   if (!session) {
     csrf = sessionStorage.getItem('strata-csrf') || '';
     if (!csrf) { showLogin(); return; }
@@ -531,6 +565,12 @@ function wire() {
       say('Tags saved.');
     } catch (err) { fail(err.message); }
   });
+  $('sso-start').addEventListener('click', () => { clearMessages(); startSSO().catch((err) => fail(err.message)); });
+  fetch('/api/config', { credentials: 'same-origin' }).then((r) => r.json()).then((c) => {
+    if (!c.sso) return;
+    $('sso-issuer').textContent = c.sso;
+    $('sso').hidden = false;
+  }).catch(() => {});
   window.addEventListener('hashchange', route);
   route();
 }
