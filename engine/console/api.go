@@ -52,6 +52,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /api/tenant", c.signedIn(c.tenant))
 	c.mux.HandleFunc("GET /api/charts", c.signedIn(c.charts))
 	c.mux.HandleFunc("GET /api/users", c.signedIn(c.users))
+	c.mux.HandleFunc("GET /api/claims", c.signedIn(c.claims))
 	c.mux.HandleFunc("POST /api/users", c.signedIn(c.createUser))
 	c.mux.HandleFunc("DELETE /api/users", c.signedIn(c.deleteUser))
 	c.mux.HandleFunc("POST /api/users/keys", c.signedIn(c.createKey))
@@ -325,6 +326,9 @@ func (c *Console) makeBucket(w http.ResponseWriter, r *http.Request, k *call) {
 func (c *Console) removeBucket(w http.ResponseWriter, r *http.Request, k *call) {
 	q, ok := need(w, r, "bucket")
 	if !ok {
+		return
+	}
+	if c.claimedBucketRefused(w, r, k, q[0]) {
 		return
 	}
 	if err := k.s3.RemoveBucket(r.Context(), q[0]); err != nil {

@@ -20,6 +20,12 @@ import (
 	"github.com/strata-storage/strata/test/browser"
 )
 
+// iamAdmin is an IAM client of the target signing as root.
+func (tg *tlsTarget) iamAdmin() *iam.Client {
+	return iam.New(iam.Options{BaseEndpoint: aws.String(tg.endpoint()), Region: "us-east-1", HTTPClient: tg.httpClient(),
+		Credentials: credentials.NewStaticCredentialsProvider(rootUser, rootPassword, "")})
+}
+
 // TestConsoleSingleSignOn signs in to the console through a real Keycloak
 // (the authorization code flow with PKCE, then STS's
 // AssumeRoleWithWebIdentity on the server itself) in a real browser: the
@@ -82,8 +88,7 @@ func TestConsoleSingleSignOn(t *testing.T) {
 
 	// The tenant trusts the issuer for the console's client, and a role
 	// trusts alice (by her subject) with one bucket.
-	admin := iam.New(iam.Options{BaseEndpoint: aws.String(tg.endpoint()), Region: "us-east-1", HTTPClient: tg.httpClient(),
-		Credentials: credentials.NewStaticCredentialsProvider(rootUser, rootPassword, "")})
+	admin := tg.iamAdmin()
 	if _, err := admin.CreateOpenIDConnectProvider(ctx, &iam.CreateOpenIDConnectProviderInput{Url: aws.String(issuer),
 		ClientIDList: []string{clientID}, ThumbprintList: []string{strings.Repeat("a", 40)}}); err != nil {
 		t.Fatal(err)
@@ -121,12 +126,14 @@ func TestConsoleSingleSignOn(t *testing.T) {
 	b := browser.Start(t)
 	b.Do("opening the console", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.ID("sso-start")))
 	b.Accessible("sign-in with single sign-on")
+	b.Screenshot("sign-in-sso")
 	took := time.Now()
 	signInAt(b, "alice", alicePassword)
 	b.Do("coming back signed in", chromedp.WaitVisible(chromedp.ID("buckets-view")))
 	t.Logf("single sign-on through Keycloak took %s in the browser", time.Since(took).Round(time.Millisecond))
 	b.WaitText("#who", "alice (role console-team)")
 	b.WaitText("#bucket-table", "team-data")
+	b.Screenshot("single-sign-on")
 	if h := b.Eval(`location.hash`); h != "#/buckets" {
 		t.Errorf("after the sign-in the page's address ends in %q, want #/buckets", h)
 	}
@@ -148,7 +155,6 @@ func TestConsoleSingleSignOn(t *testing.T) {
 	}
 	b.Do("opening the users page", chromedp.Click(chromedp.ID("nav-users")), chromedp.WaitVisible(chromedp.ID("users-view")))
 	b.WaitText("#users-body", "Not listed: AccessDenied")
-	b.Screenshot("single-sign-on")
 
 	// Bob: Keycloak knows him, the role does not trust him.
 	b2 := browser.Start(t)

@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/chromedp/chromedp"
 
 	"github.com/strata-storage/strata/test/browser"
@@ -48,6 +50,11 @@ func TestConsole(t *testing.T) {
 	b.Do("opening the console", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("login-form")))
 	b.Accessible("sign-in")
 	b.Screenshot("sign-in")
+	// Signed out, the sections' links are not shown, nor single sign-on
+	// where none is set up.
+	if shown := b.Eval(`['nav', 'sso'].filter((id) => getComputedStyle(document.getElementById(id)).display !== 'none').join(',')`); shown != "" {
+		t.Errorf("the sign-in page shows %s", shown)
+	}
 	b.SignIn(url, rootUser, rootPassword)
 
 	// A bucket.
@@ -161,6 +168,42 @@ func TestConsole(t *testing.T) {
 	b.Do("deleting the user", chromedp.Click(chromedp.CSS(`button[aria-label="Delete user app-team"]`)),
 		chromedp.Click(chromedp.CSS(`button[aria-label="Delete user app-team"]`)))
 	b.WaitText("#status", "User app-team deleted")
+
+	// Claims: a bucket and a user the operator made for a namespace's
+	// claims (marked as it marks them) are on the claims page, and the
+	// bucket is not deleted from the console.
+	root := tg.sdkClient(nil)
+	if _, err := root.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("team-a-photos"),
+		CreateBucketConfiguration: &s3types.CreateBucketConfiguration{Tags: []s3types.Tag{
+			{Key: aws.String("strata.dev/claim-uid"), Value: aws.String("0b7c3a52-uid")}, {Key: aws.String("strata.dev/claim"), Value: aws.String("team-a/photos")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	iamRoot := tg.iamAdmin()
+	if _, err := iamRoot.CreateUser(context.Background(), &iam.CreateUserInput{UserName: aws.String("team-a.uploader"), Path: aws.String("/strata-claims/team-a/")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := iamRoot.PutUserPolicy(context.Background(), &iam.PutUserPolicyInput{UserName: aws.String("team-a.uploader"), PolicyName: aws.String("claim-access"),
+		PolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:PutObject","Resource":"arn:aws:s3:::team-a-photos/*"}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	b.Do("opening the claims page", chromedp.Click(chromedp.ID("nav-claims")), chromedp.WaitVisible(chromedp.ID("claims-view")))
+	b.WaitText("#claims-body", "Namespace team-a")
+	b.WaitText("#claims-body", "BucketClaim team-a/photos")
+	b.WaitText("#claims-body", "team-a.uploader")
+	b.WaitText("#claims-body", "claim-access")
+	if strings.Contains(b.Text("#claims-body"), "console-demo") {
+		t.Error("the claims page lists a bucket no claim made")
+	}
+	b.Accessible("claims")
+	b.Screenshot("claims")
+	b.Do("deleting a claim's bucket", chromedp.Click(chromedp.ID("nav-buckets")), chromedp.WaitVisible(chromedp.ID("buckets-view")))
+	b.WaitText("#bucket-table", "team-a-photos")
+	b.Do("deleting a claim's bucket", chromedp.Click(chromedp.CSS(`button[aria-label="Delete bucket team-a-photos"]`)),
+		chromedp.Click(chromedp.CSS(`button[aria-label="Delete bucket team-a-photos"]`)))
+	b.WaitText("#error", "belongs to BucketClaim team-a/photos")
+	if _, err := root.HeadBucket(context.Background(), &s3.HeadBucketInput{Bucket: aws.String("team-a-photos")}); err != nil {
+		t.Errorf("the claim's bucket is gone after the console refused to delete it: %v", err)
+	}
 
 	// A read-only user: everything is visible, every write is refused by S3.
 	b.Do("signing out", chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("login-form")))

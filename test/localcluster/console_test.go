@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"k8s.io/client-go/kubernetes"
 
+	v1 "github.com/strata-storage/strata/api/v1alpha1"
 	"github.com/strata-storage/strata/test/browser"
 )
 
@@ -56,6 +57,30 @@ func consoleInBrowser(ctx context.Context, t *testing.T, c *cluster, cs kubernet
 	}
 	if !bytes.Equal(got, data) {
 		t.Errorf("the download (%d bytes) differs from the upload", len(got))
+	}
+
+	// The claims the operator serves (the claims subtest's, when it ran
+	// before this one) are on the claims page.
+	claims := &v1.BucketClaimList{}
+	if err := kubeClient(t, in.Kubeconfig).List(ctx, claims); err != nil {
+		t.Fatal(err)
+	}
+	b.Do("opening the claims page", chromedp.Click(chromedp.ID("nav-claims")), chromedp.WaitVisible(chromedp.ID("claims-view")))
+	for _, cl := range claims.Items {
+		if cl.Status.BucketName != "" {
+			b.WaitText("#claims-body", "BucketClaim "+cl.Namespace+"/"+cl.Name)
+		}
+	}
+	accesses := &v1.BucketAccessList{}
+	if err := kubeClient(t, in.Kubeconfig).List(ctx, accesses); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range accesses.Items {
+		b.WaitText("#claims-body", a.Namespace+"."+a.Name)
+	}
+	t.Logf("the claims page shows %d bucket claims and %d accesses of the cluster", len(claims.Items), len(accesses.Items))
+	if len(claims.Items) > 0 {
+		b.Screenshot("demo-claims")
 	}
 
 	b.Do("opening the tenant page", chromedp.Click(chromedp.ID("nav-tenant")), chromedp.WaitVisible(chromedp.ID("tenant-view")))

@@ -61,7 +61,7 @@ function size(n) {
 
 function when(t) { return t ? new Date(t).toLocaleString() : ''; }
 
-const views = ['login-view', 'buckets-view', 'objects-view', 'object-view', 'tenant-view', 'users-view'];
+const views = ['login-view', 'buckets-view', 'objects-view', 'object-view', 'tenant-view', 'users-view', 'claims-view'];
 function show(id) {
   for (const v of views) $(v).hidden = v !== id;
   const signedIn = id !== 'login-view';
@@ -90,7 +90,7 @@ function signedIn(s) {
   $('nav-tenant').hidden = !s.admin;
 }
 
-// Routes: #/buckets, #/b/BUCKET/PREFIX..., #/o/BUCKET/KEY..., #/tenant, #/users
+// Routes: #/buckets, #/b/BUCKET/PREFIX..., #/o/BUCKET/KEY..., #/tenant, #/users, #/claims
 // What the page says when a single sign-on comes back refused (the
 // console's callback names the reason in the fragment; the detail is in
 // the server's log).
@@ -146,6 +146,8 @@ async function route() {
       await showTenant();
     } else if (h === '/users') {
       await showUsers();
+    } else if (h === '/claims') {
+      await showClaims();
     } else {
       await showBuckets();
     }
@@ -475,6 +477,34 @@ async function showUsers() {
   out.append(el('table', {}, el('caption', { class: 'visually-hidden', text: 'Declared users' }),
     el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'Access key' }), el('th', { scope: 'col', text: 'Policy' }),
       el('th', { scope: 'col', text: 'Buckets' }))), db));
+}
+
+// The claims page: per namespace, its claimed buckets and its accesses'
+// users and roles, all read-only.
+async function showClaims() {
+  show('claims-view');
+  const c = await api('GET', '/api/claims');
+  const out = $('claims-body');
+  out.replaceChildren();
+  const namespaces = [...new Set([...c.buckets.map((b) => b.namespace), ...c.principals.map((p) => p.namespace)])].sort();
+  if (namespaces.length === 0) out.append(el('p', { text: 'No claims, or none these credentials may see.' }));
+  for (const ns of namespaces) {
+    out.append(el('h2', { text: 'Namespace ' + ns }));
+    const tb = el('tbody');
+    for (const b of c.buckets.filter((x) => x.namespace === ns)) {
+      tb.append(el('tr', {}, el('td', { text: 'bucket' }),
+        el('td', {}, el('a', { href: '#/b/' + enc(b.bucket) + '/', text: b.bucket })), el('td', { text: 'BucketClaim ' + b.claim })));
+    }
+    for (const p of c.principals.filter((x) => x.namespace === ns)) {
+      tb.append(el('tr', {}, el('td', { text: 'IAM ' + p.kind }), el('td', { text: p.name }),
+        el('td', { text: 'BucketAccess' + (p.policies.length ? ', policies ' + p.policies.join(', ') : '') })));
+    }
+    out.append(el('table', { class: 'claims-table' }, el('caption', { class: 'visually-hidden', text: 'Claims of namespace ' + ns }),
+      el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'Kind' }), el('th', { scope: 'col', text: 'Name' }),
+        el('th', { scope: 'col', text: 'Made for' }))), tb));
+  }
+  if (c.unread) out.append(el('p', { text: c.unread + ' bucket(s) not read: these credentials may not read their tags.' }));
+  if (c.iamError) out.append(el('p', { class: 'error', text: 'Users and roles not listed: ' + c.iamError }));
 }
 
 function wire() {
