@@ -484,7 +484,7 @@ func consoleOIDCFlags(fs *flag.FlagSet, o *console.Options) *string {
 	secretFile := fs.String("console-oidc-client-secret-file", "", "a file holding the client's secret (none: a public client, PKCE only); a file, not a flag, so the secret is not on the command line")
 	fs.StringVar(&o.OIDC.RoleARN, "console-oidc-role-arn", "", "the role a single sign-on assumes with the ID token (AssumeRoleWithWebIdentity): its trust policy says who may sign in")
 	fs.StringVar(&o.OIDC.Scopes, "console-oidc-scopes", "openid profile email", "the scopes asked of the issuer")
-	fs.StringVar(&o.OIDC.RedirectURL, "console-oidc-redirect-url", "", "the console's callback as registered at the issuer (empty: https://HOST/api/oidc/callback for the host the browser names)")
+	fs.StringVar(&o.OIDC.RedirectURL, "console-oidc-redirect-url", "", "the console's callback as registered at the issuer, on the host browsers open the console at (empty: /api/oidc/callback on the host the browser names, https unless the console serves plain HTTP without X-Forwarded-Proto: https)")
 	return secretFile
 }
 

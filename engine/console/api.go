@@ -30,7 +30,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /app.css", staticFile("app.css", "text/css; charset=utf-8"))
 	c.mux.HandleFunc("GET /api/config", c.config)
 	c.mux.HandleFunc("POST /api/login", c.login)
-	c.mux.HandleFunc("GET /api/oidc/start", c.oidcStart)
+	c.mux.HandleFunc("POST /api/oidc/start", c.oidcStart)
 	c.mux.HandleFunc("GET /api/oidc/callback", c.oidcCallback)
 	c.mux.HandleFunc("GET /api/session", c.signedIn(c.sessionInfo))
 	c.mux.HandleFunc("POST /api/logout", c.signedIn(c.logout))
@@ -208,8 +208,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	// A sign-in forged by another site (signing the victim in as the
 	// attacker) is refused: browsers tell the site, and a JSON body cannot
 	// be sent cross-site without a preflight the console never answers.
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if site := r.Header.Get("Sec-Fetch-Site"); (site != "" && site != "same-origin") || mt != "application/json" || !sameHost(r) {
+	if !fromOwnPage(r) {
 		writeError(w, http.StatusForbidden, "CSRF", "sign in from the console's own page")
 		return
 	}
@@ -255,6 +254,16 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	info := c.describe(r.Context(), started)
 	info.CSRF = token
 	writeJSON(w, http.StatusOK, info)
+}
+
+// fromOwnPage is whether a sign-in (with keys, or the start of a single
+// sign-on) comes from the console's own page: JSON (which another site
+// cannot send without a preflight), not marked by the browser as from
+// another site, and naming no Origin of another host.
+func fromOwnPage(r *http.Request) bool {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	site := r.Header.Get("Sec-Fetch-Site")
+	return (site == "" || site == "same-origin") && mt == "application/json" && sameHost(r)
 }
 
 // sameHost is false when the request names an Origin of another host.

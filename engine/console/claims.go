@@ -168,7 +168,7 @@ func (c *Console) claimedBucketRefused(w http.ResponseWriter, r *http.Request, k
 		return false
 	}
 	ns, name, _ := strings.Cut(claim, "/")
-	writeError(w, http.StatusConflict, "OwnedByOperator", "bucket "+bucket+" belongs to BucketClaim "+claim+
-		": delete the claim (kubectl delete bucketclaim -n "+ns+" "+name+") and its deletionPolicy decides what becomes of the bucket")
+	writeError(w, http.StatusConflict, "OwnedByOperator", "bucket "+bucket+" carries the tag "+claimNameTag+"="+claim+
+		": BucketClaim "+claim+" owns it; delete the claim (kubectl delete bucketclaim -n "+ns+" "+name+") and its deletionPolicy decides what becomes of the bucket")
 	return true
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/aws-sdk-go-v2/service/sts/types"
 	"github.com/aws/smithy-go"
+	"golang.org/x/sync/singleflight"
 )
 
 // OIDC is the console's single sign-on, from its flags.
@@ -73,6 +74,9 @@ type oidcFlow struct {
 	Nonce    string `json:"n"`
 	Verifier string `json:"v"`
 	CSRFHash string `json:"h"`
+	// Redirect is the redirect_uri sent with the authorization request,
+	// sent again with the token request (RFC 6749, 4.1.3).
+	Redirect string `json:"r"`
 	Expires  int64  `json:"x"`
 }
 
@@ -83,32 +87,83 @@ type issuerEndpoints struct {
 	Token         string `json:"token_endpoint"`
 }
 
-// issuer reads and caches the issuer's discovery document.
+// issuer reads and caches the issuer's discovery document. One fetch at
+// a time, outside the lock; a failed refresh keeps the endpoints read
+// before, and a failure with nothing to keep is answered again for a few
+// seconds rather than fetched again by every sign-in.
 type issuer struct {
-	client  *http.Client
-	url     string
-	mu      sync.Mutex
-	ends    issuerEndpoints
-	fetched time.Time
+	client *http.Client
+	url    string
+	group  singleflight.Group
+	mu     sync.Mutex
+	ends   issuerEndpoints
+	// fetched is when ends were read; failed when the last fetch failed
+	// with nothing read before (err its error).
+	fetched, failed time.Time
+	err             error
 }
+
+// oidcRetryAfter is how long a failed discovery is answered from memory.
+const oidcRetryAfter = 5 * time.Second
 
 func (i *issuer) endpoints(ctx context.Context) (issuerEndpoints, error) {
 	i.mu.Lock()
-	defer i.mu.Unlock()
-	if time.Since(i.fetched) < oidcDiscoverTTL {
-		return i.ends, nil
+	ends, fetched, failed, err := i.ends, i.fetched, i.failed, i.err
+	i.mu.Unlock()
+	switch {
+	case !fetched.IsZero() && time.Since(fetched) < oidcDiscoverTTL:
+		return ends, nil
+	case fetched.IsZero() && time.Since(failed) < oidcRetryAfter:
+		return ends, err
 	}
+	ch := i.group.DoChan("discover", func() (any, error) {
+		// Not the request's context: the fetch serves every sign-in
+		// waiting on it.
+		fctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		e, err := i.discover(fctx)
+		i.mu.Lock()
+		defer i.mu.Unlock()
+		switch {
+		case err == nil:
+			i.ends, i.fetched, i.err = e, time.Now(), nil
+		case !i.fetched.IsZero():
+			// Keep what was read: the issuer's endpoints seldom move.
+			i.fetched = time.Now().Add(oidcRetryAfter - oidcDiscoverTTL)
+			return i.ends, nil
+		default:
+			i.failed, i.err = time.Now(), err
+		}
+		return e, err
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return issuerEndpoints{}, res.Err
+		}
+		return res.Val.(issuerEndpoints), nil
+	case <-ctx.Done():
+		return issuerEndpoints{}, ctx.Err()
+	}
+}
+
+// discover reads the issuer's discovery document and checks it: it names
+// the issuer exactly, and over https when the issuer is (the client's
+// secret goes to the token endpoint).
+func (i *issuer) discover(ctx context.Context) (issuerEndpoints, error) {
 	var e issuerEndpoints
 	if err := i.getJSON(ctx, strings.TrimSuffix(i.url, "/")+"/.well-known/openid-configuration", &e); err != nil {
 		return e, err
 	}
-	if strings.TrimSuffix(e.Issuer, "/") != strings.TrimSuffix(i.url, "/") {
+	if e.Issuer != i.url {
 		return e, fmt.Errorf("the issuer's discovery document names issuer %q, not %q", e.Issuer, i.url)
 	}
 	if e.Authorization == "" || e.Token == "" {
 		return e, errors.New("the issuer's discovery document names no authorization or token endpoint")
 	}
-	i.ends, i.fetched = e, time.Now()
+	if strings.HasPrefix(i.url, "https://") && (!strings.HasPrefix(e.Authorization, "https://") || !strings.HasPrefix(e.Token, "https://")) {
+		return e, errors.New("the issuer's discovery document names an endpoint that is not https")
+	}
 	return e, nil
 }
 
@@ -174,21 +229,34 @@ var (
 	notInSessionName = regexp.MustCompile(`[^\w+=,.@-]`)
 )
 
-// oidcStart sends the browser to the issuer.
+// oidcStart begins a sign-in: it answers the issuer's authorization URL,
+// which the page then navigates to. A JSON POST from the console's own
+// page, as a sign-in with keys is (another site can neither send it
+// without a preflight the console never answers nor read the answer), so
+// no other page can start a flow bound to a CSRF token it chose.
 func (c *Console) oidcStart(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if c.issuer == nil {
 		writeError(w, http.StatusNotFound, "NotFound", "single sign-on is not set up on this console")
 		return
 	}
-	// Only the console's own page starts a sign-in.
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+	if !fromOwnPage(r) {
 		writeError(w, http.StatusForbidden, "CSRF", "start the sign-in from the console's own page")
 		return
 	}
-	hash := r.URL.Query().Get("csrf")
-	if !csrfHashPattern.MatchString(hash) {
-		writeError(w, http.StatusBadRequest, "MissingParameter", "start the sign-in from the console's own page (no CSRF token's hash)")
+	var req struct {
+		CSRFHash string `json:"csrfHash"`
+	}
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if !csrfHashPattern.MatchString(req.CSRFHash) {
+		writeError(w, http.StatusBadRequest, "MissingParameter", "csrfHash must be the SHA-256 of the page's CSRF token, base64url without padding")
+		return
+	}
+	redirect, err := c.redirectURL(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "WrongHost", err.Error())
 		return
 	}
 	ends, err := c.issuer.endpoints(r.Context())
@@ -197,13 +265,15 @@ func (c *Console) oidcStart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadGateway, "IssuerUnavailable", "the identity provider could not be reached: "+err.Error())
 		return
 	}
-	flow := oidcFlow{State: randomToken(), Nonce: randomToken(), Verifier: randomToken() + randomToken(), CSRFHash: hash,
-		Expires: c.sessions.now().Add(oidcFlowTTL).Unix()}
+	flow := oidcFlow{State: randomToken(), Nonce: randomToken(), Verifier: randomToken() + randomToken(), CSRFHash: req.CSRFHash,
+		Redirect: redirect, Expires: c.sessions.now().Add(oidcFlowTTL).Unix()}
 	value, err := c.sessions.seal(c.oidcCookie(), flow)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "InternalError", err.Error())
 		return
 	}
+	// One flow a browser: a second tab's start replaces the first's, whose
+	// callback is then refused as not the one this browser started.
 	http.SetCookie(w, &http.Cookie{Name: c.oidcCookie(), Value: value, Path: "/", MaxAge: int(oidcFlowTTL.Seconds()),
 		HttpOnly: true, Secure: c.sessions.secure, SameSite: http.SameSiteLaxMode})
 	challenge := sha256.Sum256([]byte(flow.Verifier))
@@ -211,26 +281,34 @@ func (c *Console) oidcStart(w http.ResponseWriter, r *http.Request) {
 	if scopes == "" {
 		scopes = "openid profile email"
 	}
-	q := url.Values{"response_type": {"code"}, "client_id": {c.cfg.OIDC.ClientID}, "redirect_uri": {c.redirectURL(r)},
+	q := url.Values{"response_type": {"code"}, "client_id": {c.cfg.OIDC.ClientID}, "redirect_uri": {redirect},
 		"scope": {scopes}, "state": {flow.State}, "nonce": {flow.Nonce},
 		"code_challenge": {base64.RawURLEncoding.EncodeToString(challenge[:])}, "code_challenge_method": {"S256"}}
 	sep := "?"
 	if strings.Contains(ends.Authorization, "?") {
 		sep = "&"
 	}
-	http.Redirect(w, r, ends.Authorization+sep+q.Encode(), http.StatusSeeOther)
+	writeJSON(w, http.StatusOK, map[string]string{"url": ends.Authorization + sep + q.Encode()})
 }
 
-// redirectURL is the callback the issuer sends the browser back to.
-func (c *Console) redirectURL(r *http.Request) string {
+// redirectURL is the callback the issuer sends the browser back to: the
+// configured one, whose host must be the one the browser names (the flow's
+// cookie and the page's token stay with that host), or the page's own
+// host, https unless the console serves plain HTTP and no TLS-terminating
+// proxy says otherwise (X-Forwarded-Proto).
+func (c *Console) redirectURL(r *http.Request) (string, error) {
 	if u := c.cfg.OIDC.RedirectURL; u != "" {
-		return u
+		p, err := url.Parse(u)
+		if err != nil || p.Host != r.Host {
+			return "", fmt.Errorf("this console's single sign-on comes back to %s: open the console there", u)
+		}
+		return u, nil
 	}
 	scheme := "http"
-	if c.sessions.secure {
+	if c.sessions.secure || r.Header.Get("X-Forwarded-Proto") == "https" {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host + "/api/oidc/callback"
+	return scheme + "://" + r.Host + "/api/oidc/callback", nil
 }
 
 // oidcCallback finishes a sign-in: it always ends with the browser back
@@ -339,7 +417,7 @@ func (c *Console) exchange(r *http.Request, code string, flow oidcFlow) (string,
 	if err != nil {
 		return "", claims, err
 	}
-	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {c.redirectURL(r)},
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {flow.Redirect},
 		"client_id": {c.cfg.OIDC.ClientID}, "code_verifier": {flow.Verifier}}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, ends.Token, strings.NewReader(form.Encode()))
 	if err != nil {

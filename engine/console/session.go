@@ -147,7 +147,7 @@ func (s *sessions) start(w http.ResponseWriter, ses session, until time.Time) (s
 		return session{}, errCookieTooLarge
 	}
 	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: value,
-		Path: "/", MaxAge: int(time.Until(end).Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode})
+		Path: "/", MaxAge: max(1, int(end.Sub(s.now()).Seconds())), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode})
 	return ses, nil
 }
 

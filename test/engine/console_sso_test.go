@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -165,21 +166,36 @@ func TestConsoleSingleSignOn(t *testing.T) {
 		t.Errorf("the refused sign-in left the issuer's code in the page's address: %q", got)
 	}
 
+	// A link to the page with a made-up reason shows no text of its own.
+	b2.Do("opening a crafted sign-in error", chromedp.Navigate(base+"#oidc-error=Call%20+1-555-0100%20to%20restore%20access"),
+		chromedp.WaitVisible(chromedp.ID("login-form")))
+	b2.WaitText("#error", "The single sign-on failed.")
+	if strings.Contains(b2.Text("#error"), "555") {
+		t.Errorf("the page shows a crafted fragment's text: %q", b2.Text("#error"))
+	}
+
 	// Without a browser: a callback this client did not start, a start
-	// from another site or without the page's hash, start no session.
+	// that is not the page's JSON, from another site or without the
+	// page's hash, start no session.
 	hc := tg.httpClient()
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	hash := `{"csrfHash":"` + strings.Repeat("a", 43) + `"}`
 	for _, c := range []struct {
-		what, path string
-		header     map[string]string
-		status     int
-		location   string
+		what, method, path, body string
+		header                   map[string]string
+		status                   int
+		location                 string
 	}{
-		{"a callback with no sign-in started", "api/oidc/callback?state=x&code=y", nil, http.StatusSeeOther, "/#oidc-error=expired"},
-		{"a start without the page's hash", "api/oidc/start", nil, http.StatusBadRequest, ""},
-		{"a start from another site", "api/oidc/start?csrf=" + strings.Repeat("a", 43), map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden, ""},
+		{"a callback with no sign-in started", http.MethodGet, "api/oidc/callback?state=x&code=y", "", nil, http.StatusSeeOther, "/#oidc-error=expired"},
+		{"a start without the page's hash", http.MethodPost, "api/oidc/start", `{}`, map[string]string{"Content-Type": "application/json"}, http.StatusBadRequest, ""},
+		{"a start from another site", http.MethodPost, "api/oidc/start", hash,
+			map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden, ""},
+		{"a start as a form", http.MethodPost, "api/oidc/start", hash, map[string]string{"Content-Type": "text/plain"}, http.StatusForbidden, ""},
+		{"a start naming another origin", http.MethodPost, "api/oidc/start", hash,
+			map[string]string{"Content-Type": "application/json", "Origin": "https://elsewhere.example"}, http.StatusForbidden, ""},
+		{"a start by navigation", http.MethodGet, "api/oidc/start?csrfHash=" + strings.Repeat("a", 43), "", nil, http.StatusNotFound, ""},
 	} {
-		req, _ := http.NewRequest(http.MethodGet, base+c.path, nil)
+		req, _ := http.NewRequest(c.method, base+c.path, strings.NewReader(c.body))
 		for k, v := range c.header {
 			req.Header.Set(k, v)
 		}
@@ -192,23 +208,28 @@ func TestConsoleSingleSignOn(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d %q", c.what, resp.StatusCode, resp.Header.Get("Location"), c.status, c.location)
 		}
 		for _, ck := range resp.Cookies() {
-			if ck.Name == "__Host-strata-console" && ck.Value != "" {
-				t.Errorf("%s started a session", c.what)
+			if ck.Value != "" {
+				t.Errorf("%s set cookie %s", c.what, ck.Name)
 			}
 		}
 	}
-	// A start redirects to the issuer with PKCE and a state, never with
-	// the client's secret.
-	req, _ := http.NewRequest(http.MethodGet, base+"api/oidc/start?csrf="+strings.Repeat("a", 43), nil)
+	// A start answers the issuer's URL with PKCE, a state and the
+	// callback, never the client's secret.
+	req, _ := http.NewRequest(http.MethodPost, base+"api/oidc/start", strings.NewReader(hash))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var start struct {
+		URL string `json:"url"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&start)
 	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc.String(), issuer+"/") || loc.Query().Get("code_challenge_method") != "S256" ||
-		loc.Query().Get("state") == "" || strings.Contains(loc.String(), secret) {
-		t.Errorf("a start answered %d, to %s", resp.StatusCode, loc)
+	loc, _ := url.Parse(start.URL)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(start.URL, issuer+"/") || loc.Query().Get("code_challenge_method") != "S256" ||
+		loc.Query().Get("state") == "" || loc.Query().Get("redirect_uri") != callback || strings.Contains(start.URL, secret) {
+		t.Errorf("a start answered %d, %v: %s", resp.StatusCode, err, start.URL)
 	}
 	if logs := tg.s.logs(); strings.Contains(logs, secret) || strings.Contains(logs, alicePassword) || !strings.Contains(logs, "console sign-in") {
 		t.Error("the server's log holds the client's secret or a password, or no sign-in line")

@@ -200,7 +200,7 @@ func TestConsole(t *testing.T) {
 	b.WaitText("#bucket-table", "team-a-photos")
 	b.Do("deleting a claim's bucket", chromedp.Click(chromedp.CSS(`button[aria-label="Delete bucket team-a-photos"]`)),
 		chromedp.Click(chromedp.CSS(`button[aria-label="Delete bucket team-a-photos"]`)))
-	b.WaitText("#error", "belongs to BucketClaim team-a/photos")
+	b.WaitText("#error", "BucketClaim team-a/photos owns it")
 	if _, err := root.HeadBucket(context.Background(), &s3.HeadBucketInput{Bucket: aws.String("team-a-photos")}); err != nil {
 		t.Errorf("the claim's bucket is gone after the console refused to delete it: %v", err)
 	}

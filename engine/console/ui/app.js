@@ -93,15 +93,17 @@ function signedIn(s) {
 // Routes: #/buckets, #/b/BUCKET/PREFIX..., #/o/BUCKET/KEY..., #/tenant, #/users, #/claims
 // What the page says when a single sign-on comes back refused (the
 // console's callback names the reason in the fragment; the detail is in
-// the server's log).
+// the server's log). Only the callback's own codes are shown: anyone can
+// link to the page with a fragment.
 function ssoMessage(code) {
   if (code === 'expired') return 'The sign-in took longer than 10 minutes or began in another browser: sign in again.';
-  if (code === 'state') return 'The identity provider answered a sign-in this page did not start: sign in again.';
+  if (code === 'state') return 'The identity provider answered a sign-in this browser did not start (or one another tab replaced): sign in again.';
+  if (code === 'session') return 'The credentials the tenant gave do not fit in a browser cookie.';
   if (code === 'issuer-access_denied') return 'The identity provider refused the sign-in.';
-  if (code.startsWith('issuer')) return 'The identity provider could not sign you in (' + code + ').';
   if (code === 'sts-AccessDenied') return 'Signed in at the identity provider, but the role does not trust this identity: ask the tenant\'s administrators.';
-  if (code.startsWith('sts')) return 'Signed in at the identity provider, but the tenant gave no credentials (' + code + ').';
-  return 'The single sign-on failed (' + code + ').';
+  if (/^issuer(-[a-z_]{1,40})?$/.test(code)) return 'The identity provider could not sign you in (' + code + ').';
+  if (/^sts(-[A-Za-z]{1,40})?$/.test(code)) return 'Signed in at the identity provider, but the tenant gave no credentials (' + code + ').';
+  return 'The single sign-on failed.';
 }
 
 function b64url(bytes) {
@@ -112,25 +114,29 @@ function b64url(bytes) {
 // keeps it, and only its hash goes through the identity provider and back.
 async function startSSO() {
   const token = b64url(crypto.getRandomValues(new Uint8Array(18)));
-  sessionStorage.setItem('strata-csrf', token);
   const hash = b64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(token))));
-  location.assign('/api/oidc/start?' + q({ csrf: hash }));
+  const start = await api('POST', '/api/oidc/start', { csrfHash: hash });
+  sessionStorage.setItem('strata-csrf', token);
+  location.assign(start.url);
 }
 
 async function route() {
   clearMessages();
   if (location.hash.startsWith('#oidc-error=')) {
-    const code = decodeURIComponent(location.hash.slice('#oidc-error='.length));
+    let code = '';
+    try { code = decodeURIComponent(location.hash.slice('#oidc-error='.length)); } catch (e) { code = ''; }
     history.replaceState(null, '', location.pathname);
-    showLogin();
+    show('login-view');
     fail(ssoMessage(code));
     return;
   }
-  if (location.hash === '#signed-in') history.replaceState(null, '', location.pathname + '#/buckets');
+  const justSignedIn = location.hash === '#signed-in';
+  if (justSignedIn) history.replaceState(null, '', location.pathname + '#/buckets');
   if (!session) {
     csrf = sessionStorage.getItem('strata-csrf') || '';
-    if (!csrf) { showLogin(); return; }
-    try { signedIn(await api('GET', '/api/session')); } catch (e) { showLogin(); return; }
+    const unfinished = 'The single sign-on finished in another tab than it began in: sign in again here.';
+    if (!csrf) { showLogin(); if (justSignedIn) fail(unfinished); return; }
+    try { signedIn(await api('GET', '/api/session')); } catch (e) { showLogin(); if (justSignedIn) fail(unfinished); return; }
   }
   try {
     const h = decodeURIComponent(location.hash.slice(1) || '/buckets');
