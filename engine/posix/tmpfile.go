@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -123,12 +125,42 @@ func (t *tempFile) setMtime(mt time.Time) error {
 	return unix.UtimesNanoAt(unix.AT_FDCWD, t.Name(), ts, 0)
 }
 
+// dirLocks keep this process's prunes of emptied directories off a
+// directory a write has made (or found) for its file until the file is
+// in it: a write holds the lock of its file's directory shared from
+// making the directory to linking the file, a prune holds a directory's
+// exclusively while it removes it. Striped by path; a prune holds one at
+// a time and a write takes none while holding one, so they cannot
+// deadlock. Other processes on a shared volume (gateway replicas) are
+// met by the retries instead.
+var dirLocks [64]sync.RWMutex
+
+func dirLock(dir string) *sync.RWMutex {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(dir))
+	return &dirLocks[h.Sum32()%uint32(len(dirLocks))]
+}
+
+// removeEmptyDir removes dir if it is empty, under its lock.
+func removeEmptyDir(dir string) error {
+	l := dirLock(dir)
+	l.Lock()
+	defer l.Unlock()
+	return os.Remove(dir)
+}
+
 // publish gives the temp file its name, replacing what was there. The
 // parent directory must exist; with base, one removed meanwhile (an
-// emptied key directory being pruned) is made again below base.
+// emptied key directory being pruned, by another process or before this
+// write took its directory's lock) is made again below base.
 func (t *tempFile) publish(target, base string) error {
+	if base != "" {
+		l := dirLock(filepath.Dir(target))
+		l.RLock()
+		defer l.RUnlock()
+	}
 	var err error
-	for try := 0; try < 20; try++ {
+	for try := 0; try < 100; try++ {
 		if t.named != "" {
 			if err = os.Chmod(t.named, filePerm); err == nil {
 				err = os.Rename(t.named, target)

@@ -284,7 +284,7 @@ func (l *Layer) removeVersion(bucket, key, name string) (gone, marker bool, err 
 func (l *Layer) pruneVersionDirs(bucket, key string) {
 	stop := filepath.Join(l.versions, bucket)
 	for dir := l.versionDir(bucket, key); dir != stop && strings.HasPrefix(dir, stop+"/"); dir = filepath.Dir(dir) {
-		if os.Remove(dir) != nil {
+		if removeEmptyDir(dir) != nil {
 			return
 		}
 	}
@@ -354,7 +354,7 @@ func (l *Layer) pruneParents(bucket, key string) {
 		if _, err := l.attrs.get(l.treePlace(bucket, rel), nil, attrETag); err == nil {
 			return
 		}
-		if os.Remove(filepath.Join(l.root, bucket, rel)) != nil {
+		if removeEmptyDir(filepath.Join(l.root, bucket, rel)) != nil {
 			return
 		}
 		rel = filepath.Dir(rel)
