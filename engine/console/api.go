@@ -258,22 +258,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 
 // fromOwnPage is whether a sign-in (with keys, or the start of a single
 // sign-on) comes from the console's own page: JSON (which another site
-// cannot send without a preflight), not marked by the browser as from
-// another site, and naming no Origin of another host.
+// cannot send without a preflight) and from the same origin.
 func fromOwnPage(r *http.Request) bool {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	site := r.Header.Get("Sec-Fetch-Site")
-	return (site == "" || site == "same-origin") && mt == "application/json" && sameHost(r)
-}
-
-// sameHost is false when the request names an Origin of another host.
-func sameHost(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host == r.Host
+	return mt == "application/json" && sameOrigin(r)
 }
 
 func (c *Console) describe(ctx context.Context, ses session) sessionInfo {

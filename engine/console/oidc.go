@@ -40,6 +40,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts/types"
 	"github.com/aws/smithy-go"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/strata-storage/strata/engine/oidc"
 )
 
 // OIDC is the console's single sign-on, from its flags.
@@ -434,13 +436,11 @@ func (c *Console) exchange(r *http.Request, code string, flow oidcFlow) (string,
 	if err := c.issuer.do(req, &tokens); err != nil {
 		return "", claims, err
 	}
-	parts := strings.Split(tokens.IDToken, ".")
-	if len(parts) != 3 {
+	if tokens.IDToken == "" {
 		return "", claims, errors.New("the issuer's answer holds no ID token (is openid among the scopes?)")
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil || json.Unmarshal(payload, &claims) != nil {
-		return "", claims, errors.New("the ID token's claims do not decode")
+	if err := oidc.UnverifiedClaims(tokens.IDToken, &claims); err != nil {
+		return "", claims, fmt.Errorf("the ID token's claims: %w", err)
 	}
 	if subtle.ConstantTimeCompare([]byte(claims.Nonce), []byte(flow.Nonce)) != 1 {
 		return "", claims, errors.New("the ID token's nonce is not the one this sign-in sent")
@@ -452,11 +452,7 @@ func (c *Console) exchange(r *http.Request, code string, flow oidcFlow) (string,
 // the ID token, for as long as a session lasts (the role may allow less:
 // then its default hour).
 func (c *Console) assumeRole(ctx context.Context, idToken, name string) (*types.Credentials, error) {
-	scheme := "http://"
-	if c.cfg.S3TLS {
-		scheme = "https://"
-	}
-	cl := sts.New(sts.Options{Region: "us-east-1", BaseEndpoint: aws.String(scheme + c.s3Host),
+	cl := sts.New(sts.Options{Region: "us-east-1", BaseEndpoint: aws.String(c.s3URL()),
 		HTTPClient: &http.Client{Transport: c.transport, Timeout: 30 * time.Second}})
 	in := &sts.AssumeRoleWithWebIdentityInput{RoleArn: aws.String(c.cfg.OIDC.RoleARN), RoleSessionName: aws.String(name),
 		WebIdentityToken: aws.String(idToken), DurationSeconds: aws.Int32(int32(min(max(c.cfg.SessionTTL, 15*time.Minute), 12*time.Hour).Seconds()))}

@@ -167,15 +167,23 @@ func (s *sessions) end(w http.ResponseWriter) {
 // Origin's host is compared, not its scheme, so a TLS-terminating proxy in
 // front of a plain-HTTP console does not refuse the page's own requests.
 func (s *sessions) fromPage(r *http.Request, ses session) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+	if !sameOrigin(r) {
 		return false
-	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		u, err := url.Parse(origin)
-		if err != nil || u.Host != r.Host {
-			return false
-		}
 	}
 	got := r.Header.Get("X-Strata-CSRF")
 	return got != "" && ses.CSRFHash != "" && subtle.ConstantTimeCompare([]byte(csrfHash(got)), []byte(ses.CSRFHash)) == 1
+}
+
+// sameOrigin is false for a request the browser marks as from another
+// site (Sec-Fetch-Site) or whose Origin names another host.
+func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host
 }

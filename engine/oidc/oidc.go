@@ -132,15 +132,29 @@ type issuerKeys struct {
 // Issuer returns a token's issuer, unverified: which provider to verify
 // it against.
 func Issuer(token string) (string, error) {
-	t, err := jwt.ParseSigned(token, algorithms)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalidToken, err)
-	}
 	var c jwt.Claims
-	if err := t.UnsafeClaimsWithoutVerification(&c); err != nil || c.Issuer == "" {
+	if err := UnverifiedClaims(token, &c); err != nil {
+		return "", err
+	}
+	if c.Issuer == "" {
 		return "", fmt.Errorf("%w: no issuer", ErrInvalidToken)
 	}
 	return c.Issuer, nil
+}
+
+// UnverifiedClaims decodes a token's claims into out without checking its
+// signature: for a token's issuer before its keys are fetched, or a token
+// just taken from its issuer's token endpoint whose signature a verifier
+// checks later.
+func UnverifiedClaims(token string, out any) error {
+	t, err := jwt.ParseSigned(token, algorithms)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+	}
+	if err := t.UnsafeClaimsWithoutVerification(out); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+	}
+	return nil
 }
 
 // Verify checks a token: signed by a key issuer publishes, issued by
