@@ -84,6 +84,23 @@ func (d *Local) ListEvents(ctx context.Context, after [16]byte, fn func(id [16]b
 	return nil
 }
 
+// HasEvent reports whether the drive holds the write's events id (not yet
+// delivered and removed).
+func (d *Local) HasEvent(ctx context.Context, id [16]byte) (bool, error) {
+	if err := ended(ctx); err != nil {
+		return false, err
+	}
+	_, closer, err := d.meta.Get(eventKey(id))
+	switch {
+	case err == nil:
+		_ = closer.Close()
+		return true, nil
+	case errors.Is(err, pebble.ErrNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("drive %s: looking up events: %w", d.root, err)
+}
+
 // DeleteEvents removes delivered writes' events, in one unsynced batch:
 // a crash that loses it makes them delivered again, which at-least-once
 // delivery allows. IDs the drive does not hold are no error.

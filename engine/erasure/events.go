@@ -3,6 +3,8 @@ package erasure
 import (
 	"context"
 	"errors"
+	"maps"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -22,6 +24,7 @@ type EventDrive interface {
 	CarriesEvents() bool
 	ListEvents(ctx context.Context, after [16]byte, fn func(id [16]byte, events []byte) bool) error
 	DeleteEvents(ctx context.Context, ids [][16]byte) error
+	HasEvent(ctx context.Context, id [16]byte) (bool, error)
 }
 
 func carriesEvents(d Drive) bool {
@@ -40,6 +43,9 @@ type writeEvents struct {
 	bucket, object string
 	make           func(objlayer.ObjectInfo) []byte
 	carries        []bool
+	// mark is opts.EventMark when every drive of the write carries
+	// events (so a committed version has them on write quorum), else "".
+	mark string
 }
 
 // newWriteEvents is nil when the write has no events to store.
@@ -47,9 +53,12 @@ func newWriteEvents(bucket, object string, opts objlayer.PutOptions, drives []Dr
 	if opts.Events == nil {
 		return nil
 	}
-	e := &writeEvents{id: uuid.New(), bucket: bucket, object: object, make: opts.Events, carries: make([]bool, len(drives))}
+	e := &writeEvents{id: uuid.New(), bucket: bucket, object: object, make: opts.Events, carries: make([]bool, len(drives)), mark: opts.EventMark}
 	for pos, d := range drives {
 		e.carries[pos] = d != nil && carriesEvents(d)
+		if !e.carries[pos] {
+			e.mark = ""
+		}
 	}
 	return e
 }
@@ -64,6 +73,28 @@ func (e *writeEvents) stamp(rec *drive.Record) {
 	if len(rec.Events) == 0 {
 		rec.EventID = [16]byte{}
 	}
+	if e.mark == "" {
+		return
+	}
+	// The caller's map is not changed; a round stamped again keeps the
+	// mark (the ID is the write's, not the round's).
+	want := ""
+	if rec.EventID != ([16]byte{}) {
+		want = objlayer.EventMarkValue(rec.EventID)
+	}
+	if rec.Meta[e.mark] == want {
+		return
+	}
+	meta := maps.Clone(rec.Meta)
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	if want == "" {
+		delete(meta, e.mark)
+	} else {
+		meta[e.mark] = want
+	}
+	rec.Meta = meta
 }
 
 // own is the record sent to the drive at pos: without the events when
@@ -145,6 +176,33 @@ func (s *Set) ListEvents(ctx context.Context, fn func(id [16]byte, events []byte
 	return nil
 }
 
+// EventStored asks every online drive that carries events whether it
+// holds the write's events id. A version marked with them
+// (PutOptions.EventMark) had them committed on write quorum, so while
+// they are stored, any read quorum of drives holds a copy: when fewer
+// than read quorum answer, they count as stored (the safe answer for a
+// status that says "not yet delivered").
+func (s *Set) EventStored(ctx context.Context, id [16]byte) (bool, error) {
+	var found atomic.Bool
+	errs := forEachDrive(s.Drives(), func(_ int, d Drive) error {
+		if !carriesEvents(d) {
+			return errDriveOffline
+		}
+		ok, err := d.(EventDrive).HasEvent(ctx, id)
+		if ok {
+			found.Store(true)
+		}
+		return err
+	})
+	if found.Load() {
+		return true, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	return countNil(errs) < s.layout.ReadQuorum(), nil
+}
+
 // ForgetEvents removes delivered events from the set's drives.
 func (s *Set) ForgetEvents(ctx context.Context, ids [][16]byte) error {
 	return s.deleteEvents(ctx, s.Drives(), ids)
@@ -187,6 +245,11 @@ func (p *Pool) ForgetEvents(ctx context.Context, refs []objlayer.EventRef) error
 	return errors.Join(errs...)
 }
 
+// EventStored implements objlayer.EventStore for a pool.
+func (p *Pool) EventStored(ctx context.Context, ref objlayer.EventRef) (bool, error) {
+	return p.SetFor(ref.Bucket, ref.Object).EventStored(ctx, ref.ID)
+}
+
 // ListEvents implements objlayer.EventStore over every pool.
 func (ps *Pools) ListEvents(ctx context.Context, fn func(id [16]byte, events []byte) error) error {
 	entries := ps.Entries()
@@ -203,4 +266,18 @@ func (ps *Pools) ForgetEvents(ctx context.Context, refs []objlayer.EventRef) err
 		errs = append(errs, e.Pool.ForgetEvents(ctx, refs))
 	}
 	return errors.Join(errs...)
+}
+
+// EventStored implements objlayer.EventStore: the events are in the set
+// of whichever pool the version went to (a version moved since keeps
+// them in the pool it left until they are delivered), so each pool's is
+// asked.
+func (ps *Pools) EventStored(ctx context.Context, ref objlayer.EventRef) (bool, error) {
+	for _, e := range ps.Entries() {
+		ok, err := e.Pool.EventStored(ctx, ref)
+		if ok || err != nil {
+			return ok, err
+		}
+	}
+	return false, nil
 }

@@ -54,6 +54,20 @@ func TestEventsTravelWithRecords(t *testing.T) {
 			if len(held) != 1 || held[0] != "events of the write" {
 				t.Fatalf("drive %s holds %q", path, held)
 			}
+			// A lookup finds the write's events and no neighbour's (the
+			// peer answers it with its listing from just before the ID).
+			other := id
+			other[15] ^= 1
+			for _, c := range []struct {
+				id   [16]byte
+				want bool
+			}{{id, true}, {other, false}, {[16]byte{}, false}} {
+				for name, d := range map[string]erasure.EventDrive{"remote": rd, "local": local} {
+					if got, err := d.HasEvent(t.Context(), c.id); err != nil || got != c.want {
+						t.Fatalf("%s HasEvent(%x) = %v, %v; want %v", name, c.id, got, err, c.want)
+					}
+				}
+			}
 			var listed int
 			if err := rd.ListEvents(t.Context(), [16]byte{}, func(got [16]byte, ev []byte) bool {
 				listed++
@@ -84,6 +98,9 @@ func TestEventsTravelWithRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, path := range paths {
+			if held, err := p.Drive(path).HasEvent(t.Context(), id); held || err != nil {
+				t.Fatalf("drive %s: HasEvent after removal: %v, %v", path, held, err)
+			}
 			if err := p.Drive(path).ListEvents(t.Context(), [16]byte{}, func([16]byte, []byte) bool {
 				t.Fatalf("drive %s still holds events", path)
 				return false

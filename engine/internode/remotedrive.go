@@ -192,6 +192,27 @@ func (d *RemoteDrive) ListEvents(ctx context.Context, after [16]byte, fn func(id
 	}
 }
 
+// HasEvent implements erasure.EventDrive with the peer's event listing
+// (eventsProtocol has no lookup of its own): the first event after the
+// one just before id is id's when the peer holds it.
+func (d *RemoteDrive) HasEvent(ctx context.Context, id [16]byte) (bool, error) {
+	if id == ([16]byte{}) {
+		return false, nil
+	}
+	before := id
+	for i := len(before) - 1; i >= 0; i-- {
+		before[i]--
+		if before[i] != 0xff {
+			break
+		}
+	}
+	page, err := opListEvents.call(ctx, d, listEventsReq{After: before, Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	return len(page) > 0 && page[0].id == id, nil
+}
+
 // DeleteEvents implements erasure.EventDrive.
 func (d *RemoteDrive) DeleteEvents(ctx context.Context, ids [][16]byte) error {
 	_, err := opDeleteEvents.call(ctx, d, eventIDsReq{IDs: ids})

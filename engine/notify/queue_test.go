@@ -339,3 +339,70 @@ func TestEventsStoredWithVersions(t *testing.T) {
 	waitFor(t, "the restarted node's events", func() bool { return len(rc.messages()) == 24 })
 	waitFor(t, "its events removed", func() bool { return storedEvents(t, layer) == 0 })
 }
+
+// TestEventMarkFollowsDelivery: a write asking for its events' mark
+// (PutOptions.EventMark) carries their ID in its metadata, inline or in
+// shard files, and the layer says they are stored until they are
+// delivered and forgotten; a write without the option carries no mark.
+func TestEventMarkFollowsDelivery(t *testing.T) {
+	const mark = objlayer.InternalMetaPrefix + "Test-Event"
+	layer := erasureLayer(t)
+	if err := objlayer.EnsureBucket(t.Context(), layer, "bk"); err != nil {
+		t.Fatal(err)
+	}
+	q, rc, tg, _ := runningQueue(t, layer)
+	rc.down.Store(true)
+	rules := []*Rule{{ID: "cfg", Target: tg.ARN()}}
+	es := layer.(objlayer.EventStore)
+	type written struct {
+		ref objlayer.EventRef
+		e   Event
+	}
+	var all []written
+	for _, size := range []int{4, 1 << 20} {
+		for _, withMark := range []bool{true, false} {
+			key := fmt.Sprintf("k-%d-%v", size, withMark)
+			var e Event
+			opts := objlayer.PutOptions{Events: func(info objlayer.ObjectInfo) []byte {
+				e = Event{Name: ObjectCreatedPut, Bucket: "bk", Key: key, Size: info.Size, ETag: key, Time: time.Now()}
+				return q.Encode(e, rules)
+			}}
+			if withMark {
+				opts.EventMark = mark
+			}
+			info, err := layer.PutObject(t.Context(), "bk", key, strings.NewReader(strings.Repeat("x", size)), int64(size), opts)
+			if err != nil || info.EventID == ([16]byte{}) {
+				t.Fatalf("%s: %v, events %x", key, err, info.EventID)
+			}
+			h, err := layer.OpenObjectMeta(t.Context(), "bk", key, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := h.Info().Meta[mark]
+			h.Close()
+			if want := map[bool]string{true: objlayer.EventMarkValue(info.EventID)}[withMark]; got != want {
+				t.Fatalf("%s: mark %q, want %q", key, got, want)
+			}
+			ref := objlayer.EventRef{Bucket: "bk", Object: key, ID: info.EventID}
+			if stored, err := es.EventStored(t.Context(), ref); !stored || err != nil {
+				t.Fatalf("%s: EventStored before delivery: %v, %v", key, stored, err)
+			}
+			all = append(all, written{ref, e})
+		}
+	}
+	for _, w := range all {
+		q.Committed(w.ref, w.e, rules)
+	}
+	rc.down.Store(false)
+	waitFor(t, "the events delivered and forgotten", func() bool {
+		for _, w := range all {
+			if stored, err := es.EventStored(t.Context(), w.ref); stored || err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	if n := len(rc.messages()); n != len(all) {
+		t.Fatalf("%d messages, want %d", n, len(all))
+	}
+}

@@ -2,6 +2,7 @@ package objlayer
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"io"
 	"strings"
@@ -138,6 +139,27 @@ type PutOptions struct {
 	// version, so an acknowledged write has them, and says so in the
 	// answer's EventID. A layer that cannot ignores it.
 	Events func(info ObjectInfo) []byte
+	// EventMark, with Events, names a metadata key that a layer storing
+	// the events with the version on every drive it writes sets in the
+	// version's metadata to the events' ID (EventMarkValue), so a reader
+	// can tell from EventStore.EventStored whether they are still waiting
+	// for delivery. A layer that cannot store them so leaves the key out.
+	EventMark string
+}
+
+// EventMarkValue is how PutOptions.EventMark records an events' ID.
+func EventMarkValue(id [16]byte) string { return hex.EncodeToString(id[:]) }
+
+// ParseEventMark is EventMarkValue's inverse (false for a value it did
+// not make).
+func ParseEventMark(v string) (id [16]byte, ok bool) {
+	if len(v) != 2*len(id) {
+		return id, false
+	}
+	if _, err := hex.Decode(id[:], []byte(v)); err != nil {
+		return id, false
+	}
+	return id, true
 }
 
 // EventRef names a write's events stored with its version.
@@ -160,6 +182,10 @@ type EventStore interface {
 	ListEvents(ctx context.Context, fn func(id [16]byte, events []byte) error) error
 	// ForgetEvents removes delivered events.
 	ForgetEvents(ctx context.Context, refs []EventRef) error
+	// EventStored reports whether the events ref names are still stored
+	// (not yet delivered and forgotten): true when any drive that can
+	// hold them does, or when too few drives answered to tell.
+	EventStored(ctx context.Context, ref EventRef) (bool, error)
 }
 
 // ETagFor is the ETag options give a version ("" when the stored bytes'

@@ -44,6 +44,13 @@ const (
 // covers without one is PENDING.
 const MetaStatus = objlayer.InternalMetaPrefix + "Replication-Status"
 
+// MetaEvent marks a version whose write stored its replication event
+// with it (objlayer.PutOptions.EventMark; only events that are all
+// replication rules'): such a version without a stored status is PENDING
+// while the event is stored and COMPLETED once it is gone (delivered and
+// forgotten), so a successful copy writes no status.
+const MetaEvent = objlayer.InternalMetaPrefix + "Replication-Event"
+
 // The headers a remote's requests carry so a Strata destination keeps
 // what the source's version was: its version ID, time and ETag, and that
 // it is a replica (not replicated again: two-way replication without
@@ -80,6 +87,10 @@ type Version struct {
 	ETag, MD5 string
 	// Status is the version's replication status ("" for none yet).
 	Status string
+	// StatusFollowsEvent: without a stored Status, the version is
+	// COMPLETED once its event is delivered (MetaEvent), so its copy
+	// need not write one.
+	StatusFollowsEvent bool
 	// DeleteMarker: the version is a delete marker (only its ModTime is
 	// set; Open gives one only without the body).
 	DeleteMarker bool
@@ -259,7 +270,7 @@ func (r *Remote) deliver(ctx context.Context, ev event) error {
 	}
 	if rule == nil || !rule.Enabled {
 		r.stats.skipped(ev.bucket)
-		return nil
+		return r.dropped(short, ev)
 	}
 	var n int64
 	switch {
@@ -342,10 +353,31 @@ func (r *Remote) copyVersion(ctx context.Context, ev event, rule *Rule) (int64, 
 	if err := r.send(ctx, http.MethodPut, rule.Bucket, ev.key, nil, h, v.Body, v.Size, unsignedPayload); err != nil {
 		return 0, err
 	}
+	if v.Status == "" && v.StatusFollowsEvent {
+		return v.Size, nil
+	}
 	if err := r.src.SetStatus(ctx, ev.bucket, ev.key, ev.versionID, StatusCompleted); err != nil && !errors.Is(err, ErrGone) {
 		return v.Size, err
 	}
 	return v.Size, nil
+}
+
+// dropped is what an event whose rule is gone or disabled leaves: a
+// version whose status follows its event would read COMPLETED once the
+// event is forgotten, so it is stored as PENDING (not copied; a resync
+// copies it once a rule covers it again).
+func (r *Remote) dropped(ctx context.Context, ev event) error {
+	if !strings.HasPrefix(ev.name, "s3:ObjectCreated:") {
+		return nil
+	}
+	v, err := r.src.Open(ctx, ev.bucket, ev.key, ev.versionID, false)
+	if err != nil || v.DeleteMarker || v.Status != "" || !v.StatusFollowsEvent {
+		return nil
+	}
+	if err := r.src.SetStatus(ctx, ev.bucket, ev.key, ev.versionID, StatusPending); err != nil && !errors.Is(err, ErrGone) {
+		return err
+	}
+	return nil
 }
 
 // copyTags sets the destination version's tags to the source's.

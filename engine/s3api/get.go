@@ -268,7 +268,7 @@ func (r *request) objectHeaders(rd *objectRead) {
 	}
 	r.setHeader("X-Amz-Object-Lock-Legal-Hold", info.Meta[objlayer.MetaLegalHold])
 	r.setHeader("X-Amz-Storage-Class", "STANDARD")
-	r.setHeader("X-Amz-Replication-Status", replicationStatus(bk, r.key, info))
+	r.setHeader("X-Amz-Replication-Status", r.s.replicationStatus(r.ctx, bk, r.key, info))
 	r.setSSEHeaders(info.Meta)
 	if r.q("versionId") == "" {
 		r.setExpiration(bk, info)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/objlayer"
+	"github.com/strata-storage/strata/engine/replicate"
 	"github.com/strata-storage/strata/engine/s3err"
 )
 
@@ -104,11 +105,28 @@ func (r *request) withEvents(bk objlayer.BucketInfo, event, key string, opts *ob
 		return nil
 	}
 	se := &storedEvents{name: event, rules: rules}
+	if allReplication(rules) {
+		// The version's replication status can follow its event: no
+		// second write once it is copied (replicate.MetaEvent).
+		opts.EventMark = replicate.MetaEvent
+	}
 	opts.Events = func(info objlayer.ObjectInfo) []byte {
 		se.event = r.event(bk, event, key, plainInfo(info))
 		return r.s.cfg.Notifier.Encode(se.event, rules)
 	}
 	return se
+}
+
+// allReplication reports whether every rule is a replication rule's (an
+// event that is also a notification's stays stored while that target is
+// down, which says nothing about the copy).
+func allReplication(rules []*notify.Rule) bool {
+	for _, r := range rules {
+		if r.Kind != "Replication" {
+			return false
+		}
+	}
+	return true
 }
 
 // storedEvents is the event a write had the layer store with it.

@@ -92,9 +92,10 @@ func (r *request) replicationRules(bk objlayer.BucketInfo, event, key string, me
 }
 
 // replicationStatus is what x-amz-replication-status answers for a
-// version: its stored status, PENDING when a rule covers it and none is
-// stored yet, "" when no rule does.
-func replicationStatus(bk objlayer.BucketInfo, key string, info objlayer.ObjectInfo) string {
+// version: its stored status; "" when no rule covers it; else PENDING,
+// or, for a version whose status follows its stored event
+// (replicate.MetaEvent), COMPLETED once that event is gone.
+func (s *Server) replicationStatus(ctx context.Context, bk objlayer.BucketInfo, key string, info objlayer.ObjectInfo) string {
 	if st := info.Meta[replicate.MetaStatus]; st != "" {
 		return st
 	}
@@ -109,7 +110,23 @@ func replicationStatus(bk objlayer.BucketInfo, key string, info objlayer.ObjectI
 	if len(cfg.Match(key, tags)) == 0 {
 		return ""
 	}
+	if s.eventDelivered(ctx, bk.Name, key, info) {
+		return replicate.StatusCompleted
+	}
 	return replicate.StatusPending
+}
+
+// eventDelivered reports whether info is a version whose status follows
+// its stored replication event and that event is gone. Any doubt (no
+// mark, a lookup that failed) answers false.
+func (s *Server) eventDelivered(ctx context.Context, bucket, key string, info objlayer.ObjectInfo) bool {
+	id, ok := objlayer.ParseEventMark(info.Meta[replicate.MetaEvent])
+	es, isStore := s.layer.(objlayer.EventStore)
+	if !ok || !isStore {
+		return false
+	}
+	stored, err := es.EventStored(ctx, objlayer.EventRef{Bucket: bucket, Object: key, ID: id})
+	return err == nil && !stored
 }
 
 // replicaRequest reports whether the request is a replication remote's
@@ -278,7 +295,8 @@ func (rs replicationSource) Open(ctx context.Context, bucket, key, versionID str
 	info := plainInfo(stored)
 	meta := info.Meta
 	v := &replicate.Version{VersionID: versionID, Header: http.Header{}, Size: info.Size, ModTime: info.ModTime,
-		ETag: info.ETag, Status: meta[replicate.MetaStatus], Tags: s3rules.DecodeTagQuery(meta[objlayer.MetaTagging])}
+		ETag: info.ETag, Status: meta[replicate.MetaStatus], Tags: s3rules.DecodeTagQuery(meta[objlayer.MetaTagging]),
+		StatusFollowsEvent: meta[replicate.MetaEvent] != ""}
 	if !strings.Contains(info.ETag, "-") {
 		v.MD5 = info.ETag
 	}
@@ -423,7 +441,8 @@ func (s *Server) ResyncReplication(ctx context.Context, bucket string) (queued, 
 				info = h.Info()
 				h.Close()
 			}
-			if st := info.Meta[replicate.MetaStatus]; st == replicate.StatusCompleted || st == replicate.StatusReplica {
+			if st := info.Meta[replicate.MetaStatus]; st == replicate.StatusCompleted || st == replicate.StatusReplica ||
+				st == "" && s.eventDelivered(ctx, bucket, v.Name, info) {
 				continue
 			}
 			event := notify.ObjectCreatedPut

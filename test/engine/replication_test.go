@@ -420,6 +420,9 @@ func TestBucketReplication(t *testing.T) {
 		t.Logf("%d PUTs acknowledged during a %s outage; backlog %d", acked, outage, st.Remotes[0].Backlog)
 		dst.restart()
 		versions := sameVersions(t, sc, dc, "src", "dst", 60*time.Second+outage)
+		waitFor(t, "a version written during the outage COMPLETED", 10*time.Second, func() bool {
+			return headVersion(t, sc, "src", "outage/0/0", "").ReplicationStatus == types.ReplicationStatusCompleted
+		})
 		for _, v := range versions {
 			if strings.HasPrefix(v.key, "outage/0/") && bodySum(t, sc, "src", v.key, v.id) != bodySum(t, dc, "dst", v.key, v.id) {
 				t.Fatalf("%s: the bodies differ", v.key)
@@ -478,6 +481,42 @@ func TestBucketReplication(t *testing.T) {
 			}
 		}
 		t.Logf("%d PUTs acknowledged before the source was killed, all replicated", len(acked))
+	})
+
+	// A copied version's COMPLETED is read from its event being gone (no
+	// second write), so an event dropped without a copy must say so.
+	t.Run("a rule replaced while its versions wait: PENDING, then a resync", func(t *testing.T) {
+		versionedBucket(t, sc, "renamed")
+		versionedBucket(t, dc, "renamed-dr")
+		replicateAll(t, src, "renamed", "renamed-dr")
+		dst.kill()
+		put(t, sc, "renamed", "waiting", []byte("written while the destination is down"))
+		cfg := replication.Config{Role: drRole, Rules: []replication.Rule{{ID: "another", Status: replication.Enabled, Priority: 1,
+			Destination: replication.Destination{Bucket: "arn:aws:s3:::renamed-dr"}}}}
+		if err := src.minio().SetBucketReplication(ctx, "renamed", cfg); err != nil {
+			t.Fatal(err)
+		}
+		dst.restart()
+		waitFor(t, "the backlog drained", 30*time.Second, func() bool {
+			code, body := src.adminGet("replication")
+			var st struct{ Remotes []struct{ Backlog int64 } }
+			return code == http.StatusOK && json.Unmarshal(body, &st) == nil && len(st.Remotes) == 1 && st.Remotes[0].Backlog == 0
+		})
+		time.Sleep(300 * time.Millisecond) // delivered events are forgotten within 100 ms
+		if h := headVersion(t, sc, "renamed", "waiting", ""); h.ReplicationStatus != types.ReplicationStatusPending {
+			t.Fatalf("a version whose rule was replaced before its copy: status %q, want PENDING", h.ReplicationStatus)
+		}
+		if n := len(listVersions(t, dc, "renamed-dr")); n != 0 {
+			t.Fatalf("%d versions at the destination, want none", n)
+		}
+		code, body := src.admin(http.MethodPost, "buckets/renamed/replication/resync")
+		if code != http.StatusOK || !strings.Contains(string(body), `"queued": 1`) {
+			t.Fatalf("resync: %d %s", code, body)
+		}
+		sameVersions(t, sc, dc, "renamed", "renamed-dr", 30*time.Second)
+		waitFor(t, "COMPLETED after the resync", 10*time.Second, func() bool {
+			return headVersion(t, sc, "renamed", "waiting", "").ReplicationStatus == types.ReplicationStatusCompleted
+		})
 	})
 
 	t.Run("two-way replication does not loop", func(t *testing.T) {
