@@ -151,7 +151,11 @@ replication-long: build ## The long form of TestBucketReplication: the destinati
 	STRATA_BIN="$(LOCALBIN)/strata" STRATA_TEST_REPLICATION_OUTAGE=$${STRATA_TEST_REPLICATION_OUTAGE:-60s} \
 		go test -count=1 ./test/engine/... -run TestBucketReplication -timeout 20m -v
 
-.PHONY: replication-load
+.PHONY: replication-load notify-load
+notify-load: build bench-build $(NATS_SERVER) ## Measure bucket notifications: the cost to 4 KiB PUT throughput with a real nats-server target (bin/bench, notified and plain buckets alternating); figures in docs/benchmarks.md.
+	STRATA_BIN="$(LOCALBIN)/strata" STRATA_BENCH_BIN="$(LOCALBIN)/bench" STRATA_NATS_SERVER="$(NATS_SERVER)" STRATA_TEST_NOTIFY_LOAD=1 \
+		go test -count=1 ./test/engine/... -run TestNotificationLoad -timeout 30m -v
+
 replication-load: build bench-build ## Measure bucket replication: lag at 200 PUT/s of 4 KiB and the cost to the source's PUT throughput (bin/bench, replicated and plain buckets alternating); figures in docs/benchmarks.md.
 	STRATA_BIN="$(LOCALBIN)/strata" STRATA_BENCH_BIN="$(LOCALBIN)/bench" STRATA_TEST_REPLICATION_LOAD=1 \
 		go test -count=1 ./test/engine/... -run TestReplicationLoad -timeout 30m -v

@@ -297,7 +297,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 		DataSlots: plan.DataSlots, MetaCacheSize: plan.Meta, MemTableSize: plan.MemTable,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
 		NotifyTargetsFile: getenv(notify.EnvTargetsFile), NotifyTakeOver: testNotifyTakeOver(getenv, log),
-		Healer: healer, StaleUploadAge: *staleUploads, LifecycleInterval: *lifecycleEvery, LifecycleDay: lifecycleDay,
+		Healer: healer, StaleUploadAge: *staleUploads, LifecycleInterval: *lifecycleEvery, LifecycleDay: lifecycleDay, MaxPutSize: testMaxPutSize(getenv, log),
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, DriveOpenDelay: openDelay, DriveFS: driveFS, DriveMetaFS: metaFS, Log: log,
 	})
 	if err != nil {
@@ -364,7 +364,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir, AdminOverHTTP: *adminOverHTTP, Limits: *limits, Console: *consoleOpts,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, UsersFile: getenv(iam.EnvIAMFile), NotifyTargetsFile: getenv(notify.EnvTargetsFile), LargeDirThreshold: *largeDir,
 		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, ClaimTimeout: *claimTimeout, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
-		LifecycleInterval: *lifecycleEvery, LifecycleDay: testLifecycleDay(getenv),
+		LifecycleInterval: *lifecycleEvery, LifecycleDay: testLifecycleDay(getenv), MaxPutSize: testMaxPutSize(getenv, log),
 	}
 	if err := cfg.Check(); err != nil {
 		fmt.Fprintln(stderr, "strata gateway:", err)
@@ -505,6 +505,17 @@ func limitFlags(fs *flag.FlagSet) *s3http.Limits {
 	fs.DurationVar(&l.WriteStall, "write-stall", s3http.DefaultWriteStall, "a response write that makes no progress for this long fails")
 	fs.IntVar(&l.MaxHeaderBytes, "max-header-bytes", s3http.DefaultMaxHeaderBytes, "largest request header, in bytes")
 	return l
+}
+
+// testMaxPutSize is the largest single PUT, only for tests of what is
+// larger (STRATA_TEST_MAX_PUT_SIZE, bytes); 0 is S3's 5 GiB.
+func testMaxPutSize(getenv func(string) string, log *slog.Logger) int64 {
+	n, err := strconv.ParseInt(getenv("STRATA_TEST_MAX_PUT_SIZE"), 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	log.Warn("STRATA_TEST_MAX_PUT_SIZE: single PUTs are limited below S3's 5 GiB, for tests only", "bytes", n)
+	return n
 }
 
 // testLifecycleDay is the length of a lifecycle rule's day, only for tests

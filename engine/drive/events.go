@@ -32,21 +32,27 @@ func (r *Record) hasEvents() bool { return r.EventID != ([16]byte{}) && len(r.Ev
 // since its last delete: a write stamped again (the same events, a new
 // stamp) sets its key a second time on a drive that took the first
 // stamp, so a key already held is deleted before it is set again
-// (SET, DEL, SET: the SingleDelete then meets one SET).
+// (SET, DEL, SET: the SingleDelete then meets one SET). Only a drive that
+// held a version of the record's ID before this put (put's heldBefore)
+// can hold its events: the others skip the lookup, which misses through
+// every level of the store (a lookup per write cost more than the
+// events' own SET).
 func (t *objectTxn) setEvents(rec *Record) error {
 	if !rec.hasEvents() {
 		return nil
 	}
 	key := eventKey(rec.EventID)
-	_, closer, err := t.b.Get(key)
-	switch {
-	case err == nil:
-		_ = closer.Close()
-		if err := t.b.Delete(key, nil); err != nil {
+	if t.heldBefore {
+		_, closer, err := t.b.Get(key)
+		switch {
+		case err == nil:
+			_ = closer.Close()
+			if err := t.b.Delete(key, nil); err != nil {
+				return err
+			}
+		case !errors.Is(err, pebble.ErrNotFound):
 			return err
 		}
-	case !errors.Is(err, pebble.ErrNotFound):
-		return err
 	}
 	return t.b.Set(key, rec.Events, nil)
 }

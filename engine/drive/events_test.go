@@ -80,27 +80,30 @@ func TestEventsCommitWithTheirRecord(t *testing.T) {
 // the store flushes and compacts (a SingleDelete meeting two SETs would
 // let the older one back, to be delivered again long after).
 func TestEventsOfAWriteStampedAgainStayRemoved(t *testing.T) {
-	d := openTestDrive(t, t.TempDir(), nil)
-	id, dataDir := uuid.New(), uuid.New()
-	for i, stamp := range []int64{10, 20} {
-		rec := &Record{ModTime: stamp, ETag: "e", DataDir: dataDir, EventID: id, Events: []byte{byte(i)}}
-		if _, err := d.PutVersion(t.Context(), "b", "obj", rec, NotStaged); err != nil {
+	// The null version and a version of its own ID.
+	for _, versionID := range [][16]byte{{}, uuid.New()} {
+		d := openTestDrive(t, t.TempDir(), nil)
+		id, dataDir := uuid.New(), uuid.New()
+		for i, stamp := range []int64{10, 20} {
+			rec := &Record{VersionID: versionID, ModTime: stamp, ETag: "e", DataDir: dataDir, EventID: id, Events: []byte{byte(i)}}
+			if _, err := d.PutVersion(t.Context(), "b", "obj", rec, NotStaged); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := heldEvents(t, d); len(got) != 1 || got[id] != "\x01" {
+			t.Fatalf("after the second stamp: %q", got)
+		}
+		if err := d.DeleteEvents(t.Context(), [][16]byte{id}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if got := heldEvents(t, d); len(got) != 1 || got[id] != "\x01" {
-		t.Fatalf("after the second stamp: %q", got)
-	}
-	if err := d.DeleteEvents(t.Context(), [][16]byte{id}); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.meta.db.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.meta.db.Compact(t.Context(), []byte{0}, []byte{0xff}, true); err != nil {
-		t.Fatal(err)
-	}
-	if got := heldEvents(t, d); len(got) != 0 {
-		t.Fatalf("removed events came back after a flush and compaction: %q", got)
+		if err := d.meta.db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.meta.db.Compact(t.Context(), []byte{0}, []byte{0xff}, true); err != nil {
+			t.Fatal(err)
+		}
+		if got := heldEvents(t, d); len(got) != 0 {
+			t.Fatalf("version %x: removed events came back after a flush and compaction: %q", versionID, got)
+		}
 	}
 }

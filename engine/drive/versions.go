@@ -279,6 +279,10 @@ type objectTxn struct {
 	delta Usage
 	// noSync: commit without waiting for the disk (objlayer.WithoutSync).
 	noSync bool
+	// heldBefore: put found a version of the same ID on the drive (a
+	// write stamped again, a heal, a null version replaced), so the
+	// record's events may be stored already (setEvents).
+	heldBefore bool
 }
 
 // begin starts changing an object: an object in the layout before has its
@@ -366,6 +370,7 @@ func (t *objectTxn) put(rec *Record) (PutResult, error) {
 	if err != nil {
 		return res, err
 	}
+	t.heldBefore = existing != nil
 	if existing != nil && existing.ModTime != rec.ModTime && rec.VersionID == ([16]byte{}) {
 		if existing.Newer(rec) {
 			return PutResult{Superseded: true}, nil

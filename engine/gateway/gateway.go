@@ -94,6 +94,8 @@ type Config struct {
 	LifecycleInterval time.Duration
 	// LifecycleDay, for tests only, shortens the day of lifecycle rules.
 	LifecycleDay time.Duration
+	// MaxPutSize, for tests only: s3api.Config.MaxPutSize.
+	MaxPutSize int64
 	// ShutdownDelay is how long readiness is reported down before the
 	// listener stops, so load balancers stop sending new requests first.
 	ShutdownDelay time.Duration
@@ -229,7 +231,7 @@ func Run(ctx context.Context, cfg Config) error {
 		stopServing()
 	}()
 	s3cfg := s3api.Config{RootAccess: cfg.RootUser.AccessKey, RootSecret: cfg.RootUser.SecretKey, Users: users,
-		Observer: s3m, LifecycleDay: cfg.LifecycleDay, Log: log}
+		Observer: s3m, LifecycleDay: cfg.LifecycleDay, MaxPutSize: cfg.MaxPutSize, Log: log}
 	var queue *notify.Queue
 	var remotes *replicate.Remotes
 	if cfg.NotifyTargetsFile != "" {

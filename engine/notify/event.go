@@ -27,6 +27,11 @@ type Event struct {
 	SourceIP         string
 	RequestID        string
 	Region           string
+	// Snapshot is what the write kept in memory for a target that can
+	// use it (a replication remote: the version's bytes, so its copy need
+	// not read them back); never stored or sent, so an event read back
+	// from the store has none.
+	Snapshot any
 }
 
 // Sequencer is the sequencer of a change stamped at (Unix nanoseconds):

@@ -92,6 +92,11 @@ type Queue struct {
 	// from the store; forgotAt when that was last done (forgetStored).
 	toForget []objlayer.EventRef
 	forgotAt time.Time
+	// gone are delivered events stored with versions that a listing
+	// begun before their removal from the store may still find: the time
+	// they were removed (zero while toForget holds them). scanEvents skips
+	// them and drops those removed before it began.
+	gone map[string]time.Time
 	// oldestOf is each target's oldest undelivered item's time as the
 	// last delivery pass found it; held counts each target's undelivered
 	// items (TargetBacklog).
@@ -137,7 +142,7 @@ const MaxPending = 100_000
 // tenant has, stable across restarts) delivering to targets.
 func NewQueue(store objlayer.Layer, node string, targets []Target, log *slog.Logger) *Queue {
 	q := &Queue{store: store, node: strings.ReplaceAll(node, "/", "_"), targets: map[string]Target{}, log: log,
-		TakeOver: time.Minute, Rescan: 15 * time.Second, pending: map[string]*stored{}, kick: make(chan struct{}, 1)}
+		TakeOver: time.Minute, Rescan: 15 * time.Second, pending: map[string]*stored{}, gone: map[string]time.Time{}, kick: make(chan struct{}, 1)}
 	q.heldOf = map[string]*atomic.Int64{}
 	for _, t := range targets {
 		q.targets[t.ARN()] = t
@@ -434,14 +439,25 @@ func (q *Queue) scanEvents(ctx context.Context) error {
 	first, overflow := !q.scanned, q.overflow
 	q.overflow = false
 	q.mu.Unlock()
+	began := time.Now()
+	defer func() {
+		q.mu.Lock()
+		for name, at := range q.gone {
+			if !at.IsZero() && at.Before(began) {
+				delete(q.gone, name)
+			}
+		}
+		q.mu.Unlock()
+	}()
 	takes := map[string]bool{}
 	err := es.ListEvents(ctx, func(id [16]byte, b []byte) error {
 		name := eventsName(id)
 		q.mu.Lock()
 		_, known := q.pending[name]
+		_, delivered := q.gone[name]
 		full := q.held >= MaxPending
 		q.mu.Unlock()
-		if known || full {
+		if known || delivered || full {
 			return nil
 		}
 		w, err := unmarshalWithVersion(b)
@@ -614,6 +630,9 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 	}
 	q.mu.Lock()
 	q.toForget = append(q.toForget, refs...)
+	for _, s := range withVersions {
+		q.gone[s.name] = time.Time{}
+	}
 	q.mu.Unlock()
 	q.forgetStored(ctx, false)
 	q.stats.Oldest.Store(oldest)
@@ -638,9 +657,21 @@ func (q *Queue) forgetStored(ctx context.Context, now bool) {
 	}
 	q.toForget, q.forgotAt = nil, time.Now()
 	q.mu.Unlock()
-	if err := q.store.(objlayer.EventStore).ForgetEvents(ctx, refs); err != nil {
+	err := q.store.(objlayer.EventStore).ForgetEvents(ctx, refs)
+	if err != nil {
 		q.log.Warn("notifications: removing delivered events", "events", len(refs), "error", err)
 	}
+	removed := time.Now()
+	q.mu.Lock()
+	for _, r := range refs {
+		if err != nil {
+			// Left on some drives: a later listing sends them again.
+			delete(q.gone, eventsName(r.ID))
+		} else {
+			q.gone[eventsName(r.ID)] = removed
+		}
+	}
+	q.mu.Unlock()
 }
 
 // batchLimit bounds the messages a Batcher target has in flight from one

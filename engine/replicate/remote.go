@@ -194,6 +194,8 @@ func (r *Remote) Close() { r.client.CloseIdleConnections() }
 type event struct {
 	name, rule, bucket, key, versionID string
 	at                                 time.Time
+	// snap is the version as its write kept it, when it did.
+	snap *Snapshot
 }
 
 func parseEvent(msg []byte) (event, error) {
@@ -243,7 +245,8 @@ func (r *Remote) Deliver(ctx context.Context, msg []byte) error {
 // DeliverEvent is Deliver for an event as the queue holds it
 // (notify.EventTarget).
 func (r *Remote) DeliverEvent(ctx context.Context, e notify.Event, rule string) error {
-	return r.deliver(ctx, event{name: e.Name, rule: rule, bucket: e.Bucket, key: e.Key, versionID: e.VersionID, at: e.Time})
+	snap, _ := e.Snapshot.(*Snapshot)
+	return r.deliver(ctx, event{name: e.Name, rule: rule, bucket: e.Bucket, key: e.Key, versionID: e.VersionID, at: e.Time, snap: snap})
 }
 
 // deliver carries out one replication event: copies the version, makes
@@ -323,10 +326,16 @@ func (r *Remote) deliver(ctx context.Context, ev event) error {
 }
 
 // copyVersion PUTs the version to the destination and marks it
-// COMPLETED. A version that is itself a replica is left alone.
+// COMPLETED. A version that is itself a replica is left alone. The
+// version is its write's snapshot when the event carries one (a version
+// deleted or changed since is copied as it was written: the events of
+// those changes follow in order), else read back from the source.
 func (r *Remote) copyVersion(ctx context.Context, ev event, rule *Rule) (int64, error) {
-	v, err := r.src.Open(ctx, ev.bucket, ev.key, ev.versionID, true)
-	if err != nil {
+	var v *Version
+	var err error
+	if ev.snap != nil && ev.snap.v.VersionID == ev.versionID {
+		v = ev.snap.version()
+	} else if v, err = r.src.Open(ctx, ev.bucket, ev.key, ev.versionID, true); err != nil {
 		return 0, err
 	}
 	defer v.Body.Close()
@@ -353,6 +362,9 @@ func (r *Remote) copyVersion(ctx context.Context, ev event, rule *Rule) (int64, 
 	if err := r.send(ctx, http.MethodPut, rule.Bucket, ev.key, nil, h, v.Body, v.Size, unsignedPayload); err != nil {
 		return 0, err
 	}
+	if ev.snap != nil {
+		ev.snap.done()
+	}
 	if v.Status == "" && v.StatusFollowsEvent {
 		return v.Size, nil
 	}
@@ -371,7 +383,13 @@ func (r *Remote) dropped(ctx context.Context, ev event) error {
 		return nil
 	}
 	v, err := r.src.Open(ctx, ev.bucket, ev.key, ev.versionID, false)
-	if err != nil || v.DeleteMarker || v.Status != "" || !v.StatusFollowsEvent {
+	var nr *NotReplicable
+	switch {
+	case errors.Is(err, ErrGone), errors.As(err, &nr):
+		return nil
+	case err != nil:
+		return err // kept, and retried: dropped, it would read COMPLETED
+	case v.DeleteMarker || v.Status != "" || !v.StatusFollowsEvent:
 		return nil
 	}
 	if err := r.src.SetStatus(ctx, ev.bucket, ev.key, ev.versionID, StatusPending); err != nil && !errors.Is(err, ErrGone) {

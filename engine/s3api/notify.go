@@ -3,6 +3,7 @@ package s3api
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -104,7 +105,7 @@ func (r *request) withEvents(bk objlayer.BucketInfo, event, key string, opts *ob
 	if len(rules) == 0 {
 		return nil
 	}
-	se := &storedEvents{name: event, rules: rules}
+	se := &storedEvents{name: event, rules: rules, replicated: anyReplication(rules)}
 	if allReplication(rules) {
 		// The version's replication status can follow its event: no
 		// second write once it is copied (replicate.MetaEvent).
@@ -129,11 +130,73 @@ func allReplication(rules []*notify.Rule) bool {
 	return true
 }
 
+func anyReplication(rules []*notify.Rule) bool {
+	for _, r := range rules {
+		if r.Kind == "Replication" {
+			return true
+		}
+	}
+	return false
+}
+
 // storedEvents is the event a write had the layer store with it.
 type storedEvents struct {
 	name  string
 	event notify.Event
 	rules []*notify.Rule
+	// replicated: a rule is a replication rule's. body is the write's
+	// plaintext when it keeps it for the copy (keepBody).
+	replicated bool
+	body       *teeBody
+}
+
+// keepBody has a small write that is replicated keep its body as it
+// reads it (src: the plaintext the layer stores, size its length), so
+// its copy need not read the version back (replicate.Snapshot); within
+// the snapshots' budget, else src is left as it is.
+func (se *storedEvents) keepBody(src io.Reader, size int64) io.Reader {
+	if se == nil || !se.replicated || !replicate.Reserve(size) {
+		return src
+	}
+	se.body = &teeBody{r: src, buf: make([]byte, 0, size), want: size}
+	return se.body
+}
+
+// snapshot hands the kept body to the event as a replicate.Snapshot of
+// the version the write stored (info), or gives its reservation back.
+func (se *storedEvents) snapshot(s *Server, bucket, key string, info *objlayer.ObjectInfo) {
+	if se == nil || se.body == nil {
+		return
+	}
+	t := se.body
+	se.body = nil
+	if info == nil || int64(len(t.buf)) != t.want || info.Size != t.want {
+		replicate.Unreserve(t.want)
+		return
+	}
+	v, dek, err := replicationSource{s}.describe(bucket, key, se.event.VersionID, *info)
+	if err != nil || dek != nil {
+		replicate.Unreserve(t.want)
+		return
+	}
+	se.event.Snapshot = replicate.NewSnapshot(*v, t.buf)
+}
+
+// teeBody keeps what is read through it.
+type teeBody struct {
+	r    io.Reader
+	buf  []byte
+	want int64
+}
+
+func (t *teeBody) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if int64(len(t.buf)+n) <= t.want {
+		t.buf = append(t.buf, p[:n]...)
+	} else {
+		t.want = -1 // longer than announced: nothing kept
+	}
+	return n, err
 }
 
 // notified finishes a write's events: delivered from the store when the
@@ -143,9 +206,11 @@ func (r *request) notified(bk objlayer.BucketInfo, se *storedEvents, key string,
 		return nil
 	}
 	if info.EventID != ([16]byte{}) {
+		se.snapshot(r.s, bk.Name, key, &info)
 		r.s.cfg.Notifier.Committed(objlayer.EventRef{Bucket: bk.Name, Object: key, ID: info.EventID}, se.event, se.rules)
 		return nil
 	}
+	se.snapshot(r.s, bk.Name, key, nil)
 	return r.notify(bk, se.name, key, info)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/objlayer"
+	"github.com/strata-storage/strata/engine/replicate"
 	"github.com/strata-storage/strata/engine/s3err"
 	"github.com/strata-storage/strata/engine/s3rules"
 	"github.com/strata-storage/strata/engine/s3sig"
@@ -195,6 +196,18 @@ func afterBody(p *s3sig.Payload) func(map[string]string) error {
 	}
 }
 
+// maxPutSize is the largest object a single PUT writes.
+func (s *Server) maxPutSize() int64 {
+	if s.cfg.MaxPutSize > 0 {
+		return s.cfg.MaxPutSize
+	}
+	return objlayer.MaxPutSize
+}
+
+func (s *Server) entityTooLarge() error {
+	return s3err.EntityTooLarge.Withf("Your proposed upload exceeds the maximum allowed object size of %d bytes: upload it in parts.", s.maxPutSize())
+}
+
 // putObject stores an object.
 func putObject(r *request) error {
 	if err := s3rules.CheckKey(r.key); err != nil {
@@ -203,8 +216,11 @@ func putObject(r *request) error {
 	if r.h("Content-Length") == "" && r.hr.ContentLength < 0 && r.h("X-Amz-Decoded-Content-Length") == "" {
 		return s3err.MissingContentLength
 	}
-	if r.contentLength() > objlayer.MaxPutSize {
-		return s3err.EntityTooLarge.Withf("Your proposed upload exceeds the maximum allowed object size of %d bytes: upload it in parts.", int64(objlayer.MaxPutSize))
+	tooLarge := r.contentLength() > r.s.maxPutSize()
+	// A replication remote copies a multipart version of any size in one
+	// PUT: its replica headers are checked once the bucket is known.
+	if tooLarge && r.h(replicate.HeaderVersionID) == "" {
+		return r.s.entityTooLarge()
 	}
 	tags, err := r.writeTags(r.h("X-Amz-Tagging"))
 	if err != nil {
@@ -216,6 +232,13 @@ func putObject(r *request) error {
 	bk, err := r.bucketInfo()
 	if err != nil {
 		return err
+	}
+	if tooLarge {
+		if is, err := r.replicaRequest(bk, s3rules.ActReplicateObject); err != nil {
+			return err
+		} else if !is {
+			return r.s.entityTooLarge()
+		}
 	}
 	if err := r.putConditions(r.bucket, r.key); err != nil {
 		return err
@@ -276,8 +299,12 @@ func (r *request) storeObject(bk objlayer.BucketInfo, key string, meta map[strin
 		return objlayer.ObjectInfo{}, err
 	}
 	defer release()
+	if enc == nil {
+		src = events.keepBody(src, size)
+	}
 	info, err := r.s.layer.PutObject(r.ctx, bk.Name, key, src, size, opts)
 	if err != nil {
+		events.snapshot(r.s, bk.Name, key, nil)
 		return objlayer.ObjectInfo{}, r.writeError(err)
 	}
 	plain := plainInfo(info)

@@ -267,31 +267,9 @@ func (rs replicationSource) Config(ctx context.Context, bucket string) (*replica
 	return replicate.Cached(bk.Replication), nil
 }
 
-func (rs replicationSource) Open(ctx context.Context, bucket, key, versionID string, withBody bool) (*replicate.Version, error) {
-	vid, err := parseVersionID(versionID)
-	if err != nil {
-		return nil, &replicate.NotReplicable{Reason: "version id " + versionID + " does not parse"}
-	}
-	var h objlayer.Handle
-	if withBody {
-		h, err = rs.s.layer.OpenObject(ctx, bucket, key, vid)
-	} else {
-		h, err = rs.s.layer.OpenObjectMeta(ctx, bucket, key, vid)
-	}
-	if isNotFound(err) {
-		return nil, replicate.ErrGone
-	}
-	if err != nil {
-		return nil, err
-	}
-	stored := h.Info()
-	if stored.DeleteMarker {
-		h.Close()
-		if withBody {
-			return nil, replicate.ErrGone
-		}
-		return &replicate.Version{VersionID: versionID, DeleteMarker: true, ModTime: stored.ModTime}, nil
-	}
+// describe is a stored version (not a delete marker) as a copy of it
+// carries it, and the key that decrypts it (nil when not encrypted).
+func (rs replicationSource) describe(bucket, key, versionID string, stored objlayer.ObjectInfo) (*replicate.Version, []byte, error) {
 	info := plainInfo(stored)
 	meta := info.Meta
 	v := &replicate.Version{VersionID: versionID, Header: http.Header{}, Size: info.Size, ModTime: info.ModTime,
@@ -322,18 +300,50 @@ func (rs replicationSource) Open(ctx context.Context, bucket, key, versionID str
 		setChecksumHeaders(v.Header, meta)
 		v.Header.Del("X-Amz-Checksum-Type")
 	}
-	var dek []byte
-	if encrypted(meta) {
-		if sseMode(meta[metaSSE]) == sseCustomer {
-			h.Close()
-			return nil, &replicate.NotReplicable{Reason: "an SSE-C object's key is its owner's: it is not replicated"}
+	if !encrypted(meta) {
+		return v, nil, nil
+	}
+	if sseMode(meta[metaSSE]) == sseCustomer {
+		return nil, nil, &replicate.NotReplicable{Reason: "an SSE-C object's key is its owner's: it is not replicated"}
+	}
+	dek, err := rs.s.openDataKey(bucket, key, meta, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Encrypted again at the destination, with its own key.
+	v.Header.Set("X-Amz-Server-Side-Encryption", "AES256")
+	return v, dek, nil
+}
+
+func (rs replicationSource) Open(ctx context.Context, bucket, key, versionID string, withBody bool) (*replicate.Version, error) {
+	vid, err := parseVersionID(versionID)
+	if err != nil {
+		return nil, &replicate.NotReplicable{Reason: "version id " + versionID + " does not parse"}
+	}
+	var h objlayer.Handle
+	if withBody {
+		h, err = rs.s.layer.OpenObject(ctx, bucket, key, vid)
+	} else {
+		h, err = rs.s.layer.OpenObjectMeta(ctx, bucket, key, vid)
+	}
+	if isNotFound(err) {
+		return nil, replicate.ErrGone
+	}
+	if err != nil {
+		return nil, err
+	}
+	stored := h.Info()
+	if stored.DeleteMarker {
+		h.Close()
+		if withBody {
+			return nil, replicate.ErrGone
 		}
-		if dek, err = rs.s.openDataKey(bucket, key, meta, nil); err != nil {
-			h.Close()
-			return nil, err
-		}
-		// Encrypted again at the destination, with its own key.
-		v.Header.Set("X-Amz-Server-Side-Encryption", "AES256")
+		return &replicate.Version{VersionID: versionID, DeleteMarker: true, ModTime: stored.ModTime}, nil
+	}
+	v, dek, err := rs.describe(bucket, key, versionID, stored)
+	if err != nil {
+		h.Close()
+		return nil, err
 	}
 	if !withBody {
 		h.Close()
@@ -344,7 +354,7 @@ func (rs replicationSource) Open(ctx context.Context, bucket, key, versionID str
 		defer h.Close()
 		var err error
 		if dek != nil {
-			err = decryptRange(&request{s: rs.s, ctx: ctx}, h, dek, pw, 0, info.Size)
+			err = decryptRange(&request{s: rs.s, ctx: ctx}, h, dek, pw, 0, v.Size)
 		} else {
 			err = h.WriteRange(ctx, pw, 0, stored.Size)
 		}

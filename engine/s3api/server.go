@@ -91,6 +91,10 @@ type Config struct {
 	// LifecycleDay, for tests only, shortens the day of lifecycle rules;
 	// 0 is S3's day.
 	LifecycleDay time.Duration
+	// MaxPutSize, for tests only, lowers the largest object a single PUT
+	// may write (0: S3's 5 GiB, objlayer.MaxPutSize); a replication
+	// remote's PUT of a replica may be larger (a multipart version).
+	MaxPutSize int64
 	// MaxDocument bounds request bodies that are not object data (XML and
 	// JSON documents); default 4 MiB.
 	MaxDocument int64

@@ -106,6 +106,8 @@ type Config struct {
 	// (0: DefaultLifecycleInterval); LifecycleDay, for tests only, is the
 	// length of a lifecycle rule's day (0: S3's).
 	LifecycleInterval, LifecycleDay time.Duration
+	// MaxPutSize, for tests only: s3api.Config.MaxPutSize.
+	MaxPutSize int64
 	// MonitorInterval is how often drives are checked (offline drives
 	// retried, wiped drives detected).
 	MonitorInterval time.Duration
@@ -308,7 +310,7 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Info("serving S3", "address", cfg.Address, "tls", cfg.CertsDir != "")
 	}
 	s3cfg := s3api.Config{RootAccess: cfg.Root.AccessKey, RootSecret: cfg.Root.SecretKey, Users: users,
-		Observer: s3m, LifecycleDay: cfg.LifecycleDay, DataSlots: cfg.DataSlots, Log: log}
+		Observer: s3m, LifecycleDay: cfg.LifecycleDay, MaxPutSize: cfg.MaxPutSize, DataSlots: cfg.DataSlots, Log: log}
 	if cfg.Console.OIDC.Issuer != "" && keys == nil {
 		return errors.New("console: single sign-on assumes roles through STS, which needs IAM (a master keys file)")
 	}

@@ -183,8 +183,11 @@ func bodySum(t *testing.T, c *s3.Client, bucket, key, id string) [32]byte {
 // `make replication-long`).
 func TestBucketReplication(t *testing.T) {
 	keys := "STRATA_KMS_KEYS_FILE=" + keysFile(t, "tenant-key")
-	dst := startServer(t, serverOpts{drives: 4, env: []string{keys}})
-	src := startServer(t, serverOpts{drives: 4, env: append(replicationRemote(t, dst), keys)})
+	// Single PUTs of at most 5 MiB on both sides (S3's limit is 5 GiB): a
+	// multipart version larger than that is copied all the same.
+	maxPut := fmt.Sprintf("STRATA_TEST_MAX_PUT_SIZE=%d", 5<<20)
+	dst := startServer(t, serverOpts{drives: 4, env: []string{keys, maxPut}})
+	src := startServer(t, serverOpts{drives: 4, env: append(replicationRemote(t, dst), keys, maxPut)})
 	sc, dc := src.aws(), dst.aws()
 	mustCreateBucket(t, sc, "plain")
 	versionedBucket(t, sc, "src")
@@ -277,6 +280,10 @@ func TestBucketReplication(t *testing.T) {
 			ServerSideEncryption: types.ServerSideEncryptionAes256}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := sc.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("src"), Key: aws.String("too-big"), Body: bytes.NewReader(randomBytes(5<<20 + 1))}); errCode(err) != "EntityTooLarge" {
+			t.Fatalf("a PUT beyond the servers' limit: %v, want EntityTooLarge", err)
+		}
+		// 6 MiB in two parts: larger than a PUT may be, copied in one.
 		if err := uploadParts(sc, "src", "big", [][]byte{randomBytes(5 << 20), randomBytes(1 << 20)}); err != nil {
 			t.Fatal(err)
 		}

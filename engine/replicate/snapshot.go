@@ -1,0 +1,87 @@
+package replicate
+
+import (
+	"bytes"
+	"io"
+	"runtime"
+	"sync/atomic"
+)
+
+// Small versions' bytes, kept from their write to their copy: the write
+// has them in hand, and reading them back from the drives (a read quorum
+// of records, decoded) cost a replicated PUT more CPU than the copy's own
+// request. A snapshot rides on the write's event in the queue's memory
+// (notify.Event.Snapshot); an event read back from the store after a
+// restart has none, and its copy opens the version as before.
+
+// SnapshotMax is the largest version a write keeps a snapshot of.
+const SnapshotMax = 64 << 10
+
+// snapshotBudget bounds the bytes all snapshots hold: a destination that
+// is down leaves events waiting, and beyond the budget their writes keep
+// none (their copies read the versions back).
+const snapshotBudget = 16 << 20
+
+var snapshotBytes atomic.Int64
+
+// reservation is snapshot bytes counted against the budget, given back
+// once: when the copy is made, or when the snapshot is collected (an event
+// dropped, a copy that failed for good).
+type reservation struct {
+	n    int64
+	done atomic.Bool
+}
+
+func (r *reservation) release() {
+	if r.done.CompareAndSwap(false, true) {
+		snapshotBytes.Add(-r.n)
+	}
+}
+
+// Reserve counts n bytes of a snapshot about to be taken against the
+// budget; false when they do not fit (no snapshot then). A reservation
+// not handed to NewSnapshot is given back with Unreserve.
+func Reserve(n int64) bool {
+	if n < 0 || n > SnapshotMax {
+		return false
+	}
+	if snapshotBytes.Add(n) > snapshotBudget {
+		snapshotBytes.Add(-n)
+		return false
+	}
+	return true
+}
+
+// Unreserve gives back a reservation no snapshot took.
+func Unreserve(n int64) { snapshotBytes.Add(-n) }
+
+// SnapshotBytes is what snapshots hold now (for tests and metrics).
+func SnapshotBytes() int64 { return snapshotBytes.Load() }
+
+// Snapshot is a version as its write stored it: what Source.Open would
+// answer (v, without a body) and its plaintext.
+type Snapshot struct {
+	v    Version
+	data []byte
+	res  *reservation
+}
+
+// NewSnapshot takes over a reservation of len(data) bytes (Reserve).
+func NewSnapshot(v Version, data []byte) *Snapshot {
+	v.Body = nil
+	s := &Snapshot{v: v, data: data, res: &reservation{n: int64(len(data))}}
+	runtime.AddCleanup(s, (*reservation).release, s.res)
+	return s
+}
+
+// version is the snapshot as a version to copy, with a body of its own
+// (a retry reads it again).
+func (s *Snapshot) version() *Version {
+	v := s.v
+	v.Body = io.NopCloser(bytes.NewReader(s.data))
+	return &v
+}
+
+// done gives the snapshot's bytes back to the budget once its copy is
+// made (the event may stay in memory a little longer).
+func (s *Snapshot) done() { s.res.release() }

@@ -1,0 +1,60 @@
+package replicate
+
+import (
+	"io"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestSnapshotBudget: snapshots count their bytes against the budget
+// until their copy is made (done, once) or, for one never copied, until
+// it is collected; a write beyond the budget or SnapshotMax keeps none.
+func TestSnapshotBudget(t *testing.T) {
+	base := SnapshotBytes()
+	if Reserve(SnapshotMax+1) || Reserve(-1) {
+		t.Fatal("a reservation beyond SnapshotMax was taken")
+	}
+	if !Reserve(4) {
+		t.Fatal("4 bytes refused")
+	}
+	s := NewSnapshot(Version{VersionID: "v1", Size: 4}, []byte("data"))
+	for range 2 { // a retry reads the body again
+		v := s.version()
+		b, err := io.ReadAll(v.Body)
+		if err != nil || string(b) != "data" || v.VersionID != "v1" {
+			t.Fatalf("snapshot body %q, %v", b, err)
+		}
+	}
+	s.done()
+	s.done()
+	if got := SnapshotBytes() - base; got != 0 {
+		t.Fatalf("%d bytes held after the copy", got)
+	}
+
+	// One never copied gives its bytes back once collected.
+	func() {
+		if !Reserve(8) {
+			t.Fatal("8 bytes refused")
+		}
+		NewSnapshot(Version{}, make([]byte, 8))
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for SnapshotBytes() != base {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still held by a dropped snapshot", SnapshotBytes()-base)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// The budget holds.
+	n := 0
+	for Reserve(SnapshotMax) {
+		n++
+	}
+	if n == 0 || int64(n)*SnapshotMax > snapshotBudget {
+		t.Fatalf("%d reservations of %d bytes within a budget of %d", n, SnapshotMax, snapshotBudget)
+	}
+	Unreserve(int64(n) * SnapshotMax)
+}
