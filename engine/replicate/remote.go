@@ -110,6 +110,9 @@ type Source interface {
 	Open(ctx context.Context, bucket, key, versionID string, withBody bool) (*Version, error)
 	// SetStatus records a version's replication status.
 	SetStatus(ctx context.Context, bucket, key, versionID, status string) error
+	// FromSnapshot is the version (without its body) a write kept in
+	// memory for its copy (Snapshot.Desc, the source's own encoding).
+	FromSnapshot(bucket, key string, s *Snapshot) (*Version, error)
 }
 
 // Remote copies what a bucket's rules cover to another S3 endpoint: the
@@ -333,10 +336,18 @@ func (r *Remote) deliver(ctx context.Context, ev event) error {
 func (r *Remote) copyVersion(ctx context.Context, ev event, rule *Rule) (int64, error) {
 	var v *Version
 	var err error
-	if ev.snap != nil && ev.snap.v.VersionID == ev.versionID {
-		v = ev.snap.version()
-	} else if v, err = r.src.Open(ctx, ev.bucket, ev.key, ev.versionID, true); err != nil {
-		return 0, err
+	if ev.snap != nil && ev.snap.VersionID == ev.versionID {
+		if v, err = r.src.FromSnapshot(ev.bucket, ev.key, ev.snap); err == nil {
+			v.Body = ev.snap.body()
+		} else {
+			r.log.Warn("replication: a version's snapshot does not decode; reading it back", "bucket", ev.bucket, "key", ev.key, "error", err)
+			v = nil
+		}
+	}
+	if v == nil {
+		if v, err = r.src.Open(ctx, ev.bucket, ev.key, ev.versionID, true); err != nil {
+			return 0, err
+		}
 	}
 	defer v.Body.Close()
 	if v.Status == StatusReplica {
@@ -661,6 +672,14 @@ func (b boundSource) Open(ctx context.Context, bucket, key, versionID string, wi
 		return nil, err
 	}
 	return s.Open(ctx, bucket, key, versionID, withBody)
+}
+
+func (b boundSource) FromSnapshot(bucket, key string, snap *Snapshot) (*Version, error) {
+	s, err := b.get()
+	if err != nil {
+		return nil, err
+	}
+	return s.FromSnapshot(bucket, key, snap)
 }
 
 func (b boundSource) SetStatus(ctx context.Context, bucket, key, versionID, status string) error {

@@ -58,29 +58,29 @@ func Unreserve(n int64) { snapshotBytes.Add(-n) }
 // SnapshotBytes is what snapshots hold now (for tests and metrics).
 func SnapshotBytes() int64 { return snapshotBytes.Load() }
 
-// Snapshot is a version as its write stored it: what Source.Open would
-// answer (v, without a body) and its plaintext.
+// Snapshot is a version as its write stored it: its ID, its description
+// in the source's own encoding (Source.FromSnapshot reads it) and its
+// plaintext. It is kept as a few byte slices rather than as a Version
+// (maps of headers, strings shared with the request that wrote it):
+// thousands wait in memory while a destination lags, and the collector
+// scans every pointer they hold.
 type Snapshot struct {
-	v    Version
-	data []byte
-	res  *reservation
+	VersionID string
+	Desc      []byte
+	data      []byte
+	res       *reservation
 }
 
 // NewSnapshot takes over a reservation of len(data) bytes (Reserve).
-func NewSnapshot(v Version, data []byte) *Snapshot {
-	v.Body = nil
-	s := &Snapshot{v: v, data: data, res: &reservation{n: int64(len(data))}}
+func NewSnapshot(versionID string, desc, data []byte) *Snapshot {
+	s := &Snapshot{VersionID: versionID, Desc: desc, data: data, res: &reservation{n: int64(len(data))}}
 	runtime.AddCleanup(s, (*reservation).release, s.res)
 	return s
 }
 
-// version is the snapshot as a version to copy, with a body of its own
-// (a retry reads it again).
-func (s *Snapshot) version() *Version {
-	v := s.v
-	v.Body = io.NopCloser(bytes.NewReader(s.data))
-	return &v
-}
+// body is the snapshot's plaintext, a reader of its own (a retry reads
+// it again).
+func (s *Snapshot) body() io.ReadCloser { return io.NopCloser(bytes.NewReader(s.data)) }
 
 // done gives the snapshot's bytes back to the budget once its copy is
 // made (the event may stay in memory a little longer).

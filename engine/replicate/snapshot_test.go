@@ -18,11 +18,10 @@ func TestSnapshotBudget(t *testing.T) {
 	if !Reserve(4) {
 		t.Fatal("4 bytes refused")
 	}
-	s := NewSnapshot(Version{VersionID: "v1", Size: 4}, []byte("data"))
+	s := NewSnapshot("v1", []byte("desc"), []byte("data"))
 	for range 2 { // a retry reads the body again
-		v := s.version()
-		b, err := io.ReadAll(v.Body)
-		if err != nil || string(b) != "data" || v.VersionID != "v1" {
+		b, err := io.ReadAll(s.body())
+		if err != nil || string(b) != "data" || s.VersionID != "v1" || string(s.Desc) != "desc" {
 			t.Fatalf("snapshot body %q, %v", b, err)
 		}
 	}
@@ -37,7 +36,7 @@ func TestSnapshotBudget(t *testing.T) {
 		if !Reserve(8) {
 			t.Fatal("8 bytes refused")
 		}
-		NewSnapshot(Version{}, make([]byte, 8))
+		NewSnapshot("v2", nil, make([]byte, 8))
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for SnapshotBytes() != base {

@@ -174,12 +174,11 @@ func (se *storedEvents) snapshot(s *Server, bucket, key string, info *objlayer.O
 		replicate.Unreserve(t.want)
 		return
 	}
-	v, dek, err := replicationSource{s}.describe(bucket, key, se.event.VersionID, *info)
-	if err != nil || dek != nil {
+	if encrypted(info.Meta) {
 		replicate.Unreserve(t.want)
 		return
 	}
-	se.event.Snapshot = replicate.NewSnapshot(*v, t.buf)
+	se.event.Snapshot = replicate.NewSnapshot(se.event.VersionID, encodeSnapshot(info), t.buf)
 }
 
 // teeBody keeps what is read through it.

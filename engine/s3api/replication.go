@@ -2,6 +2,8 @@ package s3api
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -362,6 +364,90 @@ func (rs replicationSource) Open(ctx context.Context, bucket, key, versionID str
 	}()
 	v.Body = pr
 	return v, nil
+}
+
+// FromSnapshot implements replicate.Source: the version a write described
+// (encodeSnapshot) as Open would answer it.
+func (rs replicationSource) FromSnapshot(bucket, key string, snap *replicate.Snapshot) (*replicate.Version, error) {
+	info, err := decodeSnapshot(snap.Desc)
+	if err != nil {
+		return nil, err
+	}
+	v, dek, err := rs.describe(bucket, key, snap.VersionID, info)
+	if err != nil {
+		return nil, err
+	}
+	if dek != nil {
+		return nil, errors.New("replication: an encrypted version has no snapshot")
+	}
+	return v, nil
+}
+
+// encodeSnapshot is what describe reads of a version, in one byte slice:
+// size, time, ETag and metadata, each string length-prefixed.
+func encodeSnapshot(info *objlayer.ObjectInfo) []byte {
+	n := 2*binary.MaxVarintLen64 + len(info.ETag) + binary.MaxVarintLen64
+	for k, v := range info.Meta {
+		n += len(k) + len(v) + 2*binary.MaxVarintLen64
+	}
+	b := make([]byte, 0, n)
+	b = binary.AppendVarint(b, info.Size)
+	b = binary.AppendVarint(b, info.ModTime.UnixNano())
+	b = appendSnapString(b, info.ETag)
+	b = binary.AppendUvarint(b, uint64(len(info.Meta)))
+	for k, v := range info.Meta {
+		b = appendSnapString(appendSnapString(b, k), v)
+	}
+	return b
+}
+
+func appendSnapString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+var errSnapshot = errors.New("replication: a snapshot that does not decode")
+
+func decodeSnapshot(b []byte) (objlayer.ObjectInfo, error) {
+	var info objlayer.ObjectInfo
+	next := func() (int64, bool) {
+		v, n := binary.Varint(b)
+		if n <= 0 {
+			return 0, false
+		}
+		b = b[n:]
+		return v, true
+	}
+	str := func() (string, bool) {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < l {
+			return "", false
+		}
+		s := string(b[n : n+int(l)])
+		b = b[n+int(l):]
+		return s, true
+	}
+	size, ok1 := next()
+	at, ok2 := next()
+	etag, ok3 := str()
+	count, n := binary.Uvarint(b)
+	if !ok1 || !ok2 || !ok3 || n <= 0 || count > uint64(len(b)) {
+		return info, errSnapshot
+	}
+	b = b[n:]
+	info.Size, info.ModTime, info.ETag = size, time.Unix(0, at), etag
+	info.Meta = make(map[string]string, count)
+	for range count {
+		k, ok := str()
+		v, ok2 := str()
+		if !ok || !ok2 {
+			return info, errSnapshot
+		}
+		info.Meta[k] = v
+	}
+	if len(b) != 0 {
+		return info, errSnapshot
+	}
+	return info, nil
 }
 
 func (rs replicationSource) SetStatus(ctx context.Context, bucket, key, versionID, status string) error {

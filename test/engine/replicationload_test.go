@@ -142,7 +142,7 @@ type costCase struct {
 // measureCost runs rounds of bin/bench PUTs on bucket plain and on the
 // case's, alternating which goes first, and logs both.
 func measureCost(t *testing.T, src *server, benchBin string, drain func(), client string, flags []string, rounds int, profDir, pprofAddr string, c costCase) {
-	type run struct{ perSec, cpuPerPut float64 }
+	type run struct{ perSec, cpuPerPut, drainSeconds float64 }
 	results := map[string][]run{}
 	for r := range rounds {
 		order := []string{"plain", c.bucket}
@@ -158,17 +158,13 @@ func measureCost(t *testing.T, src *server, benchBin string, drain func(), clien
 			cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+rootUser, "AWS_SECRET_ACCESS_KEY="+rootPassword)
 			var prof sync.WaitGroup
 			if profDir != "" {
+				name := fmt.Sprintf("%s-%s-%d", strings.ReplaceAll(client, " ", "-"), bucket, r)
 				prof.Go(func() {
 					time.Sleep(1500 * time.Millisecond) // after bench's preparation
-					resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/profile?seconds=8")
-					if err != nil {
-						t.Errorf("profile: %v", err)
-						return
-					}
-					defer resp.Body.Close()
-					var buf bytes.Buffer
-					_, _ = buf.ReadFrom(resp.Body)
-					_ = os.WriteFile(filepath.Join(profDir, fmt.Sprintf("%s-%s-%d.pprof", strings.ReplaceAll(client, " ", "-"), bucket, r)), buf.Bytes(), 0o644)
+					saveProfile(t, pprofAddr, "profile?seconds=8", filepath.Join(profDir, name+".pprof"))
+					// What is in the heap near the run's end (the events
+					// waiting for delivery among it).
+					saveProfile(t, pprofAddr, "heap", filepath.Join(profDir, name+"-heap.pprof"))
 				})
 			}
 			b, err := cmd.CombinedOutput()
@@ -176,6 +172,7 @@ func measureCost(t *testing.T, src *server, benchBin string, drain func(), clien
 			if err != nil {
 				t.Fatalf("bench: %v\n%s", err, b)
 			}
+			drained := time.Now()
 			drain() // the copies (deliveries) made after the run are its cost too
 			cpu := procCPUSeconds(t, src.cmd.Process.Pid) - before
 			var res []struct {
@@ -187,7 +184,7 @@ func measureCost(t *testing.T, src *server, benchBin string, drain func(), clien
 			if err != nil || json.Unmarshal(raw, &res) != nil || len(res) != 1 || res[0].Errors > 0 {
 				t.Fatalf("bench result: %v %s", err, raw)
 			}
-			results[bucket] = append(results[bucket], run{res[0].ObjPerSec, cpu / float64(res[0].Ops) * 1e6})
+			results[bucket] = append(results[bucket], run{res[0].ObjPerSec, cpu / float64(res[0].Ops) * 1e6, time.Since(drained).Seconds()})
 		}
 	}
 	mean := func(rs []run, f func(run) float64) float64 {
@@ -200,13 +197,26 @@ func measureCost(t *testing.T, src *server, benchBin string, drain func(), clien
 	for _, b := range []string{"plain", c.bucket} {
 		var parts []string
 		for _, r := range results[b] {
-			parts = append(parts, fmt.Sprintf("%.0f", r.perSec))
+			parts = append(parts, fmt.Sprintf("%.0f (%.1fs)", r.perSec, r.drainSeconds))
 		}
-		t.Logf("%s clients, %s: PUT/s %s (mean %.0f), server CPU per PUT with the deliveries made after the run %.0f us", client, b, strings.Join(parts, " / "),
+		t.Logf("%s clients, %s: PUT/s (and the time its deliveries took after the run) %s (mean %.0f), server CPU per PUT with the deliveries made after the run %.0f us", client, b, strings.Join(parts, " / "),
 			mean(results[b], func(r run) float64 { return r.perSec }), mean(results[b], func(r run) float64 { return r.cpuPerPut }))
 	}
 	plain, with := mean(results["plain"], func(r run) float64 { return r.perSec }), mean(results[c.bucket], func(r run) float64 { return r.perSec })
 	t.Logf("%s clients: %s costs %.1f%% of the server's 4 KiB PUT throughput (target: at most %d%%)", client, c.feature, (1-with/plain)*100, c.targetPercent)
+}
+
+// saveProfile fetches one of the server's /debug/pprof profiles into path.
+func saveProfile(t *testing.T, addr, profile, path string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/" + profile)
+	if err != nil {
+		t.Errorf("profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	_ = os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
 // quantile estimates the q-quantile of a cumulative histogram as
