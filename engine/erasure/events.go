@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -17,6 +16,10 @@ import (
 // commits its events in the same batch (drive/events.go), so the write
 // costs no commit more for them. The events count as stored when write
 // quorum of the drives that committed the version can carry them.
+
+// The layer stores writes' events with their versions: the S3 front end
+// and the queue find that out by asserting objlayer.EventStore.
+var _ objlayer.EventStore = Layer{}
 
 // EventDrive is a drive that stores events with records: drive.Local, and
 // a peer's drive when the peer's protocol has them.
@@ -183,24 +186,41 @@ func (s *Set) ListEvents(ctx context.Context, fn func(id [16]byte, events []byte
 // than read quorum answer, they count as stored (the safe answer for a
 // status that says "not yet delivered").
 func (s *Set) EventStored(ctx context.Context, id [16]byte) (bool, error) {
-	var found atomic.Bool
-	errs := forEachDrive(s.Drives(), func(_ int, d Drive) error {
-		if !carriesEvents(d) {
-			return errDriveOffline
+	type answer struct {
+		held bool
+		err  error
+	}
+	drives := s.Drives()
+	answers := make(chan answer, len(drives))
+	asked := 0
+	for _, d := range drives {
+		if d == nil || !carriesEvents(d) {
+			continue
 		}
-		ok, err := d.(EventDrive).HasEvent(ctx, id)
-		if ok {
-			found.Store(true)
+		asked++
+		driveWork.run(func() {
+			held, err := d.(EventDrive).HasEvent(ctx, id)
+			answers <- answer{held, err}
+		})
+	}
+	// One drive holding them settles it; so do read quorum of drives
+	// without them (a slow drive is not waited for).
+	quorum, without := s.layout.ReadQuorum(), 0
+	for range asked {
+		a := <-answers
+		switch {
+		case a.held:
+			return true, nil
+		case a.err == nil:
+			if without++; without >= quorum {
+				return false, nil
+			}
 		}
-		return err
-	})
-	if found.Load() {
-		return true, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	return countNil(errs) < s.layout.ReadQuorum(), nil
+	return true, nil
 }
 
 // ForgetEvents removes delivered events from the set's drives.

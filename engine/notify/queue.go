@@ -73,6 +73,10 @@ type Queue struct {
 	// TakeOver is how old another node's batch must be before this node
 	// delivers it; Rescan how often the stored batches are listed.
 	TakeOver, Rescan time.Duration
+	// OnDrop, when set, is told of each event dropped because its target
+	// is not one the server has (a replication remote removed): an error
+	// keeps the event, to be dropped again later. Set before Run.
+	OnDrop func(ctx context.Context, target string, e Event) error
 	// Takes, when set, reports whether this node delivers another node's
 	// old batches: not while that node is up, and of the nodes that are,
 	// only one should (nil: every node does).
@@ -92,11 +96,12 @@ type Queue struct {
 	// from the store; forgotAt when that was last done (forgetStored).
 	toForget []objlayer.EventRef
 	forgotAt time.Time
-	// gone are delivered events stored with versions that a listing
-	// begun before their removal from the store may still find: the time
-	// they were removed (zero while toForget holds them). scanEvents skips
-	// them and drops those removed before it began.
-	gone map[string]time.Time
+	// Delivered events stored with versions that a listing begun before
+	// their removal from the store may still find, which scanEvents skips:
+	// goneWaiting while toForget holds them, goneRemoved once removed, and
+	// goneScanning those removed before the running listing began (dropped
+	// when it ends: two maps swapped, not one swept under the lock).
+	goneWaiting, goneRemoved, goneScanning map[string]struct{}
 	// oldestOf is each target's oldest undelivered item's time as the
 	// last delivery pass found it; held counts each target's undelivered
 	// items (TargetBacklog).
@@ -142,7 +147,7 @@ const MaxPending = 100_000
 // tenant has, stable across restarts) delivering to targets.
 func NewQueue(store objlayer.Layer, node string, targets []Target, log *slog.Logger) *Queue {
 	q := &Queue{store: store, node: strings.ReplaceAll(node, "/", "_"), targets: map[string]Target{}, log: log,
-		TakeOver: time.Minute, Rescan: 15 * time.Second, pending: map[string]*stored{}, gone: map[string]time.Time{}, kick: make(chan struct{}, 1)}
+		TakeOver: time.Minute, Rescan: 15 * time.Second, pending: map[string]*stored{}, goneWaiting: map[string]struct{}{}, goneRemoved: map[string]struct{}{}, kick: make(chan struct{}, 1)}
 	q.heldOf = map[string]*atomic.Int64{}
 	for _, t := range targets {
 		q.targets[t.ARN()] = t
@@ -438,15 +443,11 @@ func (q *Queue) scanEvents(ctx context.Context) error {
 	q.mu.Lock()
 	first, overflow := !q.scanned, q.overflow
 	q.overflow = false
+	q.goneScanning, q.goneRemoved = q.goneRemoved, map[string]struct{}{}
 	q.mu.Unlock()
-	began := time.Now()
 	defer func() {
 		q.mu.Lock()
-		for name, at := range q.gone {
-			if !at.IsZero() && at.Before(began) {
-				delete(q.gone, name)
-			}
-		}
+		q.goneScanning = nil
 		q.mu.Unlock()
 	}()
 	takes := map[string]bool{}
@@ -454,7 +455,10 @@ func (q *Queue) scanEvents(ctx context.Context) error {
 		name := eventsName(id)
 		q.mu.Lock()
 		_, known := q.pending[name]
-		_, delivered := q.gone[name]
+		_, waiting := q.goneWaiting[name]
+		_, removed := q.goneRemoved[name]
+		_, removedBefore := q.goneScanning[name]
+		delivered := waiting || removed || removedBefore
 		full := q.held >= MaxPending
 		q.mu.Unlock()
 		if known || delivered || full {
@@ -631,7 +635,7 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 	q.mu.Lock()
 	q.toForget = append(q.toForget, refs...)
 	for _, s := range withVersions {
-		q.gone[s.name] = time.Time{}
+		q.goneWaiting[s.name] = struct{}{}
 	}
 	q.mu.Unlock()
 	q.forgetStored(ctx, false)
@@ -661,14 +665,13 @@ func (q *Queue) forgetStored(ctx context.Context, now bool) {
 	if err != nil {
 		q.log.Warn("notifications: removing delivered events", "events", len(refs), "error", err)
 	}
-	removed := time.Now()
 	q.mu.Lock()
 	for _, r := range refs {
-		if err != nil {
-			// Left on some drives: a later listing sends them again.
-			delete(q.gone, eventsName(r.ID))
-		} else {
-			q.gone[eventsName(r.ID)] = removed
+		name := eventsName(r.ID)
+		delete(q.goneWaiting, name)
+		if err == nil {
+			// Else left on some drives: a later listing sends them again.
+			q.goneRemoved[name] = struct{}{}
 		}
 	}
 	q.mu.Unlock()
@@ -692,6 +695,12 @@ func (q *Queue) deliverLane(ctx context.Context, t Target, refs []ref) bool {
 			return true // stopping: not a failure
 		}
 		if t == nil {
+			if q.OnDrop != nil && it.event != nil {
+				if err := q.OnDrop(ctx, it.Target, *it.event); err != nil {
+					q.log.Warn("notifications: an event for a target this server does not have is kept for now", "target", it.Target, "key", it.Key, "error", err)
+					return false
+				}
+			}
 			q.log.Warn("notifications: dropping an event for a target this server does not have", "target", it.Target, "key", it.Key)
 		} else {
 			dctx, cancel := context.WithTimeout(ctx, deliveryTimeout(t))

@@ -6,13 +6,15 @@ import (
 	"github.com/google/uuid"
 )
 
-// Size limits, S3's: of a part and a multipart upload's part count, and
-// of an object written in one request (PUT, POST form, copy).
+// Size limits, S3's: of a part and a multipart upload's part count, of
+// an object written in one request (PUT, POST form, copy), and of any
+// object.
 const (
-	MinPartSize = 5 << 20
-	MaxPartSize = 5 << 30
-	MaxParts    = 10000
-	MaxPutSize  = 5 << 30
+	MinPartSize   = 5 << 20
+	MaxPartSize   = 5 << 30
+	MaxParts      = 10000
+	MaxPutSize    = 5 << 30
+	MaxObjectSize = 5 << 40
 )
 
 // NullVersion is the version ID of the S3 "null" version.

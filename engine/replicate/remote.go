@@ -336,9 +336,9 @@ func (r *Remote) deliver(ctx context.Context, ev event) error {
 func (r *Remote) copyVersion(ctx context.Context, ev event, rule *Rule) (int64, error) {
 	var v *Version
 	var err error
-	if ev.snap != nil && ev.snap.VersionID == ev.versionID {
+	if body, ok := ev.snap.bodyOf(ev.versionID); ok {
 		if v, err = r.src.FromSnapshot(ev.bucket, ev.key, ev.snap); err == nil {
-			v.Body = ev.snap.body()
+			v.Body = body
 		} else {
 			r.log.Warn("replication: a version's snapshot does not decode; reading it back", "bucket", ev.bucket, "key", ev.key, "error", err)
 			v = nil
@@ -385,28 +385,47 @@ func (r *Remote) copyVersion(ctx context.Context, ev event, rule *Rule) (int64, 
 	return v.Size, nil
 }
 
-// dropped is what an event whose rule is gone or disabled leaves: a
-// version whose status follows its event would read COMPLETED once the
-// event is forgotten, so it is stored as PENDING (not copied; a resync
-// copies it once a rule covers it again).
-func (r *Remote) dropped(ctx context.Context, ev event) error {
+// dropped is what an event whose rule is gone or disabled leaves
+// (markDropped).
+func (r *Remote) dropped(ctx context.Context, ev event) error { return markDropped(ctx, r.src, ev) }
+
+// markDropped stores PENDING for the version of a replication event that
+// is dropped without its copy (its rule or its remote gone): a version
+// whose status follows its event would read COMPLETED once the event is
+// forgotten. A resync copies it once a rule covers it again. An error
+// keeps the event, to be tried again.
+func markDropped(ctx context.Context, src Source, ev event) error {
 	if !strings.HasPrefix(ev.name, "s3:ObjectCreated:") {
 		return nil
 	}
-	v, err := r.src.Open(ctx, ev.bucket, ev.key, ev.versionID, false)
+	v, err := src.Open(ctx, ev.bucket, ev.key, ev.versionID, false)
 	var nr *NotReplicable
 	switch {
 	case errors.Is(err, ErrGone), errors.As(err, &nr):
 		return nil
 	case err != nil:
-		return err // kept, and retried: dropped, it would read COMPLETED
+		return err
 	case v.DeleteMarker || v.Status != "" || !v.StatusFollowsEvent:
 		return nil
 	}
-	if err := r.src.SetStatus(ctx, ev.bucket, ev.key, ev.versionID, StatusPending); err != nil && !errors.Is(err, ErrGone) {
+	if err := src.SetStatus(ctx, ev.bucket, ev.key, ev.versionID, StatusPending); err != nil && !errors.Is(err, ErrGone) {
 		return err
 	}
 	return nil
+}
+
+// arnPrefix starts every remote's ARN (notifytargets.Target.ARN).
+const arnPrefix = "arn:strata:replication:"
+
+// droppedByQueue is the queue's OnDrop for remotes: an event for a
+// remote the server no longer has is markDropped.
+func (rs *Remotes) droppedByQueue(ctx context.Context, target string, e notify.Event) error {
+	if !strings.HasPrefix(target, arnPrefix) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return markDropped(ctx, boundSource{rs}, event{name: e.Name, bucket: e.Bucket, key: e.Key, versionID: e.VersionID})
 }
 
 // copyTags sets the destination version's tags to the source's.

@@ -67,21 +67,43 @@ func SnapshotBytes() int64 { return snapshotBytes.Load() }
 type Snapshot struct {
 	VersionID string
 	Desc      []byte
-	data      []byte
-	res       *reservation
+	// data is dropped once a copy is made: the event may wait in memory
+	// for other targets (a notification, another rule's destination),
+	// which read the version back if they need it.
+	data atomic.Pointer[[]byte]
+	res  *reservation
 }
 
 // NewSnapshot takes over a reservation of len(data) bytes (Reserve).
 func NewSnapshot(versionID string, desc, data []byte) *Snapshot {
-	s := &Snapshot{VersionID: versionID, Desc: desc, data: data, res: &reservation{n: int64(len(data))}}
+	s := &Snapshot{VersionID: versionID, Desc: desc, res: &reservation{n: int64(len(data))}}
+	s.data.Store(&data)
 	runtime.AddCleanup(s, (*reservation).release, s.res)
 	return s
 }
 
 // body is the snapshot's plaintext, a reader of its own (a retry reads
-// it again).
-func (s *Snapshot) body() io.ReadCloser { return io.NopCloser(bytes.NewReader(s.data)) }
+// it again); false once a copy was made from it.
+func (s *Snapshot) body() (io.ReadCloser, bool) {
+	p := s.data.Load()
+	if p == nil {
+		return nil, false
+	}
+	return io.NopCloser(bytes.NewReader(*p)), true
+}
 
-// done gives the snapshot's bytes back to the budget once its copy is
-// made (the event may stay in memory a little longer).
-func (s *Snapshot) done() { s.res.release() }
+// bodyOf is body for a copy of versionID (false for a nil snapshot or
+// another version's).
+func (s *Snapshot) bodyOf(versionID string) (io.ReadCloser, bool) {
+	if s == nil || s.VersionID != versionID {
+		return nil, false
+	}
+	return s.body()
+}
+
+// done drops the snapshot's bytes and gives them back to the budget once
+// a copy is made from it.
+func (s *Snapshot) done() {
+	s.data.Store(nil)
+	s.res.release()
+}

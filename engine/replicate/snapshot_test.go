@@ -20,13 +20,23 @@ func TestSnapshotBudget(t *testing.T) {
 	}
 	s := NewSnapshot("v1", []byte("desc"), []byte("data"))
 	for range 2 { // a retry reads the body again
-		b, err := io.ReadAll(s.body())
-		if err != nil || string(b) != "data" || s.VersionID != "v1" || string(s.Desc) != "desc" {
+		r, ok := s.bodyOf("v1")
+		if !ok {
+			t.Fatal("no body")
+		}
+		b, err := io.ReadAll(r)
+		if err != nil || string(b) != "data" || string(s.Desc) != "desc" {
 			t.Fatalf("snapshot body %q, %v", b, err)
 		}
 	}
+	if _, ok := s.bodyOf("v2"); ok {
+		t.Fatal("a snapshot gave its body for another version")
+	}
 	s.done()
 	s.done()
+	if _, ok := s.bodyOf("v1"); ok {
+		t.Fatal("a snapshot kept its bytes after its copy was made")
+	}
 	if got := SnapshotBytes() - base; got != 0 {
 		t.Fatalf("%d bytes held after the copy", got)
 	}

@@ -158,7 +158,7 @@ func (se *storedEvents) keepBody(src io.Reader, size int64) io.Reader {
 	if se == nil || !se.replicated || !replicate.Reserve(size) {
 		return src
 	}
-	se.body = &teeBody{r: src, buf: make([]byte, 0, size), want: size}
+	se.body = &teeBody{r: src, buf: make([]byte, 0, size), want: size, reserved: size}
 	return se.body
 }
 
@@ -170,12 +170,8 @@ func (se *storedEvents) snapshot(s *Server, bucket, key string, info *objlayer.O
 	}
 	t := se.body
 	se.body = nil
-	if info == nil || int64(len(t.buf)) != t.want || info.Size != t.want {
-		replicate.Unreserve(t.want)
-		return
-	}
-	if encrypted(info.Meta) {
-		replicate.Unreserve(t.want)
+	if info == nil || int64(len(t.buf)) != t.want || info.Size != t.want || encrypted(info.Meta) {
+		replicate.Unreserve(t.reserved)
 		return
 	}
 	se.event.Snapshot = replicate.NewSnapshot(se.event.VersionID, encodeSnapshot(info), t.buf)
@@ -185,7 +181,9 @@ func (se *storedEvents) snapshot(s *Server, bucket, key string, info *objlayer.O
 type teeBody struct {
 	r    io.Reader
 	buf  []byte
-	want int64
+	want int64 // -1 once more came than announced
+	// reserved is what replicate.Reserve counted for it.
+	reserved int64
 }
 
 func (t *teeBody) Read(p []byte) (int, error) {
@@ -222,7 +220,10 @@ func (r *request) event(bk objlayer.BucketInfo, event, key string, info objlayer
 	}
 	return notify.Event{Name: event, Bucket: bk.Name, Key: key, Size: info.Size, ETag: info.ETag,
 		VersionID: versionIDOut(info.VersionID, bk.Versioning), Sequencer: notify.Sequencer(at.UnixNano()),
-		Time: r.now, Principal: r.access, Owner: r.s.ownerOf(bk), SourceIP: r.hr.Client.String(), RequestID: r.hr.ID, Region: r.s.cfg.Region}
+		// The request's ID shares the memory of its whole exchange with
+		// the client, and the principal its Authorization header: an
+		// event waiting for delivery keeps copies, not them.
+		Time: r.now, Principal: strings.Clone(r.access), Owner: r.s.ownerOf(bk), SourceIP: r.hr.Client.String(), RequestID: strings.Clone(r.hr.ID), Region: r.s.cfg.Region}
 }
 
 // notifyVersion is notify for a change to the request's version's

@@ -198,7 +198,7 @@ func afterBody(p *s3sig.Payload) func(map[string]string) error {
 
 // maxPutSize is the largest object a single PUT writes.
 func (s *Server) maxPutSize() int64 {
-	if s.cfg.MaxPutSize > 0 {
+	if s.cfg.MaxPutSize > 0 && s.cfg.MaxPutSize < objlayer.MaxPutSize {
 		return s.cfg.MaxPutSize
 	}
 	return objlayer.MaxPutSize
@@ -236,7 +236,7 @@ func putObject(r *request) error {
 	if tooLarge {
 		if is, err := r.replicaRequest(bk, s3rules.ActReplicateObject); err != nil {
 			return err
-		} else if !is {
+		} else if !is || r.contentLength() > objlayer.MaxObjectSize {
 			return r.s.entityTooLarge()
 		}
 	}

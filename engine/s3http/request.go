@@ -16,7 +16,9 @@ import (
 type Request struct {
 	*http.Request
 	// ID is this request's ID, 16 upper-case hex digits, unique within the
-	// Server; it is also sent as X-Amz-Request-Id.
+	// Server; it is also sent as X-Amz-Request-Id. It shares the memory of
+	// the whole exchange (request, response, connection buffers): what
+	// outlives the request keeps a copy (strings.Clone).
 	ID string
 	// Client is the peer's address (IPv4 unmapped); it is the key of
 	// MaxRequestsPerClient. Proxies are not looked through.

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-storage/strata/engine/adminapi"
 	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/erasure"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
 // Decommission runs on the nodes that lead the draining pool's sets (the
@@ -334,10 +335,30 @@ func (n *Node) completeIfDrained(ctx context.Context, pr *cluster.PoolRuntime) {
 			return
 		}
 	}
+	// Writes' events stored with their versions stay on the drives of the
+	// pool the versions were written to: the pool is kept until they are
+	// delivered (a replicated version's status follows its event, and a
+	// notification would be lost with the pool).
+	if held, err := storedEvents(ctx, pr.Entry.Pool); err != nil || held > 0 {
+		n.cfg.Log.Info("pool drained; waiting for the events stored on its drives to be delivered", "pool", pr.Layout.Name, "events", held, "err", err)
+		return
+	}
 	if err := n.setPoolStateEverywhere(ctx, pr.Layout.Name, erasure.StateDecommissioned); err != nil {
 		n.cfg.Log.Warn("pool decommissioned, but not every node was told", "pool", pr.Layout.Name, "err", err)
 	}
 	n.cfg.Log.Info("pool decommissioned: empty, can be removed from the topology", "pool", pr.Layout.Name)
+}
+
+// storedEvents counts the writes' events a pool's online drives hold
+// (events are stored on write quorum of a set's drives, so the drives
+// that answer hold a copy of each: a drive left out is no error).
+func storedEvents(ctx context.Context, p *erasure.Pool) (int, error) {
+	n := 0
+	err := p.ListEvents(ctx, func([16]byte, []byte) error { n++; return nil })
+	if errors.Is(err, objlayer.ErrPartialListing) {
+		err = nil
+	}
+	return n, err
 }
 
 // StartDecommission implements admin.Node.

@@ -455,6 +455,65 @@ func mixedBuildsOperations(t *testing.T, old, cur *s3.Client) {
 	}
 }
 
+// TestClusterDecommissionWaitsForStoredEvents: a pool whose drives hold
+// writes' events not yet delivered (the webhook is down) is drained of its
+// objects but not Decommissioned, so the events are not lost with it; once
+// the webhook answers they are delivered and the pool is.
+func TestClusterDecommissionWaitsForStoredEvents(t *testing.T) {
+	hook := startWebhook(t)
+	hook.down.Store(true)
+	c := newCluster(t)
+	targets := notifyTargets(t, hook, nil)
+	c.env = map[int][]string{11: targets, 12: targets, 13: targets, 14: targets}
+	poolA := c.poolSpec("pool-a", []int{11, 12}, 2)
+	c.writeTopology(poolA)
+	c.start([]int{11, 12})
+	cl := c.nodes[11].aws()
+	mustCreateBucket(t, cl, "events")
+	if _, err := cl.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String("events"),
+		NotificationConfiguration: &types.NotificationConfiguration{QueueConfigurations: []types.QueueConfiguration{{
+			QueueArn: aws.String(hookARN), Events: []types.Event{"s3:ObjectCreated:*"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		put(t, cl, "events", fmt.Sprintf("k%d", i), randomBytes(1000))
+	}
+	poolB := c.poolSpec("pool-b", []int{13, 14}, 2)
+	c.writeTopology(poolA, poolB)
+	c.start([]int{13, 14})
+	waitFor(t, "pool-b in use by the old nodes", 30*time.Second, func() bool {
+		for _, n := range []int{11, 12} {
+			if _, body := c.nodes[n].adminGet("info"); !strings.Contains(string(body), `"name": "pool-b"`) {
+				return false
+			}
+		}
+		return true
+	})
+	if code, body := c.nodes[12].admin("POST", "pools/pool-a/decommission"); code != http.StatusAccepted {
+		t.Fatalf("starting the decommission: %d %s", code, body)
+	}
+	var st decomStatus
+	waitFor(t, "pool-a's objects moved", 60*time.Second, func() bool {
+		_, body := c.nodes[11].admin("GET", "pools/pool-a/decommission")
+		_ = json.Unmarshal(body, &st)
+		return st.ObjectsMoved >= 5
+	})
+	time.Sleep(5 * time.Second) // passes of the decommission that find it drained
+	_, body := c.nodes[11].admin("GET", "pools/pool-a/decommission")
+	if err := json.Unmarshal(body, &st); err != nil || st.State == "Decommissioned" {
+		t.Fatalf("pool-a decommissioned with its events undelivered: %s", body)
+	}
+	hook.down.Store(false)
+	waitFor(t, "the events delivered and pool-a decommissioned", 120*time.Second, func() bool {
+		_, body := c.nodes[11].admin("GET", "pools/pool-a/decommission")
+		_ = json.Unmarshal(body, &st)
+		return st.State == "Decommissioned"
+	})
+	if n := len(hook.messages()); n < 5 {
+		t.Fatalf("%d events delivered, want 5", n)
+	}
+}
+
 type decomStatus struct {
 	State        string `json:"state"`
 	Done         bool   `json:"done"`

@@ -282,11 +282,17 @@ type webhookReceiver struct {
 	url string
 	mu  sync.Mutex
 	got [][]byte
+	// down: it answers 503 and keeps nothing.
+	down atomic.Bool
 }
 
 func startWebhook(t *testing.T) *webhookReceiver {
 	w := &webhookReceiver{}
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if w.down.Load() {
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		b, _ := io.ReadAll(r.Body)
 		w.mu.Lock()
 		w.got = append(w.got, b)

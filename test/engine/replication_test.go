@@ -526,6 +526,38 @@ func TestBucketReplication(t *testing.T) {
 		})
 	})
 
+	t.Run("a remote removed while versions wait: PENDING", func(t *testing.T) {
+		versionedBucket(t, sc, "orphaned")
+		versionedBucket(t, dc, "orphaned-dr")
+		replicateAll(t, src, "orphaned", "orphaned-dr")
+		dst.kill()
+		put(t, sc, "orphaned", "waiting", []byte("written while the destination is down"))
+		withRemote := src.env
+		defer func() { // as the subtests after this one expect them, pass or fail
+			src.kill()
+			src.env = withRemote
+			src.restart()
+			dst.restart()
+		}()
+		src.kill()
+		// A targets file without remote dr (the operator's, once a Tenant's
+		// remote is removed).
+		noRemote := filepath.Join(t.TempDir(), "targets.json")
+		if err := os.WriteFile(noRemote, []byte(`{"targets":[]}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		src.env = []string{"STRATA_NOTIFY_TARGETS_FILE=" + noRemote, keys, maxPut}
+		src.restart()
+		waitFor(t, "the event for the removed remote dropped", 30*time.Second, func() bool {
+			code, families := scrapeMetrics(t, http.DefaultClient, src.url(), "")
+			f := families["strata_notify_backlog_events"]
+			return code == http.StatusOK && f != nil && len(f.Metric) == 1 && f.Metric[0].GetGauge().GetValue() == 0
+		})
+		if h := headVersion(t, sc, "orphaned", "waiting", ""); h.ReplicationStatus != types.ReplicationStatusPending {
+			t.Fatalf("a version whose remote was removed before its copy: status %q, want PENDING", h.ReplicationStatus)
+		}
+	})
+
 	t.Run("two-way replication does not loop", func(t *testing.T) {
 		// The destination replicates back: its remote is the source.
 		dst.kill()
