@@ -244,6 +244,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		host, _ := os.Hostname()
 		queue, remotes = notify.NewQueue(layer, host, targets, log), rs
+		queue.OnDrop = remotes.DroppedByQueue
 		go queue.Run(bg)
 		s3cfg.Notifier = queue
 		metrics.RegisterNotifications(reg, queue.Snapshot)

@@ -24,6 +24,9 @@ const (
 	S3 = "s3"
 )
 
+// RemoteARNPrefix starts the ARN of every replication remote (type S3).
+const RemoteARNPrefix = "arn:strata:replication:"
+
 // Target is one target as the file gives it.
 type Target struct {
 	// ID is the target's name in its ARN (arn:strata:sqs:REGION:ID:TYPE).
@@ -64,7 +67,7 @@ type File struct {
 // ARN is the target's ARN in region.
 func (t Target) ARN(region string) string {
 	if t.Type == S3 {
-		return "arn:strata:replication:" + region + ":" + t.ID + ":s3"
+		return RemoteARNPrefix + region + ":" + t.ID + ":s3"
 	}
 	return "arn:strata:sqs:" + region + ":" + t.ID + ":" + t.Type
 }

@@ -414,14 +414,15 @@ func markDropped(ctx context.Context, src Source, ev event) error {
 	return nil
 }
 
-// arnPrefix starts every remote's ARN (notifytargets.Target.ARN).
-const arnPrefix = "arn:strata:replication:"
-
-// droppedByQueue is the queue's OnDrop for remotes: an event for a
-// remote the server no longer has is markDropped.
-func (rs *Remotes) droppedByQueue(ctx context.Context, target string, e notify.Event) error {
-	if !strings.HasPrefix(target, arnPrefix) {
+// DroppedByQueue is the queue's OnDrop (set before it runs): an event
+// for a remote the server no longer has is markDropped. Until Bind, and
+// without remotes, such events are kept.
+func (rs *Remotes) DroppedByQueue(ctx context.Context, target string, e notify.Event) error {
+	if !strings.HasPrefix(target, notifytargets.RemoteARNPrefix) {
 		return nil
+	}
+	if rs == nil {
+		return errNotBound
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -162,7 +162,6 @@ func Start(front Front, layer objlayer.Layer, queue *notify.Queue, remotes *Remo
 	}
 	if queue != nil {
 		s.Backlog = queue.Backlog
-		queue.OnDrop = remotes.droppedByQueue
 	}
 	// Before Bind: deliveries read it from then on.
 	remotes.Stats.ObserveLag = metrics.RegisterReplication(reg, s.Metrics)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/engine/notify"
+	"github.com/strata-storage/strata/engine/notifytargets"
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/replicate"
 	"github.com/strata-storage/strata/engine/s3err"
@@ -37,7 +38,7 @@ func putBucketNotification(r *request) error {
 		return err
 	}
 	cfg, err := notify.Parse(body, func(arn string) bool {
-		return r.s.cfg.Notifier != nil && r.s.cfg.Notifier.Known(arn) && !strings.HasPrefix(arn, replicationARNPrefix)
+		return r.s.cfg.Notifier != nil && r.s.cfg.Notifier.Known(arn) && !strings.HasPrefix(arn, notifytargets.RemoteARNPrefix)
 	})
 	if err != nil {
 		return configRefused(err)
@@ -105,8 +106,9 @@ func (r *request) withEvents(bk objlayer.BucketInfo, event, key string, opts *ob
 	if len(rules) == 0 {
 		return nil
 	}
-	se := &storedEvents{name: event, rules: rules, replicated: anyReplication(rules)}
-	if allReplication(rules) {
+	replicated, onlyReplicated := replicationAmong(rules)
+	se := &storedEvents{name: event, rules: rules, replicated: replicated}
+	if onlyReplicated {
 		// The version's replication status can follow its event: no
 		// second write once it is copied (replicate.MetaEvent).
 		opts.EventMark = replicate.MetaEvent
@@ -118,25 +120,18 @@ func (r *request) withEvents(bk objlayer.BucketInfo, event, key string, opts *ob
 	return se
 }
 
-// allReplication reports whether every rule is a replication rule's (an
-// event that is also a notification's stays stored while that target is
-// down, which says nothing about the copy).
-func allReplication(rules []*notify.Rule) bool {
-	for _, r := range rules {
-		if r.Kind != "Replication" {
-			return false
-		}
-	}
-	return true
-}
-
-func anyReplication(rules []*notify.Rule) bool {
+// replicationAmong reports whether any of the rules is a replication
+// rule's, and whether all are (an event that is also a notification's
+// stays stored while that target is down, which says nothing about the
+// copy).
+func replicationAmong(rules []*notify.Rule) (some, all bool) {
+	n := 0
 	for _, r := range rules {
 		if r.Kind == "Replication" {
-			return true
+			n++
 		}
 	}
-	return false
+	return n > 0, n == len(rules)
 }
 
 // storedEvents is the event a write had the layer store with it.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-storage/strata/engine/admin"
 	"github.com/strata-storage/strata/engine/notify"
+	"github.com/strata-storage/strata/engine/notifytargets"
 	"github.com/strata-storage/strata/engine/objlayer"
 	"github.com/strata-storage/strata/engine/replicate"
 	"github.com/strata-storage/strata/engine/s3err"
@@ -24,9 +25,6 @@ import (
 // replication events a write stores with its version beside its
 // notifications, the status a version answers, the replica writes a
 // remote sends, and the front end as the remotes' Source.
-
-// replicationARNPrefix starts the ARN of a replication remote.
-const replicationARNPrefix = "arn:strata:replication:"
 
 func putBucketReplication(r *request) error {
 	bk, err := r.bucketInfo()
@@ -41,7 +39,7 @@ func putBucketReplication(r *request) error {
 		return err
 	}
 	cfg, err := replicate.Parse(body, func(role string) bool {
-		return strings.HasPrefix(role, replicationARNPrefix) && r.s.cfg.Notifier != nil && r.s.cfg.Notifier.Known(role)
+		return strings.HasPrefix(role, notifytargets.RemoteARNPrefix) && r.s.cfg.Notifier != nil && r.s.cfg.Notifier.Known(role)
 	})
 	if err != nil {
 		return configRefused(err)

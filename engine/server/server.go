@@ -709,6 +709,7 @@ func startNotifications(bg context.Context, cfg Config, layer objlayer.Layer, pe
 		return nil, nil, err
 	}
 	q := notify.NewQueue(layer, cfg.Address, targets, log)
+	q.OnDrop = remotes.DroppedByQueue
 	if cfg.NotifyTakeOver > 0 {
 		q.TakeOver, q.Rescan = cfg.NotifyTakeOver, cfg.NotifyTakeOver/2
 	}

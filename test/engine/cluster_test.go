@@ -455,6 +455,19 @@ func mixedBuildsOperations(t *testing.T, old, cur *s3.Client) {
 	}
 }
 
+// waitPoolInUse waits until each of the nodes runs pool.
+func (c *cluster) waitPoolInUse(pool string, nodes ...int) {
+	c.t.Helper()
+	waitFor(c.t, pool+" in use by nodes "+fmt.Sprint(nodes), 30*time.Second, func() bool {
+		for _, n := range nodes {
+			if _, body := c.nodes[n].adminGet("info"); !strings.Contains(string(body), `"name": "`+pool+`"`) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // TestClusterDecommissionWaitsForStoredEvents: a pool whose drives hold
 // writes' events not yet delivered (the webhook is down) is drained of its
 // objects but not Decommissioned, so the events are not lost with it; once
@@ -481,14 +494,7 @@ func TestClusterDecommissionWaitsForStoredEvents(t *testing.T) {
 	poolB := c.poolSpec("pool-b", []int{13, 14}, 2)
 	c.writeTopology(poolA, poolB)
 	c.start([]int{13, 14})
-	waitFor(t, "pool-b in use by the old nodes", 30*time.Second, func() bool {
-		for _, n := range []int{11, 12} {
-			if _, body := c.nodes[n].adminGet("info"); !strings.Contains(string(body), `"name": "pool-b"`) {
-				return false
-			}
-		}
-		return true
-	})
+	c.waitPoolInUse("pool-b", 11, 12)
 	if code, body := c.nodes[12].admin("POST", "pools/pool-a/decommission"); code != http.StatusAccepted {
 		t.Fatalf("starting the decommission: %d %s", code, body)
 	}
@@ -547,14 +553,7 @@ func TestClusterAddPoolLiveThenDecommission(t *testing.T) {
 	poolB := c.poolSpec("pool-b", []int{13, 14}, 2)
 	c.writeTopology(poolA, poolB)
 	c.start([]int{13, 14})
-	waitFor(t, "pool-b in use by the old nodes", 30*time.Second, func() bool {
-		for _, n := range []int{11, 12} {
-			if _, body := c.nodes[n].adminGet("info"); !strings.Contains(string(body), `"name": "pool-b"`) {
-				return false
-			}
-		}
-		return true
-	})
+	c.waitPoolInUse("pool-b", 11, 12)
 	for i := 0; i < 30; i++ {
 		key := fmt.Sprintf("after/%02d", i)
 		objs[key] = randomBytes(2000)

@@ -337,6 +337,14 @@ func notifyTargets(t *testing.T, hook *webhookReceiver, broker *natsBroker, more
 	return []string{"STRATA_NOTIFY_TARGETS_FILE=" + path}
 }
 
+// notifyDrained reports whether s's queue holds no undelivered events
+// (its backlog metric).
+func notifyDrained(t *testing.T, s *server) bool {
+	code, families := scrapeMetrics(t, http.DefaultClient, s.url(), "")
+	f := families["strata_notify_backlog_events"]
+	return code == http.StatusOK && f != nil && len(f.Metric) == 1 && f.Metric[0].GetGauge().GetValue() == 0
+}
+
 const (
 	hookARN  = "arn:strata:sqs:us-east-1:hook:webhook"
 	natsARN  = "arn:strata:sqs:us-east-1:jobs:nats"

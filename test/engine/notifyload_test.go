@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"net/http"
 	"os"
 	"strconv"
 	"testing"
@@ -46,11 +45,7 @@ func TestNotificationLoad(t *testing.T) {
 	}
 	drain := func() {
 		t.Helper()
-		waitFor(t, "the notification backlog to drain", 5*time.Minute, func() bool {
-			code, families := scrapeMetrics(t, http.DefaultClient, s.url(), "")
-			f := families["strata_notify_backlog_events"]
-			return code == http.StatusOK && f != nil && len(f.Metric) == 1 && f.Metric[0].GetGauge().GetValue() == 0
-		})
+		waitFor(t, "the notification backlog to drain", 5*time.Minute, func() bool { return notifyDrained(t, s) })
 	}
 	rounds := 6
 	if v := os.Getenv("STRATA_TEST_NOTIFY_ROUNDS"); v != "" {

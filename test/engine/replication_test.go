@@ -35,6 +35,29 @@ func replicationRemote(t *testing.T, dst *server) []string {
 
 const drRole = "arn:strata:replication:us-east-1:dr:s3"
 
+// replicationDrained reports whether s's one remote has no changes
+// waiting.
+func replicationDrained(s *server) bool {
+	code, body := s.adminGet("replication")
+	var st struct{ Remotes []struct{ Backlog int64 } }
+	return code == http.StatusOK && json.Unmarshal(body, &st) == nil && len(st.Remotes) == 1 && st.Remotes[0].Backlog == 0
+}
+
+// resyncCompletes resyncs bucket at src (one version to queue) and waits
+// for it at dest (on dst, client dc) and for key's COMPLETED at src.
+func resyncCompletes(t *testing.T, src *server, dc *s3.Client, bucket, dest, key string) {
+	t.Helper()
+	code, body := src.admin(http.MethodPost, "buckets/"+bucket+"/replication/resync")
+	if code != http.StatusOK || !strings.Contains(string(body), `"queued": 1`) {
+		t.Fatalf("resync: %d %s", code, body)
+	}
+	sc := src.aws()
+	sameVersions(t, sc, dc, bucket, dest, 30*time.Second)
+	waitFor(t, "COMPLETED after the resync", 10*time.Second, func() bool {
+		return headVersion(t, sc, bucket, key, "").ReplicationStatus == types.ReplicationStatusCompleted
+	})
+}
+
 func versionedBucket(t *testing.T, c *s3.Client, name string) {
 	t.Helper()
 	mustCreateBucket(t, c, name)
@@ -374,14 +397,7 @@ func TestBucketReplication(t *testing.T) {
 			t.Fatalf("admin replication status after a failure: %d %s", code, body)
 		}
 		versionedBucket(t, dc, "nowhere")
-		code, body = src.admin(http.MethodPost, "buckets/lost/replication/resync")
-		if code != http.StatusOK || !strings.Contains(string(body), `"queued": 1`) {
-			t.Fatalf("resync: %d %s", code, body)
-		}
-		sameVersions(t, sc, dc, "lost", "nowhere", 30*time.Second)
-		waitFor(t, "COMPLETED after the resync", 10*time.Second, func() bool {
-			return headVersion(t, sc, "lost", "orphan", "").ReplicationStatus == types.ReplicationStatusCompleted
-		})
+		resyncCompletes(t, src, dc, "lost", "nowhere", "orphan")
 	})
 
 	t.Run("a destination down for a while misses nothing", func(t *testing.T) {
@@ -504,11 +520,7 @@ func TestBucketReplication(t *testing.T) {
 			t.Fatal(err)
 		}
 		dst.restart()
-		waitFor(t, "the backlog drained", 30*time.Second, func() bool {
-			code, body := src.adminGet("replication")
-			var st struct{ Remotes []struct{ Backlog int64 } }
-			return code == http.StatusOK && json.Unmarshal(body, &st) == nil && len(st.Remotes) == 1 && st.Remotes[0].Backlog == 0
-		})
+		waitFor(t, "the backlog drained", 30*time.Second, func() bool { return replicationDrained(src) })
 		time.Sleep(300 * time.Millisecond) // delivered events are forgotten within 100 ms
 		if h := headVersion(t, sc, "renamed", "waiting", ""); h.ReplicationStatus != types.ReplicationStatusPending {
 			t.Fatalf("a version whose rule was replaced before its copy: status %q, want PENDING", h.ReplicationStatus)
@@ -516,14 +528,7 @@ func TestBucketReplication(t *testing.T) {
 		if n := len(listVersions(t, dc, "renamed-dr")); n != 0 {
 			t.Fatalf("%d versions at the destination, want none", n)
 		}
-		code, body := src.admin(http.MethodPost, "buckets/renamed/replication/resync")
-		if code != http.StatusOK || !strings.Contains(string(body), `"queued": 1`) {
-			t.Fatalf("resync: %d %s", code, body)
-		}
-		sameVersions(t, sc, dc, "renamed", "renamed-dr", 30*time.Second)
-		waitFor(t, "COMPLETED after the resync", 10*time.Second, func() bool {
-			return headVersion(t, sc, "renamed", "waiting", "").ReplicationStatus == types.ReplicationStatusCompleted
-		})
+		resyncCompletes(t, src, dc, "renamed", "renamed-dr", "waiting")
 	})
 
 	t.Run("a remote removed while versions wait: PENDING", func(t *testing.T) {
@@ -548,11 +553,7 @@ func TestBucketReplication(t *testing.T) {
 		}
 		src.env = []string{"STRATA_NOTIFY_TARGETS_FILE=" + noRemote, keys, maxPut}
 		src.restart()
-		waitFor(t, "the event for the removed remote dropped", 30*time.Second, func() bool {
-			code, families := scrapeMetrics(t, http.DefaultClient, src.url(), "")
-			f := families["strata_notify_backlog_events"]
-			return code == http.StatusOK && f != nil && len(f.Metric) == 1 && f.Metric[0].GetGauge().GetValue() == 0
-		})
+		waitFor(t, "the event for the removed remote dropped", 30*time.Second, func() bool { return notifyDrained(t, src) })
 		if h := headVersion(t, sc, "orphaned", "waiting", ""); h.ReplicationStatus != types.ReplicationStatusPending {
 			t.Fatalf("a version whose remote was removed before its copy: status %q, want PENDING", h.ReplicationStatus)
 		}

@@ -57,11 +57,7 @@ func TestReplicationLoad(t *testing.T) {
 
 	drain := func() {
 		t.Helper()
-		waitFor(t, "the replication backlog to drain", 5*time.Minute, func() bool {
-			code, body := src.adminGet("replication")
-			var st struct{ Remotes []struct{ Backlog int64 } }
-			return code == http.StatusOK && json.Unmarshal(body, &st) == nil && len(st.Remotes) == 1 && st.Remotes[0].Backlog == 0
-		})
+		waitFor(t, "the replication backlog to drain", 5*time.Minute, func() bool { return replicationDrained(src) })
 	}
 
 	// Lag at 200 PUT/s.
