@@ -270,6 +270,9 @@ func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string
 		DataDir:   u.DataDir,
 		Erasure:   u.Erasure,
 	}
+	if opts.ETag != "" {
+		rec.ETag = opts.ETag // a replica keeps the source's
+	}
 	for _, p := range chosen {
 		rec.Parts = append(rec.Parts, drive.Part{Number: p.Number, Size: p.Size, ETag: p.ETag})
 	}

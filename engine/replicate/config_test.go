@@ -155,3 +155,36 @@ func TestEscapePath(t *testing.T) {
 		}
 	}
 }
+
+// TestPartLayout: a version is copied in its own parts when S3 would take
+// them, else in parts of copyPartSize, larger when 10,000 would not hold
+// it.
+func TestPartLayout(t *testing.T) {
+	const mib = 1 << 20
+	sum := func(sizes []int64) (n int64) {
+		for _, s := range sizes {
+			n += s
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name      string
+		v         Version
+		wantParts int
+		wantFirst int64
+		wantMD5s  bool
+	}{
+		{"its own parts and MD5s", Version{Size: 6 * mib, Parts: []int64{5 * mib, mib}, PartMD5s: []string{"a", "b"}}, 2, 5 * mib, true},
+		{"its own parts, MD5s not known", Version{Size: 6 * mib, Parts: []int64{5 * mib, mib}}, 2, 5 * mib, false},
+		{"parts that do not add up", Version{Size: 7 * mib, Parts: []int64{5 * mib, mib}}, 1, 7 * mib, false},
+		{"a part below S3's minimum before the last", Version{Size: 200 * mib, Parts: []int64{mib, 199 * mib}}, 4, 64 * mib, false},
+		{"no parts", Version{Size: 130 * mib}, 3, 64 * mib, false},
+		{"more than 10,000 parts of 64 MiB", Version{Size: 1 << 40}, 10000, (1<<40 + 9999) / 10000, false},
+	} {
+		sizes, md5s := partLayout(&c.v)
+		if len(sizes) != c.wantParts || sizes[0] != c.wantFirst || sum(sizes) != c.v.Size || (md5s != nil) != c.wantMD5s {
+			t.Errorf("%s: %d parts, first %d, sum %d, MD5s %v; want %d, %d, %d, %v", c.name, len(sizes), sizes[0], sum(sizes), md5s != nil,
+				c.wantParts, c.wantFirst, c.v.Size, c.wantMD5s)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,7 +97,13 @@ type Version struct {
 	DeleteMarker bool
 	// Tags are the version's tags (for a tagging change).
 	Tags map[string]string
-	Body io.ReadCloser
+	// Parts are a multipart version's parts' plaintext sizes, PartMD5s
+	// their MD5s in hex when known (not encrypted): a version copied in
+	// parts keeps its layout, so the destination derives the same
+	// multipart ETag and checks each part.
+	Parts    []int64
+	PartMD5s []string
+	Body     io.ReadCloser
 }
 
 // Source is the local side a remote reads from: the S3 front end, which
@@ -113,6 +120,9 @@ type Source interface {
 	// FromSnapshot is the version (without its body) a write kept in
 	// memory for its copy (Snapshot.Desc, the source's own encoding).
 	FromSnapshot(bucket, key string, s *Snapshot) (*Version, error)
+	// MaxPut is the largest version a copy sends in one PUT (S3's 5 GiB;
+	// lower in tests): a larger one is copied in parts.
+	MaxPut() int64
 }
 
 // Remote copies what a bucket's rules cover to another S3 endpoint: the
@@ -365,12 +375,15 @@ func (r *Remote) copyVersion(ctx context.Context, ev event, rule *Rule) (int64, 
 	if rule.StorageClass != "" {
 		h.Set("X-Amz-Storage-Class", rule.StorageClass)
 	}
-	if v.MD5 != "" {
-		if sum, err := hex.DecodeString(v.MD5); err == nil {
-			h.Set("Content-Md5", base64.StdEncoding.EncodeToString(sum))
+	if v.Size > r.src.MaxPut() {
+		err = r.copyInParts(ctx, rule.Bucket, ev.key, v, h)
+	} else {
+		if sum := contentMD5(v.MD5); sum != "" {
+			h.Set("Content-Md5", sum)
 		}
+		err = r.send(ctx, http.MethodPut, rule.Bucket, ev.key, nil, h, v.Body, v.Size, unsignedPayload)
 	}
-	if err := r.send(ctx, http.MethodPut, rule.Bucket, ev.key, nil, h, v.Body, v.Size, unsignedPayload); err != nil {
+	if err != nil {
 		return 0, err
 	}
 	if ev.snap != nil {
@@ -383,6 +396,147 @@ func (r *Remote) copyVersion(ctx context.Context, ev event, rule *Rule) (int64, 
 		return v.Size, err
 	}
 	return v.Size, nil
+}
+
+// contentMD5 is the Content-MD5 header of a hex MD5 ("" for none).
+func contentMD5(md5hex string) string {
+	sum, err := hex.DecodeString(md5hex)
+	if md5hex == "" || err != nil {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString(sum)
+}
+
+// copyInParts copies a version larger than a single PUT may be as a
+// multipart upload, in the source's parts when it has them (partLayout).
+// The upload is created with the version's headers; the replica headers
+// go with the completion, which a Strata destination checks and keeps
+// (the source's version ID, time and ETag, REPLICA), and which another
+// S3 service ignores. A failure aborts the upload (the copy is retried
+// whole).
+func (r *Remote) copyInParts(ctx context.Context, bucket, key string, v *Version, h http.Header) (err error) {
+	create, replica := http.Header{}, http.Header{}
+	for k, vs := range h {
+		switch {
+		case strings.HasPrefix(k, "X-Strata-Replica"):
+			replica[k] = vs
+		case strings.HasPrefix(k, "X-Amz-Checksum-"):
+			// A whole-object checksum: the parts are checked by their MD5s.
+		default:
+			create[k] = vs
+		}
+	}
+	var started struct {
+		UploadID string `xml:"UploadId"`
+	}
+	body, err := r.request(ctx, http.MethodPost, bucket, key, url.Values{"uploads": {""}}, create, nil, 0, "")
+	if err == nil && (xml.Unmarshal(body, &started) != nil || started.UploadID == "") {
+		err = &RemoteError{Status: http.StatusOK, Message: "CreateMultipartUpload answered no upload ID"}
+	}
+	if err != nil {
+		return err
+	}
+	upload := url.Values{"uploadId": {started.UploadID}}
+	defer func() {
+		if err == nil {
+			return
+		}
+		// Its parts would stay on the destination until its lifecycle
+		// aborts them: removed now, whatever the copy's context says.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if aerr := r.send(actx, http.MethodDelete, bucket, key, upload, nil, nil, 0, ""); aerr != nil && !isNotFound(aerr) {
+			r.log.Warn("replication: aborting a failed copy's upload at the destination", "bucket", bucket, "key", key, "upload", started.UploadID, "error", aerr)
+		}
+	}()
+	type part struct {
+		Number int    `xml:"PartNumber"`
+		ETag   string `xml:"ETag"`
+	}
+	doc := struct {
+		XMLName xml.Name `xml:"CompleteMultipartUpload"`
+		Parts   []part   `xml:"Part"`
+	}{}
+	sizes, md5s := partLayout(v)
+	for i, size := range sizes {
+		ph := http.Header{}
+		if md5s != nil {
+			if sum := contentMD5(md5s[i]); sum != "" {
+				ph.Set("Content-Md5", sum)
+			}
+		}
+		q := url.Values{"partNumber": {strconv.Itoa(i + 1)}, "uploadId": {started.UploadID}}
+		var etag string
+		// The body is the version's, read on: a part's reader must not
+		// close it.
+		if etag, err = r.uploadPart(ctx, bucket, key, q, ph, io.NopCloser(io.LimitReader(v.Body, size)), size); err != nil {
+			return err
+		}
+		doc.Parts = append(doc.Parts, part{i + 1, etag})
+	}
+	raw, err := xml.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(raw)
+	answer, err := r.request(ctx, http.MethodPost, bucket, key, upload, replica, io.NopCloser(bytes.NewReader(raw)), int64(len(raw)), hex.EncodeToString(sum[:]))
+	if err != nil {
+		return err
+	}
+	// S3 may answer a completion that failed with 200 and an error.
+	var failed struct {
+		XMLName xml.Name
+		Code    string `xml:"Code"`
+		Message string `xml:"Message"`
+	}
+	if xml.Unmarshal(answer, &failed) == nil && failed.XMLName.Local == "Error" {
+		return &RemoteError{Status: http.StatusOK, Code: failed.Code, Message: failed.Message}
+	}
+	return nil
+}
+
+// copyPartSize is the size of the parts a version is copied in when its
+// own are not usable.
+const copyPartSize = 64 << 20
+
+// partLayout is the parts a version is copied in: its own (sizes, and
+// MD5s when known) when S3 would take them, else parts of copyPartSize,
+// or larger when 10,000 of those would not hold it.
+func partLayout(v *Version) ([]int64, []string) {
+	if n := len(v.Parts); n > 0 && n <= objlayer.MaxParts {
+		var total int64
+		ok := true
+		for i, s := range v.Parts {
+			total += s
+			if s > objlayer.MaxPartSize || i < n-1 && s < objlayer.MinPartSize {
+				ok = false
+			}
+		}
+		if ok && total == v.Size {
+			if len(v.PartMD5s) == n {
+				return v.Parts, v.PartMD5s
+			}
+			return v.Parts, nil
+		}
+	}
+	size := max(int64(copyPartSize), (v.Size+objlayer.MaxParts-1)/objlayer.MaxParts)
+	var sizes []int64
+	for left := v.Size; left > 0; left -= size {
+		sizes = append(sizes, min(size, left))
+	}
+	return sizes, nil
+}
+
+// uploadPart sends one part and returns the ETag the destination gave it.
+func (r *Remote) uploadPart(ctx context.Context, bucket, key string, q url.Values, h http.Header, body io.ReadCloser, size int64) (string, error) {
+	var etag string
+	err := r.exchange(ctx, http.MethodPut, bucket, key, q, h, body, size, unsignedPayload, func(resp *http.Response, _ []byte) {
+		etag = resp.Header.Get("ETag")
+	})
+	if err == nil && etag == "" {
+		err = &RemoteError{Status: http.StatusOK, Message: "UploadPart answered no ETag"}
+	}
+	return etag, err
 }
 
 // dropped is what an event whose rule is gone or disabled leaves
@@ -467,6 +621,18 @@ const emptyPayload = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b78
 // send makes one signed request to the destination (path-style) and
 // returns nil for a 2xx answer, else a *RemoteError.
 func (r *Remote) send(ctx context.Context, method, bucket, key string, q url.Values, h http.Header, body io.Reader, size int64, payload string) error {
+	return r.exchange(ctx, method, bucket, key, q, h, body, size, payload, nil)
+}
+
+// request is send that returns a 2xx answer's body (at most 64 KiB).
+func (r *Remote) request(ctx context.Context, method, bucket, key string, q url.Values, h http.Header, body io.Reader, size int64, payload string) ([]byte, error) {
+	var out []byte
+	err := r.exchange(ctx, method, bucket, key, q, h, body, size, payload, func(_ *http.Response, b []byte) { out = b })
+	return out, err
+}
+
+// exchange is send, calling ok with a 2xx answer and its body.
+func (r *Remote) exchange(ctx context.Context, method, bucket, key string, q url.Values, h http.Header, body io.Reader, size int64, payload string, ok func(*http.Response, []byte)) error {
 	u := *r.endpoint
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + bucket + "/" + key
 	// Sent, and signed, as S3 canonicalises it: every byte but the
@@ -506,6 +672,9 @@ func (r *Remote) send(ctx context.Context, method, bucket, key string, q url.Val
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 == 2 {
+		if ok != nil {
+			ok(resp, raw)
+		}
 		return nil
 	}
 	e := &RemoteError{Status: resp.StatusCode}
@@ -692,6 +861,13 @@ func (b boundSource) Open(ctx context.Context, bucket, key, versionID string, wi
 		return nil, err
 	}
 	return s.Open(ctx, bucket, key, versionID, withBody)
+}
+
+func (b boundSource) MaxPut() int64 {
+	if s, err := b.get(); err == nil {
+		return s.MaxPut()
+	}
+	return objlayer.MaxPutSize
 }
 
 func (b boundSource) FromSnapshot(bucket, key string, snap *Snapshot) (*Version, error) {

@@ -84,7 +84,7 @@ func (r *request) deleteOne(bk objlayer.BucketInfo, key, versionID string, cond 
 		if err != nil {
 			return deleteResult{}, err
 		}
-		if err := r.checkReplicaVersion(bk, id, true); err != nil {
+		if err := r.checkReplicaVersion(bk, id, true, -1); err != nil {
 			if held := (*errReplicaHeld)(nil); errors.As(err, &held) {
 				return deleteResult{deleteMarker: true, versionID: versionIDOut(id, bk.Versioning)}, nil
 			}

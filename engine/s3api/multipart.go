@@ -449,6 +449,20 @@ func completeMultipartUpload(r *request) error {
 		}
 	}
 	opts := objlayer.PutOptions{VersionID: newVersionID(bk), CompleteParts: r.completedChecksum(id, named), Condition: r.writeCondition()}
+	// A replication remote copies a version larger than a single PUT in
+	// parts; its completion carries the replica headers.
+	if err := r.replicaWrite(bk, &opts, -1); err != nil {
+		if held := (*errReplicaHeld)(nil); errors.As(err, &held) {
+			// Sent again (a retry whose answer was lost, a resync): the
+			// parts sent this time are not needed.
+			if aerr := r.s.layer.AbortMultipartUpload(r.ctx, r.bucket, r.key, id); aerr != nil && !errors.Is(aerr, objlayer.ErrUploadNotFound) {
+				return aerr
+			}
+			return r.completed(bk, held.info)
+		}
+		return err
+	}
+	r.keepReplicaETag(&opts)
 	info, err := r.s.layer.CompleteMultipartUpload(r.ctx, r.bucket, r.key, id, parts, opts)
 	if errors.Is(err, objlayer.ErrUploadNotFound) {
 		// A completion retried after it succeeded (its answer was lost)
@@ -468,6 +482,11 @@ func completeMultipartUpload(r *request) error {
 	if err := r.notify(bk, notify.ObjectCreatedMultipart, r.key, info); err != nil {
 		return err
 	}
+	return r.completed(bk, info)
+}
+
+// completed answers a completion that made (or had made) info.
+func (r *request) completed(bk objlayer.BucketInfo, info objlayer.ObjectInfo) error {
 	r.setSSEHeaders(info.Meta)
 	r.setHeader("X-Amz-Version-Id", writtenVersionID(info.VersionID))
 	r.setExpiration(bk, info)

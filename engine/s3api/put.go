@@ -281,7 +281,7 @@ func (r *request) storeObject(bk objlayer.BucketInfo, key string, meta map[strin
 	src := r.tracked(body)
 	size := body.Size()
 	opts := objlayer.PutOptions{Meta: meta, AfterBody: afterBody(body), VersionID: newVersionID(bk), Condition: r.writeCondition()}
-	if err := r.replicaWrite(bk, &opts); err != nil {
+	if err := r.replicaWrite(bk, &opts, r.contentLength()); err != nil {
 		if held := (*errReplicaHeld)(nil); errors.As(err, &held) {
 			return held.info, nil // a replica sent again
 		}

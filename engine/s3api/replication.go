@@ -176,8 +176,9 @@ func (e *errReplicaHeld) Error() string { return "the replica is held already" }
 // checkReplicaVersion refuses a replica write that would replace a
 // version of the same ID and other content (a replica never changes a
 // version: object lock and the data's integrity hold), and turns one of
-// the same content into errReplicaHeld.
-func (r *request) checkReplicaVersion(bk objlayer.BucketInfo, id [16]byte, marker bool) error {
+// the same content into errReplicaHeld. size is the replica's (-1:
+// not known, a multipart completion).
+func (r *request) checkReplicaVersion(bk objlayer.BucketInfo, id [16]byte, marker bool, size int64) error {
 	h, err := r.s.layer.OpenObjectMeta(r.ctx, bk.Name, r.key, &id)
 	if isNotFound(err) {
 		return nil
@@ -194,7 +195,7 @@ func (r *request) checkReplicaVersion(bk objlayer.BucketInfo, id [16]byte, marke
 		return s3err.InvalidRequest.With("The bucket holds this version ID as another kind of version.")
 	}
 	plain := plainInfo(info)
-	if etag := r.h(replicate.HeaderETag); etag != "" && etag != plain.ETag || r.contentLength() >= 0 && r.contentLength() != plain.Size {
+	if etag := r.h(replicate.HeaderETag); etag != "" && etag != plain.ETag || size >= 0 && size != plain.Size {
 		return s3err.InvalidRequest.With("The bucket holds this version ID with other content: a replica does not replace a version.")
 	}
 	return &errReplicaHeld{info: plain}
@@ -216,8 +217,10 @@ func (r *request) replicaVersion(bk objlayer.BucketInfo) ([16]byte, error) {
 }
 
 // replicaWrite makes a write from a replication remote keep the source
-// version's ID, time and ETag, and marks it REPLICA.
-func (r *request) replicaWrite(bk objlayer.BucketInfo, opts *objlayer.PutOptions) error {
+// version's ID, time and ETag, and marks it REPLICA: a PUT of size bytes,
+// or a multipart completion (size -1, opts.Meta nil: the upload's
+// metadata is marked as the completion takes it).
+func (r *request) replicaWrite(bk objlayer.BucketInfo, opts *objlayer.PutOptions, size int64) error {
 	is, err := r.replicaRequest(bk, s3rules.ActReplicateObject)
 	if !is || err != nil {
 		return err
@@ -228,7 +231,7 @@ func (r *request) replicaWrite(bk objlayer.BucketInfo, opts *objlayer.PutOptions
 	if opts.VersionID, err = r.replicaVersion(bk); err != nil {
 		return err
 	}
-	if err := r.checkReplicaVersion(bk, opts.VersionID, false); err != nil {
+	if err := r.checkReplicaVersion(bk, opts.VersionID, false, size); err != nil {
 		return err
 	}
 	if v := r.h(replicate.HeaderModTime); v != "" {
@@ -238,7 +241,20 @@ func (r *request) replicaWrite(bk objlayer.BucketInfo, opts *objlayer.PutOptions
 		}
 		opts.ModTime = t
 	}
-	opts.Meta[replicate.MetaStatus] = replicate.StatusReplica
+	if opts.Meta != nil {
+		opts.Meta[replicate.MetaStatus] = replicate.StatusReplica
+		return nil
+	}
+	complete := opts.CompleteParts
+	opts.CompleteParts = func(parts []objlayer.PartInfo, meta map[string]string) error {
+		if complete != nil {
+			if err := complete(parts, meta); err != nil {
+				return err
+			}
+		}
+		meta[replicate.MetaStatus] = replicate.StatusReplica
+		return nil
+	}
 	return nil
 }
 
@@ -278,6 +294,17 @@ func (rs replicationSource) describe(bucket, key, versionID string, stored objla
 	if !strings.Contains(info.ETag, "-") {
 		v.MD5 = info.ETag
 	}
+	// The parts' ETags are their MD5s when not encrypted (the gateway
+	// keeps none).
+	md5s := !encrypted(meta)
+	for _, p := range info.Parts {
+		v.Parts = append(v.Parts, p.Size)
+		v.PartMD5s = append(v.PartMD5s, p.ETag)
+		md5s = md5s && len(p.ETag) == 32
+	}
+	if !md5s {
+		v.PartMD5s = nil
+	}
 	for _, k := range storedHeaders {
 		if val, ok := meta[k]; ok {
 			v.Header[k] = []string{val}
@@ -314,6 +341,8 @@ func (rs replicationSource) describe(bucket, key, versionID string, stored objla
 	v.Header.Set("X-Amz-Server-Side-Encryption", "AES256")
 	return v, dek, nil
 }
+
+func (rs replicationSource) MaxPut() int64 { return rs.s.maxPutSize() }
 
 func (rs replicationSource) Open(ctx context.Context, bucket, key, versionID string, withBody bool) (*replicate.Version, error) {
 	vid, err := parseVersionID(versionID)

@@ -361,8 +361,12 @@ func mustCreateBucket(t testing.TB, c *s3.Client, name string) {
 
 // uploadParts writes key as a multipart upload of parts, in order, and
 // completes it.
-func uploadParts(c *s3.Client, bucket, key string, parts [][]byte) error {
-	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+func uploadParts(c *s3.Client, bucket, key string, parts [][]byte, with ...func(*s3.CreateMultipartUploadInput)) error {
+	in := &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key)}
+	for _, f := range with {
+		f(in)
+	}
+	up, err := c.CreateMultipartUpload(ctx, in)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/minio/minio-go/v7/pkg/replication"
 )
 
@@ -207,7 +208,7 @@ func bodySum(t *testing.T, c *s3.Client, bucket, key, id string) [32]byte {
 func TestBucketReplication(t *testing.T) {
 	keys := "STRATA_KMS_KEYS_FILE=" + keysFile(t, "tenant-key")
 	// Single PUTs of at most 5 MiB on both sides (S3's limit is 5 GiB): a
-	// multipart version larger than that is copied all the same.
+	// multipart version larger than that is copied in parts.
 	maxPut := fmt.Sprintf("STRATA_TEST_MAX_PUT_SIZE=%d", 5<<20)
 	dst := startServer(t, serverOpts{drives: 4, env: []string{keys, maxPut}})
 	src := startServer(t, serverOpts{drives: 4, env: append(replicationRemote(t, dst), keys, maxPut)})
@@ -306,14 +307,85 @@ func TestBucketReplication(t *testing.T) {
 		if _, err := sc.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("src"), Key: aws.String("too-big"), Body: bytes.NewReader(randomBytes(5<<20 + 1))}); errCode(err) != "EntityTooLarge" {
 			t.Fatalf("a PUT beyond the servers' limit: %v, want EntityTooLarge", err)
 		}
-		// 6 MiB in two parts: larger than a PUT may be, copied in one.
-		if err := uploadParts(sc, "src", "big", [][]byte{randomBytes(5 << 20), randomBytes(1 << 20)}); err != nil {
+		// 6 MiB in two parts: larger than a PUT may be, copied in the same
+		// parts (so any S3 destination derives the same ETag); and one
+		// encrypted, decrypted for its copy.
+		bigParts := [][]byte{randomBytes(5 << 20), randomBytes(1 << 20)}
+		if err := uploadParts(sc, "src", "big", bigParts); err != nil {
+			t.Fatal(err)
+		}
+		if err := uploadParts(sc, "src", "big-secret", [][]byte{randomBytes(5<<20 + 3), randomBytes(1<<20 + 5)}, func(in *s3.CreateMultipartUploadInput) {
+			in.ServerSideEncryption, in.ContentType = types.ServerSideEncryptionAes256, aws.String("video/x-test")
+			in.Metadata = map[string]string{"origin": "src"}
+		}); err != nil {
 			t.Fatal(err)
 		}
 		versions := sameVersions(t, sc, dc, "src", "dst", 30*time.Second)
-		if n := len(versions); n != 33 {
-			t.Fatalf("%d versions replicated, want 33", n)
+		if n := len(versions); n != 34 {
+			t.Fatalf("%d versions replicated, want 34", n)
 		}
+		for _, key := range []string{"big", "big-secret"} {
+			h, err := dc.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("dst"), Key: aws.String(key), PartNumber: aws.Int32(1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if aws.ToInt32(h.PartsCount) != 2 {
+				t.Fatalf("%s at the destination: %d parts, want the source's 2", key, aws.ToInt32(h.PartsCount))
+			}
+		}
+		t.Run("a version copied in parts sent again", func(t *testing.T) {
+			// A remote whose completion's answer was lost sends the copy
+			// again: answered as written, nothing new stored, the upload
+			// gone; the same version ID with other content is refused.
+			sh := headVersion(t, sc, "src", "big", "")
+			replica := func(etag string) func(*s3.Options) {
+				return func(o *s3.Options) {
+					o.APIOptions = append(o.APIOptions,
+						smithyhttp.AddHeaderValue("X-Strata-Replica-Version-Id", aws.ToString(sh.VersionId)),
+						smithyhttp.AddHeaderValue("X-Strata-Replica-Mtime", sh.LastModified.UTC().Format(time.RFC3339Nano)),
+						smithyhttp.AddHeaderValue("X-Strata-Replica-Etag", etag))
+				}
+			}
+			before := len(listVersions(t, dc, "dst"))
+			for _, c := range []struct {
+				etag, wantCode string
+			}{{strings.Trim(aws.ToString(sh.ETag), `"`), ""}, {"0123456789abcdef0123456789abcdef-2", "InvalidRequest"}} {
+				up, err := dc.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("dst"), Key: aws.String("big")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var done []types.CompletedPart
+				for i, p := range bigParts {
+					out, err := dc.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("dst"), Key: aws.String("big"), UploadId: up.UploadId,
+						PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(p)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					done = append(done, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(int32(i + 1))})
+				}
+				out, err := dc.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("dst"), Key: aws.String("big"), UploadId: up.UploadId,
+					MultipartUpload: &types.CompletedMultipartUpload{Parts: done}}, replica(c.etag))
+				if c.wantCode != "" {
+					if errCode(err) != c.wantCode {
+						t.Fatalf("a replica completion with other content: %v, want %s", err, c.wantCode)
+					}
+					if _, err := dc.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String("dst"), Key: aws.String("big"), UploadId: up.UploadId}); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				if err != nil || aws.ToString(out.VersionId) != aws.ToString(sh.VersionId) || aws.ToString(out.ETag) != aws.ToString(sh.ETag) {
+					t.Fatalf("the completion sent again: %v %v, want version %s, ETag %s", out, err, aws.ToString(sh.VersionId), aws.ToString(sh.ETag))
+				}
+			}
+			if n := len(listVersions(t, dc, "dst")); n != before {
+				t.Fatalf("%d versions at the destination after the copy was sent again, want %d", n, before)
+			}
+			ups, err := dc.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("dst")})
+			if err != nil || len(ups.Uploads) != 0 {
+				t.Fatalf("uploads left at the destination: %+v %v", ups, err)
+			}
+		})
 		for _, v := range versions {
 			if v.marker {
 				continue
@@ -589,7 +661,9 @@ func TestGatewayReplication(t *testing.T) {
 	dst := startServer(t, serverOpts{drives: 4})
 	g := startGateway(t, t.TempDir())
 	g.kill()
-	g.env = replicationRemote(t, dst)
+	// Single PUTs of at most 5 MiB: larger versions are copied in parts.
+	maxPut := fmt.Sprintf("STRATA_TEST_MAX_PUT_SIZE=%d", 5<<20)
+	g.env = append(replicationRemote(t, dst), maxPut)
 	g.restart()
 	gc, dc := g.aws(), dst.aws()
 	versionedBucket(t, gc, "docs")
@@ -602,9 +676,12 @@ func TestGatewayReplication(t *testing.T) {
 	if _, err := gc.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("docs"), Key: aws.String("d/1")}); err != nil {
 		t.Fatal(err)
 	}
+	if err := uploadParts(gc, "docs", "d/big", [][]byte{randomBytes(5 << 20), randomBytes(1<<20 + 1)}); err != nil {
+		t.Fatal(err)
+	}
 	versions := sameVersions(t, gc, dc, "docs", "docs-dr", 30*time.Second)
-	if len(versions) != 12 {
-		t.Fatalf("%d versions on both sides, want 12 (11 versions and a delete marker)", len(versions))
+	if len(versions) != 13 {
+		t.Fatalf("%d versions on both sides, want 13 (12 versions and a delete marker)", len(versions))
 	}
 	for _, v := range versions {
 		if !v.marker && bodySum(t, gc, "docs", v.key, v.id) != bodySum(t, dc, "docs-dr", v.key, v.id) {
@@ -614,7 +691,7 @@ func TestGatewayReplication(t *testing.T) {
 
 	t.Run("the gateway as the destination", func(t *testing.T) {
 		dst.kill()
-		dst.env = replicationRemote(t, g)
+		dst.env = append(replicationRemote(t, g), maxPut)
 		dst.restart()
 		versionedBucket(t, dc, "back")
 		versionedBucket(t, gc, "back-dr")
@@ -623,13 +700,22 @@ func TestGatewayReplication(t *testing.T) {
 		if _, err := dc.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("back"), Key: aws.String("x")}); err != nil {
 			t.Fatal(err)
 		}
+		if err := uploadParts(dc, "back", "big", [][]byte{randomBytes(5<<20 + 7), randomBytes(1 << 20)}); err != nil {
+			t.Fatal(err)
+		}
 		back := sameVersions(t, dc, gc, "back", "back-dr", 30*time.Second)
-		if len(back) != 2 {
-			t.Fatalf("%d versions on both sides, want a version and a delete marker", len(back))
+		if len(back) != 3 {
+			t.Fatalf("%d versions on both sides, want two versions and a delete marker", len(back))
 		}
 		for _, v := range back {
-			if !v.marker && headVersion(t, gc, "back-dr", "x", v.id).ReplicationStatus != types.ReplicationStatusReplica {
-				t.Fatalf("the gateway's replica is not REPLICA")
+			if v.marker {
+				continue
+			}
+			if headVersion(t, gc, "back-dr", v.key, v.id).ReplicationStatus != types.ReplicationStatusReplica {
+				t.Fatalf("the gateway's replica of %s is not REPLICA", v.key)
+			}
+			if bodySum(t, dc, "back", v.key, v.id) != bodySum(t, gc, "back-dr", v.key, v.id) {
+				t.Fatalf("%s version %s: the bodies differ", v.key, v.id)
 			}
 		}
 	})

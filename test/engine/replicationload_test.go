@@ -138,7 +138,10 @@ type costCase struct {
 // measureCost runs rounds of bin/bench PUTs on bucket plain and on the
 // case's, alternating which goes first, and logs both.
 func measureCost(t *testing.T, src *server, benchBin string, drain func(), client string, flags []string, rounds int, profDir, pprofAddr string, c costCase) {
-	type run struct{ perSec, cpuPerPut, drainSeconds float64 }
+	type run struct {
+		perSec, cpuPerPut, drainSeconds float64
+		store                           storeBytes
+	}
 	results := map[string][]run{}
 	for r := range rounds {
 		order := []string{"plain", c.bucket}
@@ -146,7 +149,7 @@ func measureCost(t *testing.T, src *server, benchBin string, drain func(), clien
 			order = []string{c.bucket, "plain"}
 		}
 		for _, bucket := range order {
-			before := procCPUSeconds(t, src.cmd.Process.Pid)
+			before, storeBefore := procCPUSeconds(t, src.cmd.Process.Pid), readStoreBytes(t, src)
 			out := filepath.Join(t.TempDir(), "bench.json")
 			args := append([]string{"run", "-endpoint", src.url(), "-bucket", bucket, "-prefix", fmt.Sprintf("cost-%s-%d", strings.ReplaceAll(client, " ", "-"), r),
 				"-op", "put", "-size", "4KiB", "-concurrency", "16", "-duration", "10s", "-json", out}, flags...)
@@ -180,7 +183,8 @@ func measureCost(t *testing.T, src *server, benchBin string, drain func(), clien
 			if err != nil || json.Unmarshal(raw, &res) != nil || len(res) != 1 || res[0].Errors > 0 {
 				t.Fatalf("bench result: %v %s", err, raw)
 			}
-			results[bucket] = append(results[bucket], run{res[0].ObjPerSec, cpu / float64(res[0].Ops) * 1e6, time.Since(drained).Seconds()})
+			results[bucket] = append(results[bucket], run{res[0].ObjPerSec, cpu / float64(res[0].Ops) * 1e6, time.Since(drained).Seconds(),
+				readStoreBytes(t, src).since(storeBefore, float64(res[0].Ops))})
 		}
 	}
 	mean := func(rs []run, f func(run) float64) float64 {
@@ -197,9 +201,51 @@ func measureCost(t *testing.T, src *server, benchBin string, drain func(), clien
 		}
 		t.Logf("%s clients, %s: PUT/s (and the time its deliveries took after the run) %s (mean %.0f), server CPU per PUT with the deliveries made after the run %.0f us", client, b, strings.Join(parts, " / "),
 			mean(results[b], func(r run) float64 { return r.perSec }), mean(results[b], func(r run) float64 { return r.cpuPerPut }))
+		t.Logf("%s clients, %s: the drives' metadata stores per PUT (all drives): %.0f bytes applied, %.0f to the log, %.0f flushed, %.0f compacted", client, b,
+			mean(results[b], func(r run) float64 { return r.store.applied }), mean(results[b], func(r run) float64 { return r.store.wal }),
+			mean(results[b], func(r run) float64 { return r.store.flush }), mean(results[b], func(r run) float64 { return r.store.compaction }))
 	}
 	plain, with := mean(results["plain"], func(r run) float64 { return r.perSec }), mean(results[c.bucket], func(r run) float64 { return r.perSec })
 	t.Logf("%s clients: %s costs %.1f%% of the server's 4 KiB PUT throughput (target: at most %d%%)", client, c.feature, (1-with/plain)*100, c.targetPercent)
+}
+
+// storeBytes are the drives' metadata stores' bytes, summed over the
+// drives: applied (the batches given), and written to the log, by
+// flushes and by compactions.
+type storeBytes struct{ applied, wal, flush, compaction float64 }
+
+func readStoreBytes(t *testing.T, s *server) storeBytes {
+	t.Helper()
+	_, families := scrapeMetrics(t, http.DefaultClient, s.url(), "")
+	var b storeBytes
+	if f := families["strata_drive_metadata_applied_bytes_total"]; f != nil {
+		for _, m := range f.Metric {
+			b.applied += m.GetCounter().GetValue()
+		}
+	}
+	if f := families["strata_drive_metadata_written_bytes_total"]; f != nil {
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if l.GetName() != "kind" {
+					continue
+				}
+				switch v := m.GetCounter().GetValue(); l.GetValue() {
+				case "wal":
+					b.wal += v
+				case "flush":
+					b.flush += v
+				case "compaction":
+					b.compaction += v
+				}
+			}
+		}
+	}
+	return b
+}
+
+// since is what the stores did after before, per one of n requests.
+func (b storeBytes) since(before storeBytes, n float64) storeBytes {
+	return storeBytes{(b.applied - before.applied) / n, (b.wal - before.wal) / n, (b.flush - before.flush) / n, (b.compaction - before.compaction) / n}
 }
 
 // saveProfile fetches one of the server's /debug/pprof profiles into path.
