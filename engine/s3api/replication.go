@@ -118,15 +118,23 @@ func (s *Server) replicationStatus(ctx context.Context, bk objlayer.BucketInfo, 
 
 // eventDelivered reports whether info is a version whose status follows
 // its stored replication event and that event is gone. Any doubt (no
-// mark, a lookup that failed) answers false.
+// mark, a lookup that failed) answers false. An event found gone is
+// remembered (s.delivered): its version's later reads ask no drive.
 func (s *Server) eventDelivered(ctx context.Context, bucket, key string, info objlayer.ObjectInfo) bool {
 	id, ok := objlayer.ParseEventMark(info.Meta[replicate.MetaEvent])
 	es, isStore := s.layer.(objlayer.EventStore)
 	if !ok || !isStore {
 		return false
 	}
+	if s.delivered.has(id) {
+		return true
+	}
 	stored, err := es.EventStored(ctx, objlayer.EventRef{Bucket: bucket, Object: key, ID: id})
-	return err == nil && !stored
+	if err != nil || stored {
+		return false
+	}
+	s.delivered.add(id)
+	return true
 }
 
 // replicaRequest reports whether the request is a replication remote's

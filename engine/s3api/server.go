@@ -128,6 +128,8 @@ type Server struct {
 	// identityPolicies are directory users' policies parsed, by document
 	// (*s3rules.BucketPolicy, or the error that refused it).
 	identityPolicies sync.Map
+	// delivered are replication events found gone (eventDelivered).
+	delivered deliveredEvents
 }
 
 // New returns the front end over layer.
