@@ -116,8 +116,7 @@ type PutOptions struct {
 	AfterBody func(meta map[string]string) error
 	// ETag, when set, is kept instead of the body's MD5 (a version moved
 	// between pools keeps its ETag, a multipart "-N" one included), or of
-	// a completion's parts' (a replica keeps the source's; the erasure
-	// layer only).
+	// a completion's parts' (a replica keeps the source's).
 	ETag string
 	// BodyETag, when set, is called once the body has been read and gives
 	// the ETag (the MD5 of an encrypted object's plaintext, which only the

@@ -255,8 +255,14 @@ func (l *Layer) assemble(ctx context.Context, bucket, key string, uploadID [16]b
 			return objlayer.ObjectInfo{}, fmt.Errorf("assembling part %d: %w", p.Number, mapNoSpace(err))
 		}
 	}
-	attrs := encodeMeta(meta, &mpRecord{UploadID: uploadName, Parts: ends}, bindOf(token, size))
-	attrs[attrETag] = quote(token)
+	// The ETag is the parts' (token, which also names the claim), or the
+	// one the caller keeps (a replica keeps its source's).
+	etag := token
+	if opts.ETag != "" {
+		etag = opts.ETag
+	}
+	attrs := encodeMeta(meta, &mpRecord{UploadID: uploadName, Parts: ends}, bindOf(etag, size))
+	attrs[attrETag] = quote(etag)
 	if opts.VersionID != objlayer.NullVersion {
 		attrs[attrVersionID] = []byte(versionName(opts.VersionID))
 	}
@@ -273,7 +279,7 @@ func (l *Layer) assemble(ctx context.Context, bucket, key string, uploadID [16]b
 	_ = os.Remove(filepath.Dir(claimDir))
 	_, mp := decodeMeta(attrs, "")
 	return objlayer.ObjectInfo{Bucket: bucket, Name: key, VersionID: opts.VersionID, ModTime: fi.ModTime().UTC(),
-		Size: size, ETag: token, Meta: meta, Parts: mp.parts()}, nil
+		Size: size, ETag: etag, Meta: meta, Parts: mp.parts()}, nil
 }
 
 // appendPart copies a part's bytes to the end of dst (both files: the

@@ -133,6 +133,24 @@ func TestMultipart(t *testing.T) {
 	})
 }
 
+// TestMultipartKeepsAGivenETag: a completion given an ETag (a replica
+// keeps its source's) stores and answers it instead of the parts'.
+func TestMultipartKeepsAGivenETag(t *testing.T) {
+	forModes(t, func(t *testing.T, mode MetadataMode) {
+		l, _ := volume(t, mode, "bkt")
+		u, parts, data := startUpload(t, l, "bkt", "replica", nil, objlayer.MinPartSize, 10)
+		const source = "0123456789abcdef0123456789abcdef-2"
+		info, err := l.CompleteMultipartUpload(ctx, "bkt", "replica", u.ID, parts, objlayer.PutOptions{ETag: source})
+		if err != nil || info.ETag != source {
+			t.Fatalf("completion: %+v %v", info, err)
+		}
+		got, ginfo := mustRead(t, l, "bkt", "replica", nil)
+		if !bytes.Equal(got, data) || ginfo.ETag != source || len(ginfo.Parts) != 2 {
+			t.Fatalf("completed object: %d bytes, %+v", len(got), ginfo)
+		}
+	})
+}
+
 func TestMultipartPartOptions(t *testing.T) {
 	forModes(t, func(t *testing.T, mode MetadataMode) {
 		l, _ := volume(t, mode, "bkt")

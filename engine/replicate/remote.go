@@ -437,8 +437,13 @@ func (r *Remote) copyInParts(ctx context.Context, bucket, key string, v *Version
 		return err
 	}
 	upload := url.Values{"uploadId": {started.UploadID}}
+	// unsettled: the completion's outcome is not known (its answer was cut
+	// off): the destination may still be completing the upload, which is
+	// then not aborted; the copy is retried, and a Strata destination
+	// holding the version by then answers it as written.
+	unsettled := false
 	defer func() {
-		if err == nil {
+		if err == nil || unsettled {
 			return
 		}
 		// Its parts would stay on the destination until its lifecycle
@@ -480,19 +485,27 @@ func (r *Remote) copyInParts(ctx context.Context, bucket, key string, v *Version
 	}
 	sum := sha256.Sum256(raw)
 	answer, err := r.request(ctx, http.MethodPost, bucket, key, upload, replica, io.NopCloser(bytes.NewReader(raw)), int64(len(raw)), hex.EncodeToString(sum[:]))
+	if re := (*RemoteError)(nil); errors.As(err, &re) && re.Err != nil {
+		unsettled = true // sent, the answer lost
+	}
 	if err != nil {
 		return err
 	}
-	// S3 may answer a completion that failed with 200 and an error.
-	var failed struct {
+	// S3 answers a completion 200 at once and its outcome after: the
+	// result, or an error (which S3 asks to retry: a 5xx to the caller).
+	var result struct {
 		XMLName xml.Name
 		Code    string `xml:"Code"`
 		Message string `xml:"Message"`
 	}
-	if xml.Unmarshal(answer, &failed) == nil && failed.XMLName.Local == "Error" {
-		return &RemoteError{Status: http.StatusOK, Code: failed.Code, Message: failed.Message}
+	switch xml.Unmarshal(answer, &result); result.XMLName.Local {
+	case "CompleteMultipartUploadResult":
+		return nil
+	case "Error":
+		return &RemoteError{Status: http.StatusInternalServerError, Code: result.Code, Message: result.Message}
 	}
-	return nil
+	unsettled = true
+	return &RemoteError{Err: fmt.Errorf("CompleteMultipartUpload answered 200 without its result (%d bytes)", len(answer))}
 }
 
 // copyPartSize is the size of the parts a version is copied in when its
@@ -670,11 +683,16 @@ func (r *Remote) exchange(ctx context.Context, method, bucket, key string, q url
 		return &RemoteError{Err: err}
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	raw, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 == 2 {
-		if ok != nil {
-			ok(resp, raw)
+		if ok == nil {
+			return nil
 		}
+		if rerr != nil {
+			// The answer's body is wanted and was cut off.
+			return &RemoteError{Err: rerr}
+		}
+		ok(resp, raw)
 		return nil
 	}
 	e := &RemoteError{Status: resp.StatusCode}

@@ -454,9 +454,13 @@ func completeMultipartUpload(r *request) error {
 	if err := r.replicaWrite(bk, &opts, -1); err != nil {
 		if held := (*errReplicaHeld)(nil); errors.As(err, &held) {
 			// Sent again (a retry whose answer was lost, a resync): the
-			// parts sent this time are not needed.
-			if aerr := r.s.layer.AbortMultipartUpload(r.ctx, r.bucket, r.key, id); aerr != nil && !errors.Is(aerr, objlayer.ErrUploadNotFound) {
-				return aerr
+			// parts sent this time are not needed, removed when the
+			// principal may abort the upload (else left to the bucket's
+			// lifecycle).
+			if r.allowed(bk, r.key, "", []s3rules.Action{s3rules.ActAbortMultipartUpload}, s3rules.PermWrite, false) == nil {
+				if aerr := r.s.layer.AbortMultipartUpload(r.ctx, r.bucket, r.key, id); aerr != nil && !errors.Is(aerr, objlayer.ErrUploadNotFound) {
+					return aerr
+				}
 			}
 			return r.completed(bk, held.info)
 		}

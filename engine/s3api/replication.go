@@ -302,9 +302,9 @@ func (rs replicationSource) describe(bucket, key, versionID string, stored objla
 	if !strings.Contains(info.ETag, "-") {
 		v.MD5 = info.ETag
 	}
-	// The parts' ETags are their MD5s when not encrypted (the gateway
-	// keeps none).
-	md5s := !encrypted(meta)
+	// The parts' ETags are their plaintext's MD5s unencrypted and under
+	// SSE-S3 (SSE-KMS's are keyed hashes; the gateway keeps none).
+	md5s := !encrypted(meta) || sseMode(meta[metaSSE]) == sseS3
 	for _, p := range info.Parts {
 		v.Parts = append(v.Parts, p.Size)
 		v.PartMD5s = append(v.PartMD5s, p.ETag)
