@@ -498,7 +498,9 @@ func (r *Remote) copyInParts(ctx context.Context, bucket, key string, v *Version
 		Code    string `xml:"Code"`
 		Message string `xml:"Message"`
 	}
-	switch xml.Unmarshal(answer, &result); result.XMLName.Local {
+	// An answer that does not parse has no root: neither case below.
+	_ = xml.Unmarshal(answer, &result)
+	switch result.XMLName.Local {
 	case "CompleteMultipartUploadResult":
 		return nil
 	case "Error":
