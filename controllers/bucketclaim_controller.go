@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/engine/notifytargets"
 	"github.com/strata-storage/strata/internal/engine"
 )
 
@@ -102,8 +104,18 @@ func (r *BucketClaimReconciler) reconcileBucket(ctx context.Context, c *v1.Bucke
 		if l := c.Spec.ObjectLock; l != nil {
 			b.ObjectLock = &engine.ObjectLock{Mode: l.Mode, Days: l.Days}
 		}
-		err := r.Config.Engine.EnsureClaimBucket(ctx, ct.ep, b)
+		var err error
+		if b.Notifications, err = claimNotifications(c, ct.tenant); err != nil {
+			c.Status.BucketReady = false
+			setCondition(&c.Status.Conditions, c.Generation, v1.ConditionReady, false, v1.ReasonClaimInvalid, err.Error())
+			return interval, nil
+		}
+		err = r.Config.Engine.EnsureClaimBucket(ctx, ct.ep, b)
 		switch {
+		case errors.Is(err, engine.ErrRefused):
+			c.Status.BucketReady = false
+			setCondition(&c.Status.Conditions, c.Generation, v1.ConditionReady, false, v1.ReasonClaimInvalid, err.Error())
+			return interval, nil
 		case errors.Is(err, engine.ErrBucketTaken):
 			c.Status.BucketReady = false
 			setCondition(&c.Status.Conditions, c.Generation, v1.ConditionReady, false, v1.ReasonClaimInvalid,
@@ -121,6 +133,44 @@ func (r *BucketClaimReconciler) reconcileBucket(ctx context.Context, c *v1.Bucke
 	}
 	r.refreshUsage(ctx, c, ct, interval)
 	return interval, nil
+}
+
+// claimNotifications is the notification configuration a claim asks for
+// (nil: none kept), its targets named by the Tenant's
+// spec.notifications.targets; a target the Tenant does not have is an
+// error that says which it has.
+func claimNotifications(c *v1.BucketClaim, t *v1.Tenant) (*engine.Notifications, error) {
+	spec := c.Spec.Notifications
+	if spec == nil {
+		return nil, nil
+	}
+	n := &engine.Notifications{Rules: []engine.NotificationRule{}}
+	for i, rule := range spec.Rules {
+		var target *v1.NotificationTargetSpec
+		var names []string
+		for j := range t.Spec.Notifications.Targets {
+			tt := &t.Spec.Notifications.Targets[j]
+			names = append(names, tt.Name)
+			if tt.Name == rule.Target {
+				target = tt
+			}
+		}
+		if target == nil {
+			has := "none"
+			if len(names) > 0 {
+				has = strings.Join(names, ", ")
+			}
+			return nil, fmt.Errorf("spec.notifications.rules[%d].target: Tenant %s/%s has no notification target %q (its spec.notifications.targets: %s)",
+				i, t.Namespace, t.Name, rule.Target, has)
+		}
+		id := rule.ID
+		if id == "" {
+			id = fmt.Sprintf("%s-%d", rule.Target, i+1)
+		}
+		n.Rules = append(n.Rules, engine.NotificationRule{ID: id, Events: rule.Events, Prefix: rule.Prefix, Suffix: rule.Suffix,
+			ARN: notifytargets.Target{ID: target.Name, Type: target.Type}.ARN(ClaimRegion)})
+	}
+	return n, nil
 }
 
 // refreshUsage reads the bucket's usage at most once an interval, and

@@ -86,3 +86,36 @@ func TestTrustPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimNotifications: a claim's rules name the Tenant's targets, which
+// become their ARNs; IDs default to TARGET-N; a target the Tenant does
+// not have is refused naming those it has; no spec keeps nothing.
+func TestClaimNotifications(t *testing.T) {
+	tenant := &v1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "store", Name: "media"}}
+	tenant.Spec.Notifications.Targets = []v1.NotificationTargetSpec{{Name: "hook", Type: "webhook"}, {Name: "jobs", Type: "nats"}}
+	claim := &v1.BucketClaim{}
+	if n, err := claimNotifications(claim, tenant); n != nil || err != nil {
+		t.Fatalf("no spec: %+v %v", n, err)
+	}
+	claim.Spec.Notifications = &v1.BucketNotifications{}
+	if n, err := claimNotifications(claim, tenant); err != nil || n == nil || len(n.Rules) != 0 {
+		t.Fatalf("no rules (clears the configuration): %+v %v", n, err)
+	}
+	claim.Spec.Notifications.Rules = []v1.BucketNotificationRule{
+		{Target: "jobs", Events: []string{"s3:ObjectCreated:*"}, Prefix: "in/"},
+		{ID: "gone", Target: "hook", Events: []string{"s3:ObjectRemoved:*"}, Suffix: ".jpg"}}
+	n, err := claimNotifications(claim, tenant)
+	if err != nil || len(n.Rules) != 2 {
+		t.Fatalf("rules: %+v %v", n, err)
+	}
+	if r := n.Rules[0]; r.ID != "jobs-1" || r.ARN != "arn:strata:sqs:us-east-1:jobs:nats" || r.Prefix != "in/" || r.Events[0] != "s3:ObjectCreated:*" {
+		t.Fatalf("first rule: %+v", r)
+	}
+	if r := n.Rules[1]; r.ID != "gone" || r.ARN != "arn:strata:sqs:us-east-1:hook:webhook" || r.Suffix != ".jpg" {
+		t.Fatalf("second rule: %+v", r)
+	}
+	claim.Spec.Notifications.Rules[1].Target = "kafka"
+	if _, err := claimNotifications(claim, tenant); err == nil || !strings.Contains(err.Error(), `rules[1].target: Tenant store/media has no notification target "kafka" (its spec.notifications.targets: hook, jobs)`) {
+		t.Fatalf("an unknown target: %v", err)
+	}
+}

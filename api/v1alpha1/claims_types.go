@@ -82,6 +82,16 @@ type BucketClaimSpec struct {
 	// +optional
 	Quota *BucketQuota `json:"quota,omitempty"`
 
+	// notifications, when set, is the bucket's event notification
+	// configuration, kept by the operator: each rule sends the events it
+	// names to one of the Tenant's notification targets
+	// (spec.notifications.targets of the Tenant). Unset, the bucket's
+	// configuration is left as S3 clients set it
+	// (PutBucketNotificationConfiguration); set without rules, it is
+	// cleared.
+	// +optional
+	Notifications *BucketNotifications `json:"notifications,omitempty"`
+
 	// deletionPolicy says what happens to the bucket when the claim is
 	// deleted: Retain (the default) leaves it and its objects in the
 	// tenant; Delete deletes every object, version and upload, then the
@@ -91,6 +101,55 @@ type BucketClaimSpec struct {
 	// +kubebuilder:validation:Enum=Retain;Delete
 	// +kubebuilder:default=Retain
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// BucketNotifications is a bucket's notification configuration.
+type BucketNotifications struct {
+	// rules send a bucket's events to the Tenant's targets.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	Rules []BucketNotificationRule `json:"rules,omitempty"`
+}
+
+// BucketNotificationRule sends the events it names, of the objects whose
+// keys match its filter, to one target.
+type BucketNotificationRule struct {
+	// id names the rule in the bucket's configuration (S3's Id); empty:
+	// the target's name and the rule's place ("TARGET-N").
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	ID string `json:"id,omitempty"`
+
+	// target is the name of one of the Tenant's notification targets
+	// (spec.notifications.targets).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`
+	// +required
+	Target string `json:"target"`
+
+	// events are S3 event names, such as s3:ObjectCreated:*,
+	// s3:ObjectCreated:Put or s3:ObjectRemoved:Delete
+	// (docs/notifications.md lists them).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^s3:[A-Za-z]+(:[A-Za-z*]+)?$`
+	// +kubebuilder:validation:items:MaxLength=64
+	// +listType=atomic
+	// +required
+	Events []string `json:"events"`
+
+	// prefix selects the object keys whose events are sent (S3's key
+	// filter rule "prefix").
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Prefix string `json:"prefix,omitempty"`
+	// suffix selects the object keys whose events are sent (S3's key
+	// filter rule "suffix").
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Suffix string `json:"suffix,omitempty"`
 }
 
 // BucketUsage is what a bucket holds.

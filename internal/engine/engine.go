@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/strata-storage/strata/engine/adminclient"
 )
@@ -97,7 +98,27 @@ type Bucket struct {
 	Encryption *Encryption
 	// Lifecycle, when set, is the bucket's one lifecycle rule.
 	Lifecycle *Lifecycle
+	// Notifications, when set, is the bucket's whole notification
+	// configuration (no rules: none).
+	Notifications *Notifications
 }
+
+// Notifications are a bucket's notification rules.
+type Notifications struct {
+	Rules []NotificationRule
+}
+
+// NotificationRule sends Events of the keys matching Prefix and Suffix to
+// the target ARN.
+type NotificationRule struct {
+	ID, ARN        string
+	Events         []string
+	Prefix, Suffix string
+}
+
+// ErrRefused wraps a configuration the tenant refused as written (S3's
+// InvalidArgument): its message says what to change.
+var ErrRefused = errors.New("refused by the tenant")
 
 // ObjectLock is a bucket's object lock and default retention.
 type ObjectLock struct {
@@ -357,5 +378,47 @@ func ensureBucketDefaults(ctx context.Context, cl *s3.Client, b Bucket) error {
 			return fmt.Errorf("setting the lifecycle of bucket %s: %w", b.Name, err)
 		}
 	}
+	if n := b.Notifications; n != nil {
+		if err := putNotifications(ctx, cl, b.Name, n); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// putNotifications sets a bucket's notification configuration to n's
+// rules (queue configurations: Strata's target ARNs are of that form).
+func putNotifications(ctx context.Context, cl *s3.Client, bucket string, n *Notifications) error {
+	cfg := &s3types.NotificationConfiguration{QueueConfigurations: []s3types.QueueConfiguration{}}
+	for _, r := range n.Rules {
+		q := s3types.QueueConfiguration{Id: aws.String(r.ID), QueueArn: aws.String(r.ARN)}
+		for _, e := range r.Events {
+			q.Events = append(q.Events, s3types.Event(e))
+		}
+		var filter []s3types.FilterRule
+		if r.Prefix != "" {
+			filter = append(filter, s3types.FilterRule{Name: s3types.FilterRuleNamePrefix, Value: aws.String(r.Prefix)})
+		}
+		if r.Suffix != "" {
+			filter = append(filter, s3types.FilterRule{Name: s3types.FilterRuleNameSuffix, Value: aws.String(r.Suffix)})
+		}
+		if filter != nil {
+			q.Filter = &s3types.NotificationConfigurationFilter{Key: &s3types.S3KeyFilter{FilterRules: filter}}
+		}
+		cfg.QueueConfigurations = append(cfg.QueueConfigurations, q)
+	}
+	_, err := cl.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String(bucket), NotificationConfiguration: cfg})
+	switch code := errCode(err); {
+	case err == nil:
+		return nil
+	case code == "InvalidArgument":
+		var ae smithy.APIError
+		msg := err.Error()
+		if errors.As(err, &ae) {
+			msg = ae.ErrorMessage()
+		}
+		return fmt.Errorf("%w: the notifications of bucket %s: %s", ErrRefused, bucket, msg)
+	default:
+		return fmt.Errorf("setting the notifications of bucket %s: %w", bucket, err)
+	}
 }

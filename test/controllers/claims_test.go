@@ -2,10 +2,16 @@ package controllers_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -100,9 +106,10 @@ var _ = Describe("bucket claims, refused", func() {
 // bucket and credentials once the Tenant selects it; static keys in a
 // Secret and a ServiceAccount's role both reach the claimed bucket and
 // nothing else; the quota binds; usage reaches the claim's status; keys
-// rotate on request; deleting the access removes its user; deleting the
-// claim under deletionPolicy Delete removes the bucket.
-func claimsStory(t *v1.Tenant, addr string, rootAccess, rootSecret []byte) {
+// rotate on request; a claim's notification rules send its bucket's
+// events to the Tenant's webhook; deleting the access removes its user;
+// deleting the claim under deletionPolicy Delete removes the bucket.
+func claimsStory(t *v1.Tenant, addr string, rootAccess, rootSecret []byte, hook *eventHook) {
 	bg := context.Background()
 	endpoint := "http://" + addr
 	rootS3 := func(access, secret string) *s3.Client {
@@ -159,6 +166,44 @@ func claimsStory(t *v1.Tenant, addr string, rootAccess, rootSecret []byte) {
 	Expect(s3ErrCode(err)).To(Equal("AccessDenied"), "the tenant's own bucket: %v", err)
 	_, err = keys.ListBuckets(bg, &s3.ListBucketsInput{})
 	Expect(s3ErrCode(err)).To(Equal("AccessDenied"), "listing the tenant's buckets: %v", err)
+
+	By("sending a claim's bucket events to the Tenant's target; refusing a target the Tenant does not have, or an event S3 does not know")
+	notified := &v1.BucketClaim{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "notified"}, Spec: v1.BucketClaimSpec{TenantRef: ref,
+		Notifications: &v1.BucketNotifications{Rules: []v1.BucketNotificationRule{{Target: "nowhere", Events: []string{"s3:ObjectCreated:*"}}}}}}
+	Expect(k8s.Create(ctx, notified)).To(Succeed())
+	Eventually(claimCondition(notified)).WithTimeout(30 * time.Second).Should(Equal("False/ClaimInvalid"))
+	Expect(readyOf(notified.Status.Conditions).Message).To(And(ContainSubstring(`no notification target "nowhere"`), ContainSubstring("targets: hook")))
+	setRules := func(rules ...v1.BucketNotificationRule) {
+		Eventually(func() error {
+			if err := k8s.Get(ctx, key(app, "notified"), notified); err != nil {
+				return err
+			}
+			notified.Spec.Notifications.Rules = rules
+			return k8s.Update(ctx, notified)
+		}).Should(Succeed())
+	}
+	setRules(v1.BucketNotificationRule{Target: "hook", Events: []string{"s3:ObjectCreated:Nope"}})
+	Eventually(func() string {
+		if st, err := claimCondition(notified)(); err != nil || st != "False/ClaimInvalid" {
+			return ""
+		}
+		return readyOf(notified.Status.Conditions).Message
+	}).WithTimeout(30 * time.Second).Should(ContainSubstring("s3:ObjectCreated:Nope"))
+	setRules(v1.BucketNotificationRule{Target: "hook", Events: []string{"s3:ObjectCreated:*"}, Prefix: "in/"})
+	Eventually(claimCondition(notified)).WithTimeout(30 * time.Second).Should(Equal("True/Reconciled"))
+	nb := notified.Status.BucketName
+	root := rootS3(string(rootAccess), string(rootSecret))
+	ncfg, err := root.GetBucketNotificationConfiguration(bg, &s3.GetBucketNotificationConfigurationInput{Bucket: aws.String(nb)})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(ncfg.QueueConfigurations).To(HaveLen(1))
+	Expect(aws.ToString(ncfg.QueueConfigurations[0].Id)).To(Equal("hook-1"))
+	Expect(aws.ToString(ncfg.QueueConfigurations[0].QueueArn)).To(Equal("arn:strata:sqs:us-east-1:hook:webhook"))
+	for _, k := range []string{"out/b.txt", "in/a.txt"} {
+		_, err := root.PutObject(bg, &s3.PutObjectInput{Bucket: aws.String(nb), Key: aws.String(k), Body: strings.NewReader("event")})
+		Expect(err).NotTo(HaveOccurred())
+	}
+	Eventually(hook.received).WithTimeout(15 * time.Second).Should(ContainElement("ObjectCreated:Put " + nb + "/in/a.txt"))
+	Expect(hook.received()).NotTo(ContainElement(ContainSubstring("out/b.txt")), "a key outside the rule's prefix")
 
 	By("reporting the usage in the claim's status")
 	Eventually(func() int64 {
@@ -263,11 +308,55 @@ func claimsStory(t *v1.Tenant, addr string, rootAccess, rootSecret []byte) {
 	}
 	Expect(k8s.Delete(ctx, claim)).To(Succeed())
 	Eventually(func() bool { return k8s.Get(ctx, key(app, "data"), claim) != nil }).WithTimeout(30 * time.Second).Should(BeTrue())
-	root := rootS3(string(rootAccess), string(rootSecret))
+	root = rootS3(string(rootAccess), string(rootSecret))
 	_, err = root.HeadBucket(bg, &s3.HeadBucketInput{Bucket: aws.String(bucket)})
 	Expect(err).To(HaveOccurred(), "the bucket of a deleted claim under deletionPolicy Delete")
 	Expect(k8s.Delete(ctx, own)).To(Succeed())
 	Eventually(func() bool { return k8s.Get(ctx, key(other, "own"), own) != nil }).WithTimeout(30 * time.Second).Should(BeTrue())
 	_, err = root.HeadBucket(bg, &s3.HeadBucketInput{Bucket: aws.String(own.Status.BucketName)})
 	Expect(err).NotTo(HaveOccurred(), "deletionPolicy Retain keeps the bucket")
+}
+
+// eventHook is a webhook target: it keeps "EVENT BUCKET/KEY" of the S3
+// event records POSTed to it.
+type eventHook struct {
+	*httptest.Server
+	mu     sync.Mutex
+	events []string
+}
+
+func newEventHook() *eventHook {
+	h := &eventHook{}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var msg struct {
+			Records []struct {
+				EventName string `json:"eventName"`
+				S3        struct {
+					Bucket struct {
+						Name string `json:"name"`
+					} `json:"bucket"`
+					Object struct {
+						Key string `json:"key"`
+					} `json:"object"`
+				} `json:"s3"`
+			}
+		}
+		if err := json.NewDecoder(r.Body).Decode(&msg); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, rec := range msg.Records {
+			key, _ := url.QueryUnescape(rec.S3.Object.Key)
+			h.events = append(h.events, rec.EventName+" "+rec.S3.Bucket.Name+"/"+key)
+		}
+	}))
+	return h
+}
+
+func (h *eventHook) received() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.events)
 }

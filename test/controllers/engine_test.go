@@ -61,6 +61,10 @@ var _ = Describe("against a real strata server", func() {
 			{Name: "vault", ObjectLock: &v1.BucketObjectLock{Mode: "COMPLIANCE", Days: 30}, Encryption: &v1.BucketEncryption{Algorithm: "aws:kms"}}}
 		t.Spec.Users = []v1.UserSpec{{Name: "app", SecretRef: v1.SecretReference{Name: "app-keys"}, Policy: "readonly", Buckets: []string{"*"}}}
 		t.Spec.WebIdentity.ServiceAccounts = true
+		// A webhook the claims' notifications are sent to.
+		hook := newEventHook()
+		DeferCleanup(hook.Close)
+		t.Spec.Notifications.Targets = []v1.NotificationTargetSpec{{Name: "hook", Type: "webhook", Endpoint: hook.URL}}
 		Expect(k8s.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1ObjectMeta(ns, "app-keys"),
 			StringData: map[string]string{"accessKey": "APPKEY0000", "secretKey": "app-secret-0000"},
@@ -70,14 +74,15 @@ var _ = Describe("against a real strata server", func() {
 		Expect(k8s.Create(ctx, sp)).To(Succeed())
 
 		By("starting the engine with the operator's root keys and IAM file, mounted as files")
-		root, iam, keys := &corev1.Secret{}, &corev1.Secret{}, &corev1.Secret{}
+		root, iam, keys, targets := &corev1.Secret{}, &corev1.Secret{}, &corev1.Secret{}, &corev1.Secret{}
+		Eventually(func() error { return k8s.Get(ctx, key(ns, builders.NotifyTargetsSecretName("media")), targets) }).Should(Succeed())
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-root-credentials"), root) }).Should(Succeed())
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-iam"), iam) }).Should(Succeed())
 		Eventually(func() error { return k8s.Get(ctx, key(ns, "media-encryption-keys"), keys) }).Should(Succeed())
 		dir := GinkgoT().TempDir()
 		files := map[string][]byte{
 			"accessKey": root.Data[builders.AccessKeyKey], "secretKey": root.Data[builders.SecretKeyKey], "iam.json": iam.Data[builders.IAMFileKey],
-			"keys.json": keys.Data[builders.EncryptionKeysFileKey],
+			"keys.json": keys.Data[builders.EncryptionKeysFileKey], "targets.json": targets.Data[builders.NotifyTargetsFileKey],
 		}
 		for name, data := range files {
 			Expect(os.WriteFile(filepath.Join(dir, name), data, 0o600)).To(Succeed())
@@ -94,6 +99,7 @@ var _ = Describe("against a real strata server", func() {
 			builders.EnvIAMFile + "=" + filepath.Join(dir, "iam.json"),
 			"STRATA_KMS_KEYS_FILE=" + filepath.Join(dir, "keys.json"),
 			"STRATA_OIDC_CA_FILE=" + filepath.Join(dir, "cluster-ca.pem"),
+			"STRATA_NOTIFY_TARGETS_FILE=" + filepath.Join(dir, "targets.json"),
 		}, filepath.Join(dir, "d{1...4}"))
 		fakeEn.route(ns, "http://"+addr)
 
@@ -154,7 +160,7 @@ var _ = Describe("against a real strata server", func() {
 		webIdentityStory(t, addr, files["accessKey"], files["secretKey"])
 
 		By("serving bucket claims and accesses of an application namespace")
-		claimsStory(t, addr, files["accessKey"], files["secretKey"])
+		claimsStory(t, addr, files["accessKey"], files["secretKey"], hook)
 
 		By("reading capacity from the admin API")
 		Eventually(func() (int64, error) {
