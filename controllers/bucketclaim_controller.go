@@ -137,10 +137,16 @@ func (r *BucketClaimReconciler) reconcileBucket(ctx context.Context, c *v1.Bucke
 
 // claimNotifications is the notification configuration a claim asks for
 // (nil: none kept), its targets named by the Tenant's
-// spec.notifications.targets; a target the Tenant does not have is an
-// error that says which it has.
+// spec.notifications.targets.
 func claimNotifications(c *v1.BucketClaim, t *v1.Tenant) (*engine.Notifications, error) {
-	spec := c.Spec.Notifications
+	return bucketNotifications(c.Spec.Notifications, t, "spec.notifications")
+}
+
+// bucketNotifications turns a bucket's notification rules (field: where
+// they are in the spec, for messages) into the configuration the engine
+// client applies, each target one of the Tenant's; a target the Tenant
+// does not have is an error that says which it has. nil: none kept.
+func bucketNotifications(spec *v1.BucketNotifications, t *v1.Tenant, field string) (*engine.Notifications, error) {
 	if spec == nil {
 		return nil, nil
 	}
@@ -160,8 +166,8 @@ func claimNotifications(c *v1.BucketClaim, t *v1.Tenant) (*engine.Notifications,
 			if len(names) > 0 {
 				has = strings.Join(names, ", ")
 			}
-			return nil, fmt.Errorf("spec.notifications.rules[%d].target: Tenant %s/%s has no notification target %q (its spec.notifications.targets: %s)",
-				i, t.Namespace, t.Name, rule.Target, has)
+			return nil, fmt.Errorf("%s.rules[%d].target: Tenant %s/%s has no notification target %q (its spec.notifications.targets: %s)",
+				field, i, t.Namespace, t.Name, rule.Target, has)
 		}
 		id := rule.ID
 		if id == "" {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
@@ -9,11 +10,12 @@ import (
 )
 
 // declaredBuckets turns spec.buckets into what the engine client applies
-// and what status.buckets reports once it has.
-func declaredBuckets(t *v1.Tenant) ([]engine.Bucket, []v1.BucketStatus) {
+// and what status.buckets reports once it has; a rule naming a
+// notification target the tenant does not have is an error.
+func declaredBuckets(t *v1.Tenant) ([]engine.Bucket, []v1.BucketStatus, error) {
 	buckets := make([]engine.Bucket, 0, len(t.Spec.Buckets))
 	applied := make([]v1.BucketStatus, 0, len(t.Spec.Buckets))
-	for _, b := range t.Spec.Buckets {
+	for i, b := range t.Spec.Buckets {
 		eb := engine.Bucket{Name: b.Name, Versioning: b.Versioning}
 		st := v1.BucketStatus{Name: b.Name, Versioning: b.Versioning}
 		if l := b.ObjectLock; l != nil {
@@ -44,8 +46,28 @@ func declaredBuckets(t *v1.Tenant) ([]engine.Bucket, []v1.BucketStatus) {
 			}
 			st.Lifecycle = strings.Join(parts, ", ")
 		}
+		n, err := bucketNotifications(b.Notifications, t, fmt.Sprintf("spec.buckets[%d].notifications", i))
+		if err != nil {
+			return nil, nil, err
+		}
+		if eb.Notifications = n; n != nil {
+			st.Notifications = "none"
+			if len(n.Rules) > 0 {
+				var to []string
+				for _, r := range b.Notifications.Rules {
+					if !slices.Contains(to, r.Target) {
+						to = append(to, r.Target)
+					}
+				}
+				rules := "rules"
+				if len(n.Rules) == 1 {
+					rules = "rule"
+				}
+				st.Notifications = fmt.Sprintf("%d %s to %s", len(n.Rules), rules, strings.Join(to, ", "))
+			}
+		}
 		buckets = append(buckets, eb)
 		applied = append(applied, st)
 	}
-	return buckets, applied
+	return buckets, applied, nil
 }

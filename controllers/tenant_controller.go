@@ -557,7 +557,11 @@ func (r *TenantReconciler) reconcileBuckets(ctx context.Context, s *tenantScope)
 		c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation {
 		return nil
 	}
-	buckets, applied := declaredBuckets(t)
+	buckets, applied, err := declaredBuckets(t)
+	if err != nil {
+		setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, false, v1.ReasonBucketCreateFailed, err.Error())
+		return nil
+	}
 	if gen, ok := r.bucketsEnsured.Load(t.UID); !ok || gen.(int64) != t.Generation {
 		if err := r.Config.Engine.EnsureBuckets(ctx, r.endpoint(s), buckets); err != nil {
 			setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, false, v1.ReasonBucketCreateFailed, err.Error())

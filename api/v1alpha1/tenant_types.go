@@ -418,6 +418,14 @@ type BucketSpec struct {
 	// one lifecycle document per bucket).
 	// +optional
 	Lifecycle *BucketLifecycle `json:"lifecycle,omitempty"`
+
+	// notifications, when set, is the bucket's event notification
+	// configuration, kept by the operator: each rule sends the events it
+	// names to one of spec.notifications.targets. Unset, the
+	// configuration is left as S3 clients set it; set without rules, it
+	// is cleared.
+	// +optional
+	Notifications *BucketNotifications `json:"notifications,omitempty"`
 }
 
 // BucketObjectLock is a bucket's object lock and default retention.
@@ -885,6 +893,9 @@ type BucketStatus struct {
 	// lifecycle: the rule kept, in words.
 	// +optional
 	Lifecycle string `json:"lifecycle,omitempty"`
+	// notifications: the targets the bucket's rules send to, in words.
+	// +optional
+	Notifications string `json:"notifications,omitempty"`
 }
 
 // EncryptionStatus describes the master keys the servers use.

@@ -55,7 +55,8 @@ var _ = Describe("against a real strata server", func() {
 		t := tenant(ns)
 		t.Spec.TLS.Mode = v1.TLSDisabled
 		days := func(n int32) *int32 { return &n }
-		t.Spec.Buckets = []v1.BucketSpec{{Name: "photos", Versioning: "Enabled"},
+		t.Spec.Buckets = []v1.BucketSpec{{Name: "photos", Versioning: "Enabled", Notifications: &v1.BucketNotifications{Rules: []v1.BucketNotificationRule{
+			{Target: "hook", Events: []string{"s3:ObjectCreated:*"}, Suffix: ".jpg"}}}},
 			{Name: "logs", Encryption: &v1.BucketEncryption{Algorithm: "AES256"},
 				Lifecycle: &v1.BucketLifecycle{ExpirationDays: days(30), AbortIncompleteMultipartUploadDays: days(2)}},
 			{Name: "vault", ObjectLock: &v1.BucketObjectLock{Mode: "COMPLIANCE", Days: 30}, Encryption: &v1.BucketEncryption{Algorithm: "aws:kms"}}}
@@ -146,6 +147,26 @@ var _ = Describe("against a real strata server", func() {
 		Expect(k8s.Get(ctx, key(ns, "media"), t)).To(Succeed())
 		Expect(t.Status.Buckets).To(ContainElement(v1.BucketStatus{Name: "vault", Versioning: "Enabled", ObjectLock: "COMPLIANCE 30 days", Encryption: "aws:kms"}))
 		Expect(t.Status.Buckets).To(ContainElement(v1.BucketStatus{Name: "logs", Encryption: "AES256", Lifecycle: "expire after 30 days, abort uploads after 2 days"}))
+		Expect(t.Status.Buckets).To(ContainElement(v1.BucketStatus{Name: "photos", Versioning: "Enabled", Notifications: "1 rule to hook"}))
+
+		By("sending a declared bucket's events to the tenant's webhook, as its rule says")
+		for _, k := range []string{"cat.png", "cat.jpg"} {
+			_, err := cl.PutObject(bg, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String(k), Body: strings.NewReader("meow")})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Eventually(hook.received).WithTimeout(15 * time.Second).Should(ContainElement("ObjectCreated:Put photos/cat.jpg"))
+		Expect(hook.received()).NotTo(ContainElement(ContainSubstring("cat.png")), "a key the rule's suffix does not match")
+
+		By("refusing a declared bucket's rule whose target the tenant does not have, naming those it has")
+		update(t, func(t *v1.Tenant) {
+			t.Spec.Buckets[0].Notifications.Rules[0].Target = "nowhere"
+		})
+		Eventually(tenantCondition(t, v1.ConditionBucketsReady)).Should(Equal("False/BucketCreateFailed"))
+		Expect(t.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring(`spec.buckets[0].notifications.rules[0].target: Tenant `+ns+`/media has no notification target "nowhere" (its spec.notifications.targets: hook)`))))
+		update(t, func(t *v1.Tenant) {
+			t.Spec.Buckets[0].Notifications.Rules[0].Target = "hook"
+		})
+		Eventually(tenantCondition(t, v1.ConditionBucketsReady)).WithTimeout(60 * time.Second).Should(Equal("True/Reconciled"))
 
 		By("refusing to pretend: a lock declared on a bucket that exists without one")
 		_, err = cl.CreateBucket(bg, &s3.CreateBucketInput{Bucket: aws.String("plain")})
