@@ -39,6 +39,11 @@ type BucketClaimReconciler struct {
 	// the figures are written to status only when they change, so an idle
 	// claim costs the API server nothing.
 	usageRead sync.Map
+	// notificationsApplied remembers, per claim UID, the notifications
+	// last applied (appliedNotifications): a claim whose rules resolve
+	// otherwise (its Tenant's targets changed) is applied again. After a
+	// restart each claim with rules applies them once.
+	notificationsApplied sync.Map
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -97,23 +102,32 @@ func (r *BucketClaimReconciler) reconcileBucket(ctx context.Context, c *v1.Bucke
 	name := bucketNameOf(c)
 	c.Status.BucketName, c.Status.Endpoint = name, ct.ep.URL
 	interval := r.Config.claimsUsageInterval()
+	// The notification rules resolve against the Tenant's targets at every
+	// pass (no request): a change of those targets is applied to a claim
+	// that is Ready, and one that loses its target says so.
+	notes, notesErr := claimNotifications(c, ct.tenant)
+	applied := appliedNotifications(c.Generation, notes)
+	var last string // "" when none were applied (or the operator restarted)
+	if v, ok := r.notificationsApplied.Load(c.UID); ok {
+		last = v.(string)
+	}
 	ready := meta.FindStatusCondition(c.Status.Conditions, v1.ConditionReady)
-	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != c.Generation {
-		b := engine.ClaimBucket{Bucket: engine.Bucket{Name: name, Versioning: c.Spec.Versioning},
+	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != c.Generation || notesErr != nil || last != applied {
+		b := engine.ClaimBucket{Bucket: engine.Bucket{Name: name, Versioning: c.Spec.Versioning, Notifications: notes},
 			Owner: string(c.UID), OwnerName: c.Namespace + "/" + c.Name, Quota: quotaOf(c)}
 		if l := c.Spec.ObjectLock; l != nil {
 			b.ObjectLock = &engine.ObjectLock{Mode: l.Mode, Days: l.Days}
 		}
-		var err error
-		if b.Notifications, err = claimNotifications(c, ct.tenant); err != nil {
-			c.Status.BucketReady = false
-			setCondition(&c.Status.Conditions, c.Generation, v1.ConditionReady, false, v1.ReasonClaimInvalid, err.Error())
-			return interval, nil
-		}
-		err = r.Config.Engine.EnsureClaimBucket(ctx, ct.ep, b)
+		err := r.Config.Engine.EnsureClaimBucket(ctx, ct.ep, b)
 		switch {
+		case errors.Is(err, engine.ErrTargetNotLoaded):
+			// The bucket is as specified but for its notifications.
+			c.Status.BucketReady = true
+			setCondition(&c.Status.Conditions, c.Generation, v1.ConditionReady, false, v1.ReasonClaimFailed,
+				err.Error()+" (the tenant's servers take a change of its spec.notifications.targets when they restart; retried every 30 s)")
+			return 30 * time.Second, nil
 		case errors.Is(err, engine.ErrRefused):
-			c.Status.BucketReady = false
+			c.Status.BucketReady = true
 			setCondition(&c.Status.Conditions, c.Generation, v1.ConditionReady, false, v1.ReasonClaimInvalid, err.Error())
 			return interval, nil
 		case errors.Is(err, engine.ErrBucketTaken):
@@ -127,12 +141,30 @@ func (r *BucketClaimReconciler) reconcileBucket(ctx context.Context, c *v1.Bucke
 			setCondition(&c.Status.Conditions, c.Generation, v1.ConditionReady, false, v1.ReasonClaimFailed, err.Error())
 			return 30 * time.Second, nil
 		}
-		c.Status.BucketReady, c.Status.ObservedGeneration = true, c.Generation
+		c.Status.BucketReady = true
+		if notesErr != nil {
+			// The bucket is made; its rules name a target the Tenant
+			// does not have.
+			setCondition(&c.Status.Conditions, c.Generation, v1.ConditionReady, false, v1.ReasonClaimInvalid, notesErr.Error())
+			return interval, nil
+		}
+		r.notificationsApplied.Store(c.UID, applied)
+		c.Status.ObservedGeneration = c.Generation
 		setCondition(&c.Status.Conditions, c.Generation, v1.ConditionReady, true, v1.ReasonReconciled,
 			fmt.Sprintf("bucket %s is ready in Tenant %s/%s%s", name, ct.tenant.Namespace, ct.tenant.Name, quotaText(b.Quota)))
 	}
 	r.refreshUsage(ctx, c, ct, interval)
 	return interval, nil
+}
+
+// appliedNotifications names what a claim's notifications resolved to at
+// a generation ("" for none kept), to tell when they must be applied
+// again.
+func appliedNotifications(generation int64, n *engine.Notifications) string {
+	if n == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d %+v", generation, n.Rules)
 }
 
 // claimNotifications is the notification configuration a claim asks for
@@ -242,6 +274,7 @@ func (r *BucketClaimReconciler) reconcileDelete(ctx context.Context, c *v1.Bucke
 		}
 	}
 	r.usageRead.Delete(c.UID)
+	r.notificationsApplied.Delete(c.UID)
 	controllerutil.RemoveFinalizer(c, ClaimFinalizer)
 	if err := r.Client.Update(ctx, c); err != nil {
 		return requeueOnConflict(err)

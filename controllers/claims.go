@@ -132,11 +132,13 @@ func (r *Reconcilers) tenantEndpoint(ctx context.Context, t *v1.Tenant, root [2]
 }
 
 // tenantClaimsChanged passes the Tenant changes its claims care about:
-// readiness, the namespace selector, the web identity issuer.
+// readiness, the namespace selector, the web identity issuer, the
+// notification targets (claims' rules name them).
 var tenantClaimsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	a, b := e.ObjectOld.(*v1.Tenant), e.ObjectNew.(*v1.Tenant)
 	return meta.IsStatusConditionTrue(a.Status.Conditions, v1.ConditionReady) != meta.IsStatusConditionTrue(b.Status.Conditions, v1.ConditionReady) ||
 		!equality.Semantic.DeepEqual(a.Spec.Claims, b.Spec.Claims) || !equality.Semantic.DeepEqual(a.Status.WebIdentity, b.Status.WebIdentity) ||
+		!equality.Semantic.DeepEqual(a.Spec.Notifications, b.Spec.Notifications) ||
 		!a.DeletionTimestamp.Equal(b.DeletionTimestamp)
 }}
 

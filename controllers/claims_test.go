@@ -2,12 +2,16 @@ package controllers
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/s3rules"
 )
 
@@ -117,5 +121,32 @@ func TestClaimNotifications(t *testing.T) {
 	claim.Spec.Notifications.Rules[1].Target = "kafka"
 	if _, err := claimNotifications(claim, tenant); err == nil || !strings.Contains(err.Error(), `rules[1].target: Tenant store/media has no notification target "kafka" (its spec.notifications.targets: hook, jobs)`) {
 		t.Fatalf("an unknown target: %v", err)
+	}
+}
+
+// TestClaimEventsAreTheEngines: the event names the CRDs admit in a
+// bucket's notification rules are the ones the engine takes.
+func TestClaimEventsAreTheEngines(t *testing.T) {
+	for _, crd := range []string{"storage.strata.dev_bucketclaims.yaml", "storage.strata.dev_tenants.yaml"} {
+		raw, err := os.ReadFile(filepath.Join("..", "config", "crd", "bases", crd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := string(raw)
+		_, rest, ok := strings.Cut(doc, "events are the S3 event names the rule sends")
+		if !ok {
+			t.Fatalf("%s: no notification rule's events", crd)
+		}
+		_, rest, _ = strings.Cut(rest, "enum:\n")
+		block, _, _ := strings.Cut(rest, "type: string")
+		var admitted []string
+		for _, line := range strings.Split(block, "\n") {
+			if name, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok {
+				admitted = append(admitted, name)
+			}
+		}
+		if want := notify.EventNames(); !slices.Equal(admitted, want) {
+			t.Errorf("%s admits %q, the engine takes %q", crd, admitted, want)
+		}
 	}
 }

@@ -129,13 +129,11 @@ type BucketNotificationRule struct {
 	// +required
 	Target string `json:"target"`
 
-	// events are S3 event names, such as s3:ObjectCreated:*,
-	// s3:ObjectCreated:Put or s3:ObjectRemoved:Delete
-	// (docs/notifications.md lists them).
+	// events are the S3 event names the rule sends (docs/notifications.md
+	// says what each means).
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:items:Pattern=`^s3:[A-Za-z]+(:[A-Za-z*]+)?$`
-	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Enum="s3:ObjectCreated:*";"s3:ObjectCreated:Put";"s3:ObjectCreated:Post";"s3:ObjectCreated:Copy";"s3:ObjectCreated:CompleteMultipartUpload";"s3:ObjectRemoved:*";"s3:ObjectRemoved:Delete";"s3:ObjectRemoved:DeleteMarkerCreated";"s3:ObjectTagging:*";"s3:ObjectTagging:Put";"s3:ObjectTagging:Delete";"s3:ObjectAcl:Put";"s3:LifecycleExpiration:*";"s3:LifecycleExpiration:Delete";"s3:LifecycleExpiration:DeleteMarkerCreated"
 	// +listType=atomic
 	// +required
 	Events []string `json:"events"`

@@ -36,6 +36,10 @@ var eventNames = []string{
 	"s3:LifecycleExpiration:*", "s3:LifecycleExpiration:Delete", "s3:LifecycleExpiration:DeleteMarkerCreated",
 }
 
+// EventNames are the event names a configuration may ask for (the
+// operator's CRDs list the same).
+func EventNames() []string { return slices.Clone(eventNames) }
+
 // Event names as a write makes them.
 const (
 	ObjectCreatedPut          = "s3:ObjectCreated:Put"

@@ -98,7 +98,8 @@ func errCode(err error) string {
 
 // EnsureClaimBucket makes the claim's bucket, marked with the claim's
 // tags in the request that makes it (or finds it so marked), and applies
-// its versioning, object lock and quota.
+// its versioning, object lock, quota and then its notifications (an
+// ErrRefused or ErrTargetNotLoaded leaves the rest applied).
 func (c HTTPClient) EnsureClaimBucket(ctx context.Context, ep Endpoint, b ClaimBucket) error {
 	err := c.withClients(ep, func(cl *s3.Client, _ *iam.Client) error {
 		// The claim's tags come with the bucket, in the one request that
@@ -128,7 +129,11 @@ func (c HTTPClient) EnsureClaimBucket(ctx context.Context, ep Endpoint, b ClaimB
 				return fmt.Errorf("setting versioning of bucket %s: %w", b.Name, err)
 			}
 		}
-		return ensureBucketDefaults(ctx, cl, b.Bucket)
+		// The notifications last, after the quota: rules the tenant
+		// refuses leave the rest of the bucket as specified.
+		defaults := b.Bucket
+		defaults.Notifications = nil
+		return ensureBucketDefaults(ctx, cl, defaults)
 	})
 	if err != nil {
 		return err
@@ -141,7 +146,12 @@ func (c HTTPClient) EnsureClaimBucket(ctx context.Context, ep Endpoint, b ClaimB
 	if err := ac.SetBucketQuota(ctx, b.Name, b.Quota); err != nil {
 		return fmt.Errorf("setting the quota of bucket %s: %w", b.Name, err)
 	}
-	return nil
+	if b.Notifications == nil {
+		return nil
+	}
+	return c.withClients(ep, func(cl *s3.Client, _ *iam.Client) error {
+		return putNotifications(ctx, cl, b.Name, b.Notifications)
+	})
 }
 
 // bucketOwner is the claim UID a bucket is marked with ("" for none).

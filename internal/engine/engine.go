@@ -120,6 +120,11 @@ type NotificationRule struct {
 // InvalidArgument): its message says what to change.
 var ErrRefused = errors.New("refused by the tenant")
 
+// ErrTargetNotLoaded: the tenant's servers do not know a notification
+// target the configuration names (yet: they take a change of the
+// Tenant's targets when they restart).
+var ErrTargetNotLoaded = errors.New("the tenant's servers do not have the notification target yet")
+
 // ObjectLock is a bucket's object lock and default retention.
 type ObjectLock struct {
 	Mode string // GOVERNANCE or COMPLIANCE; "" with Days 0: no default
@@ -333,8 +338,9 @@ func (c HTTPClient) EnsureBuckets(ctx context.Context, ep Endpoint, buckets []Bu
 }
 
 // ensureBucketDefaults applies a declared bucket's object lock, default
-// encryption and lifecycle rule, each read back: a bucket that cannot hold
-// what was declared is an error, never a silent success.
+// encryption, lifecycle rule and notifications: a bucket that cannot hold
+// the lock declared (S3 turns it on only at creation) is an error, never
+// a silent success.
 func ensureBucketDefaults(ctx context.Context, cl *s3.Client, b Bucket) error {
 	if l := b.ObjectLock; l != nil {
 		got, err := cl.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String(b.Name)})
@@ -416,6 +422,9 @@ func putNotifications(ctx context.Context, cl *s3.Client, bucket string, n *Noti
 		msg := err.Error()
 		if errors.As(err, &ae) {
 			msg = ae.ErrorMessage()
+		}
+		if strings.Contains(msg, "Unable to validate the following destination configurations") {
+			return fmt.Errorf("%w: the notifications of bucket %s: %s", ErrTargetNotLoaded, bucket, msg)
 		}
 		return fmt.Errorf("%w: the notifications of bucket %s: %s", ErrRefused, bucket, msg)
 	default:

@@ -167,12 +167,13 @@ func claimsStory(t *v1.Tenant, addr string, rootAccess, rootSecret []byte, hook 
 	_, err = keys.ListBuckets(bg, &s3.ListBucketsInput{})
 	Expect(s3ErrCode(err)).To(Equal("AccessDenied"), "listing the tenant's buckets: %v", err)
 
-	By("sending a claim's bucket events to the Tenant's target; refusing a target the Tenant does not have, or an event S3 does not know")
+	By("sending a claim's bucket events to the Tenant's target; refusing a target the Tenant does not have, an event S3 does not make, rules that overlap")
 	notified := &v1.BucketClaim{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "notified"}, Spec: v1.BucketClaimSpec{TenantRef: ref,
 		Notifications: &v1.BucketNotifications{Rules: []v1.BucketNotificationRule{{Target: "nowhere", Events: []string{"s3:ObjectCreated:*"}}}}}}
 	Expect(k8s.Create(ctx, notified)).To(Succeed())
 	Eventually(claimCondition(notified)).WithTimeout(30 * time.Second).Should(Equal("False/ClaimInvalid"))
-	Expect(readyOf(notified.Status.Conditions).Message).To(And(ContainSubstring(`no notification target "nowhere"`), ContainSubstring("targets: hook")))
+	Expect(readyOf(notified.Status.Conditions).Message).To(And(ContainSubstring(`no notification target "nowhere"`), ContainSubstring("targets: hook, claims-hook")))
+	Expect(notified.Status.BucketReady).To(BeTrue(), "the bucket is made; only its rules wait")
 	setRules := func(rules ...v1.BucketNotificationRule) {
 		Eventually(func() error {
 			if err := k8s.Get(ctx, key(app, "notified"), notified); err != nil {
@@ -182,28 +183,62 @@ func claimsStory(t *v1.Tenant, addr string, rootAccess, rootSecret []byte, hook 
 			return k8s.Update(ctx, notified)
 		}).Should(Succeed())
 	}
-	setRules(v1.BucketNotificationRule{Target: "hook", Events: []string{"s3:ObjectCreated:Nope"}})
+	Expect(k8s.Get(ctx, key(app, "notified"), notified)).To(Succeed())
+	unknown := notified.DeepCopy()
+	unknown.Spec.Notifications.Rules = []v1.BucketNotificationRule{{Target: "hook", Events: []string{"s3:ObjectCreated:Nope"}}}
+	Expect(k8s.Update(ctx, unknown)).To(MatchError(ContainSubstring("s3:ObjectCreated:Nope")), "an event S3 does not make")
+	setRules(v1.BucketNotificationRule{Target: "hook", Events: []string{"s3:ObjectCreated:*"}},
+		v1.BucketNotificationRule{Target: "claims-hook", Events: []string{"s3:ObjectCreated:Put"}, Prefix: "in/"})
 	Eventually(func() string {
 		if st, err := claimCondition(notified)(); err != nil || st != "False/ClaimInvalid" {
 			return ""
 		}
 		return readyOf(notified.Status.Conditions).Message
-	}).WithTimeout(30 * time.Second).Should(ContainSubstring("s3:ObjectCreated:Nope"))
-	setRules(v1.BucketNotificationRule{Target: "hook", Events: []string{"s3:ObjectCreated:*"}, Prefix: "in/"})
+	}).WithTimeout(30 * time.Second).Should(ContainSubstring("Configurations overlap"))
+	setRules(v1.BucketNotificationRule{Target: "claims-hook", Events: []string{"s3:ObjectCreated:*"}, Prefix: "in/"})
 	Eventually(claimCondition(notified)).WithTimeout(30 * time.Second).Should(Equal("True/Reconciled"))
 	nb := notified.Status.BucketName
 	root := rootS3(string(rootAccess), string(rootSecret))
 	ncfg, err := root.GetBucketNotificationConfiguration(bg, &s3.GetBucketNotificationConfigurationInput{Bucket: aws.String(nb)})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(ncfg.QueueConfigurations).To(HaveLen(1))
-	Expect(aws.ToString(ncfg.QueueConfigurations[0].Id)).To(Equal("hook-1"))
-	Expect(aws.ToString(ncfg.QueueConfigurations[0].QueueArn)).To(Equal("arn:strata:sqs:us-east-1:hook:webhook"))
+	Expect(aws.ToString(ncfg.QueueConfigurations[0].Id)).To(Equal("claims-hook-1"))
+	Expect(aws.ToString(ncfg.QueueConfigurations[0].QueueArn)).To(Equal("arn:strata:sqs:us-east-1:claims-hook:webhook"))
 	for _, k := range []string{"out/b.txt", "in/a.txt"} {
 		_, err := root.PutObject(bg, &s3.PutObjectInput{Bucket: aws.String(nb), Key: aws.String(k), Body: strings.NewReader("event")})
 		Expect(err).NotTo(HaveOccurred())
 	}
 	Eventually(hook.received).WithTimeout(15 * time.Second).Should(ContainElement("ObjectCreated:Put " + nb + "/in/a.txt"))
 	Expect(hook.received()).NotTo(ContainElement(ContainSubstring("out/b.txt")), "a key outside the rule's prefix")
+
+	By("following the Tenant's targets: a claim whose target goes says so, and one the servers have not loaded yet waits for them")
+	targets := func(fn func([]v1.NotificationTargetSpec) []v1.NotificationTargetSpec) {
+		update(t, func(t *v1.Tenant) { t.Spec.Notifications.Targets = fn(t.Spec.Notifications.Targets) })
+	}
+	var kept v1.NotificationTargetSpec
+	targets(func(ts []v1.NotificationTargetSpec) []v1.NotificationTargetSpec {
+		kept = ts[1]
+		return ts[:1]
+	})
+	Eventually(func() string {
+		if st, err := claimCondition(notified)(); err != nil || st != "False/ClaimInvalid" {
+			return ""
+		}
+		return readyOf(notified.Status.Conditions).Message
+	}).WithTimeout(30 * time.Second).Should(ContainSubstring(`no notification target "claims-hook"`))
+	late := kept
+	late.Name = "late"
+	targets(func(ts []v1.NotificationTargetSpec) []v1.NotificationTargetSpec { return append(ts, kept, late) })
+	Eventually(claimCondition(notified)).WithTimeout(30 * time.Second).Should(Equal("True/Reconciled"))
+	setRules(v1.BucketNotificationRule{Target: "late", Events: []string{"s3:ObjectCreated:*"}})
+	Eventually(func() string {
+		if st, err := claimCondition(notified)(); err != nil || st != "False/ClaimFailed" {
+			return ""
+		}
+		return readyOf(notified.Status.Conditions).Message
+	}).WithTimeout(30 * time.Second).Should(ContainSubstring("take a change of its spec.notifications.targets when they restart"))
+	setRules(v1.BucketNotificationRule{Target: "claims-hook", Events: []string{"s3:ObjectCreated:*"}, Prefix: "in/"})
+	Eventually(claimCondition(notified)).WithTimeout(30 * time.Second).Should(Equal("True/Reconciled"))
 
 	By("reporting the usage in the claim's status")
 	Eventually(func() int64 {

@@ -65,7 +65,8 @@ var _ = Describe("against a real strata server", func() {
 		// A webhook the claims' notifications are sent to.
 		hook := newEventHook()
 		DeferCleanup(hook.Close)
-		t.Spec.Notifications.Targets = []v1.NotificationTargetSpec{{Name: "hook", Type: "webhook", Endpoint: hook.URL}}
+		t.Spec.Notifications.Targets = []v1.NotificationTargetSpec{{Name: "hook", Type: "webhook", Endpoint: hook.URL},
+			{Name: "claims-hook", Type: "webhook", Endpoint: hook.URL}}
 		Expect(k8s.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1ObjectMeta(ns, "app-keys"),
 			StringData: map[string]string{"accessKey": "APPKEY0000", "secretKey": "app-secret-0000"},
@@ -162,7 +163,7 @@ var _ = Describe("against a real strata server", func() {
 			t.Spec.Buckets[0].Notifications.Rules[0].Target = "nowhere"
 		})
 		Eventually(tenantCondition(t, v1.ConditionBucketsReady)).Should(Equal("False/BucketCreateFailed"))
-		Expect(t.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring(`spec.buckets[0].notifications.rules[0].target: Tenant `+ns+`/media has no notification target "nowhere" (its spec.notifications.targets: hook)`))))
+		Expect(t.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring(`spec.buckets[0].notifications.rules[0].target: Tenant `+ns+`/media has no notification target "nowhere" (its spec.notifications.targets: hook, claims-hook)`))))
 		update(t, func(t *v1.Tenant) {
 			t.Spec.Buckets[0].Notifications.Rules[0].Target = "hook"
 		})
