@@ -297,14 +297,22 @@ func (q *Queue) put(ctx context.Context, name string, items []Item) error {
 	return err
 }
 
-// remember keeps s to deliver, unless it is known or s is stored with a
-// version and the queue holds MaxPending events already (it waits in the
-// store: overflow).
+// remember keeps s to deliver, unless it is known, or delivered already
+// (a write's events a listing found and delivered before the write handed
+// them over: Committed), or s is stored with a version and the queue
+// holds MaxPending events already (it waits in the store: overflow).
 func (q *Queue) remember(s *stored) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if _, ok := q.pending[s.name]; ok {
 		return
+	}
+	if s.ref != nil {
+		for _, gone := range []map[string]struct{}{q.goneWaiting, q.goneRemoved, q.goneScanning} {
+			if _, ok := gone[s.name]; ok {
+				return
+			}
+		}
 	}
 	if s.ref != nil && q.held+len(s.items) > MaxPending {
 		q.overflow = true
