@@ -106,7 +106,7 @@ func (r *BucketClaimReconciler) reconcileBucket(ctx context.Context, c *v1.Bucke
 	// pass (no request): a change of those targets is applied to a claim
 	// that is Ready, and one that loses its target says so.
 	notes, notesErr := claimNotifications(c, ct.tenant)
-	applied := appliedNotifications(c.Generation, notes)
+	applied := appliedNotifications(notes)
 	var last string // "" when none were applied (or the operator restarted)
 	if v, ok := r.notificationsApplied.Load(c.UID); ok {
 		last = v.(string)
@@ -157,14 +157,14 @@ func (r *BucketClaimReconciler) reconcileBucket(ctx context.Context, c *v1.Bucke
 	return interval, nil
 }
 
-// appliedNotifications names what a claim's notifications resolved to at
-// a generation ("" for none kept), to tell when they must be applied
-// again.
-func appliedNotifications(generation int64, n *engine.Notifications) string {
+// appliedNotifications names what a claim's notifications resolved to
+// ("" for none kept), to tell when they must be applied again (a new
+// generation applies them anyway).
+func appliedNotifications(n *engine.Notifications) string {
 	if n == nil {
 		return ""
 	}
-	return fmt.Sprintf("%d %+v", generation, n.Rules)
+	return fmt.Sprintf("%+v", n.Rules)
 }
 
 // claimNotifications is the notification configuration a claim asks for

@@ -307,12 +307,8 @@ func (q *Queue) remember(s *stored) {
 	if _, ok := q.pending[s.name]; ok {
 		return
 	}
-	if s.ref != nil {
-		for _, gone := range []map[string]struct{}{q.goneWaiting, q.goneRemoved, q.goneScanning} {
-			if _, ok := gone[s.name]; ok {
-				return
-			}
-		}
+	if s.ref != nil && q.deliveredLocked(s.name) {
+		return
 	}
 	if s.ref != nil && q.held+len(s.items) > MaxPending {
 		q.overflow = true
@@ -326,6 +322,18 @@ func (q *Queue) remember(s *stored) {
 			c.Add(1)
 		}
 	}
+}
+
+// deliveredLocked reports whether the events stored with a version under
+// name were delivered (removed from the store or about to be); q.mu is
+// held.
+func (q *Queue) deliveredLocked(name string) bool {
+	for _, gone := range []map[string]struct{}{q.goneWaiting, q.goneRemoved, q.goneScanning} {
+		if _, ok := gone[name]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // forget drops a delivered s.
@@ -463,10 +471,7 @@ func (q *Queue) scanEvents(ctx context.Context) error {
 		name := eventsName(id)
 		q.mu.Lock()
 		_, known := q.pending[name]
-		_, waiting := q.goneWaiting[name]
-		_, removed := q.goneRemoved[name]
-		_, removedBefore := q.goneScanning[name]
-		delivered := waiting || removed || removedBefore
+		delivered := q.deliveredLocked(name)
 		full := q.held >= MaxPending
 		q.mu.Unlock()
 		if known || delivered || full {

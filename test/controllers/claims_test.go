@@ -33,6 +33,17 @@ import (
 	"github.com/strata-storage/strata/controllers"
 )
 
+// claimMessage is the message of c's Ready condition once it reads want
+// ("STATUS/REASON"), "" until then.
+func claimMessage(c *v1.BucketClaim, want string) func() string {
+	return func() string {
+		if st, err := claimCondition(c)(); err != nil || st != want {
+			return ""
+		}
+		return readyOf(c.Status.Conditions).Message
+	}
+}
+
 func claimCondition(c *v1.BucketClaim) func() (string, error) {
 	return condition(c, func() []metav1.Condition { return c.Status.Conditions }, v1.ConditionReady)
 }
@@ -189,12 +200,7 @@ func claimsStory(t *v1.Tenant, addr string, rootAccess, rootSecret []byte, hook 
 	Expect(k8s.Update(ctx, unknown)).To(MatchError(ContainSubstring("s3:ObjectCreated:Nope")), "an event S3 does not make")
 	setRules(v1.BucketNotificationRule{Target: "hook", Events: []string{"s3:ObjectCreated:*"}},
 		v1.BucketNotificationRule{Target: "claims-hook", Events: []string{"s3:ObjectCreated:Put"}, Prefix: "in/"})
-	Eventually(func() string {
-		if st, err := claimCondition(notified)(); err != nil || st != "False/ClaimInvalid" {
-			return ""
-		}
-		return readyOf(notified.Status.Conditions).Message
-	}).WithTimeout(30 * time.Second).Should(ContainSubstring("Configurations overlap"))
+	Eventually(claimMessage(notified, "False/ClaimInvalid")).WithTimeout(30 * time.Second).Should(ContainSubstring("Configurations overlap"))
 	setRules(v1.BucketNotificationRule{Target: "claims-hook", Events: []string{"s3:ObjectCreated:*"}, Prefix: "in/"})
 	Eventually(claimCondition(notified)).WithTimeout(30 * time.Second).Should(Equal("True/Reconciled"))
 	nb := notified.Status.BucketName
@@ -220,23 +226,13 @@ func claimsStory(t *v1.Tenant, addr string, rootAccess, rootSecret []byte, hook 
 		kept = ts[1]
 		return ts[:1]
 	})
-	Eventually(func() string {
-		if st, err := claimCondition(notified)(); err != nil || st != "False/ClaimInvalid" {
-			return ""
-		}
-		return readyOf(notified.Status.Conditions).Message
-	}).WithTimeout(30 * time.Second).Should(ContainSubstring(`no notification target "claims-hook"`))
+	Eventually(claimMessage(notified, "False/ClaimInvalid")).WithTimeout(30 * time.Second).Should(ContainSubstring(`no notification target "claims-hook"`))
 	late := kept
 	late.Name = "late"
 	targets(func(ts []v1.NotificationTargetSpec) []v1.NotificationTargetSpec { return append(ts, kept, late) })
 	Eventually(claimCondition(notified)).WithTimeout(30 * time.Second).Should(Equal("True/Reconciled"))
 	setRules(v1.BucketNotificationRule{Target: "late", Events: []string{"s3:ObjectCreated:*"}})
-	Eventually(func() string {
-		if st, err := claimCondition(notified)(); err != nil || st != "False/ClaimFailed" {
-			return ""
-		}
-		return readyOf(notified.Status.Conditions).Message
-	}).WithTimeout(30 * time.Second).Should(ContainSubstring("take a change of its spec.notifications.targets when they restart"))
+	Eventually(claimMessage(notified, "False/ClaimFailed")).WithTimeout(30 * time.Second).Should(ContainSubstring("take a change of its spec.notifications.targets when they restart"))
 	setRules(v1.BucketNotificationRule{Target: "claims-hook", Events: []string{"s3:ObjectCreated:*"}, Prefix: "in/"})
 	Eventually(claimCondition(notified)).WithTimeout(30 * time.Second).Should(Equal("True/Reconciled"))
 
