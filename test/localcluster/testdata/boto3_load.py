@@ -13,6 +13,7 @@ import os
 import sys
 
 import boto3
+import botocore.exceptions
 from botocore.config import Config
 
 s3 = boto3.client(
@@ -42,6 +43,23 @@ def call(fn, **kw):
     return out
 
 
+def get_body(**kw):
+    """GET an object and read its body. A body cut off (the server
+    answering it was killed mid-answer) is not retried by botocore, which
+    retries requests, not streams: it is read again once, counted as a
+    retried attempt, as an application would."""
+    for attempt in range(2):
+        out = s3.get_object(**kw)
+        try:
+            data = out["Body"].read()
+        except botocore.exceptions.ResponseStreamingError:
+            if attempt == 1:
+                raise
+            figures["retried_attempts"] += 1
+            continue
+        return {"Body": data, "ResponseMetadata": out["ResponseMetadata"]}
+
+
 call(s3.create_bucket, Bucket=bucket)
 i = 0
 while not os.path.exists(stop):
@@ -53,8 +71,8 @@ while not os.path.exists(stop):
         figures["put_failed"].append(i - 1)
         continue
     figures["objects"] += 1
-    got = call(s3.get_object, Bucket=bucket, Key=key)
-    if got is not None and got["Body"].read() != body:
+    got = call(get_body, Bucket=bucket, Key=key)
+    if got is not None and got["Body"] != body:
         figures["failed"] += 1
         figures["errors"].append("GET %s: wrong bytes" % key)
     call(s3.head_object, Bucket=bucket, Key=key)
