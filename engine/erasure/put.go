@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/strata-storage/strata/engine/bodymd5"
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/hlc"
 	"github.com/strata-storage/strata/engine/objlayer"
@@ -313,15 +314,16 @@ func (s *Set) stageShards(ctx context.Context, w *writeWait, drives []Drive, id 
 	}
 
 	// The MD5 of the stored bytes is the ETag, unless the caller has it
-	// from elsewhere (an encrypted body's plaintext): then it is not spent.
-	md5sum := md5.New()
+	// from elsewhere (an encrypted body's plaintext, a Content-MD5 the
+	// payload checked): then it is not spent.
 	src := r
 	if size >= 0 {
 		src = &exactly{r: r, left: size - int64(len(head.data))}
 	}
-	var sum hash.Hash
+	var sum bodymd5.Hash
 	if withMD5 {
-		sum = md5sum
+		sum = bodymd5.Shared.New()
+		defer sum.Close()
 	}
 	n, writeErrs, err := s.codec.encode(head, src, writers, s.layout.WriteQuorum(), w, posOf, sum)
 	for pos := range drives {
@@ -344,7 +346,7 @@ func (s *Set) stageShards(ctx context.Context, w *writeWait, drives []Drive, id 
 		}
 		return staged{}, err
 	}
-	return staged{size: n, etag: hexSum(md5sum), errs: errs}, nil
+	return staged{size: n, etag: hexSum(sum), errs: errs}, nil
 }
 
 // exactly reads a body of a known size: ErrIncompleteBody when it ends
@@ -541,4 +543,9 @@ func countIs(errs []error, target error) int {
 	return n
 }
 
-func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
+func hexSum(h hash.Hash) string {
+	if h == nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,12 +1,13 @@
 package posix
 
 import (
-	"crypto/md5"
 	"encoding/hex"
 	"errors"
 	"io"
 	"os"
 	"sync"
+
+	"github.com/strata-storage/strata/engine/bodymd5"
 )
 
 // etagFiller gives files created on the filesystem (by NFS clients, HPC
@@ -41,7 +42,8 @@ func (e *etagFiller) ensure(p place, f *os.File, fi os.FileInfo) string {
 // compute hashes a file and stores the ETag, unless the file changed
 // while it was read (a writer is still at work: a later read retries).
 func (e *etagFiller) compute(p place, f *os.File, before os.FileInfo) string {
-	h := md5.New()
+	h := bodymd5.Shared.New()
+	defer h.Close()
 	bp := e.l.buffer()
 	defer e.l.bufs.Put(bp)
 	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, before.Size()+1), *bp); err != nil {

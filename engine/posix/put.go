@@ -2,7 +2,6 @@ package posix
 
 import (
 	"context"
-	"crypto/md5"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/strata-storage/strata/engine/bodymd5"
 	"github.com/strata-storage/strata/engine/objlayer"
 )
 
@@ -281,7 +281,9 @@ func (l *Layer) readBody(f io.Writer, r io.Reader, size int64, hashMD5 bool) (in
 	}()
 	var h hash.Hash
 	if hashMD5 {
-		h = md5.New()
+		sum := bodymd5.Shared.New()
+		defer sum.Close()
+		h = sum
 	}
 	var n int64
 	held := 0 // bytes of the head gathered, not yet written

@@ -127,11 +127,15 @@ func (p *Payload) Checksum() (name, value string) {
 // computed (Content-MD5 sent, an MD5 checksum, or WantMD5); nil otherwise.
 func (p *Payload) MD5() []byte { return p.md5sum }
 
+// HashesMD5 says whether the body's MD5 is computed as it is read, so
+// that MD5 gives it at the end.
+func (p *Payload) HashesMD5() bool { return p.md5Want != nil || p.wantMD5 || p.sum.alg == algMD5 }
+
 // setup makes the hashers the declarations need, sharing one where two
 // ask for the same digest.
 func (p *Payload) setup() {
 	p.ready = true
-	if p.md5Want != nil || p.wantMD5 || p.sum.alg == algMD5 {
+	if p.HashesMD5() {
 		p.md5h = md5.New()
 		p.fan[p.nfan], p.nfan = p.md5h, p.nfan+1
 	}

@@ -3,6 +3,9 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -67,6 +70,24 @@ func TestBadInputGetsTheS3ErrorAndStoresNothing(t *testing.T) {
 				t.Fatalf("size %d: %v, want BadDigest", size, err)
 			}
 			notStored(t, c, "bkt", key)
+		}
+		// The right one is accepted and is the ETag, whether the body is
+		// kept in its records or streamed in blocks (the server hashes it
+		// once, checking the header: the ETag is that hash).
+		for _, size := range []int{10, 300 << 10, 1 << 20, 2<<20 + 5} {
+			body := randomBytes(size)
+			sum := md5.Sum(body)
+			key := fmt.Sprintf("md5-ok-%d", size)
+			want := `"` + hex.EncodeToString(sum[:]) + `"`
+			out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: &key, Body: bytes.NewReader(body),
+				ContentMD5: aws.String(base64.StdEncoding.EncodeToString(sum[:]))})
+			if err != nil || aws.ToString(out.ETag) != want {
+				t.Fatalf("size %d with its Content-MD5: ETag %s, %v; want %s", size, aws.ToString(out.ETag), err, want)
+			}
+			h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("bkt"), Key: &key})
+			if err != nil || aws.ToString(h.ETag) != want {
+				t.Fatalf("size %d with its Content-MD5, stored ETag %s, %v; want %s", size, aws.ToString(h.ETag), err, want)
+			}
 		}
 	})
 	t.Run("wrong checksum", func(t *testing.T) {
