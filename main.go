@@ -79,6 +79,7 @@ type options struct {
 	enableWebhooks       bool
 	engineRefresh        time.Duration
 	claimsUsageInterval  time.Duration
+	bucketsResync        time.Duration
 	watchNamespaces      string
 }
 
@@ -126,6 +127,8 @@ func parseFlags() (options, zap.Options) {
 	flag.DurationVar(&o.engineRefresh, "engine-refresh", time.Minute, "How often running tenants' admin API is read for drive states and capacity.")
 	flag.DurationVar(&o.claimsUsageInterval, "claims-usage-interval", 5*time.Minute,
 		"How often a BucketClaim's usage is read from its tenant (status changes only when the figures do).")
+	flag.DurationVar(&o.bucketsResync, "buckets-resync", 10*time.Minute,
+		"How often the settings of claimed and declared buckets (versioning, object lock, quota, notifications, ...) are applied again when nothing changed, undoing changes made to them through S3.")
 	zo := zap.Options{Development: false}
 	zo.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -226,6 +229,7 @@ func run(o options) error {
 		Now:                 time.Now,
 		EngineRefresh:       o.engineRefresh,
 		ClaimsUsageInterval: o.claimsUsageInterval,
+		BucketsResync:       o.bucketsResync,
 		RolloutPoll:         5 * time.Second,
 		CAOverlap:           o.caOverlap,
 	}); err != nil {

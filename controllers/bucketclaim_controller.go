@@ -39,11 +39,19 @@ type BucketClaimReconciler struct {
 	// the figures are written to status only when they change, so an idle
 	// claim costs the API server nothing.
 	usageRead sync.Map
-	// notificationsApplied remembers, per claim UID, the notifications
-	// last applied (appliedNotifications): a claim whose rules resolve
-	// otherwise (its Tenant's targets changed) is applied again. After a
-	// restart each claim with rules applies them once.
-	notificationsApplied sync.Map
+	// applied remembers, per claim UID, what was last applied to its
+	// bucket and when (claimApplied): a claim whose rules resolve otherwise
+	// (its Tenant's targets changed), or last applied longer than
+	// Config.BucketsResync ago, is applied again. After a restart each
+	// claim is applied once.
+	applied sync.Map
+}
+
+// claimApplied is what a pass applied to a claim's bucket: its
+// notifications as they resolved (appliedNotifications), and when.
+type claimApplied struct {
+	notifications string
+	at            time.Time
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -106,13 +114,11 @@ func (r *BucketClaimReconciler) reconcileBucket(ctx context.Context, c *v1.Bucke
 	// pass (no request): a change of those targets is applied to a claim
 	// that is Ready, and one that loses its target says so.
 	notes, notesErr := claimNotifications(c, ct.tenant)
-	applied := appliedNotifications(notes)
-	var last string // "" when none were applied (or the operator restarted)
-	if v, ok := r.notificationsApplied.Load(c.UID); ok {
-		last = v.(string)
-	}
+	applied := claimApplied{notifications: appliedNotifications(notes), at: r.Config.Now()}
+	last, known := r.applied.Load(c.UID) // not known after a restart
 	ready := meta.FindStatusCondition(c.Status.Conditions, v1.ConditionReady)
-	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != c.Generation || notesErr != nil || last != applied {
+	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != c.Generation || notesErr != nil || !known ||
+		last.(claimApplied).notifications != applied.notifications || applied.at.Sub(last.(claimApplied).at) >= r.Config.bucketsResync() {
 		b := engine.ClaimBucket{Bucket: engine.Bucket{Name: name, Versioning: c.Spec.Versioning, Notifications: notes},
 			Owner: string(c.UID), OwnerName: c.Namespace + "/" + c.Name, Quota: quotaOf(c)}
 		if l := c.Spec.ObjectLock; l != nil {
@@ -148,7 +154,7 @@ func (r *BucketClaimReconciler) reconcileBucket(ctx context.Context, c *v1.Bucke
 			setCondition(&c.Status.Conditions, c.Generation, v1.ConditionReady, false, v1.ReasonClaimInvalid, notesErr.Error())
 			return interval, nil
 		}
-		r.notificationsApplied.Store(c.UID, applied)
+		r.applied.Store(c.UID, applied)
 		c.Status.ObservedGeneration = c.Generation
 		setCondition(&c.Status.Conditions, c.Generation, v1.ConditionReady, true, v1.ReasonReconciled,
 			fmt.Sprintf("bucket %s is ready in Tenant %s/%s%s", name, ct.tenant.Namespace, ct.tenant.Name, quotaText(b.Quota)))
@@ -274,7 +280,7 @@ func (r *BucketClaimReconciler) reconcileDelete(ctx context.Context, c *v1.Bucke
 		}
 	}
 	r.usageRead.Delete(c.UID)
-	r.notificationsApplied.Delete(c.UID)
+	r.applied.Delete(c.UID)
 	controllerutil.RemoveFinalizer(c, ClaimFinalizer)
 	if err := r.Client.Update(ctx, c); err != nil {
 		return requeueOnConflict(err)

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,10 +12,12 @@ import (
 
 // declaredBuckets turns spec.buckets into what the engine client applies
 // and what status.buckets reports once it has; a rule naming a
-// notification target the tenant does not have is an error.
+// notification target the tenant does not have is an error, and its
+// bucket is left out (the others are returned).
 func declaredBuckets(t *v1.Tenant) ([]engine.Bucket, []v1.BucketStatus, error) {
 	buckets := make([]engine.Bucket, 0, len(t.Spec.Buckets))
 	applied := make([]v1.BucketStatus, 0, len(t.Spec.Buckets))
+	var errs []error
 	for i, b := range t.Spec.Buckets {
 		eb := engine.Bucket{Name: b.Name, Versioning: b.Versioning}
 		st := v1.BucketStatus{Name: b.Name, Versioning: b.Versioning}
@@ -48,7 +51,8 @@ func declaredBuckets(t *v1.Tenant) ([]engine.Bucket, []v1.BucketStatus, error) {
 		}
 		n, err := bucketNotifications(b.Notifications, t, fmt.Sprintf("spec.buckets[%d].notifications", i))
 		if err != nil {
-			return nil, nil, err
+			errs = append(errs, err) // this bucket waits; the others are applied
+			continue
 		}
 		if eb.Notifications = n; n != nil {
 			st.Notifications = "none"
@@ -69,5 +73,5 @@ func declaredBuckets(t *v1.Tenant) ([]engine.Bucket, []v1.BucketStatus, error) {
 		buckets = append(buckets, eb)
 		applied = append(applied, st)
 	}
-	return buckets, applied, nil
+	return buckets, applied, errors.Join(errs...)
 }

@@ -72,6 +72,11 @@ type Config struct {
 	// its tenant (written to status only when it changed). Zero means 5
 	// minutes.
 	ClaimsUsageInterval time.Duration
+	// BucketsResync is how often the settings of a ready claim's bucket
+	// and of a Tenant's declared buckets (versioning, object lock, quota,
+	// notifications...) are applied again although nothing changed, which
+	// undoes changes made to them through S3. Zero means 10 minutes.
+	BucketsResync time.Duration
 }
 
 func (c Config) claimsUsageInterval() time.Duration {
@@ -79,6 +84,13 @@ func (c Config) claimsUsageInterval() time.Duration {
 		return c.ClaimsUsageInterval
 	}
 	return 5 * time.Minute
+}
+
+func (c Config) bucketsResync() time.Duration {
+	if c.BucketsResync > 0 {
+		return c.BucketsResync
+	}
+	return 10 * time.Minute
 }
 
 // podPoll is Config.PodPoll with its default.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,9 +46,11 @@ import (
 type TenantReconciler struct {
 	Reconcilers
 	// bucketsEnsured remembers, per Tenant UID, the generation whose
-	// buckets were created: a pass that reads the Tenant before its
-	// BucketsReady condition reached the cache (or whose status write
-	// conflicted) does not call the engine again.
+	// buckets were applied and when (ensuredAt): a pass that reads the
+	// Tenant before its BucketsReady condition reached the cache (or whose
+	// status write conflicted) does not call the engine again, and one
+	// Config.BucketsResync later applies them again (undoing changes made
+	// through S3), as the first pass after a restart does.
 	bucketsEnsured sync.Map
 	// webIdentityEnsured: the same for spec.webIdentity.
 	webIdentityEnsured sync.Map
@@ -553,24 +556,39 @@ func (r *TenantReconciler) reconcileBuckets(ctx context.Context, s *tenantScope)
 			"buckets are created once the tenant's server pools are ready")
 		return nil
 	}
+	now := r.Config.Now()
+	last, known := r.bucketsEnsured.Load(t.UID)
+	fresh := known && last.(ensuredAt).generation == t.Generation && now.Sub(last.(ensuredAt).at) < r.Config.bucketsResync()
+	if fresh {
+		s.requeueWithin(r.Config.bucketsResync() - now.Sub(last.(ensuredAt).at))
+	}
 	if c := meta.FindStatusCondition(t.Status.Conditions, v1.ConditionBucketsReady); c != nil &&
-		c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation {
+		c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation && fresh {
 		return nil
 	}
-	buckets, applied, err := declaredBuckets(t)
-	if err != nil {
-		setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, false, v1.ReasonBucketCreateFailed, err.Error())
-		return nil
-	}
-	if gen, ok := r.bucketsEnsured.Load(t.UID); !ok || gen.(int64) != t.Generation {
-		if err := r.Config.Engine.EnsureBuckets(ctx, r.endpoint(s), buckets); err != nil {
-			setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, false, v1.ReasonBucketCreateFailed, err.Error())
-			s.requeueWithin(30 * time.Second)
-			return nil
+	// A bucket that cannot be applied (its spec names a target the Tenant
+	// lacks, or S3 refuses it) does not hold back the others.
+	buckets, applied, specErr := declaredBuckets(t)
+	var applyErr error
+	if !fresh {
+		if applyErr = r.Config.Engine.EnsureBuckets(ctx, r.endpoint(s), buckets); applyErr == nil {
+			r.bucketsEnsured.Store(t.UID, ensuredAt{generation: t.Generation, at: now})
+			s.requeueWithin(r.Config.bucketsResync())
 		}
-		r.bucketsEnsured.Store(t.UID, t.Generation)
 	}
-	t.Status.Buckets = applied
+	failed := engine.FailedBuckets(applyErr)
+	applied = slices.DeleteFunc(applied, func(b v1.BucketStatus) bool { return slices.Contains(failed, b.Name) })
+	if applyErr == nil || failed != nil {
+		t.Status.Buckets = applied // else the tenant did not answer: as it was
+	}
+	if err := errors.Join(specErr, applyErr); err != nil {
+		setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, false, v1.ReasonBucketCreateFailed,
+			strings.ReplaceAll(err.Error(), "\n", "; "))
+		if applyErr != nil {
+			s.requeueWithin(30 * time.Second)
+		}
+		return nil
+	}
 	names := make([]string, len(applied))
 	for i, b := range applied {
 		names[i] = b.Name
@@ -578,6 +596,13 @@ func (r *TenantReconciler) reconcileBuckets(ctx context.Context, s *tenantScope)
 	setCondition(&t.Status.Conditions, t.Generation, v1.ConditionBucketsReady, true, v1.ReasonReconciled,
 		"buckets exist: "+strings.Join(names, ", "))
 	return nil
+}
+
+// ensuredAt is the generation whose declared buckets were applied, and
+// when.
+type ensuredAt struct {
+	generation int64
+	at         time.Time
 }
 
 // reconcileDelete deletes the tenant's pools (each applies deletionPolicy to

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/strata-storage/strata/engine/adminclient"
 )
@@ -149,8 +150,11 @@ const LifecycleRuleID = "strata-operator"
 type Client interface {
 	// Info reads the admin API.
 	Info(ctx context.Context, ep Endpoint) (Info, error)
-	// EnsureBuckets creates missing buckets and sets versioning; buckets
-	// that exist are left as they are apart from versioning.
+	// EnsureBuckets creates missing buckets and applies their settings;
+	// buckets that exist are left as they are apart from those. A bucket
+	// S3 refuses does not stop the others: the error joins a *BucketError
+	// for each (FailedBuckets names them). An endpoint that does not
+	// answer stops it at once, with no *BucketError.
 	EnsureBuckets(ctx context.Context, ep Endpoint, buckets []Bucket) error
 	// ClusterHealth asks one server (ep.URL is that pod's address) whether
 	// every erasure set has write quorum; with maintenance, whether it still
@@ -304,37 +308,83 @@ func (c HTTPClient) EnsureBuckets(ctx context.Context, ep Endpoint, buckets []Bu
 		return err
 	}
 	cl := c.s3Client(ep, hc)
+	var errs []error
 	for _, b := range buckets {
-		if _, err := cl.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b.Name)}); err != nil {
-			var notFound *s3types.NotFound
-			if !errors.As(err, &notFound) && !strings.Contains(err.Error(), "StatusCode: 404") {
-				return fmt.Errorf("bucket %s: %w", b.Name, err)
-			}
-			in := &s3.CreateBucketInput{Bucket: aws.String(b.Name)}
-			if b.ObjectLock != nil {
-				in.ObjectLockEnabledForBucket = aws.Bool(true)
-			}
-			if _, err := cl.CreateBucket(ctx, in); err != nil {
-				var owned *s3types.BucketAlreadyOwnedByYou
-				if !errors.As(err, &owned) {
-					return fmt.Errorf("creating bucket %s: %w", b.Name, err)
-				}
-			}
+		err := ensureBucket(ctx, cl, b)
+		if unreachable(err) {
+			// Every other bucket would wait as long for the same answer
+			// (the operator's reconciles of other tenants behind it).
+			return fmt.Errorf("tenant S3 endpoint %s: %w", ep.URL, err)
 		}
-		if b.Versioning != "" {
-			_, err := cl.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{
-				Bucket:                  aws.String(b.Name),
-				VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatus(b.Versioning)},
-			})
-			if err != nil {
-				return fmt.Errorf("setting versioning of bucket %s: %w", b.Name, err)
-			}
-		}
-		if err := ensureBucketDefaults(ctx, cl, b); err != nil {
-			return err
+		if err != nil {
+			errs = append(errs, &BucketError{Bucket: b.Name, Err: err})
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// unreachable reports whether err is a request that got no answer (the
+// endpoint down, refused, timed out), not a refusal of the bucket.
+func unreachable(err error) bool {
+	var send *smithyhttp.RequestSendError
+	return errors.As(err, &send) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// BucketError is a declared bucket that could not be applied; its
+// message names the bucket.
+type BucketError struct {
+	Bucket string
+	Err    error
+}
+
+func (e *BucketError) Error() string { return e.Err.Error() }
+func (e *BucketError) Unwrap() error { return e.Err }
+
+// FailedBuckets names the buckets an error of EnsureBuckets says could not
+// be applied.
+func FailedBuckets(err error) []string {
+	errs := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = joined.Unwrap()
+	}
+	var names []string
+	for _, e := range errs {
+		if be := (*BucketError)(nil); errors.As(e, &be) {
+			names = append(names, be.Bucket)
+		}
+	}
+	return names
+}
+
+// ensureBucket creates one declared bucket when it is missing and applies
+// its versioning and defaults.
+func ensureBucket(ctx context.Context, cl *s3.Client, b Bucket) error {
+	if _, err := cl.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b.Name)}); err != nil {
+		var notFound *s3types.NotFound
+		if !errors.As(err, &notFound) && !strings.Contains(err.Error(), "StatusCode: 404") {
+			return fmt.Errorf("bucket %s: %w", b.Name, err)
+		}
+		in := &s3.CreateBucketInput{Bucket: aws.String(b.Name)}
+		if b.ObjectLock != nil {
+			in.ObjectLockEnabledForBucket = aws.Bool(true)
+		}
+		if _, err := cl.CreateBucket(ctx, in); err != nil {
+			var owned *s3types.BucketAlreadyOwnedByYou
+			if !errors.As(err, &owned) {
+				return fmt.Errorf("creating bucket %s: %w", b.Name, err)
+			}
+		}
+	}
+	if b.Versioning != "" {
+		_, err := cl.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{
+			Bucket:                  aws.String(b.Name),
+			VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatus(b.Versioning)},
+		})
+		if err != nil {
+			return fmt.Errorf("setting versioning of bucket %s: %w", b.Name, err)
+		}
+	}
+	return ensureBucketDefaults(ctx, cl, b)
 }
 
 // ensureBucketDefaults applies a declared bucket's object lock, default

@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,6 +79,9 @@ func TestEnsureBucketsCreatesMissingAndSetsVersioning(t *testing.T) {
 		case r.Method == http.MethodHead && buckets[name]:
 		case r.Method == http.MethodHead:
 			w.WriteHeader(http.StatusNotFound)
+		case r.Method == http.MethodPut && versioning && name == "refused":
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`<Error><Code>AccessDenied</Code><Message>not this one</Message></Error>`))
 		case r.Method == http.MethodPut && versioning:
 		case r.Method == http.MethodPut:
 			buckets[name] = true
@@ -94,6 +98,33 @@ func TestEnsureBucketsCreatesMissingAndSetsVersioning(t *testing.T) {
 	want := "HEAD existing,HEAD photos,PUT photos,PUT photos?versioning"
 	if got := strings.Join(calls, ","); got != want {
 		t.Fatalf("calls = %s, want %s", got, want)
+	}
+
+	// A bucket S3 refuses does not stop the ones after it, and is named.
+	calls = nil
+	err = HTTPClient{}.EnsureBuckets(context.Background(), Endpoint{URL: srv.URL, AccessKey: "root", SecretKey: "s"},
+		[]Bucket{{Name: "refused", Versioning: "Enabled"}, {Name: "logs", Versioning: "Enabled"}})
+	if err == nil || !strings.Contains(err.Error(), "setting versioning of bucket refused") {
+		t.Fatalf("err = %v, want the refused bucket's", err)
+	}
+	if got := FailedBuckets(err); !slices.Equal(got, []string{"refused"}) {
+		t.Fatalf("FailedBuckets = %q, want [refused]", got)
+	}
+	want = "HEAD refused,PUT refused,PUT refused?versioning,HEAD logs,PUT logs,PUT logs?versioning"
+	if got := strings.Join(calls, ","); got != want {
+		t.Fatalf("calls = %s, want %s", got, want)
+	}
+	if FailedBuckets(nil) != nil {
+		t.Fatal("FailedBuckets(nil) names buckets")
+	}
+
+	// An endpoint that does not answer stops at the first bucket: the
+	// others would wait as long for the same answer.
+	srv.Close()
+	err = HTTPClient{}.EnsureBuckets(context.Background(), Endpoint{URL: srv.URL, AccessKey: "root", SecretKey: "s"},
+		[]Bucket{{Name: "a"}, {Name: "b"}, {Name: "c"}})
+	if err == nil || !strings.Contains(err.Error(), "tenant S3 endpoint "+srv.URL) || FailedBuckets(err) != nil {
+		t.Fatalf("err = %v (FailedBuckets %q), want the endpoint's and no bucket named", err, FailedBuckets(err))
 	}
 }
 

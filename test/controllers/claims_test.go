@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 	. "github.com/onsi/ginkgo/v2"
@@ -235,6 +236,28 @@ func claimsStory(t *v1.Tenant, addr string, rootAccess, rootSecret []byte, hook 
 	Eventually(claimMessage(notified, "False/ClaimFailed")).WithTimeout(30 * time.Second).Should(ContainSubstring("take a change of its spec.notifications.targets when they restart"))
 	setRules(v1.BucketNotificationRule{Target: "claims-hook", Events: []string{"s3:ObjectCreated:*"}, Prefix: "in/"})
 	Eventually(claimCondition(notified)).WithTimeout(30 * time.Second).Should(Equal("True/Reconciled"))
+
+	By("undoing a change made through S3 to a claim's bucket at the next resync")
+	_, err = root.PutBucketNotificationConfiguration(bg, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String(nb),
+		NotificationConfiguration: &s3types.NotificationConfiguration{}})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = root.PutBucketVersioning(bg, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusSuspended}})
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func() ([]s3types.QueueConfiguration, error) {
+		cfg, err := root.GetBucketNotificationConfiguration(bg, &s3.GetBucketNotificationConfigurationInput{Bucket: aws.String(nb)})
+		if err != nil {
+			return nil, err
+		}
+		return cfg.QueueConfigurations, nil
+	}).WithTimeout(40 * time.Second).Should(ContainElement(HaveField("Id", HaveValue(Equal("claims-hook-1")))))
+	Eventually(func() (s3types.BucketVersioningStatus, error) {
+		v, err := root.GetBucketVersioning(bg, &s3.GetBucketVersioningInput{Bucket: aws.String(bucket)})
+		if err != nil {
+			return "", err
+		}
+		return v.Status, nil
+	}).WithTimeout(60 * time.Second).Should(Equal(s3types.BucketVersioningStatusEnabled))
 
 	By("reporting the usage in the claim's status")
 	Eventually(func() int64 {

@@ -164,10 +164,23 @@ var _ = Describe("against a real strata server", func() {
 		})
 		Eventually(tenantCondition(t, v1.ConditionBucketsReady)).Should(Equal("False/BucketCreateFailed"))
 		Expect(t.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring(`spec.buckets[0].notifications.rules[0].target: Tenant `+ns+`/media has no notification target "nowhere" (its spec.notifications.targets: hook, claims-hook)`))))
+		Eventually(func() []string { return bucketNames(t) }).Should(ConsistOf("logs", "vault"), "the other buckets are kept; only the one with the bad rule waits")
 		update(t, func(t *v1.Tenant) {
 			t.Spec.Buckets[0].Notifications.Rules[0].Target = "hook"
 		})
 		Eventually(tenantCondition(t, v1.ConditionBucketsReady)).WithTimeout(60 * time.Second).Should(Equal("True/Reconciled"))
+
+		By("undoing a change made through S3 to a declared bucket at the next resync")
+		_, err = cl.PutBucketVersioning(bg, &s3.PutBucketVersioningInput{Bucket: aws.String("photos"),
+			VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusSuspended}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() (s3types.BucketVersioningStatus, error) {
+			v, err := cl.GetBucketVersioning(bg, &s3.GetBucketVersioningInput{Bucket: aws.String("photos")})
+			if err != nil {
+				return "", err
+			}
+			return v.Status, nil
+		}).WithTimeout(60 * time.Second).Should(Equal(s3types.BucketVersioningStatusEnabled))
 
 		By("refusing to pretend: a lock declared on a bucket that exists without one")
 		_, err = cl.CreateBucket(bg, &s3.CreateBucketInput{Bucket: aws.String("plain")})
@@ -177,6 +190,7 @@ var _ = Describe("against a real strata server", func() {
 		})
 		Eventually(tenantCondition(t, v1.ConditionBucketsReady)).WithTimeout(60 * time.Second).Should(Equal("False/BucketCreateFailed"))
 		Expect(t.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("bucket plain exists without object lock"))))
+		Expect(bucketNames(t)).To(ConsistOf("photos", "logs", "vault"), "the buckets S3 took are kept in status")
 
 		By("registering the cluster's ServiceAccount issuer; a ServiceAccount's token buys S3 credentials with no key")
 		webIdentityStory(t, addr, files["accessKey"], files["secretKey"])
@@ -291,4 +305,16 @@ func webIdentityStory(t *v1.Tenant, addr string, access, secret []byte) {
 			RoleSessionName: aws.String("x1"), WebIdentityToken: aws.String(token(c.sa, c.audience))})
 		Expect(err).To(MatchError(ContainSubstring(c.code)), "ServiceAccount %s, audience %s", c.sa, c.audience)
 	}
+}
+
+// bucketNames reads the Tenant and names the buckets its status lists.
+func bucketNames(t *v1.Tenant) []string {
+	if err := k8s.Get(ctx, key(t.Namespace, t.Name), t); err != nil {
+		return nil
+	}
+	var names []string
+	for _, b := range t.Status.Buckets {
+		names = append(names, b.Name)
+	}
+	return names
 }

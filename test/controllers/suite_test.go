@@ -123,6 +123,8 @@ var _ = BeforeSuite(func() {
 		PodPoll:          200 * time.Millisecond,
 		// Claims read their bucket's usage this often.
 		ClaimsUsageInterval: time.Second,
+		// Claimed and declared buckets are applied again this often.
+		BucketsResync: 10 * time.Second,
 	})).To(Succeed())
 	Expect(webhooks.Setup(mgr, mgr.GetAPIReader())).To(Succeed())
 	go func() {
