@@ -104,6 +104,10 @@ type Version struct {
 	Parts    []int64
 	PartMD5s []string
 	Body     io.ReadCloser
+	// Reopen, when set, reads bytes [offset, offset+length) of the same
+	// version's body again: a part of a copy in parts whose upload failed
+	// is sent again from there (nil: the whole copy is retried).
+	Reopen func(ctx context.Context, offset, length int64) (io.ReadCloser, error)
 }
 
 // Source is the local side a remote reads from: the S3 front end, which
@@ -463,6 +467,7 @@ func (r *Remote) copyInParts(ctx context.Context, bucket, key string, v *Version
 		Parts   []part   `xml:"Part"`
 	}{}
 	sizes, md5s := partLayout(v)
+	offset := int64(0)
 	for i, size := range sizes {
 		ph := http.Header{}
 		if md5s != nil {
@@ -472,12 +477,11 @@ func (r *Remote) copyInParts(ctx context.Context, bucket, key string, v *Version
 		}
 		q := url.Values{"partNumber": {strconv.Itoa(i + 1)}, "uploadId": {started.UploadID}}
 		var etag string
-		// The body is the version's, read on: a part's reader must not
-		// close it.
-		if etag, err = r.uploadPart(ctx, bucket, key, q, ph, io.NopCloser(io.LimitReader(v.Body, size)), size); err != nil {
+		if etag, err = r.sendPart(ctx, bucket, key, q, ph, v, offset, size); err != nil {
 			return err
 		}
 		doc.Parts = append(doc.Parts, part{i + 1, etag})
+		offset += size
 	}
 	raw, err := xml.Marshal(doc)
 	if err != nil {
@@ -543,6 +547,69 @@ func partLayout(v *Version) ([]int64, []string) {
 }
 
 // uploadPart sends one part and returns the ETag the destination gave it.
+// partRetries is how many times a part whose upload failed with an error
+// worth retrying is sent again, a second more apart each time, before the
+// copy fails (and is retried whole).
+const partRetries = 3
+
+// sendPart uploads bytes [offset, offset+size) of v, read on from v.Body,
+// and sends them again from v.Reopen when the upload fails with an error
+// worth retrying.
+func (r *Remote) sendPart(ctx context.Context, bucket, key string, q url.Values, h http.Header, v *Version, offset, size int64) (string, error) {
+	// The body is the version's, read on: a part's reader must not close
+	// it, and net/http may still be reading a request's body after Do
+	// returned, so the part is detached before anyone reads on.
+	first := &detachable{r: io.LimitReader(v.Body, size)}
+	etag, err := r.uploadPart(ctx, bucket, key, q, h, first, size)
+	first.detach()
+	for attempt := 1; err != nil && retryable(err) && v.Reopen != nil && attempt <= partRetries; attempt++ {
+		// v.Body on to this part's end, for the parts after it.
+		if _, derr := io.Copy(io.Discard, first.r); derr != nil {
+			return "", derr
+		}
+		r.log.Info("replication: sending a part again", "bucket", bucket, "key", key, "part", q.Get("partNumber"), "attempt", attempt+1, "error", err)
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(time.Duration(attempt) * time.Second):
+		}
+		again, oerr := v.Reopen(ctx, offset, size)
+		if oerr != nil {
+			return "", oerr
+		}
+		etag, err = r.uploadPart(ctx, bucket, key, q, h, again, size)
+		_ = again.Close()
+	}
+	return etag, err
+}
+
+// detachable is a reader whose reads stop, with an error, once detached.
+type detachable struct {
+	mu       sync.Mutex
+	r        io.Reader
+	detached bool
+}
+
+var errDetached = errors.New("replication: the part's request was answered")
+
+func (d *detachable) Read(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.detached {
+		return 0, errDetached
+	}
+	return d.r.Read(p)
+}
+
+func (d *detachable) Close() error { return nil }
+
+// detach waits for a read in progress and fails those after.
+func (d *detachable) detach() {
+	d.mu.Lock()
+	d.detached = true
+	d.mu.Unlock()
+}
+
 func (r *Remote) uploadPart(ctx context.Context, bucket, key string, q url.Values, h http.Header, body io.ReadCloser, size int64) (string, error) {
 	var etag string
 	err := r.exchange(ctx, http.MethodPut, bucket, key, q, h, body, size, unsignedPayload, func(resp *http.Response, _ []byte) {

@@ -386,19 +386,35 @@ func (rs replicationSource) Open(ctx context.Context, bucket, key, versionID str
 		h.Close()
 		return v, nil
 	}
+	v.Body = rs.pipe(ctx, h, dek, 0, v.Size)
+	v.Reopen = func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+		h, err := rs.s.layer.OpenObject(ctx, bucket, key, vid)
+		if isNotFound(err) {
+			return nil, replicate.ErrGone
+		}
+		if err != nil {
+			return nil, err
+		}
+		return rs.pipe(ctx, h, dek, offset, length), nil
+	}
+	return v, nil
+}
+
+// pipe reads bytes [offset, offset+length) of an open version (its
+// plaintext, with its data key when encrypted) and closes the handle.
+func (rs replicationSource) pipe(ctx context.Context, h objlayer.Handle, dek []byte, offset, length int64) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		defer h.Close()
 		var err error
 		if dek != nil {
-			err = decryptRange(&request{s: rs.s, ctx: ctx}, h, dek, pw, 0, v.Size)
+			err = decryptRange(&request{s: rs.s, ctx: ctx}, h, dek, pw, offset, length)
 		} else {
-			err = h.WriteRange(ctx, pw, 0, stored.Size)
+			err = h.WriteRange(ctx, pw, offset, length)
 		}
 		pw.CloseWithError(err)
 	}()
-	v.Body = pr
-	return v, nil
+	return pr
 }
 
 // FromSnapshot implements replicate.Source: the version a write described
