@@ -160,7 +160,7 @@ func (r *BucketClaimReconciler) reconcileBucket(ctx context.Context, c *v1.Bucke
 			fmt.Sprintf("bucket %s is ready in Tenant %s/%s%s", name, ct.tenant.Namespace, ct.tenant.Name, quotaText(b.Quota)))
 	}
 	r.refreshUsage(ctx, c, ct, interval)
-	return interval, nil
+	return min(interval, r.Config.bucketsResync()), nil
 }
 
 // appliedNotifications names what a claim's notifications resolved to

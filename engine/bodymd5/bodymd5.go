@@ -34,13 +34,27 @@ type Hash interface {
 
 // Hashers hands out hashes, counting those in use to choose where a new
 // one runs. Its lane servers (one goroutine each) start on first use.
+//
+// A lane hash is never closed, only reset and kept for the next body:
+// md5-simd v1.1.2 keeps every closed hash in its server's list of clients
+// (a closed client's ID is read from the zero value its channel gives,
+// minio/md5-simd#27), and scans that list at every pass, so closing them
+// made a long-lived server slower with each body it had hashed. Kept
+// hashes bound the list to the most ever in use at once.
 type Hashers struct {
 	inUse   atomic.Int64
 	next    atomic.Uint64
 	once    sync.Once
-	servers []md5simd.Server
+	servers []*laneServer
 	count   int
 	from    int64
+}
+
+// laneServer is one md5-simd server and the hashes it made that are free.
+type laneServer struct {
+	md5simd.Server
+	mu   sync.Mutex
+	free []md5simd.Hasher
 }
 
 // New returns hashers with the given number of lane servers (each fills
@@ -62,22 +76,42 @@ func (h *Hashers) New() Hash {
 		return &counted{Hasher: md5simd.StdlibHasher(), of: h}
 	}
 	h.once.Do(func() {
-		h.servers = make([]md5simd.Server, h.count)
+		h.servers = make([]*laneServer, h.count)
 		for i := range h.servers {
-			h.servers[i] = md5simd.NewServer()
+			h.servers[i] = &laneServer{Server: md5simd.NewServer()}
 		}
 	})
 	s := h.servers[h.next.Add(1)%uint64(len(h.servers))]
-	return &counted{Hasher: s.NewHash(), of: h, lanes: true}
+	s.mu.Lock()
+	var kept md5simd.Hasher
+	if n := len(s.free); n > 0 {
+		kept, s.free = s.free[n-1], s.free[:n-1]
+	}
+	s.mu.Unlock()
+	if kept == nil {
+		kept = s.NewHash()
+	}
+	return &counted{Hasher: kept, of: h, lanes: s}
 }
 
 // InUse is the number of hashes handed out and not closed.
 func (h *Hashers) InUse() int { return int(h.inUse.Load()) }
 
+// made is the number of lane hashes made and kept (tests).
+func (h *Hashers) made() int {
+	n := 0
+	for _, s := range h.servers {
+		s.mu.Lock()
+		n += len(s.free)
+		s.mu.Unlock()
+	}
+	return n
+}
+
 type counted struct {
 	md5simd.Hasher
 	of     *Hashers
-	lanes  bool
+	lanes  *laneServer // nil: crypto/md5
 	closed bool
 }
 
@@ -86,6 +120,16 @@ func (c *counted) Close() {
 		return
 	}
 	c.closed = true
-	c.Hasher.Close()
+	if c.lanes != nil {
+		// Queued after the body's blocks: the server forgets its state
+		// once they are hashed, and the next body starts afresh.
+		c.Reset()
+		c.lanes.mu.Lock()
+		c.lanes.free = append(c.lanes.free, c.Hasher)
+		c.lanes.mu.Unlock()
+	} else {
+		c.Hasher.Close()
+	}
+	c.Hasher = nil
 	c.of.inUse.Add(-1)
 }

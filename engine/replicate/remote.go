@@ -562,7 +562,10 @@ func (r *Remote) sendPart(ctx context.Context, bucket, key string, q url.Values,
 	first := &detachable{r: io.LimitReader(v.Body, size)}
 	etag, err := r.uploadPart(ctx, bucket, key, q, h, first, size)
 	first.detach()
-	for attempt := 1; err != nil && retryable(err) && v.Reopen != nil && attempt <= partRetries; attempt++ {
+	for attempt := 1; err != nil && worthSendingAgain(err) && v.Reopen != nil && attempt <= partRetries; attempt++ {
+		if ctx.Err() != nil {
+			return "", err // the copy's time is up: no part is read on
+		}
 		// v.Body on to this part's end, for the parts after it.
 		if _, derr := io.Copy(io.Discard, first.r); derr != nil {
 			return "", derr
@@ -581,6 +584,13 @@ func (r *Remote) sendPart(ctx context.Context, bucket, key string, q url.Values,
 		_ = again.Close()
 	}
 	return etag, err
+}
+
+// worthSendingAgain: the destination's answer (or its absence) asks for
+// a retry; a local failure (reading the source, signing) is not the part's.
+func worthSendingAgain(err error) bool {
+	var re *RemoteError
+	return errors.As(err, &re) && retryable(err)
 }
 
 // detachable is a reader whose reads stop, with an error, once detached.

@@ -395,6 +395,13 @@ func (rs replicationSource) Open(ctx context.Context, bucket, key, versionID str
 		if err != nil {
 			return nil, err
 		}
+		// A version ID names one content, but a null version can be
+		// written again in place (a gateway's file changed by hand):
+		// then the copy starts over rather than mix two contents.
+		if now := h.Info(); now.ETag != stored.ETag || now.Size != stored.Size || !now.ModTime.Equal(stored.ModTime) {
+			h.Close()
+			return nil, fmt.Errorf("replication: %s/%s version %s changed while it was copied", bucket, key, versionID)
+		}
 		return rs.pipe(ctx, h, dek, offset, length), nil
 	}
 	return v, nil

@@ -112,7 +112,7 @@ func (c HTTPClient) EnsureClaimBucket(ctx context.Context, ep Endpoint, b ClaimB
 		}
 		_, err := cl.CreateBucket(ctx, in)
 		if code := errCode(err); err != nil && code != "BucketAlreadyOwnedByYou" && code != "BucketAlreadyExists" {
-			return fmt.Errorf("creating bucket %s: %w", b.Name, err)
+			return fmt.Errorf("creating bucket %s: %w", b.Name, s3Answer(err))
 		}
 		// Made now, or there before (S3 answers success in us-east-1 to
 		// the owner of a bucket that exists): its tag says whose it is.
@@ -126,7 +126,7 @@ func (c HTTPClient) EnsureClaimBucket(ctx context.Context, ep Endpoint, b ClaimB
 		if b.Versioning != "" {
 			if _, err := cl.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(b.Name),
 				VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatus(b.Versioning)}}); err != nil {
-				return fmt.Errorf("setting versioning of bucket %s: %w", b.Name, err)
+				return fmt.Errorf("setting versioning of bucket %s: %w", b.Name, s3Answer(err))
 			}
 		}
 		// The notifications last, after the quota: rules the tenant
@@ -144,7 +144,7 @@ func (c HTTPClient) EnsureClaimBucket(ctx context.Context, ep Endpoint, b ClaimB
 	}
 	defer ac.Close()
 	if err := ac.SetBucketQuota(ctx, b.Name, b.Quota); err != nil {
-		return fmt.Errorf("setting the quota of bucket %s: %w", b.Name, err)
+		return fmt.Errorf("setting the quota of bucket %s: %w", b.Name, s3Answer(err))
 	}
 	if b.Notifications == nil {
 		return nil
@@ -160,7 +160,7 @@ func bucketOwner(ctx context.Context, cl *s3.Client, bucket string) (string, err
 	if code := errCode(err); code == "NoSuchTagSet" || code == "NoSuchTagSetError" {
 		return "", nil
 	} else if err != nil {
-		return "", fmt.Errorf("reading the tags of bucket %s: %w", bucket, err)
+		return "", fmt.Errorf("reading the tags of bucket %s: %w", bucket, s3Answer(err))
 	}
 	for _, tag := range t.TagSet {
 		if aws.ToString(tag.Key) == ClaimTag {
@@ -179,7 +179,7 @@ func (c HTTPClient) BucketUsage(ctx context.Context, ep Endpoint, bucket string)
 	defer ac.Close()
 	u, err := ac.BucketUsage(ctx, bucket)
 	if err != nil {
-		return Usage{}, fmt.Errorf("usage of bucket %s: %w", bucket, err)
+		return Usage{}, fmt.Errorf("usage of bucket %s: %w", bucket, s3Answer(err))
 	}
 	return Usage{Bytes: u.Bytes, Objects: u.Objects}, nil
 }
@@ -203,11 +203,11 @@ func (c HTTPClient) DeleteClaimBucket(ctx context.Context, ep Endpoint, bucket, 
 		for uploads.HasMorePages() {
 			page, err := uploads.NextPage(ctx)
 			if err != nil {
-				return fmt.Errorf("listing the uploads of bucket %s: %w", bucket, err)
+				return fmt.Errorf("listing the uploads of bucket %s: %w", bucket, s3Answer(err))
 			}
 			for _, u := range page.Uploads {
 				if _, err := cl.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bucket), Key: u.Key, UploadId: u.UploadId}); err != nil && errCode(err) != "NoSuchUpload" {
-					return fmt.Errorf("aborting an upload of bucket %s: %w", bucket, err)
+					return fmt.Errorf("aborting an upload of bucket %s: %w", bucket, s3Answer(err))
 				}
 			}
 		}
@@ -216,7 +216,7 @@ func (c HTTPClient) DeleteClaimBucket(ctx context.Context, ep Endpoint, bucket, 
 		for versions.HasMorePages() {
 			page, err := versions.NextPage(ctx)
 			if err != nil {
-				return fmt.Errorf("listing the versions of bucket %s: %w", bucket, err)
+				return fmt.Errorf("listing the versions of bucket %s: %w", bucket, s3Answer(err))
 			}
 			var ids []s3types.ObjectIdentifier
 			for _, v := range page.Versions {
@@ -231,7 +231,7 @@ func (c HTTPClient) DeleteClaimBucket(ctx context.Context, ep Endpoint, bucket, 
 			out, err := cl.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(bucket), BypassGovernanceRetention: aws.Bool(true),
 				Delete: &s3types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
 			if err != nil {
-				return fmt.Errorf("deleting the objects of bucket %s: %w", bucket, err)
+				return fmt.Errorf("deleting the objects of bucket %s: %w", bucket, s3Answer(err))
 			}
 			for _, e := range out.Errors {
 				kept = append(kept, fmt.Sprintf("%s (%s)", aws.ToString(e.Key), aws.ToString(e.Code)))
@@ -242,7 +242,7 @@ func (c HTTPClient) DeleteClaimBucket(ctx context.Context, ep Endpoint, bucket, 
 				bucket, len(kept), strings.Join(kept[:min(3, len(kept))], ", "))
 		}
 		if _, err := cl.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil && errCode(err) != "NoSuchBucket" {
-			return fmt.Errorf("deleting bucket %s: %w", bucket, err)
+			return fmt.Errorf("deleting bucket %s: %w", bucket, s3Answer(err))
 		}
 		return nil
 	})

@@ -323,12 +323,46 @@ func (c HTTPClient) EnsureBuckets(ctx context.Context, ep Endpoint, buckets []Bu
 	return errors.Join(errs...)
 }
 
-// unreachable reports whether err is a request that got no answer (the
-// endpoint down, refused, timed out), not a refusal of the bucket.
+// unreachable reports whether err says nothing about the bucket but about
+// the tenant: a request that got no answer (the endpoint down, refused,
+// timed out), or an answer every bucket would get (the servers failing,
+// 5xx; the operator's keys refused, 401 or 403).
 func unreachable(err error) bool {
 	var send *smithyhttp.RequestSendError
-	return errors.As(err, &send) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	if errors.As(err, &send) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var resp *smithyhttp.ResponseError
+	if errors.As(err, &resp) {
+		code := resp.HTTPStatusCode()
+		return code >= 500 || code == http.StatusUnauthorized || code == http.StatusForbidden
+	}
+	return false
 }
+
+// s3Answer is an error of the SDK with its text cut to what the service
+// answered (its code and message): the SDK's own text carries the
+// request's ID, which would change a condition's message, and so its
+// status, at every pass. The error it wraps stays reachable.
+func s3Answer(err error) error {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorCode() == "" {
+		return err
+	}
+	msg := ae.ErrorCode()
+	if m := ae.ErrorMessage(); m != "" {
+		msg += ": " + m
+	}
+	return &answered{err: err, msg: msg}
+}
+
+type answered struct {
+	err error
+	msg string
+}
+
+func (a *answered) Error() string { return a.msg }
+func (a *answered) Unwrap() error { return a.err }
 
 // BucketError is a declared bucket that could not be applied; its
 // message names the bucket.
@@ -362,7 +396,7 @@ func ensureBucket(ctx context.Context, cl *s3.Client, b Bucket) error {
 	if _, err := cl.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b.Name)}); err != nil {
 		var notFound *s3types.NotFound
 		if !errors.As(err, &notFound) && !strings.Contains(err.Error(), "StatusCode: 404") {
-			return fmt.Errorf("bucket %s: %w", b.Name, err)
+			return fmt.Errorf("bucket %s: %w", b.Name, s3Answer(err))
 		}
 		in := &s3.CreateBucketInput{Bucket: aws.String(b.Name)}
 		if b.ObjectLock != nil {
@@ -371,7 +405,7 @@ func ensureBucket(ctx context.Context, cl *s3.Client, b Bucket) error {
 		if _, err := cl.CreateBucket(ctx, in); err != nil {
 			var owned *s3types.BucketAlreadyOwnedByYou
 			if !errors.As(err, &owned) {
-				return fmt.Errorf("creating bucket %s: %w", b.Name, err)
+				return fmt.Errorf("creating bucket %s: %w", b.Name, s3Answer(err))
 			}
 		}
 	}
@@ -381,7 +415,7 @@ func ensureBucket(ctx context.Context, cl *s3.Client, b Bucket) error {
 			VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatus(b.Versioning)},
 		})
 		if err != nil {
-			return fmt.Errorf("setting versioning of bucket %s: %w", b.Name, err)
+			return fmt.Errorf("setting versioning of bucket %s: %w", b.Name, s3Answer(err))
 		}
 	}
 	return ensureBucketDefaults(ctx, cl, b)
@@ -404,7 +438,7 @@ func ensureBucketDefaults(ctx context.Context, cl *s3.Client, b Bucket) error {
 				Mode: s3types.ObjectLockRetentionMode(l.Mode), Days: aws.Int32(l.Days)}}
 		}
 		if _, err := cl.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: aws.String(b.Name), ObjectLockConfiguration: cfg}); err != nil {
-			return fmt.Errorf("setting the default retention of bucket %s: %w", b.Name, err)
+			return fmt.Errorf("setting the default retention of bucket %s: %w", b.Name, s3Answer(err))
 		}
 	}
 	if e := b.Encryption; e != nil {
@@ -415,7 +449,7 @@ func ensureBucketDefaults(ctx context.Context, cl *s3.Client, b Bucket) error {
 		if _, err := cl.PutBucketEncryption(ctx, &s3.PutBucketEncryptionInput{Bucket: aws.String(b.Name),
 			ServerSideEncryptionConfiguration: &s3types.ServerSideEncryptionConfiguration{
 				Rules: []s3types.ServerSideEncryptionRule{{ApplyServerSideEncryptionByDefault: def}}}}); err != nil {
-			return fmt.Errorf("setting the default encryption of bucket %s: %w", b.Name, err)
+			return fmt.Errorf("setting the default encryption of bucket %s: %w", b.Name, s3Answer(err))
 		}
 	}
 	if lc := b.Lifecycle; lc != nil {
@@ -431,7 +465,7 @@ func ensureBucketDefaults(ctx context.Context, cl *s3.Client, b Bucket) error {
 		}
 		if _, err := cl.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String(b.Name),
 			LifecycleConfiguration: &s3types.BucketLifecycleConfiguration{Rules: []s3types.LifecycleRule{rule}}}); err != nil {
-			return fmt.Errorf("setting the lifecycle of bucket %s: %w", b.Name, err)
+			return fmt.Errorf("setting the lifecycle of bucket %s: %w", b.Name, s3Answer(err))
 		}
 	}
 	if n := b.Notifications; n != nil {
@@ -478,6 +512,6 @@ func putNotifications(ctx context.Context, cl *s3.Client, bucket string, n *Noti
 		}
 		return fmt.Errorf("%w: the notifications of bucket %s: %s", ErrRefused, bucket, msg)
 	default:
-		return fmt.Errorf("setting the notifications of bucket %s: %w", bucket, err)
+		return fmt.Errorf("setting the notifications of bucket %s: %w", bucket, s3Answer(err))
 	}
 }

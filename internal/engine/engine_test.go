@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -76,12 +77,15 @@ func TestEnsureBucketsCreatesMissingAndSetsVersioning(t *testing.T) {
 		_, versioning := r.URL.Query()["versioning"]
 		calls = append(calls, r.Method+" "+name+map[bool]string{true: "?versioning"}[versioning])
 		switch {
+		case name == "unwell":
+			w.WriteHeader(http.StatusServiceUnavailable)
 		case r.Method == http.MethodHead && buckets[name]:
 		case r.Method == http.MethodHead:
 			w.WriteHeader(http.StatusNotFound)
 		case r.Method == http.MethodPut && versioning && name == "refused":
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = w.Write([]byte(`<Error><Code>AccessDenied</Code><Message>not this one</Message></Error>`))
+			w.Header().Set("X-Amz-Request-Id", fmt.Sprint(len(calls)))
+			w.WriteHeader(http.StatusConflict)
+			_, _ = w.Write([]byte(`<Error><Code>InvalidBucketState</Code><Message>not this one</Message></Error>`))
 		case r.Method == http.MethodPut && versioning:
 		case r.Method == http.MethodPut:
 			buckets[name] = true
@@ -104,8 +108,10 @@ func TestEnsureBucketsCreatesMissingAndSetsVersioning(t *testing.T) {
 	calls = nil
 	err = HTTPClient{}.EnsureBuckets(context.Background(), Endpoint{URL: srv.URL, AccessKey: "root", SecretKey: "s"},
 		[]Bucket{{Name: "refused", Versioning: "Enabled"}, {Name: "logs", Versioning: "Enabled"}})
-	if err == nil || !strings.Contains(err.Error(), "setting versioning of bucket refused") {
-		t.Fatalf("err = %v, want the refused bucket's", err)
+	// The service's answer, without the request's ID: the message of a
+	// condition must not change at every pass.
+	if err == nil || err.Error() != "setting versioning of bucket refused: InvalidBucketState: not this one" {
+		t.Fatalf("err = %v, want the refused bucket's answer alone", err)
 	}
 	if got := FailedBuckets(err); !slices.Equal(got, []string{"refused"}) {
 		t.Fatalf("FailedBuckets = %q, want [refused]", got)
@@ -116,6 +122,15 @@ func TestEnsureBucketsCreatesMissingAndSetsVersioning(t *testing.T) {
 	}
 	if FailedBuckets(nil) != nil {
 		t.Fatal("FailedBuckets(nil) names buckets")
+	}
+
+	// Servers that fail every request (5xx) stop it at the first bucket:
+	// every other would get the same answer.
+	calls = nil
+	err = HTTPClient{}.EnsureBuckets(context.Background(), Endpoint{URL: srv.URL, AccessKey: "root", SecretKey: "s"},
+		[]Bucket{{Name: "unwell"}, {Name: "logs"}})
+	if err == nil || FailedBuckets(err) != nil || slices.Contains(calls, "HEAD logs") {
+		t.Fatalf("err = %v (FailedBuckets %q), calls %q: want the tenant's error, no bucket named, logs not asked", err, FailedBuckets(err), calls)
 	}
 
 	// An endpoint that does not answer stops at the first bucket: the
