@@ -97,8 +97,8 @@ func (h *Hashers) New() Hash {
 // InUse is the number of hashes handed out and not closed.
 func (h *Hashers) InUse() int { return int(h.inUse.Load()) }
 
-// made is the number of lane hashes made and kept (tests).
-func (h *Hashers) made() int {
+// kept is the number of lane hashes kept for the next bodies (tests).
+func (h *Hashers) kept() int {
 	n := 0
 	for _, s := range h.servers {
 		s.mu.Lock()

@@ -48,7 +48,7 @@ func TestSumsAreMD5(t *testing.T) {
 		// Lane hashes are kept for the next body, never closed (the
 		// server would keep a closed one's entry): per server at most as
 		// many as were ever in use at once, not one a body.
-		if n := h.made(); n > 2*24 {
+		if n := h.kept(); n > 2*24 {
 			t.Errorf("threshold %d: %d lane hashes made by 2 servers for 144 bodies, 24 at once at most", from, n)
 		}
 	}

@@ -546,7 +546,6 @@ func partLayout(v *Version) ([]int64, []string) {
 	return sizes, nil
 }
 
-// uploadPart sends one part and returns the ETag the destination gave it.
 // partRetries is how many times a part whose upload failed with an error
 // worth retrying is sent again, a second more apart each time, before the
 // copy fails (and is retried whole).
@@ -620,6 +619,7 @@ func (d *detachable) detach() {
 	d.mu.Unlock()
 }
 
+// uploadPart sends one part and returns the ETag the destination gave it.
 func (r *Remote) uploadPart(ctx context.Context, bucket, key string, q url.Values, h http.Header, body io.ReadCloser, size int64) (string, error) {
 	var etag string
 	err := r.exchange(ctx, http.MethodPut, bucket, key, q, h, body, size, unsignedPayload, func(resp *http.Response, _ []byte) {

@@ -144,7 +144,7 @@ func (c HTTPClient) EnsureClaimBucket(ctx context.Context, ep Endpoint, b ClaimB
 	}
 	defer ac.Close()
 	if err := ac.SetBucketQuota(ctx, b.Name, b.Quota); err != nil {
-		return fmt.Errorf("setting the quota of bucket %s: %w", b.Name, s3Answer(err))
+		return fmt.Errorf("setting the quota of bucket %s: %w", b.Name, err)
 	}
 	if b.Notifications == nil {
 		return nil
@@ -179,7 +179,7 @@ func (c HTTPClient) BucketUsage(ctx context.Context, ep Endpoint, bucket string)
 	defer ac.Close()
 	u, err := ac.BucketUsage(ctx, bucket)
 	if err != nil {
-		return Usage{}, fmt.Errorf("usage of bucket %s: %w", bucket, s3Answer(err))
+		return Usage{}, fmt.Errorf("usage of bucket %s: %w", bucket, err)
 	}
 	return Usage{Bytes: u.Bytes, Objects: u.Objects}, nil
 }

@@ -311,7 +311,7 @@ func (c HTTPClient) EnsureBuckets(ctx context.Context, ep Endpoint, buckets []Bu
 	var errs []error
 	for _, b := range buckets {
 		err := ensureBucket(ctx, cl, b)
-		if unreachable(err) {
+		if tenantWide(err) {
 			// Every other bucket would wait as long for the same answer
 			// (the operator's reconciles of other tenants behind it).
 			return fmt.Errorf("tenant S3 endpoint %s: %w", ep.URL, err)
@@ -323,11 +323,11 @@ func (c HTTPClient) EnsureBuckets(ctx context.Context, ep Endpoint, buckets []Bu
 	return errors.Join(errs...)
 }
 
-// unreachable reports whether err says nothing about the bucket but about
+// tenantWide reports whether err says nothing about the bucket but about
 // the tenant: a request that got no answer (the endpoint down, refused,
 // timed out), or an answer every bucket would get (the servers failing,
 // 5xx; the operator's keys refused, 401 or 403).
-func unreachable(err error) bool {
+func tenantWide(err error) bool {
 	var send *smithyhttp.RequestSendError
 	if errors.As(err, &send) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return true
