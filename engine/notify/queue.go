@@ -264,11 +264,22 @@ func (q *Queue) Encode(e Event, rules []*Rule) []byte {
 // Committed hands the queue e, for rules, which the object layer stored
 // with the version the write made (ref names it): delivered from memory,
 // then removed from the store.
+//
+// A listing may have found them on some of the write's drives, and
+// delivered and removed them, before a slower drive committed them: that
+// drive's copy would stay until a listing took it as left over and sent
+// it again. Now that the write is done, such events are removed once more.
 func (q *Queue) Committed(ref objlayer.EventRef, e Event, rules []*Rule) {
 	w := withVersion{event: e, rules: targetsOf(rules)}
 	items := w.items()
 	q.stats.Queued.Add(int64(len(items)))
-	q.remember(&stored{name: eventsName(ref.ID), at: time.Now().UnixNano(), items: items, delivered: make([]bool, len(items)), ref: &ref})
+	s := &stored{name: eventsName(ref.ID), at: time.Now().UnixNano(), items: items, delivered: make([]bool, len(items)), ref: &ref}
+	if q.remember(s) {
+		q.mu.Lock()
+		q.toForget = append(q.toForget, ref)
+		q.goneWaiting[s.name] = struct{}{}
+		q.mu.Unlock()
+	}
 	q.wake()
 }
 
@@ -300,19 +311,20 @@ func (q *Queue) put(ctx context.Context, name string, items []Item) error {
 // remember keeps s to deliver, unless it is known, or delivered already
 // (a write's events a listing found and delivered before the write handed
 // them over: Committed), or s is stored with a version and the queue
-// holds MaxPending events already (it waits in the store: overflow).
-func (q *Queue) remember(s *stored) {
+// holds MaxPending events already (it waits in the store: overflow). It
+// reports whether s was delivered already.
+func (q *Queue) remember(s *stored) (delivered bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if _, ok := q.pending[s.name]; ok {
-		return
+		return false
 	}
 	if s.ref != nil && q.deliveredLocked(s.name) {
-		return
+		return true
 	}
 	if s.ref != nil && q.held+len(s.items) > MaxPending {
 		q.overflow = true
-		return
+		return false
 	}
 	q.pending[s.name] = s
 	q.held += len(s.items)
@@ -322,6 +334,7 @@ func (q *Queue) remember(s *stored) {
 			c.Add(1)
 		}
 	}
+	return false
 }
 
 // deliveredLocked reports whether the events stored with a version under

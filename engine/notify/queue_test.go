@@ -26,7 +26,15 @@ import (
 // erasureLayer is a real erasure-coded layer over four drives (2+2).
 func erasureLayer(t *testing.T) objlayer.Layer {
 	t.Helper()
+	layer, _ := erasureLayerDrives(t)
+	return layer
+}
+
+// erasureLayerDrives is erasureLayer and its drives.
+func erasureLayerDrives(t *testing.T) (objlayer.Layer, []*drive.Local) {
+	t.Helper()
 	var drives []erasure.Drive
+	var locals []*drive.Local
 	for i := range 4 {
 		d, err := drive.OpenLocal(filepath.Join(t.TempDir(), fmt.Sprintf("d%d", i)), drive.Options{})
 		if err != nil {
@@ -34,6 +42,7 @@ func erasureLayer(t *testing.T) objlayer.Layer {
 		}
 		t.Cleanup(func() { _ = d.Close() })
 		drives = append(drives, d)
+		locals = append(locals, d)
 	}
 	set, err := erasure.NewSet(drives, 2)
 	if err != nil {
@@ -43,7 +52,7 @@ func erasureLayer(t *testing.T) objlayer.Layer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return erasure.Layer{Pools: erasure.NewPools(erasure.NewPoolEntry("pool-0", pool, erasure.StateActive))}
+	return erasure.Layer{Pools: erasure.NewPools(erasure.NewPoolEntry("pool-0", pool, erasure.StateActive))}, locals
 }
 
 // receiver is a webhook that records what it takes and refuses while down.
@@ -271,9 +280,11 @@ func storedEvents(t *testing.T, layer objlayer.Layer) int {
 // write's events on the drives before the write hands them over
 // (Committed): a queue starting while writes go on takes its own node's
 // events of any age. Handed over after they were delivered, they are not
-// sent again.
+// sent again; and a drive of the write that committed them only after
+// that delivery removed them (a slow drive) has them removed at the
+// hand-over, not left for a later listing to send again.
 func TestCommittedAfterAListingDeliveredIt(t *testing.T) {
-	layer := erasureLayer(t)
+	layer, drives := erasureLayerDrives(t)
 	if err := objlayer.EnsureBucket(t.Context(), layer, "bk"); err != nil {
 		t.Fatal(err)
 	}
@@ -283,10 +294,23 @@ func TestCommittedAfterAListingDeliveredIt(t *testing.T) {
 	ref, e, rules := putWithEvents(t, layer, q, tg, "k", 1) // stored, not yet handed over
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
+	slow, err := drives[3].GetVersion(t.Context(), "bk", "k", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go q.Run(ctx) // its first listing takes the write's events
 	waitFor(t, "the listed events delivered", func() bool { return len(rc.messages()) == 1 })
+	waitFor(t, "the delivered events removed", func() bool { return storedEvents(t, layer) == 0 })
+	// The slow drive commits the write's record and events now.
+	slow.EventID, slow.Events = ref.ID, q.Encode(e, rules)
+	if _, err := drives[3].PutVersion(t.Context(), "bk", "k", slow, drive.NotStaged); err != nil {
+		t.Fatal(err)
+	}
+	if n := storedEvents(t, layer); n != 1 {
+		t.Fatalf("%d events on the drives after the slow drive's commit, want 1", n)
+	}
 	q.Committed(ref, e, rules)
-	q.wake()
+	waitFor(t, "the slow drive's copy removed at the hand-over", func() bool { return storedEvents(t, layer) == 0 })
 	time.Sleep(300 * time.Millisecond)
 	if n := len(rc.messages()); n != 1 {
 		t.Fatalf("the events were delivered %d times, want once", n)
