@@ -195,6 +195,10 @@ type Client interface {
 type HTTPClient struct {
 	// Timeout bounds each call; reconciles must not hang on a dead tenant.
 	Timeout time.Duration
+	// Cooldown is how long calls to an address that took no connection
+	// within a call's time fail at once (ErrUnreachable) before one tries
+	// it again; default 30 s (unreachable.go).
+	Cooldown time.Duration
 }
 
 var _ Client = HTTPClient{}
@@ -228,8 +232,22 @@ func (c HTTPClient) timeout() time.Duration {
 	return c.Timeout
 }
 
-func (c HTTPClient) httpClient(ep Endpoint) (*http.Client, error) {
+// transport is the shared transport for ep's CA, holding back calls to
+// an address that took no connection a moment ago.
+func (c HTTPClient) transport(ep Endpoint) (http.RoundTripper, error) {
 	tr, err := transportFor(ep.CA)
+	if err != nil {
+		return nil, err
+	}
+	cooldown := c.Cooldown
+	if cooldown == 0 {
+		cooldown = defaultCooldown
+	}
+	return holdingTransport{base: tr, cooldown: cooldown}, nil
+}
+
+func (c HTTPClient) httpClient(ep Endpoint) (*http.Client, error) {
+	tr, err := c.transport(ep)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +256,7 @@ func (c HTTPClient) httpClient(ep Endpoint) (*http.Client, error) {
 
 // admin returns the engine's admin client for an endpoint.
 func (c HTTPClient) admin(ep Endpoint) (*adminclient.Client, error) {
-	tr, err := transportFor(ep.CA)
+	tr, err := c.transport(ep)
 	if err != nil {
 		return nil, err
 	}
