@@ -487,12 +487,23 @@ func (q *Queue) scanEvents(ctx context.Context) error {
 		delivered := q.deliveredLocked(name)
 		full := q.held >= MaxPending
 		q.mu.Unlock()
-		if known || delivered || full {
+		if known || full {
 			return nil
 		}
 		w, err := unmarshalWithVersion(b)
 		if err != nil {
 			q.log.Warn("notifications: stored events that do not decode are dropped", "id", name, "error", err)
+			return nil
+		}
+		if delivered {
+			// A copy a drive committed after the removal reached it (the
+			// write answered at quorum while that drive still committed),
+			// or one a listing begun before the removal still sees:
+			// removed (again), not delivered again.
+			q.mu.Lock()
+			q.toForget = append(q.toForget, objlayer.EventRef{Bucket: w.event.Bucket, Object: w.event.Key, ID: id})
+			q.goneWaiting[name] = struct{}{}
+			q.mu.Unlock()
 			return nil
 		}
 		age := time.Since(time.Unix(0, w.at))

@@ -282,7 +282,8 @@ func storedEvents(t *testing.T, layer objlayer.Layer) int {
 // events of any age. Handed over after they were delivered, they are not
 // sent again; and a drive of the write that committed them only after
 // that delivery removed them (a slow drive) has them removed at the
-// hand-over, not left for a later listing to send again.
+// hand-over, or by the next listing when later still, not left for a
+// listing to send again.
 func TestCommittedAfterAListingDeliveredIt(t *testing.T) {
 	layer, drives := erasureLayerDrives(t)
 	if err := objlayer.EnsureBucket(t.Context(), layer, "bk"); err != nil {
@@ -311,6 +312,16 @@ func TestCommittedAfterAListingDeliveredIt(t *testing.T) {
 	}
 	q.Committed(ref, e, rules)
 	waitFor(t, "the slow drive's copy removed at the hand-over", func() bool { return storedEvents(t, layer) == 0 })
+	// A drive later still (the write answered at quorum while it was
+	// committing): the next listing removes its copy.
+	if _, err := drives[3].PutVersion(t.Context(), "bk", "k", slow, drive.NotStaged); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.scan(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	q.wake()
+	waitFor(t, "a later copy removed by the next listing", func() bool { return storedEvents(t, layer) == 0 })
 	time.Sleep(300 * time.Millisecond)
 	if n := len(rc.messages()); n != 1 {
 		t.Fatalf("the events were delivered %d times, want once", n)
