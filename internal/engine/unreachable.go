@@ -34,17 +34,17 @@ const holdAfter = 2
 var ErrUnreachable = errors.New("tenant not reachable")
 
 // unreachableError says which address and since when. Its text stays the
-// same while the address stays unreachable: it ends up in status
-// conditions, which a new text would write again.
+// same while the address stays unreachable (no cause, which differs from
+// call to call): it ends up in status conditions, which a new text would
+// write again.
 type unreachableError struct {
 	host  string
 	since time.Time
-	cause error
 }
 
 func (e *unreachableError) Error() string {
-	return fmt.Sprintf("%s: %s has taken no connection since %s (%v); tried again after a cooldown",
-		ErrUnreachable, e.host, e.since.UTC().Format(time.RFC3339), e.cause)
+	return fmt.Sprintf("%s: %s has taken no connection within a call's time since %s; tried again after a cooldown",
+		ErrUnreachable, e.host, e.since.UTC().Format(time.RFC3339))
 }
 
 func (e *unreachableError) Is(target error) bool { return target == ErrUnreachable }
@@ -56,9 +56,10 @@ func (e *unreachableError) RetryableError() bool { return false }
 // hostState is what the operator knows of an address that took no
 // connection.
 type hostState struct {
-	since, until time.Time
-	cause        error
-	// misses are the calls in a row that made no connection.
+	// since: the first miss in a row; last: the latest; until: the end
+	// of the hold.
+	since, last, until time.Time
+	// misses are the calls in a row that dialled and made no connection.
 	misses int
 	// probing: a call past until is trying the address; the others do
 	// not wait for it.
@@ -82,18 +83,40 @@ type holdingTransport struct {
 	cooldown time.Duration
 }
 
-func (t holdingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+// dialing follows a call's dials: whether one began, and whether one
+// made a connection (several may run at once for an address with many
+// IPs). A call on a kept connection dials nothing, and says nothing of
+// whether the address takes connections.
+type dialing struct {
+	started, connected atomic.Bool
+}
+
+func (d *dialing) trace(ctx context.Context) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		ConnectStart: func(string, string) { d.started.Store(true) },
+		ConnectDone: func(_, _ string, err error) {
+			if err == nil {
+				d.connected.Store(true)
+			}
+		},
+	})
+}
+
+func (t holdingTransport) RoundTrip(req *http.Request) (resp *http.Response, err error) {
 	host := req.URL.Host
 	probe, err := admit(host, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	var connected atomic.Bool
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
-	resp, err := t.base.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
-	now := time.Now()
-	settle(host, probe, connected.Load(), noConnection(req.Context(), err, now), err, t.cooldown, now)
-	return resp, err
+	var d dialing
+	// Deferred: a probe that panics must not leave the address held for
+	// good.
+	defer func() {
+		now := time.Now()
+		missed := !d.connected.Load() && d.started.Load() && noConnection(req.Context(), err, now)
+		settle(host, probe, d.connected.Load(), missed, t.cooldown, now)
+	}()
+	return t.base.RoundTrip(req.WithContext(d.trace(req.Context())))
 }
 
 // admit reports whether a call to host may go ahead, and whether it is
@@ -106,44 +129,51 @@ func admit(host string, now time.Time) (probe bool, err error) {
 	case st == nil || st.misses < holdAfter:
 		return false, nil
 	case now.Before(st.until) || st.probing:
-		return false, &unreachableError{host: host, since: st.since, cause: st.cause}
+		return false, &unreachableError{host: host, since: st.since}
 	}
 	st.probing = true
 	return true, nil
 }
 
 // settle records how a call to host ended: a connection made forgets the
-// address; one that could not be made in time counts a miss, and from the
-// holdAfter'th in a row holds the address for cooldown.
-func settle(host string, probe, connected, timedOut bool, err error, cooldown time.Duration, now time.Time) {
+// address; a dial that made none in the call's time (missed) counts a
+// miss, and from the holdAfter'th in a row (none older than cooldown
+// before the next) holds the address for cooldown. Addresses not missed
+// for ten cooldowns are forgotten (tenants deleted meanwhile).
+func settle(host string, probe, connected, missed bool, cooldown time.Duration, now time.Time) {
 	unreachableHosts.Lock()
 	defer unreachableHosts.Unlock()
 	st := unreachableHosts.m[host]
+	if probe && st != nil {
+		st.probing = false
+	}
 	switch {
 	case connected:
 		delete(unreachableHosts.m, host)
-	case err != nil && timedOut:
-		if st == nil {
+	case missed:
+		if st == nil || now.Sub(st.last) > cooldown && now.After(st.until) {
 			st = &hostState{since: now}
 			unreachableHosts.m[host] = st
 		}
 		st.misses++
-		st.cause, st.probing = err, false
+		st.last = now
 		if st.misses >= holdAfter {
 			st.until = now.Add(cooldown)
 		}
-	case probe && st != nil:
-		// Ended otherwise (refused, the caller gave up): the next call
-		// tries.
-		st.probing = false
+		for h, other := range unreachableHosts.m {
+			if now.Sub(other.last) > 10*cooldown && !other.probing {
+				delete(unreachableHosts.m, h)
+			}
+		}
 	}
 }
 
 // noConnection reports whether err is a call's time running out, or a
-// dial's: with no connection made (the caller checks that), the address
-// did not answer in that time. (http.Client cancels a call whose Timeout
-// passed through the request's Cancel channel as well as its context, so
-// the context may not have ended yet: its deadline is what counts.)
+// dial's: with a dial begun and no connection made (the caller checks
+// that), the address did not answer in that time. (http.Client cancels a
+// call whose Timeout passed through the request's Cancel channel as well
+// as its context, so the context may not have ended yet: its deadline is
+// what counts.)
 func noConnection(ctx context.Context, err error, now time.Time) bool {
 	if err == nil {
 		return false

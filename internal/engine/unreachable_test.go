@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,11 +40,14 @@ func silentAddress(t *testing.T) (addr string, close func()) {
 	}
 	addr = fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 	var queued []net.Conn
+	var once sync.Once
 	close = func() {
-		for _, c := range queued {
-			_ = c.Close()
-		}
-		_ = syscall.Close(fd)
+		once.Do(func() {
+			for _, c := range queued {
+				_ = c.Close()
+			}
+			_ = syscall.Close(fd)
+		})
 	}
 	t.Cleanup(close)
 	for {
@@ -62,7 +66,8 @@ func silentAddress(t *testing.T) (addr string, close func()) {
 // S3 alike, fail at once with ErrUnreachable (the operator's workers are
 // not held by a tenant that is gone) until the cooldown ends, after which
 // a call tries again and the address answering ends the hold. An address
-// that refuses is never held: it answers at once.
+// that takes the connection but answers too late, or refuses, is never
+// held.
 func TestUnreachableTenantHeldBack(t *testing.T) {
 	const timeout, cooldown = 400 * time.Millisecond, 2 * time.Second
 	c := HTTPClient{Timeout: timeout, Cooldown: cooldown}
@@ -116,6 +121,20 @@ func TestUnreachableTenantHeldBack(t *testing.T) {
 	info, err := c.Info(ctx, ep)
 	if err != nil || info.Capacity.UsableBytes != 7 {
 		t.Fatalf("after the cooldown: %+v, %v", info, err)
+	}
+
+	// Connected, but no answer in time (a slow tenant): no hold.
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * timeout):
+		}
+	}))
+	defer slow.Close()
+	for i := range holdAfter + 1 {
+		if _, err := c.Info(ctx, Endpoint{URL: slow.URL}); err == nil || errors.Is(err, ErrUnreachable) {
+			t.Fatalf("call %d to a slow tenant: %v, want its own timeout", i, err)
+		}
 	}
 
 	// Refused: no hold.
