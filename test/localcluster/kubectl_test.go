@@ -1,7 +1,6 @@
 package localcluster
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,14 +18,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// kubectlOnNodes runs what a user of the cluster runs against its kubelets
-// through the API server: `kubectl exec` (no shell in the image: the
-// binary itself), `kubectl port-forward` (an HTTPS health check through
-// it), and `kubectl logs --previous` after the server's process is killed
-// and its kubelet has started it again.
-func kubectlOnNodes(ctx context.Context, t *testing.T, c *cluster, cs kubernetes.Interface) {
+// kubectlOf is the kubectl binary and a function running it against the
+// cluster, which fails the test when kubectl fails.
+func kubectlOf(ctx context.Context, t *testing.T, c *cluster) (string, func(args ...string) string) {
 	kubectl := filepath.Join(toolDir(t, "STRATA_CLI_TOOLS", "kubectl"), "kubectl")
-	run := func(args ...string) string {
+	return kubectl, func(args ...string) string {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, kubectl, args...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.in.Kubeconfig)
@@ -37,26 +32,21 @@ func kubectlOnNodes(ctx context.Context, t *testing.T, c *cluster, cs kubernetes
 		}
 		return string(out)
 	}
+}
+
+// kubectlOnNodes runs what a user of the cluster runs against its kubelets
+// through the API server: `kubectl exec` (no shell in the image: the
+// binary itself), `kubectl port-forward` (an HTTPS health check through
+// it), and `kubectl logs --previous` after the server's process is killed
+// and its kubelet has started it again.
+func kubectlOnNodes(ctx context.Context, t *testing.T, c *cluster, cs kubernetes.Interface) {
+	kubectl, run := kubectlOf(ctx, t, c)
 
 	if out := run("exec", "media-nvme-0", "--", "/strata", "version"); !strings.HasPrefix(out, "strata ") {
 		t.Errorf("kubectl exec /strata version: %q", out)
 	}
 
-	pf := exec.CommandContext(ctx, kubectl, "port-forward", "pod/media-nvme-0", "0:9000")
-	pf.Env = append(os.Environ(), "KUBECONFIG="+c.in.Kubeconfig)
-	stdout, err := pf.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pf.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = pf.Process.Kill(); _ = pf.Wait() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	m := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+)`).FindStringSubmatch(line)
-	if err != nil || m == nil {
-		t.Fatalf("kubectl port-forward said %q (%v)", line, err)
-	}
+	port := portForward(ctx, t, kubectl, c.in.Kubeconfig, "pod/media-nvme-0", "9000")
 	ca, err := os.ReadFile(c.in.CAFile)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +54,7 @@ func kubectlOnNodes(ctx context.Context, t *testing.T, c *cluster, cs kubernetes
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"}}}
-	resp, err := hc.Get("https://127.0.0.1:" + m[1] + "/strata/health/live")
+	resp, err := hc.Get("https://127.0.0.1:" + port + "/strata/health/live")
 	if err != nil {
 		t.Fatalf("through kubectl port-forward: %v", err)
 	}
