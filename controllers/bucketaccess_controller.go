@@ -56,9 +56,17 @@ const (
 // and deletes the user or role when the access goes.
 type BucketAccessReconciler struct {
 	Reconcilers
-	// ensured remembers, per access UID, the hash of the user or role last
-	// made, so an unchanged access does not call the tenant each pass.
+	// ensured remembers, per access UID, the user or role last made
+	// (principalEnsured), so an unchanged access does not call the tenant
+	// each pass, only every BucketsResync.
 	ensured sync.Map
+}
+
+// principalEnsured is the hash of the user or role an access last made,
+// and when.
+type principalEnsured struct {
+	hash string
+	at   time.Time
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -159,23 +167,28 @@ func (r *BucketAccessReconciler) reconcileAccess(ctx context.Context, a *v1.Buck
 	a.Status.AccessGranted, a.Status.ObservedGeneration = true, a.Generation
 	setCondition(&a.Status.Conditions, a.Generation, v1.ConditionReady, true, v1.ReasonReconciled,
 		fmt.Sprintf("%s reaches bucket(s) %s of Tenant %s", what, strings.Join(buckets, ", "), a.Status.Tenant))
-	return r.Config.claimsUsageInterval(), nil
+	return min(r.Config.claimsUsageInterval(), r.Config.bucketsResync()), nil
 }
 
-// ensure makes the user or role when it changed since it was last made
-// (or the operator restarted).
-func (r *BucketAccessReconciler) ensure(ctx context.Context, a *v1.BucketAccess, ct *claimTenant, p engine.Principal) (string, error) {
+// ensure makes the user or role when it changed since it was last made,
+// when BucketsResync has passed since (undoing changes made through IAM:
+// the user or role deleted, its policy replaced), or after the operator
+// restarted. keyGone: the user is made, but p.KeyID is no longer its key.
+func (r *BucketAccessReconciler) ensure(ctx context.Context, a *v1.BucketAccess, ct *claimTenant, p engine.Principal) (arn string, keyGone bool, err error) {
 	sum := sha256.Sum256([]byte(ct.ep.URL + "\x00" + p.Name + "\x00" + p.Path + "\x00" + p.Policy + "\x00" + p.Trust))
 	h := hex.EncodeToString(sum[:])
-	if got, ok := r.ensured.Load(a.UID); ok && got.(string) == h && a.Status.AccessGranted {
-		return a.Status.RoleARN, nil
+	now := r.Config.Now()
+	if got, ok := r.ensured.Load(a.UID); ok && got.(principalEnsured).hash == h && a.Status.AccessGranted &&
+		now.Sub(got.(principalEnsured).at) < r.Config.bucketsResync() {
+		return a.Status.RoleARN, false, nil
 	}
-	arn, err := r.Config.Engine.EnsurePrincipal(ctx, ct.ep, p)
-	if err != nil {
-		return "", &claimRefusal{reason: v1.ReasonClaimFailed, retry: 30 * time.Second, message: err.Error()}
+	arn, err = r.Config.Engine.EnsurePrincipal(ctx, ct.ep, p)
+	keyGone = errors.Is(err, engine.ErrKeyGone)
+	if err != nil && !keyGone {
+		return "", false, &claimRefusal{reason: v1.ReasonClaimFailed, retry: 30 * time.Second, message: err.Error()}
 	}
-	r.ensured.Store(a.UID, h)
-	return arn, nil
+	r.ensured.Store(a.UID, principalEnsured{hash: h, at: now})
+	return arn, keyGone, nil
 }
 
 // grantRole makes the role a ServiceAccount assumes and the ConfigMap
@@ -199,7 +212,7 @@ func (r *BucketAccessReconciler) grantRole(ctx context.Context, a *v1.BucketAcce
 			message: fmt.Sprintf("Tenant %s/%s has not registered the cluster's token issuer %s yet", t.Namespace, t.Name, ws.Issuer)}
 	}
 	p.Trust = trustPolicy(provider, ws.Issuer, ws.Audience, a.Namespace, a.Spec.ServiceAccountName)
-	arn, err := r.ensure(ctx, a, ct, p)
+	arn, _, err := r.ensure(ctx, a, ct, p)
 	if err != nil {
 		return "", err
 	}
@@ -243,9 +256,6 @@ func (r *BucketAccessReconciler) notTaken(ctx context.Context, a *v1.BucketAcces
 // when the Secret lacks the one made, or a rotation is asked for; the
 // user's other keys are deleted once the Secret holds the new one.
 func (r *BucketAccessReconciler) grantKeys(ctx context.Context, a *v1.BucketAccess, ct *claimTenant, p engine.Principal) (string, error) {
-	if _, err := r.ensure(ctx, a, ct, p); err != nil {
-		return "", err
-	}
 	name := a.Spec.CredentialsSecretName
 	live := &corev1.Secret{}
 	if err := r.notTaken(ctx, a, live, name, "Secret"); err != nil {
@@ -257,6 +267,20 @@ func (r *BucketAccessReconciler) grantKeys(ctx context.Context, a *v1.BucketAcce
 	// The Secret, the access's own, is the record of its key: a status
 	// write that failed after a key was made does not make another.
 	have := id != "" && secret != ""
+	if have {
+		p.KeyID = id
+	}
+	_, keyGone, err := r.ensure(ctx, a, ct, p)
+	if err != nil {
+		return "", err
+	}
+	if have && keyGone {
+		// Deleted through IAM (with its user, perhaps): the Secret's key
+		// opens nothing, so a new one replaces it.
+		r.Recorder.Eventf(a, live, corev1.EventTypeWarning, "KeyLost", "CreateAccessKey",
+			"access key %s of Secret %s is no longer the user's in the tenant; a new key replaces it", id, name)
+		have = false
+	}
 	created := !have || wantRotation
 	if created {
 		keep := ""

@@ -61,7 +61,15 @@ type Principal struct {
 	Policy string
 	// Trust is a role's trust policy; empty for a user.
 	Trust string
+	// KeyID, for a user, is the access key the operator handed out, which
+	// must still be the user's: EnsurePrincipal answers ErrKeyGone when
+	// it is not (the user or the key deleted through IAM). Empty: none.
+	KeyID string
 }
+
+// ErrKeyGone is EnsurePrincipal's answer when the user is as it should
+// be but Principal.KeyID is no longer one of its keys.
+var ErrKeyGone = errors.New("the access key handed out is no longer the user's")
 
 func (c HTTPClient) s3Client(ep Endpoint, hc *http.Client) *s3.Client {
 	return s3.New(s3.Options{
@@ -271,7 +279,19 @@ func (c HTTPClient) EnsurePrincipal(ctx context.Context, ep Endpoint, p Principa
 				PolicyDocument: aws.String(p.Policy)}); err != nil {
 				return fmt.Errorf("setting the policy of user %s: %w", p.Name, err)
 			}
-			return nil
+			if p.KeyID == "" {
+				return nil
+			}
+			keys, err := cl.ListAccessKeys(ctx, &iam.ListAccessKeysInput{UserName: aws.String(p.Name)})
+			if err != nil {
+				return fmt.Errorf("listing the keys of user %s: %w", p.Name, err)
+			}
+			for _, k := range keys.AccessKeyMetadata {
+				if aws.ToString(k.AccessKeyId) == p.KeyID {
+					return nil
+				}
+			}
+			return fmt.Errorf("user %s, key %s: %w", p.Name, p.KeyID, ErrKeyGone)
 		}
 		out, err := cl.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(p.Name), Path: aws.String(p.Path),
 			AssumeRolePolicyDocument: aws.String(p.Trust), Description: aws.String("made by the strata operator for a BucketAccess")})

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
@@ -32,6 +33,7 @@ import (
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
 	"github.com/strata-storage/strata/controllers"
+	"github.com/strata-storage/strata/internal/engine"
 )
 
 // claimMessage is the message of c's Ready condition once it reads want
@@ -347,6 +349,39 @@ func claimsStory(t *v1.Tenant, addr string, rootAccess, rootSecret []byte, hook 
 		_, err := keys.GetObject(bg, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("o0")})
 		return s3ErrCode(err)
 	}).WithTimeout(10 * time.Second).Should(Equal("InvalidAccessKeyId"))
+
+	By("a user deleted through IAM comes back at the next resync, with a new key in the Secret")
+	rootIAM := iam.New(iam.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider(string(rootAccess), string(rootSecret), ""), RetryMaxAttempts: 1})
+	users, err := rootIAM.ListUsers(bg, &iam.ListUsersInput{PathPrefix: aws.String("/strata-claims/" + app + "/")})
+	Expect(err).NotTo(HaveOccurred())
+	writer := ""
+	for _, u := range users.Users {
+		ks, err := rootIAM.ListAccessKeys(bg, &iam.ListAccessKeysInput{UserName: u.UserName})
+		Expect(err).NotTo(HaveOccurred())
+		for _, k := range ks.AccessKeyMetadata {
+			if aws.ToString(k.AccessKeyId) == newID {
+				writer = aws.ToString(u.UserName)
+			}
+		}
+	}
+	Expect(writer).NotTo(BeEmpty(), "no user of the tenant holds the access's key %s", newID)
+	_, err = rootIAM.DeleteAccessKey(bg, &iam.DeleteAccessKeyInput{UserName: aws.String(writer), AccessKeyId: aws.String(newID)})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = rootIAM.DeleteUserPolicy(bg, &iam.DeleteUserPolicyInput{UserName: aws.String(writer), PolicyName: aws.String(engine.ClaimPolicyName)})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = rootIAM.DeleteUser(bg, &iam.DeleteUserInput{UserName: aws.String(writer)})
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func() string {
+		_ = k8s.Get(ctx, key(app, "data-keys"), sec)
+		return string(sec.Data[controllers.KeyAccessKeyID])
+	}).WithTimeout(30 * time.Second).ShouldNot(Equal(newID))
+	Eventually(eventsFor(app, "writer")).Should(ContainElement("KeyLost"))
+	rotated = rootS3(string(sec.Data[controllers.KeyAccessKeyID]), string(sec.Data[controllers.KeySecretAccessKey]))
+	Eventually(func() error {
+		_, err := rotated.HeadObject(bg, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("o0")})
+		return err
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 
 	By("deleting the access: its user and keys go from the tenant")
 	Expect(k8s.Delete(ctx, access)).To(Succeed())
