@@ -246,7 +246,7 @@ envtest-suites: envtest build ## Integration suites against a real kube-apiserve
 		go test $$(go list ./test/... | grep -v -e /test/engine -e /test/scale -e /test/localcluster -e /test/monitoring) -ginkgo.v=false -timeout 20m
 
 .PHONY: localcluster-e2e
-localcluster-e2e: images node-images nodes pyclients jsclients cli-tools monitoring-images ## End to end on a local cluster (as root): a Tenant from the images `make images` built, S3 through its endpoint, clean teardown; docs/install.md run as written (Helm, kubectl, aws, strata admin); with --monitoring, a real Prometheus scrapes the tenant.
+localcluster-e2e: images node-images broker-images nodes pyclients jsclients cli-tools monitoring-images ## End to end on a local cluster (as root): a Tenant from the images `make images` built, S3 through its endpoint, clean teardown; docs/install.md run as written (Helm, kubectl, aws, strata admin); with --monitoring, a real Prometheus scrapes the tenant.
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh --nodes)" STRATA_IMAGES="$(IMAGES_DIR)" STRATA_BIN="$(LOCALBIN)/strata" \
 		STRATA_CLI_TOOLS="$$(hack/cli-tools.sh)" STRATA_PYCLIENTS="$(PYCLIENTS_VENV)/bin" STRATA_JSCLIENTS="$(JSCLIENTS_DIR)" \
 		go test -count=1 ./test/localcluster/... -timeout 50m -v
@@ -306,6 +306,11 @@ node-images: ## The pause image (registry.k8s.io/pause:3.10, our own static prog
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/pause ./hack/localcluster/pause
 	go run ./hack/images -out $(IMAGES_DIR) \
 		-image "ref=registry.k8s.io/pause:3.10,entrypoint=/pause,user=65535:65535,binary=$(LOCALBIN)/pause,source=https://github.com/strata-storage/strata/tree/main/hack/localcluster/pause"
+
+.PHONY: broker-images
+broker-images: $(NATS_SERVER) ## The image docker.io/library/nats:2.12.15 of bin/nats-server-VERSION in bin/images, for the local cluster's notifications test.
+	go run ./hack/images -out $(IMAGES_DIR) \
+		-image "ref=docker.io/library/nats:$(NATS_SERVER_VERSION:v%=%),entrypoint=/nats-server,user=65535:65535,binary=$(NATS_SERVER),source=https://github.com/nats-io/nats-server/tree/$(NATS_SERVER_VERSION)"
 
 .PHONY: monitoring-images
 monitoring-images: ## Images of prometheus-operator v0.85.0 and Prometheus v3.5.0 (built once from the Go module proxy, cached in ~/.cache/strata/monitoring) and the operator's CRDs in bin/images, for `localcluster up --monitoring`.

@@ -232,7 +232,7 @@ func (c *cluster) down(t *testing.T, urls ...string) {
 
 func TestDemoTenantServesS3(t *testing.T) {
 	assets, imagesDir := prerequisites(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	c := startCluster(ctx, t, assets, imagesDir)
 	in := c.in
@@ -433,6 +433,10 @@ func TestDemoTenantServesS3(t *testing.T) {
 			t.Fatal(err)
 		}
 		replicationPair(ctx, t, c, kubernetes.NewForConfigOrDie(cfg))
+	})
+
+	t.Run("bucket notifications of the second Tenant to a NATS server in the cluster, its credentials from a Secret: every PUT and DELETE has its event", func(t *testing.T) {
+		bucketNotifications(ctx, t, c)
 	})
 
 	// Down, then nothing of the cluster is left.
