@@ -175,7 +175,7 @@ func (r *BucketAccessReconciler) reconcileAccess(ctx context.Context, a *v1.Buck
 // the user or role deleted, its policy replaced), or after the operator
 // restarted. keyGone: the user is made, but p.KeyID is no longer its key.
 func (r *BucketAccessReconciler) ensure(ctx context.Context, a *v1.BucketAccess, ct *claimTenant, p engine.Principal) (arn string, keyGone bool, err error) {
-	sum := sha256.Sum256([]byte(ct.ep.URL + "\x00" + p.Name + "\x00" + p.Path + "\x00" + p.Policy + "\x00" + p.Trust))
+	sum := sha256.Sum256([]byte(ct.ep.URL + "\x00" + p.Name + "\x00" + p.Path + "\x00" + p.Policy + "\x00" + p.Trust + "\x00" + p.KeyID))
 	h := hex.EncodeToString(sum[:])
 	now := r.Config.Now()
 	if got, ok := r.ensured.Load(a.UID); ok && got.(principalEnsured).hash == h && a.Status.AccessGranted &&
@@ -187,7 +187,11 @@ func (r *BucketAccessReconciler) ensure(ctx context.Context, a *v1.BucketAccess,
 	if err != nil && !keyGone {
 		return "", false, &claimRefusal{reason: v1.ReasonClaimFailed, retry: 30 * time.Second, message: err.Error()}
 	}
-	r.ensured.Store(a.UID, principalEnsured{hash: h, at: now})
+	if !keyGone {
+		// Else its key is replaced first: asked again at the next pass
+		// (with the new key) rather than trusted for a resync.
+		r.ensured.Store(a.UID, principalEnsured{hash: h, at: now})
+	}
 	return arn, keyGone, nil
 }
 

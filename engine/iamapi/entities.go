@@ -568,6 +568,13 @@ func createAccessKey(ctx context.Context, h *Handler, p params, c Caller) (any, 
 }
 
 func listAccessKeys(ctx context.Context, h *Handler, p params, c Caller) (any, error) {
+	// Read after every other server's changes (one metadata read when
+	// there were none): a caller told a key is gone (the operator, which
+	// then replaces it) must not be told so by a server whose directory
+	// lags.
+	if err := h.Dir.Refresh(ctx); err != nil {
+		return nil, err
+	}
 	name, _, err := h.keyOwner(p, c)
 	if err != nil {
 		return nil, err
