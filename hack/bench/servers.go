@@ -194,18 +194,25 @@ api_bind_addr = "127.0.0.1:%d"
 				}
 				return strings.TrimSpace(string(out)), nil
 			}
-			// The node answers its CLI once its RPC listener is up.
+			// The node answers its CLI once its RPC listener is up: `node
+			// id` may answer from the node's key on disk before that, so
+			// `status` (an RPC) is waited for as well (a run of 2026-12-01
+			// had layout assign refused).
 			var id string
-			for {
-				out, err := garage("node", "id", "-q")
-				if err == nil {
-					id, _, _ = strings.Cut(out, "@")
-					break
-				}
-				select {
-				case <-ctx.Done():
-					return err
-				case <-time.After(200 * time.Millisecond):
+			for _, args := range [][]string{{"node", "id", "-q"}, {"status"}} {
+				for {
+					out, err := garage(args...)
+					if err == nil {
+						if id == "" {
+							id, _, _ = strings.Cut(out, "@")
+						}
+						break
+					}
+					select {
+					case <-ctx.Done():
+						return err
+					case <-time.After(200 * time.Millisecond):
+					}
 				}
 			}
 			for _, args := range [][]string{
