@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,10 +88,15 @@ func consoleInBrowser(ctx context.Context, t *testing.T, c *cluster, cs kubernet
 	b.TenantUntil("eight drives online", 2*time.Minute, func(page string) bool { return strings.Count(page, "online") == 8 })
 	b.Screenshot("demo-tenant")
 	const victim = "media-nvme-1"
-	killPodProcess(ctx, t, cs, victim)
+	// Stopped first, then killed: a server only killed is started again by
+	// its kubelet within a second or two, which a page polling its peers
+	// may never see (CI of 2026-12-01); a stopped one stays down until it
+	// is killed.
+	signalPodProcess(ctx, t, cs, victim, syscall.SIGSTOP)
 	b.TenantUntil(fmt.Sprintf("%s's two drives offline", victim), 2*time.Minute, func(page string) bool {
 		return strings.Count(page, "offline") == 2
 	})
+	killPodProcess(ctx, t, cs, victim)
 	b.Screenshot("demo-tenant-server-killed")
 	b.TenantUntil("all eight drives online again once the kubelet restarted "+victim, 3*time.Minute, func(page string) bool {
 		return strings.Count(page, "online") == 8

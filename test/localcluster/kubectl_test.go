@@ -84,6 +84,12 @@ func kubectlOnNodes(ctx context.Context, t *testing.T, c *cluster, cs kubernetes
 // namespace with SIGKILL, as a crash would; its kubelet starts it again.
 func killPodProcess(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) {
 	t.Helper()
+	signalPodProcess(ctx, t, cs, name, syscall.SIGKILL)
+}
+
+// signalPodProcess sends sig to the server process of a running pod.
+func signalPodProcess(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string, sig syscall.Signal) {
+	t.Helper()
 	p, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +98,7 @@ func killPodProcess(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(pid, sig); err != nil {
 		t.Fatal(err)
 	}
 }
