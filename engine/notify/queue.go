@@ -276,8 +276,7 @@ func (q *Queue) Committed(ref objlayer.EventRef, e Event, rules []*Rule) {
 	s := &stored{name: eventsName(ref.ID), at: time.Now().UnixNano(), items: items, delivered: make([]bool, len(items)), ref: &ref}
 	if q.remember(s) {
 		q.mu.Lock()
-		q.toForget = append(q.toForget, ref)
-		q.goneWaiting[s.name] = struct{}{}
+		q.forgetLaterLocked(ref)
 		q.mu.Unlock()
 	}
 	q.wake()
@@ -501,8 +500,7 @@ func (q *Queue) scanEvents(ctx context.Context) error {
 			// or one a listing begun before the removal still sees:
 			// removed (again), not delivered again.
 			q.mu.Lock()
-			q.toForget = append(q.toForget, objlayer.EventRef{Bucket: w.event.Bucket, Object: w.event.Key, ID: id})
-			q.goneWaiting[name] = struct{}{}
+			q.forgetLaterLocked(objlayer.EventRef{Bucket: w.event.Bucket, Object: w.event.Key, ID: id})
 			q.mu.Unlock()
 			return nil
 		}
@@ -645,7 +643,6 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 	}
 	wg.Wait()
 	oldest := int64(0)
-	var refs []objlayer.EventRef
 	var withVersions []*stored
 	for _, s := range batches {
 		switch {
@@ -654,7 +651,6 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 				oldest = s.at
 			}
 		case s.ref != nil:
-			refs = append(refs, *s.ref)
 			withVersions = append(withVersions, s)
 		default:
 			if _, err := q.store.DeleteObject(ctx, Bucket, s.name, nil, objlayer.DeleteUnversioned); err != nil {
@@ -670,14 +666,21 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 		q.forget(s)
 	}
 	q.mu.Lock()
-	q.toForget = append(q.toForget, refs...)
 	for _, s := range withVersions {
-		q.goneWaiting[s.name] = struct{}{}
+		q.forgetLaterLocked(*s.ref)
 	}
 	q.mu.Unlock()
 	q.forgetStored(ctx, false)
 	q.stats.Oldest.Store(oldest)
 	return failures.Load()
+}
+
+// forgetLaterLocked queues delivered events stored with a version for
+// removal from the store (forgetStored); a listing meanwhile skips them.
+// q.mu is held.
+func (q *Queue) forgetLaterLocked(ref objlayer.EventRef) {
+	q.toForget = append(q.toForget, ref)
+	q.goneWaiting[eventsName(ref.ID)] = struct{}{}
 }
 
 // forgetEvery is how long delivered events stored with versions may wait
