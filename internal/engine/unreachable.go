@@ -151,7 +151,9 @@ func settle(host string, probe, connected, missed bool, cooldown time.Duration, 
 	case connected:
 		delete(unreachableHosts.m, host)
 	case missed:
-		if st == nil || now.Sub(st.last) > cooldown && now.After(st.until) {
+		// Misses not yet held start over when the last is a cooldown
+		// old; a held address's probe that misses holds it again at once.
+		if st == nil || st.misses < holdAfter && now.Sub(st.last) > cooldown {
 			st = &hostState{since: now}
 			unreachableHosts.m[host] = st
 		}

@@ -102,6 +102,17 @@ func TestUnreachableTenantHeldBack(t *testing.T) {
 	}
 	t.Logf("held: %v", err)
 
+	// After the cooldown one call tries again; still no connection: held
+	// again at once.
+	time.Sleep(time.Until(heldAt.Add(cooldown + 100*time.Millisecond)))
+	if _, err := c.Info(ctx, ep); err == nil || errors.Is(err, ErrUnreachable) {
+		t.Fatalf("the probe after the cooldown: %v, want its own timeout", err)
+	}
+	heldAt = time.Now()
+	if _, err := c.Info(ctx, ep); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("after a probe that missed: %v, want ErrUnreachable", err)
+	}
+
 	// The tenant comes back on the same address.
 	closeSilent()
 	l, err := net.Listen("tcp", addr)
