@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/strata-storage/strata/api/v1alpha1"
+	"github.com/strata-storage/strata/internal/builders"
 	"github.com/strata-storage/strata/test/browser"
 )
 
@@ -93,6 +94,18 @@ func consoleInBrowser(ctx context.Context, t *testing.T, c *cluster, cs kubernet
 	// may never see (CI of 2026-12-01); a stopped one stays down until it
 	// is killed.
 	signalPodProcess(ctx, t, cs, victim, syscall.SIGSTOP)
+	// The browser's one connection to the Service went to one server pod,
+	// in turn; when that is the stopped one, every reload waits on it, as
+	// it would through kube-proxy (CI of 2026-12-01, a reload that never
+	// answered). So the page is read again in a new browser, whose
+	// connection goes to a server still in the Service, once the stopped
+	// one has failed its readiness probe and left the Service's endpoints.
+	service := builders.S3ServiceName("media")
+	left := endpointLeft(ctx, t, cs, "default", service, victim, 2*time.Minute)
+	t.Logf("%s stopped: out of %s's endpoints after %s", victim, service, left.Round(100*time.Millisecond))
+	b = browser.Start(t)
+	b.SignIn(in.ConsoleURL+"/", in.AccessKey, in.SecretKey)
+	b.Do("opening the tenant page", chromedp.Click(chromedp.ID("nav-tenant")), chromedp.WaitVisible(chromedp.ID("tenant-view")))
 	b.TenantUntil(fmt.Sprintf("%s's two drives offline", victim), 2*time.Minute, func(page string) bool {
 		return strings.Count(page, "offline") == 2
 	})

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -100,5 +101,35 @@ func signalPodProcess(ctx context.Context, t *testing.T, cs kubernetes.Interface
 	}
 	if err := syscall.Kill(pid, sig); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// endpointLeft waits until no EndpointSlice of a Service lists the pod as
+// ready (its readiness probe failed, or it is gone) and returns how long
+// that took.
+func endpointLeft(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, service, pod string, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	sel := metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service}
+	for {
+		slices, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := false
+		for _, s := range slices.Items {
+			for _, e := range s.Endpoints {
+				if e.TargetRef != nil && e.TargetRef.Name == pod && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+					listed = true
+				}
+			}
+		}
+		if !listed {
+			return time.Since(start)
+		}
+		if time.Since(start) > within {
+			t.Fatalf("%s is still a ready endpoint of %s/%s after %s", pod, ns, service, within)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
