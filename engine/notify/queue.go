@@ -85,9 +85,20 @@ type Queue struct {
 	mu       sync.Mutex
 	next     *batch
 	flushing bool
-	seq      uint64
-	pending  map[string]*stored // batch name -> what is left of it
-	held     int                // items in pending
+	// unstored are batches whose store failed (their writes answered an
+	// error after making their changes), in order, unstoredItems their
+	// events: storeAgain retries them, at storeNext, storeWait after the
+	// last failure (only Run reads those two).
+	unstored []*stored
+	// storedOK: a batch was stored since storeAgain last looked (the
+	// store takes writes again: those waiting are tried at once).
+	storedOK      atomic.Bool
+	unstoredItems int
+	storeNext     time.Time
+	storeWait     time.Duration
+	seq           uint64
+	pending       map[string]*stored // batch name -> what is left of it
+	held          int                // items in pending
 	// overflow: events were left in the store for want of room (MaxPending).
 	overflow bool
 	// scanned: the store was listed once since the queue started.
@@ -235,21 +246,67 @@ func (q *Queue) flush() {
 			q.mu.Unlock()
 			return
 		}
-		q.seq++
 		at := time.Now().UnixNano()
-		name := fmt.Sprintf("q/%s/%020d-%08d", q.node, at, q.seq)
+		name := q.batchNameLocked(at)
 		q.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		b.err = q.put(ctx, name, b.items)
 		cancel()
-		if b.err == nil {
+		s := &stored{name: name, at: at, items: b.items, delivered: make([]bool, len(b.items))}
+		switch {
+		case b.err == nil:
 			q.stats.Queued.Add(int64(len(b.items)))
-			q.remember(&stored{name: name, at: at, items: b.items, delivered: make([]bool, len(b.items))})
-			q.wake()
-		} else {
-			q.log.Warn("notifications: storing events failed; their writes answer an error", "events", len(b.items), "error", b.err)
+			q.storedOK.Store(true)
+			q.remember(s)
+		case q.keepUnstored(s):
+			// The writes answer an error, but their changes were made:
+			// Run stores the events again until the store takes them.
+			// A client's retry of a delete makes a second delete marker,
+			// and the first must reach a replica too.
+			q.log.Warn("notifications: storing events failed; their writes answer an error, and the events are stored again", "events", len(b.items), "error", b.err)
+			b.err = fmt.Errorf("%w: %w", ErrKept, b.err)
+		default:
+			q.log.Error("notifications: storing events failed and too many wait to be stored again; these are dropped", "events", len(b.items), "error", b.err)
 		}
+		q.wake()
 		close(b.done)
+	}
+}
+
+// ErrKept wraps the error of an Add whose events could not be stored:
+// the queue keeps them and stores them again until the store takes them
+// (while its node runs), so the caller need not add them again.
+var ErrKept = errors.New("notifications: the events are kept, to be stored again")
+
+// batchNameLocked names a new batch stored at at; q.mu is held.
+func (q *Queue) batchNameLocked(at int64) string {
+	q.seq++
+	return fmt.Sprintf("q/%s/%020d-%08d", q.node, at, q.seq)
+}
+
+// keepUnstored keeps s, whose store failed, for storeAgain, counted in
+// the backlog, unless MaxPending events wait so already. It reports
+// whether s was kept.
+func (q *Queue) keepUnstored(s *stored) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.unstoredItems+len(s.items) > MaxPending {
+		return false
+	}
+	q.unstored = append(q.unstored, s)
+	q.unstoredItems += len(s.items)
+	q.countHeldLocked(s.items, 1)
+	return true
+}
+
+// countHeldLocked adds d for each of items to the backlog and to its
+// target's; q.mu is held.
+func (q *Queue) countHeldLocked(items []Item, d int64) {
+	q.stats.Backlog.Add(d * int64(len(items)))
+	for _, it := range items {
+		if c := q.heldOf[it.Target]; c != nil {
+			c.Add(d)
+		}
 	}
 }
 
@@ -327,12 +384,7 @@ func (q *Queue) remember(s *stored) (delivered bool) {
 	}
 	q.pending[s.name] = s
 	q.held += len(s.items)
-	q.stats.Backlog.Add(int64(len(s.items)))
-	for _, it := range s.items {
-		if c := q.heldOf[it.Target]; c != nil {
-			c.Add(1)
-		}
-	}
+	q.countHeldLocked(s.items, 1)
 	return false
 }
 
@@ -377,6 +429,7 @@ func (q *Queue) Run(ctx context.Context) {
 				lastScan = time.Now()
 			}
 		}
+		storeIn := q.storeAgain(ctx)
 		failed := q.deliver(ctx)
 		if failed {
 			backoff = min(max(2*backoff, 200*time.Millisecond), 10*time.Second)
@@ -387,6 +440,9 @@ func (q *Queue) Run(ctx context.Context) {
 		if failed {
 			wait = backoff
 		}
+		if storeIn > 0 {
+			wait = min(wait, storeIn)
+		}
 		q.mu.Lock()
 		if len(q.toForget) > 0 {
 			wait = min(wait, forgetEvery)
@@ -396,6 +452,11 @@ func (q *Queue) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			q.mu.Lock()
+			if n := q.unstoredItems; n > 0 {
+				q.log.Error("notifications: stopping with events never stored; they are lost", "events", n)
+			}
+			q.mu.Unlock()
 			// What was delivered leaves the store before the node stops.
 			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			q.forgetStored(fctx, true)
@@ -413,6 +474,62 @@ func (q *Queue) Run(ctx context.Context) {
 		}
 		t.Stop()
 	}
+}
+
+// storeAgain stores the batches whose first store failed, oldest first,
+// under new names (another node could take one under its old name, as
+// old enough, and deliver it too), each kept at its first time for the
+// order of delivery, and hands each one stored to delivery. It stops at
+// the first that fails again and returns how long until it tries again
+// (200 ms doubling to 10 s, or at once when another batch was stored
+// meanwhile; 0 when none waits).
+func (q *Queue) storeAgain(ctx context.Context) time.Duration {
+	q.mu.Lock()
+	list := q.unstored
+	q.unstored = nil
+	q.mu.Unlock()
+	if len(list) == 0 {
+		return 0
+	}
+	if wait := time.Until(q.storeNext); wait > 0 && !q.storedOK.Swap(false) {
+		q.mu.Lock()
+		q.unstored = append(list, q.unstored...)
+		q.mu.Unlock()
+		return wait
+	}
+	for i, s := range list {
+		q.mu.Lock()
+		name := q.batchNameLocked(time.Now().UnixNano())
+		q.mu.Unlock()
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := q.put(sctx, name, s.items)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				q.log.Warn("notifications: storing events again failed; retrying", "events", len(s.items), "error", err)
+			}
+			q.storeWait = min(max(2*q.storeWait, 200*time.Millisecond), 10*time.Second)
+			q.storeNext = time.Now().Add(q.storeWait)
+			q.mu.Lock()
+			q.unstored = append(list[i:], q.unstored...)
+			q.mu.Unlock()
+			return q.storeWait
+		}
+		s.name = name
+		q.mu.Lock()
+		q.unstoredItems -= len(s.items)
+		q.countHeldLocked(s.items, -1)
+		q.mu.Unlock()
+		q.stats.Queued.Add(int64(len(s.items)))
+		q.remember(s)
+	}
+	q.storeWait = 0
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.unstored) > 0 {
+		return time.Millisecond // kept while these were stored
+	}
+	return 0
 }
 
 // scan lists the stored batches and events: this node's are taken at
@@ -671,6 +788,11 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 	}
 	q.mu.Unlock()
 	q.forgetStored(ctx, false)
+	q.mu.Lock()
+	if len(q.unstored) > 0 && (oldest == 0 || q.unstored[0].at < oldest) {
+		oldest = q.unstored[0].at
+	}
+	q.mu.Unlock()
 	q.stats.Oldest.Store(oldest)
 	return failures.Load()
 }

@@ -328,6 +328,55 @@ func TestCommittedAfterAListingDeliveredIt(t *testing.T) {
 	}
 }
 
+// failingStore is a layer whose PutObject into the events' bucket fails
+// while fail is set.
+type failingStore struct {
+	objlayer.Layer
+	fail atomic.Bool
+}
+
+func (f *failingStore) PutObject(ctx context.Context, bucket, name string, r io.Reader, size int64, opts objlayer.PutOptions) (objlayer.ObjectInfo, error) {
+	if bucket == Bucket && f.fail.Load() {
+		return objlayer.ObjectInfo{}, objlayer.ErrWriteQuorum
+	}
+	return f.Layer.PutObject(ctx, bucket, name, r, size, opts)
+}
+
+// TestEventsStoredAgainAfterAFailedStore: events whose store failed (the
+// write they came from answers an error, but its change is made, as a
+// delete marker is) are stored again once the store takes writes, and
+// delivered in order with those added after them.
+func TestEventsStoredAgainAfterAFailedStore(t *testing.T) {
+	store := &failingStore{Layer: erasureLayer(t)}
+	q, rc, tg, _ := runningQueue(t, store)
+	if err := q.Add(t.Context(), items(tg.ARN(), 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first event", func() bool { return len(rc.messages()) == 1 })
+	store.fail.Store(true)
+	for i := 1; i <= 3; i++ {
+		if err := q.Add(t.Context(), items(tg.ARN(), i, 1)); !errors.Is(err, objlayer.ErrWriteQuorum) || !errors.Is(err, ErrKept) {
+			t.Fatalf("Add while the store fails: %v, want the store's error and ErrKept", err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // Run tries again, and fails again
+	if b, tb := q.Stats().Backlog.Load(), q.Backlog(tg.ARN()); b != 3 || tb.Events != 3 || q.Stats().Oldest.Load() == 0 {
+		t.Fatalf("backlog %d, target's %+v, oldest %d while 3 events wait to be stored, want 3, 3 and a time", b, tb, q.Stats().Oldest.Load())
+	}
+	store.fail.Store(false)
+	if err := q.Add(t.Context(), items(tg.ARN(), 4, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the events of the failed stores", func() bool { return len(rc.messages()) == 5 })
+	if got := strings.Join(rc.messages(), " "); got != "m0000 m0001 m0002 m0003 m0004" {
+		t.Fatalf("delivered %q, want m0000 to m0004 in order", got)
+	}
+	waitFor(t, "delivered batches removed", func() bool { return storedBatches(t, store) == 0 })
+	if b := q.Stats().Backlog.Load(); b != 0 {
+		t.Fatalf("backlog %d after delivery", b)
+	}
+}
+
 // TestEventsStoredWithVersions: a write's events committed with its
 // version (no batch object of their own) are delivered from memory and
 // then removed from the drives; events whose node died before delivering

@@ -65,8 +65,10 @@ func getBucketNotification(r *request) error {
 // notify stores the events a write or delete of key made, for the rules
 // of the bucket's configuration that want them, before the request is
 // answered: an acknowledged write has its events queued. When they cannot
-// be stored the request answers SlowDown: the change is made, and the
-// client's retry makes it again and queues its events.
+// be stored the request answers SlowDown: the change is made, the queue
+// goes on storing its events until it can (a change made is delivered,
+// though its request failed), and the client's retry makes it again with
+// events of its own (a delete's retry makes a second delete marker).
 func (r *request) notify(bk objlayer.BucketInfo, event, key string, info objlayer.ObjectInfo) error {
 	rules := r.notifyRules(bk, event, key, info.Meta)
 	if len(rules) == 0 {
@@ -259,7 +261,12 @@ func (s *Server) LifecycleExpired(ctx context.Context, bk objlayer.BucketInfo, k
 	for _, rule := range rules {
 		items = append(items, notify.Item{Target: rule.Target, Key: key, Msg: notify.Message(e, rule.ID)})
 	}
-	return s.cfg.Notifier.Add(ctx, items)
+	// Events the store refused are kept by the queue and stored again:
+	// the lifecycle worker need not tell them again (a duplicate).
+	if err := s.cfg.Notifier.Add(ctx, items); err != nil && !errors.Is(err, notify.ErrKept) {
+		return err
+	}
+	return nil
 }
 
 // configRefused answers a notification or replication configuration the

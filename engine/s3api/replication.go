@@ -553,6 +553,9 @@ func (s *Server) ResyncReplication(ctx context.Context, bucket string) (queued, 
 		}
 		err := s.cfg.Notifier.Add(ctx, items)
 		items = items[:0]
+		if errors.Is(err, notify.ErrKept) {
+			return nil // stored again by the queue
+		}
 		return err
 	}
 	// A key's versions are listed newest first and queued oldest first, as
