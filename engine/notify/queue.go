@@ -485,18 +485,18 @@ func (q *Queue) Run(ctx context.Context) {
 // meanwhile; 0 when none waits).
 func (q *Queue) storeAgain(ctx context.Context) time.Duration {
 	q.mu.Lock()
-	list := q.unstored
-	q.unstored = nil
+	waiting := len(q.unstored) > 0
 	q.mu.Unlock()
-	if len(list) == 0 {
+	if !waiting {
 		return 0
 	}
 	if wait := time.Until(q.storeNext); wait > 0 && !q.storedOK.Swap(false) {
-		q.mu.Lock()
-		q.unstored = append(list, q.unstored...)
-		q.mu.Unlock()
 		return wait
 	}
+	q.mu.Lock()
+	list := q.unstored
+	q.unstored = nil
+	q.mu.Unlock()
 	for i, s := range list {
 		q.mu.Lock()
 		name := q.batchNameLocked(time.Now().UnixNano())

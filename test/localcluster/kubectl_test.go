@@ -111,25 +111,19 @@ func endpointLeft(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns
 	t.Helper()
 	start := time.Now()
 	sel := metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service}
-	for {
+	waitEvery(ctx, t, within, 500*time.Millisecond, func() error {
 		slices, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, sel)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		listed := false
 		for _, s := range slices.Items {
 			for _, e := range s.Endpoints {
 				if e.TargetRef != nil && e.TargetRef.Name == pod && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
-					listed = true
+					return fmt.Errorf("%s is still a ready endpoint of %s/%s", pod, ns, service)
 				}
 			}
 		}
-		if !listed {
-			return time.Since(start)
-		}
-		if time.Since(start) > within {
-			t.Fatalf("%s is still a ready endpoint of %s/%s after %s", pod, ns, service, within)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return nil
+	})
+	return time.Since(start)
 }

@@ -195,9 +195,9 @@ func replicationPair(ctx context.Context, t *testing.T, c *cluster, cs kubernete
 	case compared < acked:
 		t.Errorf("the source lists %d versions and delete markers, for %d acknowledged PUTs and deletes", compared, acked)
 	case compared > acked:
-		// A request answered SlowDown after making its change (its
-		// events not stored in time) and the SDK's retry made it again: a
-		// second delete marker, which must be on both sides too.
+		// A request made its change and answered an error (SlowDown when
+		// its events were not stored in time), and the SDK's retry made it
+		// again: a second version or delete marker, on both sides too.
 		t.Logf("the source lists %d versions and delete markers, %d more than acknowledged (retried requests)", compared, compared-acked)
 	}
 	t.Logf("every version and delete marker on both sides %s after vault was back (%d compared, for %d PUTs and %d deletes): 0 missing",
@@ -222,8 +222,7 @@ func putSample(ctx context.Context, cl *s3.Client, bucket, key string) (written,
 
 // completedWithin polls w's replication status until COMPLETED and
 // returns how long after its PUT's answer that was seen. The polls are
-// 50 ms apart at first and half as far apart again each time, up to a
-// second: a lag under a second is seen within 50-200 ms of its end, a
+// 50 ms apart at first, each gap 1.5 times the last, up to a second: a lag under a second is seen within 50-200 ms of its end, a
 // longer one within a second. Polls a fixed 50 ms apart made the
 // measurement part of the load: with the copies a few seconds behind,
 // the hundred-odd samples waiting polled the source with thousands of
@@ -433,12 +432,11 @@ func statusOf(ctx context.Context, cl *s3.Client, bucket string, keyVersions []s
 	for _, kv := range keyVersions {
 		key, version, _ := strings.Cut(kv, " ")
 		head, err := cl.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: aws.String(version)})
-		switch {
-		case err != nil:
+		if err != nil {
 			out = append(out, fmt.Sprintf("%s: %v", kv, err))
-		default:
-			out = append(out, fmt.Sprintf("%s: %s", kv, head.ReplicationStatus))
+			continue
 		}
+		out = append(out, fmt.Sprintf("%s: %s", kv, head.ReplicationStatus))
 	}
 	return strings.Join(out, "; ")
 }
