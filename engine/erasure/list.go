@@ -17,9 +17,10 @@ import (
 type listEntry struct {
 	name     string
 	versions []*drive.Record
-	// partial: some drive that answered the walk did not list the object
-	// (walkDrives); Set.walk checks such objects before listing them.
-	partial bool
+	// doubtful are the versions some drive that answered the walk did not
+	// list (walkDrives): all of them when a drive did not list the object.
+	// Set.walk checks such objects before listing them.
+	doubtful []*drive.Record
 }
 
 // walker lists a bucket's objects in key order, up to limit entries after
@@ -49,13 +50,17 @@ var listRotor atomic.Uint32
 // least one of any that many drives holds it. An object's versions are the union of
 // what those drives hold, newest first.
 //
-// A delete that reached write quorum but not every drive (a node killed
-// meanwhile) leaves the object on the drives that missed it until they are
-// healed, and the drives walked may include them. An object that some drive
-// of the walk did not list is therefore resolved as a GET resolves it
-// (read quorum) before it is listed: gone, it is left out; otherwise its
-// latest version is the one a GET would return. Drives that agree cost
-// nothing more. (Version listings are not checked this way yet.)
+// A drive of the walk may also hold what a GET would not return: a delete
+// that reached write quorum but not every drive (a node killed meanwhile)
+// leaves the object on the drives that missed it until they are healed,
+// and a write that failed may leave its record on a drive that answered
+// too late to be rolled back, until the dangling-version cleanup. So where
+// the drives of the walk do not list the same versions of an object, the
+// object is resolved as a GET resolves it (read quorum) before it is
+// listed: a listing of latest versions lists the version a GET would
+// return, or leaves the object out when it is gone; a listing of versions
+// keeps each doubtful version only if a GET of that version returns it.
+// Drives that agree cost nothing more.
 //
 // A batch is never empty while more follows: when every object of a batch
 // turned out deleted, the set walks on past them (a caller takes an empty
@@ -63,28 +68,121 @@ var listRotor atomic.Uint32
 func (s *Set) walk(ctx context.Context, bucket, prefix, delimiter, startAfter string, limit int, latestOnly bool) ([]listEntry, bool, error) {
 	for {
 		entries, more, err := s.walkListing(ctx, bucket, prefix, delimiter, startAfter, limit, latestOnly)
-		if err != nil || !latestOnly || len(entries) == 0 {
+		if err != nil || len(entries) == 0 {
 			return entries, more, err
 		}
 		last := entries[len(entries)-1].name
+		s.checkVersions(ctx, bucket, entries, latestOnly)
 		out := entries[:0]
 		for _, e := range entries {
-			if e.partial {
-				h, err := s.openObject(ctx, bucket, e.name, nil, openMeta)
-				switch {
-				case errors.Is(err, objlayer.ErrObjectNotFound):
-					continue // deleted; drives that missed it still list it
-				case err == nil:
-					e.versions = []*drive.Record{h.rec}
-				}
-			}
-			out = append(out, e)
+			if len(e.versions) > 0 {
+				out = append(out, e)
+			} // else deleted; drives that missed it still list it
 		}
 		if len(out) > 0 || !more {
 			return out, more, nil
 		}
 		startAfter = last
 	}
+}
+
+// checksAtOnce bounds the GETs a batch's check runs at once (a drive the
+// walk read may lack many objects: one replaced and being rebuilt).
+const checksAtOnce = 8
+
+// versionCheck is one GET checkVersions runs: of the latest version
+// (versionID nil), or of one version ID.
+type versionCheck struct {
+	entry     int
+	versionID *[16]byte
+	rec       *drive.Record // what the GET returned
+	gone      bool          // the GET found no such version
+}
+
+// checkVersions sets the versions of the entries whose drives did not
+// agree (doubtful) to what GETs return: for a listing of latest versions
+// the one a GET returns; otherwise each doubtful version ID's record as a
+// GET of that ID returns it, the others unchanged. None: the object is
+// gone. A version a read quorum cannot tell about (drives offline) stays
+// as the walk found it.
+func (s *Set) checkVersions(ctx context.Context, bucket string, entries []listEntry, latestOnly bool) {
+	var checks []versionCheck
+	for i, e := range entries {
+		if len(e.doubtful) == 0 {
+			continue
+		}
+		if latestOnly {
+			checks = append(checks, versionCheck{entry: i})
+			continue
+		}
+		for j, v := range e.doubtful {
+			if !slices.ContainsFunc(e.doubtful[:j], func(o *drive.Record) bool { return o.VersionID == v.VersionID }) {
+				checks = append(checks, versionCheck{entry: i, versionID: &e.doubtful[j].VersionID})
+			}
+		}
+	}
+	if len(checks) == 0 {
+		return
+	}
+	sem := make(chan struct{}, checksAtOnce)
+	var wg sync.WaitGroup
+	for i := range checks {
+		c := &checks[i]
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			h, err := s.openObject(ctx, bucket, entries[c.entry].name, c.versionID, openMeta)
+			switch {
+			case errors.Is(err, objlayer.ErrObjectNotFound):
+				c.gone = true
+			case err == nil:
+				c.rec = h.rec
+			}
+		}()
+	}
+	wg.Wait()
+	for first := 0; first < len(checks); {
+		i, next := checks[first].entry, first+1
+		for next < len(checks) && checks[next].entry == i {
+			next++
+		}
+		entries[i].versions = checkedVersions(entries[i].versions, checks[first:next], latestOnly)
+		first = next
+	}
+}
+
+// checkedVersions applies an entry's checks to its versions.
+func checkedVersions(vs []*drive.Record, checks []versionCheck, latestOnly bool) []*drive.Record {
+	if latestOnly {
+		switch c := checks[0]; {
+		case c.gone:
+			return nil
+		case c.rec != nil:
+			return []*drive.Record{c.rec}
+		}
+		return vs
+	}
+	byID := make(map[[16]byte]*versionCheck, len(checks))
+	for i := range checks {
+		byID[*checks[i].versionID] = &checks[i]
+	}
+	out := make([]*drive.Record, 0, len(vs))
+	for _, v := range vs {
+		c, checked := byID[v.VersionID]
+		switch {
+		case !checked || !c.gone && c.rec == nil:
+			out = append(out, v)
+		case c.rec != nil:
+			// The GET's record, once for its ID (a null version may
+			// have several records on the drives).
+			out = append(out, c.rec)
+			c.rec = nil
+			c.gone = true
+		}
+	}
+	sortNewestFirst(out)
+	return out
 }
 
 // delimits reports whether every drive of the set walks delimited
@@ -200,19 +298,52 @@ func mergeDriveWalks(walks []*driveWalk, limit int) []listEntry {
 			break
 		}
 		e := listEntry{name: next}
-		listed := 0
+		listed, held := 0, 0
 		for i, w := range walks {
 			if pos[i] < len(w.names) && w.names[pos[i]] == next {
 				e.versions = addVersions(e.versions, w.versions[pos[i]])
-				pos[i]++
+				held += len(w.versions[pos[i]])
 				listed++
 			}
 		}
-		e.partial = listed < len(walks)
+		// Each walk lists a version once: the walks agree when every one
+		// listed the object with every version of the union.
+		if listed < len(walks) || held != listed*len(e.versions) {
+			e.doubtful = doubtfulVersions(e.versions, walks, pos, next)
+		}
+		for i, w := range walks {
+			if pos[i] < len(w.names) && w.names[pos[i]] == next {
+				pos[i]++
+			}
+		}
 		if len(e.versions) > 1 {
 			sortNewestFirst(e.versions)
 		}
 		out = append(out, e)
+	}
+	return out
+}
+
+// doubtfulVersions returns the versions of object (vs, the union of the
+// walks) that some walk does not list at its position pos.
+func doubtfulVersions(vs []*drive.Record, walks []*driveWalk, pos []int, object string) []*drive.Record {
+	count := make(map[versionKey]int, len(vs))
+	for i, w := range walks {
+		if pos[i] < len(w.names) && w.names[pos[i]] == object {
+			seen := make(map[versionKey]bool, len(w.versions[pos[i]]))
+			for _, v := range w.versions[pos[i]] {
+				if k := keyOf(v); !seen[k] {
+					seen[k] = true
+					count[k]++
+				}
+			}
+		}
+	}
+	var out []*drive.Record
+	for _, v := range vs {
+		if count[keyOf(v)] < len(walks) {
+			out = append(out, v)
+		}
 	}
 	return out
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/objlayer"
 )
@@ -371,4 +373,168 @@ func deleteWhileAway(t *testing.T, tp *testPool, set *Set, pos int, keys ...stri
 	}
 	set.SetDrive(pos, away)
 	return away
+}
+
+// listedVersions lists every version of bucket bk as key@etag, newest
+// first within a key.
+func listedVersions(t *testing.T, tp *testPool) []string {
+	t.Helper()
+	l, err := tp.ListObjectVersions(t.Context(), "bk", "", "", nil, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range l.Objects {
+		got = append(got, o.Name+"@"+o.ETag)
+	}
+	return got
+}
+
+// A version delete that one drive missed (offline then back, not yet
+// healed) does not bring the version back in version listings, whichever
+// drives a listing reads; nor does a whole key deleted that way.
+func TestVersionListingAfterVersionDeletesADriveMissed(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	if err := tp.SetBucketVersioning(t.Context(), "bk", "Enabled"); err != nil {
+		t.Fatal(err)
+	}
+	put := func(key, body string) objlayer.ObjectInfo {
+		info, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader([]byte(body)), int64(len(body)),
+			objlayer.PutOptions{VersionID: uuid.Must(uuid.NewV7())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	old, kept, gone := put("k", "old"), put("k", "kept"), put("gone", "gone")
+	set := tp.Sets()[0]
+	away := set.Drives()[3]
+	set.SetDrive(3, nil)
+	for _, v := range []objlayer.ObjectInfo{old, gone} {
+		if _, err := tp.DeleteObject(t.Context(), "bk", v.Name, &v.VersionID, objlayer.DeleteVersioned); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set.SetDrive(3, away)
+	if vs, err := away.Versions(t.Context(), "bk", "k"); err != nil || len(vs) != 2 {
+		t.Fatalf("the drive that missed the delete should still hold both versions: %d, %v", len(vs), err)
+	}
+	want := fmt.Sprint([]string{"k@" + kept.ETag})
+	for i := range 8 { // the drives a listing reads rotate
+		if got := fmt.Sprint(listedVersions(t, tp)); got != want {
+			t.Fatalf("version listing %d after version deletes one drive missed: %v, want %v", i, got, want)
+		}
+	}
+}
+
+// A write that failed can leave its record on a drive that answered too
+// late to be rolled back. Neither listing shows that record, whichever
+// drives it reads: a GET would not return it (one drive of four holds
+// it), in a versioned bucket and in one without versioning (a null
+// version's newer record).
+func TestListingsLeaveOutAFailedWritesRecord(t *testing.T) {
+	for _, versioning := range []string{"Enabled", ""} {
+		t.Run("versioning "+versioning, func(t *testing.T) {
+			tp := newTestPool(t, 1, 4, 2)
+			if versioning != "" {
+				if err := tp.SetBucketVersioning(t.Context(), "bk", versioning); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var opts objlayer.PutOptions
+			if versioning != "" {
+				opts.VersionID = uuid.Must(uuid.NewV7())
+			}
+			v, err := tp.PutObject(t.Context(), "bk", "k", bytes.NewReader([]byte("committed")), 9, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			late := tp.Sets()[0].Drives()[2]
+			rec, err := late.GetVersion(t.Context(), "bk", "k", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			left := *rec
+			left.ModTime++
+			left.ETag = "0123456789abcdef0123456789abcdef"
+			if versioning != "" {
+				left.VersionID = uuid.Must(uuid.NewV7())
+			}
+			if _, err := late.PutVersion(t.Context(), "bk", "k", &left, drive.NotStaged); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tp.StatObject(t.Context(), "bk", "k", nil); err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprint([]string{"k@" + v.ETag})
+			for i := range 8 { // the drives a listing reads rotate
+				if got := fmt.Sprint(listedVersions(t, tp)); got != want {
+					t.Fatalf("version listing %d with a failed write's record on one drive: %v, want %v", i, got, want)
+				}
+				l, err := tp.ListObjects(t.Context(), "bk", "", "", "", 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(l.Objects) != 1 || l.Objects[0].ETag != v.ETag {
+					t.Fatalf("listing %d with a failed write's record on one drive: %+v, want k@%s", i, l.Objects, v.ETag)
+				}
+			}
+		})
+	}
+}
+
+// Versions written while a drive was offline (back, not yet healed) are
+// all listed, in order, page by page, whichever drives a listing reads:
+// each is doubtful where the listing reads that drive, and its GET finds
+// it on the others.
+func TestVersionListingOfVersionsADriveMissed(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	if err := tp.SetBucketVersioning(t.Context(), "bk", "Enabled"); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	add := func(key string) {
+		info, err := tp.PutObject(t.Context(), "bk", key, bytes.NewReader([]byte(key)), int64(len(key)),
+			objlayer.PutOptions{VersionID: uuid.Must(uuid.NewV7())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, key+"@"+info.ETag)
+	}
+	add("a")
+	restore := tp.offline(t, 1)
+	for range 30 {
+		add("b")
+	}
+	if _, err := tp.DeleteObject(t.Context(), "bk", "b", nil, objlayer.DeleteVersioned); err != nil {
+		t.Fatal(err)
+	}
+	restore()
+	want = append(want[:1], append([]string{"b@"}, want[1:]...)...) // the marker is b's newest
+	slices.Reverse(want[2:])                                            // b's versions newest first
+	for i := range 8 {                                                  // the drives a listing reads rotate
+		var got []string
+		var keyMarker string
+		var versionMarker *[16]byte
+		for {
+			l, err := tp.ListObjectVersions(t.Context(), "bk", "", keyMarker, versionMarker, "", 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range l.Objects {
+				got = append(got, o.Name+"@"+o.ETag)
+			}
+			if !l.IsTruncated {
+				break
+			}
+			id, err := objlayer.ParseVersionID(l.NextVersionMarker)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keyMarker, versionMarker = l.NextMarker, &id
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("version listing %d of versions a drive missed:\n got %v\nwant %v", i, got, want)
+		}
+	}
 }
