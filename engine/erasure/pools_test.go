@@ -511,8 +511,8 @@ func TestVersionListingOfVersionsADriveMissed(t *testing.T) {
 	}
 	restore()
 	want = append(want[:1], append([]string{"b@"}, want[1:]...)...) // the marker is b's newest
-	slices.Reverse(want[2:])                                            // b's versions newest first
-	for i := range 8 {                                                  // the drives a listing reads rotate
+	slices.Reverse(want[2:])                                        // b's versions newest first
+	for i := range 8 {                                              // the drives a listing reads rotate
 		var got []string
 		var keyMarker string
 		var versionMarker *[16]byte

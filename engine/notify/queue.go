@@ -717,6 +717,7 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 	for _, s := range q.pending {
 		batches = append(batches, s)
 	}
+	waiting := waitingKeysLocked(q.unstored)
 	q.mu.Unlock()
 	sort.Slice(batches, func(i, j int) bool {
 		if batches[i].at != batches[j].at {
@@ -731,6 +732,9 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 	lanes := map[laneKey][]ref{}
 	for _, s := range batches {
 		for i, it := range s.items {
+			if at, ok := waiting[keyOf(it)]; ok && at < s.at {
+				continue // an earlier event of its key waits to be stored again
+			}
 			if !s.delivered[i] {
 				k := laneKey{it.Target, 0}
 				if _, batches := q.targets[it.Target].(Batcher); !batches {
@@ -741,10 +745,16 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 		}
 	}
 	oldestOf := map[string]time.Time{}
-	for k, refs := range lanes {
-		if at, o := time.Unix(0, refs[0].s.at), oldestOf[k.target]; o.IsZero() || at.Before(o) {
-			oldestOf[k.target] = at
+	older := func(target string, at time.Time) {
+		if o := oldestOf[target]; o.IsZero() || at.Before(o) {
+			oldestOf[target] = at
 		}
+	}
+	for k, refs := range lanes {
+		older(k.target, time.Unix(0, refs[0].s.at))
+	}
+	for k, at := range waiting { // older than the events they hold back
+		older(k.target, time.Unix(0, at))
 	}
 	q.mu.Lock()
 	q.oldestOf = oldestOf
@@ -795,6 +805,30 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 	q.mu.Unlock()
 	q.stats.Oldest.Store(oldest)
 	return failures.Load()
+}
+
+// targetKey is a target and an object key: the events whose order the
+// queue keeps.
+type targetKey struct{ target, key string }
+
+func keyOf(it Item) targetKey { return targetKey{it.Target, it.Key} }
+
+// waitingKeysLocked maps each target and key with events waiting to be
+// stored again (unstored) to the time of the earliest: a later event of
+// that key is not delivered before it. q.mu is held.
+func waitingKeysLocked(unstored []*stored) map[targetKey]int64 {
+	if len(unstored) == 0 {
+		return nil
+	}
+	at := map[targetKey]int64{}
+	for _, s := range unstored {
+		for _, it := range s.items {
+			if a, ok := at[keyOf(it)]; !ok || s.at < a {
+				at[keyOf(it)] = s.at
+			}
+		}
+	}
+	return at
 }
 
 // forgetLaterLocked queues delivered events stored with a version for

@@ -1,7 +1,9 @@
 package notify
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -374,6 +376,64 @@ func TestEventsStoredAgainAfterAFailedStore(t *testing.T) {
 	waitFor(t, "delivered batches removed", func() bool { return storedBatches(t, store) == 0 })
 	if b := q.Stats().Backlog.Load(); b != 0 {
 		t.Fatalf("backlog %d after delivery", b)
+	}
+}
+
+// pickyStore is a layer whose PutObject into the events' bucket fails
+// for a batch holding the message refuse, while it is set.
+type pickyStore struct {
+	objlayer.Layer
+	refuse atomic.Pointer[string]
+}
+
+func (p *pickyStore) PutObject(ctx context.Context, bucket, name string, r io.Reader, size int64, opts objlayer.PutOptions) (objlayer.ObjectInfo, error) {
+	if bad := p.refuse.Load(); bucket == Bucket && bad != nil {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return objlayer.ObjectInfo{}, err
+		}
+		if bytes.Contains(b, []byte(base64.StdEncoding.EncodeToString([]byte(*bad)))) { // Item.Msg in JSON
+			return objlayer.ObjectInfo{}, objlayer.ErrWriteQuorum
+		}
+		r = bytes.NewReader(b)
+	}
+	return p.Layer.PutObject(ctx, bucket, name, r, size, opts)
+}
+
+// TestEventsOfAKeyWaitForOneStoredAgain: while an event waits to be
+// stored again (its batch refused, again and again), later events of its
+// key are stored but not delivered before it; other keys' go on.
+func TestEventsOfAKeyWaitForOneStoredAgain(t *testing.T) {
+	store := &pickyStore{Layer: erasureLayer(t)}
+	q, rc, tg, _ := runningQueue(t, store)
+	if err := q.Add(t.Context(), items(tg.ARN(), 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first event", func() bool { return len(rc.messages()) == 1 })
+	refused := "m0001"
+	store.refuse.Store(&refused)
+	if err := q.Add(t.Context(), items(tg.ARN(), 1, 1)); !errors.Is(err, ErrKept) {
+		t.Fatalf("Add of a batch the store refuses: %v, want ErrKept", err)
+	}
+	if err := q.Add(t.Context(), items(tg.ARN(), 2, 1)); err != nil {
+		t.Fatalf("a later event of the key is stored: %v", err)
+	}
+	other := []Item{{Target: tg.ARN(), Key: "other", Msg: []byte("o0000")}}
+	if err := q.Add(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "another key's event", func() bool { return len(rc.messages()) == 2 })
+	time.Sleep(300 * time.Millisecond) // more passes, and the refused batch tried again
+	if got := strings.Join(rc.messages(), " "); got != "m0000 o0000" {
+		t.Fatalf("delivered %q while m0001 waits to be stored again, want m0000 o0000 (m0002 held back)", got)
+	}
+	if b := q.Backlog(tg.ARN()); b.Events != 2 || b.Oldest.IsZero() {
+		t.Fatalf("target's backlog %+v, want 2 events (one waiting to be stored, one held back) and a time", b)
+	}
+	store.refuse.Store(nil)
+	waitFor(t, "the held events", func() bool { return len(rc.messages()) == 4 })
+	if got := strings.Join(rc.messages(), " "); got != "m0000 o0000 m0001 m0002" {
+		t.Fatalf("delivered %q, want m0000 o0000 m0001 m0002", got)
 	}
 }
 
