@@ -76,7 +76,7 @@ import (
 // never-killed servers' goroutines and Go heap) are logged and printed as
 // one JSON line (SOAK-JSON); latency is reported, not asserted.
 //
-// STRATA_SOAK_DURATION is the length of the load (75s in `make test`,
+// STRATA_SOAK_DURATION is the length of the load (2m in `make test`,
 // 10m in `make soak`).
 func TestSoak(t *testing.T) {
 	assets, imagesDir := prerequisites(t)
@@ -277,7 +277,7 @@ type soakPlan struct {
 }
 
 func soakPlanFromEnv(t *testing.T) soakPlan {
-	p := soakPlan{load: 75 * time.Second, seed: time.Now().UnixNano()}
+	p := soakPlan{load: 2 * time.Minute, seed: time.Now().UnixNano()}
 	if v := os.Getenv("STRATA_SOAK_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 30*time.Second {
@@ -293,14 +293,17 @@ func soakPlanFromEnv(t *testing.T) soakPlan {
 		p.seed = seed
 	}
 	// A minute of warm-up and minute-long RSS windows in the long form. A
-	// short one warms up for two fifths of the load, windows of a fifth:
-	// the metadata stores' block caches fill under the load's reads for
-	// about half a minute after the fill (fresh-clone CI of 51ec08a, a
-	// warm-up of 15 s: one never-killed server's RSS per 15 s 197, 224,
-	// 234, 238, 248 MiB, the other's 197, 240, 245, 247, 247), and a
-	// window in that ramp measures it, not a leak.
-	p.warmUp = min(time.Minute, 2*p.load/5)
-	p.window = min(time.Minute, p.load/5)
+	// short one warms up for half the load, windows of an eighth: a server
+	// under the demo's 1 GiB limit plans a 256 MiB block cache and lets
+	// its heap grow to twice the live data (GOGC 100 under an 800 MiB soft
+	// limit, docs/engine.md "Memory"), so its resident memory rises under
+	// the load for about a minute after the fill, to about 340-355 MiB
+	// (per 15 s, 2026-12-01: 206, 290, 324, 353, 354; 218, 270, 283, 351,
+	// 355), and a window in that ramp measures it, not a leak (a warm-up
+	// of 30 s in a 75 s load failed CI at +11% and a run here at +25%; 15 s
+	// before it, on 51ec08a, +10.8%).
+	p.warmUp = min(time.Minute, p.load/2)
+	p.window = min(time.Minute, p.load/8)
 	p.gapMin, p.gapMax = 10*time.Second, 30*time.Second
 	if p.load < 5*time.Minute {
 		p.gapMin, p.gapMax = 3*time.Second, 10*time.Second
@@ -875,11 +878,17 @@ func (s *soak) report(f mixedFigures, m *mixedLoad, procs *procWatch, maxDown in
 	})
 	const mib = 1 << 20
 	w := s.plan.window
+	killed := map[int]bool{}
+	for _, k := range s.kills {
+		killed[k.PID] = true
+	}
 	for _, p := range keys {
 		ps := procs.series[p]
 		from, to := ps.rss[0].at, ps.rss[len(ps.rss)-1].at
+		// A process killed in the last window is not one that ran the
+		// whole soak (it was counted so, and its growth asserted).
 		fig := processFigure{Pod: p.pod, PID: p.pid, Server: p.server, FromS: from.Sub(s.start).Seconds(), ToS: to.Sub(s.start).Seconds(),
-			Whole: !from.After(warm) && !to.Before(end.Add(-w))}
+			Whole: !from.After(warm) && !to.Before(end.Add(-w)) && !killed[p.pid]}
 		for _, pt := range ps.rss {
 			fig.PeakMiB = max(fig.PeakMiB, float64(pt.v)/mib)
 		}
