@@ -115,9 +115,11 @@ func (s *Set) checkVersions(ctx context.Context, bucket string, entries []listEn
 			checks = append(checks, versionCheck{entry: i})
 			continue
 		}
-		for j, v := range e.doubtful {
-			if !slices.ContainsFunc(e.doubtful[:j], func(o *drive.Record) bool { return o.VersionID == v.VersionID }) {
-				checks = append(checks, versionCheck{entry: i, versionID: &e.doubtful[j].VersionID})
+		asked := make(map[[16]byte]bool, len(e.doubtful))
+		for _, v := range e.doubtful {
+			if !asked[v.VersionID] {
+				asked[v.VersionID] = true
+				checks = append(checks, versionCheck{entry: i, versionID: &v.VersionID})
 			}
 		}
 	}
@@ -287,6 +289,7 @@ func mergeDriveWalks(walks []*driveWalk, limit int) []listEntry {
 		}
 	}
 	var out []listEntry
+	var lists [][]*drive.Record // what each walk that listed the key holds of it
 	for len(out) < limit {
 		next, found := "", false
 		for i, w := range walks {
@@ -298,23 +301,20 @@ func mergeDriveWalks(walks []*driveWalk, limit int) []listEntry {
 			break
 		}
 		e := listEntry{name: next}
-		listed, held := 0, 0
+		lists, held := lists[:0], 0
 		for i, w := range walks {
 			if pos[i] < len(w.names) && w.names[pos[i]] == next {
-				e.versions = addVersions(e.versions, w.versions[pos[i]])
-				held += len(w.versions[pos[i]])
-				listed++
+				vs := w.versions[pos[i]]
+				e.versions = addVersions(e.versions, vs)
+				lists = append(lists, vs)
+				held += len(vs)
+				pos[i]++
 			}
 		}
 		// Each walk lists a version once: the walks agree when every one
 		// listed the object with every version of the union.
-		if listed < len(walks) || held != listed*len(e.versions) {
-			e.doubtful = doubtfulVersions(e.versions, walks, pos, next)
-		}
-		for i, w := range walks {
-			if pos[i] < len(w.names) && w.names[pos[i]] == next {
-				pos[i]++
-			}
+		if len(lists) < len(walks) || held != len(lists)*len(e.versions) {
+			e.doubtful = doubtfulVersions(e.versions, lists, len(walks))
 		}
 		if len(e.versions) > 1 {
 			sortNewestFirst(e.versions)
@@ -324,24 +324,23 @@ func mergeDriveWalks(walks []*driveWalk, limit int) []listEntry {
 	return out
 }
 
-// doubtfulVersions returns the versions of object (vs, the union of the
-// walks) that some walk does not list at its position pos.
-func doubtfulVersions(vs []*drive.Record, walks []*driveWalk, pos []int, object string) []*drive.Record {
+// doubtfulVersions returns the versions of vs (the union of the walks'
+// lists of one object) that not each of the walks lists: lists holds
+// the lists of those that listed the object.
+func doubtfulVersions(vs []*drive.Record, lists [][]*drive.Record, walks int) []*drive.Record {
 	count := make(map[versionKey]int, len(vs))
-	for i, w := range walks {
-		if pos[i] < len(w.names) && w.names[pos[i]] == object {
-			seen := make(map[versionKey]bool, len(w.versions[pos[i]]))
-			for _, v := range w.versions[pos[i]] {
-				if k := keyOf(v); !seen[k] {
-					seen[k] = true
-					count[k]++
-				}
+	for _, l := range lists {
+		seen := make(map[versionKey]bool, len(l))
+		for _, v := range l {
+			if k := keyOf(v); !seen[k] {
+				seen[k] = true
+				count[k]++
 			}
 		}
 	}
 	var out []*drive.Record
 	for _, v := range vs {
-		if count[keyOf(v)] < len(walks) {
+		if count[keyOf(v)] < walks {
 			out = append(out, v)
 		}
 	}
