@@ -104,7 +104,7 @@ type versionCheck struct {
 // the one a GET returns; otherwise each doubtful version ID's record as a
 // GET of that ID returns it, the others unchanged. None: the object is
 // gone. A version a read quorum cannot tell about (drives offline) stays
-// as the walk found it.
+// as the walk found it. Those objects are queued to be healed.
 func (s *Set) checkVersions(ctx context.Context, bucket string, entries []listEntry, latestOnly bool) {
 	var checks []versionCheck
 	for i, e := range entries {
@@ -150,6 +150,10 @@ func (s *Set) checkVersions(ctx context.Context, bucket string, entries []listEn
 			next++
 		}
 		entries[i].versions = checkedVersions(entries[i].versions, checks[first:next], latestOnly)
+		// The drives disagree until the object is healed: queue it, or
+		// every listing that reads them pays these GETs again (a node
+		// back after long, its missed objects forgotten by a restart).
+		s.partialWrite(bucket, entries[i].name, objlayer.NullVersion)
 		first = next
 	}
 }
@@ -571,8 +575,16 @@ func listVersions(ctx context.Context, w walker, bucket, prefix, keyMarker strin
 	// emit adds one entry's versions (those after skipUntil, when given);
 	// it reports false when the page is full.
 	emit := func(e listEntry, skipUntil *[16]byte) bool {
+		// A marker version no longer listed (deleted since the page
+		// before, or dropped by the drives' check) leaves the versions
+		// its ID sorts after: version IDs are made time-ordered.
+		vanished := skipUntil != nil && !slices.ContainsFunc(e.versions, func(v *drive.Record) bool { return v.VersionID == *skipUntil })
 		for i, v := range e.versions {
-			if skipUntil != nil {
+			if vanished {
+				if !objlayer.VersionBefore(v.VersionID, *skipUntil) {
+					continue
+				}
+			} else if skipUntil != nil {
 				if v.VersionID == *skipUntil {
 					skipUntil = nil
 				}

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -536,5 +539,96 @@ func TestVersionListingOfVersionsADriveMissed(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("version listing %d of versions a drive missed:\n got %v\nwant %v", i, got, want)
 		}
+	}
+	// Those listings queued b to be healed: a healer (which never heard
+	// of the writes that missed the drive) copies its versions onto it,
+	// and the listings stop paying for the disagreement.
+	back := tp.Sets()[0].Drives()[1]
+	if vs, err := back.Versions(t.Context(), "bk", "b"); err == nil && len(vs) > 0 {
+		t.Fatalf("the drive that was away holds %d versions of b before any heal", len(vs))
+	}
+	h := NewHealer(tp.Pool, HealerOptions{QueueSize: 10, BytesPerSecond: 1 << 30, ScanInterval: time.Hour}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go h.Run(ctx)
+	for range 2 { // one of two listings reads that drive
+		if _, err := tp.ListObjectVersions(t.Context(), "bk", "", "", nil, "", 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, func() bool {
+		vs, err := back.Versions(t.Context(), "bk", "b")
+		return err == nil && len(vs) == 31
+	})
+}
+
+// A version listing whose marker version is deleted between its pages
+// goes on with the versions made before it: none is skipped, none listed
+// twice. (It used to skip the rest of the marker key's versions.)
+func TestVersionListingAfterItsMarkerVersionIsDeleted(t *testing.T) {
+	for _, also := range []bool{false, true} { // the marker alone; the marker and the version after it
+		t.Run(fmt.Sprint("and the next ", also), func(t *testing.T) {
+			tp := newTestPool(t, 1, 4, 2)
+			if err := tp.SetBucketVersioning(t.Context(), "bk", "Enabled"); err != nil {
+				t.Fatal(err)
+			}
+			var want []string // key@version, in listing order
+			for _, k := range []struct {
+				key string
+				n   int
+			}{{"a", 3}, {"k", 10}, {"z", 2}} {
+				var vs []string
+				for i := range k.n {
+					body := fmt.Sprint(i)
+					info, err := tp.PutObject(t.Context(), "bk", k.key, strings.NewReader(body), int64(len(body)),
+						objlayer.PutOptions{VersionID: uuid.Must(uuid.NewV7())})
+					if err != nil {
+						t.Fatal(err)
+					}
+					vs = append(vs, k.key+"@"+objlayer.FormatVersionID(info.VersionID))
+				}
+				slices.Reverse(vs)
+				want = append(want, vs...)
+			}
+			deleteVersion := func(kv string) {
+				key, v, _ := strings.Cut(kv, "@")
+				id, err := objlayer.ParseVersionID(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tp.DeleteObject(t.Context(), "bk", key, &id, objlayer.DeleteVersioned); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			var keyMarker string
+			var versionMarker *[16]byte
+			for {
+				l, err := tp.ListObjectVersions(t.Context(), "bk", "", keyMarker, versionMarker, "", 4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range l.Objects {
+					got = append(got, o.Name+"@"+objlayer.FormatVersionID(o.VersionID))
+				}
+				if !l.IsTruncated {
+					break
+				}
+				id, err := objlayer.ParseVersionID(l.NextVersionMarker)
+				if err != nil {
+					t.Fatal(err)
+				}
+				keyMarker, versionMarker = l.NextMarker, &id
+				marker := keyMarker + "@" + l.NextVersionMarker
+				deleteVersion(marker)
+				if next := slices.Index(want, marker) + 1; also && next < len(want) && strings.HasPrefix(want[next], keyMarker+"@") {
+					deleteVersion(want[next]) // never listed, so not wanted
+					want = slices.Delete(want, next, next+1)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("version listing with its marker versions deleted between pages:\n got %v\nwant %v", got, want)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package objlayer
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/google/uuid"
@@ -28,6 +29,14 @@ func FormatVersionID(id [16]byte) string {
 	}
 	return uuid.UUID(id).String()
 }
+
+// VersionBefore reports whether version ID a was made before b, as far as
+// the IDs tell: the version IDs this engine makes (UUIDv7, and the
+// gateway's earlier ULIDs) begin with their time in milliseconds, so they
+// sort in the order they were made. A version listing continues with it
+// when its marker version is gone: the versions made before the marker
+// follow it. The null version (all zero) sorts before every other.
+func VersionBefore(a, b [16]byte) bool { return bytes.Compare(a[:], b[:]) < 0 }
 
 // ParseVersionID parses what FormatVersionID renders, and the 26-character
 // ULIDs the gateway's earlier releases issued (their versions keep working

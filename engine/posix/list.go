@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/strata-storage/strata/engine/objlayer"
@@ -67,13 +68,20 @@ func (l *Layer) ListObjectVersions(ctx context.Context, bucket, prefix, keyMarke
 		if err != nil {
 			return objlayer.ListResult{}, err
 		}
-		for i, v := range vs {
-			if v.VersionID == *versionMarker {
-				if !s.emitVersions(keyMarker, vs[i+1:]) {
-					return s.res, nil
+		rest := vs[:0:0]
+		if i := slices.IndexFunc(vs, func(v objlayer.ObjectInfo) bool { return v.VersionID == *versionMarker }); i >= 0 {
+			rest = vs[i+1:]
+		} else {
+			// The marker version is gone (deleted since the page before):
+			// the versions made before it follow it.
+			for _, v := range vs {
+				if objlayer.VersionBefore(v.VersionID, *versionMarker) {
+					rest = append(rest, v)
 				}
-				break
 			}
+		}
+		if !s.emitVersions(keyMarker, rest) {
+			return s.res, nil
 		}
 	}
 	return s.run(ctx)

@@ -224,6 +224,54 @@ func TestListVersionsPaging(t *testing.T) {
 	})
 }
 
+// A version listing whose marker version is deleted between its pages
+// goes on with the versions made before it (it used to skip the rest of
+// the marker key's versions).
+func TestListVersionsAfterTheMarkerVersionIsDeleted(t *testing.T) {
+	forModes(t, func(t *testing.T, mode MetadataMode) {
+		l, _ := volume(t, mode, "bkt")
+		setVersioning(t, l, "bkt", "Enabled")
+		var want []string
+		for _, k := range []struct {
+			key string
+			n   int
+		}{{"a", 3}, {"k", 8}, {"z", 2}} {
+			var ids []string
+			for i := range k.n {
+				ids = append(ids, k.key+"@"+objlayer.FormatVersionID(putV(t, l, "bkt", k.key, []byte(fmt.Sprint(i))).VersionID))
+			}
+			slices.Reverse(ids)
+			want = append(want, ids...)
+		}
+		var got []string
+		keyMarker, vm := "", (*[16]byte)(nil)
+		for {
+			res, err := l.ListObjectVersions(ctx, "bkt", "", keyMarker, vm, "", 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range res.Objects {
+				got = append(got, v.Name+"@"+objlayer.FormatVersionID(v.VersionID))
+			}
+			if !res.IsTruncated {
+				break
+			}
+			keyMarker = res.NextMarker
+			id, err := objlayer.ParseVersionID(res.NextVersionMarker)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vm = &id
+			if _, err := l.DeleteObject(ctx, "bkt", keyMarker, &id, objlayer.DeleteVersioned); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("marker versions deleted between pages:\n got %v\nwant %v", got, want)
+		}
+	})
+}
+
 // isFirst reports whether the last version listed is its key's first.
 func isFirst(got []string, key string) bool {
 	n := 0
