@@ -100,12 +100,6 @@ func (b *BitrotReader) Blocks() int {
 }
 
 // ReadBlock returns block i, verified. The slice is valid until the next call.
-// DataOffset is where block i's bytes (after its checksum) start in the
-// shard the reader reads.
-func (b *BitrotReader) DataOffset(i int) int64 {
-	return int64(i)*int64(b.blockSize+BitrotChecksumSize) + BitrotChecksumSize
-}
-
 func (b *BitrotReader) ReadBlock(i int) ([]byte, error) {
 	if i < 0 || i >= b.Blocks() {
 		return nil, fmt.Errorf("bitrot: block %d outside a shard of %d blocks", i, b.Blocks())
@@ -119,7 +113,8 @@ func (b *BitrotReader) ReadBlock(i int) ([]byte, error) {
 		b.buf = make([]byte, need)
 	}
 	buf := b.buf[:need]
-	if _, err := b.r.ReadAt(buf, b.DataOffset(i)-BitrotChecksumSize); err != nil {
+	off := int64(i) * int64(b.blockSize+BitrotChecksumSize)
+	if _, err := b.r.ReadAt(buf, off); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: block %d truncated", ErrBitrot, i)
 		}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -177,12 +176,6 @@ func (c *Codec) Decode(w io.Writer, readers []BlockReader, offset, length, size 
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Compare(costOf(readers[a]), costOf(readers[b]))
 	})
-	// A writer that sends files without copying them gets the blocks read
-	// whole from this node's drives from their files (sendRange).
-	sender, _ := w.(fileSender)
-	if sender != nil && !sender.SendsFiles() {
-		sender = nil
-	}
 	first := offset / int64(c.blockSize)
 	last := (offset + length - 1) / int64(c.blockSize)
 	for b := first; b <= last; b++ {
@@ -200,80 +193,11 @@ func (c *Codec) Decode(w io.Writer, readers []BlockReader, offset, length, size 
 		if b == last {
 			to = offset + length - b*int64(c.blockSize)
 		}
-		if sender != nil {
-			sent, err := sendRange(sender, readers[:c.layout.Data], int(b), shardLen, from, to)
-			if err != nil {
-				return failedList(failed), err
-			}
-			if sent {
-				continue
-			}
-		}
 		if err := writeRange(w, shards[:c.layout.Data], shardLen, from, to); err != nil {
 			return failedList(failed), err
 		}
 	}
 	return failedList(failed), nil
-}
-
-// fileSender is a writer that sends a file's bytes without copying them
-// through memory when SendsFiles says so (the HTTP server's ReadFrom over
-// plain TCP: sendfile).
-type fileSender interface {
-	io.ReaderFrom
-	SendsFiles() bool
-}
-
-// blockFiler is a BlockReader that can tell where the block it last read
-// and verified is in a file (a shard on this node).
-type blockFiler interface {
-	blockFile(b int) (*os.File, int64, bool)
-}
-
-// sendRange sends bytes [from, to) of block b from its data shards' files
-// instead of from the buffers they were read into, when every data shard
-// the range needs was read from a file on this node and passed its
-// checksum in this block (none rebuilt from parity): the kernel sends them
-// from the page cache, and the copy into the socket is saved. It reports
-// false, having sent nothing, when that is not so.
-func sendRange(s fileSender, data []BlockReader, b, shardLen int, from, to int64) (bool, error) {
-	type piece struct {
-		f      *os.File
-		off, n int64
-	}
-	var buf [16]piece
-	pieces := buf[:0]
-	for i, r := range data {
-		start, end := int64(i*shardLen), int64((i+1)*shardLen)
-		if end <= from || start >= to {
-			continue
-		}
-		bf, ok := r.(blockFiler)
-		if !ok {
-			return false, nil
-		}
-		f, off, ok := bf.blockFile(b)
-		if !ok {
-			return false, nil
-		}
-		lo, hi := max(from, start)-start, min(to, end)-start
-		pieces = append(pieces, piece{f, off + lo, hi - lo})
-	}
-	for _, p := range pieces {
-		if _, err := p.f.Seek(p.off, io.SeekStart); err != nil {
-			return false, nil
-		}
-	}
-	for _, p := range pieces {
-		n, err := s.ReadFrom(&io.LimitedReader{R: p.f, N: p.n})
-		if err == nil && n < p.n {
-			err = fmt.Errorf("erasure: %s ended %d bytes into a block part of %d", p.f.Name(), n, p.n)
-		}
-		if err != nil {
-			return true, err
-		}
-	}
-	return true, nil
 }
 
 // readBlock fills shards with block b's data shards, reading shards in

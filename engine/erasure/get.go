@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sync"
 	"syscall"
@@ -342,8 +341,6 @@ type shardReader struct {
 	block   int
 	pool    *sync.Pool
 	err     error
-	// verified is the block last read whole and checked, -1 for none.
-	verified int
 }
 
 func (r *shardReader) ReadBlock(i int) ([]byte, error) {
@@ -367,23 +364,7 @@ func (r *shardReader) ReadBlock(i int) ([]byte, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	b, err := r.reader.ReadBlock(i)
-	r.verified = -1
-	if err == nil {
-		r.verified = i
-	}
-	return b, err
-}
-
-// blockFile is the file of a shard on this node and where block i's bytes
-// are in it, when block i is the block last read and it passed its
-// checksum: those bytes may go out from the file (sendRange).
-func (r *shardReader) blockFile(i int) (*os.File, int64, bool) {
-	f, ok := r.file.(*os.File)
-	if !ok || r.remote || r.reader == nil || r.verified != i {
-		return nil, 0, false
-	}
-	return f, r.reader.DataOffset(i), true
+	return r.reader.ReadBlock(i)
 }
 
 // openShard opens a shard file, waiting up to a second for a descriptor
@@ -476,7 +457,7 @@ func (s *Set) partReaders(ctx context.Context, drives []Drive, rec *drive.Record
 		if shard < 0 || shard >= len(readers) {
 			continue
 		}
-		sr := &shardReader{size: shardSize, block: s.codec.ShardBlockSize(), pool: &s.codec.shardBufs, verified: -1}
+		sr := &shardReader{size: shardSize, block: s.codec.ShardBlockSize(), pool: &s.codec.shardBufs}
 		if rec.IsInline() {
 			sr.reader = drive.NewBitrotReader(bytes.NewReader(r.Inline), shardSize, s.codec.ShardBlockSize())
 		} else {
@@ -507,7 +488,7 @@ func (h *ObjectHandle) addUnread(ctx context.Context, readers []*shardReader, pa
 		if shard < 0 || shard >= len(readers) || readers[shard] != nil {
 			continue
 		}
-		sr := &shardReader{size: shardSize, block: s.codec.ShardBlockSize(), pool: &s.codec.shardBufs, verified: -1}
+		sr := &shardReader{size: shardSize, block: s.codec.ShardBlockSize(), pool: &s.codec.shardBufs}
 		if rec.IsInline() {
 			bucket, object, vid := h.Info.Bucket, h.Info.Name, rec.VersionID
 			sr.inline = func() ([]byte, error) {

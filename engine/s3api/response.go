@@ -56,13 +56,6 @@ func (a *answer) ReadFrom(src io.Reader) (int64, error) {
 	return n, err
 }
 
-// SendsFiles reports whether ReadFrom sends a file without copying it
-// through memory (the HTTP server's, over plain TCP).
-func (a *answer) SendsFiles() bool {
-	s, ok := a.ResponseWriter.(interface{ SendsFiles() bool })
-	return ok && s.SendsFiles()
-}
-
 // writerOnly hides a writer's ReadFrom (io.Copy would call it again).
 type writerOnly struct{ io.Writer }
 

@@ -7,10 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -205,64 +201,5 @@ func TestDisconnectCancelsOverTLS(t *testing.T) {
 	case <-cancelled:
 	case <-time.After(5 * time.Second):
 		t.Fatal("request context not cancelled after the client left")
-	}
-}
-
-// A handler's writer sends files without copying them (ReadFrom,
-// sendfile) over plain TCP only, and says so: over TLS ReadFrom copies,
-// and a caller holding the bytes in memory does better to Write them.
-func TestWriterSendsFilesOverPlainTCPOnly(t *testing.T) {
-	body := strings.Repeat("sendfile ", 100000)
-	name := filepath.Join(t.TempDir(), "body")
-	if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	handler := HandlerFunc(func(w http.ResponseWriter, r *Request) {
-		s, ok := w.(interface{ SendsFiles() bool })
-		w.Header().Set("X-Sends-Files", strconv.FormatBool(ok && s.SendsFiles()))
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)-10))
-		f, err := os.Open(name)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer f.Close()
-		if _, err := f.Seek(10, io.SeekStart); err != nil {
-			t.Error(err)
-			return
-		}
-		if _, err := w.(io.ReaderFrom).ReadFrom(&io.LimitedReader{R: f, N: int64(len(body) - 10)}); err != nil {
-			t.Error(err)
-		}
-	})
-	cert, pool := selfSigned(t)
-	for _, tc := range []struct {
-		name string
-		tls  *tls.Config
-		want string
-	}{
-		{"plain", nil, "true"},
-		{"TLS", &tls.Config{Certificates: []tls.Certificate{cert}}, "false"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ts := startServer(t, Config{Handler: handler, TLS: tc.tls})
-			client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-			scheme := "http"
-			if tc.tls != nil {
-				scheme = "https"
-			}
-			resp, err := client.Get(scheme + "://" + ts.addr + "/b/k")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil || string(got) != body[10:] {
-				t.Fatalf("body: %d bytes, %v; want the file from byte 10", len(got), err)
-			}
-			if s := resp.Header.Get("X-Sends-Files"); s != tc.want {
-				t.Errorf("SendsFiles %s, want %s", s, tc.want)
-			}
-		})
 	}
 }

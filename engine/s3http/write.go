@@ -163,12 +163,6 @@ func (w *stallWriter) ReadFrom(src io.Reader) (int64, error) {
 	return total, err
 }
 
-// SendsFiles reports whether ReadFrom sends a file from the page cache
-// without copying it through memory: over plain TCP from our listener
-// (sendfile). Under TLS, or on a connection that is not ours, it copies,
-// and a caller holding the bytes in memory already should Write them.
-func (w *stallWriter) SendsFiles() bool { return w.conn != nil && !w.conn.underTLS }
-
 // fileOf finds the file a body is read from: src itself, or the file of an
 // *io.LimitedReader and its limit (-1: to the file's end).
 func fileOf(src io.Reader) (*os.File, int64) {
