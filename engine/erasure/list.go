@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/strata-storage/strata/engine/drive"
 	"github.com/strata-storage/strata/engine/objlayer"
@@ -149,13 +150,32 @@ func (s *Set) checkVersions(ctx context.Context, bucket string, entries []listEn
 		for next < len(checks) && checks[next].entry == i {
 			next++
 		}
-		entries[i].versions = checkedVersions(entries[i].versions, checks[first:next], latestOnly)
 		// The drives disagree until the object is healed: queue it, or
 		// every listing that reads them pays these GETs again (a node
 		// back after long, its missed objects forgotten by a restart).
-		s.partialWrite(bucket, entries[i].name, objlayer.NullVersion)
+		// Not for versions this recent: a write still committing is
+		// left to its own heal.
+		if settledDisagreement(entries[i].doubtful, time.Now()) {
+			s.partialWrite(bucket, entries[i].name, objlayer.NullVersion)
+		}
+		entries[i].versions = checkedVersions(entries[i].versions, checks[first:next], latestOnly)
 		first = next
 	}
+}
+
+// listHealAfter is how old a version the drives of a listing disagree on
+// must be for the listing to queue its object to be healed.
+var listHealAfter = 10 * time.Second
+
+// settledDisagreement reports whether any of the doubtful versions is
+// older than listHealAfter.
+func settledDisagreement(doubtful []*drive.Record, now time.Time) bool {
+	for _, v := range doubtful {
+		if now.Sub(time.Unix(0, v.ModTime)) >= listHealAfter {
+			return true
+		}
+	}
+	return false
 }
 
 // checkedVersions applies an entry's checks to its versions.
@@ -581,7 +601,7 @@ func listVersions(ctx context.Context, w walker, bucket, prefix, keyMarker strin
 		vanished := skipUntil != nil && !slices.ContainsFunc(e.versions, func(v *drive.Record) bool { return v.VersionID == *skipUntil })
 		for i, v := range e.versions {
 			if vanished {
-				if !objlayer.VersionBefore(v.VersionID, *skipUntil) {
+				if !objlayer.VersionBefore(v.VersionID, time.Unix(0, v.ModTime), *skipUntil) {
 					continue
 				}
 			} else if skipUntil != nil {

@@ -547,19 +547,78 @@ func TestVersionListingOfVersionsADriveMissed(t *testing.T) {
 	if vs, err := back.Versions(t.Context(), "bk", "b"); err == nil && len(vs) > 0 {
 		t.Fatalf("the drive that was away holds %d versions of b before any heal", len(vs))
 	}
+	defer func(after time.Duration) { listHealAfter = after }(listHealAfter)
+	listHealAfter = 0 // the versions were just written
 	h := NewHealer(tp.Pool, HealerOptions{QueueSize: 10, BytesPerSecond: 1 << 30, ScanInterval: time.Hour}, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go h.Run(ctx)
-	for range 2 { // one of two listings reads that drive
+	waitUntil(t, func() bool {
+		// Listings rotate over the drives: some read the one that was away.
 		if _, err := tp.ListObjectVersions(t.Context(), "bk", "", "", nil, "", 1000); err != nil {
 			t.Fatal(err)
 		}
-	}
-	waitUntil(t, func() bool {
 		vs, err := back.Versions(t.Context(), "bk", "b")
 		return err == nil && len(vs) == 31
 	})
+}
+
+// A listing queues an object whose drives disagree only about versions
+// older than listHealAfter: a write still committing is not healed under
+// it.
+func TestSettledDisagreement(t *testing.T) {
+	now := time.Now()
+	recent := &drive.Record{ModTime: now.Add(-time.Second).UnixNano()}
+	old := &drive.Record{ModTime: now.Add(-time.Minute).UnixNano()}
+	if settledDisagreement([]*drive.Record{recent}, now) || !settledDisagreement([]*drive.Record{recent, old}, now) {
+		t.Fatal("a listing queues an object for the versions older than listHealAfter only")
+	}
+}
+
+// The null version made after a marker version is not listed again when
+// that marker is deleted between pages: it is placed by its time.
+func TestVersionListingAfterItsMarkerVersionIsDeletedBeforeANullVersion(t *testing.T) {
+	tp := newTestPool(t, 1, 4, 2)
+	if err := tp.SetBucketVersioning(t.Context(), "bk", "Enabled"); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 3 {
+		info, err := tp.PutObject(t.Context(), "bk", "n", strings.NewReader(fmt.Sprint(i)), 1, objlayer.PutOptions{VersionID: uuid.Must(uuid.NewV7())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append([]string{objlayer.FormatVersionID(info.VersionID)}, ids...)
+	}
+	time.Sleep(2 * time.Millisecond) // the null version's time after the IDs'
+	if err := tp.SetBucketVersioning(t.Context(), "bk", "Suspended"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tp.PutObject(t.Context(), "bk", "n", strings.NewReader("null"), 4, objlayer.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := tp.ListObjectVersions(t.Context(), "bk", "", "", nil, "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Objects) != 2 || objlayer.FormatVersionID(page.Objects[0].VersionID) != "null" || page.NextVersionMarker != ids[0] {
+		t.Fatalf("first page: %+v, next %s; want the null version and %s", page.Objects, page.NextVersionMarker, ids[0])
+	}
+	marker, _ := objlayer.ParseVersionID(page.NextVersionMarker)
+	if _, err := tp.DeleteObject(t.Context(), "bk", "n", &marker, objlayer.DeleteVersioned); err != nil {
+		t.Fatal(err)
+	}
+	page, err = tp.ListObjectVersions(t.Context(), "bk", "", "n", &marker, "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range page.Objects {
+		got = append(got, objlayer.FormatVersionID(o.VersionID))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(ids[1:]) {
+		t.Fatalf("after the marker was deleted: %v, want %v", got, ids[1:])
+	}
 }
 
 // A version listing whose marker version is deleted between its pages

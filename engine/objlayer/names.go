@@ -2,7 +2,9 @@ package objlayer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -30,13 +32,27 @@ func FormatVersionID(id [16]byte) string {
 	return uuid.UUID(id).String()
 }
 
-// VersionBefore reports whether version ID a was made before b, as far as
-// the IDs tell: the version IDs this engine makes (UUIDv7, and the
-// gateway's earlier ULIDs) begin with their time in milliseconds, so they
-// sort in the order they were made. A version listing continues with it
-// when its marker version is gone: the versions made before the marker
-// follow it. The null version (all zero) sorts before every other.
-func VersionBefore(a, b [16]byte) bool { return bytes.Compare(a[:], b[:]) < 0 }
+// VersionBefore reports whether the version of ID id and time modTime
+// was made before the version of ID marker, as far as the IDs tell: the
+// version IDs this engine makes (UUIDv7, and the gateway's earlier ULIDs)
+// begin with their time in milliseconds, so they sort in the order they
+// were made. The null version (all zero) is placed by its time against
+// the time in marker's ID. A version listing continues with it when its
+// marker version is gone: the versions made before the marker follow it.
+func VersionBefore(id [16]byte, modTime time.Time, marker [16]byte) bool {
+	if id == NullVersion {
+		return modTime.UnixMilli() < idMillis(marker)
+	}
+	return bytes.Compare(id[:], marker[:]) < 0
+}
+
+// idMillis is the time a time-ordered version ID begins with, in Unix
+// milliseconds (its first 48 bits).
+func idMillis(id [16]byte) int64 {
+	var b [8]byte
+	copy(b[2:], id[:6])
+	return int64(binary.BigEndian.Uint64(b[:]))
+}
 
 // ParseVersionID parses what FormatVersionID renders, and the 26-character
 // ULIDs the gateway's earlier releases issued (their versions keep working

@@ -2,6 +2,7 @@ package objlayer
 
 import (
 	"testing"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 )
@@ -41,5 +42,36 @@ func TestVersionIDs(t *testing.T) {
 	id, _ := ParseVersionID("4f1b2b7e-3d2a-4c1e-9a77-0c3b5e6f7a81")
 	if FormatVersionID(id) != "4f1b2b7e-3d2a-4c1e-9a77-0c3b5e6f7a81" || FormatVersionID(NullVersion) != "null" {
 		t.Fatal("FormatVersionID does not render what ParseVersionID parsed")
+	}
+}
+
+func TestVersionBefore(t *testing.T) {
+	at := time.UnixMilli(1_800_000_000_000)
+	id := func(ms int64, rest byte) [16]byte {
+		var b [16]byte
+		for i := range 6 {
+			b[5-i] = byte(ms >> (8 * i))
+		}
+		b[6], b[15] = 0x70, rest
+		return b
+	}
+	marker := id(at.UnixMilli(), 5)
+	for _, c := range []struct {
+		name    string
+		id      [16]byte
+		modTime time.Time
+		want    bool
+	}{
+		{"made a millisecond earlier", id(at.UnixMilli()-1, 9), at, true},
+		{"same millisecond, smaller", id(at.UnixMilli(), 4), at, true},
+		{"same millisecond, larger", id(at.UnixMilli(), 6), at, false},
+		{"made later", id(at.UnixMilli()+1, 0), at, false},
+		{"null version, older", NullVersion, at.Add(-time.Millisecond), true},
+		{"null version, same millisecond", NullVersion, at, false},
+		{"null version, newer", NullVersion, at.Add(time.Second), false},
+	} {
+		if got := VersionBefore(c.id, c.modTime, marker); got != c.want {
+			t.Errorf("%s: VersionBefore = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -75,7 +75,7 @@ func (l *Layer) ListObjectVersions(ctx context.Context, bucket, prefix, keyMarke
 			// The marker version is gone (deleted since the page before):
 			// the versions made before it follow it.
 			for _, v := range vs {
-				if objlayer.VersionBefore(v.VersionID, *versionMarker) {
+				if objlayer.VersionBefore(v.VersionID, v.ModTime, *versionMarker) {
 					rest = append(rest, v)
 				}
 			}
