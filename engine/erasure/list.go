@@ -595,27 +595,19 @@ func listVersions(ctx context.Context, w walker, bucket, prefix, keyMarker strin
 	// emit adds one entry's versions (those after skipUntil, when given);
 	// it reports false when the page is full.
 	emit := func(e listEntry, skipUntil *[16]byte) bool {
-		// A marker version no longer listed (deleted since the page
-		// before, or dropped by the drives' check) leaves the versions
-		// its ID sorts after: version IDs are made time-ordered.
-		vanished := skipUntil != nil && !slices.ContainsFunc(e.versions, func(v *drive.Record) bool { return v.VersionID == *skipUntil })
-		for i, v := range e.versions {
-			if vanished {
-				if !objlayer.VersionBefore(v.VersionID, time.Unix(0, v.ModTime), *skipUntil) {
-					continue
-				}
-			} else if skipUntil != nil {
-				if v.VersionID == *skipUntil {
-					skipUntil = nil
-				}
-				continue
-			}
+		vs := e.versions
+		if skipUntil != nil {
+			vs = objlayer.VersionsAfter(vs, *skipUntil, func(v *drive.Record) ([16]byte, time.Time) {
+				return v.VersionID, time.Unix(0, v.ModTime)
+			})
+		}
+		for _, v := range vs {
 			if len(res.Objects)+len(res.CommonPrefixes) == maxKeys {
 				res.IsTruncated = true
 				return false
 			}
 			info := infoFromRecord(bucket, e.name, v)
-			info.IsLatest = i == 0
+			info.IsLatest = v == e.versions[0]
 			res.Objects = append(res.Objects, info)
 			res.NextMarker, res.NextVersionMarker = e.name, formatID(v.VersionID)
 		}

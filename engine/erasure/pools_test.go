@@ -517,24 +517,8 @@ func TestVersionListingOfVersionsADriveMissed(t *testing.T) {
 	slices.Reverse(want[2:])                                        // b's versions newest first
 	for i := range 8 {                                              // the drives a listing reads rotate
 		var got []string
-		var keyMarker string
-		var versionMarker *[16]byte
-		for {
-			l, err := tp.ListObjectVersions(t.Context(), "bk", "", keyMarker, versionMarker, "", 7)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, o := range l.Objects {
-				got = append(got, o.Name+"@"+o.ETag)
-			}
-			if !l.IsTruncated {
-				break
-			}
-			id, err := objlayer.ParseVersionID(l.NextVersionMarker)
-			if err != nil {
-				t.Fatal(err)
-			}
-			keyMarker, versionMarker = l.NextMarker, &id
+		for _, o := range versionPages(t, tp, 7, nil) {
+			got = append(got, o.Name+"@"+o.ETag)
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("version listing %d of versions a drive missed:\n got %v\nwant %v", i, got, want)
@@ -660,34 +644,48 @@ func TestVersionListingAfterItsMarkerVersionIsDeleted(t *testing.T) {
 				}
 			}
 			var got []string
-			var keyMarker string
-			var versionMarker *[16]byte
-			for {
-				l, err := tp.ListObjectVersions(t.Context(), "bk", "", keyMarker, versionMarker, "", 4)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, o := range l.Objects {
-					got = append(got, o.Name+"@"+objlayer.FormatVersionID(o.VersionID))
-				}
-				if !l.IsTruncated {
-					break
-				}
-				id, err := objlayer.ParseVersionID(l.NextVersionMarker)
-				if err != nil {
-					t.Fatal(err)
-				}
-				keyMarker, versionMarker = l.NextMarker, &id
-				marker := keyMarker + "@" + l.NextVersionMarker
+			pages := versionPages(t, tp, 4, func(keyMarker string, versionMarker [16]byte) {
+				marker := keyMarker + "@" + objlayer.FormatVersionID(versionMarker)
 				deleteVersion(marker)
 				if next := slices.Index(want, marker) + 1; also && next < len(want) && strings.HasPrefix(want[next], keyMarker+"@") {
 					deleteVersion(want[next]) // never listed, so not wanted
 					want = slices.Delete(want, next, next+1)
 				}
+			})
+			for _, o := range pages {
+				got = append(got, o.Name+"@"+objlayer.FormatVersionID(o.VersionID))
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("version listing with its marker versions deleted between pages:\n got %v\nwant %v", got, want)
 			}
 		})
+	}
+}
+
+// versionPages lists every version of bucket bk, pageSize a page, and
+// calls between, when given, with each page's markers before the next
+// page is asked for.
+func versionPages(t *testing.T, tp *testPool, pageSize int, between func(keyMarker string, versionMarker [16]byte)) []objlayer.ObjectInfo {
+	t.Helper()
+	var all []objlayer.ObjectInfo
+	var keyMarker string
+	var versionMarker *[16]byte
+	for {
+		l, err := tp.ListObjectVersions(t.Context(), "bk", "", keyMarker, versionMarker, "", pageSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, l.Objects...)
+		if !l.IsTruncated {
+			return all
+		}
+		id, err := objlayer.ParseVersionID(l.NextVersionMarker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyMarker, versionMarker = l.NextMarker, &id
+		if between != nil {
+			between(keyMarker, id)
+		}
 	}
 }

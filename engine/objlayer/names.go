@@ -46,6 +46,26 @@ func VersionBefore(id [16]byte, modTime time.Time, marker [16]byte) bool {
 	return bytes.Compare(id[:], marker[:]) < 0
 }
 
+// VersionsAfter returns the versions of one key (vs, newest first) that a
+// version listing continues with after the version marker: those after
+// it, or, when it is no longer among them (deleted since the page
+// before), those made before it (VersionBefore). version gives a
+// version's ID and time.
+func VersionsAfter[V any](vs []V, marker [16]byte, version func(V) ([16]byte, time.Time)) []V {
+	for i, v := range vs {
+		if id, _ := version(v); id == marker {
+			return vs[i+1:]
+		}
+	}
+	var out []V
+	for _, v := range vs {
+		if id, at := version(v); VersionBefore(id, at, marker) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // idMillis is the time a time-ordered version ID begins with, in Unix
 // milliseconds (its first 48 bits).
 func idMillis(id [16]byte) int64 {

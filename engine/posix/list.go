@@ -5,8 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
+	"time"
 
 	"github.com/strata-storage/strata/engine/objlayer"
 )
@@ -68,18 +68,9 @@ func (l *Layer) ListObjectVersions(ctx context.Context, bucket, prefix, keyMarke
 		if err != nil {
 			return objlayer.ListResult{}, err
 		}
-		rest := vs[:0:0]
-		if i := slices.IndexFunc(vs, func(v objlayer.ObjectInfo) bool { return v.VersionID == *versionMarker }); i >= 0 {
-			rest = vs[i+1:]
-		} else {
-			// The marker version is gone (deleted since the page before):
-			// the versions made before it follow it.
-			for _, v := range vs {
-				if objlayer.VersionBefore(v.VersionID, v.ModTime, *versionMarker) {
-					rest = append(rest, v)
-				}
-			}
-		}
+		rest := objlayer.VersionsAfter(vs, *versionMarker, func(v objlayer.ObjectInfo) ([16]byte, time.Time) {
+			return v.VersionID, v.ModTime
+		})
 		if !s.emitVersions(keyMarker, rest) {
 			return s.res, nil
 		}

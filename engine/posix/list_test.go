@@ -190,27 +190,11 @@ func TestListVersionsPaging(t *testing.T) {
 		}
 		for _, page := range []int{1, 2, 3, 1000} {
 			var got []string
-			keyMarker, vm := "", (*[16]byte)(nil)
-			for {
-				res, err := l.ListObjectVersions(ctx, "bkt", "", keyMarker, vm, "", page)
-				if err != nil {
-					t.Fatal(err)
+			for _, v := range versionPages(t, l, "bkt", page, nil) {
+				got = append(got, v.Name+"@"+objlayer.FormatVersionID(v.VersionID))
+				if v.IsLatest != isFirst(got, v.Name) {
+					t.Fatalf("IsLatest of %s: %v", got[len(got)-1], v.IsLatest)
 				}
-				for _, v := range res.Objects {
-					got = append(got, v.Name+"@"+objlayer.FormatVersionID(v.VersionID))
-					if v.IsLatest != isFirst(got, v.Name) {
-						t.Fatalf("IsLatest of %s: %v", got[len(got)-1], v.IsLatest)
-					}
-				}
-				if !res.IsTruncated {
-					break
-				}
-				keyMarker = res.NextMarker
-				id, err := objlayer.ParseVersionID(res.NextVersionMarker)
-				if err != nil {
-					t.Fatal(err)
-				}
-				vm = &id
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("page %d:\n got %v\nwant %v", page, got, want)
@@ -244,32 +228,45 @@ func TestListVersionsAfterTheMarkerVersionIsDeleted(t *testing.T) {
 			want = append(want, ids...)
 		}
 		var got []string
-		keyMarker, vm := "", (*[16]byte)(nil)
-		for {
-			res, err := l.ListObjectVersions(ctx, "bkt", "", keyMarker, vm, "", 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range res.Objects {
-				got = append(got, v.Name+"@"+objlayer.FormatVersionID(v.VersionID))
-			}
-			if !res.IsTruncated {
-				break
-			}
-			keyMarker = res.NextMarker
-			id, err := objlayer.ParseVersionID(res.NextVersionMarker)
-			if err != nil {
-				t.Fatal(err)
-			}
-			vm = &id
+		pages := versionPages(t, l, "bkt", 3, func(keyMarker string, id [16]byte) {
 			if _, err := l.DeleteObject(ctx, "bkt", keyMarker, &id, objlayer.DeleteVersioned); err != nil {
 				t.Fatal(err)
 			}
+		})
+		for _, v := range pages {
+			got = append(got, v.Name+"@"+objlayer.FormatVersionID(v.VersionID))
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("marker versions deleted between pages:\n got %v\nwant %v", got, want)
 		}
 	})
+}
+
+// versionPages lists every version of bucket, pageSize a page, and calls
+// between, when given, with each page's markers before the next page is
+// asked for.
+func versionPages(t *testing.T, l *Layer, bucket string, pageSize int, between func(keyMarker string, versionMarker [16]byte)) []objlayer.ObjectInfo {
+	t.Helper()
+	var all []objlayer.ObjectInfo
+	keyMarker, vm := "", (*[16]byte)(nil)
+	for {
+		res, err := l.ListObjectVersions(ctx, bucket, "", keyMarker, vm, "", pageSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, res.Objects...)
+		if !res.IsTruncated {
+			return all
+		}
+		id, err := objlayer.ParseVersionID(res.NextVersionMarker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyMarker, vm = res.NextMarker, &id
+		if between != nil {
+			between(keyMarker, id)
+		}
+	}
 }
 
 // isFirst reports whether the last version listed is its key's first.
