@@ -294,7 +294,7 @@ func openStore(dir string, o Options) (*store, error) {
 	}
 	opts := storeOptions(c, memTable)
 	opts.FS = o.MetaFS
-	s := &store{log: o.Log}
+	s := newStore(o.Log)
 	opts.Logger = storeLogger{log: o.Log, store: s}
 	opts.EventListener = &pebble.EventListener{BackgroundError: s.backgroundError,
 		WriteStallBegin: s.writeStallBegin, WriteStallEnd: s.writeStallEnd}

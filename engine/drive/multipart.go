@@ -299,7 +299,10 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 	if err != nil {
 		return PutResult{}, err
 	}
-	b := d.meta.NewIndexedBatch()
+	b, err := d.meta.NewIndexedBatch()
+	if err != nil {
+		return PutResult{}, err
+	}
 	defer b.Close()
 	t, err := d.begin(b, o)
 	if err != nil {
@@ -399,7 +402,10 @@ func (d *Local) ReopenUpload(ctx context.Context, u *Upload, chosen []PartRecord
 	if err != nil {
 		return false, err
 	}
-	b := d.meta.NewIndexedBatch()
+	b, err := d.meta.NewIndexedBatch()
+	if err != nil {
+		return false, err
+	}
 	defer b.Close()
 	t, err := d.begin(b, o)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,11 @@ import (
 // used no more. The drive is offline until it is reopened; the process and
 // the other drives keep serving.
 var ErrStoreFailed = errors.New("metadata store failed")
+
+// ErrClosed: the drive was closed (the process is stopping, or the drive
+// was taken offline); a call that comes after answers it instead of
+// reaching the closed store.
+var ErrClosed = errors.New("drive closed")
 
 // store is a drive's metadata store with its failure. Pebble reports a
 // failure it cannot continue from through its logger's Fatalf, from the
@@ -43,8 +49,40 @@ type store struct {
 	// long in all, and stallBegun when the one going on began (0: none).
 	stalls                 atomic.Uint64
 	stallNanos, stallBegun atomic.Int64
-	// closed is set as Close begins: pebble's metrics are not read after.
+	// closed is set as Close begins: no call reaches pebble after.
 	closed atomic.Bool
+	// users counts the calls inside pebble and the iterators and indexed
+	// batches open over it; Close waits until none is left (idle closes
+	// when the last leaves after Close began). A call that outlives the
+	// request it served (a drive's late answer after quorum, a background
+	// job stopping) then answers ErrClosed rather than meeting a closed
+	// pebble, which panics.
+	users    atomic.Int64
+	idle     chan struct{}
+	idleOnce sync.Once
+}
+
+func newStore(log *slog.Logger) *store { return &store{log: log, idle: make(chan struct{})} }
+
+// enter begins a use of pebble, ended by leave: ErrClosed once Close
+// began, the failure once the store failed.
+func (s *store) enter() error {
+	s.users.Add(1)
+	if s.closed.Load() {
+		s.leave()
+		return ErrClosed
+	}
+	if err := s.err(); err != nil {
+		s.leave()
+		return err
+	}
+	return nil
+}
+
+func (s *store) leave() {
+	if s.users.Add(-1) == 0 && s.closed.Load() {
+		s.idleOnce.Do(func() { close(s.idle) })
+	}
 }
 
 // backgroundPause is how long a background error that follows another
@@ -91,9 +129,10 @@ func (s *store) after(err error) error {
 }
 
 func (s *store) Get(key []byte) ([]byte, io.Closer, error) {
-	if err := s.err(); err != nil {
+	if err := s.enter(); err != nil {
 		return nil, nil, err
 	}
+	defer s.leave()
 	v, closer, err := s.db.Get(key)
 	if ferr := s.err(); ferr != nil {
 		if err == nil {
@@ -105,46 +144,109 @@ func (s *store) Get(key []byte) ([]byte, io.Closer, error) {
 }
 
 func (s *store) Set(key, value []byte, o *pebble.WriteOptions) error {
-	if err := s.err(); err != nil {
+	if err := s.enter(); err != nil {
 		return err
 	}
+	defer s.leave()
 	defer s.writes.Add(1)
 	return s.after(s.db.Set(key, value, o))
 }
 
 func (s *store) Delete(key []byte, o *pebble.WriteOptions) error {
-	if err := s.err(); err != nil {
+	if err := s.enter(); err != nil {
 		return err
 	}
+	defer s.leave()
 	defer s.writes.Add(1)
 	return s.after(s.db.Delete(key, o))
 }
 
-// NewIter opens an iterator; whoever walks it ends with after(it.Error()).
-func (s *store) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
-	if err := s.err(); err != nil {
-		return nil, err
-	}
-	return s.db.NewIter(o)
+// iterator walks keys in order: a store's or an indexed batch's.
+type iterator interface {
+	First() bool
+	Next() bool
+	Valid() bool
+	SeekGE(key []byte) bool
+	Key() []byte
+	Value() []byte
+	Error() error
+	Close() error
 }
 
-// NewBatch starts a batch, committed with Commit.
+// storeIter is an iterator over the store, held open against Close until
+// it is closed.
+type storeIter struct {
+	*pebble.Iterator
+	s *store
+}
+
+func (it *storeIter) Close() error {
+	defer it.s.leave()
+	return it.Iterator.Close()
+}
+
+// NewIter opens an iterator; whoever walks it ends with after(it.Error())
+// and closes it.
+func (s *store) NewIter(o *pebble.IterOptions) (iterator, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	it, err := s.db.NewIter(o)
+	if err != nil {
+		s.leave()
+		return nil, err
+	}
+	return &storeIter{Iterator: it, s: s}, nil
+}
+
+// NewBatch starts a batch of writes, committed with Commit (it reads
+// nothing from the store).
 func (s *store) NewBatch() *pebble.Batch { return s.db.NewBatch() }
 
-// NewIndexedBatch starts a batch that can be read, its own writes
-// included.
-func (s *store) NewIndexedBatch() *pebble.Batch { return s.db.NewIndexedBatch() }
+// indexedBatch is a batch that can be read, its own writes included; its
+// reads reach the store, so it is held open against Close until closed.
+type indexedBatch struct {
+	*pebble.Batch
+	s      *store
+	closed bool
+}
+
+// NewIndexedBatch starts an indexed batch.
+func (s *store) NewIndexedBatch() (*indexedBatch, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	return &indexedBatch{Batch: s.db.NewIndexedBatch(), s: s}, nil
+}
+
+func (b *indexedBatch) NewIter(o *pebble.IterOptions) (iterator, error) {
+	it, err := b.Batch.NewIter(o)
+	if err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+func (b *indexedBatch) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	defer b.s.leave()
+	return b.Batch.Close()
+}
 
 // kvReader reads keys: the store, or an indexed batch over it.
 type kvReader interface {
 	Get(key []byte) ([]byte, io.Closer, error)
-	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+	NewIter(o *pebble.IterOptions) (iterator, error)
 }
 
 func (s *store) Commit(b *pebble.Batch, o *pebble.WriteOptions) error {
-	if err := s.err(); err != nil {
+	if err := s.enter(); err != nil {
 		return err
 	}
+	defer s.leave()
 	defer s.writes.Add(1)
 	return s.after(b.Commit(o))
 }
@@ -155,9 +257,23 @@ func (s *store) Commit(b *pebble.Batch, o *pebble.WriteOptions) error {
 // then stays offline until the process restarts.
 const closeFailedWait = 10 * time.Second
 
-// Close closes the store; a failed one gets closeFailedWait.
+// closeWait bounds how long Close waits for the calls, iterators and
+// batches still using the store.
+const closeWait = 10 * time.Second
+
+// Close closes the store once nothing uses it (calls that come after
+// answer ErrClosed); a failed one gets closeFailedWait. A store still in
+// use after closeWait is left open, and its lock with it.
 func (s *store) Close() error {
 	s.closed.Store(true)
+	if s.users.Load() == 0 {
+		s.idleOnce.Do(func() { close(s.idle) })
+	}
+	select {
+	case <-s.idle:
+	case <-time.After(closeWait):
+		return fmt.Errorf("metadata store still in use (%d) after %s; it is left open until the process restarts", s.users.Load(), closeWait)
+	}
 	if s.err() == nil {
 		return s.db.Close()
 	}

@@ -38,18 +38,14 @@ type StoreStats struct {
 // store failed or was closed).
 func (d *Local) StoreStats() StoreStats { return d.meta.stats() }
 
-// stats reads pebble's metrics. A store closed meanwhile (the drive taken
-// offline between the caller's lookup and this call) reports nothing, and
-// one closing as they are read does not take the scrape down.
+// stats reads pebble's metrics. A store closed or failed meanwhile (the
+// drive taken offline between the caller's lookup and this call) reports
+// nothing.
 func (s *store) stats() (st StoreStats) {
-	if s.err() != nil || s.closed.Load() {
+	if s.enter() != nil {
 		return StoreStats{}
 	}
-	defer func() {
-		if recover() != nil {
-			st = StoreStats{}
-		}
-	}()
+	defer s.leave()
 	m := s.db.Metrics()
 	st = StoreStats{
 		AppliedBytes: m.WAL.BytesIn, WALBytes: m.WAL.BytesWritten,

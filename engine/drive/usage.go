@@ -116,7 +116,7 @@ func (t *objectTxn) commit() error {
 	if t.noSync {
 		opts = pebble.NoSync
 	}
-	if err := t.d.meta.Commit(t.b, opts); err != nil {
+	if err := t.d.meta.Commit(t.b.Batch, opts); err != nil {
 		return err
 	}
 	if t.delta != (Usage{}) {

@@ -272,7 +272,7 @@ func (d *Local) findData(kv kvReader, o *object, id [16]byte, withData bool) (*R
 // newest) it reads through the batch, its own changes included.
 type objectTxn struct {
 	d *Local
-	b *pebble.Batch
+	b *indexedBatch
 	o *object
 	// delta is what the staged changes add to the bucket's usage, applied
 	// to the drive's figures once the batch commits (commit).
@@ -287,7 +287,7 @@ type objectTxn struct {
 
 // begin starts changing an object: an object in the layout before has its
 // older versions moved to keys of their own in the same batch.
-func (d *Local) begin(b *pebble.Batch, o *object) (*objectTxn, error) {
+func (d *Local) begin(b *indexedBatch, o *object) (*objectTxn, error) {
 	t := &objectTxn{d: d, b: b, o: o}
 	if !o.isLegacy {
 		return t, nil
@@ -451,7 +451,10 @@ func (d *Local) changeSynced(bucket, name string, sync bool, fn func(t *objectTx
 	if err != nil {
 		return err
 	}
-	b := d.meta.NewIndexedBatch()
+	b, err := d.meta.NewIndexedBatch()
+	if err != nil {
+		return err
+	}
 	defer b.Close()
 	t, err := d.begin(b, o)
 	if err != nil {

@@ -1,0 +1,113 @@
+package drive
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// TestCallsRacingCloseAnswerErrClosed: reads, writes, deletes and walks
+// still running as the drive closes (a drive's late answer after its set
+// had quorum, a background job stopping) answer ErrClosed, and none
+// reaches the closed metadata store (pebble panics on that).
+func TestCallsRacingCloseAnswerErrClosed(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	putSmallObjects(t, d, 200)
+	inline := make([]byte, 2048)
+	calls := map[string]func(i int) error{
+		"get": func(i int) error {
+			_, err := d.GetVersion(t.Context(), "bk", fmt.Sprintf("o%06d", i%200), nil)
+			return err
+		},
+		"put": func(i int) error {
+			_, err := d.PutVersion(t.Context(), "bk", fmt.Sprintf("n%06d", i), &Record{ModTime: int64(i + 1), Size: 4096, ETag: "e", Inline: inline}, NotStaged)
+			return err
+		},
+		"delete": func(i int) error {
+			rec, err := d.GetVersion(t.Context(), "bk", fmt.Sprintf("n%06d", i/2), nil)
+			if errors.Is(err, ErrVersionNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			_, err = d.DeleteVersion(t.Context(), "bk", fmt.Sprintf("n%06d", i/2), rec.VersionID)
+			return err
+		},
+		"walk": func(int) error {
+			return d.WalkObjects(t.Context(), "bk", "", "", true, func(string, []*Record) bool { return true })
+		},
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(calls))
+	counts := make(chan int, len(calls))
+	for name, call := range calls {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				if err := call(i); errors.Is(err, ErrClosed) {
+					counts <- i
+					return
+				} else if err != nil {
+					errs <- fmt.Errorf("%s #%d: %w, want nil or ErrClosed", name, i, err)
+					return
+				}
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close with calls in flight: %v", err)
+	}
+	wg.Wait()
+	close(errs)
+	close(counts)
+	for err := range errs {
+		t.Error(err)
+	}
+	for n := range counts {
+		if n == 0 {
+			t.Error("a caller made no call before the close; the race was not run")
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
+	}
+}
+
+// TestCloseWaitsForAnOpenIterator: Close waits for an iterator open over
+// the store (a walk in progress) before closing it.
+func TestCloseWaitsForAnOpenIterator(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	putSmallObjects(t, d, 10)
+	it, err := d.meta.NewIter(&pebble.IterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while an iterator was open", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		n++
+	}
+	if err := it.Error(); err != nil || n == 0 {
+		t.Fatalf("the open iterator walked %d keys, err %v, while Close waited", n, err)
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close after the iterator closed: %v", err)
+	}
+	if _, err := d.GetVersion(t.Context(), "bk", "o000000", nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("GetVersion after Close: %v, want ErrClosed", err)
+	}
+}
