@@ -137,12 +137,24 @@ func (d *Deployment) peer(host string) (*internode.Peer, error) {
 // Close closes this node's drives and stops the peers' pings.
 func (d *Deployment) Close() error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	var errs []error
+	locals := make([]*drive.Local, 0, len(d.locals))
 	for _, l := range d.locals {
-		errs = append(errs, l.Close())
+		locals = append(locals, l)
 	}
+	peers := make([]*internode.Peer, 0, len(d.peers))
 	for _, p := range d.peers {
+		peers = append(peers, p)
+	}
+	d.mu.Unlock()
+	// In parallel and not under the lock: each waits for the calls still
+	// using its store (up to 10 s).
+	errs := make([]error, len(locals))
+	var wg sync.WaitGroup
+	for i, l := range locals {
+		wg.Go(func() { errs[i] = l.Close() })
+	}
+	wg.Wait()
+	for _, p := range peers {
 		p.Close()
 	}
 	return errors.Join(errs...)

@@ -111,3 +111,77 @@ func TestCloseWaitsForAnOpenIterator(t *testing.T) {
 		t.Fatalf("GetVersion after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestCloseWaitsForAReadValue: a value read with Get holds the store open
+// until its closer is closed (pebble's closer holds the store's state).
+func TestCloseWaitsForAReadValue(t *testing.T) {
+	d := openTestDrive(t, t.TempDir(), nil)
+	putSmallObjects(t, d, 1)
+	v, closer, err := d.meta.Get(objectKey("bk", "o000000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a read value was held", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if len(v) == 0 {
+		t.Fatal("empty value")
+	}
+	if err := closer.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := closer.Close(); err != nil { // a second close is harmless
+		t.Fatal(err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close after the value was let go: %v", err)
+	}
+}
+
+// TestCloseOfABusyStoreFinishesLater: a store still used after closeWait
+// makes Close answer an error, and is closed once its last user leaves
+// (its lock released: the drive opens again).
+func TestCloseOfABusyStoreFinishesLater(t *testing.T) {
+	defer func(w time.Duration) { closeWait = w }(closeWait)
+	closeWait = 100 * time.Millisecond
+	root := t.TempDir()
+	d, err := OpenLocal(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putSmallObjects(t, d, 1)
+	it, err := d.meta.NewIter(&pebble.IterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err == nil {
+		t.Fatal("Close answered nil with an iterator open")
+	}
+	if d.Online() {
+		t.Fatal("a closed drive says it is online")
+	}
+	if _, err := OpenLocal(root, Options{}); err == nil {
+		t.Fatal("the drive opened again while its store was still open")
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var d2 *Local
+	deadline := time.Now().Add(5 * time.Second)
+	for d2 == nil {
+		if d2, err = OpenLocal(root, Options{}); err != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("the drive does not open after its last user left: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	defer d2.Close()
+	if _, err := d2.GetVersion(t.Context(), "bk", "o000000", nil); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -368,9 +368,9 @@ func (d *Local) Failed() error { return d.meta.err() }
 // knows nothing was written meanwhile.
 func (d *Local) Changes() uint64 { return d.meta.writes.Load() }
 
-// Online implements erasure.Liveness: a drive whose metadata store failed
-// is offline.
-func (d *Local) Online() bool { return d.Failed() == nil }
+// Online implements erasure.Liveness: a drive whose metadata store failed,
+// or that was closed, is offline.
+func (d *Local) Online() bool { return d.Failed() == nil && !d.meta.closed.Load() }
 
 // Format returns the drive's identity, or ErrUnformatted.
 func (d *Local) Format(ctx context.Context) (Format, error) {

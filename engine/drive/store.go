@@ -68,13 +68,13 @@ func newStore(log *slog.Logger) *store { return &store{log: log, idle: make(chan
 // began, the failure once the store failed.
 func (s *store) enter() error {
 	s.users.Add(1)
-	if s.closed.Load() {
-		s.leave()
-		return ErrClosed
-	}
 	if err := s.err(); err != nil {
 		s.leave()
 		return err
+	}
+	if s.closed.Load() {
+		s.leave()
+		return ErrClosed
 	}
 	return nil
 }
@@ -128,19 +128,41 @@ func (s *store) after(err error) error {
 	return err
 }
 
+// Get reads a key; the value is valid until the closer is closed, and
+// the store is held open until then (pebble's closer holds its state).
 func (s *store) Get(key []byte) ([]byte, io.Closer, error) {
 	if err := s.enter(); err != nil {
 		return nil, nil, err
 	}
-	defer s.leave()
 	v, closer, err := s.db.Get(key)
 	if ferr := s.err(); ferr != nil {
 		if err == nil {
 			_ = closer.Close()
 		}
+		s.leave()
 		return nil, nil, ferr
 	}
-	return v, closer, err
+	if err != nil {
+		s.leave()
+		return nil, nil, err
+	}
+	return v, &getCloser{Closer: closer, s: s}, nil
+}
+
+// getCloser ends a Get's use of the store when its value is let go.
+type getCloser struct {
+	io.Closer
+	s    *store
+	done bool
+}
+
+func (c *getCloser) Close() error {
+	if c.done {
+		return nil
+	}
+	c.done = true
+	defer c.s.leave()
+	return c.Closer.Close()
 }
 
 func (s *store) Set(key, value []byte, o *pebble.WriteOptions) error {
@@ -177,10 +199,15 @@ type iterator interface {
 // it is closed.
 type storeIter struct {
 	*pebble.Iterator
-	s *store
+	s      *store
+	closed bool
 }
 
 func (it *storeIter) Close() error {
+	if it.closed {
+		return nil
+	}
+	it.closed = true
 	defer it.s.leave()
 	return it.Iterator.Close()
 }
@@ -259,11 +286,12 @@ const closeFailedWait = 10 * time.Second
 
 // closeWait bounds how long Close waits for the calls, iterators and
 // batches still using the store.
-const closeWait = 10 * time.Second
+var closeWait = 10 * time.Second
 
 // Close closes the store once nothing uses it (calls that come after
 // answer ErrClosed); a failed one gets closeFailedWait. A store still in
-// use after closeWait is left open, and its lock with it.
+// use after closeWait is closed in the background once it is not, and
+// Close answers an error meanwhile (its lock is held until then).
 func (s *store) Close() error {
 	s.closed.Store(true)
 	if s.users.Load() == 0 {
@@ -271,9 +299,20 @@ func (s *store) Close() error {
 	}
 	select {
 	case <-s.idle:
+		return s.closeDB()
 	case <-time.After(closeWait):
-		return fmt.Errorf("metadata store still in use (%d) after %s; it is left open until the process restarts", s.users.Load(), closeWait)
+		go func() {
+			<-s.idle
+			if err := s.closeDB(); err != nil {
+				s.log.Error("closing a metadata store once its last user left", "err", err)
+			}
+		}()
+		return fmt.Errorf("metadata store still in use (%d) after %s; it closes when its last user leaves", s.users.Load(), closeWait)
 	}
+}
+
+// closeDB closes pebble; a failed store gets closeFailedWait.
+func (s *store) closeDB() error {
 	if s.err() == nil {
 		return s.db.Close()
 	}

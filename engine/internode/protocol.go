@@ -110,6 +110,7 @@ var wireErrors = map[string]error{
 	"DriveNotServed":  ErrDriveNotServed,
 	"Bitrot":          drive.ErrBitrot,
 	"Superseded":      drive.ErrSuperseded,
+	"DriveClosed":     drive.ErrClosed,
 }
 
 // errorCode names an error for the wire ("Internal" when it is not a
