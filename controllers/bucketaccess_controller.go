@@ -266,7 +266,8 @@ func (r *BucketAccessReconciler) grantKeys(ctx context.Context, a *v1.BucketAcce
 		return "", err
 	}
 	rotate := a.Annotations[AnnotationRotateKeys]
-	wantRotation := rotate != "" && rotate != a.Status.Rotation
+	rotated := live.Annotations[annotationKeysRotation]
+	wantRotation := rotate != "" && rotate != a.Status.Rotation && rotate != rotated
 	id, secret := string(live.Data[KeyAccessKeyID]), string(live.Data[KeySecretAccessKey])
 	// The Secret, the access's own, is the record of its key: a status
 	// write that failed after a key was made does not make another.
@@ -296,9 +297,15 @@ func (r *BucketAccessReconciler) grantKeys(ctx context.Context, a *v1.BucketAcce
 			return "", &claimRefusal{reason: v1.ReasonClaimFailed, retry: 30 * time.Second, message: err.Error()}
 		}
 		id, secret = k.ID, k.Secret
+		if wantRotation {
+			rotated = rotate
+		}
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: name, Labels: map[string]string{builders.LabelManagedBy: builders.ManagedBy}},
 		Type: corev1.SecretTypeOpaque, StringData: map[string]string{KeyAccessKeyID: id, KeySecretAccessKey: secret}}
+	if rotated != "" {
+		sec.Annotations = map[string]string{annotationKeysRotation: rotated}
+	}
 	for k, v := range clientSettings(ct, a.Status.Buckets) {
 		sec.StringData[k] = v
 	}
@@ -324,9 +331,6 @@ func (r *BucketAccessReconciler) grantKeys(ctx context.Context, a *v1.BucketAcce
 			now := metav1.NewTime(r.Config.Now())
 			a.Status.KeysRotated = &now
 		}
-		if wantRotation {
-			a.Status.Rotation = rotate
-		}
 		switch {
 		case !created:
 		case first:
@@ -334,6 +338,9 @@ func (r *BucketAccessReconciler) grantKeys(ctx context.Context, a *v1.BucketAcce
 		default:
 			r.Recorder.Eventf(a, sec, corev1.EventTypeNormal, "KeysRotated", "CreateAccessKey", "new access key %s written to Secret %s; the previous key is deleted", id, name)
 		}
+	}
+	if rotate != "" && rotated == rotate {
+		a.Status.Rotation = rotate
 	}
 	return fmt.Sprintf("access key %s (Secret %s)", id, name), nil
 }

@@ -38,6 +38,12 @@ const ClaimFinalizer = "storage.strata.dev/claim"
 // yet acted on (status.rotation) makes them.
 const AnnotationRotateKeys = "storage.strata.dev/rotate-keys"
 
+// annotationKeysRotation on an access's Secret records the rotation
+// request (AnnotationRotateKeys's value) its key was made for. The Secret
+// is read from the API server, not the cache: a reconcile that still sees
+// the access's status from before a rotation does not rotate again.
+const annotationKeysRotation = "storage.strata.dev/keys-rotation"
+
 // indexClaimTenant indexes claims and accesses by NAMESPACE/TENANT.
 const indexClaimTenant = "claim.tenant"
 
