@@ -30,6 +30,7 @@ import (
 //     grant included when it asks for it;
 //   - boto3: canned and header grants, errors, BucketOwnerEnforced.
 func TestACLs(t *testing.T) {
+	t.Parallel()
 	venv := pyClients(t)
 	users := filepath.Join(t.TempDir(), "users.json")
 	if err := os.WriteFile(users, []byte(`{"root":{"id":"tenant-root","displayName":"Tenant root"},"users":[`+

@@ -37,6 +37,7 @@ func strataAdmin(t *testing.T, env []string, args ...string) (int, string, strin
 // and a pool's decommission, never shows a user's secret, and fails
 // clearly on wrong keys or a wrong command.
 func TestAdminCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	users := filepath.Join(dir, "users.json")
 	if err := os.WriteFile(users, []byte(`{"users":[{"accessKey":"APPKEY0000000001","secretKey":"app-secret-never-shown","policy":"readwrite","buckets":["photos"]}]}`), 0o600); err != nil {

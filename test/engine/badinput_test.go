@@ -29,6 +29,7 @@ func notStored(t *testing.T, c *s3.Client, bucket, key string) {
 }
 
 func TestBadInputGetsTheS3ErrorAndStoresNothing(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "bkt")
@@ -198,6 +199,7 @@ func (s *server) truncatedPut(t *testing.T, bucket, key string, size, sent int) 
 // not bounded by it; and the bucket name the server's own endpoints use
 // cannot be created, on the server and on the gateway.
 func TestRequestDocumentsAreBounded(t *testing.T) {
+	t.Parallel()
 	for _, tg := range []struct {
 		name string
 		s    *server

@@ -25,6 +25,7 @@ import (
 // completion naming another whole checksum is refused with BadDigest and
 // leaves the upload as it was; a part of another algorithm is refused.
 func TestMultipartChecksums(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "sums")
@@ -172,6 +173,7 @@ var crc64NVME = crc64.MakeTable(0x9a6c9329ac4bc9b5)
 // CRC-64/NVME of its bytes. The versitygw front end on the server kept
 // the source's "-2" checksum on the copy and answered no CRC64NVME.
 func TestCopyObjectChecksums(t *testing.T) {
+	t.Parallel()
 	onServerAndGateway(t, func(t *testing.T, s *server) {
 		c := s.aws()
 		mustCreateBucket(t, c, "sums")
@@ -231,6 +233,7 @@ func TestCopyObjectChecksums(t *testing.T) {
 // an object uploaded in parts with CRC32 checksums answers that part's
 // CRC32 (which the SDK verifies). The versitygw gateway answered none.
 func TestPartChecksumOnRead(t *testing.T) {
+	t.Parallel()
 	onServerAndGateway(t, func(t *testing.T, s *server) {
 		c := s.aws()
 		mustCreateBucket(t, c, "sums")

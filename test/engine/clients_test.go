@@ -31,6 +31,7 @@ import (
 // TestMinioClient runs the common operations through minio-go, which
 // signs, streams (multipart above its part size) and lists its own way.
 func TestMinioClient(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 6})
 	mc := s.minio()
 	if err := mc.MakeBucket(ctx, "photos", minio.MakeBucketOptions{}); err != nil {
@@ -114,6 +115,7 @@ func TestMinioClient(t *testing.T) {
 // policy grants, on their buckets only, and changes to the file apply
 // without a restart.
 func TestUsersFromTheIAMFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	usersFile := filepath.Join(dir, "users.json")
 	writeUsers := func(users ...map[string]any) {
@@ -235,6 +237,7 @@ func writeCert(t *testing.T, dir string, serial int64) *x509.Certificate {
 // TestTLSAndCertificateRotation: with --certs-dir the server speaks TLS,
 // and a certificate replaced on disk is served without a restart.
 func TestTLSAndCertificateRotation(t *testing.T) {
+	t.Parallel()
 	certs := t.TempDir()
 	first := writeCert(t, certs, 1)
 	s := &server{t: t, addr: freeAddr(t)}

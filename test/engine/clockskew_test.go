@@ -26,6 +26,7 @@ import (
 // the older version) and as a delete marker. Each node reports the skew it
 // sees (strata_internode_clock_offset_seconds).
 func TestWritesThroughASkewedNodeAreNeverLost(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	nodes := []int{11, 12, 13, 14}
 	c.env = map[int][]string{12: {"STRATA_TEST_CLOCK_SKEW=40s"}, 14: {"STRATA_TEST_CLOCK_SKEW=-30s"}}

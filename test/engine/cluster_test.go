@@ -157,6 +157,7 @@ func (c *cluster) launch(nodes []int) {
 // pool; an object written through one node reads back through every other,
 // with both clients.
 func TestClusterServesFromEveryNode(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	nodes := []int{11, 12, 13, 14}
 	c.writeTopology(c.poolSpec("pool-a", nodes, 2))
@@ -234,6 +235,7 @@ func httpStatus(t *testing.T, url string) int {
 // holds: 6 of 8 drives), reads return correct bytes, no request hangs; the
 // node restarts, rejoins and heals what it missed.
 func TestClusterNodeKilledUnderLoad(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	nodes := []int{11, 12, 13, 14}
 	c.writeTopology(c.poolSpec("pool-a", nodes, 2))
@@ -316,6 +318,7 @@ func TestClusterNodeKilledUnderLoad(t *testing.T) {
 // TestClusterConcurrentOverwrites: writers on one key through every node
 // end with one winner that every node agrees on.
 func TestClusterConcurrentOverwrites(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	nodes := []int{11, 12, 13, 14}
 	c.writeTopology(c.poolSpec("pool-a", nodes, 2))
@@ -359,6 +362,7 @@ func TestClusterConcurrentOverwrites(t *testing.T) {
 // with nodes speaking the current one (3, the framed channel): node 14
 // speaks 2 (batches over HTTP/2, no frames), node 13 speaks 1 (no batches).
 func TestClusterVersionSkew(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	nodes := []int{11, 12, 13, 14}
 	c.writeTopology(c.poolSpec("pool-a", nodes, 2))
@@ -378,6 +382,7 @@ func TestClusterVersionSkew(t *testing.T) {
 // serve one pool together, each reading what the other wrote: the wire
 // format of every internode operation is unchanged between them.
 func TestClusterMixedBuilds(t *testing.T) {
+	t.Parallel()
 	prev := os.Getenv("STRATA_PREVIOUS_BIN")
 	if prev == "" {
 		// hack/build-previous.sh builds it from git history; a shallow
@@ -473,6 +478,7 @@ func (c *cluster) waitPoolInUse(pool string, nodes ...int) {
 // objects but not Decommissioned, so the events are not lost with it; once
 // the webhook answers they are delivered and the pool is.
 func TestClusterDecommissionWaitsForStoredEvents(t *testing.T) {
+	t.Parallel()
 	hook := startWebhook(t)
 	hook.down.Store(true)
 	c := newCluster(t)
@@ -531,6 +537,7 @@ type decomStatus struct {
 // restart; then the first pool is decommissioned under load: its objects
 // (every version) move to the new pool, and once empty it is removed.
 func TestClusterAddPoolLiveThenDecommission(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	poolA := c.poolSpec("pool-a", []int{11, 12}, 2)
 	c.writeTopology(poolA)
@@ -641,6 +648,7 @@ func TestClusterAddPoolLiveThenDecommission(t *testing.T) {
 // starts and says so in its log. Certificates without ca.crt are enough:
 // the peers are then verified against the system roots, which it says.
 func TestClusterNeedsTLSOrSaysInsecure(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	port := freePort(t)
 	topo := filepath.Join(dir, "topology.json")

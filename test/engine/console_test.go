@@ -33,6 +33,7 @@ import (
 // checksums, tags and a presigned link, the tenant's drives; then a
 // read-only user finds every write refused and the tenant page closed.
 func TestConsole(t *testing.T) {
+	t.Parallel()
 	usersFile := filepath.Join(t.TempDir(), "users.json")
 	users, _ := json.Marshal(map[string]any{"users": []map[string]any{
 		{"accessKey": "viewer", "secretKey": "viewer-secret-key", "policy": "readonly"},
@@ -383,6 +384,7 @@ func TestConsoleSessions(t *testing.T) {
 // other node's process is killed as a pod would be, its two drives
 // offline, and objects still browse (read quorum holds).
 func TestConsoleShowsANodeLost(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	nodes := []int{11, 12}
 	consoleAddr := net.JoinHostPort(c.ip(11), strconv.Itoa(freePort(t)))
@@ -494,6 +496,7 @@ func TestConsoleLong(t *testing.T) {
 // in, a bucket, a file uploaded and listed, downloaded and compared, and
 // the tenant page naming the gateway.
 func TestConsoleOnTheGateway(t *testing.T) {
+	t.Parallel()
 	consoleAddr := freeAddr(t)
 	startTLSTargetWith(t, "gateway", nil, "--console-address", consoleAddr)
 	url := "https://" + consoleAddr + "/"

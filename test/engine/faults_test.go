@@ -221,6 +221,7 @@ func TestSlowDriveDoesNotHoldUpWrites(t *testing.T) {
 // The proof: the two other drives are then wiped, and everything is still
 // read back from the healed ones.
 func TestWipedAndCorruptDrivesHealThemselves(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	objs := writeCorpus(t, s, "media")
 	s.stop()
@@ -248,6 +249,7 @@ func TestWipedAndCorruptDrivesHealThemselves(t *testing.T) {
 // TestDriveWipedWhileRunning: the drive monitor notices a drive whose
 // content vanished under a running server, formats it and rebuilds it.
 func TestDriveWipedWhileRunning(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	objs := writeCorpus(t, s, "live")
 	wipe(t, s.drives[3])
@@ -267,6 +269,7 @@ func TestDriveWipedWhileRunning(t *testing.T) {
 // then serve everything, including what was written while it was out.
 // The drive is a small tmpfs (root; skipped elsewhere outside CI).
 func TestMetadataStoreFailureTakesOnlyItsDriveOffline(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		skipOutsideCI(t, "mounting a small filesystem needs root")
 	}
@@ -338,6 +341,7 @@ func fill(t *testing.T, name string) {
 // TestCorruptMetadataStore: a drive whose metadata store is damaged keeps
 // the server serving correct bytes, and is set aside and rebuilt.
 func TestCorruptMetadataStore(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	objs := writeCorpus(t, s, "meta")
 	s.stop()
@@ -391,6 +395,7 @@ func takeOffline(t *testing.T, dir string) func() {
 // SlowDown naming the lost quorum, nothing half-written becomes visible,
 // and service returns when the drives do.
 func TestParityPlusOneDrivesLost(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "bkt")
@@ -456,6 +461,7 @@ func (r *slowReader) Read(p []byte) (int, error) {
 // each object either as it was or as written, never torn, and no staged
 // leftovers after the restart.
 func TestKillNineMidUploadLeavesOldOrNew(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "bkt")

@@ -33,6 +33,7 @@ import (
 // stores nothing; forms whose every field is sent as a file part (Python's
 // requests with files=) work too.
 func TestFormUploadsSignedWithV2(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"server", "gateway"} {
 		t.Run(kind, func(t *testing.T) {
 			var s *server
@@ -180,6 +181,7 @@ func postFormWith(t *testing.T, hc *http.Client, url string, fields map[string]s
 // into one without is refused as S3 refuses it, and SSE-S3 without keys
 // configured is refused rather than the file stored unencrypted.
 func TestFormUploadFields(t *testing.T) {
+	t.Parallel()
 	tg := startTLSTargetWith(t, "server", []string{"STRATA_KMS_KEYS_FILE=" + keysFile(t, "tenant-1")})
 	c := tg.sdkClient(nil)
 	mustCreateBucket(t, c, "forms")
@@ -354,6 +356,7 @@ func filesUnder(t *testing.T, dir string) int {
 // once let forms over 16 MiB spill there, is accepted and ignored (a
 // warning says so), so deployments that pass it still start.
 func TestFormsNeverSpillToDisk(t *testing.T) {
+	t.Parallel()
 	tmp, spill := t.TempDir(), t.TempDir()
 	s := startServer(t, serverOpts{drives: 4, env: []string{"TMPDIR=" + tmp}, extra: []string{"--form-spill-dir", spill}})
 	mustCreateBucket(t, s.aws(), "forms")

@@ -74,6 +74,7 @@ type signedAnswer struct {
 // answered an ANSI C date ("Sat Nov 28 11:07:58 2026") and refused the
 // spaced list with InvalidArgument.
 func TestObjectAttributesAsJavaScriptAsksThem(t *testing.T) {
+	t.Parallel()
 	onServerAndGateway(t, func(t *testing.T, s *server) {
 		c := s.aws()
 		mustCreateBucket(t, c, "attrs")
@@ -127,6 +128,7 @@ func TestObjectAttributesAsJavaScriptAsksThem(t *testing.T) {
 // the document without a namespace and sent "Access-Control-Allow-Credentials:
 // false".
 func TestCORSAnswers(t *testing.T) {
+	t.Parallel()
 	onServerAndGateway(t, func(t *testing.T, s *server) {
 		c := s.aws()
 		mustCreateBucket(t, c, "web")
@@ -168,6 +170,7 @@ func TestCORSAnswers(t *testing.T) {
 // want left out: the AWS SDKs send the client's region. The versitygw
 // front end refused it with InvalidLocationConstraint.
 func TestCreateBucketInOwnRegion(t *testing.T) {
+	t.Parallel()
 	onServerAndGateway(t, func(t *testing.T, s *server) {
 		c := s.aws()
 		mustCreateBucket(t, c, "first")
@@ -269,6 +272,7 @@ func signedTrailerRequest(t *testing.T, url string, data []byte, chunk int) *htt
 // versitygw front end accepts this form too, on server and gateway: a
 // guard for the new front end's decoder, not a reproduction.)
 func TestUploadPartWithSignedTrailer(t *testing.T) {
+	t.Parallel()
 	onServerAndGateway(t, func(t *testing.T, s *server) {
 		c := s.aws()
 		mustCreateBucket(t, c, "chunks")
@@ -309,6 +313,7 @@ func TestUploadPartWithSignedTrailer(t *testing.T) {
 // versitygw gateway checked the range against the latest version
 // (416 InvalidRange).
 func TestUploadPartCopyFromOlderVersion(t *testing.T) {
+	t.Parallel()
 	onServerAndGateway(t, func(t *testing.T, s *server) {
 		c := s.aws()
 		mustCreateBucket(t, c, "versions")
@@ -349,6 +354,7 @@ func TestUploadPartCopyFromOlderVersion(t *testing.T) {
 // read back whole. The versitygw front end answered BadDigest to both, on
 // server and gateway.
 func TestMinioGoTrailingChecksums(t *testing.T) {
+	t.Parallel()
 	onServerAndGateway(t, func(t *testing.T, s *server) {
 		mustCreateBucket(t, s.aws(), "trailers")
 		mc, err := minio.New(s.addr, &minio.Options{Creds: miniocreds.NewStaticV4(rootUser, rootPassword, ""), Region: "us-east-1",

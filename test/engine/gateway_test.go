@@ -67,6 +67,7 @@ func onDisk(t *testing.T, root, bucket, key string) []byte {
 // multipart upload whose parts arrive at different gateways, versions,
 // and minio-go's own multipart streaming. Bytes are on disk as sent.
 func TestGatewayThreeReplicasShareOneDirectory(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	g := []*server{startGateway(t, root), startGateway(t, root), startGateway(t, root)}
 	c := []*s3.Client{g[0].aws(), g[1].aws(), g[2].aws()}
@@ -180,6 +181,7 @@ func TestGatewayThreeReplicasShareOneDirectory(t *testing.T) {
 // filesystem without user xattrs gets), metadata lives under
 // <root>/.strata/meta, never in xattrs, and both replicas see it.
 func TestGatewaySidecarMetadataOnTwoReplicas(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	a := startGateway(t, root, "--metadata", "sidecar")
 	b := startGateway(t, root) // auto: follows the volume's marker
@@ -231,6 +233,7 @@ func TestGatewaySidecarMetadataOnTwoReplicas(t *testing.T) {
 // POSIX users are objects and buckets; a HEAD gives a file its ETag, which
 // listings then show, on every replica.
 func TestGatewayFilesCreatedOnTheFilesystem(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	a, b := startGateway(t, root), startGateway(t, root)
 	ca, cb := a.aws(), b.aws()
@@ -291,6 +294,7 @@ func TestGatewayFilesCreatedOnTheFilesystem(t *testing.T) {
 // root, a bucket that is a link. Each is refused or contained, and nothing
 // outside is read, written or removed.
 func TestGatewayKeysCannotEscapeTheRoot(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
 	for _, d := range []string{root, outside, filepath.Join(outside, "dir")} {
@@ -533,6 +537,7 @@ func scrape(t *testing.T, s *server) string {
 // TestGatewayUsersHealthMetricsAdmin: the gateway answers users, health,
 // metrics and the admin API like the server does (shared code).
 func TestGatewayUsersHealthMetricsAdmin(t *testing.T) {
+	t.Parallel()
 	usersFile := filepath.Join(t.TempDir(), "users.json")
 	writeUsers := func(content string) {
 		if err := os.WriteFile(usersFile+".tmp", []byte(content), 0o600); err != nil {
@@ -612,6 +617,7 @@ func TestGatewayUsersHealthMetricsAdmin(t *testing.T) {
 
 // TestGatewayTLS: --certs-dir serves S3 over TLS, as the server does.
 func TestGatewayTLS(t *testing.T) {
+	t.Parallel()
 	certs := t.TempDir()
 	cert := writeCert(t, certs, 7)
 	g := &server{t: t, addr: freeAddr(t)}
@@ -650,6 +656,7 @@ func TestGatewayTLS(t *testing.T) {
 // TestGatewayLargeDirectoryWarning: a directory past --large-dir-threshold
 // shows in the metrics and the log, whether it grew through S3 or POSIX.
 func TestGatewayLargeDirectoryWarning(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	g := startGateway(t, root, "--large-dir-threshold", "50", "--large-dir-scan-interval", "1s")
 	c := g.aws()
@@ -747,6 +754,7 @@ func TestGatewayGracefulShutdown(t *testing.T) {
 // (here: its marker disappears, as when the volume is unmounted under the
 // mount point) reports not ready, and ready again when it is back.
 func TestGatewayReadinessFollowsTheVolume(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	g := startGateway(t, root)
 	status := func(path string) int {
@@ -842,6 +850,7 @@ func TestGatewayAbortsStaleUploads(t *testing.T) {
 // and stores the right bytes (new deep prefixes, directory objects,
 // multipart completion, copies).
 func TestGatewayFsyncMode(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	g := startGateway(t, root, "--fsync")
 	c := g.aws()
@@ -877,6 +886,7 @@ func TestGatewayFsyncMode(t *testing.T) {
 // never appeared (the day-2 test lost an object so). Now it waits for the
 // claim and takes over one older than --multipart-claim-timeout.
 func TestGatewayTakesOverACompletionClaimedByADeadReplica(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	g := startGateway(t, root, "--multipart-claim-timeout", "1s")
 	c := g.aws()
@@ -933,6 +943,7 @@ func TestGatewayTakesOverACompletionClaimedByADeadReplica(t *testing.T) {
 // brought that one back (both answered 204) about one round in eight, and a
 // delete beside a PUT left a "null" version without an ETag.
 func TestGatewayConcurrentVersionDeletes(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	g := []*server{startGateway(t, root), startGateway(t, root)}
 	c := []*s3.Client{g[0].aws(), g[1].aws()}
@@ -1004,6 +1015,7 @@ func TestGatewayConcurrentVersionDeletes(t *testing.T) {
 // locks, so replicas of an earlier release exclude ours) from this
 // process: a PUT of the key and a DELETE of it both wait for it.
 func TestGatewayDeleteTakesThePublishLock(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	c := startGateway(t, root).aws()
 	mustCreateBucket(t, c, "locked")

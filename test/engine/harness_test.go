@@ -41,6 +41,15 @@ const (
 // strataBin is the binary under test: $STRATA_BIN, or built once here.
 var strataBin string
 
+// Most tests call t.Parallel first: they run two at a time (GOMAXPROCS)
+// after the serial ones, as they mostly wait on processes starting,
+// stopping and settling. A test stays serial, and so runs alone, when it
+// asserts latency, throughput or memory (the floods, the slow drive, the
+// memory-limited server, the abuse suite), changes something machine-wide
+// (a sysctl, a cgroup, network namespaces, epmd), runs a JVM with a start
+// deadline (Kafka, Keycloak), or is the heaviest load (the client matrix,
+// the crash test). Every process a test starts listens on an address of
+// its own (freeAddr).
 func TestMain(m *testing.M) {
 	code, err := runTests(m)
 	if err != nil {

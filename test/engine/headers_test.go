@@ -23,6 +23,7 @@ import (
 // another case, to every answer with headers of its own: GET, HEAD,
 // listings).
 func TestResponsesCarryOneRequestID(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "ids")
@@ -67,6 +68,7 @@ func TestResponsesCarryOneRequestID(t *testing.T) {
 // elements out for objects without (the front end rendered an empty
 // <ChecksumType> for every object).
 func TestListingsShowChecksums(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "sums")

@@ -112,6 +112,7 @@ func iamCluster(t *testing.T, env ...string) (n1, n2, n3, n4 *server) {
 // a node restarted reads the directory back from the drives; a deleted
 // key stops working everywhere.
 func TestIAMUsersAcrossNodes(t *testing.T) {
+	t.Parallel()
 	cli := newAWSIAM(t)
 	n1, n2, n3, n4 := iamCluster(t)
 
@@ -233,6 +234,7 @@ func TestIAMUsersAcrossNodes(t *testing.T) {
 // is refused; a token altered by one character is InvalidToken; once the
 // role is deleted its sessions end on every node.
 func TestSTSAssumeRoleAcrossNodes(t *testing.T) {
+	t.Parallel()
 	cli := newAWSIAM(t)
 	n1, n2, n3, n4 := iamCluster(t)
 

@@ -105,6 +105,7 @@ func crc32be(v uint32) []byte { return []byte{byte(v >> 24), byte(v >> 16), byte
 // occurred when parsing the HTTP request" (about 1-3% of boto3's GETs over
 // HTTPS under load; here, with the next request pipelined, every time).
 func TestChunkedUploadsKeepConnectionsInStep(t *testing.T) {
+	t.Parallel()
 	s := startTLSServer(t)
 	conn, err := tls.Dial("tcp", s.addr, &tls.Config{InsecureSkipVerify: true})
 	if err != nil {

@@ -32,6 +32,7 @@ const lifecycleDay = 2 * time.Second
 // aborted; versions under a legal hold kept until it is lifted; the
 // passes' metrics.
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	venv := pyClients(t)
 	for _, kind := range []string{"server", "gateway"} {
 		t.Run(kind, func(t *testing.T) {

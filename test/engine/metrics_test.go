@@ -83,6 +83,7 @@ func exported(name string, families map[string]*dto.MetricFamily) bool {
 // its token: a server with TLS and two pools, one of them draining, after
 // S3 traffic, and a gateway. Without the token both answer 401.
 func TestShippedMetricNamesAreExported(t *testing.T) {
+	t.Parallel()
 	want, err := monitoring.EngineMetricNames()
 	if err != nil {
 		t.Fatal(err)

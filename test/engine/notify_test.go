@@ -494,6 +494,7 @@ func TestBucketNotifications(t *testing.T) {
 // every PUT and DELETE that was acknowledged has its event in the NATS
 // stream (duplicates allowed, counted).
 func TestNotificationsSurviveKill9(t *testing.T) {
+	t.Parallel()
 	broker := startNATS(t)
 	s := startServer(t, serverOpts{drives: 4, env: notifyTargets(t, nil, broker)})
 	c := s.aws()
@@ -583,6 +584,7 @@ func TestNotificationsSurviveKill9(t *testing.T) {
 // directory it serves and delivers them as the server does; tagging
 // changes make ObjectTagging events.
 func TestGatewayBucketNotifications(t *testing.T) {
+	t.Parallel()
 	hook := startWebhook(t)
 	g := startGateway(t, t.TempDir())
 	g.kill()
@@ -627,6 +629,7 @@ func TestGatewayBucketNotifications(t *testing.T) {
 // any object; STRATA_TEST_NOTIFY_TAKEOVER shortens the minute they wait
 // for their node).
 func TestNotificationsOfALostNode(t *testing.T) {
+	t.Parallel()
 	broker := startNATS(t)
 	c := newCluster(t)
 	nodes := []int{11, 12, 13, 14}
@@ -689,6 +692,7 @@ func TestNotificationsOfALostNode(t *testing.T) {
 // unversioned bucket), DeleteMarkerCreated for a current version hidden (a
 // versioned one). A day is a second here (STRATA_TEST_LIFECYCLE_DAY).
 func TestLifecycleExpirationEvents(t *testing.T) {
+	t.Parallel()
 	hook := startWebhook(t)
 	s := startServer(t, serverOpts{drives: 4, extra: []string{"--lifecycle-interval", "300ms"},
 		env: append(notifyTargets(t, hook, nil), "STRATA_TEST_LIFECYCLE_DAY=1s")})

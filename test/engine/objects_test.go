@@ -16,6 +16,7 @@ import (
 )
 
 func TestBuckets(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	for _, name := range []string{"zeta", "alpha", "media-01"} {
@@ -90,6 +91,7 @@ func TestBuckets(t *testing.T) {
 }
 
 func TestObjectsAcrossSizesAndRanges(t *testing.T) {
+	t.Parallel()
 	for _, drives := range []int{4, 6} {
 		t.Run(fmt.Sprintf("%d drives", drives), func(t *testing.T) {
 			s := startServer(t, serverOpts{drives: drives})
@@ -147,6 +149,7 @@ func TestObjectsAcrossSizesAndRanges(t *testing.T) {
 }
 
 func TestMetadataHeadersAndTags(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "bkt")
@@ -192,6 +195,7 @@ func TestMetadataHeadersAndTags(t *testing.T) {
 }
 
 func TestCopyObject(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "src")
@@ -240,6 +244,7 @@ func TestCopyObject(t *testing.T) {
 }
 
 func TestConditionalRequests(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "bkt")
@@ -279,6 +284,7 @@ func TestConditionalRequests(t *testing.T) {
 }
 
 func TestDeleteObjectsAndVersions(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "bkt")
@@ -382,6 +388,7 @@ func TestDeleteObjectsAndVersions(t *testing.T) {
 }
 
 func TestListings(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "bkt")
@@ -450,6 +457,7 @@ func TestListings(t *testing.T) {
 }
 
 func TestMultipart(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "bkt")
@@ -591,6 +599,7 @@ func TestMultipart(t *testing.T) {
 }
 
 func TestStaleUploadsAreAborted(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4, extra: []string{"--stale-uploads-expiry", "2s"}})
 	c := s.aws()
 	mustCreateBucket(t, c, "bkt")
@@ -611,6 +620,7 @@ func TestStaleUploadsAreAborted(t *testing.T) {
 // refused (NotImplemented, or the error S3 gives a malformed request), and
 // a refused write stores nothing.
 func TestUnsupportedIsRefusedAndStoresNothing(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "bkt")
@@ -680,6 +690,7 @@ func TestUnsupportedIsRefusedAndStoresNothing(t *testing.T) {
 // TestObjectLock: a bucket created with object lock keeps versions its
 // retention or legal hold protects; the front end enforces it on deletes.
 func TestObjectLock(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("vault"), ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
@@ -732,6 +743,7 @@ func TestObjectLock(t *testing.T) {
 }
 
 func TestHealthMetricsAndAdmin(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	mustCreateBucket(t, c, "bkt")

@@ -23,6 +23,7 @@ import (
 // s3:prefix, for a tenant user whose own grant does not cover the bucket
 // and for anonymous requests.
 func TestBucketPolicyConditions(t *testing.T) {
+	t.Parallel()
 	users := filepath.Join(t.TempDir(), "users.json")
 	if err := os.WriteFile(users, []byte(`{"users":[{"accessKey":"reader","secretKey":"reader-secret","policy":"readonly","buckets":["elsewhere"]}]}`), 0o600); err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 // The Go SDK's coverage of the same features is in TestServerSideEncryption,
 // TestObjectLock, TestLifecycle, TestACLs and TestBucketPolicyConditions.
 func TestDataProtectionClients(t *testing.T) {
+	t.Parallel()
 	venv := pyClients(t)
 	tg := startTLSTargetWith(t, "server", []string{"STRATA_KMS_KEYS_FILE=" + keysFile(t, "tenant-1", "tenant-2")})
 	env := tg.clientEnv(t, venv)

@@ -16,6 +16,7 @@ import (
 // public ACL grants ignored, a public policy granting anonymous requests
 // nothing; the owner keeps access throughout.
 func TestPublicAccessBlock(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 	c := s.aws()
 	anon := s3.New(s3.Options{BaseEndpoint: aws.String(s.url()), Region: "us-east-1", UsePathStyle: true,

@@ -27,6 +27,7 @@ import (
 // delete makes room again; a byte quota refuses a write that would pass
 // it and takes one that fits.
 func TestBucketQuotaAcrossNodes(t *testing.T) {
+	t.Parallel()
 	n1, n2, n3, n4 := iamCluster(t)
 	nodes := []*server{n1, n2, n3, n4}
 	ctx := t.Context()

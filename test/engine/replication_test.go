@@ -206,6 +206,7 @@ func bodySum(t *testing.T, c *s3.Client, bucket, key, id string) [32]byte {
 // sets the outage (default 5s; the issue's target is 60s:
 // `make replication-long`).
 func TestBucketReplication(t *testing.T) {
+	t.Parallel()
 	keys := "STRATA_KMS_KEYS_FILE=" + keysFile(t, "tenant-key")
 	// Single PUTs of at most 5 MiB on both sides (S3's limit is 5 GiB): a
 	// multipart version larger than that is copied in parts.
@@ -658,6 +659,7 @@ func TestBucketReplication(t *testing.T) {
 // takes a server's replicas: versions with their IDs, a delete marker, and
 // the gateway's own replicas not sent back.
 func TestGatewayReplication(t *testing.T) {
+	t.Parallel()
 	dst := startServer(t, serverOpts{drives: 4})
 	g := startGateway(t, t.TempDir())
 	g.kill()

@@ -44,6 +44,7 @@ func startBuild(t *testing.T, bin string, dirs []string) *server {
 // byte from the same drives, overwrites and deletes; and this build, rolled
 // forward again, reads what both wrote.
 func TestRollbackToThePreviousRelease(t *testing.T) {
+	t.Parallel()
 	prev := os.Getenv("STRATA_PREVIOUS_BIN")
 	if prev == "" {
 		skipOutsideCI(t, "STRATA_PREVIOUS_BIN not set (make engine-integration builds it from PREVIOUS_REV)")

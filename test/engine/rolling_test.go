@@ -211,6 +211,7 @@ func answer(url string) (bool, string) {
 // while (it is ready: the set still has read quorum). Zero failed requests
 // are allowed, with the SDK's retries off.
 func TestClusterRollingRestartUnderLoad(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	nodes := []int{11, 12, 13, 14}
 	pool := c.poolSpec("pool-a", nodes, 2)
@@ -312,6 +313,7 @@ func TestClusterRollingRestartUnderLoad(t *testing.T) {
 // objects may go to it only once it can take them: zero failed requests.
 // The new servers then join the load.
 func TestClusterPoolAddedUnderLoad(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	first, added := []int{11, 12, 13, 14}, []int{15, 16, 17, 18}
 	a, b := c.poolSpec("pool-a", first, 2), c.poolSpec("pool-b", added, 2)
@@ -367,6 +369,7 @@ func TestClusterPoolAddedUnderLoad(t *testing.T) {
 // serves reads cannot look, so every GET finds what its PUT wrote. Once
 // every node knows the pool, it takes new objects.
 func TestClusterPoolAddedWhileNodesDisagree(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	first, added := []int{11, 12, 13, 14}, []int{15, 16, 17, 18}
 	a, b := c.poolSpec("pool-a", first, 2), c.poolSpec("pool-b", added, 2)
@@ -455,6 +458,7 @@ func TestClusterPoolAddedWhileNodesDisagree(t *testing.T) {
 // and stayed not Ready for good once its servers were gone: a draining
 // pool's sets counted in their read-quorum check.
 func TestClusterPoolDecommissionedBeforeSomeNodesKnowIt(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	first, added, late := []int{11, 12, 13, 14}, []int{15, 16}, []int{13, 14}
 	a, b := c.poolSpec("pool-a", first, 2), c.poolSpec("pool-b", added, 2)
@@ -535,6 +539,7 @@ func TestClusterPoolDecommissionedBeforeSomeNodesKnowIt(t *testing.T) {
 // drain had passed them, the pool was called empty and decommissioned, and
 // they were gone (the day-2 test on real kubelets lost one so).
 func TestClusterDrainWaitsUntilEveryNodeKnows(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	first, added, late := []int{11, 12}, []int{13, 14}, []int{11}
 	a, b := c.poolSpec("pool-a", first, 2), c.poolSpec("pool-b", added, 2)

@@ -69,6 +69,7 @@ func expectNoSelftestBuckets(t *testing.T, c *s3.Client) {
 // naming the step when the keys are refused, the endpoint is not there, or
 // what it reads back is not what it wrote.
 func TestSelftest(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, serverOpts{drives: 4})
 
 	t.Run("temporary bucket over HTTP", func(t *testing.T) {
@@ -182,6 +183,7 @@ func corruptSelftestReads(resp *http.Response) error {
 // TestSelftestGatewayAndTLS: the same check against a gateway, and against
 // a server serving TLS, verified with --ca-file (and refused without it).
 func TestSelftestGatewayAndTLS(t *testing.T) {
+	t.Parallel()
 	t.Run("gateway", func(t *testing.T) {
 		g := startGateway(t, t.TempDir())
 		if r := runSelftest(t, rootEnv, "--endpoint", g.url()); r.code != 0 {

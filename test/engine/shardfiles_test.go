@@ -17,6 +17,7 @@ import (
 // served with --shard-files=false read those objects and write directories
 // again, and with the default once more read both.
 func TestShardFilesFlag(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	at := map[int]string{}
 	for i := 1; i <= 4; i++ {

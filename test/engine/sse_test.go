@@ -65,6 +65,7 @@ func newCustomerKey() customerKey {
 // whole, by range and by part, copy between modes, and leave nothing
 // readable on the drives; a wrong or missing key is refused.
 func TestServerSideEncryption(t *testing.T) {
+	t.Parallel()
 	s := startTLSServer(t, "STRATA_KMS_KEYS_FILE="+keysFile(t, "tenant-1", "tenant-2"))
 	c := tlsClient(s)
 	mustCreateBucket(t, c, "vault")
@@ -213,6 +214,7 @@ func TestServerSideEncryption(t *testing.T) {
 // TestGatewayRefusesEncryption: the gateway stores files as they are, so
 // it refuses every request for server-side encryption.
 func TestGatewayRefusesEncryption(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, t.TempDir())
 	c := g.aws()
 	mustCreateBucket(t, c, "files")
@@ -239,6 +241,7 @@ func skipVanished(err error) error {
 // and answered most of these 500 (its log: "range 0+128 outside an
 // object of 100 bytes", the source read with the sealed copy's size).
 func TestCopyToEncryptedDestinations(t *testing.T) {
+	t.Parallel()
 	s := startTLSServer(t, "STRATA_KMS_KEYS_FILE="+keysFile(t, "tenant-1"))
 	c := tlsClient(s)
 	mustCreateBucket(t, c, "vault")
@@ -284,6 +287,7 @@ func TestCopyToEncryptedDestinations(t *testing.T) {
 // place); it then reads back without a key. The versitygw front end
 // refused it as a copy "without changing ... encryption attributes".
 func TestCopyInPlaceFromCustomerKeyToPlaintext(t *testing.T) {
+	t.Parallel()
 	s := startTLSServer(t)
 	c := tlsClient(s)
 	mustCreateBucket(t, c, "vault")

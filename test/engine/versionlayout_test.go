@@ -19,6 +19,7 @@ import (
 // the newest is deleted. Rolled back to that release, the drives still give
 // every object's newest version.
 func TestVersionsWrittenByThePreviousReleaseAreKept(t *testing.T) {
+	t.Parallel()
 	prev := os.Getenv("STRATA_LAYOUT1_BIN")
 	if prev == "" {
 		skipOutsideCI(t, "STRATA_LAYOUT1_BIN not set (make engine-integration builds it from LAYOUT1_REV)")

@@ -89,6 +89,7 @@ func (is *oidcIssuer) sign(t *testing.T, subject, aud string, exp time.Time, ext
 // token is refused, as are a token for another audience and an expired
 // one; the session's namespace is a principal tag policies can test.
 func TestWebIdentityAcrossNodes(t *testing.T) {
+	t.Parallel()
 	is := newOIDCIssuer(t)
 	cli := newAWSIAM(t)
 	n1, n2, n3, _ := iamCluster(t, "STRATA_OIDC_CA_FILE="+is.caFile(t))
@@ -169,6 +170,7 @@ func TestWebIdentityAcrossNodes(t *testing.T) {
 // aws:RequestTag and aws:TagKeys to it, and aws:PrincipalTag to the
 // session's policies.
 func TestWebIdentityTenantAudiencesAndSessionTags(t *testing.T) {
+	t.Parallel()
 	is, other := newOIDCIssuer(t), newOIDCIssuer(t)
 	cli := newAWSIAM(t)
 	audiences, err := json.Marshal(map[string][]string{is.srv.URL: {"s3-app"}})
