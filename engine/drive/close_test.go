@@ -87,13 +87,7 @@ func TestCloseWaitsForAnOpenIterator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := make(chan error, 1)
-	go func() { closed <- d.Close() }()
-	select {
-	case err := <-closed:
-		t.Fatalf("Close returned (%v) while an iterator was open", err)
-	case <-time.After(200 * time.Millisecond):
-	}
+	closed := closeWaiting(t, d, "an iterator was open")
 	n := 0
 	for it.First(); it.Valid(); it.Next() {
 		n++
@@ -121,13 +115,7 @@ func TestCloseWaitsForAReadValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := make(chan error, 1)
-	go func() { closed <- d.Close() }()
-	select {
-	case err := <-closed:
-		t.Fatalf("Close returned (%v) while a read value was held", err)
-	case <-time.After(200 * time.Millisecond):
-	}
+	closed := closeWaiting(t, d, "a read value was held")
 	if len(v) == 0 {
 		t.Fatal("empty value")
 	}
@@ -184,4 +172,19 @@ func TestCloseOfABusyStoreFinishesLater(t *testing.T) {
 	if _, err := d2.GetVersion(t.Context(), "bk", "o000000", nil); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// closeWaiting closes d in the background and fails the test if Close
+// returns within 200 ms (while what holds the store); Close's answer
+// comes on the channel.
+func closeWaiting(t *testing.T, d *Local, what string) <-chan error {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while %s", err, what)
+	case <-time.After(200 * time.Millisecond):
+	}
+	return closed
 }

@@ -85,6 +85,23 @@ func (s *store) leave() {
 	}
 }
 
+// use is one use of the store that outlives the call that began it (a
+// read value, an iterator, an indexed batch): end runs its own close once
+// and then leaves, however often it is called.
+type use struct {
+	s    *store
+	done bool
+}
+
+func (u *use) end(closeFn func() error) error {
+	if u.done {
+		return nil
+	}
+	u.done = true
+	defer u.s.leave()
+	return closeFn()
+}
+
 // backgroundPause is how long a background error that follows another
 // within it holds up the flush or compaction that met it. Pebble retries a
 // failed flush at once, forever (a full or failing disk would otherwise
@@ -146,24 +163,16 @@ func (s *store) Get(key []byte) ([]byte, io.Closer, error) {
 		s.leave()
 		return nil, nil, err
 	}
-	return v, &getCloser{Closer: closer, s: s}, nil
+	return v, &getCloser{Closer: closer, use: use{s: s}}, nil
 }
 
 // getCloser ends a Get's use of the store when its value is let go.
 type getCloser struct {
 	io.Closer
-	s    *store
-	done bool
+	use
 }
 
-func (c *getCloser) Close() error {
-	if c.done {
-		return nil
-	}
-	c.done = true
-	defer c.s.leave()
-	return c.Closer.Close()
-}
+func (c *getCloser) Close() error { return c.end(c.Closer.Close) }
 
 func (s *store) Set(key, value []byte, o *pebble.WriteOptions) error {
 	if err := s.enter(); err != nil {
@@ -199,18 +208,10 @@ type iterator interface {
 // it is closed.
 type storeIter struct {
 	*pebble.Iterator
-	s      *store
-	closed bool
+	use
 }
 
-func (it *storeIter) Close() error {
-	if it.closed {
-		return nil
-	}
-	it.closed = true
-	defer it.s.leave()
-	return it.Iterator.Close()
-}
+func (it *storeIter) Close() error { return it.end(it.Iterator.Close) }
 
 // NewIter opens an iterator; whoever walks it ends with after(it.Error())
 // and closes it.
@@ -223,7 +224,7 @@ func (s *store) NewIter(o *pebble.IterOptions) (iterator, error) {
 		s.leave()
 		return nil, err
 	}
-	return &storeIter{Iterator: it, s: s}, nil
+	return &storeIter{Iterator: it, use: use{s: s}}, nil
 }
 
 // NewBatch starts a batch of writes, committed with Commit (it reads
@@ -234,8 +235,7 @@ func (s *store) NewBatch() *pebble.Batch { return s.db.NewBatch() }
 // reads reach the store, so it is held open against Close until closed.
 type indexedBatch struct {
 	*pebble.Batch
-	s      *store
-	closed bool
+	use
 }
 
 // NewIndexedBatch starts an indexed batch.
@@ -243,7 +243,7 @@ func (s *store) NewIndexedBatch() (*indexedBatch, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	return &indexedBatch{Batch: s.db.NewIndexedBatch(), s: s}, nil
+	return &indexedBatch{Batch: s.db.NewIndexedBatch(), use: use{s: s}}, nil
 }
 
 func (b *indexedBatch) NewIter(o *pebble.IterOptions) (iterator, error) {
@@ -254,14 +254,7 @@ func (b *indexedBatch) NewIter(o *pebble.IterOptions) (iterator, error) {
 	return it, nil
 }
 
-func (b *indexedBatch) Close() error {
-	if b.closed {
-		return nil
-	}
-	b.closed = true
-	defer b.s.leave()
-	return b.Batch.Close()
-}
+func (b *indexedBatch) Close() error { return b.end(b.Batch.Close) }
 
 // kvReader reads keys: the store, or an indexed batch over it.
 type kvReader interface {
