@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -301,25 +299,10 @@ func rootCredentials(ctx context.Context, c client.Reader, t *v1.Tenant) ([2]str
 	if err != nil {
 		return [2]string{}, "", err
 	}
+	// Not the notification targets: the engine re-reads their file when
+	// the kubelet updates it (internal/builders EngineFor).
 	h := sha256.New()
 	h.Write([]byte(a + "\x00" + sk))
-	// The engine reads its notification targets at start: a change rolls
-	// the pods. (Without targets the hash is what it always was.)
-	if builders.HasNotifyTargets(t) {
-		name := builders.NotifyTargetsSecretName(t.Name)
-		nt := &corev1.Secret{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, nt); err != nil {
-			return [2]string{}, "", fmt.Errorf("waiting for the notification targets Secret %s of Tenant %s: %w", name, t.Name, err)
-		}
-		h.Write([]byte{0})
-		h.Write(nt.Data[builders.NotifyTargetsFileKey])
-		for _, k := range slices.Sorted(maps.Keys(nt.Data)) {
-			if k != builders.NotifyTargetsFileKey { // the remotes' CAs
-				h.Write([]byte("\x00" + k + "\x00"))
-				h.Write(nt.Data[k])
-			}
-		}
-	}
 	return [2]string{a, sk}, hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
 

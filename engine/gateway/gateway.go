@@ -238,16 +238,17 @@ func Run(ctx context.Context, cfg Config) error {
 		// Replicas share the root, and so the queue: each delivers its
 		// own events, and those of a replica gone for a minute (pods of a
 		// Deployment do not come back under their name).
-		targets, rs, err := replicate.Load(cfg.NotifyTargetsFile, notify.DefaultRegion, log)
+		ts, targets, err := replicate.LoadTargets(cfg.NotifyTargetsFile, notify.DefaultRegion, log)
 		if err != nil {
 			return err
 		}
 		host, _ := os.Hostname()
-		queue, remotes = notify.NewQueue(layer, host, targets, log), rs
+		queue, remotes = notify.NewQueue(layer, host, targets, log), ts.Remotes
 		queue.OnDrop = remotes.DroppedByQueue
 		go queue.Run(bg)
+		go ts.Watch(bg, queue)
 		s3cfg.Notifier = queue
-		metrics.RegisterNotifications(reg, queue.Snapshot)
+		metrics.RegisterNotifications(reg, ts.Metrics(queue))
 	}
 	srv := s3api.New(layer, s3cfg)
 	g.replication = replicate.Start(srv, layer, queue, remotes, reg)

@@ -15,6 +15,11 @@ type Notifications struct {
 	// time of the oldest of them (zero for none).
 	Backlog int64
 	Oldest  time.Time
+	// Targets is how many targets and replication remotes are in force;
+	// TargetsFileErrors counts reads of the targets file refused (the
+	// targets in force kept).
+	Targets           int
+	TargetsFileErrors int64
 }
 
 // RegisterNotifications exports the notifications' queue: the counters,
@@ -32,12 +37,18 @@ var (
 	notifyBacklogDesc = prometheus.NewDesc(namespace+"_notify_backlog_events", "Bucket notification events stored and not yet delivered.", nil, nil)
 	notifyAgeDesc     = prometheus.NewDesc(namespace+"_notify_oldest_undelivered_seconds",
 		"Age of the oldest undelivered bucket notification event (0: none).", nil, nil)
+	notifyTargetsDesc = prometheus.NewDesc(namespace+"_notify_targets",
+		"Bucket notification targets and replication remotes in force (the targets file as last read).", nil, nil)
+	notifyTargetsErrorsDesc = prometheus.NewDesc(namespace+"_notify_targets_file_errors_total",
+		"Reads of the targets file refused (unreadable, malformed, or a target that cannot be opened): the targets in force stay.", nil, nil)
 )
 
 func (c *notifyCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- notifyEventsDesc
 	ch <- notifyBacklogDesc
 	ch <- notifyAgeDesc
+	ch <- notifyTargetsDesc
+	ch <- notifyTargetsErrorsDesc
 }
 
 func (c *notifyCollector) Collect(ch chan<- prometheus.Metric) {
@@ -51,4 +62,6 @@ func (c *notifyCollector) Collect(ch chan<- prometheus.Metric) {
 		age = time.Since(n.Oldest).Seconds()
 	}
 	ch <- prometheus.MustNewConstMetric(notifyAgeDesc, prometheus.GaugeValue, age)
+	ch <- prometheus.MustNewConstMetric(notifyTargetsDesc, prometheus.GaugeValue, float64(n.Targets))
+	ch <- prometheus.MustNewConstMetric(notifyTargetsErrorsDesc, prometheus.CounterValue, float64(n.TargetsFileErrors))
 }

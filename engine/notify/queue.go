@@ -65,9 +65,13 @@ func (it *Item) message() []byte {
 // says so (that node is gone; an item it had delivered before it went
 // arrives again).
 type Queue struct {
-	store   objlayer.Layer
-	node    string
-	targets map[string]Target
+	store objlayer.Layer
+	node  string
+	// targets are the targets by ARN (SetTargets replaces the map whole);
+	// retired those it replaced, closed by Run once the delivery pass
+	// that may use them is over (under mu).
+	targets atomic.Pointer[map[string]Target]
+	retired []Target
 	log     *slog.Logger
 
 	// TakeOver is how old another node's batch must be before this node
@@ -114,10 +118,11 @@ type Queue struct {
 	// when it ends: two maps swapped, not one swept under the lock).
 	goneWaiting, goneRemoved, goneScanning map[string]struct{}
 	// oldestOf is each target's oldest undelivered item's time as the
-	// last delivery pass found it; held counts each target's undelivered
-	// items (TargetBacklog).
+	// last delivery pass found it; heldOf counts each target's undelivered
+	// items (TargetBacklog), a target's *atomic.Int64 by its ARN, known to
+	// the queue or not (one removed and added again counts on).
 	oldestOf map[string]time.Time
-	heldOf   map[string]*atomic.Int64
+	heldOf   sync.Map
 	// bucketMade: Bucket is known to exist.
 	bucketMade atomic.Bool
 	kick       chan struct{}
@@ -157,18 +162,66 @@ const MaxPending = 100_000
 // NewQueue is a queue over store for node (a name no other node of the
 // tenant has, stable across restarts) delivering to targets.
 func NewQueue(store objlayer.Layer, node string, targets []Target, log *slog.Logger) *Queue {
-	q := &Queue{store: store, node: strings.ReplaceAll(node, "/", "_"), targets: map[string]Target{}, log: log,
+	q := &Queue{store: store, node: strings.ReplaceAll(node, "/", "_"), log: log,
 		TakeOver: time.Minute, Rescan: 15 * time.Second, pending: map[string]*stored{}, goneWaiting: map[string]struct{}{}, goneRemoved: map[string]struct{}{}, kick: make(chan struct{}, 1)}
-	q.heldOf = map[string]*atomic.Int64{}
-	for _, t := range targets {
-		q.targets[t.ARN()] = t
-		q.heldOf[t.ARN()] = &atomic.Int64{}
-	}
+	q.targets.Store(byARN(targets))
 	return q
 }
 
+func byARN(targets []Target) *map[string]Target {
+	m := make(map[string]Target, len(targets))
+	for _, t := range targets {
+		m[t.ARN()] = t
+	}
+	return &m
+}
+
+// SetTargets makes targets the queue's, as a targets file read again
+// lists them. Events for a target no longer among them are dropped at
+// their next delivery, as after a restart without it (OnDrop first); a
+// target no longer among them (an entry removed, or changed and opened
+// again) is closed once the delivery pass that may be using it is over.
+// A target passed again is kept as it is.
+func (q *Queue) SetTargets(targets []Target) {
+	next := byARN(targets)
+	kept := make(map[Target]bool, len(targets))
+	for _, t := range targets {
+		kept[t] = true
+	}
+	q.mu.Lock()
+	for _, t := range *q.targets.Load() {
+		if !kept[t] {
+			q.retired = append(q.retired, t)
+		}
+	}
+	q.targets.Store(next)
+	q.mu.Unlock()
+	q.wake()
+}
+
+// closeRetired closes the targets SetTargets replaced; Run calls it
+// between delivery passes, when no lane holds one.
+func (q *Queue) closeRetired() {
+	q.mu.Lock()
+	retired := q.retired
+	q.retired = nil
+	q.mu.Unlock()
+	for _, t := range retired {
+		t.Close()
+	}
+}
+
 // Known reports whether arn is one of the queue's targets.
-func (q *Queue) Known(arn string) bool { _, ok := q.targets[arn]; return ok }
+func (q *Queue) Known(arn string) bool { _, ok := (*q.targets.Load())[arn]; return ok }
+
+// heldFor is target's count of undelivered items.
+func (q *Queue) heldFor(target string) *atomic.Int64 {
+	if c, ok := q.heldOf.Load(target); ok {
+		return c.(*atomic.Int64)
+	}
+	c, _ := q.heldOf.LoadOrStore(target, &atomic.Int64{})
+	return c.(*atomic.Int64)
+}
 
 // Stats returns the queue's counters.
 func (q *Queue) Stats() *Stats { return &q.stats }
@@ -195,9 +248,7 @@ type TargetBacklog struct {
 // the oldest as the last delivery pass found it.
 func (q *Queue) Backlog(target string) TargetBacklog {
 	var b TargetBacklog
-	if c := q.heldOf[target]; c != nil {
-		b.Events = c.Load()
-	}
+	b.Events = q.heldFor(target).Load()
 	if b.Events > 0 {
 		q.mu.Lock()
 		b.Oldest = q.oldestOf[target]
@@ -304,9 +355,7 @@ func (q *Queue) keepUnstored(s *stored) bool {
 func (q *Queue) countHeldLocked(items []Item, d int64) {
 	q.stats.Backlog.Add(d * int64(len(items)))
 	for _, it := range items {
-		if c := q.heldOf[it.Target]; c != nil {
-			c.Add(d)
-		}
+		q.heldFor(it.Target).Add(d)
 	}
 }
 
@@ -431,6 +480,7 @@ func (q *Queue) Run(ctx context.Context) {
 		}
 		storeIn := q.storeAgain(ctx)
 		failed := q.deliver(ctx)
+		q.closeRetired()
 		if failed {
 			backoff = min(max(2*backoff, 200*time.Millisecond), 10*time.Second)
 		} else {
@@ -712,6 +762,9 @@ type ref struct {
 // for the next pass). Batches with every item delivered are deleted. It
 // reports whether a delivery failed.
 func (q *Queue) deliver(ctx context.Context) (failed bool) {
+	// One pass delivers to the targets as they are when it begins (Run
+	// closes those SetTargets retires only after it).
+	targets := *q.targets.Load()
 	q.mu.Lock()
 	batches := make([]*stored, 0, len(q.pending))
 	for _, s := range q.pending {
@@ -737,7 +790,7 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 			}
 			if !s.delivered[i] {
 				k := laneKey{it.Target, 0}
-				if _, batches := q.targets[it.Target].(Batcher); !batches {
+				if _, batches := targets[it.Target].(Batcher); !batches {
 					k.lane = laneOf(it.Key)
 				}
 				lanes[k] = append(lanes[k], ref{s, i})
@@ -763,7 +816,7 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 	var wg sync.WaitGroup
 	for k, refs := range lanes {
 		wg.Go(func() {
-			if !q.deliverLane(ctx, q.targets[k.target], refs) {
+			if !q.deliverLane(ctx, targets[k.target], refs) {
 				failures.Store(true)
 			}
 		})
@@ -946,9 +999,7 @@ func deliveryTimeout(t Target) time.Duration {
 func (q *Queue) done(r ref) {
 	r.s.delivered[r.i] = true
 	q.stats.Backlog.Add(-1)
-	if c := q.heldOf[r.s.items[r.i].Target]; c != nil {
-		c.Add(-1)
-	}
+	q.heldFor(r.s.items[r.i].Target).Add(-1)
 }
 
 // deliverBatches is deliverLane for a Batcher: each batch is the lane's

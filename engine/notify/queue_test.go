@@ -576,3 +576,63 @@ func TestEventMarkFollowsDelivery(t *testing.T) {
 		t.Fatalf("%d messages, want %d", n, len(all))
 	}
 }
+
+// closeCounted is a target that counts its Close calls.
+type closeCounted struct {
+	Target
+	closed atomic.Int32
+}
+
+func (c *closeCounted) Close() { c.closed.Add(1); c.Target.Close() }
+
+// TestSetTargetsWhileRunning: a target added to a running queue is known
+// at once and takes its events; one removed is closed once, its events
+// dropped (the backlog empties), and the one kept is neither closed nor
+// held back.
+func TestSetTargetsWhileRunning(t *testing.T) {
+	layer := erasureLayer(t)
+	q, first, kept, _ := runningQueue(t, layer)
+	rc := newReceiver(t)
+	tg, err := OpenTarget(TargetSpec{ID: "later", Type: "webhook", Endpoint: rc.srv.URL}, DefaultRegion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := &closeCounted{Target: tg}
+	if q.Known(added.ARN()) {
+		t.Fatal("a target not yet set is known")
+	}
+	q.SetTargets([]Target{kept, added})
+	if !q.Known(added.ARN()) || !q.Known(kept.ARN()) {
+		t.Fatal("the targets set are not known")
+	}
+	if err := q.Add(t.Context(), append(items(added.ARN(), 0, 3), items(kept.ARN(), 0, 2)...)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the added target's events", func() bool { return len(rc.messages()) == 3 && len(first.messages()) == 2 })
+	if b := q.Backlog(added.ARN()); b.Events != 0 {
+		t.Fatalf("the added target's backlog after delivery: %d", b.Events)
+	}
+
+	rc.down.Store(true) // its events wait, then are dropped with it
+	if err := q.Add(t.Context(), items(added.ARN(), 3, 2)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a failed delivery", func() bool { return q.Stats().Failed.Load() > 0 })
+	if b := q.Backlog(added.ARN()).Events; b != 2 {
+		t.Fatalf("backlog %d while the added target refuses, want 2", b)
+	}
+	q.SetTargets([]Target{kept})
+	if q.Known(added.ARN()) {
+		t.Fatal("a removed target is still known")
+	}
+	waitFor(t, "the removed target closed and its events dropped", func() bool {
+		return added.closed.Load() == 1 && q.Stats().Backlog.Load() == 0
+	})
+	if err := q.Add(t.Context(), items(kept.ARN(), 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the kept target's next event", func() bool { return len(first.messages()) == 3 })
+	if got := len(rc.messages()); got != 3 || added.closed.Load() != 1 {
+		t.Fatalf("the removed target got %d messages (want 3) and was closed %d times (want 1)", got, added.closed.Load())
+	}
+}

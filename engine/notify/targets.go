@@ -49,48 +49,26 @@ type TargetSpec = notifytargets.Target
 // TargetsFile is the document $STRATA_NOTIFY_TARGETS_FILE names.
 type TargetsFile = notifytargets.File
 
-// LoadTargets reads a targets file and opens its targets (none when path
-// is empty): replication remotes (type s3) through remote, which is nil
-// where there are none. A target that cannot be reached yet is opened
-// anyway: its events wait in the queue until it answers.
-func LoadTargets(path, region string, remote func(TargetSpec) (Target, error)) ([]Target, error) {
-	if path == "" {
-		return nil, nil
-	}
+// ReadTargetsFile reads a targets file's entries and checks that no two
+// share an ARN in region (an error wrapping fs.ErrNotExist when there is
+// no such file).
+func ReadTargetsFile(path, region string) ([]TargetSpec, []byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("notification targets: %w", err)
+		return nil, nil, fmt.Errorf("notification targets: %w", err)
 	}
 	var f TargetsFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("notification targets %s: %w", path, err)
+		return nil, nil, fmt.Errorf("notification targets %s: %w", path, err)
 	}
-	var out []Target
 	seen := map[string]bool{}
 	for _, s := range f.Targets {
-		var t Target
-		var err error
-		switch {
-		case s.Type != notifytargets.S3:
-			t, err = OpenTarget(s, region)
-		case remote == nil:
-			err = fmt.Errorf("target %s: replication remotes are not served here", s.ID)
-		default:
-			t, err = remote(s)
+		if seen[s.ARN(region)] {
+			return nil, nil, fmt.Errorf("notification targets %s: two targets are %s", path, s.ARN(region))
 		}
-		if err != nil {
-			for _, o := range out {
-				o.Close()
-			}
-			return nil, fmt.Errorf("notification targets %s: %w", path, err)
-		}
-		if seen[t.ARN()] {
-			return nil, fmt.Errorf("notification targets %s: two targets are %s", path, t.ARN())
-		}
-		seen[t.ARN()] = true
-		out = append(out, t)
+		seen[s.ARN(region)] = true
 	}
-	return out, nil
+	return f.Targets, b, nil
 }
 
 // OpenTarget opens one target.

@@ -902,31 +902,36 @@ func (s *Stats) Snapshot() map[string]BucketStats {
 }
 
 // Remotes are the replication remotes of a server's targets file: opened
-// with the notification targets (Open, for notify.LoadTargets) before the
-// front end exists, and bound to it as their Source once it does (Bind).
-// A remote asked to deliver before that answers an error, and its event
-// waits in the queue.
+// with the notification targets (Open, for Targets) before the front end
+// exists, and bound to it as their Source once it does (Bind). A remote
+// asked to deliver before that answers an error, and its event waits in
+// the queue. The file read again replaces them (set).
 type Remotes struct {
 	Stats  *Stats
 	region string
 	log    *slog.Logger
 	src    atomic.Pointer[Source]
-	list   []*Remote
+	list   atomic.Pointer[[]*Remote]
 }
+
+// All returns the remotes in force.
+func (rs *Remotes) All() []*Remote {
+	if l := rs.list.Load(); l != nil {
+		return *l
+	}
+	return nil
+}
+
+func (rs *Remotes) set(list []*Remote) { rs.list.Store(&list) }
 
 // NewRemotes returns an empty set of remotes for region.
 func NewRemotes(region string, log *slog.Logger) *Remotes {
 	return &Remotes{Stats: NewStats(), region: region, log: log}
 }
 
-// Open opens the remote spec describes.
+// Open opens the remote spec describes (in force once set lists it).
 func (rs *Remotes) Open(spec notifytargets.Target) (*Remote, error) {
-	r, err := Open(spec, rs.region, boundSource{rs}, rs.Stats, rs.log)
-	if err != nil {
-		return nil, err
-	}
-	rs.list = append(rs.list, r)
-	return r, nil
+	return Open(spec, rs.region, boundSource{rs}, rs.Stats, rs.log)
 }
 
 // Bind makes src the remotes' source.

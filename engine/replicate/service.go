@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -36,36 +35,13 @@ type Service struct {
 // ErrNoRemotes is a resync asked of a process without remotes.
 var ErrNoRemotes = errors.New("replication: this server has no replication remotes (targets of type s3)")
 
-// Opener opens the remotes of a targets file for notify.LoadTargets.
-func (rs *Remotes) Opener() func(notify.TargetSpec) (notify.Target, error) {
-	return func(spec notify.TargetSpec) (notify.Target, error) {
-		r, err := rs.Open(spec)
-		if err != nil {
-			return nil, err
-		}
-		return r, nil
-	}
-}
-
-// Load opens a targets file's notification targets and replication
-// remotes, logging what it opened.
-func Load(path, region string, log *slog.Logger) ([]notify.Target, *Remotes, error) {
-	remotes := NewRemotes(region, log)
-	targets, err := notify.LoadTargets(path, region, remotes.Opener())
-	if err != nil {
-		return nil, nil, err
-	}
-	log.Info("bucket notifications", "targets", notify.ARNs(targets))
-	return targets, remotes, nil
-}
-
 // Metrics is the replication's state for metrics.RegisterReplication.
 func (s *Service) Metrics() metrics.Replication {
 	var m metrics.Replication
 	if s == nil || s.Remotes == nil {
 		return m
 	}
-	for _, r := range s.Remotes.list {
+	for _, r := range s.Remotes.All() {
 		b := s.backlog(r.arn)
 		m.Remotes = append(m.Remotes, metrics.ReplicationRemote{ARN: r.arn, Backlog: b.Events, Oldest: b.Oldest})
 	}
@@ -89,7 +65,7 @@ func (s *Service) Status(ctx context.Context) (adminapi.ReplicationStatus, error
 	if s == nil || s.Remotes == nil {
 		return st, nil
 	}
-	for _, r := range s.Remotes.list {
+	for _, r := range s.Remotes.All() {
 		b := s.backlog(r.arn)
 		rm := adminapi.ReplicationRemote{ARN: r.arn, Endpoint: r.endpoint.String(), Backlog: b.Events}
 		if !b.Oldest.IsZero() {
@@ -140,7 +116,7 @@ func (s *Service) Status(ctx context.Context) (adminapi.ReplicationStatus, error
 
 // ResyncBucket queues bucket's versions not yet replicated.
 func (s *Service) ResyncBucket(ctx context.Context, bucket string) (adminapi.ResyncResult, error) {
-	if s == nil || s.Remotes == nil || len(s.Remotes.list) == 0 || s.Resync == nil {
+	if s == nil || s.Remotes == nil || len(s.Remotes.All()) == 0 || s.Resync == nil {
 		return adminapi.ResyncResult{}, ErrNoRemotes
 	}
 	queued, versions, err := s.Resync(ctx, bucket)

@@ -341,11 +341,13 @@ func Run(ctx context.Context, cfg Config) error {
 	var queue *notify.Queue
 	var remotes *replicate.Remotes
 	if cfg.NotifyTargetsFile != "" {
-		if queue, remotes, err = startNotifications(bg, cfg, layer, dep.Peers, log); err != nil {
+		var targets *replicate.Targets
+		if queue, targets, err = startNotifications(bg, cfg, layer, dep.Peers, log); err != nil {
 			return err
 		}
+		remotes = targets.Remotes
 		s3cfg.Notifier = queue
-		metrics.RegisterNotifications(reg, queue.Snapshot)
+		metrics.RegisterNotifications(reg, targets.Metrics(queue))
 	}
 	front := s3api.New(layer, s3cfg)
 	n.replication = replicate.Start(front, layer, queue, remotes, reg)
@@ -699,17 +701,18 @@ func notifyBucketChanged(bg context.Context, peers []*internode.Peer, bucket str
 	}
 }
 
-// startNotifications opens the bucket notifications' targets and starts
-// delivering their queue. A node is named by its S3 address; another
-// node's stored events are left to it while it is online, and taken over
-// by the online node with the lowest address when it is not.
-func startNotifications(bg context.Context, cfg Config, layer objlayer.Layer, peers func() []*internode.Peer, log *slog.Logger) (*notify.Queue, *replicate.Remotes, error) {
-	targets, remotes, err := replicate.Load(cfg.NotifyTargetsFile, notify.DefaultRegion, log)
+// startNotifications opens the bucket notifications' targets, starts
+// delivering their queue and reads the targets file again as it changes.
+// A node is named by its S3 address; another node's stored events are
+// left to it while it is online, and taken over by the online node with
+// the lowest address when it is not.
+func startNotifications(bg context.Context, cfg Config, layer objlayer.Layer, peers func() []*internode.Peer, log *slog.Logger) (*notify.Queue, *replicate.Targets, error) {
+	ts, targets, err := replicate.LoadTargets(cfg.NotifyTargetsFile, notify.DefaultRegion, log)
 	if err != nil {
 		return nil, nil, err
 	}
 	q := notify.NewQueue(layer, cfg.Address, targets, log)
-	q.OnDrop = remotes.DroppedByQueue
+	q.OnDrop = ts.Remotes.DroppedByQueue
 	if cfg.NotifyTakeOver > 0 {
 		q.TakeOver, q.Rescan = cfg.NotifyTakeOver, cfg.NotifyTakeOver/2
 	}
@@ -722,5 +725,6 @@ func startNotifications(bg context.Context, cfg Config, layer objlayer.Layer, pe
 		return true
 	}
 	go q.Run(bg)
-	return q, remotes, nil
+	go ts.Watch(bg, q)
+	return q, ts, nil
 }

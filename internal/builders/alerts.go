@@ -239,6 +239,14 @@ func tenantAlerts(t *v1.Tenant) []alert {
 			"('notifications: delivery failed'): check the webhook or broker, its address and credentials in the targets file. " +
 			"Changes waiting for a replication remote count here too; StrataReplicationLag names the remote.",
 	}, {
+		name: "StrataNotifyTargetsRefused", severity: "warning", forDur: "5m",
+		expr:    fmt.Sprintf(`max by (%s) (increase(%s[5m])) > 0`, byTenant, sel("strata_notify_targets_file_errors_total")),
+		summary: "A server or gateway of " + who + " refuses its notification targets file.",
+		description: "For 5 minutes a pod has read its targets file (the Secret TENANT-notify-targets, mounted) and refused it: " +
+			"unreadable, malformed, or a target or replication remote that cannot be opened (a CA file without a certificate, " +
+			"an unknown type). It keeps the targets and remotes it had, so a change of the Tenant's spec.notifications or " +
+			"spec.replication has not taken effect there. The pod's log says why ('the targets file was read again and refused').",
+	}, {
 		name: "StrataReplicationLag", severity: "warning", forDur: "10m",
 		expr:    fmt.Sprintf(`max by (%s, remote) (%s) > %d`, byTenant, sel("strata_replication_oldest_pending_seconds"), ReplicationLagSeconds),
 		summary: "Changes of " + who + " have waited {{ $value | humanizeDuration }} to reach replication remote {{ $labels.remote }}.",

@@ -63,7 +63,7 @@ func TestServerStatefulSet(t *testing.T) {
 		wantName:  "media-pool-a",
 		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"},
 		wantProbe: corev1.URISchemeHTTPS,
-		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology", "encryption-keys"},
+		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "notify-targets", "topology", "encryption-keys"},
 	}, {
 		name:      "TLS disabled: no certificates, HTTP probes",
 		tenant:    testTenant(func(t *v1.Tenant) { t.Spec.TLS.Mode = v1.TLSDisabled }),
@@ -72,7 +72,7 @@ func TestServerStatefulSet(t *testing.T) {
 		wantName:  "media-pool-a",
 		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--insecure-internode", "--admin-over-http", "--metrics-token-file", "/etc/strata/metrics/token"},
 		wantProbe: corev1.URISchemeHTTP,
-		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "topology", "encryption-keys"},
+		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "notify-targets", "topology", "encryption-keys"},
 	}, {
 		name:      "explicit domain: one StatefulSet per domain",
 		tenant:    testTenant(),
@@ -81,7 +81,7 @@ func TestServerStatefulSet(t *testing.T) {
 		wantName:  "media-pool-a-rack1",
 		wantArgs:  []string{"server", "--address", ":9000", "--topology", "/etc/strata/topology/topology.json", "--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"},
 		wantProbe: corev1.URISchemeHTTPS,
-		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology", "encryption-keys"},
+		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "notify-targets", "topology", "encryption-keys"},
 	}, {
 		name: "console enabled: its flags",
 		tenant: testTenant(func(t *v1.Tenant) {
@@ -95,7 +95,7 @@ func TestServerStatefulSet(t *testing.T) {
 			"--console-prometheus-url", "http://prom:9090", "--console-prometheus-selector", `tenant="media",namespace="store"`,
 			"--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"},
 		wantProbe: corev1.URISchemeHTTPS,
-		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology", "encryption-keys"},
+		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "notify-targets", "topology", "encryption-keys"},
 	}, {
 		name: "console single sign-on: its flags, the client's secret as a file",
 		tenant: testTenant(func(t *v1.Tenant) {
@@ -113,7 +113,7 @@ func TestServerStatefulSet(t *testing.T) {
 			"--console-oidc-client-secret-file", "/etc/strata/console-oidc/clientSecret",
 			"--metrics-token-file", "/etc/strata/metrics/token", "--certs-dir", "/etc/strata/certs"},
 		wantProbe: corev1.URISchemeHTTPS,
-		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "topology", "encryption-keys", "console-oidc"},
+		wantVols:  []string{"root-credentials", "iam", "metrics-token", "tmp", "certs", "notify-targets", "topology", "encryption-keys", "console-oidc"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,6 +139,13 @@ func TestServerStatefulSet(t *testing.T) {
 				if v.EmptyDir != nil && v.EmptyDir.SizeLimit == nil {
 					t.Errorf("emptyDir %s has no sizeLimit: a pod could fill its node's ephemeral storage", v.Name)
 				}
+				// Mounted before the tenant has targets: declaring them rolls nothing.
+				if v.Name == "notify-targets" && (v.Secret == nil || v.Secret.Optional == nil || !*v.Secret.Optional) {
+					t.Errorf("the notification targets Secret is not mounted optional: %+v", v.VolumeSource)
+				}
+			}
+			if !slices.Contains(c.Env, corev1.EnvVar{Name: "STRATA_NOTIFY_TARGETS_FILE", Value: "/etc/strata/notify/targets.json"}) {
+				t.Errorf("env %v does not name the notification targets file", c.Env)
 			}
 			if !slices.Equal(vols, tc.wantVols) {
 				t.Errorf("volumes = %v, want %v", vols, tc.wantVols)

@@ -145,8 +145,8 @@ const (
 	NotifyPasswordKey = "password"
 )
 
-// HasNotifyTargets reports whether the tenant's servers read a targets
-// file: it has notification targets or replication remotes.
+// HasNotifyTargets reports whether the tenant has notification targets
+// or replication remotes, and so a targets Secret.
 func HasNotifyTargets(t *v1.Tenant) bool {
 	return len(t.Spec.Notifications.Targets) > 0 || len(t.Spec.Replication.Remotes) > 0
 }

@@ -121,7 +121,7 @@ func TestPrometheusRule(t *testing.T) {
 	}
 	want := []string{"StrataDriveOffline", "StrataErasureSetDegraded", "StrataWriteQuorumAtRisk", "StrataPodDown", "StrataPeerOffline",
 		"StrataClockSkew", "StrataHealBacklogGrowing", "StrataHealingStalled", "StrataMetadataWriteStalls", "StrataCapacityHigh", "StrataCapacityCritical", "StrataS3ErrorsHigh",
-		"StrataS3LatencyHigh", "StrataDecommissionStuck", "StrataBucketNearQuota", "StrataNotificationBacklog", "StrataReplicationLag", "StrataReplicationFailed", "StrataCertificateExpiring", "StrataCAExpiring"}
+		"StrataS3LatencyHigh", "StrataDecommissionStuck", "StrataBucketNearQuota", "StrataNotificationBacklog", "StrataNotifyTargetsRefused", "StrataReplicationLag", "StrataReplicationFailed", "StrataCertificateExpiring", "StrataCAExpiring"}
 	if !slices.Equal(names, want) {
 		t.Errorf("alerts = %v, want %v", names, want)
 	}

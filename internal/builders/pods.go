@@ -54,8 +54,8 @@ type Engine struct {
 	MetricsTokenSecret string
 	// EncryptionSecret holds the servers' encryption master keys.
 	EncryptionSecret string
-	// NotifyTargetsSecret holds the notification targets file ("": the
-	// tenant has none).
+	// NotifyTargetsSecret holds the notification targets file, mounted
+	// whether it exists or not ("": not mounted).
 	NotifyTargetsSecret string
 	CredentialsHash     string
 }
@@ -74,10 +74,12 @@ func EngineFor(t *v1.Tenant, defaultImage, credentialsHash string) Engine {
 		// Re-read by the engine when kubelet updates the file: a rotation
 		// needs no restart, so it is not hashed either.
 		EncryptionSecret: EncryptionKeysSecretName(t),
-		CredentialsHash:  credentialsHash,
-	}
-	if HasNotifyTargets(t) {
-		e.NotifyTargetsSecret = NotifyTargetsSecretName(t.Name)
+		// The notification targets and replication remotes: mounted
+		// always (optional: the Secret exists only while the tenant has
+		// some) and re-read by the engine when kubelet updates the file,
+		// so declaring, changing or removing them rolls nothing.
+		NotifyTargetsSecret: NotifyTargetsSecretName(t.Name),
+		CredentialsHash:     credentialsHash,
 	}
 	if e.PullPolicy == "" {
 		e.PullPolicy = corev1.PullIfNotPresent
@@ -142,7 +144,9 @@ func (e Engine) volumes() ([]corev1.Volume, []corev1.VolumeMount) {
 	}
 	if e.NotifyTargetsSecret != "" {
 		// Every key: the targets file and the CAs of replication remotes.
-		vols = append(vols, secret("notify-targets", e.NotifyTargetsSecret))
+		v := secret("notify-targets", e.NotifyTargetsSecret)
+		v.Secret.Optional = ptr.To(true)
+		vols = append(vols, v)
 		mounts = append(mounts, corev1.VolumeMount{Name: "notify-targets", MountPath: NotifyMountPath, ReadOnly: true})
 	}
 	return vols, mounts

@@ -558,33 +558,31 @@ var _ = Describe("missing and invalid references", func() {
 			return sts.Spec.Template.Spec.Containers[0].Env
 		}).Should(ContainElement(corev1.EnvVar{Name: "STRATA_NOTIFY_TARGETS_FILE", Value: "/etc/strata/notify/targets.json"}))
 		Expect(sts.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "media-notify-targets")))
-		hash := sts.Spec.Template.Annotations["storage.strata.dev/credentials-hash"]
+		template := sts.Spec.Template.DeepCopy()
 
-		By("a new token rolls the servers (they read their targets at start)")
+		By("a new token reaches the targets file and rolls nothing (the servers read the file again)")
 		token := &corev1.Secret{}
 		Expect(k8s.Get(ctx, key(ns, "hook-token"), token)).To(Succeed())
 		token.Data["token"] = []byte("rotated")
 		Expect(k8s.Update(ctx, token)).To(Succeed())
 		Eventually(func() string {
+			_ = k8s.Get(ctx, key(ns, "media-notify-targets"), targets)
+			return string(targets.Data["targets.json"])
+		}).Should(ContainSubstring(`"authToken":"rotated"`))
+		Consistently(func() *corev1.PodTemplateSpec {
 			_ = k8s.Get(ctx, key(ns, "media-nvme"), sts)
-			return sts.Spec.Template.Annotations["storage.strata.dev/credentials-hash"]
-		}).ShouldNot(Equal(hash))
+			return &sts.Spec.Template
+		}).WithTimeout(3 * time.Second).Should(Equal(template))
 
-		By("no targets: no file, no mount")
+		By("no targets: the Secret goes, its optional mount stays, nothing rolls")
 		update(t, func(t *v1.Tenant) { t.Spec.Notifications.Targets = nil })
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, key(ns, "media-notify-targets"), &corev1.Secret{}))
 		}).Should(BeTrue())
-		Eventually(func() []string {
+		Consistently(func() *corev1.PodTemplateSpec {
 			_ = k8s.Get(ctx, key(ns, "media-nvme"), sts)
-			var secrets []string
-			for _, v := range sts.Spec.Template.Spec.Volumes {
-				if v.Secret != nil {
-					secrets = append(secrets, v.Secret.SecretName)
-				}
-			}
-			return secrets
-		}).ShouldNot(ContainElement("media-notify-targets"))
+			return &sts.Spec.Template
+		}).WithTimeout(3 * time.Second).Should(Equal(template))
 	})
 
 	It("replication remotes: checked by the API server; a pair of Tenants naming each other gets each other's endpoint, CA bundle and root credentials, kept current", func() {
@@ -653,7 +651,7 @@ var _ = Describe("missing and invalid references", func() {
 			_ = k8s.Get(ctx, key(ns, "media-nvme"), sts)
 			return sts.Spec.Template.Spec.Volumes
 		}).Should(ContainElement(And(HaveField("Secret.SecretName", "media-notify-targets"), HaveField("Secret.Items", BeEmpty()))))
-		hash := sts.Spec.Template.Annotations["storage.strata.dev/credentials-hash"]
+		template := sts.Spec.Template.DeepCopy()
 
 		By("a third Tenant naming the peer, which does not name it, gets no root credentials")
 		ns3 := newNamespace()
@@ -666,16 +664,16 @@ var _ = Describe("missing and invalid references", func() {
 			return apierrors.IsNotFound(k8s.Get(ctx, key(ns3, "media-notify-targets"), &corev1.Secret{}))
 		}).Should(BeTrue())
 
-		By("the peer's root credentials rotate: the targets follow and the servers roll")
+		By("the peer's root credentials rotate: the targets follow, and the servers, which read them again, do not roll")
 		root := &corev1.Secret{}
 		Expect(k8s.Get(ctx, key(ns2, "media-root-credentials"), root)).To(Succeed())
 		root.Data["secretKey"] = []byte("rotatedSecretKeyOfFortyCharacters0123456")
 		Expect(k8s.Update(ctx, root)).To(Succeed())
 		Eventually(func() string { tg, _ := targetsOf(ns); return tg.Password }).Should(Equal("rotatedSecretKeyOfFortyCharacters0123456"))
-		Eventually(func() string {
+		Consistently(func() *corev1.PodTemplateSpec {
 			_ = k8s.Get(ctx, key(ns, "media-nvme"), sts)
-			return sts.Spec.Template.Annotations["storage.strata.dev/credentials-hash"]
-		}).ShouldNot(Equal(hash))
+			return &sts.Spec.Template
+		}).WithTimeout(3 * time.Second).Should(Equal(template))
 	})
 
 	It("bucket defaults that cannot be honoured are refused by the API server, saying why", func() {

@@ -725,3 +725,100 @@ func TestLifecycleExpirationEvents(t *testing.T) {
 		t.Fatalf("events %v, want %v", got, want)
 	}
 }
+
+// TestTargetsFileReadAgain: a running server takes the targets file's
+// changes without a restart, as the operator's Secret changes under a pod:
+// a webhook and a replication remote added are known within seconds and
+// take their events and copies; a broken file is refused (counted, the
+// targets in force kept); a target removed is dropped with its events,
+// and the process that started is the one that answers throughout.
+func TestTargetsFileReadAgain(t *testing.T) {
+	t.Parallel()
+	hook, later := startWebhook(t), startWebhook(t)
+	dst := startServer(t, serverOpts{drives: 4})
+	path := filepath.Join(t.TempDir(), "targets.json")
+	writeTargets := func(body string) {
+		t.Helper()
+		// As the kubelet updates a mounted Secret: the new file renamed
+		// over the old one.
+		if err := os.WriteFile(path+".new", []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".new", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hookEntry := fmt.Sprintf(`{"id":"hook","type":"webhook","endpoint":%q}`, hook.url)
+	laterEntry := fmt.Sprintf(`{"id":"later","type":"webhook","endpoint":%q}`, later.url)
+	drEntry := fmt.Sprintf(`{"id":"dr","type":"s3","endpoint":%q,"username":%q,"password":%q}`, dst.url(), rootUser, rootPassword)
+	writeTargets(`{"targets":[` + hookEntry + `]}`)
+	s := startServer(t, serverOpts{drives: 4, env: []string{"STRATA_NOTIFY_TARGETS_FILE=" + path}})
+	pid := s.cmd.Process.Pid
+	c, dc := s.aws(), dst.aws()
+	mustCreateBucket(t, c, "events")
+	const laterARN = "arn:strata:sqs:us-east-1:later:webhook"
+	notifyTo := func(arn string) error {
+		_, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String("events"),
+			NotificationConfiguration: &types.NotificationConfiguration{QueueConfigurations: []types.QueueConfiguration{{
+				QueueArn: aws.String(arn), Events: []types.Event{"s3:ObjectCreated:*"}}}}})
+		return err
+	}
+	if err := notifyTo(laterARN); errCode(err) != "InvalidArgument" {
+		t.Fatalf("a target not yet in the file: %v, want InvalidArgument", err)
+	}
+	metric := func(name string) float64 {
+		_, families := scrapeMetrics(t, http.DefaultClient, s.url(), "")
+		if f := families[name]; f != nil && len(f.Metric) == 1 {
+			if g := f.Metric[0].GetGauge(); g != nil {
+				return g.GetValue()
+			}
+			return f.Metric[0].GetCounter().GetValue()
+		}
+		return -1
+	}
+
+	writeTargets(`{"targets":[` + hookEntry + `,` + laterEntry + `,` + drEntry + `]}`)
+	added := time.Now()
+	waitFor(t, "the added webhook known", 15*time.Second, func() bool { return notifyTo(laterARN) == nil })
+	t.Logf("the added targets were in force %s after the file changed", time.Since(added).Round(time.Millisecond))
+	if n := metric("strata_notify_targets"); n != 3 {
+		t.Fatalf("strata_notify_targets %v, want 3", n)
+	}
+	put(t, c, "events", "one", []byte("1"))
+	waitFor(t, "the event at the added webhook", 10*time.Second, func() bool { return len(later.messages()) == 1 })
+	versionedBucket(t, c, "src")
+	versionedBucket(t, dc, "dst")
+	replicateAll(t, s, "src", "dst")
+	put(t, c, "src", "copied", []byte("to the added remote"))
+	sameVersions(t, c, dc, "src", "dst", 30*time.Second)
+
+	writeTargets(`{"targets":[` + hookEntry) // cut short
+	waitFor(t, "the broken file counted", 15*time.Second, func() bool { return metric("strata_notify_targets_file_errors_total") > 0 })
+	put(t, c, "events", "two", []byte("2"))
+	waitFor(t, "the event after the broken file", 10*time.Second, func() bool { return len(later.messages()) == 2 })
+	if n := metric("strata_notify_targets"); n != 3 {
+		t.Fatalf("strata_notify_targets %v after a broken file, want the 3 in force", n)
+	}
+
+	writeTargets(`{"targets":[` + hookEntry + `,` + drEntry + `]}`)
+	waitFor(t, "the removed webhook unknown", 15*time.Second, func() bool { return errCode(notifyTo(laterARN)) == "InvalidArgument" })
+	// The bucket's configuration still names it: the event is dropped.
+	put(t, c, "events", "three", []byte("3"))
+	waitFor(t, "the backlog drained", 10*time.Second, func() bool { return notifyDrained(t, s) })
+	if err := notifyTo(hookARN); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "events", "four", []byte("4"))
+	waitFor(t, "the event at the webhook kept", 10*time.Second, func() bool { return len(hook.messages()) == 1 })
+	if n := len(later.messages()); n != 2 {
+		t.Fatalf("the removed webhook got %d events, want 2", n)
+	}
+	select {
+	case <-s.done:
+		t.Fatalf("the server exited:\n%s", s.logs())
+	default:
+	}
+	if s.cmd.Process.Pid != pid {
+		t.Fatal("the server was restarted")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,7 @@ func replicationPair(ctx context.Context, t *testing.T, c *cluster, cs kubernete
 	// credentials from the broker's Secret.
 	run("apply", "-f", filepath.Join(repoRoot(), "test", "localcluster", "testdata", "notifications-broker.yaml"))
 	run("apply", "-f", filepath.Join(repoRoot(), "test", "localcluster", "testdata", "replication-pair.yaml"))
+	before := podUIDs(ctx, t, cs, "media-nvme")
 	run("patch", "tenant", "media", "--type", "merge", "-p",
 		`{"spec":{"replication":{"remotes":[{"name":"dr","tenantRef":{"namespace":"default","name":"vault"}}]}}}`)
 
@@ -69,10 +71,11 @@ func replicationPair(ctx context.Context, t *testing.T, c *cluster, cs kubernete
 			DeleteMarkerReplication: &s3types.DeleteMarkerReplication{Status: s3types.DeleteMarkerReplicationStatusEnabled},
 			Destination:             &s3types.Destination{Bucket: aws.String("arn:aws:s3:::photos-dr")}}}}}
 
-	// The servers of both read the remotes from their targets Secret, and
-	// roll once the pair is complete: until then the remote is unknown
-	// (the configuration refused) or a server not yet rolled takes the
-	// write (its version stays PENDING). A fresh probe each time.
+	// The servers of both read the remotes from their targets Secret as
+	// the kubelet updates it in their pods (no pod rolls): until a server
+	// has, the remote is unknown to it (the configuration refused) or it
+	// takes a write it cannot copy (its version stays PENDING). A fresh
+	// probe each time.
 	probes := 0
 	waitFor(ctx, t, 8*time.Minute, func() error {
 		if _, err := src.PutBucketReplication(ctx, config); err != nil {
@@ -92,6 +95,11 @@ func replicationPair(ctx context.Context, t *testing.T, c *cluster, cs kubernete
 		return errors.Join(rolledOut(ctx, cs, "media-nvme"), rolledOut(ctx, cs, "vault-dr"))
 	})
 	t.Logf("the pair replicates %s after it was declared (%d probes)", time.Since(start).Round(time.Second), probes)
+	// Declaring the remote rolled none of media's servers: they read it
+	// from the mounted Secret as the kubelet updated it.
+	if after := podUIDs(ctx, t, cs, "media-nvme"); !maps.Equal(before, after) {
+		t.Errorf("media's server pods changed when the pair was declared: %v before, %v after", before, after)
+	}
 
 	// Lag under 200 PUT/s.
 	steady := steadyWrites(ctx, t, src, bucket, "load/", 15*time.Second, true, nil)
@@ -344,6 +352,24 @@ func versions(ctx context.Context, cl *s3.Client, bucket, prefix string) (map[st
 		}
 	}
 	return out, nil
+}
+
+// podUIDs maps the StatefulSet's pods to their UIDs.
+func podUIDs(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) map[string]string {
+	t.Helper()
+	sts, err := cs.AppsV1().StatefulSets("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(sts.Spec.Selector)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		out[p.Name] = string(p.UID)
+	}
+	return out
 }
 
 // rolledOut reports whether every pod of the StatefulSet runs its latest

@@ -238,6 +238,14 @@ func TestAlerts(t *testing.T) {
 		name: "notification events delivered within a minute", alert: "StrataNotificationBacklog", at: 30 * time.Minute,
 		input: []inputSeries{{ts("strata_notify_oldest_undelivered_seconds", pod0), "30x40"}},
 	}, {
+		name: "a targets file refused for 10 minutes", alert: "StrataNotifyTargetsRefused", at: 20 * time.Minute,
+		input:   []inputSeries{{ts("strata_notify_targets_file_errors_total", pod0), "0x10 0+30x20"}, {ts("strata_notify_targets_file_errors_total", pod1), "0x30"}},
+		want:    []map[string]string{alertLabels("StrataNotifyTargetsRefused", "warning")},
+		summary: "refuses its notification targets file",
+	}, {
+		name: "a targets file refused once, then read", alert: "StrataNotifyTargetsRefused", at: 20 * time.Minute,
+		input: []inputSeries{{ts("strata_notify_targets_file_errors_total", pod0), "0x5 3x25"}},
+	}, {
 		name: "a replication remote down for 15 minutes", alert: "StrataReplicationLag", at: 30 * time.Minute,
 		input: []inputSeries{{ts("strata_replication_oldest_pending_seconds", pod0, `remote="arn:strata:replication:us-east-1:dr:s3"`), "0+60x40"},
 			{ts("strata_replication_oldest_pending_seconds", pod1, `remote="arn:strata:replication:us-east-1:dr:s3"`), "0x40"}},

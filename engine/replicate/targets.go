@@ -1,0 +1,165 @@
+package replicate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-storage/strata/engine/metrics"
+	"github.com/strata-storage/strata/engine/notify"
+	"github.com/strata-storage/strata/engine/notifytargets"
+)
+
+// TargetsReadEvery is how often Watch reads the targets file again.
+const TargetsReadEvery = 2 * time.Second
+
+// Targets are a process's bucket notification targets and replication
+// remotes as its targets file ($STRATA_NOTIFY_TARGETS_FILE) lists them,
+// read again while the process runs (Watch): the operator's Secret,
+// mounted in the pods, is updated in place by the kubelet, so a Tenant's
+// targets and remotes change without restarting its servers.
+//
+// An entry unchanged, with the CA file it names, keeps the target it
+// opened; an entry added or changed is opened; the target of an entry
+// removed or changed is closed by the queue once no delivery uses it
+// (notify.Queue.SetTargets). A file that cannot be read or parsed, or an
+// entry that cannot be opened, changes nothing: the targets in force
+// stay, and the error is logged and counted. No file at all is no
+// targets (the Secret may come later, or be gone with the Tenant's last
+// target).
+type Targets struct {
+	Remotes      *Remotes
+	path, region string
+	log          *slog.Logger
+	// Only LoadTargets and then Watch's goroutine use these: the sum of
+	// the file and its CA files as last read, and the targets opened for
+	// it by each entry's fingerprint (the entry and its CA).
+	sum    [sha256.Size]byte
+	open   map[string]notify.Target
+	failed string
+	// count is the targets in force, errors the reads refused.
+	count, errors atomic.Int64
+}
+
+// LoadTargets reads the targets file at path and opens its targets: the
+// list for notify.NewQueue, the replication remotes among them in
+// Remotes.
+func LoadTargets(path, region string, log *slog.Logger) (*Targets, []notify.Target, error) {
+	ts := &Targets{Remotes: NewRemotes(region, log), path: path, region: region, log: log}
+	list, _, err := ts.read()
+	if err != nil {
+		return nil, nil, err
+	}
+	return ts, list, nil
+}
+
+// read reads the file and opens what changed; changed is false (and list
+// nil) when neither the file nor a CA file it names changed since the
+// last read.
+func (ts *Targets) read() (list []notify.Target, changed bool, err error) {
+	specs, raw, err := notify.ReadTargetsFile(ts.path, ts.region)
+	missing := errors.Is(err, fs.ErrNotExist)
+	if err != nil && !missing {
+		return nil, false, err
+	}
+	h := sha256.New()
+	h.Write(raw)
+	prints := make([]string, len(specs))
+	for i, s := range specs {
+		fp, _ := json.Marshal(s)
+		if s.CAFile != "" {
+			ca, err := os.ReadFile(s.CAFile)
+			if err != nil {
+				return nil, false, fmt.Errorf("notification targets %s: target %s: %w", ts.path, s.ID, err)
+			}
+			h.Write(ca)
+			fp = append(fp, ca...)
+		}
+		prints[i] = string(fp)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	if ts.open != nil && sum == ts.sum {
+		return nil, false, nil
+	}
+	open := make(map[string]notify.Target, len(specs))
+	var opened []notify.Target
+	var remotes []*Remote
+	for i, s := range specs {
+		t := ts.open[prints[i]]
+		if t == nil {
+			if t, err = ts.openOne(s); err != nil {
+				for _, o := range opened {
+					o.Close()
+				}
+				return nil, false, fmt.Errorf("notification targets %s: %w", ts.path, err)
+			}
+			opened = append(opened, t)
+		}
+		open[prints[i]] = t
+		list = append(list, t)
+		if r, ok := t.(*Remote); ok {
+			remotes = append(remotes, r)
+		}
+	}
+	ts.open, ts.sum = open, sum
+	ts.Remotes.set(remotes)
+	ts.count.Store(int64(len(list)))
+	if missing {
+		ts.log.Info("bucket notifications: no targets file (yet); no targets until there is one", "file", ts.path)
+	} else {
+		ts.log.Info("bucket notifications", "targets", notify.ARNs(list))
+	}
+	return list, true, nil
+}
+
+func (ts *Targets) openOne(s notify.TargetSpec) (notify.Target, error) {
+	if s.Type == notifytargets.S3 {
+		return ts.Remotes.Open(s)
+	}
+	return notify.OpenTarget(s, ts.region)
+}
+
+// Watch reads the file again every TargetsReadEvery until ctx ends and
+// hands q what changed.
+func (ts *Targets) Watch(ctx context.Context, q *notify.Queue) {
+	t := time.NewTicker(TargetsReadEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		list, changed, err := ts.read()
+		if err != nil {
+			ts.errors.Add(1)
+			if msg := err.Error(); msg != ts.failed { // once, not every read
+				ts.failed = msg
+				ts.log.Error("bucket notifications: the targets file was read again and refused; the targets in force stay", "error", err)
+			}
+			continue
+		}
+		ts.failed = ""
+		if changed {
+			q.SetTargets(list)
+		}
+	}
+}
+
+// Metrics adds the targets in force and the refused reads to q's counters
+// (metrics.RegisterNotifications).
+func (ts *Targets) Metrics(q *notify.Queue) func() metrics.Notifications {
+	return func() metrics.Notifications {
+		n := q.Snapshot()
+		n.Targets, n.TargetsFileErrors = int(ts.count.Load()), ts.errors.Load()
+		return n
+	}
+}
