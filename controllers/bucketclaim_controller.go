@@ -130,7 +130,7 @@ func (r *BucketClaimReconciler) reconcileBucket(ctx context.Context, c *v1.Bucke
 			// The bucket is as specified but for its notifications.
 			c.Status.BucketReady = true
 			setCondition(&c.Status.Conditions, c.Generation, v1.ConditionReady, false, v1.ReasonClaimFailed,
-				err.Error()+" (the tenant's servers take a change of its spec.notifications.targets when they restart; retried every 30 s)")
+				err.Error()+" (the tenant's servers take a change of its spec.notifications.targets as the kubelet updates their targets file, within a minute or two; retried every 30 s)")
 			return 30 * time.Second, nil
 		case errors.Is(err, engine.ErrRefused):
 			c.Status.BucketReady = true

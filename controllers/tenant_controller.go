@@ -263,18 +263,12 @@ func (r *TenantReconciler) reconcileEncryptionKeys(ctx context.Context, s *tenan
 
 // reconcileNotifyTargets renders the tenant's notification targets and
 // replication remotes, with their credentials, into the Secret the
-// servers and gateways read, or removes it when the tenant has none. A
-// missing credentials Secret (or peer Tenant) holds CredentialsReady, as
-// a user's does.
+// servers and gateways read; a tenant without any gets an empty list (the
+// engine takes a file gone for a fault, not a removal). A missing
+// credentials Secret (or peer Tenant) holds CredentialsReady, as a user's
+// does.
 func (r *TenantReconciler) reconcileNotifyTargets(ctx context.Context, s *tenantScope) error {
 	t := s.tenant
-	if !builders.HasNotifyTargets(t) {
-		old := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: builders.NotifyTargetsSecretName(t.Name)}}
-		if err := r.Client.Delete(ctx, old); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("removing the notification targets Secret: %w", err)
-		}
-		return nil
-	}
 	creds := map[string]map[string][]byte{}
 	for _, tg := range t.Spec.Notifications.Targets {
 		if tg.CredentialsSecretRef == nil {

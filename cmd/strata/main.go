@@ -296,7 +296,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 		InternodeProtocol: protocol, NoSync: *noSync, ShardFiles: *shardFiles, CertsDir: *certsDir, InsecureInternode: *insecureInternode, AdminOverHTTP: *adminOverHTTP, Limits: *limits, Console: *consoleOpts,
 		DataSlots: plan.DataSlots, MetaCacheSize: plan.Meta, MemTableSize: plan.MemTable,
 		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, Root: root, UsersFile: getenv(iam.EnvIAMFile), KeysFile: getenv(kms.EnvKeysFile),
-		NotifyTargetsFile: getenv(notify.EnvTargetsFile), NotifyTakeOver: testNotifyTakeOver(getenv, log),
+		NotifyTargetsFile: getenv(notify.EnvTargetsFile), NotifyTakeOver: testNotifyTakeOver(getenv, log), NotifyUnknownGrace: testNotifyUnknownGrace(getenv, log),
 		Healer: healer, StaleUploadAge: *staleUploads, LifecycleInterval: *lifecycleEvery, LifecycleDay: lifecycleDay, MaxPutSize: testMaxPutSize(getenv, log),
 		MonitorInterval: *monitor, ShutdownDelay: *shutdownDelay, DriveOpenDelay: openDelay, DriveFS: driveFS, DriveMetaFS: metaFS, Log: log,
 	})
@@ -362,7 +362,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	}
 	cfg := gateway.Config{
 		Address: *address, Root: *root, VersionsDir: *versions, Metadata: gateway.MetadataMode(*metadata), CertsDir: *certsDir, AdminOverHTTP: *adminOverHTTP, Limits: *limits, Console: *consoleOpts,
-		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, UsersFile: getenv(iam.EnvIAMFile), NotifyTargetsFile: getenv(notify.EnvTargetsFile), LargeDirThreshold: *largeDir,
+		CertsReloadInterval: *certsReload, MetricsTokenFile: *metricsToken, UsersFile: getenv(iam.EnvIAMFile), NotifyTargetsFile: getenv(notify.EnvTargetsFile), NotifyUnknownGrace: testNotifyUnknownGrace(getenv, log), LargeDirThreshold: *largeDir,
 		LargeDirScanInterval: *largeScan, ETagSyncLimit: *etagLimit, StaleUploadAge: *staleUploads, ClaimTimeout: *claimTimeout, Fsync: *fsync, ShutdownDelay: *shutdownDelay, Log: log,
 		LifecycleInterval: *lifecycleEvery, LifecycleDay: testLifecycleDay(getenv), MaxPutSize: testMaxPutSize(getenv, log),
 	}
@@ -529,10 +529,23 @@ func testLifecycleDay(getenv func(string) string) time.Duration {
 // node's notification events only: how old they must be before another
 // node delivers them (the default is a minute).
 func testNotifyTakeOver(getenv func(string) string, log *slog.Logger) time.Duration {
-	d, err := time.ParseDuration(getenv("STRATA_TEST_NOTIFY_TAKEOVER"))
+	return testDuration(getenv, "STRATA_TEST_NOTIFY_TAKEOVER", "another node's notification events are taken over early", log)
+}
+
+// testNotifyUnknownGrace is STRATA_TEST_NOTIFY_UNKNOWN_GRACE, for tests of
+// a target removed only: how old an event for a target the server does
+// not have must be before it is dropped (the default is two minutes).
+func testNotifyUnknownGrace(getenv func(string) string, log *slog.Logger) time.Duration {
+	return testDuration(getenv, "STRATA_TEST_NOTIFY_UNKNOWN_GRACE", "events for targets the server does not have are dropped early", log)
+}
+
+// testDuration is the duration the variable name gives (0: unset or not
+// one), logged as a test setting that does what.
+func testDuration(getenv func(string) string, name, what string, log *slog.Logger) time.Duration {
+	d, err := time.ParseDuration(getenv(name))
 	if err != nil || d <= 0 {
 		return 0
 	}
-	log.Warn("STRATA_TEST_NOTIFY_TAKEOVER: another node's notification events are taken over early, for tests only", "after", d)
+	log.Warn(name+": "+what+", for tests only", "after", d)
 	return d
 }

@@ -65,6 +65,10 @@ type Config struct {
 	// NotifyTargetsFile lists the bucket notifications' targets
 	// (engine/notify.TargetsFile; empty: none).
 	NotifyTargetsFile string
+	// NotifyUnknownGrace, for tests only, is how old an event for a
+	// target the gateway does not have must be before it is dropped (0:
+	// the queue's default).
+	NotifyUnknownGrace time.Duration
 	// Console is the web console's listener (engine/console); no address:
 	// none.
 	Console console.Options
@@ -245,8 +249,11 @@ func Run(ctx context.Context, cfg Config) error {
 		host, _ := os.Hostname()
 		queue, remotes = notify.NewQueue(layer, host, targets, log), ts.Remotes
 		queue.OnDrop = remotes.DroppedByQueue
+		if cfg.NotifyUnknownGrace > 0 {
+			queue.UnknownGrace = cfg.NotifyUnknownGrace
+		}
+		ts.Start(bg, queue)
 		go queue.Run(bg)
-		go ts.Watch(bg, queue)
 		s3cfg.Notifier = queue
 		metrics.RegisterNotifications(reg, ts.Metrics(queue))
 	}

@@ -72,11 +72,25 @@ type Queue struct {
 	// that may use them is over (under mu).
 	targets atomic.Pointer[map[string]Target]
 	retired []Target
-	log     *slog.Logger
+	// waiting: the targets are not known yet (HoldUntilTargets): events
+	// for targets the queue does not have wait, however old.
+	waiting atomic.Bool
+	// graceEnd is when the first event a delivery pass held for a target
+	// the queue does not have is old enough to drop (zero: none; under
+	// mu): Run comes back then.
+	graceEnd time.Time
+	log      *slog.Logger
 
 	// TakeOver is how old another node's batch must be before this node
 	// delivers it; Rescan how often the stored batches are listed.
 	TakeOver, Rescan time.Duration
+	// UnknownGrace is how old an event for a target the queue does not
+	// have must be before it is dropped (OnDrop): the pods of a tenant
+	// read their targets file each at its own time (when the kubelet
+	// syncs the pod, a minute apart at most by default), so a write
+	// through one may make an event for a target another has and it has
+	// not read yet; the event waits for it.
+	UnknownGrace time.Duration
 	// OnDrop, when set, is told of each event dropped because its target
 	// is not one the server has (a replication remote removed): an error
 	// keeps the event, to be dropped again later. Set before Run.
@@ -163,7 +177,7 @@ const MaxPending = 100_000
 // tenant has, stable across restarts) delivering to targets.
 func NewQueue(store objlayer.Layer, node string, targets []Target, log *slog.Logger) *Queue {
 	q := &Queue{store: store, node: strings.ReplaceAll(node, "/", "_"), log: log,
-		TakeOver: time.Minute, Rescan: 15 * time.Second, pending: map[string]*stored{}, goneWaiting: map[string]struct{}{}, goneRemoved: map[string]struct{}{}, kick: make(chan struct{}, 1)}
+		TakeOver: time.Minute, Rescan: 15 * time.Second, UnknownGrace: 2 * time.Minute, pending: map[string]*stored{}, goneWaiting: map[string]struct{}{}, goneRemoved: map[string]struct{}{}, kick: make(chan struct{}, 1)}
 	q.targets.Store(byARN(targets))
 	return q
 }
@@ -195,9 +209,15 @@ func (q *Queue) SetTargets(targets []Target) {
 		}
 	}
 	q.targets.Store(next)
+	q.waiting.Store(false)
 	q.mu.Unlock()
 	q.wake()
 }
+
+// HoldUntilTargets makes events for targets the queue does not have wait,
+// however old, until SetTargets gives the targets (the targets file is
+// not there yet: not knowing a target is not its removal).
+func (q *Queue) HoldUntilTargets() { q.waiting.Store(true) }
 
 // closeRetired closes the targets SetTargets replaced; Run calls it
 // between delivery passes, when no lane holds one.
@@ -496,6 +516,10 @@ func (q *Queue) Run(ctx context.Context) {
 		q.mu.Lock()
 		if len(q.toForget) > 0 {
 			wait = min(wait, forgetEvery)
+		}
+		if !q.graceEnd.IsZero() {
+			wait = min(wait, max(time.Until(q.graceEnd), 10*time.Millisecond))
+			q.graceEnd = time.Time{}
 		}
 		q.mu.Unlock()
 		t := time.NewTimer(wait)
@@ -944,6 +968,17 @@ func (q *Queue) deliverLane(ctx context.Context, t Target, refs []ref) bool {
 			return true // stopping: not a failure
 		}
 		if t == nil {
+			if q.waiting.Load() {
+				return true // waits for its target, and the lane's later events behind it (not a failure)
+			}
+			if end := time.Unix(0, r.s.at).Add(q.UnknownGrace); time.Now().Before(end) {
+				q.mu.Lock()
+				if q.graceEnd.IsZero() || end.Before(q.graceEnd) {
+					q.graceEnd = end
+				}
+				q.mu.Unlock()
+				return true
+			}
 			if q.OnDrop != nil && it.event != nil {
 				if err := q.OnDrop(ctx, it.Target, *it.event); err != nil {
 					q.log.Warn("notifications: an event for a target this server does not have is kept for now", "target", it.Target, "key", it.Key, "error", err)

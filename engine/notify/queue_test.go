@@ -587,33 +587,52 @@ func (c *closeCounted) Close() { c.closed.Add(1); c.Target.Close() }
 
 // TestSetTargetsWhileRunning: a target added to a running queue is known
 // at once and takes its events; one removed is closed once, its events
-// dropped (the backlog empties), and the one kept is neither closed nor
-// held back.
+// waiting out UnknownGrace and then dropped (the backlog empties), and the
+// one kept is neither closed nor held back. Before the targets are known
+// at all (HoldUntilTargets), events for a target the queue does not have
+// wait however old, and reach it once it is set.
 func TestSetTargetsWhileRunning(t *testing.T) {
 	layer := erasureLayer(t)
-	q, first, kept, _ := runningQueue(t, layer)
+	first := newReceiver(t)
+	kept := &closeCounted{Target: first.target(t)}
+	q := NewQueue(layer, "node-1", nil, slog.New(slog.DiscardHandler))
+	q.UnknownGrace = 300 * time.Millisecond
+	q.HoldUntilTargets()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go q.Run(ctx)
+	if err := q.Add(t.Context(), items(kept.ARN(), 0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * q.UnknownGrace) // older than the grace: held all the same
+	if b := q.Stats().Backlog.Load(); b != 2 || len(first.messages()) != 0 {
+		t.Fatalf("before the targets are known: backlog %d, %d delivered; want 2 and 0", b, len(first.messages()))
+	}
+
 	rc := newReceiver(t)
 	tg, err := OpenTarget(TargetSpec{ID: "later", Type: "webhook", Endpoint: rc.srv.URL}, DefaultRegion)
 	if err != nil {
 		t.Fatal(err)
 	}
 	added := &closeCounted{Target: tg}
-	if q.Known(added.ARN()) {
+	if q.Known(added.ARN()) || q.Known(kept.ARN()) {
 		t.Fatal("a target not yet set is known")
 	}
 	q.SetTargets([]Target{kept, added})
 	if !q.Known(added.ARN()) || !q.Known(kept.ARN()) {
 		t.Fatal("the targets set are not known")
 	}
-	if err := q.Add(t.Context(), append(items(added.ARN(), 0, 3), items(kept.ARN(), 0, 2)...)); err != nil {
+	waitFor(t, "the events held for the targets", func() bool { return len(first.messages()) == 2 })
+	if err := q.Add(t.Context(), append(items(added.ARN(), 0, 3), items(kept.ARN(), 2, 2)...)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the added target's events", func() bool { return len(rc.messages()) == 3 && len(first.messages()) == 2 })
+	waitFor(t, "the added target's events", func() bool { return len(rc.messages()) == 3 && len(first.messages()) == 4 })
 	if b := q.Backlog(added.ARN()); b.Events != 0 {
 		t.Fatalf("the added target's backlog after delivery: %d", b.Events)
 	}
 
 	rc.down.Store(true) // its events wait, then are dropped with it
+	queued := time.Now()
 	if err := q.Add(t.Context(), items(added.ARN(), 3, 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -628,11 +647,15 @@ func TestSetTargetsWhileRunning(t *testing.T) {
 	waitFor(t, "the removed target closed and its events dropped", func() bool {
 		return added.closed.Load() == 1 && q.Stats().Backlog.Load() == 0
 	})
-	if err := q.Add(t.Context(), items(kept.ARN(), 2, 1)); err != nil {
+	if waited := time.Since(queued); waited < q.UnknownGrace {
+		t.Fatalf("the removed target's events were dropped %s after they were queued, within the grace", waited)
+	}
+	if err := q.Add(t.Context(), items(kept.ARN(), 4, 1)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the kept target's next event", func() bool { return len(first.messages()) == 3 })
-	if got := len(rc.messages()); got != 3 || added.closed.Load() != 1 {
-		t.Fatalf("the removed target got %d messages (want 3) and was closed %d times (want 1)", got, added.closed.Load())
+	waitFor(t, "the kept target's next event", func() bool { return len(first.messages()) == 5 })
+	if got := len(rc.messages()); got != 3 || added.closed.Load() != 1 || kept.closed.Load() != 0 {
+		t.Fatalf("the removed target got %d messages (want 3) and was closed %d times (want 1); the kept one closed %d times (want 0)",
+			got, added.closed.Load(), kept.closed.Load())
 	}
 }

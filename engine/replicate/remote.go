@@ -661,8 +661,8 @@ func markDropped(ctx context.Context, src Source, ev event) error {
 }
 
 // DroppedByQueue is the queue's OnDrop (set before it runs): an event
-// for a remote the server no longer has is markDropped. Until Bind, and
-// without remotes, such events are kept.
+// for a remote the server no longer has is markDropped. Until Bind such
+// events are kept.
 func (rs *Remotes) DroppedByQueue(ctx context.Context, target string, e notify.Event) error {
 	if !strings.HasPrefix(target, notifytargets.RemoteARNPrefix) {
 		return nil

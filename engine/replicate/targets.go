@@ -31,19 +31,26 @@ const TargetsReadEvery = 2 * time.Second
 // removed or changed is closed by the queue once no delivery uses it
 // (notify.Queue.SetTargets). A file that cannot be read or parsed, or an
 // entry that cannot be opened, changes nothing: the targets in force
-// stay, and the error is logged and counted. No file at all is no
-// targets (the Secret may come later, or be gone with the Tenant's last
-// target).
+// stay, and the error is logged and counted. The operator writes the
+// file even for a Tenant without targets (an empty list), so a file
+// missing is not a removal: at start the queue holds every event until
+// there is one (notify.Queue.HoldUntilTargets), and a file gone after
+// one was read is refused like a broken one.
 type Targets struct {
 	Remotes      *Remotes
 	path, region string
 	log          *slog.Logger
 	// Only LoadTargets and then Watch's goroutine use these: the sum of
 	// the file and its CA files as last read, and the targets opened for
-	// it by each entry's fingerprint (the entry and its CA).
-	sum    [sha256.Size]byte
-	open   map[string]notify.Target
-	failed string
+	// it by each entry's fingerprint (the entry and its CA); missing: no
+	// file was read yet; refused the sum of the last file refused for a
+	// target it could not open, refusal why (not opened again every read).
+	sum     [sha256.Size]byte
+	open    map[string]notify.Target
+	missing bool
+	refused [sha256.Size]byte
+	refusal error
+	failed  string
 	// count is the targets in force, errors the reads refused.
 	count, errors atomic.Int64
 }
@@ -52,6 +59,9 @@ type Targets struct {
 // list for notify.NewQueue, the replication remotes among them in
 // Remotes.
 func LoadTargets(path, region string, log *slog.Logger) (*Targets, []notify.Target, error) {
+	if path == "" {
+		return nil, nil, errors.New("notification targets: no targets file named")
+	}
 	ts := &Targets{Remotes: NewRemotes(region, log), path: path, region: region, log: log}
 	list, _, err := ts.read()
 	if err != nil {
@@ -65,8 +75,14 @@ func LoadTargets(path, region string, log *slog.Logger) (*Targets, []notify.Targ
 // last read.
 func (ts *Targets) read() (list []notify.Target, changed bool, err error) {
 	specs, raw, err := notify.ReadTargetsFile(ts.path, ts.region)
-	missing := errors.Is(err, fs.ErrNotExist)
-	if err != nil && !missing {
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && ts.open == nil:
+		ts.open, ts.missing = map[string]notify.Target{}, true
+		ts.log.Warn("bucket notifications: no targets file yet; events wait for their targets until there is one", "file", ts.path)
+		return nil, true, nil
+	case errors.Is(err, fs.ErrNotExist) && ts.missing:
+		return nil, false, errStillMissing
+	case err != nil:
 		return nil, false, err
 	}
 	h := sha256.New()
@@ -86,8 +102,11 @@ func (ts *Targets) read() (list []notify.Target, changed bool, err error) {
 	}
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
-	if ts.open != nil && sum == ts.sum {
+	switch {
+	case ts.open != nil && !ts.missing && sum == ts.sum:
 		return nil, false, nil
+	case ts.refusal != nil && sum == ts.refused:
+		return nil, false, ts.refusal
 	}
 	open := make(map[string]notify.Target, len(specs))
 	var opened []notify.Target
@@ -99,7 +118,8 @@ func (ts *Targets) read() (list []notify.Target, changed bool, err error) {
 				for _, o := range opened {
 					o.Close()
 				}
-				return nil, false, fmt.Errorf("notification targets %s: %w", ts.path, err)
+				ts.refused, ts.refusal = sum, fmt.Errorf("notification targets %s: %w", ts.path, err)
+				return nil, false, ts.refusal
 			}
 			opened = append(opened, t)
 		}
@@ -109,16 +129,16 @@ func (ts *Targets) read() (list []notify.Target, changed bool, err error) {
 			remotes = append(remotes, r)
 		}
 	}
-	ts.open, ts.sum = open, sum
+	ts.open, ts.sum, ts.missing, ts.refusal = open, sum, false, nil
 	ts.Remotes.set(remotes)
 	ts.count.Store(int64(len(list)))
-	if missing {
-		ts.log.Info("bucket notifications: no targets file (yet); no targets until there is one", "file", ts.path)
-	} else {
-		ts.log.Info("bucket notifications", "targets", notify.ARNs(list))
-	}
+	ts.log.Info("bucket notifications", "targets", notify.ARNs(list))
 	return list, true, nil
 }
+
+// errStillMissing is a read finding no file yet (counted, as the targets
+// are not in force).
+var errStillMissing = errors.New("notification targets: no targets file yet; events wait for their targets")
 
 func (ts *Targets) openOne(s notify.TargetSpec) (notify.Target, error) {
 	if s.Type == notifytargets.S3 {
@@ -127,9 +147,17 @@ func (ts *Targets) openOne(s notify.TargetSpec) (notify.Target, error) {
 	return notify.OpenTarget(s, ts.region)
 }
 
-// Watch reads the file again every TargetsReadEvery until ctx ends and
-// hands q what changed.
-func (ts *Targets) Watch(ctx context.Context, q *notify.Queue) {
+// Start makes q hold its events while there is no file yet, then reads
+// the file again every TargetsReadEvery until ctx ends and hands q what
+// changed. Call it before q runs.
+func (ts *Targets) Start(ctx context.Context, q *notify.Queue) {
+	if ts.missing {
+		q.HoldUntilTargets()
+	}
+	go ts.watch(ctx, q)
+}
+
+func (ts *Targets) watch(ctx context.Context, q *notify.Queue) {
 	t := time.NewTicker(TargetsReadEvery)
 	defer t.Stop()
 	for {

@@ -1,6 +1,7 @@
 package replicate
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 // TestTargetsReadAgain: the targets file read again opens only what
 // changed (an entry, or the CA file a remote names), keeps the targets of
 // entries unchanged, refuses a broken file without touching the targets
-// in force, and reads a missing file as no targets.
+// in force (a target that cannot be opened is not tried again while the
+// file stays as it is), and tells a file gone (refused) from one not there
+// yet at start (no targets, events held).
 func TestTargetsReadAgain(t *testing.T) {
 	dir := t.TempDir()
 	path, caPath := filepath.Join(dir, "targets.json"), filepath.Join(dir, "ca-dr.crt")
@@ -70,11 +73,35 @@ func TestTargetsReadAgain(t *testing.T) {
 		}
 	}
 
+	write(path, `{"targets":[`+hook+`,`+dr+`,{"id":"x","type":"pigeon","endpoint":"x"}]}`)
+	for range 2 { // refused once; the same file again is not opened again
+		if _, _, err := ts.read(); err == nil || ts.refusal == nil {
+			t.Fatalf("a target that cannot be opened: %v", err)
+		}
+	}
+
+	// A file gone after one was read is not a removal: refused, the
+	// targets in force kept.
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	list, changed, err = ts.read()
-	if err != nil || !changed || len(list) != 0 || len(ts.Remotes.All()) != 0 {
-		t.Fatalf("no file: changed %v, %v, %d remotes, %v", changed, notify.ARNs(list), len(ts.Remotes.All()), err)
+	if _, _, err := ts.read(); err == nil || len(ts.Remotes.All()) != 1 || ts.count.Load() != 2 {
+		t.Fatalf("the file gone: %v, %d remotes, %d targets in force", err, len(ts.Remotes.All()), ts.count.Load())
+	}
+
+	// No file at start: no targets yet, the events held until there is one.
+	fresh, list, err := LoadTargets(path, notify.DefaultRegion, slog.New(slog.DiscardHandler))
+	if err != nil || len(list) != 0 || !fresh.missing {
+		t.Fatalf("no file at start: %v, %v, missing %v", notify.ARNs(list), err, fresh.missing)
+	}
+	if _, _, err := fresh.read(); !errors.Is(err, errStillMissing) {
+		t.Fatalf("still no file: %v", err)
+	}
+	write(path, `{"targets":[`+hook+`]}`)
+	if list, changed, err := fresh.read(); err != nil || !changed || len(list) != 1 || fresh.missing {
+		t.Fatalf("the file there at last: changed %v, %v, %v", changed, notify.ARNs(list), err)
+	}
+	if _, _, err := LoadTargets("", notify.DefaultRegion, slog.New(slog.DiscardHandler)); err == nil {
+		t.Fatal("no file named: no error")
 	}
 }

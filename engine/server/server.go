@@ -95,6 +95,10 @@ type Config struct {
 	// events must be before this node delivers them (0: the queue's
 	// default).
 	NotifyTakeOver time.Duration
+	// NotifyUnknownGrace, for tests only, is how old an event for a
+	// target the server does not have must be before it is dropped (0:
+	// the queue's default).
+	NotifyUnknownGrace time.Duration
 	// KeysFile holds the master keys of SSE-S3 and SSE-KMS (engine/kms);
 	// empty: only SSE-C is offered.
 	KeysFile string
@@ -716,6 +720,9 @@ func startNotifications(bg context.Context, cfg Config, layer objlayer.Layer, pe
 	if cfg.NotifyTakeOver > 0 {
 		q.TakeOver, q.Rescan = cfg.NotifyTakeOver, cfg.NotifyTakeOver/2
 	}
+	if cfg.NotifyUnknownGrace > 0 {
+		q.UnknownGrace = cfg.NotifyUnknownGrace
+	}
 	q.Takes = func(node string) bool {
 		for _, p := range peers() {
 			if p.Online() && (p.Host == node || p.Host < cfg.Address) {
@@ -724,7 +731,7 @@ func startNotifications(bg context.Context, cfg Config, layer objlayer.Layer, pe
 		}
 		return true
 	}
+	ts.Start(bg, q)
 	go q.Run(bg)
-	go ts.Watch(bg, q)
 	return q, ts, nil
 }

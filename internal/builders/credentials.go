@@ -145,12 +145,6 @@ const (
 	NotifyPasswordKey = "password"
 )
 
-// HasNotifyTargets reports whether the tenant has notification targets
-// or replication remotes, and so a targets Secret.
-func HasNotifyTargets(t *v1.Tenant) bool {
-	return len(t.Spec.Notifications.Targets) > 0 || len(t.Spec.Replication.Remotes) > 0
-}
-
 // Remote is a replication remote as the operator resolved it: its
 // endpoint, credentials and the CA that verifies it (nil: the system's).
 type Remote struct {

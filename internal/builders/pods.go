@@ -75,9 +75,10 @@ func EngineFor(t *v1.Tenant, defaultImage, credentialsHash string) Engine {
 		// needs no restart, so it is not hashed either.
 		EncryptionSecret: EncryptionKeysSecretName(t),
 		// The notification targets and replication remotes: mounted
-		// always (optional: the Secret exists only while the tenant has
-		// some) and re-read by the engine when kubelet updates the file,
-		// so declaring, changing or removing them rolls nothing.
+		// always, even before the tenant has any (the operator writes an
+		// empty list then; optional, so that a pod does not wait for the
+		// Secret), and re-read by the engine when kubelet updates the
+		// file, so declaring, changing or removing them rolls nothing.
 		NotifyTargetsSecret: NotifyTargetsSecretName(t.Name),
 		CredentialsHash:     credentialsHash,
 	}

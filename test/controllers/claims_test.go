@@ -235,7 +235,7 @@ func claimsStory(t *v1.Tenant, addr string, rootAccess, rootSecret []byte, hook 
 	targets(func(ts []v1.NotificationTargetSpec) []v1.NotificationTargetSpec { return append(ts, kept, late) })
 	Eventually(claimCondition(notified)).WithTimeout(30 * time.Second).Should(Equal("True/Reconciled"))
 	setRules(v1.BucketNotificationRule{Target: "late", Events: []string{"s3:ObjectCreated:*"}})
-	Eventually(claimMessage(notified, "False/ClaimFailed")).WithTimeout(30 * time.Second).Should(ContainSubstring("take a change of its spec.notifications.targets when they restart"))
+	Eventually(claimMessage(notified, "False/ClaimFailed")).WithTimeout(30 * time.Second).Should(ContainSubstring("take a change of its spec.notifications.targets as the kubelet updates their targets file"))
 	setRules(v1.BucketNotificationRule{Target: "claims-hook", Events: []string{"s3:ObjectCreated:*"}, Prefix: "in/"})
 	Eventually(claimCondition(notified)).WithTimeout(30 * time.Second).Should(Equal("True/Reconciled"))
 

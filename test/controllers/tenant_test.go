@@ -510,7 +510,7 @@ var _ = Describe("missing and invalid references", func() {
 		}).Should(ContainElement(HaveField("Secret.SecretName", "vault-keys")))
 	})
 
-	It("notification targets: checked by the API server, rendered with their credentials for the pods, a change rolls them, none removes the file", func() {
+	It("notification targets: checked by the API server, rendered with their credentials for the pods, mounted before there are any, a change rolls nothing, none leaves an empty list", func() {
 		ns := newNamespace()
 		for want, tg := range map[string]v1.NotificationTargetSpec{
 			"a nats, redis, amqp or kafka target needs subject": {Name: "jobs", Type: "nats", Endpoint: "nats://nats:4222"},
@@ -574,11 +574,12 @@ var _ = Describe("missing and invalid references", func() {
 			return &sts.Spec.Template
 		}).WithTimeout(3 * time.Second).Should(Equal(template))
 
-		By("no targets: the Secret goes, its optional mount stays, nothing rolls")
+		By("no targets: an empty list (a file gone is a fault to the engine, not a removal), nothing rolls")
 		update(t, func(t *v1.Tenant) { t.Spec.Notifications.Targets = nil })
-		Eventually(func() bool {
-			return apierrors.IsNotFound(k8s.Get(ctx, key(ns, "media-notify-targets"), &corev1.Secret{}))
-		}).Should(BeTrue())
+		Eventually(func() string {
+			_ = k8s.Get(ctx, key(ns, "media-notify-targets"), targets)
+			return string(targets.Data["targets.json"])
+		}).Should(Equal(`{"targets":[]}`))
 		Consistently(func() *corev1.PodTemplateSpec {
 			_ = k8s.Get(ctx, key(ns, "media-nvme"), sts)
 			return &sts.Spec.Template
@@ -660,7 +661,7 @@ var _ = Describe("missing and invalid references", func() {
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		Eventually(tenantCondition(c, v1.ConditionCredentialsReady)).Should(Equal("False/SecretMissing"))
 		Expect(c.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("used only for a pair both Tenants declare"))))
-		Consistently(func() bool {
+		Consistently(func() bool { // not even an empty list: the pods' events wait for their targets
 			return apierrors.IsNotFound(k8s.Get(ctx, key(ns3, "media-notify-targets"), &corev1.Secret{}))
 		}).Should(BeTrue())
 

@@ -730,8 +730,9 @@ func TestLifecycleExpirationEvents(t *testing.T) {
 // changes without a restart, as the operator's Secret changes under a pod:
 // a webhook and a replication remote added are known within seconds and
 // take their events and copies; a broken file is refused (counted, the
-// targets in force kept); a target removed is dropped with its events,
-// and the process that started is the one that answers throughout.
+// targets in force kept); a target removed is dropped with its events
+// (after the grace, shortened here), and the process that started is the
+// one that answers throughout.
 func TestTargetsFileReadAgain(t *testing.T) {
 	t.Parallel()
 	hook, later := startWebhook(t), startWebhook(t)
@@ -752,7 +753,9 @@ func TestTargetsFileReadAgain(t *testing.T) {
 	laterEntry := fmt.Sprintf(`{"id":"later","type":"webhook","endpoint":%q}`, later.url)
 	drEntry := fmt.Sprintf(`{"id":"dr","type":"s3","endpoint":%q,"username":%q,"password":%q}`, dst.url(), rootUser, rootPassword)
 	writeTargets(`{"targets":[` + hookEntry + `]}`)
-	s := startServer(t, serverOpts{drives: 4, env: []string{"STRATA_NOTIFY_TARGETS_FILE=" + path}})
+	// Events for a target removed are dropped once a second old (not two
+	// minutes: UnknownGrace).
+	s := startServer(t, serverOpts{drives: 4, env: []string{"STRATA_NOTIFY_TARGETS_FILE=" + path, "STRATA_TEST_NOTIFY_UNKNOWN_GRACE=1s"}})
 	pid := s.cmd.Process.Pid
 	c, dc := s.aws(), dst.aws()
 	mustCreateBucket(t, c, "events")

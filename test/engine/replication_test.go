@@ -624,7 +624,9 @@ func TestBucketReplication(t *testing.T) {
 		if err := os.WriteFile(noRemote, []byte(`{"targets":[]}`), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		src.env = []string{"STRATA_NOTIFY_TARGETS_FILE=" + noRemote, keys, maxPut}
+		// Its events are dropped once older than a second, not the two
+		// minutes a pod of a tenant waits for its targets file to catch up.
+		src.env = []string{"STRATA_NOTIFY_TARGETS_FILE=" + noRemote, keys, maxPut, "STRATA_TEST_NOTIFY_UNKNOWN_GRACE=1s"}
 		src.restart()
 		waitFor(t, "the event for the removed remote dropped", 30*time.Second, func() bool { return notifyDrained(t, src) })
 		if h := headVersion(t, sc, "orphaned", "waiting", ""); h.ReplicationStatus != types.ReplicationStatusPending {
