@@ -140,8 +140,17 @@ type Queue struct {
 	// bucketMade: Bucket is known to exist.
 	bucketMade atomic.Bool
 	kick       chan struct{}
+	// retry is when each target that failed is tried again, and how long
+	// it waited the last time (only Run's goroutine uses it): the others
+	// are delivered to meanwhile.
+	retry map[string]*retryState
 
 	stats Stats
+}
+
+type retryState struct {
+	at      time.Time
+	backoff time.Duration
 }
 
 // Stats count the queue's work.
@@ -177,7 +186,7 @@ const MaxPending = 100_000
 // tenant has, stable across restarts) delivering to targets.
 func NewQueue(store objlayer.Layer, node string, targets []Target, log *slog.Logger) *Queue {
 	q := &Queue{store: store, node: strings.ReplaceAll(node, "/", "_"), log: log,
-		TakeOver: time.Minute, Rescan: 15 * time.Second, UnknownGrace: 2 * time.Minute, pending: map[string]*stored{}, goneWaiting: map[string]struct{}{}, goneRemoved: map[string]struct{}{}, kick: make(chan struct{}, 1)}
+		TakeOver: time.Minute, Rescan: 15 * time.Second, UnknownGrace: 2 * time.Minute, retry: map[string]*retryState{}, pending: map[string]*stored{}, goneWaiting: map[string]struct{}{}, goneRemoved: map[string]struct{}{}, kick: make(chan struct{}, 1)}
 	q.targets.Store(byARN(targets))
 	return q
 }
@@ -489,7 +498,6 @@ func (q *Queue) wake() {
 // Run delivers until ctx ends.
 func (q *Queue) Run(ctx context.Context) {
 	lastScan := time.Time{}
-	backoff := time.Duration(0)
 	for {
 		if time.Since(lastScan) >= q.Rescan {
 			if err := q.scan(ctx); err != nil && ctx.Err() == nil {
@@ -499,16 +507,13 @@ func (q *Queue) Run(ctx context.Context) {
 			}
 		}
 		storeIn := q.storeAgain(ctx)
-		failed := q.deliver(ctx)
+		passStart := time.Now()
+		retryAt := q.deliver(ctx)
+		pass := time.Since(passStart)
 		q.closeRetired()
-		if failed {
-			backoff = min(max(2*backoff, 200*time.Millisecond), 10*time.Second)
-		} else {
-			backoff = 0
-		}
 		wait := q.Rescan
-		if failed {
-			wait = backoff
+		if !retryAt.IsZero() {
+			wait = min(wait, max(time.Until(retryAt), time.Millisecond))
 		}
 		if storeIn > 0 {
 			wait = min(wait, storeIn)
@@ -537,11 +542,19 @@ func (q *Queue) Run(ctx context.Context) {
 			cancel()
 			return
 		case <-q.kick:
-			if failed {
-				// A new event does not hurry a target that fails.
-				select {
-				case <-t.C:
-				case <-ctx.Done():
+			if !retryAt.IsZero() {
+				// A target that fails waits for its retry while the
+				// others take their new events; a pass reads the whole
+				// backlog, the failing target's too, so while one fails
+				// passes come no closer than 8 times their length (20 ms
+				// at least): an eighth of a core at most.
+				if d := time.Until(passStart.Add(max(20*time.Millisecond, 8*pass))); d > 0 {
+					pause := time.NewTimer(d)
+					select {
+					case <-pause.C:
+					case <-ctx.Done():
+					}
+					pause.Stop()
 				}
 			}
 		case <-t.C:
@@ -785,7 +798,10 @@ type ref struct {
 // order and stopping at its first failure (the rest of that lane waits
 // for the next pass). Batches with every item delivered are deleted. It
 // reports whether a delivery failed.
-func (q *Queue) deliver(ctx context.Context) (failed bool) {
+//
+// A target that failed is not tried again before its retry time (200 ms
+// doubling to 10 s while it fails); the earliest of those is retryAt.
+func (q *Queue) deliver(ctx context.Context) (retryAt time.Time) {
 	// One pass delivers to the targets as they are when it begins (Run
 	// closes those SetTargets retires only after it).
 	targets := *q.targets.Load()
@@ -836,16 +852,47 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 	q.mu.Lock()
 	q.oldestOf = oldestOf
 	q.mu.Unlock()
-	var failures atomic.Bool
+	now := time.Now()
+	var failedMu sync.Mutex
+	// has: a target has events this pass; tried: it was delivered to
+	// (not waiting for its retry); failed: a lane of it failed.
+	has, tried, failed := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var wg sync.WaitGroup
 	for k, refs := range lanes {
+		has[k.target] = true
+		if r := q.retry[k.target]; r != nil && now.Before(r.at) {
+			continue
+		}
+		tried[k.target] = true
 		wg.Go(func() {
 			if !q.deliverLane(ctx, targets[k.target], refs) {
-				failures.Store(true)
+				failedMu.Lock()
+				failed[k.target] = true
+				failedMu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
+	after := time.Now()
+	for target := range q.retry {
+		if !has[target] || tried[target] && !failed[target] {
+			delete(q.retry, target) // nothing left for it, or delivered
+		}
+	}
+	for target := range failed {
+		r := q.retry[target]
+		if r == nil {
+			r = &retryState{}
+			q.retry[target] = r
+		}
+		r.backoff = min(max(2*r.backoff, 200*time.Millisecond), 10*time.Second)
+		r.at = after.Add(r.backoff)
+	}
+	for _, r := range q.retry {
+		if retryAt.IsZero() || r.at.Before(retryAt) {
+			retryAt = r.at
+		}
+	}
 	oldest := int64(0)
 	var withVersions []*stored
 	for _, s := range batches {
@@ -881,7 +928,7 @@ func (q *Queue) deliver(ctx context.Context) (failed bool) {
 	}
 	q.mu.Unlock()
 	q.stats.Oldest.Store(oldest)
-	return failures.Load()
+	return retryAt
 }
 
 // targetKey is a target and an object key: the events whose order the

@@ -659,3 +659,42 @@ func TestSetTargetsWhileRunning(t *testing.T) {
 			got, added.closed.Load(), kept.closed.Load())
 	}
 }
+
+// TestAFailingTargetHoldsNoOtherBack: while one target refuses (its
+// retries backing off towards 10 s), another takes a new event at once,
+// not at the failing one's next retry; the failing one gets its events,
+// in order, once it answers again.
+func TestAFailingTargetHoldsNoOtherBack(t *testing.T) {
+	layer := erasureLayer(t)
+	down, up := newReceiver(t), newReceiver(t)
+	failing := down.target(t)
+	healthy, err := OpenTarget(TargetSpec{ID: "healthy", Type: "webhook", Endpoint: up.srv.URL}, DefaultRegion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := NewQueue(layer, "node-1", []Target{failing, healthy}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go q.Run(ctx)
+	down.down.Store(true)
+	if err := q.Add(t.Context(), items(failing.ARN(), 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	// Four failures: its next retry is 3.2 s away.
+	waitFor(t, "four failed deliveries", func() bool { return q.Stats().Failed.Load() >= 4 })
+	for i := range 3 {
+		start := time.Now()
+		if err := q.Add(t.Context(), items(healthy.ARN(), i, 1)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the healthy target's event", func() bool { return len(up.messages()) == i+1 })
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("the healthy target's event %d took %s while the other target failed", i, took)
+		}
+	}
+	down.down.Store(false)
+	waitFor(t, "the failing target's events once it answers", func() bool { return len(down.messages()) == 3 })
+	if got := down.messages(); got[0] != "m0000" || got[1] != "m0001" || got[2] != "m0002" {
+		t.Fatalf("the failing target's events out of order: %v", got)
+	}
+}
