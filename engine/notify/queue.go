@@ -144,6 +144,9 @@ type Queue struct {
 	// it waited the last time (only Run's goroutine uses it): the others
 	// are delivered to meanwhile.
 	retry map[string]*retryState
+	// reopened are ARNs SetTargets gave a new target for (under mu): their
+	// retry times are dropped.
+	reopened []string
 
 	stats Stats
 }
@@ -212,9 +215,15 @@ func (q *Queue) SetTargets(targets []Target) {
 		kept[t] = true
 	}
 	q.mu.Lock()
-	for _, t := range *q.targets.Load() {
+	old := *q.targets.Load()
+	for _, t := range old {
 		if !kept[t] {
 			q.retired = append(q.retired, t)
+		}
+	}
+	for arn, t := range *next {
+		if old[arn] != t {
+			q.reopened = append(q.reopened, arn)
 		}
 	}
 	q.targets.Store(next)
@@ -508,8 +517,7 @@ func (q *Queue) Run(ctx context.Context) {
 		}
 		storeIn := q.storeAgain(ctx)
 		passStart := time.Now()
-		retryAt := q.deliver(ctx)
-		pass := time.Since(passStart)
+		retryAt, work := q.deliver(ctx)
 		q.closeRetired()
 		wait := q.Rescan
 		if !retryAt.IsZero() {
@@ -546,12 +554,14 @@ func (q *Queue) Run(ctx context.Context) {
 				// A target that fails waits for its retry while the
 				// others take their new events; a pass reads the whole
 				// backlog, the failing target's too, so while one fails
-				// passes come no closer than 8 times their length (20 ms
-				// at least): an eighth of a core at most.
-				if d := time.Until(passStart.Add(max(20*time.Millisecond, 8*pass))); d > 0 {
+				// passes come no closer than 8 times the pass's own work
+				// (not its deliveries; 20 ms at least, a second at most):
+				// an eighth of a core at most.
+				if d := min(time.Until(passStart.Add(max(20*time.Millisecond, 8*work))), time.Second); d > 0 {
 					pause := time.NewTimer(d)
 					select {
 					case <-pause.C:
+					case <-t.C: // a retry, a grace or a removal is due
 					case <-ctx.Done():
 					}
 					pause.Stop()
@@ -801,11 +811,17 @@ type ref struct {
 //
 // A target that failed is not tried again before its retry time (200 ms
 // doubling to 10 s while it fails); the earliest of those is retryAt.
-func (q *Queue) deliver(ctx context.Context) (retryAt time.Time) {
+func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, work time.Duration) {
 	// One pass delivers to the targets as they are when it begins (Run
-	// closes those SetTargets retires only after it).
-	targets := *q.targets.Load()
+	// closes those SetTargets retires only after it); a target opened
+	// again is tried at once.
+	begin := time.Now()
 	q.mu.Lock()
+	targets := *q.targets.Load()
+	for _, arn := range q.reopened {
+		delete(q.retry, arn)
+	}
+	q.reopened = nil
 	batches := make([]*stored, 0, len(q.pending))
 	for _, s := range q.pending {
 		batches = append(batches, s)
@@ -872,6 +888,7 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time) {
 			}
 		})
 	}
+	work = time.Since(begin)
 	wg.Wait()
 	after := time.Now()
 	for target := range q.retry {
@@ -928,7 +945,7 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time) {
 	}
 	q.mu.Unlock()
 	q.stats.Oldest.Store(oldest)
-	return retryAt
+	return retryAt, work + time.Since(after)
 }
 
 // targetKey is a target and an object key: the events whose order the

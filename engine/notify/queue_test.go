@@ -662,8 +662,8 @@ func TestSetTargetsWhileRunning(t *testing.T) {
 
 // TestAFailingTargetHoldsNoOtherBack: while one target refuses (its
 // retries backing off towards 10 s), another takes a new event at once,
-// not at the failing one's next retry; the failing one gets its events,
-// in order, once it answers again.
+// not at the failing one's next retry; the failing one, opened again (its
+// entry fixed), gets its events at once and in order.
 func TestAFailingTargetHoldsNoOtherBack(t *testing.T) {
 	layer := erasureLayer(t)
 	down, up := newReceiver(t), newReceiver(t)
@@ -692,8 +692,15 @@ func TestAFailingTargetHoldsNoOtherBack(t *testing.T) {
 			t.Fatalf("the healthy target's event %d took %s while the other target failed", i, took)
 		}
 	}
+	// Its entry fixed: the target opened again is tried at once, not at
+	// the old one's next retry.
 	down.down.Store(false)
+	reopened := time.Now()
+	q.SetTargets([]Target{down.target(t), healthy})
 	waitFor(t, "the failing target's events once it answers", func() bool { return len(down.messages()) == 3 })
+	if took := time.Since(reopened); took > time.Second {
+		t.Fatalf("the target opened again waited %s for the old one's retry", took)
+	}
 	if got := down.messages(); got[0] != "m0000" || got[1] != "m0001" || got[2] != "m0002" {
 		t.Fatalf("the failing target's events out of order: %v", got)
 	}
