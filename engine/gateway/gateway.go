@@ -242,20 +242,13 @@ func Run(ctx context.Context, cfg Config) error {
 		// Replicas share the root, and so the queue: each delivers its
 		// own events, and those of a replica gone for a minute (pods of a
 		// Deployment do not come back under their name).
-		ts, targets, err := replicate.LoadTargets(cfg.NotifyTargetsFile, notify.DefaultRegion, log)
-		if err != nil {
+		host, _ := os.Hostname()
+		var err error
+		if queue, remotes, err = replicate.StartQueue(bg, layer, replicate.QueueOptions{Path: cfg.NotifyTargetsFile, Node: host,
+			UnknownGrace: cfg.NotifyUnknownGrace}, reg, log); err != nil {
 			return err
 		}
-		host, _ := os.Hostname()
-		queue, remotes = notify.NewQueue(layer, host, targets, log), ts.Remotes
-		queue.OnDrop = remotes.DroppedByQueue
-		if cfg.NotifyUnknownGrace > 0 {
-			queue.UnknownGrace = cfg.NotifyUnknownGrace
-		}
-		ts.Start(bg, queue)
-		go queue.Run(bg)
 		s3cfg.Notifier = queue
-		metrics.RegisterNotifications(reg, ts.Metrics(queue))
 	}
 	srv := s3api.New(layer, s3cfg)
 	g.replication = replicate.Start(srv, layer, queue, remotes, reg)

@@ -806,8 +806,7 @@ type ref struct {
 // deliver makes one pass over the pending batches in order (by time):
 // each target's items go out on Lanes lanes chosen by key, each lane in
 // order and stopping at its first failure (the rest of that lane waits
-// for the next pass). Batches with every item delivered are deleted. It
-// reports whether a delivery failed.
+// for the next pass). Batches with every item delivered are deleted.
 //
 // A target that failed is not tried again before its retry time (200 ms
 // doubling to 10 s while it fails); the earliest of those is retryAt.

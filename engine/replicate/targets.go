@@ -12,17 +12,20 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/strata-storage/strata/engine/metrics"
 	"github.com/strata-storage/strata/engine/notify"
 	"github.com/strata-storage/strata/engine/notifytargets"
+	"github.com/strata-storage/strata/engine/objlayer"
 )
 
-// TargetsReadEvery is how often Watch reads the targets file again.
+// TargetsReadEvery is how often the targets file is read again.
 const TargetsReadEvery = 2 * time.Second
 
 // Targets are a process's bucket notification targets and replication
 // remotes as its targets file ($STRATA_NOTIFY_TARGETS_FILE) lists them,
-// read again while the process runs (Watch): the operator's Secret,
+// read again while the process runs (StartQueue): the operator's Secret,
 // mounted in the pods, is updated in place by the kubelet, so a Tenant's
 // targets and remotes change without restarting its servers.
 //
@@ -40,7 +43,7 @@ type Targets struct {
 	Remotes      *Remotes
 	path, region string
 	log          *slog.Logger
-	// Only LoadTargets and then Watch's goroutine use these: the sum of
+	// Only loadTargets and then watch's goroutine use these: the sum of
 	// the file and its CA files as last read, and the targets opened for
 	// it by each entry's fingerprint (the entry and its CA); missing: no
 	// file was read yet; refused the sum of the last file refused for a
@@ -55,10 +58,47 @@ type Targets struct {
 	count, errors atomic.Int64
 }
 
-// LoadTargets reads the targets file at path and opens its targets: the
+// QueueOptions are what StartQueue needs besides the object layer.
+type QueueOptions struct {
+	// Path is the targets file; Node names this process among its
+	// tenant's, stable across restarts (notify.NewQueue).
+	Path, Node string
+	// UnknownGrace, when set, replaces the queue's (tests).
+	UnknownGrace time.Duration
+	// Configure, when set, sets more of the queue before it runs.
+	Configure func(*notify.Queue)
+}
+
+// StartQueue opens the targets file's notification targets and
+// replication remotes, and runs the durable queue over layer delivering
+// to them until ctx ends, the file read again as it changes (Targets).
+// The queue's metrics and the targets' are registered with reg.
+func StartQueue(ctx context.Context, layer objlayer.Layer, o QueueOptions, reg prometheus.Registerer, log *slog.Logger) (*notify.Queue, *Remotes, error) {
+	ts, list, err := loadTargets(o.Path, notify.DefaultRegion, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := notify.NewQueue(layer, o.Node, list, log)
+	q.OnDrop = ts.Remotes.DroppedByQueue
+	if o.UnknownGrace > 0 {
+		q.UnknownGrace = o.UnknownGrace
+	}
+	if o.Configure != nil {
+		o.Configure(q)
+	}
+	if ts.missing { // no file yet: not knowing a target is not its removal
+		q.HoldUntilTargets()
+	}
+	go ts.watch(ctx, q)
+	go q.Run(ctx)
+	metrics.RegisterNotifications(reg, ts.metrics(q))
+	return q, ts.Remotes, nil
+}
+
+// loadTargets reads the targets file at path and opens its targets: the
 // list for notify.NewQueue, the replication remotes among them in
 // Remotes.
-func LoadTargets(path, region string, log *slog.Logger) (*Targets, []notify.Target, error) {
+func loadTargets(path, region string, log *slog.Logger) (*Targets, []notify.Target, error) {
 	if path == "" {
 		return nil, nil, errors.New("notification targets: no targets file named")
 	}
@@ -147,16 +187,8 @@ func (ts *Targets) openOne(s notify.TargetSpec) (notify.Target, error) {
 	return notify.OpenTarget(s, ts.region)
 }
 
-// Start makes q hold its events while there is no file yet, then reads
-// the file again every TargetsReadEvery until ctx ends and hands q what
-// changed. Call it before q runs.
-func (ts *Targets) Start(ctx context.Context, q *notify.Queue) {
-	if ts.missing {
-		q.HoldUntilTargets()
-	}
-	go ts.watch(ctx, q)
-}
-
+// watch reads the file again every TargetsReadEvery until ctx ends and
+// hands q what changed.
 func (ts *Targets) watch(ctx context.Context, q *notify.Queue) {
 	t := time.NewTicker(TargetsReadEvery)
 	defer t.Stop()
@@ -182,9 +214,9 @@ func (ts *Targets) watch(ctx context.Context, q *notify.Queue) {
 	}
 }
 
-// Metrics adds the targets in force and the refused reads to q's counters
+// metrics adds the targets in force and the refused reads to q's counters
 // (metrics.RegisterNotifications).
-func (ts *Targets) Metrics(q *notify.Queue) func() metrics.Notifications {
+func (ts *Targets) metrics(q *notify.Queue) func() metrics.Notifications {
 	return func() metrics.Notifications {
 		n := q.Snapshot()
 		n.Targets, n.TargetsFileErrors = int(ts.count.Load()), ts.errors.Load()

@@ -41,7 +41,7 @@ func TestTargetsReadAgain(t *testing.T) {
 	write(caPath, caOf())
 	write(path, `{"targets":[`+hook+`]}`)
 
-	ts, list, err := LoadTargets(path, notify.DefaultRegion, slog.New(slog.DiscardHandler))
+	ts, list, err := loadTargets(path, notify.DefaultRegion, slog.New(slog.DiscardHandler))
 	if err != nil || len(list) != 1 || len(ts.Remotes.All()) != 0 {
 		t.Fatalf("first read: %v targets, %d remotes, %v", notify.ARNs(list), len(ts.Remotes.All()), err)
 	}
@@ -90,7 +90,7 @@ func TestTargetsReadAgain(t *testing.T) {
 	}
 
 	// No file at start: no targets yet, the events held until there is one.
-	fresh, list, err := LoadTargets(path, notify.DefaultRegion, slog.New(slog.DiscardHandler))
+	fresh, list, err := loadTargets(path, notify.DefaultRegion, slog.New(slog.DiscardHandler))
 	if err != nil || len(list) != 0 || !fresh.missing {
 		t.Fatalf("no file at start: %v, %v, missing %v", notify.ARNs(list), err, fresh.missing)
 	}
@@ -101,7 +101,7 @@ func TestTargetsReadAgain(t *testing.T) {
 	if list, changed, err := fresh.read(); err != nil || !changed || len(list) != 1 || fresh.missing {
 		t.Fatalf("the file there at last: changed %v, %v, %v", changed, notify.ARNs(list), err)
 	}
-	if _, _, err := LoadTargets("", notify.DefaultRegion, slog.New(slog.DiscardHandler)); err == nil {
+	if _, _, err := loadTargets("", notify.DefaultRegion, slog.New(slog.DiscardHandler)); err == nil {
 		t.Fatal("no file named: no error")
 	}
 }

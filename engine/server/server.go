@@ -23,6 +23,8 @@ import (
 
 	pebblevfs "github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/strata-storage/strata/engine/certfiles"
 	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/console"
@@ -345,13 +347,10 @@ func Run(ctx context.Context, cfg Config) error {
 	var queue *notify.Queue
 	var remotes *replicate.Remotes
 	if cfg.NotifyTargetsFile != "" {
-		var targets *replicate.Targets
-		if queue, targets, err = startNotifications(bg, cfg, layer, dep.Peers, log); err != nil {
+		if queue, remotes, err = startNotifications(bg, cfg, layer, dep.Peers, reg, log); err != nil {
 			return err
 		}
-		remotes = targets.Remotes
 		s3cfg.Notifier = queue
-		metrics.RegisterNotifications(reg, targets.Metrics(queue))
 	}
 	front := s3api.New(layer, s3cfg)
 	n.replication = replicate.Start(front, layer, queue, remotes, reg)
@@ -710,28 +709,19 @@ func notifyBucketChanged(bg context.Context, peers []*internode.Peer, bucket str
 // A node is named by its S3 address; another node's stored events are
 // left to it while it is online, and taken over by the online node with
 // the lowest address when it is not.
-func startNotifications(bg context.Context, cfg Config, layer objlayer.Layer, peers func() []*internode.Peer, log *slog.Logger) (*notify.Queue, *replicate.Targets, error) {
-	ts, targets, err := replicate.LoadTargets(cfg.NotifyTargetsFile, notify.DefaultRegion, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	q := notify.NewQueue(layer, cfg.Address, targets, log)
-	q.OnDrop = ts.Remotes.DroppedByQueue
-	if cfg.NotifyTakeOver > 0 {
-		q.TakeOver, q.Rescan = cfg.NotifyTakeOver, cfg.NotifyTakeOver/2
-	}
-	if cfg.NotifyUnknownGrace > 0 {
-		q.UnknownGrace = cfg.NotifyUnknownGrace
-	}
-	q.Takes = func(node string) bool {
-		for _, p := range peers() {
-			if p.Online() && (p.Host == node || p.Host < cfg.Address) {
-				return false
+func startNotifications(bg context.Context, cfg Config, layer objlayer.Layer, peers func() []*internode.Peer, reg prometheus.Registerer, log *slog.Logger) (*notify.Queue, *replicate.Remotes, error) {
+	return replicate.StartQueue(bg, layer, replicate.QueueOptions{Path: cfg.NotifyTargetsFile, Node: cfg.Address, UnknownGrace: cfg.NotifyUnknownGrace,
+		Configure: func(q *notify.Queue) {
+			if cfg.NotifyTakeOver > 0 {
+				q.TakeOver, q.Rescan = cfg.NotifyTakeOver, cfg.NotifyTakeOver/2
 			}
-		}
-		return true
-	}
-	ts.Start(bg, q)
-	go q.Run(bg)
-	return q, ts, nil
+			q.Takes = func(node string) bool {
+				for _, p := range peers() {
+					if p.Online() && (p.Host == node || p.Host < cfg.Address) {
+						return false
+					}
+				}
+				return true
+			}
+		}}, reg, log)
 }
