@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"slices"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -75,10 +75,6 @@ type Queue struct {
 	// waiting: the targets are not known yet (HoldUntilTargets): events
 	// for targets the queue does not have wait, however old.
 	waiting atomic.Bool
-	// graceEnd is when the first event a delivery pass held for a target
-	// the queue does not have is old enough to drop (zero: none; under
-	// mu): Run comes back then.
-	graceEnd time.Time
 	log      *slog.Logger
 
 	// TakeOver is how old another node's batch must be before this node
@@ -141,9 +137,16 @@ type Queue struct {
 	bucketMade atomic.Bool
 	kick       chan struct{}
 	// retry is when each target that failed is tried again, and how long
-	// it waited the last time (only Run's goroutine uses it): the others
-	// are delivered to meanwhile.
+	// it waited the last time (under mu): the others are delivered to
+	// meanwhile.
 	retry map[string]*retryState
+	// busy are the lanes delivering now (under mu). A lane runs on its own
+	// goroutine, apart from the pass that started it: a target that hangs,
+	// or a replication copy of a large version, holds its own lane and no
+	// other target's, and a pass starts no lane that is busy (a key's
+	// events stay in order). lanes counts them, for Run's end.
+	busy  map[laneKey]*laneRun
+	lanes sync.WaitGroup
 	// reopened are ARNs SetTargets gave a new target for (under mu): their
 	// retry times are dropped.
 	reopened []string
@@ -154,6 +157,28 @@ type Queue struct {
 type retryState struct {
 	at      time.Time
 	backoff time.Duration
+	// set is when the last failure set at: a lane begun before it that
+	// fails too does not double the backoff again, and one that delivers
+	// does not clear it.
+	set time.Time
+}
+
+// laneKey is one lane of one target.
+type laneKey struct {
+	target string
+	lane   uint32
+}
+
+// laneRun is a lane delivering: its target as the pass that started it
+// had it (closeRetired leaves that open until the lane ends), when it
+// began, and the time of its oldest undelivered item (the backlog's age).
+// until is set when the lane stopped at an event for a target the queue
+// does not have, younger than UnknownGrace: when that grace ends.
+type laneRun struct {
+	t      Target
+	start  time.Time
+	oldest atomic.Int64
+	until  time.Time
 }
 
 // Stats count the queue's work.
@@ -173,11 +198,21 @@ type batch struct {
 // stored is a batch in the store, or one write's events stored with its
 // version (ref set), and which of its items are delivered.
 type stored struct {
-	name      string
-	at        int64
-	items     []Item
+	name  string
+	at    int64
+	items []Item
+	// delivered[i] is written by the lane that holds item i while it is
+	// busy, and read by passes only when it is not; left counts the items
+	// not delivered.
 	delivered []bool
+	left      atomic.Int32
 	ref       *objlayer.EventRef
+}
+
+func newStored(name string, at int64, items []Item, ref *objlayer.EventRef) *stored {
+	s := &stored{name: name, at: at, items: items, delivered: make([]bool, len(items)), ref: ref}
+	s.left.Store(int32(len(items)))
+	return s
 }
 
 // MaxPending bounds the undelivered events a queue holds in memory (a
@@ -189,7 +224,7 @@ const MaxPending = 100_000
 // tenant has, stable across restarts) delivering to targets.
 func NewQueue(store objlayer.Layer, node string, targets []Target, log *slog.Logger) *Queue {
 	q := &Queue{store: store, node: strings.ReplaceAll(node, "/", "_"), log: log,
-		TakeOver: time.Minute, Rescan: 15 * time.Second, UnknownGrace: 2 * time.Minute, retry: map[string]*retryState{}, pending: map[string]*stored{}, goneWaiting: map[string]struct{}{}, goneRemoved: map[string]struct{}{}, kick: make(chan struct{}, 1)}
+		TakeOver: time.Minute, Rescan: 15 * time.Second, UnknownGrace: 2 * time.Minute, retry: map[string]*retryState{}, busy: map[laneKey]*laneRun{}, pending: map[string]*stored{}, goneWaiting: map[string]struct{}{}, goneRemoved: map[string]struct{}{}, kick: make(chan struct{}, 1)}
 	q.targets.Store(byARN(targets))
 	return q
 }
@@ -237,16 +272,33 @@ func (q *Queue) SetTargets(targets []Target) {
 // not there yet: not knowing a target is not its removal).
 func (q *Queue) HoldUntilTargets() { q.waiting.Store(true) }
 
-// closeRetired closes the targets SetTargets replaced; Run calls it
-// between delivery passes, when no lane holds one.
+// closeRetired closes the targets SetTargets replaced that no busy lane
+// holds; Run calls it after each pass (a lane that ends wakes it).
 func (q *Queue) closeRetired() {
 	q.mu.Lock()
-	retired := q.retired
-	q.retired = nil
+	var closing, kept []Target
+	for _, t := range q.retired {
+		if q.inUseLocked(t) {
+			kept = append(kept, t)
+		} else {
+			closing = append(closing, t)
+		}
+	}
+	q.retired = kept
 	q.mu.Unlock()
-	for _, t := range retired {
+	for _, t := range closing {
 		t.Close()
 	}
+}
+
+// inUseLocked reports whether a busy lane delivers to t; q.mu is held.
+func (q *Queue) inUseLocked(t Target) bool {
+	for _, run := range q.busy {
+		if run.t == t {
+			return true
+		}
+	}
+	return false
 }
 
 // Known reports whether arn is one of the queue's targets.
@@ -341,7 +393,7 @@ func (q *Queue) flush() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		b.err = q.put(ctx, name, b.items)
 		cancel()
-		s := &stored{name: name, at: at, items: b.items, delivered: make([]bool, len(b.items))}
+		s := newStored(name, at, b.items, nil)
 		switch {
 		case b.err == nil:
 			q.stats.Queued.Add(int64(len(b.items)))
@@ -417,7 +469,7 @@ func (q *Queue) Committed(ref objlayer.EventRef, e Event, rules []*Rule) {
 	w := withVersion{event: e, rules: targetsOf(rules)}
 	items := w.items()
 	q.stats.Queued.Add(int64(len(items)))
-	s := &stored{name: eventsName(ref.ID), at: time.Now().UnixNano(), items: items, delivered: make([]bool, len(items)), ref: &ref}
+	s := newStored(eventsName(ref.ID), time.Now().UnixNano(), items, &ref)
 	if q.remember(s) {
 		q.mu.Lock()
 		q.forgetLaterLocked(ref)
@@ -517,8 +569,9 @@ func (q *Queue) Run(ctx context.Context) {
 		}
 		storeIn := q.storeAgain(ctx)
 		passStart := time.Now()
-		retryAt, work := q.deliver(ctx)
+		retryAt, busy := q.deliver(ctx)
 		q.closeRetired()
+		work := time.Since(passStart)
 		wait := q.Rescan
 		if !retryAt.IsZero() {
 			wait = min(wait, max(time.Until(retryAt), time.Millisecond))
@@ -530,34 +583,25 @@ func (q *Queue) Run(ctx context.Context) {
 		if len(q.toForget) > 0 {
 			wait = min(wait, forgetEvery)
 		}
-		if !q.graceEnd.IsZero() {
-			wait = min(wait, max(time.Until(q.graceEnd), 10*time.Millisecond))
-			q.graceEnd = time.Time{}
-		}
 		q.mu.Unlock()
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			q.mu.Lock()
-			if n := q.unstoredItems; n > 0 {
-				q.log.Error("notifications: stopping with events never stored; they are lost", "events", n)
-			}
-			q.mu.Unlock()
-			// What was delivered leaves the store before the node stops.
-			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			q.forgetStored(fctx, true)
-			cancel()
+			q.stop()
 			return
 		case <-q.kick:
-			if !retryAt.IsZero() {
-				// A target that fails waits for its retry while the
-				// others take their new events; a pass reads the whole
-				// backlog, the failing target's too, so while one fails
-				// passes come no closer than 8 times the pass's own work
-				// (not its deliveries; 20 ms at least, a second at most):
-				// an eighth of a core at most.
-				if d := min(time.Until(passStart.Add(max(20*time.Millisecond, 8*work))), time.Second); d > 0 {
+			if busy || !retryAt.IsZero() {
+				// A pass reads the whole backlog, that of a target
+				// waiting for its retry or held by a busy lane too: while
+				// one is, passes come no closer than 8 times the pass's
+				// own work (20 ms at least while one waits for a retry,
+				// a second at most), an eighth of a core at most.
+				floor := time.Duration(0)
+				if !retryAt.IsZero() {
+					floor = 20 * time.Millisecond
+				}
+				if d := min(time.Until(passStart.Add(max(floor, 8*work))), time.Second); d > 0 {
 					pause := time.NewTimer(d)
 					select {
 					case <-pause.C:
@@ -571,6 +615,31 @@ func (q *Queue) Run(ctx context.Context) {
 		}
 		t.Stop()
 	}
+}
+
+// stop ends Run: the lanes end with its context (a few seconds at most
+// are waited for), and what they delivered leaves the store before the
+// node stops.
+func (q *Queue) stop() {
+	q.mu.Lock()
+	if n := q.unstoredItems; n > 0 {
+		q.log.Error("notifications: stopping with events never stored; they are lost", "events", n)
+	}
+	q.mu.Unlock()
+	ended := make(chan struct{})
+	go func() {
+		q.lanes.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		q.log.Warn("notifications: a delivery did not end with the server; what it delivered may be sent again")
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	q.settle(fctx, q.pendingByTime())
+	q.forgetStored(fctx, true)
 }
 
 // storeAgain stores the batches whose first store failed, oldest first,
@@ -665,7 +734,7 @@ func (q *Queue) scan(ctx context.Context) error {
 			if node != q.node {
 				q.log.Info("notifications: delivering another node's events", "batch", o.Name, "events", len(items))
 			}
-			q.remember(&stored{name: o.Name, at: at, items: items, delivered: make([]bool, len(items))})
+			q.remember(newStored(o.Name, at, items, nil))
 		}
 		if !res.IsTruncated {
 			return nil
@@ -740,8 +809,7 @@ func (q *Queue) scanEvents(ctx context.Context) error {
 			q.log.Info("notifications: delivering another node's events", "node", w.node, "object", w.event.Key, "events", len(w.rules))
 		}
 		items := w.items()
-		q.remember(&stored{name: name, at: w.at, items: items, delivered: make([]bool, len(items)),
-			ref: &objlayer.EventRef{Bucket: w.event.Bucket, Object: w.event.Key, ID: id}})
+		q.remember(newStored(name, w.at, items, &objlayer.EventRef{Bucket: w.event.Bucket, Object: w.event.Key, ID: id}))
 		return nil
 	})
 	switch {
@@ -803,29 +871,13 @@ type ref struct {
 	i int
 }
 
-// deliver makes one pass over the pending batches in order (by time):
-// each target's items go out on Lanes lanes chosen by key, each lane in
-// order and stopping at its first failure (the rest of that lane waits
-// for the next pass). Batches with every item delivered are deleted.
-//
-// A target that failed is not tried again before its retry time (200 ms
-// doubling to 10 s while it fails); the earliest of those is retryAt.
-func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, work time.Duration) {
-	// One pass delivers to the targets as they are when it begins (Run
-	// closes those SetTargets retires only after it); a target opened
-	// again is tried at once.
-	begin := time.Now()
+// pendingByTime is the pending batches, oldest first.
+func (q *Queue) pendingByTime() []*stored {
 	q.mu.Lock()
-	targets := *q.targets.Load()
-	for _, arn := range q.reopened {
-		delete(q.retry, arn)
-	}
-	q.reopened = nil
 	batches := make([]*stored, 0, len(q.pending))
 	for _, s := range q.pending {
 		batches = append(batches, s)
 	}
-	waiting := waitingKeysLocked(q.unstored)
 	q.mu.Unlock()
 	sort.Slice(batches, func(i, j int) bool {
 		if batches[i].at != batches[j].at {
@@ -833,87 +885,156 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, work time.Durat
 		}
 		return batches[i].name < batches[j].name
 	})
-	type laneKey struct {
-		target string
-		lane   uint32
+	return batches
+}
+
+// deliver makes one pass over the pending batches in order (by time):
+// each target's items go out on Lanes lanes chosen by key, each lane in
+// order and stopping at its first failure (the rest of that lane waits
+// for a later pass). A lane runs on its own (runLane): the pass starts
+// the lanes that are not busy and does not wait for them; one that ends
+// wakes Run for the next pass. Batches with every item delivered are
+// deleted (settle).
+//
+// A target that failed is not tried again before its retry time (200 ms
+// doubling to 10 s while it fails); the earliest of those is retryAt.
+// busy reports lanes still delivering.
+func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
+	batches := q.pendingByTime()
+	// The pass starts lanes to the targets as they are when it begins
+	// (closeRetired leaves a target open while a lane holds it); a target
+	// opened again is tried at once, once the lanes of the one it
+	// replaced have ended.
+	q.mu.Lock()
+	targets := *q.targets.Load()
+	for _, arn := range q.reopened {
+		delete(q.retry, arn)
+	}
+	q.reopened = nil
+	waiting := waitingKeysLocked(q.unstored)
+	running := maps.Clone(q.busy)
+	q.mu.Unlock()
+	replaced := map[string]bool{}
+	for k, run := range running {
+		if targets[k.target] != run.t {
+			replaced[k.target] = true
+		}
 	}
 	lanes := map[laneKey][]ref{}
 	for _, s := range batches {
+		if s.left.Load() == 0 {
+			continue
+		}
 		for i, it := range s.items {
 			if at, ok := waiting[keyOf(it)]; ok && at < s.at {
 				continue // an earlier event of its key waits to be stored again
 			}
+			k := laneKey{it.Target, 0}
+			if _, batches := targets[it.Target].(Batcher); !batches {
+				k.lane = laneOf(it.Key)
+			}
+			if running[k] != nil {
+				continue // its lane is busy (and writes delivered[i]); a later pass takes it
+			}
 			if !s.delivered[i] {
-				k := laneKey{it.Target, 0}
-				if _, batches := targets[it.Target].(Batcher); !batches {
-					k.lane = laneOf(it.Key)
-				}
 				lanes[k] = append(lanes[k], ref{s, i})
 			}
 		}
 	}
 	oldestOf := map[string]time.Time{}
-	older := func(target string, at time.Time) {
-		if o := oldestOf[target]; o.IsZero() || at.Before(o) {
-			oldestOf[target] = at
+	older := func(target string, at int64) {
+		if o := oldestOf[target]; o.IsZero() || at < o.UnixNano() {
+			oldestOf[target] = time.Unix(0, at)
 		}
 	}
 	for k, refs := range lanes {
-		older(k.target, time.Unix(0, refs[0].s.at))
+		older(k.target, refs[0].s.at)
+	}
+	for k, run := range running {
+		if at := run.oldest.Load(); at != 0 {
+			older(k.target, at)
+		}
 	}
 	for k, at := range waiting { // older than the events they hold back
-		older(k.target, time.Unix(0, at))
+		older(k.target, at)
 	}
+	now := time.Now()
 	q.mu.Lock()
 	q.oldestOf = oldestOf
-	q.mu.Unlock()
-	now := time.Now()
-	var failedMu sync.Mutex
-	// has: a target has events this pass; tried: it was delivered to
-	// (not waiting for its retry); failed: a lane of it failed.
-	has, tried, failed := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	var wg sync.WaitGroup
 	for k, refs := range lanes {
-		has[k.target] = true
-		if r := q.retry[k.target]; r != nil && now.Before(r.at) {
+		if r := q.retry[k.target]; r != nil && now.Before(r.at) || replaced[k.target] {
 			continue
 		}
-		tried[k.target] = true
-		wg.Go(func() {
-			if !q.deliverLane(ctx, targets[k.target], refs) {
-				failedMu.Lock()
-				failed[k.target] = true
-				failedMu.Unlock()
-			}
-		})
+		run := &laneRun{t: targets[k.target], start: now}
+		run.oldest.Store(refs[0].s.at)
+		q.busy[k] = run
+		q.lanes.Add(1)
+		go q.runLane(ctx, k, run, refs)
 	}
-	work = time.Since(begin)
-	wg.Wait()
-	after := time.Now()
 	for target := range q.retry {
-		if !has[target] || tried[target] && !failed[target] {
-			delete(q.retry, target) // nothing left for it, or delivered
+		if _, left := oldestOf[target]; !left {
+			delete(q.retry, target) // nothing left for it
 		}
-	}
-	for target := range failed {
-		r := q.retry[target]
-		if r == nil {
-			r = &retryState{}
-			q.retry[target] = r
-		}
-		r.backoff = min(max(2*r.backoff, 200*time.Millisecond), 10*time.Second)
-		r.at = after.Add(r.backoff)
 	}
 	for _, r := range q.retry {
 		if retryAt.IsZero() || r.at.Before(retryAt) {
 			retryAt = r.at
 		}
 	}
+	busy = len(q.busy) > 0
+	q.mu.Unlock()
+	q.settle(ctx, batches)
+	return retryAt, busy
+}
+
+// runLane delivers one lane's refs (deliverLane), then sets or clears its
+// target's retry and wakes Run when the lane changed something.
+func (q *Queue) runLane(ctx context.Context, k laneKey, run *laneRun, refs []ref) {
+	defer q.lanes.Done()
+	ok, done := q.deliverLane(ctx, run.t, refs, run)
+	end := time.Now()
+	q.mu.Lock()
+	delete(q.busy, k)
+	// A lane of a target since replaced leaves the new one's retry alone.
+	if (*q.targets.Load())[k.target] == run.t {
+		r := q.retry[k.target]
+		switch {
+		case ok && !run.until.IsZero():
+			// Its target's lanes are not started again before the
+			// earliest grace ends (one passed is no bound).
+			if r == nil {
+				r = &retryState{}
+				q.retry[k.target] = r
+			}
+			if r.at.Before(end) || run.until.Before(r.at) {
+				r.at, r.set = run.until, end
+			}
+		case !ok && (r == nil || r.set.Before(run.start)):
+			if r == nil {
+				r = &retryState{}
+				q.retry[k.target] = r
+			}
+			r.backoff = min(max(2*r.backoff, 200*time.Millisecond), 10*time.Second)
+			r.at, r.set = end.Add(r.backoff), end
+		case ok && r != nil && r.set.Before(run.start):
+			delete(q.retry, k.target) // delivered since its last failure
+		}
+	}
+	q.mu.Unlock()
+	if !ok || done > 0 || !run.until.IsZero() {
+		q.wake()
+	}
+}
+
+// settle deletes the batches of batches whose items are all delivered,
+// and hands delivered events stored with versions to forgetStored; it
+// sets Stats.Oldest.
+func (q *Queue) settle(ctx context.Context, batches []*stored) {
 	oldest := int64(0)
 	var withVersions []*stored
 	for _, s := range batches {
 		switch {
-		case slices.Contains(s.delivered, false):
+		case s.left.Load() > 0:
 			if oldest == 0 {
 				oldest = s.at
 			}
@@ -944,7 +1065,6 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, work time.Durat
 	}
 	q.mu.Unlock()
 	q.stats.Oldest.Store(oldest)
-	return retryAt, work + time.Since(after)
 }
 
 // targetKey is a target and an object key: the events whose order the
@@ -1018,34 +1138,33 @@ func (q *Queue) forgetStored(ctx context.Context, now bool) {
 const batchLimit = 256
 
 // deliverLane sends one lane's items in order until one fails; it
-// reports whether all were delivered. t is nil for a target the server no
-// longer has: nothing will ever take its items, which are dropped. A
-// Batcher target takes them in batches of distinct keys.
-func (q *Queue) deliverLane(ctx context.Context, t Target, refs []ref) bool {
+// reports whether none failed, and how many it delivered or dropped. t is
+// nil for a target the server does not have: its items wait (the targets
+// are not known yet, or for UnknownGrace), then are dropped. A Batcher
+// target takes them in batches of distinct keys. run.oldest follows the
+// lane's next item.
+func (q *Queue) deliverLane(ctx context.Context, t Target, refs []ref, run *laneRun) (ok bool, done int) {
 	if b, ok := t.(Batcher); ok {
-		return q.deliverBatches(ctx, t, b, refs)
+		return q.deliverBatches(ctx, t, b, refs, run)
 	}
 	for _, r := range refs {
 		it := r.s.items[r.i]
 		if ctx.Err() != nil {
-			return true // stopping: not a failure
+			return true, done // stopping: not a failure
 		}
+		run.oldest.Store(r.s.at)
 		if t == nil {
 			if q.waiting.Load() {
-				return true // waits for its target, and the lane's later events behind it (not a failure)
+				return true, done // waits for its target, and the lane's later events behind it (not a failure)
 			}
 			if end := time.Unix(0, r.s.at).Add(q.UnknownGrace); time.Now().Before(end) {
-				q.mu.Lock()
-				if q.graceEnd.IsZero() || end.Before(q.graceEnd) {
-					q.graceEnd = end
-				}
-				q.mu.Unlock()
-				return true
+				run.until = end
+				return true, done
 			}
 			if q.OnDrop != nil && it.event != nil {
 				if err := q.OnDrop(ctx, it.Target, *it.event); err != nil {
 					q.log.Warn("notifications: an event for a target this server does not have is kept for now", "target", it.Target, "key", it.Key, "error", err)
-					return false
+					return false, done
 				}
 			}
 			q.log.Warn("notifications: dropping an event for a target this server does not have", "target", it.Target, "key", it.Key)
@@ -1061,13 +1180,14 @@ func (q *Queue) deliverLane(ctx context.Context, t Target, refs []ref) bool {
 			if err != nil {
 				q.stats.Failed.Add(1)
 				q.log.Warn("notifications: delivery failed; retrying", "target", it.Target, "key", it.Key, "error", err)
-				return false
+				return false, done
 			}
 			q.stats.Delivered.Add(1)
 		}
 		q.done(r)
+		done++
 	}
-	return true
+	return true, done
 }
 
 // EventTarget is a Target that takes an event stored with its version as
@@ -1096,6 +1216,7 @@ func deliveryTimeout(t Target) time.Duration {
 // done marks r delivered.
 func (q *Queue) done(r ref) {
 	r.s.delivered[r.i] = true
+	r.s.left.Add(-1)
 	q.stats.Backlog.Add(-1)
 	q.heldFor(r.s.items[r.i].Target).Add(-1)
 }
@@ -1105,12 +1226,13 @@ func (q *Queue) done(r ref) {
 // events go out one batch after the other, in order. Items after a failed
 // one in its batch are of other keys and count as delivered when the
 // target took them; the lane stops after that batch.
-func (q *Queue) deliverBatches(ctx context.Context, t Target, b Batcher, refs []ref) bool {
+func (q *Queue) deliverBatches(ctx context.Context, t Target, b Batcher, refs []ref, run *laneRun) (ok bool, done int) {
 	keys := map[string]bool{}
 	for len(refs) > 0 {
 		if ctx.Err() != nil {
-			return true // stopping: not a failure
+			return true, done // stopping: not a failure
 		}
+		run.oldest.Store(refs[0].s.at)
 		clear(keys)
 		n := 0
 		for n < len(refs) && n < batchLimit && !keys[refs[n].s.items[refs[n].i].Key] {
@@ -1137,13 +1259,14 @@ func (q *Queue) deliverBatches(ctx context.Context, t Target, b Batcher, refs []
 			}
 			q.stats.Delivered.Add(1)
 			q.done(r)
+			done++
 		}
 		if failed {
-			return false
+			return false, done
 		}
 		refs = refs[n:]
 	}
-	return true
+	return true, done
 }
 
 func laneOf(key string) uint32 {

@@ -58,20 +58,35 @@ func erasureLayerDrives(t *testing.T) (objlayer.Layer, []*drive.Local) {
 }
 
 // receiver is a webhook that records what it takes and refuses while down.
+// A message beginning with hangOn (when set) is not answered until gate
+// closes (hanging counts them).
 type receiver struct {
-	srv  *httptest.Server
-	down atomic.Bool
-	mu   sync.Mutex
-	got  []string
+	srv     *httptest.Server
+	down    atomic.Bool
+	mu      sync.Mutex
+	got     []string
+	hangOn  string
+	gate    chan struct{}
+	hanging atomic.Int32
 }
 
-func newReceiver(t *testing.T) *receiver {
-	rc := &receiver{}
+func newReceiver(t *testing.T) *receiver { return newHangingReceiver(t, "") }
+
+func newHangingReceiver(t *testing.T, hangOn string) *receiver {
+	rc := &receiver{hangOn: hangOn, gate: make(chan struct{})}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		if rc.down.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
+		}
+		if rc.hangOn != "" && strings.HasPrefix(string(b), rc.hangOn) {
+			rc.hanging.Add(1)
+			select {
+			case <-rc.gate:
+			case <-r.Context().Done():
+				return
+			}
 		}
 		rc.mu.Lock()
 		rc.got = append(rc.got, string(b))
@@ -703,5 +718,61 @@ func TestAFailingTargetHoldsNoOtherBack(t *testing.T) {
 	}
 	if got := down.messages(); got[0] != "m0000" || got[1] != "m0001" || got[2] != "m0002" {
 		t.Fatalf("the failing target's events out of order: %v", got)
+	}
+}
+
+// TestAHangingTargetHoldsNoOtherBack: a target that takes a delivery and
+// does not answer (rather than refusing) holds that delivery's lane only:
+// another target takes its events at once, and so do the hanging target's
+// other lanes; the held key's later event waits behind the one that hangs
+// and follows it, in order, once it is answered.
+func TestAHangingTargetHoldsNoOtherBack(t *testing.T) {
+	layer := erasureLayer(t)
+	slow, up := newHangingReceiver(t, "hang"), newReceiver(t)
+	slowT := slow.target(t)
+	healthy, err := OpenTarget(TargetSpec{ID: "healthy", Type: "webhook", Endpoint: up.srv.URL}, DefaultRegion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := NewQueue(layer, "node-1", []Target{slowT, healthy}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go q.Run(ctx)
+	other := "other"
+	for i := 0; laneOf(other) == laneOf("stuck"); i++ {
+		other = fmt.Sprintf("other-%d", i)
+	}
+	if err := q.Add(t.Context(), []Item{{Target: slowT.ARN(), Key: "stuck", Msg: []byte("hang-0")}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the delivery that hangs", func() bool { return slow.hanging.Load() == 1 })
+	if err := q.Add(t.Context(), []Item{{Target: slowT.ARN(), Key: "stuck", Msg: []byte("after-0")}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		start := time.Now()
+		if err := q.Add(t.Context(), []Item{{Target: healthy.ARN(), Key: "k", Msg: fmt.Appendf(nil, "m%04d", i)},
+			{Target: slowT.ARN(), Key: other, Msg: fmt.Appendf(nil, "o%04d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the other target's event and the hanging target's other key", func() bool {
+			return len(up.messages()) == i+1 && len(slow.messages()) == i+1
+		})
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("event %d took %s while a delivery hung", i, took)
+		}
+	}
+	if got := q.Backlog(slowT.ARN()); got.Events != 2 || got.Oldest.IsZero() {
+		t.Fatalf("the hanging target's backlog: %+v, want its 2 held events", got)
+	}
+	close(slow.gate)
+	waitFor(t, "the held key's events", func() bool { return len(slow.messages()) == 5 })
+	got := slow.messages()
+	if got[3] != "hang-0" || got[4] != "after-0" {
+		t.Fatalf("the held key's events out of order: %v", got)
+	}
+	waitFor(t, "the delivered batches removed", func() bool { return storedBatches(t, layer) == 0 })
+	if b := q.Stats().Backlog.Load(); b != 0 {
+		t.Fatalf("backlog %d after every event was delivered", b)
 	}
 }
