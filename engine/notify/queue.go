@@ -75,7 +75,7 @@ type Queue struct {
 	// waiting: the targets are not known yet (HoldUntilTargets): events
 	// for targets the queue does not have wait, however old.
 	waiting atomic.Bool
-	log      *slog.Logger
+	log     *slog.Logger
 
 	// TakeOver is how old another node's batch must be before this node
 	// delivers it; Rescan how often the stored batches are listed.
