@@ -231,6 +231,7 @@ func run(o options) error {
 		ClaimsUsageInterval: o.claimsUsageInterval,
 		BucketsResync:       o.bucketsResync,
 		RolloutPoll:         5 * time.Second,
+		EngineGatePoll:      time.Second,
 		CAOverlap:           o.caOverlap,
 	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)

@@ -64,6 +64,11 @@ type Config struct {
 	// RolloutPoll is how often a roll-out in progress checks its health
 	// gate (the engine's health is not watched).
 	RolloutPoll time.Duration
+	// EngineGatePoll is how soon a roll-out whose servers are all ready
+	// asks the next server's engine again (the server restarted last is
+	// catching up on the writes it missed, a few seconds). Zero means
+	// RolloutPoll.
+	EngineGatePoll time.Duration
 	// PodPoll is how often a pool whose pods are not all ready looks at
 	// them for ones the kubelet cannot start (Pods are not watched: a
 	// cache of every pod in the cluster is not worth it). Zero means 15 s.

@@ -113,6 +113,7 @@ func (r *ServerPoolReconciler) gate(ctx context.Context, s *poolScope, sts *apps
 		URL: builders.PodURL(s.tenant, sts.Name, p-1, r.Config.ClusterDomain), CA: s.ca,
 	}, true)
 	if err != nil {
+		s.requeueWithin(r.Config.EngineGatePoll)
 		return fmt.Sprintf("%s-%d may not restart yet: %s", sts.Name, p-1, err), nil
 	}
 	return "", nil

@@ -166,6 +166,14 @@ func (e Engine) probe(path string, period int32) *corev1.Probe {
 	}
 }
 
+// startupProbe holds liveness and readiness back until the engine
+// answers /live: every second, for up to two minutes.
+func (e Engine) startupProbe() *corev1.Probe {
+	p := e.probe(HealthLive, 1)
+	p.TimeoutSeconds, p.FailureThreshold = 1, 120
+	return p
+}
+
 // restricted satisfies the restricted Pod Security Standard.
 func podSecurity() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{
@@ -255,10 +263,17 @@ func (e Engine) container(args []string, extraMounts []corev1.VolumeMount, place
 		Ports:           []corev1.ContainerPort{{Name: "s3", ContainerPort: S3Port, Protocol: corev1.ProtocolTCP}},
 		VolumeMounts:    append(mounts, extraMounts...),
 		Resources:       withDefaults(placement.Resources, sizing),
-		LivenessProbe:   e.probe(HealthLive, 10),
-		ReadinessProbe:  e.probe(HealthReady, 5),
-		// Leave time for endpoints to drop the pod before it stops serving.
-		Lifecycle:       &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}},
+		// Until the engine listens, its start is looked at every second
+		// (for up to two minutes: opening drives, meeting its peers),
+		// and the first readiness probe follows at once: a restarted
+		// server serves again within a second of its listener, not up to
+		// a readiness period later.
+		StartupProbe:   e.startupProbe(),
+		LivenessProbe:  e.probe(HealthLive, 10),
+		ReadinessProbe: e.probe(HealthReady, 5),
+		// No preStop: on SIGTERM the engine reports not ready and keeps
+		// serving for --shutdown-delay (5 s) while endpoints drop the
+		// pod, then drains; a preStop sleep before it only doubled that.
 		SecurityContext: containerSecurity(),
 	}
 }

@@ -147,7 +147,11 @@ var _ = Describe("a Tenant with a ServerPool and a GatewayPool", func() {
 		Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
 		Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
 		Expect(*pod.TerminationGracePeriodSeconds).To(BeNumerically(">=", 60))
-		Expect(c.Lifecycle.PreStop.Sleep).NotTo(BeNil())
+		// The engine's --shutdown-delay is the one drain window.
+		Expect(c.Lifecycle).To(BeNil())
+		Expect(c.StartupProbe.HTTPGet.Path).To(Equal("/strata/health/live"))
+		Expect(c.StartupProbe.PeriodSeconds).To(BeEquivalentTo(1))
+		Expect(c.StartupProbe.PeriodSeconds * c.StartupProbe.FailureThreshold).To(BeNumerically(">=", 60))
 		Expect(pod.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey).To(Equal(corev1.LabelHostname))
 		Expect(pod.NodeSelector).To(Equal(map[string]string{"node-role.strata.dev/storage": "true"}))
 		Expect(sts.Spec.Template.Annotations).To(HaveKey(builders.AnnotationCredentialsHash))
