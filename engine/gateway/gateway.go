@@ -268,6 +268,9 @@ func Run(ctx context.Context, cfg Config) error {
 		},
 	})
 	stopBg()
+	if queue != nil && !queue.Wait(15*time.Second) {
+		log.Warn("notifications: the queue did not stop in time")
+	}
 	return err
 }
 

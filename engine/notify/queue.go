@@ -11,6 +11,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -68,8 +69,8 @@ type Queue struct {
 	store objlayer.Layer
 	node  string
 	// targets are the targets by ARN (SetTargets replaces the map whole);
-	// retired those it replaced, closed by Run once the delivery pass
-	// that may use them is over (under mu).
+	// retired those it replaced, closed by Run once no busy lane holds
+	// them (under mu).
 	targets atomic.Pointer[map[string]Target]
 	retired []Target
 	// waiting: the targets are not known yet (HoldUntilTargets): events
@@ -136,10 +137,13 @@ type Queue struct {
 	// bucketMade: Bucket is known to exist.
 	bucketMade atomic.Bool
 	kick       chan struct{}
-	// retry is when each target that failed is tried again, and how long
-	// it waited the last time (under mu): the others are delivered to
-	// meanwhile.
-	retry map[string]*retryState
+	// retry is when each lane that failed (or stopped at an event whose
+	// target's grace runs) is started again, and how long it waited the
+	// last time (under mu): a key that keeps failing (a version that
+	// cannot be read) holds its own lane only, and the other lanes and
+	// targets are delivered to meanwhile. Only the lane itself sets or
+	// clears its entry, as it never runs twice at once.
+	retry map[laneKey]*retryState
 	// busy are the lanes delivering now (under mu). A lane runs on its own
 	// goroutine, apart from the pass that started it: a target that hangs,
 	// or a replication copy of a large version, holds its own lane and no
@@ -147,8 +151,10 @@ type Queue struct {
 	// events stay in order). lanes counts them, for Run's end.
 	busy  map[laneKey]*laneRun
 	lanes sync.WaitGroup
+	// ended is closed when Run has returned (Wait).
+	ended chan struct{}
 	// reopened are ARNs SetTargets gave a new target for (under mu): their
-	// retry times are dropped.
+	// lanes' retry times are dropped.
 	reopened []string
 
 	stats Stats
@@ -157,10 +163,6 @@ type Queue struct {
 type retryState struct {
 	at      time.Time
 	backoff time.Duration
-	// set is when the last failure set at: a lane begun before it that
-	// fails too does not double the backoff again, and one that delivers
-	// does not clear it.
-	set time.Time
 }
 
 // laneKey is one lane of one target.
@@ -224,7 +226,7 @@ const MaxPending = 100_000
 // tenant has, stable across restarts) delivering to targets.
 func NewQueue(store objlayer.Layer, node string, targets []Target, log *slog.Logger) *Queue {
 	q := &Queue{store: store, node: strings.ReplaceAll(node, "/", "_"), log: log,
-		TakeOver: time.Minute, Rescan: 15 * time.Second, UnknownGrace: 2 * time.Minute, retry: map[string]*retryState{}, busy: map[laneKey]*laneRun{}, pending: map[string]*stored{}, goneWaiting: map[string]struct{}{}, goneRemoved: map[string]struct{}{}, kick: make(chan struct{}, 1)}
+		TakeOver: time.Minute, Rescan: 15 * time.Second, UnknownGrace: 2 * time.Minute, retry: map[laneKey]*retryState{}, busy: map[laneKey]*laneRun{}, pending: map[string]*stored{}, goneWaiting: map[string]struct{}{}, goneRemoved: map[string]struct{}{}, kick: make(chan struct{}, 1), ended: make(chan struct{})}
 	q.targets.Store(byARN(targets))
 	return q
 }
@@ -241,7 +243,7 @@ func byARN(targets []Target) *map[string]Target {
 // lists them. Events for a target no longer among them are dropped at
 // their next delivery, as after a restart without it (OnDrop first); a
 // target no longer among them (an entry removed, or changed and opened
-// again) is closed once the delivery pass that may be using it is over.
+// again) is closed once no lane delivering to it is busy.
 // A target passed again is kept as it is.
 func (q *Queue) SetTargets(targets []Target) {
 	next := byARN(targets)
@@ -558,6 +560,7 @@ func (q *Queue) wake() {
 
 // Run delivers until ctx ends.
 func (q *Queue) Run(ctx context.Context) {
+	defer close(q.ended)
 	lastScan := time.Time{}
 	for {
 		if time.Since(lastScan) >= q.Rescan {
@@ -617,6 +620,21 @@ func (q *Queue) Run(ctx context.Context) {
 	}
 }
 
+// Wait waits, up to timeout, for Run to return after its context ended:
+// what its lanes delivered has left the store then, and none uses the
+// object layer any more (the server closes its drives after it). It
+// reports whether Run returned.
+func (q *Queue) Wait(timeout time.Duration) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-q.ended:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // stop ends Run: the lanes end with its context (a few seconds at most
 // are waited for), and what they delivered leaves the store before the
 // node stops.
@@ -640,6 +658,7 @@ func (q *Queue) stop() {
 	defer cancel()
 	q.settle(fctx, q.pendingByTime())
 	q.forgetStored(fctx, true)
+	q.closeRetired()
 }
 
 // storeAgain stores the batches whose first store failed, oldest first,
@@ -896,7 +915,7 @@ func (q *Queue) pendingByTime() []*stored {
 // wakes Run for the next pass. Batches with every item delivered are
 // deleted (settle).
 //
-// A target that failed is not tried again before its retry time (200 ms
+// A lane that failed is not started again before its retry time (200 ms
 // doubling to 10 s while it fails); the earliest of those is retryAt.
 // busy reports lanes still delivering.
 func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
@@ -907,16 +926,23 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
 	// replaced have ended.
 	q.mu.Lock()
 	targets := *q.targets.Load()
-	for _, arn := range q.reopened {
-		delete(q.retry, arn)
+	for k := range q.retry {
+		if slices.Contains(q.reopened, k.target) {
+			delete(q.retry, k)
+		}
 	}
 	q.reopened = nil
 	waiting := waitingKeysLocked(q.unstored)
 	running := maps.Clone(q.busy)
 	q.mu.Unlock()
+	// A target replaced by one that batches where it did not (or the
+	// other way round: one added or removed) puts a key in another lane:
+	// its events wait until the old lanes have ended. Else a key keeps its
+	// lane, and the busy ones are skipped below.
 	replaced := map[string]bool{}
 	for k, run := range running {
-		if targets[k.target] != run.t {
+		_, was := run.t.(Batcher)
+		if _, is := targets[k.target].(Batcher); is != was {
 			replaced[k.target] = true
 		}
 	}
@@ -926,8 +952,8 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
 			continue
 		}
 		for i, it := range s.items {
-			if at, ok := waiting[keyOf(it)]; ok && at < s.at {
-				continue // an earlier event of its key waits to be stored again
+			if at, ok := waiting[keyOf(it)]; ok && at < s.at || replaced[it.Target] {
+				continue // an earlier event of its key waits to be stored again, or its old lanes to end
 			}
 			k := laneKey{it.Target, 0}
 			if _, batches := targets[it.Target].(Batcher); !batches {
@@ -962,7 +988,7 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
 	q.mu.Lock()
 	q.oldestOf = oldestOf
 	for k, refs := range lanes {
-		if r := q.retry[k.target]; r != nil && now.Before(r.at) || replaced[k.target] {
+		if r := q.retry[k]; r != nil && now.Before(r.at) {
 			continue
 		}
 		run := &laneRun{t: targets[k.target], start: now}
@@ -971,9 +997,9 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
 		q.lanes.Add(1)
 		go q.runLane(ctx, k, run, refs)
 	}
-	for target := range q.retry {
-		if _, left := oldestOf[target]; !left {
-			delete(q.retry, target) // nothing left for it
+	for k := range q.retry {
+		if _, left := lanes[k]; !left && q.busy[k] == nil {
+			delete(q.retry, k) // nothing left for it
 		}
 	}
 	for _, r := range q.retry {
@@ -987,41 +1013,34 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
 	return retryAt, busy
 }
 
-// runLane delivers one lane's refs (deliverLane), then sets or clears its
-// target's retry and wakes Run when the lane changed something.
+// runLane delivers one lane's refs (deliverLane), then sets or clears the
+// lane's retry and wakes Run when the lane changed something or its
+// target did meanwhile.
 func (q *Queue) runLane(ctx context.Context, k laneKey, run *laneRun, refs []ref) {
 	defer q.lanes.Done()
 	ok, done := q.deliverLane(ctx, run.t, refs, run)
 	end := time.Now()
 	q.mu.Lock()
 	delete(q.busy, k)
-	// A lane of a target since replaced leaves the new one's retry alone.
-	if (*q.targets.Load())[k.target] == run.t {
-		r := q.retry[k.target]
+	changed := (*q.targets.Load())[k.target] != run.t
+	if !changed {
+		r := q.retry[k]
 		switch {
-		case ok && !run.until.IsZero():
-			// Its target's lanes are not started again before the
-			// earliest grace ends (one passed is no bound).
+		case !ok:
 			if r == nil {
 				r = &retryState{}
-				q.retry[k.target] = r
-			}
-			if r.at.Before(end) || run.until.Before(r.at) {
-				r.at, r.set = run.until, end
-			}
-		case !ok && (r == nil || r.set.Before(run.start)):
-			if r == nil {
-				r = &retryState{}
-				q.retry[k.target] = r
+				q.retry[k] = r
 			}
 			r.backoff = min(max(2*r.backoff, 200*time.Millisecond), 10*time.Second)
-			r.at, r.set = end.Add(r.backoff), end
-		case ok && r != nil && r.set.Before(run.start):
-			delete(q.retry, k.target) // delivered since its last failure
+			r.at = end.Add(r.backoff)
+		case !run.until.IsZero():
+			q.retry[k] = &retryState{at: run.until} // its first event's grace
+		default:
+			delete(q.retry, k)
 		}
 	}
 	q.mu.Unlock()
-	if !ok || done > 0 || !run.until.IsZero() {
+	if !ok || done > 0 || !run.until.IsZero() || changed {
 		q.wake()
 	}
 }
@@ -1154,8 +1173,11 @@ func (q *Queue) deliverLane(ctx context.Context, t Target, refs []ref, run *lane
 		}
 		run.oldest.Store(r.s.at)
 		if t == nil {
-			if q.waiting.Load() {
-				return true, done // waits for its target, and the lane's later events behind it (not a failure)
+			if q.waiting.Load() || q.Known(it.Target) {
+				// Waits for its target, and the lane's later events
+				// behind it (not a failure); or the target came meanwhile
+				// (runLane wakes Run for it).
+				return true, done
 			}
 			if end := time.Unix(0, r.s.at).Add(q.UnknownGrace); time.Now().Before(end) {
 				run.until = end

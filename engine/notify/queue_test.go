@@ -68,6 +68,9 @@ type receiver struct {
 	hangOn  string
 	gate    chan struct{}
 	hanging atomic.Int32
+	// refuseOn (when set): messages beginning with it are refused.
+	refuseOn string
+	refused  atomic.Int32
 }
 
 func newReceiver(t *testing.T) *receiver { return newHangingReceiver(t, "") }
@@ -77,6 +80,11 @@ func newHangingReceiver(t *testing.T, hangOn string) *receiver {
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		if rc.down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		if rc.refuseOn != "" && strings.HasPrefix(string(b), rc.refuseOn) {
+			rc.refused.Add(1)
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -774,5 +782,53 @@ func TestAHangingTargetHoldsNoOtherBack(t *testing.T) {
 	waitFor(t, "the delivered batches removed", func() bool { return storedBatches(t, layer) == 0 })
 	if b := q.Stats().Backlog.Load(); b != 0 {
 		t.Fatalf("backlog %d after every event was delivered", b)
+	}
+}
+
+// TestAKeyThatKeepsFailingHoldsItsLaneOnly: a target refuses one key's
+// event every time (a version that cannot be read, say) and takes every
+// other: the other keys' events arrive at once, and the refused one's
+// retries back off (200 ms doubling) however many other deliveries
+// succeed meanwhile.
+func TestAKeyThatKeepsFailingHoldsItsLaneOnly(t *testing.T) {
+	layer := erasureLayer(t)
+	rc := newReceiver(t)
+	rc.refuseOn = "bad"
+	tg := rc.target(t)
+	q := NewQueue(layer, "node-1", []Target{tg}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go q.Run(ctx)
+	if err := q.Add(t.Context(), []Item{{Target: tg.ARN(), Key: "poisoned", Msg: []byte("bad")}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first refusal", func() bool { return rc.refused.Load() == 1 })
+	start, sent := time.Now(), 0
+	for time.Since(start) < 2500*time.Millisecond {
+		key := fmt.Sprintf("good-%d", sent)
+		if laneOf(key) == laneOf("poisoned") {
+			sent++
+			continue
+		}
+		begin := time.Now()
+		if err := q.Add(t.Context(), []Item{{Target: tg.ARN(), Key: key, Msg: fmt.Appendf(nil, "g%04d", sent)}}); err != nil {
+			t.Fatal(err)
+		}
+		n := len(rc.messages()) + 1
+		waitFor(t, "another key's event", func() bool { return len(rc.messages()) >= n })
+		if took := time.Since(begin); took > time.Second {
+			t.Fatalf("another key's event took %s while one key kept failing", took)
+		}
+		sent++
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Backing off, the refused event is tried at about 0.2, 0.6, 1.4 and
+	// 3.0 s after the first refusal: 4 or 5 times in all by 2.5 s, not
+	// every 200 ms.
+	if n := rc.refused.Load(); n > 5 {
+		t.Fatalf("the refused event was tried %d times in 2.5 s: its backoff did not grow", n)
+	}
+	if got := q.Backlog(tg.ARN()); got.Events != 1 {
+		t.Fatalf("backlog %+v, want the refused event only", got)
 	}
 }

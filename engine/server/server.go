@@ -366,6 +366,9 @@ func Run(ctx context.Context, cfg Config) error {
 		Routes: s3api.Routes(n, metrics.Handler(reg, token), users, cfg.Root.AccessKey, cfg.Root.SecretKey, cfg.AdminOverHTTP),
 	})
 	stopBg()
+	if queue != nil && !queue.Wait(15*time.Second) {
+		log.Warn("notifications: the queue did not stop in time; the drives close under it")
+	}
 	return err
 }
 
