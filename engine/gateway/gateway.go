@@ -248,6 +248,7 @@ func Run(ctx context.Context, cfg Config) error {
 			UnknownGrace: cfg.NotifyUnknownGrace}, reg, log); err != nil {
 			return err
 		}
+		defer replicate.StopQueue(stopBg, queue, log)
 		s3cfg.Notifier = queue
 	}
 	srv := s3api.New(layer, s3cfg)
@@ -268,9 +269,6 @@ func Run(ctx context.Context, cfg Config) error {
 		},
 	})
 	stopBg()
-	if queue != nil && !queue.Wait(15*time.Second) {
-		log.Warn("notifications: the queue did not stop in time")
-	}
 	return err
 }
 

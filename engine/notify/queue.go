@@ -153,6 +153,8 @@ type Queue struct {
 	lanes sync.WaitGroup
 	// ended is closed when Run has returned (Wait).
 	ended chan struct{}
+	// passes counts delivery passes (tests).
+	passes atomic.Int64
 	// reopened are ARNs SetTargets gave a new target for (under mu): their
 	// lanes' retry times are dropped.
 	reopened []string
@@ -919,6 +921,7 @@ func (q *Queue) pendingByTime() []*stored {
 // doubling to 10 s while it fails); the earliest of those is retryAt.
 // busy reports lanes still delivering.
 func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
+	q.passes.Add(1)
 	batches := q.pendingByTime()
 	// The pass starts lanes to the targets as they are when it begins
 	// (closeRetired leaves a target open while a lane holds it); a target
@@ -997,13 +1000,16 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
 		q.lanes.Add(1)
 		go q.runLane(ctx, k, run, refs)
 	}
-	for k := range q.retry {
-		if _, left := lanes[k]; !left && q.busy[k] == nil {
-			delete(q.retry, k) // nothing left for it
+	for k, r := range q.retry {
+		if _, left := lanes[k]; !left && running[k] == nil && q.busy[k] == nil {
+			// Nothing left for it (a lane busy when the pass began,
+			// skipped above, may have ended and set its retry since).
+			delete(q.retry, k)
+			continue
 		}
-	}
-	for _, r := range q.retry {
-		if retryAt.IsZero() || r.at.Before(retryAt) {
+		// A busy lane's entry is its last failure's, past: the lane sets
+		// it again when it ends.
+		if q.busy[k] == nil && (retryAt.IsZero() || r.at.Before(retryAt)) {
 			retryAt = r.at
 		}
 	}

@@ -744,7 +744,7 @@ func TestAHangingTargetHoldsNoOtherBack(t *testing.T) {
 	}
 	q := NewQueue(layer, "node-1", []Target{slowT, healthy}, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	defer func() { cancel(); q.Wait(10 * time.Second) }()
 	go q.Run(ctx)
 	other := "other"
 	for i := 0; laneOf(other) == laneOf("stuck"); i++ {
@@ -797,7 +797,7 @@ func TestAKeyThatKeepsFailingHoldsItsLaneOnly(t *testing.T) {
 	tg := rc.target(t)
 	q := NewQueue(layer, "node-1", []Target{tg}, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	defer func() { cancel(); q.Wait(10 * time.Second) }()
 	go q.Run(ctx)
 	if err := q.Add(t.Context(), []Item{{Target: tg.ARN(), Key: "poisoned", Msg: []byte("bad")}}); err != nil {
 		t.Fatal(err)
@@ -810,11 +810,10 @@ func TestAKeyThatKeepsFailingHoldsItsLaneOnly(t *testing.T) {
 			sent++
 			continue
 		}
-		begin := time.Now()
+		begin, n := time.Now(), len(rc.messages())+1
 		if err := q.Add(t.Context(), []Item{{Target: tg.ARN(), Key: key, Msg: fmt.Appendf(nil, "g%04d", sent)}}); err != nil {
 			t.Fatal(err)
 		}
-		n := len(rc.messages()) + 1
 		waitFor(t, "another key's event", func() bool { return len(rc.messages()) >= n })
 		if took := time.Since(begin); took > time.Second {
 			t.Fatalf("another key's event took %s while one key kept failing", took)
@@ -825,10 +824,40 @@ func TestAKeyThatKeepsFailingHoldsItsLaneOnly(t *testing.T) {
 	// Backing off, the refused event is tried at about 0.2, 0.6, 1.4 and
 	// 3.0 s after the first refusal: 4 or 5 times in all by 2.5 s, not
 	// every 200 ms.
-	if n := rc.refused.Load(); n > 5 {
+	switch n := rc.refused.Load(); {
+	case n > 5:
 		t.Fatalf("the refused event was tried %d times in 2.5 s: its backoff did not grow", n)
+	case n < 3:
+		t.Fatalf("the refused event was tried %d times in 2.5 s: it is not retried", n)
 	}
 	if got := q.Backlog(tg.ARN()); got.Events != 1 {
 		t.Fatalf("backlog %+v, want the refused event only", got)
 	}
+}
+
+// TestARetryThatHangsIsWaitedForQuietly: a lane that failed and then hangs
+// in its retry leaves Run idle meanwhile (its past retry time is no
+// reason for another pass).
+func TestARetryThatHangsIsWaitedForQuietly(t *testing.T) {
+	layer := erasureLayer(t)
+	rc := newHangingReceiver(t, "hang")
+	tg := rc.target(t)
+	q := NewQueue(layer, "node-1", []Target{tg}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() { cancel(); q.Wait(10 * time.Second) }()
+	go q.Run(ctx)
+	rc.down.Store(true)
+	if err := q.Add(t.Context(), []Item{{Target: tg.ARN(), Key: "k", Msg: []byte("hang-0")}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first failure", func() bool { return q.Stats().Failed.Load() == 1 })
+	rc.down.Store(false)
+	waitFor(t, "the retry that hangs", func() bool { return rc.hanging.Load() == 1 })
+	before := q.passes.Load()
+	time.Sleep(time.Second)
+	if n := q.passes.Load() - before; n > 5 {
+		t.Fatalf("%d delivery passes in a second while the only lane hung in its retry", n)
+	}
+	close(rc.gate)
+	waitFor(t, "the event once answered", func() bool { return len(rc.messages()) == 1 })
 }

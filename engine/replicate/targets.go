@@ -95,6 +95,17 @@ func StartQueue(ctx context.Context, layer objlayer.Layer, o QueueOptions, reg p
 	return q, ts.Remotes, nil
 }
 
+// StopQueue ends the context StartQueue was given (stop) and waits for
+// the queue to end: what its lanes delivered leaves the store, and none
+// of them uses the object layer after, so it goes before the drives
+// close.
+func StopQueue(stop context.CancelFunc, q *notify.Queue, log *slog.Logger) {
+	stop()
+	if !q.Wait(15 * time.Second) {
+		log.Warn("notifications: the queue did not stop in time; the object layer closes under it")
+	}
+}
+
 // loadTargets reads the targets file at path and opens its targets: the
 // list for notify.NewQueue, the replication remotes among them in
 // Remotes.

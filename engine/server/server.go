@@ -350,6 +350,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if queue, remotes, err = startNotifications(bg, cfg, layer, dep.Peers, reg, log); err != nil {
 			return err
 		}
+		defer replicate.StopQueue(stopBg, queue, log) // before the drives close (dep.Close)
 		s3cfg.Notifier = queue
 	}
 	front := s3api.New(layer, s3cfg)
@@ -366,9 +367,6 @@ func Run(ctx context.Context, cfg Config) error {
 		Routes: s3api.Routes(n, metrics.Handler(reg, token), users, cfg.Root.AccessKey, cfg.Root.SecretKey, cfg.AdminOverHTTP),
 	})
 	stopBg()
-	if queue != nil && !queue.Wait(15*time.Second) {
-		log.Warn("notifications: the queue did not stop in time; the drives close under it")
-	}
 	return err
 }
 
