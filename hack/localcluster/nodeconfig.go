@@ -172,11 +172,11 @@ func (s nodeSpec) kubeletConfig() ([]byte, error) {
 		ImageGCHighThresholdPercent: ptr.To[int32](95),
 		ImageGCLowThresholdPercent:  ptr.To[int32](90),
 		// How often each pod is synced, which is when changed Secrets
-		// and ConfigMaps reach its volumes: Kubernetes' 1 min, a sixth of
-		// it here so that certificate rotations and topology changes take
-		// seconds, not minutes, in the tests (behaviour is the same; the
-		// pods of one change still get it seconds apart).
-		SyncFrequency:             metav1.Duration{Duration: 10 * time.Second},
+		// and ConfigMaps reach its volumes: Kubernetes' 1 min, a twelfth
+		// of it here so that certificate rotations and topology changes
+		// take seconds, not minutes, in the tests (behaviour is the same;
+		// the pods of one change still get it seconds apart).
+		SyncFrequency:             metav1.Duration{Duration: 5 * time.Second},
 		NodeLeaseDurationSeconds:  20,
 		NodeStatusUpdateFrequency: metav1.Duration{Duration: 10 * time.Second},
 		// Restarts a crashed container within two seconds at most, near

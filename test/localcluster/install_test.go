@@ -122,12 +122,7 @@ func TestInstallPage(t *testing.T) {
 	}
 
 	work := t.TempDir()
-	lc := filepath.Join(work, "localcluster")
-	build := exec.Command("go", "build", "-o", lc, "./hack/localcluster")
-	build.Dir = repoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the harness: %v\n%s", err, out)
-	}
+	lc := harness(t)
 	state := filepath.Join(work, "state")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,6 +139,42 @@ func hostSysctls() map[string]string {
 	return out
 }
 
+// The harness binary, built once for all the tests of a run (a link
+// takes seconds here) into a directory TestMain removes.
+var (
+	harnessOnce sync.Once
+	harnessDir  string
+	harnessErr  error
+)
+
+// harness is the path of the hack/localcluster binary, built at its first
+// use.
+func harness(t *testing.T) string {
+	t.Helper()
+	harnessOnce.Do(func() {
+		if harnessDir, harnessErr = os.MkdirTemp("", "strata-localcluster-"); harnessErr != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-o", filepath.Join(harnessDir, "localcluster"), "./hack/localcluster")
+		build.Dir = repoRoot()
+		if out, err := build.CombinedOutput(); err != nil {
+			harnessErr = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if harnessErr != nil {
+		t.Fatalf("building the harness: %v", harnessErr)
+	}
+	return filepath.Join(harnessDir, "localcluster")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if harnessDir != "" {
+		_ = os.RemoveAll(harnessDir)
+	}
+	os.Exit(code)
+}
+
 // startCluster builds the harness and brings a cluster up (the demo tenant
 // unless args say otherwise), failing the test when the tenant is not
 // Ready in time. It is torn down when the test ends, after its logs are
@@ -145,12 +182,7 @@ func hostSysctls() map[string]string {
 func startCluster(ctx context.Context, t *testing.T, assets, imagesDir string, args ...string) *cluster {
 	t.Helper()
 	work := t.TempDir()
-	c := &cluster{lc: filepath.Join(work, "localcluster"), state: filepath.Join(work, "state"), sysctls: hostSysctls()}
-	build := exec.Command("go", "build", "-o", c.lc, "./hack/localcluster")
-	build.Dir = repoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the harness: %v\n%s", err, out)
-	}
+	c := &cluster{lc: harness(t), state: filepath.Join(work, "state"), sysctls: hostSysctls()}
 	t.Cleanup(func() {
 		if !c.tornDown {
 			if t.Failed() {

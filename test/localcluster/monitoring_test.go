@@ -106,11 +106,11 @@ func TestPrometheusScrapesTheDemoTenant(t *testing.T) {
 	c.down(t, c.in.S3URL, prom)
 }
 
-// waitFor retries check every two seconds until it succeeds or the time
-// is up.
+// waitFor retries check every second until it succeeds or the time is
+// up.
 func waitFor(ctx context.Context, t *testing.T, limit time.Duration, check func() error) {
 	t.Helper()
-	waitEvery(ctx, t, limit, 2*time.Second, check)
+	waitEvery(ctx, t, limit, time.Second, check)
 }
 
 // waitEvery retries check every period until it succeeds or limit is up.
