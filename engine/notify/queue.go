@@ -174,13 +174,12 @@ type laneKey struct {
 }
 
 // laneRun is a lane delivering: its target as the pass that started it
-// had it (closeRetired leaves that open until the lane ends), when it
-// began, and the time of its oldest undelivered item (the backlog's age).
-// until is set when the lane stopped at an event for a target the queue
-// does not have, younger than UnknownGrace: when that grace ends.
+// had it (closeRetired leaves that open until the lane ends) and the time
+// of its oldest undelivered item (the backlog's age). until is set when
+// the lane stopped at an event for a target the queue does not have,
+// younger than UnknownGrace: when that grace ends.
 type laneRun struct {
 	t      Target
-	start  time.Time
 	oldest atomic.Int64
 	until  time.Time
 }
@@ -925,8 +924,8 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
 	batches := q.pendingByTime()
 	// The pass starts lanes to the targets as they are when it begins
 	// (closeRetired leaves a target open while a lane holds it); a target
-	// opened again is tried at once, once the lanes of the one it
-	// replaced have ended.
+	// opened again is tried at once (its lanes' retries dropped), each
+	// lane once the old target's is no longer busy.
 	q.mu.Lock()
 	targets := *q.targets.Load()
 	for k := range q.retry {
@@ -994,7 +993,7 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
 		if r := q.retry[k]; r != nil && now.Before(r.at) {
 			continue
 		}
-		run := &laneRun{t: targets[k.target], start: now}
+		run := &laneRun{t: targets[k.target]}
 		run.oldest.Store(refs[0].s.at)
 		q.busy[k] = run
 		q.lanes.Add(1)

@@ -73,10 +73,10 @@ type receiver struct {
 	refused  atomic.Int32
 }
 
-func newReceiver(t *testing.T) *receiver { return newHangingReceiver(t, "") }
+func newReceiver(t *testing.T) *receiver { return newReceiverWith(t, "", "") }
 
-func newHangingReceiver(t *testing.T, hangOn string) *receiver {
-	rc := &receiver{hangOn: hangOn, gate: make(chan struct{})}
+func newReceiverWith(t *testing.T, hangOn, refuseOn string) *receiver {
+	rc := &receiver{hangOn: hangOn, refuseOn: refuseOn, gate: make(chan struct{})}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		if rc.down.Load() {
@@ -110,8 +110,10 @@ func (rc *receiver) messages() []string {
 	return append([]string(nil), rc.got...)
 }
 
-func (rc *receiver) target(t *testing.T) Target {
-	tg, err := OpenTarget(TargetSpec{ID: "hook", Type: "webhook", Endpoint: rc.srv.URL}, DefaultRegion)
+func (rc *receiver) target(t *testing.T) Target { return rc.targetNamed(t, "hook") }
+
+func (rc *receiver) targetNamed(t *testing.T, id string) Target {
+	tg, err := OpenTarget(TargetSpec{ID: id, Type: "webhook", Endpoint: rc.srv.URL}, DefaultRegion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +149,16 @@ func runningQueue(t *testing.T, layer objlayer.Layer) (*Queue, *receiver, Target
 	t.Cleanup(cancel)
 	go q.Run(ctx)
 	return q, rc, tg, ctx
+}
+
+// startQueue is node-1's queue over layer delivering to targets, running
+// until the test ends (and waited for then).
+func startQueue(t *testing.T, layer objlayer.Layer, targets ...Target) *Queue {
+	q := NewQueue(layer, "node-1", targets, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(func() { cancel(); q.Wait(10 * time.Second) })
+	go q.Run(ctx)
+	return q
 }
 
 func storedBatches(t *testing.T, layer objlayer.Layer) int {
@@ -690,15 +702,8 @@ func TestSetTargetsWhileRunning(t *testing.T) {
 func TestAFailingTargetHoldsNoOtherBack(t *testing.T) {
 	layer := erasureLayer(t)
 	down, up := newReceiver(t), newReceiver(t)
-	failing := down.target(t)
-	healthy, err := OpenTarget(TargetSpec{ID: "healthy", Type: "webhook", Endpoint: up.srv.URL}, DefaultRegion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := NewQueue(layer, "node-1", []Target{failing, healthy}, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go q.Run(ctx)
+	failing, healthy := down.target(t), up.targetNamed(t, "healthy")
+	q := startQueue(t, layer, failing, healthy)
 	down.down.Store(true)
 	if err := q.Add(t.Context(), items(failing.ARN(), 0, 3)); err != nil {
 		t.Fatal(err)
@@ -736,16 +741,9 @@ func TestAFailingTargetHoldsNoOtherBack(t *testing.T) {
 // and follows it, in order, once it is answered.
 func TestAHangingTargetHoldsNoOtherBack(t *testing.T) {
 	layer := erasureLayer(t)
-	slow, up := newHangingReceiver(t, "hang"), newReceiver(t)
-	slowT := slow.target(t)
-	healthy, err := OpenTarget(TargetSpec{ID: "healthy", Type: "webhook", Endpoint: up.srv.URL}, DefaultRegion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := NewQueue(layer, "node-1", []Target{slowT, healthy}, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(t.Context())
-	defer func() { cancel(); q.Wait(10 * time.Second) }()
-	go q.Run(ctx)
+	slow, up := newReceiverWith(t, "hang", ""), newReceiver(t)
+	slowT, healthy := slow.target(t), up.targetNamed(t, "healthy")
+	q := startQueue(t, layer, slowT, healthy)
 	other := "other"
 	for i := 0; laneOf(other) == laneOf("stuck"); i++ {
 		other = fmt.Sprintf("other-%d", i)
@@ -792,13 +790,9 @@ func TestAHangingTargetHoldsNoOtherBack(t *testing.T) {
 // succeed meanwhile.
 func TestAKeyThatKeepsFailingHoldsItsLaneOnly(t *testing.T) {
 	layer := erasureLayer(t)
-	rc := newReceiver(t)
-	rc.refuseOn = "bad"
+	rc := newReceiverWith(t, "", "bad")
 	tg := rc.target(t)
-	q := NewQueue(layer, "node-1", []Target{tg}, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(t.Context())
-	defer func() { cancel(); q.Wait(10 * time.Second) }()
-	go q.Run(ctx)
+	q := startQueue(t, layer, tg)
 	if err := q.Add(t.Context(), []Item{{Target: tg.ARN(), Key: "poisoned", Msg: []byte("bad")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -840,12 +834,9 @@ func TestAKeyThatKeepsFailingHoldsItsLaneOnly(t *testing.T) {
 // reason for another pass).
 func TestARetryThatHangsIsWaitedForQuietly(t *testing.T) {
 	layer := erasureLayer(t)
-	rc := newHangingReceiver(t, "hang")
+	rc := newReceiverWith(t, "hang", "")
 	tg := rc.target(t)
-	q := NewQueue(layer, "node-1", []Target{tg}, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(t.Context())
-	defer func() { cancel(); q.Wait(10 * time.Second) }()
-	go q.Run(ctx)
+	q := startQueue(t, layer, tg)
 	rc.down.Store(true)
 	if err := q.Add(t.Context(), []Item{{Target: tg.ARN(), Key: "k", Msg: []byte("hang-0")}}); err != nil {
 		t.Fatal(err)
