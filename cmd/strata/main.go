@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/engine/buildinfo"
+	"github.com/strata-storage/strata/engine/certfiles"
 	"github.com/strata-storage/strata/engine/cluster"
 	"github.com/strata-storage/strata/engine/console"
 	"github.com/strata-storage/strata/engine/erasure"
@@ -192,7 +193,7 @@ pool list from a file (docs/topology.md) and follows its changes.
 	consoleOpts := consoleFlags(fs)
 	consoleSecretFile := consoleOIDCFlags(fs, consoleOpts)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
-	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate or CA bundle")
+	certsReload := fs.Duration("certs-reload-interval", certfiles.DefaultInterval, "how often --certs-dir is checked for a renewed certificate or CA bundle")
 	metricsToken := metricsTokenFlag(fs)
 	insecureInternode := fs.Bool("insecure-internode", false, "let a cluster run its internode service without TLS (no --certs-dir); only for networks where nothing but the deployment's servers reaches the internode port. "+
 		"With --certs-dir peers are always verified")
@@ -325,7 +326,7 @@ func runGateway(args []string, stderr io.Writer, getenv func(string) string) int
 	limits := limitFlags(fs)
 	consoleOpts := consoleFlags(fs)
 	adminOverHTTP := fs.Bool("admin-over-http", false, "serve the admin API over plain HTTP too (requests signed with SigV4 only); without it, the admin API answers only over TLS")
-	certsReload := fs.Duration("certs-reload-interval", 10*time.Second, "how often --certs-dir is checked for a renewed certificate")
+	certsReload := fs.Duration("certs-reload-interval", certfiles.DefaultInterval, "how often --certs-dir is checked for a renewed certificate")
 	metricsToken := metricsTokenFlag(fs)
 	largeDir := fs.Int("large-dir-threshold", 100000, "entries from which a directory is reported as large (metric and log); 0 turns the watch off")
 	largeScan := fs.Duration("large-dir-scan-interval", time.Hour, "pause between scans of the whole volume for large directories; 0: only directories written through S3 are counted")

@@ -27,8 +27,12 @@ const (
 )
 
 // DefaultInterval is how often the files are checked for a change unless
-// told otherwise (--certs-reload-interval).
-const DefaultInterval = 10 * time.Second
+// told otherwise (--certs-reload-interval). A check is one stat of a file,
+// made by the next handshake after the interval (none while no handshake
+// comes), so a second costs nothing measurable; it was 10 s until
+// 2026-12-02, and each step of a CA rotation waited up to that long
+// before a pod served or trusted what its mounted Secret already held.
+const DefaultInterval = time.Second
 
 // Interval is every, or DefaultInterval when every is not positive.
 func Interval(every time.Duration) time.Duration {

@@ -229,6 +229,19 @@ func (p *process) waitReady(ctx context.Context, scheme string, limit time.Durat
 	}
 }
 
+// unpassable are the tests deselected because they wait for something
+// no S3 service does within the script's 120 s a test: together they were
+// 3 of the server's 9 minutes of conformance in CI, and failed every time.
+var unpassable = []string{
+	// Sleeps 900 s (the shortest session STS grants) for its credentials
+	// to expire; pytest-timeout ends it at 120 s.
+	"s3tests/functional/test_sts.py::test_assume_role_creds_expiry",
+	// Waits six of RGW's debug lifecycle days (rgw_lc_debug_interval,
+	// 10 s); a lifecycle day is 24 hours here, as in S3 (TestLifecycle
+	// runs the same case with a test-only day).
+	"s3tests/functional/test_s3.py::test_delete_marker_expiration",
+}
+
 // runSuite runs the suite's script and returns what it printed. Its temporary
 // files go to tmpDir, which is removed with the target's other files.
 // pytestArgs go to pytest after the script's own.
@@ -238,9 +251,14 @@ func runSuite(ctx context.Context, cfg *config, t target, addr, outDir, tmpDir s
 		return "", err
 	}
 	// The SNS module is left out: it needs an SNS API, and its fixtures'
-	// teardown errors once GetUser answers the account roots.
+	// teardown errors once GetUser answers the account roots. So are the
+	// tests that could only pass on a clock no S3 service keeps
+	// (deselected).
 	args := []string{host, port, mainKey, mainSecret, altKey, altSecret, tenantKey, tenantSecret, outDir,
 		"--", "--ignore=s3tests/functional/test_sns.py"}
+	for _, test := range unpassable {
+		args = append(args, "--deselect="+test)
+	}
 	args = append(args, pytestArgs...)
 	cmd := exec.CommandContext(ctx, filepath.Join(cfg.suite, "run-s3-tests.sh"), args...)
 	useTLS := map[bool]string{false: "0", true: "1"}[t.tls]

@@ -407,7 +407,7 @@ func startOperator(ctx context.Context, c *runConfig, cp *controlPlane, cs kuber
 		"--health-probe-bind-address=127.0.0.1:8081",
 		"--engine-refresh=20s",
 		// A CA rotation shows its overlap without waiting a day.
-		"--ca-overlap=15s",
+		"--ca-overlap=5s",
 	}, c.logFile("operator.log"))
 	if err := op.start(nil); err != nil {
 		return nil, err
