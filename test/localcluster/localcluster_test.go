@@ -264,9 +264,12 @@ func (c *cluster) down(t *testing.T, urls ...string) {
 
 func TestDemoTenantServesS3(t *testing.T) {
 	assets, imagesDir := prerequisites(t)
+	monitoringImages(t, imagesDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	c := startCluster(ctx, t, assets, imagesDir)
+	// With the monitoring of `make demo DEMO_FLAGS=--monitoring`, checked
+	// last (prometheusScrapes).
+	c := startCluster(ctx, t, assets, imagesDir, "--monitoring", "--prometheus-port", "0")
 	in := c.in
 	if !strings.Contains(c.out, in.S3URL) || !strings.Contains(c.out, "export KUBECONFIG="+in.Kubeconfig) {
 		t.Errorf("up did not print the S3 URL and kubeconfig:\n%s", c.out)
@@ -471,8 +474,10 @@ func TestDemoTenantServesS3(t *testing.T) {
 		bucketNotifications(ctx, t, c)
 	})
 
+	prometheusScrapes(ctx, t, c)
+
 	// Down, then nothing of the cluster is left.
-	c.down(t, in.S3URL)
+	c.down(t, in.S3URL, in.PrometheusURL)
 }
 
 func podReady(p *corev1.Pod) bool {

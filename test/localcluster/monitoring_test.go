@@ -23,30 +23,32 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// TestPrometheusScrapesTheDemoTenant brings the cluster up with
-// --monitoring: prometheus-operator and a Prometheus run as pods of the
-// images hack/monitoring-images.sh built, the operator gives the demo
-// tenant a ServiceMonitor and a PrometheusRule, and Prometheus, configured
-// by prometheus-operator from them, scrapes every server pod with the
-// tenant's metrics token over TLS verified with the tenant's CA, and loads
-// the tenant's rules.
-func TestPrometheusScrapesTheDemoTenant(t *testing.T) {
-	assets, imagesDir := prerequisites(t)
+// monitoringImages fails (or skips, outside CI) the test when --monitoring
+// cannot run: prometheus-operator's and Prometheus' images and the CRDs
+// come from hack/monitoring-images.sh.
+func monitoringImages(t *testing.T, imagesDir string) {
+	t.Helper()
 	for _, d := range []string{"prometheus-operator", "prometheus-config-reloader", "prometheus", "prometheus-operator-crds"} {
 		if _, err := os.Stat(filepath.Join(imagesDir, d)); err != nil {
 			missing(t, fmt.Sprintf("%s not in %s: run `hack/monitoring-images.sh %s`", d, imagesDir, imagesDir))
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	start := time.Now()
-	c := startCluster(ctx, t, assets, imagesDir, "--monitoring", "--prometheus-port", "0")
+}
+
+// prometheusScrapes checks a cluster brought up with --monitoring:
+// prometheus-operator and a Prometheus run as pods of the images
+// hack/monitoring-images.sh built, the operator gives the demo tenant a
+// ServiceMonitor and a PrometheusRule, and Prometheus, configured by
+// prometheus-operator from them, scrapes every server pod with the
+// tenant's metrics token over TLS verified with the tenant's CA, loads the
+// tenant's rules, and the console charts from it. TestDemoTenantServesS3
+// runs it last, on its own cluster (one bring-up, not two; the series have
+// had the whole test to fill).
+func prometheusScrapes(ctx context.Context, t *testing.T, c *cluster) {
 	prom := c.in.PrometheusURL
 	if prom == "" || !strings.Contains(c.out, prom) {
 		t.Fatalf("up printed no Prometheus URL (info %q):\n%s", prom, c.out)
 	}
-	t.Logf("tenant and Prometheus Ready after %s", time.Since(start).Round(time.Second))
-
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.in.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -102,8 +104,6 @@ func TestPrometheusScrapesTheDemoTenant(t *testing.T) {
 	t.Run("the console charts the last hour from Prometheus", func(t *testing.T) {
 		consoleCharts(ctx, t, c)
 	})
-
-	c.down(t, c.in.S3URL, prom)
 }
 
 // waitFor retries check every second until it succeeds or the time is
