@@ -101,7 +101,7 @@ prebuild-background:
 unit: ## Unit tests (no API server); fuzz targets run their seed corpora; the alerting rules' unit tests; the S3 front end's packages once more under the race detector; the erasure layer's once more with shards as files of their own (drive.Options.ShardFiles).
 	go test $$(go list ./... | grep -v /test/) ./test/monitoring/...
 	go test -race $(S3_PACKAGES)
-	STRATA_TEST_SHARD_FILES=1 go test -count=1 ./engine/erasure/
+	STRATA_TEST_SHARD_FILES=1 go test ./engine/erasure/
 
 .PHONY: fuzz-smoke
 fuzz-smoke: ## Each fuzz target of the engine for 3,000 executions (a count, not a duration: see hack/fuzz.sh).

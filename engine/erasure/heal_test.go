@@ -27,7 +27,7 @@ func (tp *testPool) replaceDrive(t *testing.T, pos int) {
 	if err := os.RemoveAll(tp.roots[pos]); err != nil {
 		t.Fatal(err)
 	}
-	d, err := drive.OpenLocal(tp.roots[pos], drive.Options{ShardFiles: testShardFiles})
+	d, err := drive.OpenLocal(tp.roots[pos], drive.Options{ShardFiles: testShardFiles()})
 	if err != nil {
 		t.Fatal(err)
 	}

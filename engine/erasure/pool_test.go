@@ -29,8 +29,10 @@ type testPool struct {
 
 // testShardFiles opens the test pools' drives with shards as files of their
 // own (drive.Options.ShardFiles), as `make unit` runs this package once
-// more.
-var testShardFiles = os.Getenv("STRATA_TEST_SHARD_FILES") != ""
+// more. It is read by the tests, not at the package's start: go test
+// caches a result with the environment a test read, and nothing read
+// before the tests start is counted.
+func testShardFiles() bool { return os.Getenv("STRATA_TEST_SHARD_FILES") != "" }
 
 // newTestPool builds a pool of sets x setSize local drives in temp dirs.
 func newTestPool(t testing.TB, sets, setSize, parity int) *testPool {
@@ -41,7 +43,7 @@ func newTestPool(t testing.TB, sets, setSize, parity int) *testPool {
 		var ds []Drive
 		for i := 0; i < setSize; i++ {
 			root := filepath.Join(t.TempDir(), fmt.Sprintf("d%d", i))
-			d, err := drive.OpenLocal(root, drive.Options{ShardFiles: testShardFiles})
+			d, err := drive.OpenLocal(root, drive.Options{ShardFiles: testShardFiles()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -96,7 +96,7 @@ func openMemPool(t *testing.T, m *pebblevfs.MemFS, id uuid.UUID) (*Pool, func())
 	var ds []Drive
 	var locals []*drive.Local
 	for i := 0; i < 4; i++ {
-		d, err := drive.OpenLocal(fmt.Sprintf("/d%d", i), drive.Options{FS: memVFS{m}, MetaFS: m, ShardFiles: testShardFiles})
+		d, err := drive.OpenLocal(fmt.Sprintf("/d%d", i), drive.Options{FS: memVFS{m}, MetaFS: m, ShardFiles: testShardFiles()})
 		if err != nil {
 			t.Fatal(err)
 		}

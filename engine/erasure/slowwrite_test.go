@@ -41,7 +41,7 @@ func newFaultPool(t *testing.T, n, parity int) *faultPool {
 	for range n {
 		ffs := faultfs.New(vfs.Default)
 		root := filepath.Join(t.TempDir(), "d")
-		d, err := drive.OpenLocal(root, drive.Options{FS: ffs, MetaFS: errorfs.Wrap(pebblevfs.Default, ffs.MetaInjector()), ShardFiles: testShardFiles})
+		d, err := drive.OpenLocal(root, drive.Options{FS: ffs, MetaFS: errorfs.Wrap(pebblevfs.Default, ffs.MetaInjector()), ShardFiles: testShardFiles()})
 		if err != nil {
 			t.Fatal(err)
 		}
