@@ -180,6 +180,7 @@ type laneKey struct {
 // younger than UnknownGrace: when that grace ends.
 type laneRun struct {
 	t      Target
+	lanes  uint32 // lanesOf(t) when the lane started
 	oldest atomic.Int64
 	until  time.Time
 }
@@ -879,11 +880,24 @@ func (q *Queue) read(ctx context.Context, name string) ([]Item, error) {
 	return items, sc.Err()
 }
 
-// Lanes is how many deliveries run at once per target: a key's events
-// always take the same lane, one after the other, so they arrive in order
-// while other keys' go beside them. A Batcher target has one lane, whose
-// batches hold many keys' events in flight at once.
+// Lanes is how many deliveries run at once per target unless it says
+// otherwise (Laned): a key's events always take the same lane, one after
+// the other, so they arrive in order while other keys' go beside them. A
+// Batcher target has one lane, whose batches hold many keys' events in
+// flight at once.
 const Lanes = 8
+
+// lanesOf is how many lanes t's events are spread over (t nil: an unknown
+// target's, held for its grace).
+func lanesOf(t Target) uint32 {
+	if _, ok := t.(Batcher); ok {
+		return 1
+	}
+	if l, ok := t.(Laned); ok {
+		return uint32(max(1, l.Lanes()))
+	}
+	return Lanes
+}
 
 // ref is one undelivered item of a pending batch.
 type ref struct {
@@ -909,7 +923,7 @@ func (q *Queue) pendingByTime() []*stored {
 }
 
 // deliver makes one pass over the pending batches in order (by time):
-// each target's items go out on Lanes lanes chosen by key, each lane in
+// each target's items go out on lanesOf(target) lanes chosen by key, each lane in
 // order and stopping at its first failure (the rest of that lane waits
 // for a later pass). A lane runs on its own (runLane): the pass starts
 // the lanes that are not busy and does not wait for them; one that ends
@@ -937,14 +951,13 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
 	waiting := waitingKeysLocked(q.unstored)
 	running := maps.Clone(q.busy)
 	q.mu.Unlock()
-	// A target replaced by one that batches where it did not (or the
-	// other way round: one added or removed) puts a key in another lane:
-	// its events wait until the old lanes have ended. Else a key keeps its
-	// lane, and the busy ones are skipped below.
+	// A target replaced by one with another number of lanes (one that
+	// batches where the old did not, one added or removed) puts a key in
+	// another lane: its events wait until the old lanes have ended. Else
+	// a key keeps its lane, and the busy ones are skipped below.
 	replaced := map[string]bool{}
 	for k, run := range running {
-		_, was := run.t.(Batcher)
-		if _, is := targets[k.target].(Batcher); is != was {
+		if run.lanes != lanesOf(targets[k.target]) {
 			replaced[k.target] = true
 		}
 	}
@@ -957,10 +970,7 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
 			if at, ok := waiting[keyOf(it)]; ok && at < s.at || replaced[it.Target] {
 				continue // an earlier event of its key waits to be stored again, or its old lanes to end
 			}
-			k := laneKey{it.Target, 0}
-			if _, batches := targets[it.Target].(Batcher); !batches {
-				k.lane = laneOf(it.Key)
-			}
+			k := laneKey{it.Target, laneOf(it.Key, lanesOf(targets[it.Target]))}
 			if running[k] != nil {
 				continue // its lane is busy (and writes delivered[i]); a later pass takes it
 			}
@@ -993,7 +1003,7 @@ func (q *Queue) deliver(ctx context.Context) (retryAt time.Time, busy bool) {
 		if r := q.retry[k]; r != nil && now.Before(r.at) {
 			continue
 		}
-		run := &laneRun{t: targets[k.target]}
+		run := &laneRun{t: targets[k.target], lanes: lanesOf(targets[k.target])}
 		run.oldest.Store(refs[0].s.at)
 		q.busy[k] = run
 		q.lanes.Add(1)
@@ -1028,7 +1038,11 @@ func (q *Queue) runLane(ctx context.Context, k laneKey, run *laneRun, refs []ref
 	q.mu.Lock()
 	delete(q.busy, k)
 	changed := (*q.targets.Load())[k.target] != run.t
-	if !changed {
+	if changed {
+		// The target's next lane k may be another target's (another
+		// number of lanes): it starts without this one's backoff.
+		delete(q.retry, k)
+	} else {
 		r := q.retry[k]
 		switch {
 		case !ok:
@@ -1296,8 +1310,12 @@ func (q *Queue) deliverBatches(ctx context.Context, t Target, b Batcher, refs []
 	return true, done
 }
 
-func laneOf(key string) uint32 {
+// laneOf is key's lane of n.
+func laneOf(key string, n uint32) uint32 {
+	if n <= 1 {
+		return 0
+	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
-	return h.Sum32() % Lanes
+	return h.Sum32() % n
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -745,7 +746,7 @@ func TestAHangingTargetHoldsNoOtherBack(t *testing.T) {
 	slowT, healthy := slow.target(t), up.targetNamed(t, "healthy")
 	q := startQueue(t, layer, slowT, healthy)
 	other := "other"
-	for i := 0; laneOf(other) == laneOf("stuck"); i++ {
+	for i := 0; laneOf(other, Lanes) == laneOf("stuck", Lanes); i++ {
 		other = fmt.Sprintf("other-%d", i)
 	}
 	if err := q.Add(t.Context(), []Item{{Target: slowT.ARN(), Key: "stuck", Msg: []byte("hang-0")}}); err != nil {
@@ -800,7 +801,7 @@ func TestAKeyThatKeepsFailingHoldsItsLaneOnly(t *testing.T) {
 	start, sent := time.Now(), 0
 	for time.Since(start) < 2500*time.Millisecond {
 		key := fmt.Sprintf("good-%d", sent)
-		if laneOf(key) == laneOf("poisoned") {
+		if laneOf(key, Lanes) == laneOf("poisoned", Lanes) {
 			sent++
 			continue
 		}
@@ -851,4 +852,156 @@ func TestARetryThatHangsIsWaitedForQuietly(t *testing.T) {
 	}
 	close(rc.gate)
 	waitFor(t, "the event once answered", func() bool { return len(rc.messages()) == 1 })
+}
+
+// slowTarget takes each message after a round trip's wait, counting the
+// deliveries in flight at once and keeping each key's messages in the
+// order they arrived (messages are "key/n").
+type slowTarget struct {
+	arn   string
+	lanes int // 0: not Laned
+	wait  time.Duration
+
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	byKey    map[string][]string
+}
+
+func (s *slowTarget) ARN() string { return s.arn }
+func (s *slowTarget) Close()      {}
+
+func (s *slowTarget) Deliver(ctx context.Context, msg []byte) error {
+	s.mu.Lock()
+	s.inFlight++
+	s.most = max(s.most, s.inFlight)
+	s.mu.Unlock()
+	time.Sleep(s.wait)
+	key, _, _ := strings.Cut(string(msg), "/")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight--
+	if s.byKey == nil {
+		s.byKey = map[string][]string{}
+	}
+	s.byKey[key] = append(s.byKey[key], string(msg))
+	return nil
+}
+
+// received is how many messages arrived, and the most in flight at once.
+func (s *slowTarget) received() (n, most int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.byKey {
+		n += len(m)
+	}
+	return n, s.most
+}
+
+// checkOrder fails the test unless every key's messages arrived in the
+// order they were queued.
+func (s *slowTarget) checkOrder(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, msgs := range s.byKey {
+		for i, m := range msgs {
+			if want := fmt.Sprintf("%s/%03d", key, i); m != want {
+				t.Errorf("%s: key %s's message %d is %s, want %s (order lost)", s.arn, key, i, m, want)
+				break
+			}
+		}
+	}
+}
+
+// slowLaned is a slowTarget that asks for its own number of lanes.
+type slowLaned struct{ *slowTarget }
+
+func (s slowLaned) Lanes() int { return s.lanes }
+
+// keyed are n events for each of keys keys, to target, a key's in order.
+func keyed(target string, keys, n, from int) []Item {
+	var out []Item
+	for i := from; i < from+n; i++ {
+		for k := range keys {
+			key := fmt.Sprintf("key%02d", k)
+			out = append(out, Item{Target: target, Key: key, Msg: fmt.Appendf(nil, "%s/%03d", key, i)})
+		}
+	}
+	return out
+}
+
+// TestALanedTargetTakesItsLanes: a target that asks for 32 lanes (a
+// replication remote, whose copies each wait a round trip) has more than
+// the queue's 8 deliveries in flight at once and at most 32, while a
+// plain target beside it keeps 8; each key's events arrive in order at
+// both. With 8 lanes a remote 30 ms away took at most 266 events a second.
+func TestALanedTargetTakesItsLanes(t *testing.T) {
+	layer := erasureLayer(t)
+	wide := slowLaned{&slowTarget{arn: "arn:strata:replication:us-east-1:wide:s3", lanes: 32, wait: 30 * time.Millisecond}}
+	plain := &slowTarget{arn: "arn:strata:sqs:us-east-1:plain:webhook", wait: 30 * time.Millisecond}
+	q := startQueue(t, layer, wide, plain)
+	const keys, each = 64, 4
+	if err := q.Add(t.Context(), append(keyed(wide.arn, keys, each, 0), keyed(plain.arn, keys, each, 0)...)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitFor(t, "the laned target's events", func() bool { n, _ := wide.received(); return n == keys*each })
+	took := time.Since(start)
+	waitFor(t, "the plain target's events", func() bool { n, _ := plain.received(); return n == keys*each })
+	_, wideMost := wide.received()
+	_, plainMost := plain.received()
+	t.Logf("%d events 30 ms each: 32 lanes took %s, at most %d in flight; the plain target at most %d", keys*each, took.Round(time.Millisecond), wideMost, plainMost)
+	if wideMost <= Lanes || wideMost > 32 {
+		t.Errorf("the laned target had at most %d deliveries in flight, want more than %d and at most 32", wideMost, Lanes)
+	}
+	if plainMost > Lanes {
+		t.Errorf("the plain target had %d deliveries in flight, more than its %d lanes", plainMost, Lanes)
+	}
+	wide.checkOrder(t)
+	plain.checkOrder(t)
+}
+
+// TestAKeyKeepsItsOrderWhenItsTargetsLanesChange: a target replaced (same
+// ARN) by one with more lanes while its lanes are busy puts a key in
+// another lane; the key's later events wait for the old lanes to end, so
+// they still arrive after its earlier ones.
+func TestAKeyKeepsItsOrderWhenItsTargetsLanesChange(t *testing.T) {
+	layer := erasureLayer(t)
+	arn := "arn:strata:replication:us-east-1:dr:s3"
+	old := &slowTarget{arn: arn, wait: 100 * time.Millisecond}
+	q := startQueue(t, layer, old)
+	const keys = 16
+	if err := q.Add(t.Context(), keyed(arn, keys, 3, 0)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first deliveries", func() bool { n, _ := old.received(); return n > 0 })
+	wide := slowLaned{&slowTarget{arn: arn, lanes: 32, wait: time.Millisecond}}
+	q.SetTargets([]Target{wide})
+	if n, _ := old.received(); n >= keys*3-Lanes {
+		t.Fatalf("the old target took %d of %d events before it was replaced: its lanes were not busy then", n, keys*3)
+	}
+	if err := q.Add(t.Context(), keyed(arn, keys, 3, 3)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every event", func() bool {
+		a, _ := old.received()
+		b, _ := wide.received()
+		return a+b == keys*6
+	})
+	// Every key: what the old target took, then what the new one took,
+	// each in order, together 0..5.
+	old.mu.Lock()
+	wide.mu.Lock()
+	defer old.mu.Unlock()
+	defer wide.mu.Unlock()
+	for k := range keys {
+		key := fmt.Sprintf("key%02d", k)
+		got := append(slices.Clone(old.byKey[key]), wide.byKey[key]...)
+		for i, m := range got {
+			if want := fmt.Sprintf("%s/%03d", key, i); m != want {
+				t.Fatalf("key %s: %v (old target %v, new %v): order lost", key, got, old.byKey[key], wide.byKey[key])
+			}
+		}
+	}
 }

@@ -42,6 +42,15 @@ type Batcher interface {
 	DeliverBatch(ctx context.Context, keys []string, msgs [][]byte) (errs []error)
 }
 
+// Laned is a Target that takes more (or fewer) deliveries at once than
+// the queue's Lanes: a replication remote, whose copies wait a round trip
+// to another site each. A target's answer never changes (a key's lane is
+// its hash modulo the answer; another number comes with another Target,
+// which SetTargets orders).
+type Laned interface {
+	Lanes() int
+}
+
 // TargetSpec is one target as the server's targets file gives it
 // (engine/notifytargets, the format the operator writes).
 type TargetSpec = notifytargets.Target

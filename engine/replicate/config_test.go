@@ -134,12 +134,12 @@ func TestParseEvent(t *testing.T) {
 
 func TestParseEventOfQueueMessage(t *testing.T) {
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	msg := notify.Message(notify.Event{Name: notify.ObjectCreatedPut, Bucket: "src", Key: "dir/ä b+c?.txt", VersionID: "v1", Time: at}, "rule-1")
+	msg := notify.Message(notify.Event{Name: notify.ObjectCreatedPut, Bucket: "src", Key: "dir/ä b+c?.txt", VersionID: "v1", Size: 5 << 20, Time: at}, "rule-1")
 	ev, err := parseEvent(msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.name != notify.ObjectCreatedPut || ev.key != "dir/ä b+c?.txt" || ev.rule != "rule-1" || ev.versionID != "v1" || !ev.at.Equal(at) {
+	if ev.name != notify.ObjectCreatedPut || ev.key != "dir/ä b+c?.txt" || ev.rule != "rule-1" || ev.versionID != "v1" || !ev.at.Equal(at) || ev.size != 5<<20 {
 		t.Fatalf("%+v", ev)
 	}
 }

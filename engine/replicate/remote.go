@@ -142,7 +142,34 @@ type Remote struct {
 	src         Source
 	log         *slog.Logger
 	stats       *Stats
+	// large bounds the copies streaming a version from the drives at
+	// once in the process (nil: no bound; Remotes.Open shares its own
+	// among its remotes), mine those of this remote (at most half of
+	// them, so one slow destination leaves room for the others').
+	large, mine chan struct{}
 }
+
+// RemoteLanes is how many copies a remote runs at once (notify.Laned): a
+// copy waits a round trip to the destination, often another site's, so
+// the queue's 8 lanes would cap a server's copies at 8 a round trip (160
+// a second at 50 ms), under what one server takes in small PUTs. Each
+// lane holds one copy; those streaming a version from the drives are
+// bounded by LargeCopies.
+const RemoteLanes = 32
+
+// LargeCopies is how many copies of versions read back from the drives
+// (not from their write's snapshot) and larger than what a server keeps
+// inline run at once in a process, whatever its remotes and lanes (each
+// holds the erasure layer's block buffers while it streams), half of them
+// at most to one remote.
+const LargeCopies = 8
+
+// largeCopyFloor is the size above which a version read back takes one
+// of LargeCopies (the erasure-coded server's inline limit).
+const largeCopyFloor = 128 << 10
+
+// Lanes is how many of its copies run at once (notify.Laned).
+func (r *Remote) Lanes() int { return RemoteLanes }
 
 // ARN is a remote's ARN for the target id in region.
 func ARN(region, id string) string {
@@ -211,6 +238,8 @@ func (r *Remote) Close() { r.client.CloseIdleConnections() }
 type event struct {
 	name, rule, bucket, key, versionID string
 	at                                 time.Time
+	// size is the version's, as its write (or resync) gave it.
+	size int64
 	// snap is the version as its write kept it, when it did.
 	snap *Snapshot
 }
@@ -228,6 +257,7 @@ func parseEvent(msg []byte) (event, error) {
 				Object struct {
 					Key       string `json:"key"`
 					VersionID string `json:"versionId"`
+					Size      int64  `json:"size"`
 				} `json:"object"`
 			} `json:"s3"`
 		} `json:"Records"`
@@ -244,7 +274,7 @@ func parseEvent(msg []byte) (event, error) {
 		return event{}, fmt.Errorf("replication: an event's key does not decode: %w", err)
 	}
 	return event{name: "s3:" + rec.EventName, rule: rec.S3.ConfigurationID, bucket: rec.S3.Bucket.Name, key: key,
-		versionID: rec.S3.Object.VersionID, at: rec.EventTime}, nil
+		versionID: rec.S3.Object.VersionID, at: rec.EventTime, size: rec.S3.Object.Size}, nil
 }
 
 // Deliver carries out one replication event given as its S3 event
@@ -263,7 +293,7 @@ func (r *Remote) Deliver(ctx context.Context, msg []byte) error {
 // (notify.EventTarget).
 func (r *Remote) DeliverEvent(ctx context.Context, e notify.Event, rule string) error {
 	snap, _ := e.Snapshot.(*Snapshot)
-	return r.deliver(ctx, event{name: e.Name, rule: rule, bucket: e.Bucket, key: e.Key, versionID: e.VersionID, at: e.Time, snap: snap})
+	return r.deliver(ctx, event{name: e.Name, rule: rule, bucket: e.Bucket, key: e.Key, versionID: e.VersionID, at: e.Time, size: e.Size, snap: snap})
 }
 
 // deliver carries out one replication event: copies the version, makes
@@ -359,8 +389,27 @@ func (r *Remote) copyVersion(ctx context.Context, ev event, rule *Rule) (int64, 
 		}
 	}
 	if v == nil {
+		// The slot first when the event says the version is large: an
+		// open body starts reading at once.
+		held := false
+		if ev.size > largeCopyFloor {
+			release, err := r.largeSlot(ctx)
+			if err != nil {
+				return 0, err
+			}
+			defer release()
+			held = true
+		}
 		if v, err = r.src.Open(ctx, ev.bucket, ev.key, ev.versionID, true); err != nil {
 			return 0, err
+		}
+		if !held && v.Size > largeCopyFloor { // an unversioned key written larger since its event
+			release, err := r.largeSlot(ctx)
+			if err != nil {
+				v.Body.Close()
+				return 0, err
+			}
+			defer release()
 		}
 	}
 	defer v.Body.Close()
@@ -400,6 +449,26 @@ func (r *Remote) copyVersion(ctx context.Context, ev event, rule *Rule) (int64, 
 		return v.Size, err
 	}
 	return v.Size, nil
+}
+
+// largeSlot waits for one of this remote's large-copy slots and one of
+// the process's; release gives both back.
+func (r *Remote) largeSlot(ctx context.Context) (release func(), err error) {
+	if r.large == nil {
+		return func() {}, nil
+	}
+	select {
+	case r.mine <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r.large <- struct{}{}:
+		return func() { <-r.large; <-r.mine }, nil
+	case <-ctx.Done():
+		<-r.mine
+		return nil, ctx.Err()
+	}
 }
 
 // contentMD5 is the Content-MD5 header of a hex MD5 ("" for none).
@@ -912,6 +981,7 @@ type Remotes struct {
 	log    *slog.Logger
 	src    atomic.Pointer[Source]
 	list   atomic.Pointer[[]*Remote]
+	large  chan struct{} // LargeCopies, shared by the remotes opened here
 }
 
 // All returns the remotes in force.
@@ -926,12 +996,16 @@ func (rs *Remotes) set(list []*Remote) { rs.list.Store(&list) }
 
 // NewRemotes returns an empty set of remotes for region.
 func NewRemotes(region string, log *slog.Logger) *Remotes {
-	return &Remotes{Stats: NewStats(), region: region, log: log}
+	return &Remotes{Stats: NewStats(), region: region, log: log, large: make(chan struct{}, LargeCopies)}
 }
 
 // Open opens the remote spec describes (in force once set lists it).
 func (rs *Remotes) Open(spec notifytargets.Target) (*Remote, error) {
-	return Open(spec, rs.region, boundSource{rs}, rs.Stats, rs.log)
+	r, err := Open(spec, rs.region, boundSource{rs}, rs.Stats, rs.log)
+	if err == nil {
+		r.large, r.mine = rs.large, make(chan struct{}, LargeCopies/2)
+	}
+	return r, err
 }
 
 // Bind makes src the remotes' source.

@@ -25,8 +25,15 @@ import (
 // remote "dr" (root's keys) and returns the server's environment.
 func replicationRemote(t *testing.T, dst *server) []string {
 	t.Helper()
+	return replicationRemoteAt(t, dst.url())
+}
+
+// replicationRemoteAt is replicationRemote with dst's root credentials at
+// endpoint.
+func replicationRemoteAt(t *testing.T, endpoint string) []string {
+	t.Helper()
 	b, _ := json.Marshal(map[string]any{"targets": []map[string]string{
-		{"id": "dr", "type": "s3", "endpoint": dst.url(), "username": rootUser, "password": rootPassword}}})
+		{"id": "dr", "type": "s3", "endpoint": endpoint, "username": rootUser, "password": rootPassword}}})
 	path := filepath.Join(t.TempDir(), "targets.json")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
