@@ -275,12 +275,20 @@ func (d *Local) ListParts(ctx context.Context, uploadID [16]byte) ([]PartRecord,
 // (ErrPartMissing) or fails on the way changes nothing. Replacing a null version follows
 // PutVersion's rules: when the drive holds a newer null version the
 // completion is dropped (Superseded) and the upload left as it was, for
-// the writer to complete again with a later stamp or abort.
+// the writer to complete again with a later stamp or abort. A drive that
+// completed the upload as rec already (the version rec names, made from
+// the upload's data directory) answers as it did: a completion resumed by
+// a retry and its first coordinator may both reach it.
 func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartRecord, rec *Record) (PutResult, error) {
 	lock := d.lockFor(u.Bucket, u.Object)
 	lock.Lock()
 	defer lock.Unlock()
-	if _, err := d.GetUpload(ctx, u.Bucket, u.Object, u.ID); err != nil {
+	if _, err := d.GetUpload(ctx, u.Bucket, u.Object, u.ID); errors.Is(err, ErrUploadNotFound) {
+		if done, ferr := d.completedAs(u, rec); ferr != nil || done {
+			return PutResult{}, ferr
+		}
+		return PutResult{}, err
+	} else if err != nil {
 		return PutResult{}, err
 	}
 	for _, p := range chosen {
@@ -337,6 +345,17 @@ func (d *Local) CompleteUpload(ctx context.Context, u *Upload, chosen []PartReco
 		}
 	}
 	return res, nil
+}
+
+// completedAs reports whether this drive holds version rec made from
+// upload u.
+func (d *Local) completedAs(u *Upload, rec *Record) (bool, error) {
+	o, err := d.readObjectData(u.Bucket, u.Object, false)
+	if err != nil {
+		return false, err
+	}
+	r, _, err := d.findData(d.meta, o, rec.VersionID, false)
+	return err == nil && r != nil && r.DataDir == u.DataDir, err
 }
 
 // renameParts gives the chosen parts' shards in dir their version names

@@ -143,6 +143,16 @@ func (s *Set) healVersion(ctx context.Context, drives []Drive, listErrs []error,
 			}
 		}
 		if lacking > len(drives)-s.layout.ReadQuorum() && time.Since(time.Unix(0, best.ModTime)) > DanglingGrace {
+			// A completion whose coordinator died is finished where its
+			// upload is still held, not rolled back without it.
+			if found, completed, err := s.resumeFromHeal(ctx, drives, bucket, object, best, held); found {
+				if err != nil {
+					res.Unrecoverable = 1
+					return res, fmt.Errorf("healing %s/%s: %w", bucket, object, err)
+				}
+				res.Shards = completed
+				return res, nil
+			}
 			forEachDrive(drives, func(pos int, d Drive) error {
 				if held[pos] != nil {
 					_, _ = d.RollbackVersion(committing(ctx), bucket, object, held[pos])
@@ -182,6 +192,7 @@ func (s *Set) healVersion(ctx context.Context, drives []Drive, listErrs []error,
 		res.Unrecoverable = 1
 		return res, fmt.Errorf("%w: %s/%s: %d intact copies, %d needed", objlayer.ErrReadQuorum, bucket, object, n, s.layout.ReadQuorum())
 	}
+	dropCompletedUpload(ctx, drives, targets, bucket, object, best)
 	if err := s.rebuild(ctx, h, targets); err != nil {
 		if errors.Is(err, errHealOutdated) {
 			return res, nil // what replaced or deleted it is healed as itself

@@ -41,12 +41,26 @@ func uploadInfo(u *drive.Upload) objlayer.UploadInfo {
 // getUpload reads an upload's record from every drive; read quorum of
 // drives must hold it.
 func (s *Set) getUpload(ctx context.Context, drives []Drive, bucket, object string, id [16]byte) (*drive.Upload, []*drive.Upload, error) {
+	ups, errs := readUploads(ctx, drives, bucket, object, id)
+	return s.uploadQuorum(ups, errs)
+}
+
+// readUploads reads an upload's record from every drive: each drive's
+// record (nil where it has none) and error.
+func readUploads(ctx context.Context, drives []Drive, bucket, object string, id [16]byte) ([]*drive.Upload, []error) {
 	ups := make([]*drive.Upload, len(drives))
 	errs := forEachDrive(drives, func(pos int, d Drive) error {
 		u, err := d.GetUpload(ctx, bucket, object, id)
 		ups[pos] = u
 		return err
 	})
+	return ups, errs
+}
+
+// uploadQuorum is getUpload's answer from what the drives read: the
+// upload when read quorum of drives hold it, ErrUploadNotFound when too
+// many lack it, else ErrReadQuorum.
+func (s *Set) uploadQuorum(ups []*drive.Upload, errs []error) (*drive.Upload, []*drive.Upload, error) {
 	if countNil(errs) >= s.layout.ReadQuorum() {
 		for _, u := range ups {
 			if u != nil {
@@ -54,13 +68,7 @@ func (s *Set) getUpload(ctx context.Context, drives []Drive, bucket, object stri
 			}
 		}
 	}
-	notFound := 0
-	for _, err := range errs {
-		if errors.Is(err, drive.ErrUploadNotFound) {
-			notFound++
-		}
-	}
-	if notFound > len(drives)-s.layout.ReadQuorum() {
+	if countIs(errs, drive.ErrUploadNotFound) > len(errs)-s.layout.ReadQuorum() {
 		return nil, nil, objlayer.ErrUploadNotFound
 	}
 	return nil, nil, fmt.Errorf("%w: %d of %d drives answered (%s)", objlayer.ErrReadQuorum, countNil(errs), len(errs), detail(errs))
@@ -199,7 +207,11 @@ func (s *Set) ListParts(ctx context.Context, bucket, object string, uploadID [16
 func (s *Set) CompleteMultipartUpload(ctx context.Context, bucket, object string, uploadID [16]byte, parts []objlayer.CompletePart, opts objlayer.PutOptions) (objlayer.ObjectInfo, error) {
 	drives := s.writeDrives()
 	w := s.newWriteWait()
-	u, ups, err := s.getUpload(ctx, drives, bucket, object, uploadID)
+	ups, readErrs := readUploads(ctx, drives, bucket, object, uploadID)
+	if info, resumed, err := s.resumeCompletion(ctx, drives, bucket, object, ups, readErrs, parts); resumed {
+		return info, err
+	}
+	u, ups, err := s.uploadQuorum(ups, readErrs)
 	if err != nil {
 		return objlayer.ObjectInfo{}, err
 	}

@@ -576,7 +576,9 @@ func (ps *Pools) NewMultipartUpload(ctx context.Context, bucket, object string, 
 	return e.Pool.NewMultipartUpload(ctx, bucket, object, meta)
 }
 
-// uploadPool finds the pool holding an upload.
+// uploadPool finds the pool holding an upload: one where a drive holds it
+// (an upload's ID is its own), as a completion cut short leaves it on
+// fewer drives than read quorum, for the pool to finish.
 func (ps *Pools) uploadPool(ctx context.Context, bucket, object string, uploadID [16]byte) (*Pool, error) {
 	live := ps.live()
 	if len(live) == 1 {
@@ -585,10 +587,11 @@ func (ps *Pools) uploadPool(ctx context.Context, bucket, object string, uploadID
 	var failure error
 	for _, e := range live {
 		s := e.Pool.SetFor(bucket, object)
-		_, _, err := s.getUpload(ctx, s.Drives(), bucket, object, uploadID)
-		if err == nil {
+		ups, errs := readUploads(ctx, s.Drives(), bucket, object, uploadID)
+		if firstUpload(ups) != nil {
 			return e.Pool, nil
 		}
+		_, _, err := s.uploadQuorum(ups, errs)
 		if !errors.Is(err, objlayer.ErrUploadNotFound) && failure == nil {
 			failure = err
 		}
